@@ -1,0 +1,126 @@
+"""Work with the Chapter Translation Service from Jupyter.
+
+```python
+import toolkit as tk
+
+with tk.Client() as client:              # CTS_BASE_URL and CTS_API_KEY from the environment
+    chapters = tk.chapters_frame(client)
+```
+
+Names are loaded on first use, so `import toolkit` stays quick; `__all__` lists every
+public name and a test keeps it in step with what resolves.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from toolkit.errors import (
+    ApiError,
+    AuthenticationError,
+    BadRequest,
+    ConfigError,
+    Conflict,
+    InsufficientCredits,
+    InvalidUpload,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    ServerError,
+    ToolkitError,
+    TransportError,
+    Unprocessable,
+    UnsupportedMediaType,
+    WaitTimeout,
+    WebhookVerificationError,
+)
+from toolkit.models import (
+    AddedPages,
+    Chapter,
+    ChapterDetail,
+    ChapterListItem,
+    LanguageDetail,
+    LanguageProgress,
+    NewChapter,
+    Page,
+    PreparedExport,
+    Project,
+    RescanResult,
+    StartResult,
+    TargetLanguage,
+)
+
+_LAZY: dict[str, str] = {
+    "AsyncClient": "toolkit.client",
+    "Client": "toolkit.client",
+    "SnapshotInfo": "toolkit.store",
+    "SnapshotStore": "toolkit.store",
+    "Workspace": "toolkit.frames",
+    "chapters_frame": "toolkit.frames",
+    "exports_frame": "toolkit.frames",
+    "languages_frame": "toolkit.frames",
+    "projects_frame": "toolkit.frames",
+    "pull": "toolkit.frames",
+}
+_SUBMODULES = {"analysis", "emulator", "plots", "webhooks", "widgets"}
+
+__all__ = [
+    "AddedPages",
+    "ApiError",
+    "AsyncClient",
+    "AuthenticationError",
+    "BadRequest",
+    "Chapter",
+    "ChapterDetail",
+    "ChapterListItem",
+    "Client",
+    "ConfigError",
+    "Conflict",
+    "InsufficientCredits",
+    "InvalidUpload",
+    "LanguageDetail",
+    "LanguageProgress",
+    "NewChapter",
+    "NotFound",
+    "Page",
+    "PayloadTooLarge",
+    "PreparedExport",
+    "Project",
+    "RateLimited",
+    "RescanResult",
+    "ServerError",
+    "SnapshotInfo",
+    "SnapshotStore",
+    "StartResult",
+    "TargetLanguage",
+    "ToolkitError",
+    "TransportError",
+    "Unprocessable",
+    "UnsupportedMediaType",
+    "WaitTimeout",
+    "WebhookVerificationError",
+    "Workspace",
+    "analysis",
+    "chapters_frame",
+    "emulator",
+    "exports_frame",
+    "languages_frame",
+    "plots",
+    "projects_frame",
+    "pull",
+    "webhooks",
+    "widgets",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"toolkit.{name}")
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,151 @@
+"""Every exception the toolkit raises, in one hierarchy.
+
+```
+ToolkitError
+├── ConfigError (also ValueError)        settings missing or unsafe, raised when a client is built
+├── InvalidUpload (also ValueError)      refused by uploads.py before anything is sent
+├── TransportError                       the network failed: connect, read, timeout
+├── ApiError                             the service answered with an error status
+│   ├── BadRequest                       400
+│   ├── AuthenticationError              401, 403
+│   ├── InsufficientCredits              402
+│   ├── NotFound                         404
+│   ├── Conflict                         409
+│   ├── PayloadTooLarge                  413
+│   ├── UnsupportedMediaType             415
+│   ├── Unprocessable                    422
+│   ├── RateLimited                      429
+│   └── ServerError                      5xx
+├── WaitTimeout (also TimeoutError)      wait_for_chapter ran out of time
+└── WebhookVerificationError             a webhook delivery failed verification
+```
+
+Messages never contain the API key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
+
+
+class ToolkitError(Exception):
+    """Base class of everything the toolkit raises on purpose."""
+
+
+class ConfigError(ToolkitError, ValueError):
+    """A setting is missing or unsafe (raised when a client is built)."""
+
+
+class InvalidUpload(ToolkitError, ValueError):
+    """A page, text or position was refused before anything was sent."""
+
+    def __init__(self, message: str, *, item: str | None = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
+class TransportError(ToolkitError):
+    """The request did not get an answer: connection refused or broken, or a timeout."""
+
+
+class ApiError(ToolkitError):
+    """The service answered with an error status.
+
+    `status` is the HTTP status, `message` the service's own text (or a default),
+    `response` the `httpx.Response` for anyone who needs headers or the raw body.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        server_message: str | None = None,
+        response: httpx.Response | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = server_message if server_message is not None else message
+        self.response = response
+
+
+class BadRequest(ApiError):
+    """400: the request was invalid."""
+
+
+class AuthenticationError(ApiError):
+    """401 or 403: the API key is missing, unknown or not allowed."""
+
+
+class InsufficientCredits(ApiError):
+    """402: the workspace does not have enough credits for the run."""
+
+
+class NotFound(ApiError):
+    """404: the project or chapter does not exist, is in the trash, or is another workspace's."""
+
+
+class Conflict(ApiError):
+    """409: a chapter number is taken, or the chapter is still processing."""
+
+
+class PayloadTooLarge(ApiError):
+    """413: a page image or text is too large."""
+
+
+class UnsupportedMediaType(ApiError):
+    """415: a page image of a type the service does not take (an SVG, say)."""
+
+
+class Unprocessable(ApiError):
+    """422: a page image that cannot be opened, or text over the limit."""
+
+
+class RateLimited(ApiError):
+    """429: too many requests; `retry_after` holds the server's wish in seconds, if given."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class ServerError(ApiError):
+    """5xx: the service failed."""
+
+
+class WaitTimeout(ToolkitError, TimeoutError):
+    """A wait ran out of time; `last` holds the last state seen."""
+
+    def __init__(self, message: str, *, last: Any = None) -> None:
+        super().__init__(message)
+        self.last = last
+
+
+class WebhookVerificationError(ToolkitError):
+    """A webhook delivery's headers, signature or timestamp did not verify."""
+
+
+STATUS_ERRORS: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    401: AuthenticationError,
+    402: InsufficientCredits,
+    403: AuthenticationError,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    415: UnsupportedMediaType,
+    422: Unprocessable,
+    429: RateLimited,
+}
+
+
+def error_class_for(status: int) -> type[ApiError]:
+    """The exception class for an HTTP error status."""
+    if status in STATUS_ERRORS:
+        return STATUS_ERRORS[status]
+    if status >= 500:
+        return ServerError
+    return ApiError
