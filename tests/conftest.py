@@ -1,0 +1,80 @@
+"""Fixtures shared by the suite: an emulator on loopback, a workspace, projects, pages.
+
+Every fixture is function-scoped, so no test depends on another's state or order; the
+emulator's clock is manual, so time passes only through `emulator.advance(seconds)`.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+
+
+def make_page(seed: int = 0, *, size: tuple[int, int] = (120, 170), fmt: str = "PNG") -> bytes:
+    """A small raster page image; different seeds give different bytes."""
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(seed)
+    image = Image.new("RGB", size, "white")
+    draw = ImageDraw.Draw(image)
+    for _ in range(6):
+        x, y = rng.randrange(size[0] - 20), rng.randrange(size[1] - 20)
+        draw.ellipse([x, y, x + rng.randrange(10, 40), y + rng.randrange(8, 30)], outline="black")
+    buffer = io.BytesIO()
+    image.save(buffer, fmt)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def pages() -> list[bytes]:
+    """Three distinct PNG pages."""
+    return [make_page(seed) for seed in range(3)]
+
+
+@pytest.fixture
+def emulator():
+    from toolkit.emulator import Emulator
+
+    with Emulator(clock="manual") as emu:
+        yield emu
+
+
+@pytest.fixture
+def workspace(emulator) -> dict:
+    return emulator.create_workspace(name="Test workspace", credits=10_000)
+
+
+@pytest.fixture
+def comic_project(emulator, workspace) -> dict:
+    return emulator.create_project(
+        workspace["id"],
+        name="Moonlit Harbor",
+        kind="comic",
+        source_language="ja",
+        reading_direction="rtl",
+        process_steps="full",
+        target_languages=["en", "fr"],
+    )
+
+
+@pytest.fixture
+def novel_project(emulator, workspace) -> dict:
+    return emulator.create_project(
+        workspace["id"],
+        name="River of Stars",
+        kind="novel",
+        source_language="zh",
+        reading_direction="ltr",
+        process_steps="translate",
+        target_languages=["en", "es"],
+    )
+
+
+@pytest.fixture
+def client(emulator, workspace):
+    from toolkit.client import Client
+
+    with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as c:
+        yield c

@@ -1,0 +1,18 @@
+"""Error answers of the emulator: `{"error": {"status": int, "message": str}}`."""
+
+from __future__ import annotations
+
+from starlette.responses import JSONResponse
+
+
+class EmulatorError(Exception):
+    """Raised anywhere in a request; the app turns it into the JSON error answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)
