@@ -1,0 +1,201 @@
+"""`Receiver`: the ASGI app that takes the service's deliveries.
+
+Decisions the spec leaves open:
+
+- 401 when the signature, headers or timestamp do not verify; 400 when a verified body
+  is not an event (`type` text, `timestamp` ISO 8601 text, `data` object); 413 for a body
+  over 1 MiB, before it is checked; 405 for anything but POST. Nothing is kept in these
+  cases, so the service retries and its log shows the failure.
+- The service's test ping (`type` `ping`) is answered 200 and not kept: it is not an
+  event about a chapter. Every other type, known or not, is kept.
+- A new event is committed to the inbox (SQLite at `seen_path`) before the 2xx, then
+  handed to the store. When the store fails the event waits in the inbox and is handed
+  over on the next delivery, at start-up, or on `flush()`; the answer is still 2xx,
+  since the event is already safe and a non-2xx would make its retry look like a repeat.
+- With a store, events handed over more than 7 days ago are pruned from the inbox (the
+  service retries for about two days); without one, the inbox is the only copy and
+  nothing is pruned.
+- Events go to the store as dicts `{webhook_id, type, timestamp, data, received_at}`:
+  `timestamp` (the body's, on the service's clock) and `received_at` (local clock) as
+  aware UTC datetimes, `data` as a dict.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from toolkit.errors import ConfigError, WebhookVerificationError
+from toolkit.webhooks.inbox import Inbox
+from toolkit.webhooks.verification import TOLERANCE, check_signature, parse_payload, secret_key
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.types import Receive, Scope, Send
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 1 << 20
+KEEP_FORWARDED = timedelta(days=7)
+
+
+class EventSink(Protocol):
+    """What the receiver needs of a store: `SnapshotStore` is one."""
+
+    def record_events(self, events: Sequence[Mapping[str, Any]]) -> Any: ...
+
+
+class Receiver:
+    """An ASGI app that takes the service's deliveries: POST at any path.
+
+    It verifies each delivery, keeps each new event durably before answering 2xx,
+    answers a repeated `webhook-id` with 2xx without keeping it again, and hands events to
+    `store.record_events` (a `SnapshotStore`, or anything with that method). Without a
+    store, `events()` lists what arrived.
+
+    >>> app = Receiver("whsec_...", store=tk.SnapshotStore("data/snapshots"),
+    ...                seen_path="data/receiver.sqlite")
+    >>> uvicorn.run(app, port=8766)        # or: toolkit webhooks serve
+    """
+
+    def __init__(
+        self,
+        secret: str,
+        store: EventSink | None = None,
+        seen_path: str | os.PathLike[str] | None = None,
+        *,
+        tolerance: int = TOLERANCE,
+    ) -> None:
+        try:
+            self._key = secret_key(secret)
+        except WebhookVerificationError as exc:
+            raise ConfigError(f"{exc} (CTS_WEBHOOK_SECRET)") from exc
+        self.store = store
+        self.tolerance = tolerance
+        self._inbox = Inbox(seen_path)
+        self._forwarding = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1003})
+            return
+        from starlette.requests import Request
+
+        response = await self._respond(Request(scope, receive))
+        await response(scope, receive, send)
+
+    def events(self) -> list[dict[str, Any]]:
+        """The events in the receiver's own SQLite, in the order they arrived."""
+        return self._inbox.events()
+
+    def flush(self) -> int:
+        """Hand the store every event it has not taken yet; returns how many were handed."""
+        if self.store is None:
+            return 0
+        with self._forwarding:
+            pending = self._inbox.pending()
+            if pending:
+                self.store.record_events(pending)
+                self._inbox.mark_forwarded([event["webhook_id"] for event in pending])
+            self._inbox.prune(datetime.now(UTC) - KEEP_FORWARDED)
+            return len(pending)
+
+    def close(self) -> None:
+        self._inbox.close()
+
+    async def _respond(self, request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse
+
+        if request.method != "POST":
+            return _refusal(405, "webhook deliveries are sent with POST", allow="POST")
+        body = await _read_body(request)
+        if body is None:
+            return _refusal(413, f"the body is over {MAX_BODY} bytes")
+        try:
+            webhook_id = check_signature(body, request.headers, self._key, tolerance=self.tolerance)
+        except WebhookVerificationError as exc:
+            return _refusal(401, str(exc))
+        try:
+            event = _event(webhook_id, body)
+        except WebhookVerificationError as exc:
+            return _refusal(400, str(exc))
+        if event["type"] == "ping":
+            return JSONResponse({"ok": True})
+        fresh = await run_in_threadpool(self._keep, event)
+        return JSONResponse({"webhookId": webhook_id, "repeat": not fresh})
+
+    def _keep(self, event: dict[str, Any]) -> bool:
+        fresh = self._inbox.add(event)
+        self._flush_quietly()
+        return fresh
+
+    def _flush_quietly(self) -> None:
+        # The event is already safe in SQLite: a failing store must not turn into a
+        # non-2xx answer (a repeat would then be dropped as seen). It is retried later.
+        try:
+            self.flush()
+        except Exception:
+            log.exception("the store refused webhook events; they wait in the receiver's SQLite")
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        from starlette.concurrency import run_in_threadpool
+
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await run_in_threadpool(self._flush_quietly)
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _refusal(status: int, message: str, *, allow: str | None = None) -> Response:
+    from starlette.responses import JSONResponse
+
+    headers = {"Allow": allow} if allow else None
+    return JSONResponse({"error": {"status": status, "message": message}}, status, headers)
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """The body, or None when it is over `MAX_BODY` (read no further than that)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _event(webhook_id: str, body: bytes) -> dict[str, Any]:
+    """The store's event row from a verified body, or `WebhookVerificationError`."""
+    payload = parse_payload(body)
+    kind, stamp, data = payload.get("type"), payload.get("timestamp"), payload.get("data")
+    if not isinstance(kind, str) or not kind:
+        raise WebhookVerificationError("the event has no 'type' text")
+    if not isinstance(data, dict):
+        raise WebhookVerificationError("the event's 'data' is not an object")
+    try:
+        timestamp = datetime.fromisoformat(stamp.replace("Z", "+00:00"))  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise WebhookVerificationError("the event's 'timestamp' is not an ISO 8601 time") from exc
+    return {
+        "webhook_id": webhook_id,
+        "type": kind,
+        "timestamp": timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=UTC),
+        "data": data,
+        "received_at": datetime.now(UTC),
+    }
