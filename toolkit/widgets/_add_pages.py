@@ -1,0 +1,159 @@
+"""The UploadPanel's form for pages added to a comic chapter, and for starting held pages.
+
+The service has no route that lists a chapter's pages, so the ids of held pages are
+known only from the add-pages answers. The form remembers the ids of the pages it held
+itself, per chapter, and starts exactly those. A staged chapter that never ran needs no
+ids: its first start runs every page it has.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import ipywidgets as widgets
+
+from toolkit.errors import InvalidUpload
+from toolkit.widgets._files import PageFiles
+from toolkit.widgets._inputs import chapter_label, estimate, parse_number
+
+if TYPE_CHECKING:
+    from toolkit.models import ChapterListItem
+    from toolkit.widgets.upload import UploadPanel
+
+
+class PagesForm(widgets.VBox):
+    def __init__(self, panel: UploadPanel) -> None:
+        self.panel = panel
+        self.chapters: dict[str, ChapterListItem] = {}
+        self.held: dict[str, list[str]] = {}
+        self.project = widgets.Dropdown(description="Project", layout={"width": "420px"})
+        self.chapter = widgets.Dropdown(description="Chapter", layout={"width": "420px"})
+        self.files = PageFiles()
+        self.hold = widgets.Checkbox(
+            value=False, description="Hold: keep the pages without running them", indent=False
+        )
+        self.number = widgets.Text(
+            description="Page no.", placeholder="after the last", layout={"width": "220px"}
+        )
+        self.cost = widgets.HTML()
+        self.add = widgets.Button(description="Add pages", button_style="primary")
+        self.held_info = widgets.HTML()
+        self.start = widgets.Button(description="Start held pages", button_style="warning")
+        super().__init__(
+            [
+                self.project,
+                self.chapter,
+                self.files,
+                self.hold,
+                self.number,
+                self.cost,
+                self.add,
+                widgets.HTML("<hr>"),
+                self.held_info,
+                self.start,
+            ]
+        )
+        self.project.observe(lambda _: panel.message.run(self.load_chapters), names="value")
+        self.chapter.observe(lambda _: self.update_cost(), names="value")
+        self.hold.observe(lambda _: self.update_cost(), names="value")
+        self.files.on_change(self.update_cost)
+        panel.message.on_click(self.add, self.submit)
+        panel.message.on_click(self.start, self.start_held)
+
+    @property
+    def selected(self) -> ChapterListItem | None:
+        return self.chapters.get(self.chapter.value or "")
+
+    def load_chapters(self) -> None:
+        """Re-read the chosen project's chapters (their started and running state)."""
+        project_id = self.project.value
+        chapters = self.panel.client.list_chapters(project_id) if project_id else []
+        self.chapters = {c.id: c for c in chapters}
+        keep = self.chapter.value if self.chapter.value in self.chapters else None
+        options = [(self._label(c), c.id) for c in chapters]
+        with self.chapter.hold_trait_notifications():
+            self.chapter.options = options
+            self.chapter.value = keep or (options[-1][1] if options else None)
+        self.update_cost()
+
+    def _label(self, chapter: ChapterListItem) -> str:
+        state = "staged" if not chapter.started else "running" if chapter.processing else "ran"
+        return f"{chapter_label(chapter)} ({chapter.page_count} pages, {state})"
+
+    def update_cost(self) -> None:
+        chapter = self.selected
+        project = self.panel.projects.get(self.project.value or "")
+        if chapter is None or project is None:
+            self.cost.value = self.held_info.value = ""
+            return
+        pages = len(self.files.uploads)
+        if self.hold.value or not pages:
+            self.cost.value = "Held pages cost nothing until they are started."
+        elif not chapter.started:
+            total = (chapter.page_count or 0) + pages
+            cost = estimate(project, pages=total, store=self.panel.store)
+            self.cost.value = cost.sentence(run="Adding them starts the chapter; the run")
+        else:
+            cost = estimate(project, pages=pages, store=self.panel.store)
+            self.cost.value = cost.sentence(run="The new pages run by themselves; the run")
+        self.held_info.value = self._start_text(chapter)
+
+    def _start_pages(self, chapter: ChapterListItem) -> int:
+        if not chapter.started:
+            return chapter.page_count or 0
+        return len(self.held.get(chapter.id, []))
+
+    def _start_text(self, chapter: ChapterListItem) -> str:
+        project = self.panel.projects[chapter.project_id or ""]
+        pages = self._start_pages(chapter)
+        if not pages:
+            return "No held pages recorded for this chapter."
+        cost = estimate(project, pages=pages, store=self.panel.store)
+        return f"{pages} held pages. " + cost.sentence(run="Starting them")
+
+    def submit(self) -> None:
+        chapter = self._chosen()
+        pages = self.files.uploads
+        if not pages:
+            raise InvalidUpload("no page images chosen: choose the pages to add")
+        position = parse_number(self.number.value, what="page number")
+        added = self.panel.client.add_pages(
+            chapter.id, pages=[u.as_file() for u in pages], hold=self.hold.value, position=position
+        )
+        if self.hold.value:
+            self.held.setdefault(chapter.id, []).extend(page.id for page in added.pages)
+            what = "held; start them with 'Start held pages'"
+        else:
+            what = "they are running"
+        self.files.clear()
+        self.number.value = ""
+        self.panel.message.show(
+            f"Added {len(added.pages)} pages to {chapter_label(chapter)}: {what}.", "success"
+        )
+        self.load_chapters()
+
+    def start_held(self) -> None:
+        chapter = self._chosen()
+        if not chapter.started:
+            result = self.panel.client.start_chapter(chapter.id)
+        else:
+            page_ids = self.held.get(chapter.id)
+            if not page_ids:
+                raise InvalidUpload(
+                    f"{chapter_label(chapter)} has run before, and this panel has no held pages "
+                    "recorded for it: add pages here with Hold ticked, or call "
+                    "client.start_chapter(chapter_id, page_ids=[...]) with the held pages' ids"
+                )
+            result = self.panel.client.start_chapter(chapter.id, page_ids=page_ids)
+        self.held.pop(chapter.id, None)
+        self.panel.message.show(
+            f"Started {chapter_label(chapter)}: {result.page_count} pages running.", "success"
+        )
+        self.load_chapters()
+
+    def _chosen(self) -> ChapterListItem:
+        self.load_chapters()  # fresh state: it may have started or finished meanwhile
+        chapter = self.selected
+        if chapter is None:
+            raise InvalidUpload("no chapter chosen: pick a project and one of its chapters")
+        return chapter
