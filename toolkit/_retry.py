@@ -1,0 +1,118 @@
+"""When a request is tried again, and after how long. Pure decisions: no I/O, no sleeping.
+
+Rules:
+
+- A request that never left (the connection could not be made, or no pooled connection
+  came free) is tried again whatever its method: the service cannot have acted on it.
+- A 429 is tried again whatever the method: the service refused it without acting.
+- Other transport failures (a timeout or a broken connection after sending) and 502, 503,
+  504 are tried again only for a *repeatable* request: a GET, or a chapter create with a
+  position, whose repeat the client reconciles. Other POSTs fail at once, since the
+  service may have acted (it may have charged credits).
+- The wait is capped exponential backoff with jitter: `base * 2**attempt`, at most `cap`,
+  then scaled by a random factor in [0.5, 1) so that clients do not retry in step.
+- A `Retry-After` header (seconds or an HTTP date) replaces the backoff. One longer than
+  `max_retry_after` ends the retries at once with an error saying so: waiting for hours
+  inside a notebook cell helps nobody.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+import httpx
+
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# The connection was never made, so nothing was sent.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# Failures worth another try for a request that may be repeated.
+TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def never_sent(error: httpx.TransportError) -> bool:
+    """True when the request cannot have reached the service."""
+    return isinstance(error, NOT_SENT)
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """`Retry-After` in seconds (from seconds or an HTTP date); None when absent or unreadable."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+@dataclass(frozen=True)
+class Delay:
+    """What to do after a failed attempt: wait `seconds` and try again, or stop.
+
+    `too_long` is set when the service asked (with Retry-After) for a wait past the cap.
+    """
+
+    seconds: float | None
+    too_long: float | None = None
+
+    @property
+    def retry(self) -> bool:
+        return self.seconds is not None
+
+
+STOP = Delay(None)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Decides retries. `jitter` returns a float in [0, 1); tests pass a constant."""
+
+    max_retries: int = 4
+    base: float = 0.5
+    cap: float = 8.0
+    max_retry_after: float = 60.0
+    jitter: Callable[[], float] = field(default=random.random, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, not {self.max_retries}")
+        if self.max_retry_after < 0:
+            raise ValueError(f"max_retry_after must be 0 or more, not {self.max_retry_after}")
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number `attempt` (0 for the first)."""
+        ceiling = min(self.cap, self.base * 2**attempt)
+        return ceiling * (0.5 + 0.5 * self.jitter())
+
+    def after_response(self, response: httpx.Response, attempt: int, *, repeatable: bool) -> Delay:
+        """Whether and when to try again after an error answer."""
+        status = response.status_code
+        if status not in RETRY_STATUSES or attempt >= self.max_retries:
+            return STOP
+        if status != 429 and not repeatable:
+            return STOP
+        asked = parse_retry_after(response.headers.get("Retry-After"))
+        if asked is None:
+            return Delay(self.backoff(attempt))
+        if asked > self.max_retry_after:
+            return Delay(None, too_long=asked)
+        return Delay(asked)
+
+    def after_error(self, error: httpx.TransportError, attempt: int, *, repeatable: bool) -> Delay:
+        """Whether and when to try again after a transport failure."""
+        if attempt >= self.max_retries:
+            return STOP
+        if never_sent(error) or (repeatable and isinstance(error, TRANSIENT)):
+            return Delay(self.backoff(attempt))
+        return STOP
