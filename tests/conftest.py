@@ -78,3 +78,37 @@ def client(emulator, workspace):
 
     with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as c:
         yield c
+
+
+@pytest.fixture
+def asgi_server():
+    """Serve ASGI apps with uvicorn on loopback: `url = asgi_server(app)`, a free port each.
+
+    Each server runs in a thread and is shut down when the test ends.
+    """
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    running: list[tuple[uvicorn.Server, threading.Thread]] = []
+
+    def start(app) -> str:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+        thread.start()
+        running.append((server, thread))
+        deadline = time.monotonic() + 10
+        while not server.started:  # start-up, not simulated time: poll briefly
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.005)
+        return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+    yield start
+    for server, thread in running:
+        server.should_exit = True
+        thread.join(timeout=10)
