@@ -56,7 +56,7 @@ class PagesForm(widgets.VBox):
         self.project.observe(lambda _: panel.message.run(self.load_chapters), names="value")
         self.chapter.observe(lambda _: self.update_cost(), names="value")
         self.hold.observe(lambda _: self.update_cost(), names="value")
-        self.files.on_change(self.update_cost)
+        self.files.on_change(self._files_changed)
         panel.message.on_click(self.add, self.submit)
         panel.message.on_click(self.start, self.start_held)
 
@@ -79,6 +79,10 @@ class PagesForm(widgets.VBox):
     def _label(self, chapter: ChapterListItem) -> str:
         state = "staged" if not chapter.started else "running" if chapter.processing else "ran"
         return f"{chapter_label(chapter)} ({chapter.page_count} pages, {state})"
+
+    def _files_changed(self) -> None:
+        self.update_cost()
+        self.panel.message.check(self.files.check)
 
     def update_cost(self) -> None:
         chapter = self.selected

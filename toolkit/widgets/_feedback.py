@@ -115,6 +115,17 @@ class Feedback(widgets.HTML):
             if busy is not None:
                 busy.disabled = False
 
+    def check(self, action: Callable[[], Any]) -> bool:
+        """Run a check: show its refusal, or clear an earlier error once it passes."""
+        try:
+            action()
+        except Exception as exc:
+            self.error(exc)
+            return False
+        if self.tone == "error":
+            self.clear()
+        return True
+
     def on_click(self, button: widgets.Button, action: Callable[[], Any]) -> None:
         """Wire a button to `action` through `run`."""
         button.on_click(lambda _: self.run(action, busy=button))

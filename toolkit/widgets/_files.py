@@ -1,7 +1,9 @@
 """`PageFiles`: a file picker for page images whose order the user can change.
 
 Files arrive in natural file-name order; "Up" and "Down" move the selected file. What
-the panel sends is `PageFiles.uploads`, in the order shown.
+the panel sends is `PageFiles.uploads`, in the order shown. `check()` runs the client's
+upload checks (`toolkit.uploads`) as soon as files are picked, so an SVG or a damaged
+image is refused with the client's message before anything is sent.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ class PageFiles(widgets.VBox):
         files = self.uploads
         files[index], files[target] = files[target], files[index]
         self._show(selected=target)
+
+    def check(self) -> None:
+        """Refuse a bad file now, with the client's own checks, rather than when sending."""
+        from toolkit.uploads import prepare_pages
+
+        if self.uploads:
+            with prepare_pages([upload.as_file() for upload in self.uploads]):
+                pass
 
     def clear(self) -> None:
         self.upload.value = ()

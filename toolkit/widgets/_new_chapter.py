@@ -39,10 +39,14 @@ class ComicForm(widgets.VBox):
         super().__init__(
             [self.project, self.files, self.number, self.staged, self.cost, self.create]
         )
-        self.files.on_change(self.update_cost)
+        self.files.on_change(self._files_changed)
         self.project.observe(lambda _: self.update_cost(), names="value")
         self.staged.observe(lambda _: self.update_cost(), names="value")
         panel.message.on_click(self.create, self.submit)
+
+    def _files_changed(self) -> None:
+        self.update_cost()
+        self.panel.message.check(self.files.check)
 
     def update_cost(self) -> None:
         project = self.panel.projects.get(self.project.value or "")

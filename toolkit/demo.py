@@ -1,0 +1,290 @@
+"""`toolkit demo`: a simulated working day on a local emulator, ending in a report.
+
+The emulator (manual clock, the demo workspace) and the webhook `Receiver` run on
+loopback. The sample chapters in `data/samples` are uploaded through the public
+`Client` over the day, faults make some runs fail or stall, an operator's routine
+re-scans failed chapters every hour, a snapshot is taken every simulated hour, and
+`write_report` turns the store into plots and a summary table.
+
+Decisions where DESIGN is silent:
+- The demo uses the seeded workspace's projects (a full-process comic, a second comic,
+  a novel) and tops its credits up, so the day is never cut short by a 402.
+- Fault settings: 20% of runs fail, 10% stall (abandoned after 2 simulated hours),
+  seeded, so every demo tells the same story.
+- The operator re-scans a failed comic chapter at the next hour, at most three times; a
+  failed novel chapter cannot be re-scanned, so its text is uploaded again as a new
+  chapter, as the spec advises.
+- `hours` need not be whole: the last step advances the remainder.
+- `out` gets `snapshots/` (the store), the receiver's SQLite and the report. A folder
+  left by an earlier demo (it holds a `.toolkit-demo` marker) is emptied first; any
+  other non-empty folder is refused rather than overwritten.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolkit import samples
+from toolkit.errors import ToolkitError
+
+if TYPE_CHECKING:
+    from toolkit.client import Client
+    from toolkit.emulator import Emulator
+    from toolkit.models import Project
+
+MARKER = ".toolkit-demo"
+FAULTS = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
+MAX_RESCANS = 3
+EVENTS = ["chapter.finished", "chapter.failed", "export.ready"]
+
+
+class LoopbackServer:
+    """Serves an ASGI app with uvicorn in a daemon thread on a free loopback port.
+
+    The port is bound at construction, so the URL is known before the app exists (the
+    receiver needs the secret the endpoint gets when it is added with that URL).
+    """
+
+    def __init__(self) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind(("127.0.0.1", 0))
+        self.port: int = self._socket.getsockname()[1]
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, app: Any, *, timeout: float = 10.0) -> LoopbackServer:
+        import uvicorn
+
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ToolkitError("the webhook receiver did not start on loopback")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+        self._socket.close()
+
+
+@dataclass
+class Day:
+    """What happened, for the progress bar and the closing lines."""
+
+    uploads: int = 0
+    rescans: int = 0
+    reuploads: int = 0
+    snapshots: int = 0
+    rescanned: dict[str, int] = field(default_factory=dict)
+    reuploaded: set[str] = field(default_factory=set)
+    held: list[tuple[str, float]] = field(default_factory=list)  # (chapter id, start at hour)
+
+
+@dataclass(frozen=True)
+class Projects:
+    comic: Project
+    second_comic: Project
+    novel: Project
+
+
+def prepare_out(out: Path) -> None:
+    """Make `out` ready: empty a previous demo's folder, refuse anyone else's."""
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).exists():
+            raise ToolkitError(
+                f"{out} is not empty and was not written by an earlier demo; "
+                "choose another folder with --out"
+            )
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("written by `toolkit demo`; emptied by the next demo\n")
+
+
+def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Projects:
+    """The seeded projects the day uses, created when the seed lacks one."""
+    projects = client.list_projects()
+    comics = sorted(
+        (p for p in projects if p.kind == "comic"), key=lambda p: p.process_steps != "full"
+    )
+    novels = [p for p in projects if p.kind == "novel"]
+    while len(comics) < 2 or not novels:
+        kind = "comic" if len(comics) < 2 else "novel"
+        emulator.create_project(
+            workspace_id,
+            name=f"Demo {kind} {len(comics) + len(novels) + 1}",
+            kind=kind,
+            source_language="ja" if kind == "comic" else "zh",
+            reading_direction="rtl" if kind == "comic" else "ltr",
+            process_steps="full" if kind == "comic" else "translate",
+            target_languages=["en", "fr"],
+        )
+        return pick_projects(client, emulator, workspace_id)
+    return Projects(comics[0], comics[1], novels[0])
+
+
+def plan(hours: float) -> dict[int, list[str]]:
+    """Which uploads happen at which whole hour of the day."""
+    routine = ["comic", "novel", "second_comic", "staged", "comic", "second_comic"]
+    schedule: dict[int, list[str]] = {0: ["comic", "second_comic", "novel"]}
+    for hour in range(1, math.ceil(hours)):
+        schedule[hour] = [routine[(hour - 1) % len(routine)]]
+    return schedule
+
+
+def upload(kind: str, hour: int, client: Client, projects: Projects, day: Day) -> None:
+    """One scheduled upload of sample material, through the public client."""
+    if kind == "novel":
+        numbers = samples.novel_chapters()
+        text = samples.novel_chapter(numbers[day.uploads % len(numbers)])
+        client.create_chapter(projects.novel.id, text=text)
+    elif kind == "staged":
+        chapter = client.create_chapter(projects.comic.id, staged=True)
+        client.add_pages(chapter.id, pages=_sample_pages(day.uploads), hold=True)
+        day.held.append((chapter.id, hour + 1))
+    else:
+        project = projects.comic if kind == "comic" else projects.second_comic
+        client.create_chapter(project.id, pages=_sample_pages(day.uploads))
+    day.uploads += 1
+
+
+def _sample_pages(index: int) -> list[Any]:
+    numbers = sorted(samples.COMIC_CHAPTERS)
+    return list(samples.comic_chapter(numbers[index % len(numbers)]))
+
+
+def operate(hour: int, client: Client, projects: Projects, day: Day) -> None:
+    """The operator's hourly routine: start held pages, deal with failed chapters."""
+    for chapter_id, start_at in list(day.held):
+        if hour >= start_at:
+            client.start_chapter(chapter_id)
+            day.held.remove((chapter_id, start_at))
+    for project in (projects.comic, projects.second_comic, projects.novel):
+        for chapter in client.list_chapters(project.id):
+            if not chapter.failed or chapter.processing:
+                continue
+            if project.kind == "novel":
+                if chapter.id not in day.reuploaded:
+                    # A novel chapter cannot be re-scanned: its text goes up again, once.
+                    numbers = samples.novel_chapters()
+                    text = samples.novel_chapter(numbers[(chapter.position or 1) % len(numbers)])
+                    client.create_chapter(project.id, text=text)
+                    day.reuploaded.add(chapter.id)
+                    day.reuploads += 1
+            elif day.rescanned.get(chapter.id, 0) < MAX_RESCANS:
+                client.rescan_chapter(chapter.id)
+                day.rescanned[chapter.id] = day.rescanned.get(chapter.id, 0) + 1
+                day.rescans += 1
+
+
+def run_demo(*, out: str | Path = "data/demo", hours: float = 24) -> Path:
+    """Run a simulated day on a local emulator and write its report to `out`.
+
+    Returns the report's folder. Needs no account and no network beyond loopback.
+    """
+    from toolkit.client import Client
+    from toolkit.emulator import Emulator
+    from toolkit.store import SnapshotStore
+    from toolkit.webhooks import Receiver
+
+    if hours <= 0:
+        raise ToolkitError(f"hours must be more than 0, not {hours}")
+    out = Path(out)
+    prepare_out(out)
+    store = SnapshotStore(str(out / "snapshots"))
+    with Emulator(clock="manual") as emulator:
+        seeded = emulator.seed_demo()
+        workspace_id = seeded["workspaceId"]
+        emulator.set_credits(workspace_id, 100_000)
+        server = LoopbackServer()
+        receiver: Receiver | None = None
+        try:
+            endpoint = emulator.add_webhook(
+                workspace_id, f"{server.url}/webhooks", EVENTS, allow_private=True
+            )
+            receiver = Receiver(endpoint["secret"], store=store, seen_path=out / "receiver.sqlite")
+            server.start(receiver)
+            with Client(base_url=emulator.url, api_key=seeded["apiKey"]) as client:
+                day = simulate(emulator, client, store, workspace_id, hours=hours)
+        finally:
+            server.stop()
+            if receiver is not None:
+                receiver.flush()
+                receiver.close()
+    return finish(store, out, day, hours=hours)
+
+
+def simulate(
+    emulator: Emulator, client: Client, store: Any, workspace_id: str, *, hours: float
+) -> Day:
+    """The day itself: uploads, faults, hourly operations and snapshots."""
+    from tqdm.auto import tqdm
+
+    projects = pick_projects(client, emulator, workspace_id)
+    emulator.set_faults(**FAULTS)
+    schedule = plan(hours)
+    day = Day()
+    store.take(client)  # the baseline: the analysis counts from here
+    day.snapshots += 1
+    steps = _steps(hours)
+    with tqdm(total=len(steps), desc="Simulated day", unit="h") as bar:
+        for hour, seconds in enumerate(steps):
+            for kind in schedule.get(hour, []):
+                upload(kind, hour, client, projects, day)
+            emulator.advance(seconds)
+            operate(hour + 1, client, projects, day)
+            store.take(client)
+            day.snapshots += 1
+            bar.set_postfix(uploads=day.uploads, rescans=day.rescans, refresh=False)
+            bar.update(1)
+    return day
+
+
+def _steps(hours: float) -> list[float]:
+    whole = int(hours)
+    rest = hours - whole
+    return [3600.0] * whole + ([rest * 3600.0] if rest > 1e-9 else [])
+
+
+def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
+    """Write the report and say where it is and what it shows."""
+    from toolkit import analysis
+    from toolkit.report import write_report
+
+    report = Path(write_report(store, out=out))
+    spend = analysis.credit_spend(store, freq="1D", by="project_id")
+    lines = analysis.throughput(store, freq="1D", by="language_code")
+    failures = analysis.failures(store)
+    events = store.history("events")
+    chapters = store.latest("chapters")
+    files = sorted(p.name for p in report.iterdir() if p.suffix in {".png", ".csv"})
+    say: Callable[[str], None] = print
+    say(f"Report written to {report.resolve()}: {', '.join(files)}")
+    say(
+        f"It shows {hours:g} simulated hours of {len(chapters)} chapters: "
+        f"{int(lines['lines'].sum()):,} lines translated, "
+        f"{float(spend['credits'].sum()):,.0f} credits spent "
+        f"({float(spend['rework_credits'].sum()):,.0f} of them on re-runs), "
+        f"{len(failures)} failed runs, {day.rescans} re-scans, "
+        f"{day.reuploads} novel chapters uploaded again, "
+        f"{len(events)} webhook events, {day.snapshots} snapshots."
+    )
+    return report
