@@ -2,47 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import httpx
 import pytest
+from scripted import KEY, Script, scripted_client
 
 from toolkit._retry import RetryPolicy, parse_retry_after
-from toolkit.client import Client
 from toolkit.errors import RateLimited, ServerError, TransportError
-
-KEY = "sk-retry-secret-123"
-Answer = httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]
-
-
-class Script:
-    """A transport handler that plays answers in order and records every request."""
-
-    def __init__(self, *answers: Answer) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer(request) if callable(answer) else answer
-
-
-def scripted_client(script: Script, **options: object) -> tuple[Client, list[float]]:
-    client = Client(
-        "https://cts.example.com", KEY, transport=httpx.MockTransport(script), **options
-    )  # type: ignore[arg-type]
-    sleeps: list[float] = []
-    client._sleep = sleeps.append
-    client._retry = dataclasses.replace(client._retry, jitter=lambda: 0.0)
-    return client, sleeps
-
 
 OK_PROJECTS = httpx.Response(200, json=[{"id": "p1", "name": "Moon"}])
 

@@ -201,6 +201,7 @@ def create_chapter(
             "create_chapter takes exactly one of pages=[...], staged=True or text='...', "
             f"got {' and '.join(given) or 'none'}"
         )
+    checked_text = check_text(text) if text is not None else None
     upload = prepare_pages(pages) if pages is not None else None
     try:
         kind = yield from _project_kind(project_id, policy, kinds)
@@ -213,7 +214,8 @@ def create_chapter(
         elif staged:
             fields.append(form_field("staged", 1))
         else:
-            fields.append(form_field("text", check_text(text)))
+            assert checked_text is not None
+            fields.append(form_field("text", checked_text))
         if number is not None:
             fields.append(form_field("position", number))
         spec = RequestSpec(
