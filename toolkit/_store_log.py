@@ -1,0 +1,251 @@
+"""The change log behind the snapshot store, in DuckDB.
+
+A snapshot's files hold only what changed since its *base* (the snapshot before it when
+it was taken): rows that are new or differ, and, for rows that went away, the old row
+flagged `_deleted`. A *full* snapshot holds every row (and the deletions since its
+base); the first snapshot is always full, and `take` writes a full one every
+`FULL_EVERY` snapshots so that reading a state never has to start further back.
+
+Ordered by id (which sorts by snapshot time), snapshot `i` is *linear* when its base is
+snapshot `i - 1`: its rows are exactly the change from the snapshot before. Two
+processes taking snapshots at once, or a snapshot taken with an earlier `at`, leave a
+snapshot whose base is not its predecessor; for those the change is worked out again
+from the exact states (each snapshot's chain of bases leads to a full one) and used in
+place of what was stored. The *log* of a table is then one row per change, indexed by
+snapshot position `idx`, and everything else is read from it:
+
+- the state at snapshot `k`: the newest log row per key from the last full, linear
+  snapshot up to `k`, deletions dropped;
+- the history of snapshots `a..b`: each log row is valid until the next one of its key,
+  so it is repeated for every snapshot in that interval (a range join).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+from toolkit import schema
+
+DELETED = "_deleted"
+FULL_EVERY = 168  # a week of hourly snapshots
+
+MANIFEST_STORED = pa.schema(
+    [*schema.MANIFEST, pa.field("base_id", schema.TEXT), pa.field("full", schema.FLAG)]
+)
+
+
+def stored_schema(table: str) -> pa.Schema:
+    """A snapshot table's file schema: snapshot columns, the table's, and `_deleted`."""
+    base = schema.with_snapshot(schema.SNAPSHOT_TABLES[table])
+    return base.append(pa.field(DELETED, schema.FLAG))
+
+
+def q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _cols(names: Sequence[str], alias: str | None = None) -> str:
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + q(n) for n in names)
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    # Times come back as UTC whatever the machine's zone.
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> pa.Table:
+    return con.sql(sql, params=list(params) or None).to_arrow_table()
+
+
+def diff(con: duckdb.DuckDBPyConnection, table: str, new: pa.Table, old: pa.Table) -> pa.Table:
+    """Rows of `new` that `old` lacks or holds differently, and `old`'s rows `new` lacks
+    (flagged deleted). Both hold the table's columns; the result adds `_deleted`."""
+    columns = schema.SNAPSHOT_TABLES[table].names
+    keys = schema.KEYS[table]
+    values = [c for c in columns if c not in keys]
+    on = " AND ".join(f"n.{q(k)} IS NOT DISTINCT FROM o.{q(k)}" for k in keys)
+    changed = " OR ".join(f"n.{q(c)} IS DISTINCT FROM o.{q(c)}" for c in values) or "false"
+    con.register("_new", new)
+    con.register("_old", old)
+    try:
+        result = arrow(
+            con,
+            f"""
+            SELECT {_cols(columns, "n")}, false AS {DELETED}
+            FROM _new n LEFT JOIN (SELECT *, true AS _present FROM _old) o ON {on}
+            WHERE o._present IS NULL OR ({changed})
+            UNION ALL
+            SELECT {_cols(columns, "o")}, true AS {DELETED}
+            FROM _old o ANTI JOIN _new n ON {on}
+            """,
+        )
+    finally:
+        con.unregister("_new")
+        con.unregister("_old")
+    return result
+
+
+def order_manifest(con: duckdb.DuckDBPyConnection, manifest: pa.Table) -> pa.Table:
+    """The manifest in snapshot order, one row per id, with `idx` and `linear` added."""
+    con.register("_manifest_raw", manifest)
+    try:
+        return arrow(
+            con,
+            """
+            WITH unique_ids AS (
+                SELECT * FROM _manifest_raw
+                QUALIFY row_number() OVER (PARTITION BY snapshot_id ORDER BY snapshot_id) = 1
+            )
+            SELECT *,
+                   (row_number() OVER w - 1)::BIGINT AS idx,
+                   coalesce(base_id = lag(snapshot_id) OVER w,
+                            base_id IS NULL AND row_number() OVER w = 1) AS linear
+            FROM unique_ids
+            WINDOW w AS (ORDER BY snapshot_id)
+            ORDER BY snapshot_id
+            """,
+        )
+    finally:
+        con.unregister("_manifest_raw")
+
+
+class Log:
+    """The linear change log of one table, over the stored rows registered as `source`.
+
+    `manifest` is what `order_manifest` returns; it must be registered in `con` as
+    `manifest` too.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: str, source: str, manifest: pa.Table):
+        self.con = con
+        self.table = table
+        self.source = source
+        self.keys = schema.KEYS[table]
+        self.columns = schema.SNAPSHOT_TABLES[table].names
+        rows = manifest.select(["snapshot_id", "base_id", "full", "idx", "linear"]).to_pylist()
+        self._rows = rows
+        self._by_id = {r["snapshot_id"]: r for r in rows}
+        self.name = f"log_{table}"
+        self._build()
+
+    def _build(self) -> None:
+        fixups = [self._fixup(i) for i, r in enumerate(self._rows) if not r["linear"]]
+        fixed = pa.concat_tables(fixups) if fixups else self._empty_fixup()
+        self.con.register(f"_fixup_{self.table}", fixed)
+        self.con.execute(
+            f"""
+            CREATE OR REPLACE TEMP VIEW {self.name} AS
+            SELECT m.idx, s.* FROM {self.source} s JOIN manifest m USING (snapshot_id)
+            WHERE m.linear
+            UNION ALL BY NAME
+            SELECT * FROM _fixup_{self.table}
+            """
+        )
+
+    def _empty_fixup(self) -> pa.Table:
+        stored = stored_schema(self.table)
+        return pa.schema([pa.field("idx", pa.int64()), *stored]).empty_table()
+
+    def _chain(self, snapshot_id: str) -> list[str]:
+        chain: list[str] = []
+        current: str | None = snapshot_id
+        while current is not None and current in self._by_id and current not in chain:
+            chain.append(current)
+            if self._by_id[current]["full"]:
+                break
+            current = self._by_id[current]["base_id"]
+        return chain
+
+    def chain_state(self, snapshot_id: str) -> pa.Table:
+        """The exact rows of a snapshot, from its own chain of bases."""
+        chain = pa.table({"snapshot_id": self._chain(snapshot_id)})
+        chain = chain.append_column("depth", pa.array(range(chain.num_rows), pa.int64()))
+        self.con.register("_chain", chain)
+        try:
+            return arrow(
+                self.con,
+                f"""
+                SELECT {_cols(self.columns)} FROM (
+                    SELECT s.*, c.depth FROM {self.source} s JOIN _chain c USING (snapshot_id)
+                    QUALIFY row_number() OVER (PARTITION BY {_cols(self.keys)}
+                                               ORDER BY c.depth) = 1
+                ) WHERE NOT {DELETED}
+                """,
+            )
+        finally:
+            self.con.unregister("_chain")
+
+    def _fixup(self, position: int) -> pa.Table:
+        row = self._rows[position]
+        state = schema.conform(
+            self.chain_state(row["snapshot_id"]), schema.SNAPSHOT_TABLES[self.table]
+        )
+        if position == 0:
+            previous = schema.SNAPSHOT_TABLES[self.table].empty_table()
+        else:
+            previous = schema.conform(
+                self.chain_state(self._rows[position - 1]["snapshot_id"]),
+                schema.SNAPSHOT_TABLES[self.table],
+            )
+        change = diff(self.con, self.table, state, previous)
+        at = self.con.execute(
+            "SELECT snapshot_at FROM manifest WHERE snapshot_id = ?", [row["snapshot_id"]]
+        ).fetchone()
+        n = change.num_rows
+        stamped = pa.table(
+            {
+                "idx": pa.array([row["idx"]] * n, pa.int64()),
+                "snapshot_id": pa.array([row["snapshot_id"]] * n, pa.string()),
+                "snapshot_at": pa.array([at[0] if at else None] * n, schema.TIME),
+            }
+        )
+        for name in change.column_names:
+            stamped = stamped.append_column(name, change.column(name))
+        return schema.conform(
+            stamped, pa.schema([pa.field("idx", pa.int64()), *stored_schema(self.table)])
+        )
+
+    def anchor(self, k: int) -> int:
+        """The last full, linear snapshot at or before position `k`."""
+        best = 0
+        for r in self._rows[: k + 1]:
+            if r["full"] and r["linear"]:
+                best = r["idx"]
+        return best
+
+    def state_sql(self, k: int, where: str = "true") -> str:
+        """SQL for the rows at snapshot position `k`, without the snapshot columns."""
+        return f"""
+            SELECT {_cols(self.columns)} FROM (
+                SELECT * FROM {self.name}
+                WHERE idx BETWEEN {self.anchor(k)} AND {k} AND ({where})
+                QUALIFY row_number() OVER (PARTITION BY {_cols(self.keys)} ORDER BY idx DESC) = 1
+            ) WHERE NOT {DELETED}
+        """
+
+    def history_sql(self, first: int, last: int, where: str = "true") -> str:
+        """SQL for every snapshot's rows from position `first` to `last`, snapshot first."""
+        return f"""
+            WITH spans AS (
+                SELECT *, lead(idx, 1, {last + 1}) OVER (
+                    PARTITION BY {_cols(self.keys)} ORDER BY idx) AS until_idx
+                FROM {self.name}
+                WHERE idx BETWEEN {self.anchor(first)} AND {last} AND ({where})
+            )
+            SELECT m.snapshot_id, m.snapshot_at, {_cols(self.columns, "l")}
+            FROM spans l JOIN manifest m
+              ON m.idx >= greatest(l.idx, {first}) AND m.idx < l.until_idx
+             AND m.idx <= {last}
+            WHERE NOT l.{DELETED}
+            ORDER BY m.idx, {_cols(self.keys, "l")}
+        """
+
+    def changes_sql(self, where: str = "true") -> str:
+        """SQL for the log itself: one row per change, deletions included and flagged."""
+        return f"SELECT * FROM {self.name} WHERE {where} ORDER BY idx, {_cols(self.keys)}"

@@ -1,0 +1,239 @@
+"""One Arrow schema per table: the column contract of frames, the store and its files.
+
+Every table the toolkit produces is built against the schema here, written to Parquet
+with it, and turned into pandas through `to_pandas`, so the dtypes a user sees are the
+same whether a frame came from the service or back from the store:
+
+| Arrow type               | pandas dtype                          |
+|--------------------------|---------------------------------------|
+| string                   | `string` (`pd.StringDtype()`)         |
+| string, tagged `status`  | ordered categorical                   |
+|                          | `translating < needs_review < reviewed` |
+| int64                    | `Int64`                               |
+| float64                  | `Float64`                             |
+| bool                     | `boolean`                             |
+| timestamp[us, UTC]       | `datetime64[us, UTC]`                 |
+| list<string>             | `ArrowDtype(list<string>)`            |
+
+`status` is stored as plain text in Parquet (any reader understands it) and tagged in
+the field metadata, which is what turns it into the categorical here. A missing value
+is null in every column, never NaN or zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from toolkit.models import STATUS_ORDER
+
+TEXT = pa.string()
+COUNT = pa.int64()
+FLAG = pa.bool_()
+NUMBER = pa.float64()
+TIME = pa.timestamp("us", tz="UTC")
+TEXT_LIST = pa.list_(pa.string())
+
+STATUS_DTYPE = pd.CategoricalDtype(list(STATUS_ORDER), ordered=True)
+_DTYPE_TAG = b"toolkit.dtype"
+
+
+def _status(name: str = "status") -> pa.Field:
+    return pa.field(name, TEXT, metadata={_DTYPE_TAG: b"status"})
+
+
+PROJECTS = pa.schema(
+    [
+        ("project_id", TEXT),
+        ("name", TEXT),
+        ("kind", TEXT),
+        ("source_language", TEXT),
+        ("reading_direction", TEXT),
+        ("process_steps", TEXT),
+        ("translation_model", TEXT),
+        ("target_languages", TEXT_LIST),
+        ("chapter_count", COUNT),
+        ("last_chapter_at", TIME),
+        ("created_at", TIME),
+    ]
+)
+
+CHAPTERS = pa.schema(
+    [
+        ("chapter_id", TEXT),
+        ("project_id", TEXT),
+        ("position", COUNT),
+        ("title", TEXT),
+        ("summary", TEXT),
+        ("page_count", COUNT),
+        ("started", FLAG),
+        ("processing", FLAG),
+        ("failed", FLAG),
+        ("failure_reason", TEXT),
+        _status(),
+        ("credits_spent", COUNT),
+        ("last_activity_at", TIME),
+        ("created_at", TIME),
+    ]
+)
+
+LANGUAGES = pa.schema(
+    [
+        ("chapter_id", TEXT),
+        ("project_id", TEXT),
+        ("language_code", TEXT),
+        _status(),
+        ("covered", COUNT),
+        ("untranslated", COUNT),
+        ("failed", FLAG),
+        ("exporting", FLAG),
+        ("models", TEXT_LIST),
+    ]
+)
+
+EXPORTS = pa.schema(
+    [
+        ("chapter_id", TEXT),
+        ("project_id", TEXT),
+        ("language_code", TEXT),
+        ("format", TEXT),
+        ("filename", TEXT),
+        ("byte_size", COUNT),
+        ("page_count", COUNT),
+        ("prepared_at", TIME),
+    ]
+)
+
+EVENTS = pa.schema(
+    [
+        ("webhook_id", TEXT),
+        ("type", TEXT),
+        ("timestamp", TIME),
+        ("received_at", TIME),
+        ("chapter_id", TEXT),
+        ("project_id", TEXT),
+        ("data", TEXT),
+    ]
+)
+
+MANIFEST = pa.schema(
+    [
+        ("snapshot_id", TEXT),
+        ("snapshot_at", TIME),
+        ("details", TEXT),
+        ("requests", COUNT),
+        ("seconds", NUMBER),
+        ("rows_projects", COUNT),
+        ("rows_chapters", COUNT),
+        ("rows_languages", COUNT),
+        ("rows_exports", COUNT),
+    ]
+)
+
+# The four tables a snapshot holds, in the order a snapshot is written.
+SNAPSHOT_TABLES: dict[str, pa.Schema] = {
+    "projects": PROJECTS,
+    "chapters": CHAPTERS,
+    "languages": LANGUAGES,
+    "exports": EXPORTS,
+}
+TABLES: dict[str, pa.Schema] = {**SNAPSHOT_TABLES, "events": EVENTS}
+
+# The columns that name one row of a snapshot table: a row's identity across snapshots.
+KEYS: dict[str, tuple[str, ...]] = {
+    "projects": ("project_id",),
+    "chapters": ("chapter_id",),
+    "languages": ("chapter_id", "language_code"),
+    "exports": ("chapter_id", "language_code", "format", "filename"),
+}
+
+SNAPSHOT_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("snapshot_id", TEXT),
+    pa.field("snapshot_at", TIME),
+)
+
+
+def table_schema(name: str) -> pa.Schema:
+    """The schema of a table by name, with a message listing the names when it is unknown."""
+    if name not in TABLES:
+        raise ValueError(f"no table named {name!r}; the tables are {', '.join(TABLES)}")
+    return TABLES[name]
+
+
+def with_snapshot(schema: pa.Schema) -> pa.Schema:
+    """`schema` with `snapshot_id` and `snapshot_at` in front, as stored history rows have."""
+    return pa.schema([*SNAPSHOT_FIELDS, *schema])
+
+
+def _pandas_dtype(arrow_type: pa.DataType) -> Any:
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return pd.StringDtype()
+    if pa.types.is_integer(arrow_type):
+        return pd.Int64Dtype()
+    if pa.types.is_floating(arrow_type):
+        return pd.Float64Dtype()
+    if pa.types.is_boolean(arrow_type):
+        return pd.BooleanDtype()
+    if pa.types.is_timestamp(arrow_type):
+        return pd.DatetimeTZDtype(unit="us", tz="UTC")
+    if pa.types.is_list(arrow_type):
+        return pd.ArrowDtype(arrow_type)
+    return None
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with exactly the columns of `schema`, in its order and of its types.
+
+    Columns the table lacks come back all null; columns the schema lacks are dropped.
+    Field metadata comes from `schema`, whatever the source carried.
+    """
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            column = table.column(field.name)
+            if column.type != field.type:
+                column = column.cast(field.type)
+        else:
+            column = pa.nulls(table.num_rows, field.type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def to_pandas(table: pa.Table, schema: pa.Schema) -> pd.DataFrame:
+    """Arrow to pandas, once, with the dtypes the module docstring lists."""
+    table = conform(table, schema)
+    frame = table.to_pandas(types_mapper=_pandas_dtype)
+    for field in schema:
+        if field.metadata and field.metadata.get(_DTYPE_TAG) == b"status":
+            frame[field.name] = frame[field.name].astype(STATUS_DTYPE)
+    return frame
+
+
+def from_pandas(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """A frame with (at least) the columns of `schema` as an Arrow table of that schema."""
+    missing = [name for name in schema.names if name not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"the frame lacks the columns {missing}; build it with toolkit.frames "
+            "or read it from the store, which give every column of the table"
+        )
+    columns = []
+    for field in schema:
+        series = frame[field.name]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            series = series.astype(pd.StringDtype())
+        columns.append(pa.array(series, type=field.type, from_pandas=True))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Python dicts (one per row, keyed by column name) as an Arrow table of `schema`."""
+    return pa.Table.from_pylist(list(rows), schema=schema)
+
+
+def empty_frame(schema: pa.Schema) -> pd.DataFrame:
+    """A frame with no rows and the columns and dtypes of `schema`."""
+    return to_pandas(schema.empty_table(), schema)
