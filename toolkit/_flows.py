@@ -149,10 +149,13 @@ def list_projects(policy: RetryPolicy) -> Flow[list[Project]]:
     return parse_many(Project, (yield from call(spec, policy)), spec)
 
 
-def get_project(project_id: str, policy: RetryPolicy) -> Flow[Project]:
+def get_project(project_id: str, policy: RetryPolicy, kinds: Kinds | None = None) -> Flow[Project]:
     path = f"/projects/{path_id(project_id, 'project_id')}"
     spec = RequestSpec("GET", path, "get_project", project_id=project_id, repeatable=True)
-    return parse_one(Project, (yield from call(spec, policy)), spec)
+    project = parse_one(Project, (yield from call(spec, policy)), spec)
+    if kinds is not None:
+        kinds[f"project:{project_id}"] = project.kind
+    return project
 
 
 def list_chapters(project_id: str, policy: RetryPolicy) -> Flow[list[ChapterListItem]]:
@@ -161,25 +164,30 @@ def list_chapters(project_id: str, policy: RetryPolicy) -> Flow[list[ChapterList
     return parse_many(ChapterListItem, (yield from call(spec, policy)), spec)
 
 
-def get_chapter(chapter_id: str, policy: RetryPolicy) -> Flow[ChapterDetail]:
+def get_chapter(
+    chapter_id: str, policy: RetryPolicy, kinds: Kinds | None = None
+) -> Flow[ChapterDetail]:
     path = f"/chapters/{path_id(chapter_id, 'chapter_id')}"
     spec = RequestSpec("GET", path, "get_chapter", chapter_id=chapter_id, repeatable=True)
-    return parse_one(ChapterDetail, (yield from call(spec, policy)), spec)
+    chapter = parse_one(ChapterDetail, (yield from call(spec, policy)), spec)
+    if kinds is not None and chapter.project is not None:
+        kinds[f"chapter:{chapter_id}"] = chapter.project.kind
+    return chapter
 
 
 def _project_kind(project_id: str, policy: RetryPolicy, kinds: Kinds) -> Flow[str | None]:
+    """The project's kind, read once per client: a kind never changes."""
     key = f"project:{project_id}"
     if key not in kinds:
-        kinds[key] = (yield from get_project(project_id, policy)).kind
-    return kinds[key]
+        yield from get_project(project_id, policy, kinds)
+    return kinds.get(key)
 
 
 def _chapter_kind(chapter_id: str, policy: RetryPolicy, kinds: Kinds) -> Flow[str | None]:
     key = f"chapter:{chapter_id}"
     if key not in kinds:
-        project = (yield from get_chapter(chapter_id, policy)).project
-        kinds[key] = project.kind if project else None
-    return kinds[key]
+        yield from get_chapter(chapter_id, policy, kinds)
+    return kinds.get(key)
 
 
 def create_chapter(

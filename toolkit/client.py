@@ -223,14 +223,14 @@ class Client(_BaseClient):
         return self._run(_flows.list_projects(self._retry))
 
     def get_project(self, project_id: str) -> Project:
-        return self._run(_flows.get_project(project_id, self._retry))
+        return self._run(_flows.get_project(project_id, self._retry, self._kinds))
 
     def list_chapters(self, project_id: str) -> list[ChapterListItem]:
         """The project's chapters not in the trash, by chapter number."""
         return self._run(_flows.list_chapters(project_id, self._retry))
 
     def get_chapter(self, chapter_id: str) -> ChapterDetail:
-        return self._run(_flows.get_chapter(chapter_id, self._retry))
+        return self._run(_flows.get_chapter(chapter_id, self._retry, self._kinds))
 
     def create_chapter(
         self,
@@ -344,13 +344,13 @@ class AsyncClient(_BaseClient):
         return await self._run(_flows.list_projects(self._retry))
 
     async def get_project(self, project_id: str) -> Project:
-        return await self._run(_flows.get_project(project_id, self._retry))
+        return await self._run(_flows.get_project(project_id, self._retry, self._kinds))
 
     async def list_chapters(self, project_id: str) -> list[ChapterListItem]:
         return await self._run(_flows.list_chapters(project_id, self._retry))
 
     async def get_chapter(self, chapter_id: str) -> ChapterDetail:
-        return await self._run(_flows.get_chapter(chapter_id, self._retry))
+        return await self._run(_flows.get_chapter(chapter_id, self._retry, self._kinds))
 
     async def create_chapter(
         self,
