@@ -1,0 +1,132 @@
+"""The emulator's ASGI app: routes, the admin-token guard, faults, and the clock's Date.
+
+Middleware is plain ASGI, outermost first:
+
+1. `ClockDate` sets every answer's `Date` header from the emulator clock (uvicorn's own
+   is turned off), so a client reading the service's time reads the simulated one.
+2. `FaultInjection`, on `/api/v1` only: the injected share of requests is answered 503
+   before anything is read or done; the injected latency delays every other answer.
+3. `AdminGuard`, on `/_emulator` only: `Authorization: Bearer <admin token>` or 401.
+
+Every error answer is `{"error": {"status": int, "message": str}}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from email.utils import format_datetime
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from toolkit.emulator import admin, api
+from toolkit.emulator.responses import EmulatorError, error
+from toolkit.emulator.services import Services
+
+log = logging.getLogger(__name__)
+
+
+class ClockDate:
+    def __init__(self, app: ASGIApp, *, services: Services) -> None:
+        self.app = app
+        self.services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_date(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                stamp = format_datetime(self.services.clock.now(), usegmt=True)
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"date"]
+                message["headers"] = [*headers, (b"date", stamp.encode())]
+            await send(message)
+
+        await self.app(scope, receive, send_with_date)
+
+
+class FaultInjection:
+    def __init__(self, app: ASGIApp, *, services: Services) -> None:
+        self.app = app
+        self.services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(api.PREFIX):
+            await self.app(scope, receive, send)
+            return
+        faults = self.services.faults
+        if faults.answer_503():
+            response = error(503, "the service is unavailable for a moment (injected); retry")
+            await response(scope, receive, send)
+            return
+        if faults.settings.latency_ms:
+            await asyncio.sleep(faults.settings.latency_ms / 1000)
+        await self.app(scope, receive, send)
+
+
+class AdminGuard:
+    def __init__(self, app: ASGIApp, *, services: Services) -> None:
+        self.app = app
+        self.token = services.admin_token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/_emulator"):
+            header = dict(scope.get("headers", [])).get(b"authorization", b"").decode("latin-1")
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                token.strip().encode(), self.token.encode()
+            ):
+                response = error(
+                    401, "admin routes need `Authorization: Bearer <admin token>` (see start-up)"
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _emulator_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, EmulatorError)
+    return error(exc.status, exc.message)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no route {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    return error(exc.status_code, message)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.error("emulator error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error(500, f"the emulator failed: {type(exc).__name__}: {exc}")
+
+
+def build_app(services: Services, *, extra_routes: list[BaseRoute] | None = None) -> Starlette:
+    """The app; `extra_routes` (webhook admin routes) sit behind the admin guard too."""
+    app = Starlette(
+        routes=[*api.routes, *admin.routes, *(extra_routes or [])],
+        middleware=[
+            Middleware(ClockDate, services=services),
+            Middleware(FaultInjection, services=services),
+            Middleware(AdminGuard, services=services),
+        ],
+        exception_handlers={
+            EmulatorError: _emulator_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
+    )
+    app.state.services = services
+    return app

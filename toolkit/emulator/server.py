@@ -1,0 +1,316 @@
+"""`Emulator`: the whole emulator in one object, served by uvicorn on a thread.
+
+```python
+with Emulator() as emu:                       # manual clock, in-memory state
+    ws = emu.create_workspace("Team", credits=1_000)
+    emu.advance(60)
+```
+
+State lives in SQLite (`state`, `:memory:` by default); page images in a folder beside
+it (`<state>-pages/`, or a temporary folder removed on `stop()` for `:memory:`). The
+clock starts at the wall-clock time of start-up, or where a saved state's clock had
+got to if that is later, so times never run backwards across a restart.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.routing import BaseRoute
+
+from toolkit.emulator.app import build_app
+from toolkit.emulator.clock import Clock, ClockMode
+from toolkit.emulator.db import Database
+from toolkit.emulator.engine import Engine
+from toolkit.emulator.faults import Faults
+from toolkit.emulator.operations import Operations
+from toolkit.emulator.scheduler import CLOCK_SETTING, Scheduler
+from toolkit.emulator.services import Services
+from toolkit.emulator.state import State, from_ms
+from toolkit.emulator.uploads import PageFiles
+from toolkit.errors import error_class_for
+
+
+class Emulator:
+    def __init__(
+        self,
+        state: str = ":memory:",
+        clock: ClockMode = "manual",
+        admin_token: str | None = None,
+        *,
+        speed: float = 60.0,
+    ) -> None:
+        self.admin_token = admin_token or secrets.token_urlsafe(24)
+        self._db = Database(state)
+        store = State(self._db)
+        saved = store.setting(CLOCK_SETTING)
+        start = datetime.now(UTC)
+        if saved is not None:
+            start = max(start, from_ms(int(saved)))
+        self.clock = Clock(clock, speed=speed, start=start)
+        if state == ":memory:":
+            self._temp_pages: str | None = tempfile.mkdtemp(prefix="cts-emulator-pages-")
+            pages_root = Path(self._temp_pages)
+        else:
+            self._temp_pages = None
+            pages_root = Path(state + "-pages")
+        faults = Faults(store)
+        engine = Engine(self._db, faults)
+        files = PageFiles(pages_root)
+        scheduler = Scheduler(self.clock, engine, store)
+        self.services = Services(
+            db=self._db,
+            state=store,
+            clock=self.clock,
+            faults=faults,
+            engine=engine,
+            files=files,
+            operations=Operations(store, engine, files),
+            scheduler=scheduler,
+            admin_token=self.admin_token,
+        )
+        extra_routes = _attach_deliveries(self.services)
+        self.app = build_app(self.services, extra_routes=extra_routes)
+        self.url = ""
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._http: httpx.Client | None = None
+
+    # -- life cycle -------------------------------------------------------------------
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> Emulator:
+        """Serve on a background thread; returns once the server accepts connections."""
+        config = uvicorn.Config(
+            self.app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            date_header=False,
+            server_header=False,
+            ws="none",
+            http="h11",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="cts-emulator", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the emulator could not start on {host}:{port}")
+            time.sleep(0.01)
+        bound = self._server.servers[0].sockets[0].getsockname()
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{bound[1]}"
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self.admin_token}"},
+            timeout=httpx.Timeout(30.0, read=600.0),
+        )
+        self.services.scheduler.start()
+        return self
+
+    def stop(self) -> None:
+        """Shut the server down, stop background work, close the database."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._http is not None:
+            self._http.close()
+        self.services.scheduler.stop()
+        if self.services.deliveries is not None:
+            self.services.deliveries.close()
+        self._db.close()
+        if self._temp_pages is not None:
+            shutil.rmtree(self._temp_pages, ignore_errors=True)
+        self._server = self._thread = self._http = None
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- conveniences: one admin call each --------------------------------------------
+
+    def _call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        if self._http is None:
+            raise RuntimeError("the emulator is not running; call start() first")
+        response = self._http.request(method, path, json=body, params=params or None)
+        if response.is_error:
+            try:
+                message = response.json()["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = response.text
+            raise error_class_for(response.status_code)(
+                f"emulator {method} {path} answered {response.status_code}: {message}",
+                status=response.status_code,
+                server_message=message,
+                response=response,
+            )
+        return response.json()
+
+    def create_workspace(self, name: str, credits: int) -> dict[str, Any]:
+        return self._call("POST", "/_emulator/workspaces", {"name": name, "credits": credits})
+
+    def get_workspace(self, workspace_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/_emulator/workspaces/{workspace_id}")
+
+    def set_credits(self, workspace_id: str, credits: int) -> dict[str, Any]:
+        return self._call(
+            "PUT", f"/_emulator/workspaces/{workspace_id}/credits", {"credits": credits}
+        )
+
+    def create_project(
+        self,
+        workspace_id: str,
+        *,
+        name: str,
+        kind: str,
+        source_language: str,
+        reading_direction: str,
+        process_steps: str,
+        target_languages: list[str],
+        translation_model: str | None = None,
+    ) -> dict[str, Any]:
+        body = {
+            "workspaceId": workspace_id,
+            "name": name,
+            "kind": kind,
+            "sourceLanguage": source_language,
+            "readingDirection": reading_direction,
+            "processSteps": process_steps,
+            "targetLanguages": target_languages,
+            "translationModel": translation_model,
+        }
+        return self._call("POST", "/_emulator/projects", body)
+
+    def trash_project(self, project_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/_emulator/projects/{project_id}/trash")
+
+    def trash_chapter(self, chapter_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/trash")
+
+    def review_chapter(self, chapter_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/review")
+
+    def advance(self, seconds: float) -> datetime:
+        return _parse_now(self._call("POST", "/_emulator/clock", {"advance": seconds}))
+
+    def now(self) -> datetime:
+        return _parse_now(self._call("GET", "/_emulator/clock"))
+
+    def set_faults(
+        self,
+        *,
+        failure_rate: float = 0.0,
+        stall_rate: float = 0.0,
+        latency_ms: int = 0,
+        error_rate: float = 0.0,
+        seed: int = 0,
+    ) -> dict[str, Any]:
+        body = {
+            "failureRate": failure_rate,
+            "stallRate": stall_rate,
+            "latencyMs": latency_ms,
+            "errorRate": error_rate,
+            "seed": seed,
+        }
+        return self._call("PUT", "/_emulator/faults", body)
+
+    def seed_demo(self) -> dict[str, Any]:
+        return self._call("POST", "/_emulator/seed/demo")
+
+    def ledger(self, workspace_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/_emulator/workspaces/{workspace_id}/ledger")
+
+    def add_webhook(
+        self, workspace_id: str, url: str, events: list[str], allow_private: bool = True
+    ) -> dict[str, Any]:
+        body = {
+            "workspaceId": workspace_id,
+            "url": url,
+            "events": events,
+            "allowPrivate": allow_private,
+        }
+        return self._call("POST", "/_emulator/webhooks", body)
+
+    def delete_webhook(self, webhook_id: str) -> dict[str, Any]:
+        return self._call("DELETE", f"/_emulator/webhooks/{webhook_id}")
+
+    def test_webhook(self, webhook_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/_emulator/webhooks/{webhook_id}/test")
+
+    def deliveries(self, workspace_id: str | None = None) -> list[dict[str, Any]]:
+        params = {"workspaceId": workspace_id} if workspace_id else {}
+        return self._call("GET", "/_emulator/deliveries", **params)
+
+
+def _parse_now(body: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(body["now"].replace("Z", "+00:00"))
+
+
+def _attach_deliveries(services: Services) -> list[BaseRoute]:
+    """Wire the webhook deliveries in when their module exists; returns their routes."""
+    try:
+        from toolkit.emulator.deliveries import Deliveries
+    except ModuleNotFoundError as exc:
+        if exc.name == "toolkit.emulator.deliveries":
+            return []
+        raise
+    deliveries = Deliveries(services.db, services.clock)
+    services.deliveries = deliveries
+    services.scheduler.deliveries = deliveries
+    services.engine.sinks.append(deliveries.emit)
+    return list(deliveries.routes)
+
+
+def run_server(
+    *,
+    host: str,
+    port: int,
+    clock: ClockMode,
+    speed: float,
+    seed: str,
+    state: str,
+    admin_token: str | None,
+) -> None:
+    """Serve until Ctrl-C; with `seed="demo"`, seed the demo workspace and say how to use it."""
+    emulator = Emulator(state=state, clock=clock, admin_token=admin_token, speed=speed)
+    emulator.start(host=host, port=port)
+    try:
+        pace = f"{speed:g} simulated s per real s" if clock == "realtime" else "advance it by hand"
+        print(f"Chapter Translation Service emulator on {emulator.url}  (clock: {clock}, {pace})")
+        print(f"  admin token:  {emulator.admin_token}")
+        if seed == "demo":
+            demo = emulator.seed_demo()
+            print(f"  demo workspace {demo['workspaceId']}")
+            print(f"  API key:      {demo['apiKey']}")
+            print()
+            print(f"  export CTS_BASE_URL={emulator.url}")
+            print(f"  export CTS_API_KEY={demo['apiKey']}")
+            print(
+                f'  curl -H "Authorization: Bearer {demo["apiKey"]}" {emulator.url}/api/v1/projects'
+            )
+        if clock == "manual":
+            print(
+                f'  advance time: curl -X POST -H "Authorization: Bearer {emulator.admin_token}" '
+                f"-d '{{\"advance\": 600}}' {emulator.url}/_emulator/clock"
+            )
+        print("Press Ctrl-C to stop.", flush=True)
+        while emulator._thread is not None and emulator._thread.is_alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.stop()
