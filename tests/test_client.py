@@ -291,3 +291,218 @@ def test_leaving_the_with_block_closes_the_connection_pool():
     with client:
         assert not client._http.is_closed
     assert client._http.is_closed
+
+
+# -- against the emulator, over loopback -----------------------------------------------
+
+
+def run_to_end(client: tk.Client, emulator, chapter_id: str) -> tk.ChapterDetail:
+    """Wait for a chapter while moving the emulator's manual clock a minute per poll."""
+    return client.wait_for_chapter(
+        chapter_id, timeout=60, poll_interval=0.001, on_poll=lambda _: emulator.advance(60)
+    )
+
+
+def test_projects_are_listed_and_read(client, comic_project, novel_project):
+    projects = {p.id: p for p in client.list_projects()}
+    assert set(projects) == {comic_project["id"], novel_project["id"]}
+    listed = projects[comic_project["id"]]
+    assert listed.language_codes == ["en", "fr"] and listed.chapter_count == 0
+    project = client.get_project(comic_project["id"])
+    assert (project.name, project.kind, project.source_language) == (
+        "Moonlit Harbor",
+        "comic",
+        "ja",
+    )
+    assert project.reading_direction == "rtl" and project.process_steps == "full"
+    assert project.created_at is not None and project.raw["id"] == project.id
+
+
+def test_a_comic_chapter_runs_from_create_to_needs_review(client, emulator, comic_project, pages):
+    chapter = client.create_chapter(comic_project["id"], pages=pages, position=1)
+    assert chapter.position == 1 and [p.position for p in chapter.pages] == [1, 2, 3]
+    assert client.get_chapter(chapter.id).processing is True
+    done = run_to_end(client, emulator, chapter.id)
+    assert done.processing is False and done.failed is False
+    assert done.status == "needs_review" and done.untranslated == 0
+    assert done.project is not None and done.project.id == comic_project["id"]
+    [item] = client.list_chapters(comic_project["id"])
+    assert item.id == chapter.id and item.page_count == 3 and item.started is True
+    assert item.credits_spent == 6  # 3 pages in 2 languages
+    assert {(e.language_code, e.format) for e in item.prepared_exports} >= {
+        ("en", "cbz"),
+        ("fr", "txt"),
+    }
+
+
+def test_a_staged_chapter_takes_pages_then_starts_then_runs_held_pages(
+    client, emulator, comic_project, pages
+):
+    staged = client.create_chapter(comic_project["id"], staged=True)
+    assert staged.pages == [] and staged.position == 1
+    added = client.add_pages(staged.id, pages[:2], hold=True)
+    assert [p.position for p in added.pages] == [1, 2]
+    assert all(p.source_image_key for p in added.pages), "storage key matched by its shape"
+    client.add_pages(staged.id, [pages[2]], hold=True, position=5)
+    started = client.start_chapter(staged.id)
+    assert started.chapter_id == staged.id and started.page_count == 3
+    run_to_end(client, emulator, staged.id)
+
+    held = client.add_pages(staged.id, [make_page(9)], hold=True)
+    assert client.start_chapter(staged.id, page_ids=[held.pages[0].id]).page_count == 1
+    done = run_to_end(client, emulator, staged.id)
+    assert done.page_count == 4 and done.untranslated == 0
+
+
+def test_a_novel_chapter_runs_from_its_text(client, emulator, novel_project):
+    text = "\n".join(f"第{n}行：河流在星空下流淌。" for n in range(1, 41))
+    chapter = client.create_chapter(novel_project["id"], text=text)
+    assert chapter.position == 1 and chapter.pages == []
+    done = run_to_end(client, emulator, chapter.id)
+    assert done.status == "needs_review"
+    [item] = client.list_chapters(novel_project["id"])
+    assert {e.format for e in item.prepared_exports} == {"txt", "docx"}
+
+
+def test_a_failed_run_is_rescanned_and_then_finishes(client, emulator, comic_project, pages):
+    emulator.set_faults(failure_rate=1.0, seed=7)
+    chapter = client.create_chapter(comic_project["id"], pages=pages)
+    failed = run_to_end(client, emulator, chapter.id)
+    assert failed.failed is True and failed.failure_reason
+    emulator.set_faults(failure_rate=0.0)
+    rescan = client.rescan_chapter(chapter.id)
+    assert rescan.queued is True and rescan.cleared_regions is not None
+    done = run_to_end(client, emulator, chapter.id)
+    assert done.failed is False and done.status == "needs_review"
+
+
+# Every error status the emulator produces, each with its class.
+
+
+def test_an_unknown_key_is_an_authentication_error(emulator, workspace):
+    with (
+        tk.Client(emulator.url, "not-a-key") as stranger,
+        pytest.raises(tk.AuthenticationError, match=r"API key was refused \(401\)"),
+    ):
+        stranger.list_projects()
+
+
+def test_unknown_and_trashed_things_are_not_found(client, emulator, comic_project):
+    with pytest.raises(tk.NotFound, match=r"chapter 'missing' not found \(404\)"):
+        client.get_chapter("missing")
+    emulator.trash_project(comic_project["id"])
+    with pytest.raises(tk.NotFound) as caught:
+        client.list_chapters(comic_project["id"])
+    assert caught.value.message == "project not found"
+
+
+def test_bad_requests_say_what_was_wrong(client, emulator, comic_project, novel_project):
+    empty = client.create_chapter(comic_project["id"], staged=True)
+    with pytest.raises(tk.BadRequest, match="upload pages before starting") as caught:
+        client.start_chapter(empty.id)
+    assert caught.value.status == 400 and "at least one page" in caught.value.message
+    novel = client.create_chapter(novel_project["id"], text="一行。")
+    run_to_end(client, emulator, novel.id)  # a busy chapter would be a 409 first
+    with pytest.raises(tk.BadRequest, match="only a comic chapter with pages can be re-scanned"):
+        client.rescan_chapter(novel.id)
+
+
+def test_too_few_credits_is_insufficient_credits(client, emulator, workspace, comic_project, pages):
+    emulator.set_credits(workspace["id"], 2)
+    with pytest.raises(tk.InsufficientCredits, match=r"\(402\); add credits"):
+        client.create_chapter(comic_project["id"], pages=pages)
+    assert client.list_chapters(comic_project["id"]) == []
+
+
+def test_a_taken_number_and_a_busy_chapter_are_conflicts(client, comic_project, pages):
+    first = client.create_chapter(comic_project["id"], pages=pages[:1], position=3)
+    with pytest.raises(tk.Conflict, match=r"already has a chapter 3 \(409\)"):
+        client.create_chapter(comic_project["id"], pages=pages[1:2], position=3)
+    with pytest.raises(tk.Conflict, match=r"still processing \(409\); wait for it"):
+        client.rescan_chapter(first.id)
+    assert [c.id for c in client.list_chapters(comic_project["id"])] == [first.id]
+
+
+def test_pages_the_client_passes_but_the_service_refuses(client, comic_project):
+    from PIL import Image
+
+    huge = io.BytesIO()
+    Image.new("1", (7000, 6000), 1).save(huge, "PNG")  # 42 million pixels, a small file
+    ppm = io.BytesIO()
+    Image.new("RGB", (20, 30), "white").save(ppm, "PPM")  # Pillow opens it; not a page type
+    cut_jpeg = make_page(3, fmt="JPEG")[:700]  # its header reads; its pixels do not
+    project = comic_project["id"]
+    with pytest.raises(tk.PayloadTooLarge):
+        client.create_chapter(project, pages=[huge.getvalue()])
+    with pytest.raises(tk.UnsupportedMediaType):
+        client.create_chapter(project, pages=[ppm.getvalue()])
+    with pytest.raises(tk.Unprocessable):
+        client.create_chapter(project, pages=[cut_jpeg])
+    assert client.list_chapters(project) == []
+
+
+# Faults: busy service, slow service, answers lost after the service acted.
+
+
+class LoseFirstPostAnswer(httpx.BaseTransport):
+    """Forwards to the real emulator; the first POST's answer is then lost on the way back."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.lost = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if request.method == "POST" and not self.lost:
+            self.lost += 1
+            response.read()
+            response.close()
+            raise httpx.ReadError("connection reset after the service answered", request=request)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_create_whose_answer_was_lost_makes_exactly_one_chapter(
+    emulator, workspace, comic_project, pages
+):
+    transport = LoseFirstPostAnswer()
+    with tk.Client(emulator.url, workspace["apiKey"], transport=transport) as lossy:
+        lossy._sleep = lambda _: None
+        chapter = lossy.create_chapter(comic_project["id"], pages=pages, position=4)
+        chapters = lossy.list_chapters(comic_project["id"])
+    assert transport.lost == 1
+    assert [(c.id, c.position) for c in chapters] == [(chapter.id, 4)]
+    charges = emulator.ledger(workspace["id"])["charges"]
+    assert [c["reason"] for c in charges] == ["create"], "charged once"
+
+
+def test_without_a_position_a_lost_create_is_not_repeated(
+    emulator, workspace, comic_project, pages
+):
+    with tk.Client(emulator.url, workspace["apiKey"], transport=LoseFirstPostAnswer()) as lossy:
+        with pytest.raises(tk.TransportError, match=r"may have acted.*with position="):
+            lossy.create_chapter(comic_project["id"], pages=pages)
+        assert len(lossy.list_chapters(comic_project["id"])) == 1
+
+
+def test_gets_ride_out_a_busy_service_and_posts_do_not_retry(emulator, workspace, comic_project):
+    with tk.Client(emulator.url, workspace["apiKey"], max_retries=30) as patient:
+        patient._sleep = lambda _: None
+        emulator.set_faults(error_rate=0.5, seed=11)
+        for _ in range(5):
+            assert patient.get_project(comic_project["id"]).id == comic_project["id"]
+        emulator.set_faults(error_rate=1.0, seed=11)
+        with pytest.raises(tk.ServerError, match=r"\(503\); it may have acted"):
+            patient.create_chapter(comic_project["id"], staged=True)
+        with pytest.raises(tk.ServerError, match="gave up after 31 attempts"):
+            patient.list_projects()
+
+
+def test_a_slow_service_times_out_per_client_setting(emulator, workspace):
+    emulator.set_faults(latency_ms=400)
+    with tk.Client(emulator.url, workspace["apiKey"], timeout=0.05, max_retries=1) as hasty:
+        hasty._sleep = lambda _: None
+        with pytest.raises(tk.TransportError, match=r"ReadTimeout.*after 2 attempts"):
+            hasty.list_projects()
