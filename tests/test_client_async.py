@@ -132,3 +132,26 @@ def test_wait_for_chapter_polls_with_the_async_sleep():
 
     result, sleeps = asyncio.run(session())
     assert result.processing is False and sleeps == [1.0, 1.5]
+
+
+def test_a_notebook_session_against_the_emulator(emulator, workspace, comic_project, pages):
+    """Create staged, add, start, wait, re-scan, wait: the async way."""
+
+    async def session() -> tuple[tk.ChapterDetail, tk.RescanResult, list[tk.ChapterListItem]]:
+        async with tk.AsyncClient(emulator.url, workspace["apiKey"]) as client:
+            staged = await client.create_chapter(comic_project["id"], staged=True, position=2)
+            await client.add_pages(staged.id, pages, hold=True)
+            assert (await client.start_chapter(staged.id)).page_count == 3
+            await client.wait_for_chapter(
+                staged.id, timeout=60, poll_interval=0.001, on_poll=lambda _: emulator.advance(60)
+            )
+            rescan = await client.rescan_chapter(staged.id)
+            done = await client.wait_for_chapter(
+                staged.id, timeout=60, poll_interval=0.001, on_poll=lambda _: emulator.advance(60)
+            )
+            return done, rescan, await client.list_chapters(comic_project["id"])
+
+    done, rescan, chapters = asyncio.run(session())
+    assert done.status == "needs_review" and done.failed is False
+    assert rescan.queued is True and rescan.cleared_regions > 0
+    assert [(c.position, c.credits_spent) for c in chapters] == [(2, 12)]  # run + re-scan

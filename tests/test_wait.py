@@ -123,3 +123,35 @@ def test_progress_shows_translated_lines_per_language(capsys):
     # en starts at 10 lines, 4 are done when 6 more appear: its total grows to 16.
     assert "en: 100%" in err and "16/16" in err
     assert "fr: 100%" in err and "4/4" in err
+
+
+# -- against the emulator --------------------------------------------------------------
+
+
+def test_waits_for_a_real_run_while_the_test_moves_the_emulator_clock(
+    client, emulator, comic_project, pages, capsys
+):
+    chapter = client.create_chapter(comic_project["id"], pages=pages)
+    states: list[tuple[bool | None, int]] = []
+
+    def tick(seen: tk.ChapterDetail) -> None:
+        states.append((seen.detecting, seen.untranslated))
+        emulator.advance(30)
+
+    done = client.wait_for_chapter(
+        chapter.id, timeout=60, poll_interval=0.001, progress=True, on_poll=tick
+    )
+    assert done.processing is False and done.status == "needs_review"
+    assert len(states) >= 3, "the run takes several simulated minutes"
+    left = [untranslated for detecting, untranslated in states if not detecting]
+    assert left == sorted(left, reverse=True) and left[0] > 0
+    err = capsys.readouterr().err
+    assert "en: 100%" in err and "fr: 100%" in err
+
+
+def test_a_run_that_does_not_move_times_out_with_its_last_state(client, comic_project, pages):
+    chapter = client.create_chapter(comic_project["id"], pages=pages)
+    # The manual clock stands still, so the run does too: a short real timeout ends it.
+    with pytest.raises(tk.WaitTimeout) as caught:
+        client.wait_for_chapter(chapter.id, timeout=0.05, poll_interval=0.01)
+    assert caught.value.last.id == chapter.id and caught.value.last.processing is True
