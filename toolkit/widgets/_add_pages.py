@@ -71,9 +71,8 @@ class PagesForm(widgets.VBox):
         self.chapters = {c.id: c for c in chapters}
         keep = self.chapter.value if self.chapter.value in self.chapters else None
         options = [(self._label(c), c.id) for c in chapters]
-        with self.chapter.hold_trait_notifications():
-            self.chapter.options = options
-            self.chapter.value = keep or (options[-1][1] if options else None)
+        self.chapter.options = options
+        self.chapter.value = keep or (options[-1][1] if options else None)
         self.update_cost()
 
     def _label(self, chapter: ChapterListItem) -> str:

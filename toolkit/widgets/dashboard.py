@@ -56,6 +56,7 @@ class Dashboard(widgets.VBox):
         self.refreshes = 0
         self._lock = threading.Lock()
         self._stop: threading.Event | None = None
+        self._loading = False
 
         self.picker = widgets.Dropdown(description="Project", layout={"width": "420px"})
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
@@ -87,7 +88,7 @@ class Dashboard(widgets.VBox):
 
         self.message.on_click(self.refresh_button, self._reload_and_refresh)
         self.message.on_click(self.snapshot_button, self._take_snapshot)
-        self.picker.observe(lambda _: self.refresh(), names="value")
+        self.picker.observe(self._picked, names="value")
         self.auto.observe(self._toggle_auto, names="value")
         self.message.run(self._load_projects)
         self.refresh()
@@ -100,6 +101,10 @@ class Dashboard(widgets.VBox):
         with self._lock:
             self.message.run(self._refresh)
 
+    def _picked(self, _change: object) -> None:
+        if not self._loading:
+            self.refresh()
+
     def _reload_and_refresh(self) -> None:
         self._load_projects()
         self.refresh()
@@ -110,9 +115,12 @@ class Dashboard(widgets.VBox):
         options = [(project_label(p), p.id) for p in projects]
         if options != list(self.picker.options):
             keep = self.picker.value if self.picker.value in self.projects else None
-            with self.picker.hold_trait_notifications():
+            self._loading = True  # the picker's observer would refresh on every step
+            try:
                 self.picker.options = options
                 self.picker.value = keep or (options[0][1] if options else None)
+            finally:
+                self._loading = False
 
     def _refresh(self) -> None:
         project_id = self.picker.value

@@ -44,6 +44,7 @@ class RescanPanel(widgets.VBox):
         self.chapters: dict[str, ChapterListItem] = {}
         self.novels: list[ChapterListItem] = []
         self.pending: list[str] = []
+        self._loading = False
 
         self.warning = widgets.HTML(f'<p class="tk-warning"><b>&#9888; {WARNING}</b></p>')
         self.show_all = widgets.Checkbox(
@@ -101,9 +102,12 @@ class RescanPanel(widgets.VBox):
         comics = [c for c in listed if self._kind(c) != "novel"]
         self.chapters = {c.id: c for c in comics}
         keep = [i for i in self.choice.value if i in self.chapters]
-        with self.choice.hold_trait_notifications():
+        self._loading = True  # new options reset the choice; judge only the final one
+        try:
             self.choice.options = [(self._label(c), c.id) for c in comics]
             self.choice.value = tuple(keep)
+        finally:
+            self._loading = False
         self.notes.value = self._notes(comics)
         self._chosen()
 
@@ -134,6 +138,8 @@ class RescanPanel(widgets.VBox):
         return [self.chapters[i] for i in self.choice.value if i in self.chapters]
 
     def _chosen(self, _change: object = None) -> None:
+        if self._loading:
+            return
         chosen = self.selected()
         if chosen:
             cost = rescan_estimate(self.projects, chosen, store=self.store)

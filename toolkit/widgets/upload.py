@@ -66,8 +66,8 @@ class UploadPanel(widgets.VBox):
         return self.projects[project_id]
 
     def chapters_changed(self, project_id: str) -> None:
-        # A new chapter should be offered at once in the add-pages tab.
+        # A new comic chapter should be offered at once in the add-pages tab.
         if self.pages.project.value == project_id:
             self.pages.load_chapters()
-        else:
+        elif self.projects[project_id].kind == "comic":
             self.pages.project.value = project_id
