@@ -109,6 +109,7 @@ def asgi_server():
         return f"http://127.0.0.1:{listener.getsockname()[1]}"
 
     yield start
-    for server, thread in running:
+    for server, _ in running:  # all at once: each takes a tick to notice
         server.should_exit = True
+    for _, thread in running:
         thread.join(timeout=10)
