@@ -56,11 +56,12 @@ class Receiver:
     It verifies each delivery, keeps each new event durably before answering 2xx,
     answers a repeated `webhook-id` with 2xx without keeping it again, and hands events to
     `store.record_events` (a `SnapshotStore`, or anything with that method). Without a
-    store, `events()` lists what arrived.
+    store, `events()` lists what arrived. `seen_path` is the SQLite file of handled ids
+    (in memory when None: repeats are then recognised only while the process lives)::
 
-    >>> app = Receiver("whsec_...", store=tk.SnapshotStore("data/snapshots"),
-    ...                seen_path="data/receiver.sqlite")
-    >>> uvicorn.run(app, port=8766)        # or: toolkit webhooks serve
+        app = Receiver(secret, store=tk.SnapshotStore("data/snapshots"),
+                       seen_path="data/snapshots/_receiver.sqlite")
+        uvicorn.run(app, port=8766)        # or: toolkit webhooks serve
     """
 
     def __init__(
