@@ -506,3 +506,10 @@ def test_a_slow_service_times_out_per_client_setting(emulator, workspace):
         hasty._sleep = lambda _: None
         with pytest.raises(tk.TransportError, match=r"ReadTimeout.*after 2 attempts"):
             hasty.list_projects()
+
+
+def test_the_latest_answer_tells_the_service_clock(client, emulator):
+    assert client.last_response_date is None
+    emulator.advance(3 * 3600)  # the emulator's clock now differs from the wall clock
+    client.list_projects()
+    assert client.last_response_date == emulator.now().replace(microsecond=0)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import httpx
@@ -80,6 +82,7 @@ class _BaseClient:
         self._kinds: dict[str, str | None] = {}
         self._monotonic: Callable[[], float] = time.monotonic
         self._timeout = timeout
+        self._last_date: str | None = None
 
     @property
     def timeout(self) -> float | None:
@@ -95,8 +98,28 @@ class _BaseClient:
     def max_retries(self) -> int:
         return self._retry.max_retries
 
+    @property
+    def last_response_date(self) -> datetime | None:
+        """The service's clock as the `Date` header of the latest answer gave it, if any.
+
+        With requests running in several threads, "latest" is whichever answered last.
+        """
+        if self._last_date is None:
+            return None
+        try:
+            return parsedate_to_datetime(self._last_date).astimezone(UTC)
+        except (TypeError, ValueError):
+            return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} base_url={self.base_url!r}>"
+
+    def _note(
+        self, reply: httpx.Response | httpx.TransportError
+    ) -> httpx.Response | httpx.TransportError:
+        if isinstance(reply, httpx.Response) and "date" in reply.headers:
+            self._last_date = reply.headers["date"]
+        return reply
 
     def _http_options(self) -> dict[str, Any]:
         return {
@@ -214,7 +237,7 @@ class Client(_BaseClient):
             self._sleep(step.seconds)
             return None
         try:
-            return self._http.send(self._build(self._http, step.spec))
+            return self._note(self._http.send(self._build(self._http, step.spec)))
         except httpx.TransportError as exc:
             return exc
 
@@ -336,7 +359,7 @@ class AsyncClient(_BaseClient):
             await self._sleep(step.seconds)
             return None
         try:
-            return await self._http.send(self._build(self._http, step.spec))
+            return self._note(await self._http.send(self._build(self._http, step.spec)))
         except httpx.TransportError as exc:
             return exc
 
