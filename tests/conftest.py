@@ -27,6 +27,12 @@ def make_page(seed: int = 0, *, size: tuple[int, int] = (120, 170), fmt: str = "
     return buffer.getvalue()
 
 
+@pytest.fixture(name="make_page")
+def make_page_fixture():
+    """The `make_page` function, for test directories that cannot import this module."""
+    return make_page
+
+
 @pytest.fixture
 def pages() -> list[bytes]:
     """Three distinct PNG pages."""
