@@ -97,6 +97,8 @@ class Day:
     rescanned: dict[str, int] = field(default_factory=dict)
     reuploaded: set[str] = field(default_factory=set)
     held: list[tuple[str, float]] = field(default_factory=list)  # (chapter id, start at hour)
+    ledger: dict[str, Any] = field(default_factory=dict)  # the emulator's, at the day's end
+    baseline_at: Any = None  # when the first snapshot was taken
 
 
 @dataclass(frozen=True)
@@ -200,16 +202,33 @@ def run_demo(*, out: str | Path = "data/demo", hours: float = 24) -> Path:
 
     Returns the report's folder. Needs no account and no network beyond loopback.
     """
-    from toolkit.client import Client
-    from toolkit.emulator import Emulator
     from toolkit.store import SnapshotStore
-    from toolkit.webhooks import Receiver
 
-    if hours <= 0:
-        raise ToolkitError(f"hours must be more than 0, not {hours}")
     out = Path(out)
+    _check_hours(hours)
     prepare_out(out)
     store = SnapshotStore(str(out / "snapshots"))
+    day = simulate_day(store, hours=hours, seen_path=out / "receiver.sqlite")
+    return finish(store, out, day, hours=hours)
+
+
+def simulate_day(
+    store: Any,
+    *,
+    hours: float = 24,
+    seen_path: str | Path | None = None,
+    progress: bool = True,
+) -> Day:
+    """Run the simulated day into `store` (snapshots and webhook events); no report.
+
+    Starts and stops its own emulator and receiver. The notebooks use it to build a
+    history when no service is configured.
+    """
+    from toolkit.client import Client
+    from toolkit.emulator import Emulator
+    from toolkit.webhooks import Receiver
+
+    _check_hours(hours)
     with Emulator(clock="manual") as emulator:
         seeded = emulator.seed_demo()
         workspace_id = seeded["workspaceId"]
@@ -220,20 +239,34 @@ def run_demo(*, out: str | Path = "data/demo", hours: float = 24) -> Path:
             endpoint = emulator.add_webhook(
                 workspace_id, f"{server.url}/webhooks", EVENTS, allow_private=True
             )
-            receiver = Receiver(endpoint["secret"], store=store, seen_path=out / "receiver.sqlite")
+            receiver = Receiver(endpoint["secret"], store=store, seen_path=seen_path)
             server.start(receiver)
             with Client(base_url=emulator.url, api_key=seeded["apiKey"]) as client:
-                day = simulate(emulator, client, store, workspace_id, hours=hours)
+                day = simulate(
+                    emulator, client, store, workspace_id, hours=hours, progress=progress
+                )
+            day.ledger = emulator.ledger(workspace_id)
         finally:
             server.stop()
             if receiver is not None:
                 receiver.flush()
                 receiver.close()
-    return finish(store, out, day, hours=hours)
+    return day
+
+
+def _check_hours(hours: float) -> None:
+    if not hours > 0:
+        raise ToolkitError(f"hours must be more than 0, not {hours}")
 
 
 def simulate(
-    emulator: Emulator, client: Client, store: Any, workspace_id: str, *, hours: float
+    emulator: Emulator,
+    client: Client,
+    store: Any,
+    workspace_id: str,
+    *,
+    hours: float,
+    progress: bool = True,
 ) -> Day:
     """The day itself: uploads, faults, hourly operations and snapshots."""
     from tqdm.auto import tqdm
@@ -242,16 +275,20 @@ def simulate(
     emulator.set_faults(**FAULTS)
     schedule = plan(hours)
     day = Day()
-    store.take(client)  # the baseline: the analysis counts from here
+    # A minute passes first, so that what the seed charged falls before the baseline.
+    emulator.advance(60)
+    # Snapshots are stamped with the emulator's clock, explicitly: an hour of the
+    # simulated day must be an hour apart in the store, whatever the wall clock says.
+    day.baseline_at = store.take(client, at=emulator.now()).snapshot_at
     day.snapshots += 1
     steps = _steps(hours)
-    with tqdm(total=len(steps), desc="Simulated day", unit="h") as bar:
+    with tqdm(total=len(steps), desc="Simulated day", unit="h", disable=not progress) as bar:
         for hour, seconds in enumerate(steps):
             for kind in schedule.get(hour, []):
                 upload(kind, hour, client, projects, day)
             emulator.advance(seconds)
             operate(hour + 1, client, projects, day)
-            store.take(client)
+            store.take(client, at=emulator.now())
             day.snapshots += 1
             bar.set_postfix(uploads=day.uploads, rescans=day.rescans, refresh=False)
             bar.update(1)
