@@ -11,7 +11,7 @@ import pytest
 from scripted import KEY, Script, scripted_client
 
 from toolkit._retry import RetryPolicy, parse_retry_after
-from toolkit.errors import RateLimited, ServerError, TransportError
+from toolkit.errors import Conflict, RateLimited, ServerError, TransportError
 
 OK_PROJECTS = httpx.Response(200, json=[{"id": "p1", "name": "Moon"}])
 
@@ -142,3 +142,37 @@ def test_retries_are_logged_without_the_key(caplog):
         client.list_projects()
     assert "GET /projects answered 503; trying again" in caplog.text
     assert KEY not in caplog.text
+
+
+COMIC = httpx.Response(200, json={"id": "p1", "kind": "comic"})
+
+
+def test_a_create_with_a_position_is_retried_on_a_gateway_status():
+    created = httpx.Response(200, json={"id": "c5", "position": 5, "pages": []})
+    script = Script(COMIC, httpx.Response(504), created)
+    client, sleeps = scripted_client(script)
+    with client:
+        assert client.create_chapter("p1", staged=True, position=5).id == "c5"
+    assert sleeps == [0.25]
+    assert script.methods == ["GET /projects/p1"] + ["POST /projects/p1/chapters"] * 2
+
+
+def test_a_create_with_a_position_that_keeps_failing_says_it_may_exist():
+    script = Script(COMIC, httpx.ReadError("reset"), httpx.ReadError("reset"))
+    client, _ = scripted_client(script, max_retries=1)
+    with client, pytest.raises(TransportError, match=r"after 2 attempts.*may have acted") as err:
+        client.create_chapter("p1", staged=True, position=5)
+    assert "with position=" not in str(err.value)
+
+
+def test_a_lost_answer_then_a_clash_with_someone_elses_chapter_is_a_conflict():
+    theirs = [{"id": "c9", "position": 5, "pageCount": 12}]
+    script = Script(
+        COMIC,
+        httpx.ReadError("reset"),
+        httpx.Response(409, json={"error": {"message": "a chapter with that number exists"}}),
+        httpx.Response(200, json=theirs),
+    )
+    client, _ = scripted_client(script)
+    with client, pytest.raises(Conflict, match="has 12 pages, not the 0 sent: it is not ours"):
+        client.create_chapter("p1", staged=True, position=5)

@@ -116,7 +116,9 @@ def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[Outcome]:
         else:
             delay = policy.after_error(reply, attempt, repeatable=spec.repeatable)
             if not delay.retry:
-                raise transport_error(reply, spec, attempts=attempt + 1) from reply
+                raise transport_error(
+                    reply, spec, attempts=attempt + 1, maybe_acted=maybe_acted
+                ) from reply
             what = f"failed ({type(reply).__name__})"
             maybe_acted = maybe_acted or not never_sent(reply)
         seconds = delay.seconds or 0.0

@@ -1,9 +1,10 @@
 """Requests as plain descriptions, and answers turned into resources or errors.
 
-Both clients send the same `RequestSpec`s and read answers with the same functions, so
-request building, parsing and error mapping exist once. Error messages name what the
-request was about (the route, the project or chapter, the position) and say what to do;
-the service's own message is kept on the error as `.message`.
+Both clients send the same `RequestSpec`s, add the key with the same `BearerAuth` and
+read answers with the same functions, so request building, parsing and error mapping
+exist once. Error messages name what the request was about (the route, the project or
+chapter, the position) and say what to do; the service's own message is kept on the
+error as `.message`.
 
 The service's error body is not specified; we read `{"error": {"message"}}` (what the
 emulator sends), `{"error": "..."}`, `{"message"}` or `{"detail"}`, else the text.
@@ -11,13 +12,14 @@ emulator sends), `{"error": "..."}`, `{"message"}` or `{"detail"}`, else the tex
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import httpx
 
 from toolkit._retry import never_sent, parse_retry_after
+from toolkit.config import Secret
 from toolkit.errors import ApiError, RateLimited, TransportError, error_class_for
 from toolkit.models import Resource
 
@@ -52,6 +54,20 @@ class RequestSpec:
     chapter_id: str | None = None
     position: int | None = None
     repeatable: bool = False
+
+
+class BearerAuth(httpx.Auth):
+    """Adds the key to each request as it is sent, so no prepared request carries it."""
+
+    def __init__(self, key: Secret) -> None:
+        self._key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = "Bearer " + self._key.reveal()
+        yield request
+
+    def __repr__(self) -> str:
+        return "<BearerAuth key=**********>"
 
 
 def form_field(name: str, value: str | int) -> tuple[str, tuple[None, bytes, str | None]]:
@@ -155,8 +171,8 @@ def _explain(status: int, spec: RequestSpec) -> tuple[str, str]:
     if status == 429:
         return "too many requests", "slow down and try again in a while"
     if status >= 500:
-        if spec.repeatable:
-            return "the service failed", "try again later"
+        if spec.method == "GET":
+            return f"the service failed on {spec.action}", "try again later"
         return (
             f"the service failed on {spec.action} for {subject}",
             "it may have acted before failing: check with get_chapter or list_chapters "
@@ -189,27 +205,30 @@ def api_error(
 
 
 def transport_error(
-    error: httpx.TransportError, spec: RequestSpec, *, attempts: int
+    error: httpx.TransportError, spec: RequestSpec, *, attempts: int, maybe_acted: bool
 ) -> TransportError:
-    """A `TransportError` for a request that got no answer, saying whether it may have acted."""
+    """A `TransportError` for a request that got no answer, saying whether it may have acted.
+
+    `maybe_acted`: an earlier attempt of this request may have reached the service.
+    """
     what = (
         f"{spec.method} {spec.path} got no answer ({type(error).__name__}: {error or 'no detail'})"
     )
     if attempts > 1:
         what += f" after {attempts} attempts"
-    if never_sent(error):
+    if never_sent(error) and not maybe_acted:
         advice = (
             "could not reach the service: check the base URL, that the service runs, "
             "and the network"
         )
-    elif spec.repeatable:
+    elif spec.method == "GET":
         advice = "the network kept failing: try again later"
     else:
         advice = (
             "the connection broke after the request was sent, so the service may have acted "
             "on it: check with get_chapter or list_chapters before sending it again"
         )
-        if spec.action == "create_chapter":
+        if spec.action == "create_chapter" and spec.position is None:
             advice += "; with position= the client reconciles such a retry by itself"
     return TransportError(f"{what}; {advice}")
 

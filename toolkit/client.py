@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -31,10 +31,10 @@ import httpx
 
 from toolkit import _flows
 from toolkit._flows import Flow, Send, Sleep
-from toolkit._requests import RequestSpec
+from toolkit._requests import BearerAuth, RequestSpec
 from toolkit._retry import RetryPolicy
 from toolkit._waiting import wait_for_chapter as _wait_flow
-from toolkit.config import Secret, Settings
+from toolkit.config import Settings
 from toolkit.models import (
     AddedPages,
     ChapterDetail,
@@ -49,20 +49,6 @@ from toolkit.uploads import PageSource
 T = TypeVar("T")
 USER_AGENT = "toolkit-python/0.1"
 PollHook = Callable[[ChapterDetail], object]
-
-
-class _BearerAuth(httpx.Auth):
-    """Adds the key to each request as it is sent, so no prepared request carries it."""
-
-    def __init__(self, key: Secret) -> None:
-        self._key = key
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = "Bearer " + self._key.reveal()
-        yield request
-
-    def __repr__(self) -> str:
-        return "<BearerAuth key=**********>"
 
 
 class _BaseClient:
@@ -114,17 +100,14 @@ class _BaseClient:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} base_url={self.base_url!r}>"
 
-    def _note(
-        self, reply: httpx.Response | httpx.TransportError
-    ) -> httpx.Response | httpx.TransportError:
-        if isinstance(reply, httpx.Response) and "date" in reply.headers:
-            self._last_date = reply.headers["date"]
-        return reply
+    def _note(self, response: httpx.Response) -> httpx.Response:
+        self._last_date = response.headers.get("date", self._last_date)
+        return response
 
     def _http_options(self) -> dict[str, Any]:
         return {
             "base_url": self._settings.api_url,
-            "auth": _BearerAuth(self._settings.api_key),
+            "auth": BearerAuth(self._settings.api_key),
             "timeout": self._timeout,
             "headers": {"User-Agent": USER_AGENT, "Accept": "application/json"},
             "follow_redirects": False,
