@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import make_page
 
 from toolkit.client import Client
 from toolkit.widgets import Dashboard, RescanPanel, UploadPanel
@@ -96,7 +95,7 @@ def failed_chapter(emulator, client: Client, project_id: str, pages: list[bytes]
 
 
 def test_comic_pages_sent_in_the_order_shown_after_editing(
-    emulator, workspace, comic_project, recorded_client, recorder
+    emulator, workspace, comic_project, recorded_client, recorder, make_page
 ):
     panel = UploadPanel(recorded_client)
     form = panel.comic

@@ -1,0 +1,185 @@
+"""The operations notebook in a real browser: JupyterLab on loopback, headless Chromium.
+
+The test starts an emulator, points JupyterLab's kernels at it (CTS_BASE_URL and
+CTS_API_KEY in the server's environment), opens `notebooks/04-operations.ipynb`, runs
+every cell, creates a chapter in the upload panel and re-scans a failed chapter in the
+re-scan panel (confirmation included), then checks what the page shows and what the
+emulator received. A screenshot is saved to `build/browser/04-operations.png`.
+
+It skips, saying why, where Debian's Chromium or the `browser` extra is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "04-operations.ipynb"
+SCREENSHOT = ROOT / "build" / "browser" / "04-operations.png"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+WAIT_MS = 120_000
+
+
+def _missing() -> str | None:
+    if not CHROMIUM.exists():
+        return "Debian's Chromium is not installed (apt-get install chromium; .ci/run does it)"
+    for module in ("playwright", "jupyterlab"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed (pip install -e '.[browser]')"
+    return None
+
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(_missing() is not None, reason=str(_missing())),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path: Path, emulator, workspace) -> Iterator[str]:
+    """JupyterLab serving a copy of the notebook, its kernels pointed at the emulator."""
+    root = tmp_path / "lab"
+    root.mkdir()
+    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "CTS_BASE_URL": emulator.url,
+        "CTS_API_KEY": workspace["apiKey"],
+        # Keep JupyterLab's settings and workspaces out of the user's home.
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+    }
+    news = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    log = (tmp_path / "lab.log").open("wb")
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+            "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={root}",
+        ],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # start-up of a real server, not simulated time: poll briefly
+            try:
+                if httpx.get(f"{url}/api/status", params={"token": token}).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text())
+            time.sleep(0.2)
+        yield f"{url}/lab/tree/{NOTEBOOK.name}?token={token}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def _failed_chapter(emulator, client, project_id: str, pages: list[bytes]) -> str:
+    emulator.set_faults(failure_rate=1.0, seed=3)
+    chapter = client.create_chapter(project_id, pages=pages)
+    for _ in range(30):
+        if not client.get_chapter(chapter.id).processing:
+            break
+        emulator.advance(600)
+    emulator.set_faults(failure_rate=0.0)
+    assert client.get_chapter(chapter.id).failed
+    return chapter.id
+
+
+def test_operations_notebook_in_jupyterlab(
+    lab, emulator, workspace, comic_project, client, tmp_path, make_page
+):
+    from playwright.sync_api import expect, sync_playwright
+
+    failed_id = _failed_chapter(
+        emulator, client, comic_project["id"], [make_page(41), make_page(42)]
+    )
+    page_files = []
+    for number in (2, 1):
+        path = tmp_path / f"scan-{number}.png"
+        path.write_bytes(make_page(100 + number))
+        page_files.append(path)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page.set_default_timeout(WAIT_MS)
+            page.goto(lab)
+            page.wait_for_selector(".jp-Notebook")
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+            # Every cell ran against the emulator, and the panels rendered.
+            expect(page.get_by_text("Working on the service at CTS_BASE_URL")).to_be_visible()
+            expect(page.get_by_text("refused with 404")).to_be_visible()
+            expect(page.locator(".tk-chapters").first).to_be_visible()
+
+            # Upload panel: two pages, priced before sending, then created.
+            page.locator(".widget-upload input[type=file]").first.set_input_files(page_files)
+            expect(page.get_by_text("2 pages x 2 languages at 1 credit each")).to_be_visible()
+            page.locator("button", has_text="Create chapter").first.click()
+            expect(page.get_by_text("with 2 pages; it is running")).to_be_visible()
+
+            # Re-scan panel: choose the failed chapter, ask, confirm.
+            page.locator(".widget-select-multiple select").select_option(index=0)
+            page.locator("button", has_text="Re-scan").first.click()
+            expect(page.get_by_text("Yes, discard and re-scan")).to_be_visible()
+            expect(page.locator(".tk-question")).to_contain_text("4 credits")
+            page.get_by_text("Yes, discard and re-scan").click()
+            expect(page.get_by_text("re-scan queued")).to_be_visible()
+
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
+        finally:
+            browser.close()
+
+    ledger = emulator.ledger(workspace["id"])
+    created = [c for c in ledger["charges"] if c["reason"] == "create" and c["pages"] == 2]
+    assert len(created) == 2  # the failed chapter's run, and the one made in the browser
+    rescans = [c for c in ledger["charges"] if c["reason"] == "rescan"]
+    assert [(c["chapterId"], c["credits"]) for c in rescans] == [(failed_id, 4)]
+    assert client.get_chapter(failed_id).failed is False
+    assert len(client.list_chapters(comic_project["id"])) == 2
+    assert SCREENSHOT.stat().st_size > 10_000
