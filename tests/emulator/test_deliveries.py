@@ -15,8 +15,10 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pyarrow.parquet as pq
 import pytest
 import respx
+from emulator_helpers import create_chapter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -26,7 +28,8 @@ from toolkit.emulator.clock import Clock, iso
 from toolkit.emulator.db import Database
 from toolkit.emulator.deliveries import Deliveries
 from toolkit.emulator.responses import EmulatorError, error
-from toolkit.webhooks import verify
+from toolkit.store import SnapshotStore
+from toolkit.webhooks import Receiver, verify
 
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 PUBLIC = "93.184.215.14"
@@ -466,3 +469,71 @@ def test_waiting_attempts_resume_after_a_restart(tmp_path, clock, receiver, name
     ) == 2
     after.close()
     again.close()
+
+
+class FlakyFront:
+    """The test's own front for a Receiver: refuses the first deliveries outright, then
+    lets a few through but loses their answers (the receiver acted, the sender saw 500)."""
+
+    def __init__(self, *, refuse: int, lose: int) -> None:
+        self.receiver: Receiver | None = None
+        self.refuse, self.lose = refuse, lose
+        self.answers: list[int] = []
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or self.receiver is None:
+            await Response(status_code=404)(scope, receive, send)
+            return
+        if self.refuse:
+            self.refuse -= 1
+            self.answers.append(503)
+            await Response(status_code=503)(scope, receive, send)
+            return
+        lost = self.lose > 0
+        self.lose -= int(lost)
+
+        async def answer(message):
+            if message["type"] == "http.response.start":
+                self.answers.append(message["status"])
+                if lost:
+                    message = {**message, "status": 500}
+            await send(message)
+
+        await self.receiver(scope, receive, answer)
+
+
+def test_end_to_end_every_event_lands_in_the_store_exactly_once(
+    emulator, workspace, comic_project, api, pages, asgi_server, tmp_path
+):
+    front = FlakyFront(refuse=3, lose=2)
+    url = asgi_server(front)
+    kinds = ["chapter.finished", "chapter.failed", "export.ready"]
+    endpoint = emulator.add_webhook(workspace["id"], url + "/hooks", kinds, allow_private=True)
+    store = SnapshotStore(str(tmp_path / "store"))
+    front.receiver = Receiver(endpoint["secret"], store=store, seen_path=tmp_path / "seen.sqlite")
+
+    finished = create_chapter(api, comic_project["id"], pages).json()
+    emulator.advance(2 * 3600)
+    emulator.set_faults(failure_rate=1.0, seed=3)
+    failed = create_chapter(api, comic_project["id"], pages[:1]).json()
+    emulator.advance(6 * 3600)  # the retries fall due within minutes
+
+    log = emulator.deliveries(workspace["id"])
+    assert log and {d["state"] for d in log} == {"delivered"}
+    assert max(d["attempts"] for d in log) > 1  # the front did make the service retry
+    assert 503 in front.answers and front.answers.count(200) > len(log)  # and lost answers
+
+    events = store.history("events")
+    assert sorted(events["webhook_id"]) == sorted(d["webhookId"] for d in log)
+    raw = pq.read_table(tmp_path / "store" / "events", partitioning="hive")
+    assert raw.num_rows == len(log)  # handed to the store once each, not only read once
+    by_type = events.groupby("type")["chapter_id"].apply(list).to_dict()
+    assert by_type["chapter.finished"] == [finished["id"]]
+    assert by_type["chapter.failed"] == [failed["id"]]
+    assert set(by_type["export.ready"]) == {finished["id"]}
+    assert len(by_type["export.ready"]) == 2 * 3  # en and fr, each txt, clean and cbz
+    sent = {d["webhookId"]: json.loads(d["body"]) for d in log}
+    for row in events.itertuples():
+        assert json.loads(row.data) == sent[row.webhook_id]["data"]
+        assert row.timestamp == datetime.fromisoformat(sent[row.webhook_id]["timestamp"])
+    front.receiver.close()

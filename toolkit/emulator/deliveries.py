@@ -59,6 +59,8 @@ RETRY_DELAYS = (60, 300, 1800, 7200, 21600, 43200, 86400)
 MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
 ANSWER_LIMIT = 10.0
 RETENTION = timedelta(days=30)
+# The scheduler calls run_due at every run step too; the log is pruned at most this often.
+PRUNE_EVERY = timedelta(hours=1)
 USER_AGENT = "cts-webhooks/1"
 
 SCHEMA = """
@@ -140,6 +142,7 @@ class Deliveries:
         # Called after `emit` records new work, so a realtime scheduler can wake up.
         self.on_work: Callable[[], None] = lambda: None
         self._running = threading.Lock()
+        self._pruned_at: datetime | None = None
         db.executescript(SCHEMA)
         self.routes: list[BaseRoute] = [
             Route("/_emulator/webhooks", self._add_route, methods=["POST"]),
@@ -197,7 +200,9 @@ class Deliveries:
             if due:
                 outcomes = _run_coroutine(self._send_all(due))
                 self._record(due, outcomes, _ms(now))
-            self._prune(now)
+            if self._pruned_at is None or now - self._pruned_at >= PRUNE_EVERY:
+                self._prune(now)
+                self._pruned_at = now
 
     def close(self) -> None:
         """Wait for a batch being sent to finish; nothing runs in the background."""
