@@ -48,6 +48,7 @@ from toolkit.models import (
     StartResult,
 )
 from toolkit.uploads import (
+    Form,
     PageSource,
     check_form,
     check_page_position,
@@ -216,7 +217,7 @@ def create_chapter(
     try:
         kind = yield from _project_kind(project_id, policy, kinds)
         first = upload.pages[0].label if upload else None
-        form = "pages" if upload else ("staged" if staged else "text")
+        form: Form = "pages" if upload else ("staged" if staged else "text")
         check_form(kind, form, where=f"project {project_id!r}", first_page=first)
         fields: list[tuple[str, Any]] = []
         if upload:

@@ -293,7 +293,8 @@ class Client(_BaseClient):
 class AsyncClient(_BaseClient):
     """The same routes as `Client`, awaitable. An async context manager; `aclose()`.
 
-    Use one per event loop: an httpx.AsyncClient cannot move between loops.
+    Use one per event loop: an httpx.AsyncClient cannot move between loops. Page checks
+    and page reads are plain file reads in 64 KB pieces, done on the loop's thread.
     """
 
     def __init__(

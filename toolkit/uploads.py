@@ -110,9 +110,12 @@ def check_position(position: object, *, what: str = "position") -> int | None:
         raise InvalidUpload(
             f"{what} must be a whole number of 1 or more, not {position!r}", item=what
         )
-    if not float(position).is_integer():
+    if isinstance(position, numbers.Integral):
+        value = int(position)
+    elif float(position).is_integer():
+        value = int(float(position))
+    else:
         raise InvalidUpload(f"{what} {position!r} is not a whole number", item=what)
-    value = int(position)
     if value < 1:
         raise InvalidUpload(f"{what} {value} is below 1: numbers start at 1", item=what)
     return value
