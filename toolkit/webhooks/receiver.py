@@ -75,7 +75,7 @@ class Receiver:
         try:
             self._key = secret_key(secret)
         except WebhookVerificationError as exc:
-            raise ConfigError(f"{exc} (CTS_WEBHOOK_SECRET)") from exc
+            raise ConfigError(str(exc)) from exc
         self.store = store
         self.tolerance = tolerance
         self._inbox = Inbox(seen_path)
@@ -190,8 +190,10 @@ def _event(webhook_id: str, body: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise WebhookVerificationError("the event's 'data' is not an object")
     try:
-        timestamp = datetime.fromisoformat(stamp.replace("Z", "+00:00"))  # type: ignore[union-attr]
-    except (AttributeError, TypeError, ValueError) as exc:
+        if not isinstance(stamp, str):
+            raise TypeError(stamp)
+        timestamp = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except (TypeError, ValueError) as exc:
         raise WebhookVerificationError("the event's 'timestamp' is not an ISO 8601 time") from exc
     return {
         "webhook_id": webhook_id,
