@@ -127,6 +127,7 @@ class SnapshotStore:
         self._manifest_files: dict[str, pa.Table] = {}
         # The state this object last wrote, so the next take need not read it back.
         self._last: tuple[str, dict[str, pa.Table]] | None = None
+        self._worked_out: dict[tuple[str, str, str | None], pa.Table] = {}
 
     def __repr__(self) -> str:
         return f"SnapshotStore({self.root!r})"
@@ -405,7 +406,7 @@ class SnapshotStore:
                 logs = {}
                 for name, files in listed.items():
                     con.register(f"stored_{name}", self._files.dataset(files, stored_schema(name)))
-                    logs[name] = Log(con, name, f"stored_{name}", manifest)
+                    logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self._worked_out)
                 return work(logs)
             except (OSError, duckdb.Error):
                 vanished = any(

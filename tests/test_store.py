@@ -1,0 +1,489 @@
+from __future__ import annotations
+
+import multiprocessing
+import os
+from datetime import UTC, datetime, timedelta
+
+import duckdb
+import pandas as pd
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+from datafakes import T0, FakeService
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pandas.testing import assert_frame_equal
+
+import toolkit as tk
+from toolkit import _store_files, schema
+from toolkit import store as store_module
+from toolkit.store import SnapshotStore
+
+
+def hours(n: float) -> datetime:
+    return T0 + timedelta(hours=n)
+
+
+def fake_workspace(service: FakeService) -> tk.Workspace:
+    return tk.pull(service, details="all")
+
+
+@pytest.fixture
+def service() -> FakeService:
+    fake = FakeService()
+    fake.add_project("p1", languages=("en", "fr"))
+    fake.add_project("p2", languages=("en",))
+    fake.add_chapter("c1", "p1", position=1, covered=4, untranslated=6, credits=8)
+    fake.add_chapter("c2", "p2", position=1, covered=0, untranslated=3, languages=("en",))
+    return fake
+
+
+def sort(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    keys = list(schema.KEYS[table])
+    if "snapshot_at" in frame.columns:
+        keys = ["snapshot_at", "snapshot_id", *keys]
+    return frame.sort_values(keys, ignore_index=True)
+
+
+def stamped(ws: tk.Workspace, table: str, snapshot_id: str, at: datetime) -> pd.DataFrame:
+    frame = ws.table(table).copy()
+    frame.insert(0, "snapshot_at", pd.Series([at] * len(frame), dtype="datetime64[us, UTC]"))
+    frame.insert(0, "snapshot_id", pd.Series([snapshot_id] * len(frame), dtype="string"))
+    return frame
+
+
+def assert_same(actual: pd.DataFrame, expected: pd.DataFrame, table: str) -> None:
+    assert_frame_equal(sort(actual, table), sort(expected, table))
+
+
+def test_a_snapshot_reads_back_with_identical_values_and_dtypes(tmp_path, service):
+    store = SnapshotStore(tmp_path / "store")
+    ws = fake_workspace(service)
+    info = store.write(ws, at=hours(0))
+    for table in schema.SNAPSHOT_TABLES:
+        expected = stamped(ws, table, info.snapshot_id, hours(0))
+        assert_same(store.latest(table), expected, table)
+        # A fresh object reads the files, not what the writer kept in memory.
+        assert_same(SnapshotStore(tmp_path / "store").latest(table), expected, table)
+
+
+def test_all_null_columns_and_empty_tables_keep_their_dtypes_in_the_files(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    ws = tk.pull(service, details="none")  # untranslated all null, exports empty
+    store.write(ws, at=hours(0))
+    fresh = SnapshotStore(tmp_path)
+    languages = fresh.latest("languages")
+    assert languages["untranslated"].isna().all()
+    assert languages["untranslated"].dtype == pd.Int64Dtype()
+    exports = fresh.latest("exports")
+    assert exports.empty
+    assert_frame_equal(exports, schema.empty_frame(schema.with_snapshot(schema.EXPORTS)))
+
+
+def test_manifest_rows_say_what_each_take_did(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    info = store.take(service, details="all", at=hours(1))
+    manifest = store.snapshots()
+    assert list(manifest.columns) == [
+        "snapshot_id", "snapshot_at", "details", "requests", "seconds",
+        "rows_projects", "rows_chapters", "rows_languages", "rows_exports",
+    ]  # fmt: skip
+    row = manifest.iloc[0]
+    assert row["snapshot_id"] == info.snapshot_id
+    assert row["snapshot_at"] == pd.Timestamp(hours(1))
+    assert (row["details"], row["requests"]) == ("all", 1 + 2 + 2)
+    assert (row["rows_projects"], row["rows_chapters"], row["rows_languages"]) == (2, 2, 3)
+    assert row["seconds"] >= 0
+    assert manifest["requests"].dtype == pd.Int64Dtype()
+    text = str(info)
+    assert text.startswith(f"snapshot {info.snapshot_id} at 2026-03-02 10:00:00 UTC: 2 projects")
+    assert "\n" not in text and "5 requests" in text
+
+
+def test_snapshot_time_is_at_else_the_service_date_else_the_local_clock(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    assert store.take(service, at="2026-03-02 12:00").snapshot_at == hours(3)  # naive = UTC
+    service.date = hours(5)
+    assert store.take(service).snapshot_at == hours(5)
+    service.date, service.last_response_date = None, None
+    before = datetime.now(UTC)
+    assert before - timedelta(seconds=1) <= store.take(service).snapshot_at <= datetime.now(UTC)
+
+
+def test_changed_details_reads_only_what_moved_since_the_latest_snapshot(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    store.take(service, details="all", at=hours(0))
+    service.update("c2", processing=False, covered=3, untranslated=0, status="needs_review",
+                   activity=hours(0.5))  # fmt: skip
+    service.update("c1", processing=False)  # settled, lastActivityAt unchanged
+    service.calls.clear()
+    # A new object: the previous state comes from the files.
+    info = SnapshotStore(tmp_path).take(service, details="changed", at=hours(1))
+    assert [i for r, i in service.calls if r == "get_chapter"] == ["c2"]
+    assert info.requests == 1 + 2 + 1
+    latest = store.latest("languages").set_index(["chapter_id", "language_code"])
+    assert latest.loc[("c1", "fr"), "untranslated"] == 6  # carried over
+    assert latest.loc[("c2", "en"), "untranslated"] == 0
+
+
+# The history must be what storing every snapshot whole would give, whatever is stored.
+
+operation = st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 5)),
+    st.tuples(st.just("progress"), st.integers(0, 5)),
+    st.tuples(st.just("remove"), st.integers(0, 5)),
+    st.tuples(st.just("same"), st.just(0)),
+)
+
+
+def apply(service: FakeService, op: tuple[str, int], step: int) -> None:
+    kind, n = op
+    cid = f"c{n}"
+    if kind == "add" and cid not in service.chapters:
+        service.add_chapter(cid, "p1", position=n + 10, covered=0, credits=4)
+    elif kind == "progress" and cid in service.chapters:
+        service.update(cid, covered=step, credits=4 + step, activity=hours(step))
+    elif kind == "remove" and cid in service.chapters:
+        del service.chapters[cid]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=st.lists(operation, min_size=1, max_size=6), shuffle=st.randoms(use_true_random=False))
+def test_history_as_of_and_latest_equal_whole_snapshots(tmp_path_factory, ops, shuffle):
+    root = tmp_path_factory.mktemp("store")
+    service = FakeService()
+    service.add_project("p1", languages=("en",))
+    pulls = []
+    for step, op in enumerate(ops):
+        apply(service, op, step)
+        pulls.append((hours(step), fake_workspace(service)))
+    # Written in a shuffled order by two store objects: bases are then often not the
+    # snapshot just before, as with concurrent takes and backfills.
+    order = list(range(len(pulls)))
+    shuffle.shuffle(order)
+    writers = [SnapshotStore(root), SnapshotStore(root)]
+    ids = {}
+    for n, i in enumerate(order):
+        ids[i] = writers[n % 2].write(pulls[i][1], at=pulls[i][0]).snapshot_id
+    reader = SnapshotStore(root)
+    for table in ("chapters", "languages"):
+        expected = pd.concat(
+            [stamped(ws, table, ids[i], at) for i, (at, ws) in enumerate(pulls)], ignore_index=True
+        )
+        assert_same(reader.history(table), expected, table)
+        for i, (at, ws) in enumerate(pulls):
+            assert_same(reader.as_of(table, at), stamped(ws, table, ids[i], at), table)
+        last_at, last_ws = pulls[-1]
+        assert_same(
+            reader.latest(table), stamped(last_ws, table, ids[len(pulls) - 1], last_at), table
+        )
+
+
+def test_history_filters_by_time_and_project(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    for step in range(4):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+    window = store.history("languages", since=hours(1), until=hours(2), project_ids=["p1"])
+    assert sorted(window["snapshot_at"].unique()) == [
+        pd.Timestamp(hours(1)),
+        pd.Timestamp(hours(2)),
+    ]
+    assert set(window["project_id"]) == {"p1"}
+    assert window.groupby("snapshot_at")["covered"].first().tolist() == [1, 2]
+    assert store.history("chapters", since=hours(9)).empty
+    assert store.as_of("chapters", hours(-1)).empty
+
+
+def test_full_snapshots_are_written_periodically_and_change_nothing_visible(
+    tmp_path, service, monkeypatch
+):
+    monkeypatch.setattr(store_module, "FULL_EVERY", 3)
+    store = SnapshotStore(tmp_path)
+    for step in range(7):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+    full = store._manifest().column("full").to_pylist()
+    assert full == [True, False, False, True, False, False, True]
+    history = SnapshotStore(tmp_path).history("languages", project_ids=["p1"])
+    assert history.groupby("snapshot_at")["covered"].first().tolist() == list(range(7))
+
+
+def test_unchanged_rows_are_not_written_again(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    store.take(service, at=hours(0))
+    service.update("c1", covered=5)
+    store.take(service, at=hours(1))
+    changes = store.query("SELECT snapshot_at, chapter_id FROM languages_changes ORDER BY 1, 2")
+    second = changes[changes["snapshot_at"] == pd.Timestamp(hours(1))]
+    assert second["chapter_id"].tolist() == ["c1", "c1"]  # both languages of c1, nothing else
+
+
+# Crash safety: a write that stops at any step leaves the store as it was.
+
+
+def visible_files(root) -> list[str]:
+    return sorted(
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(root)
+        for name in names
+        if name.endswith(".parquet")
+    )
+
+
+def test_a_take_interrupted_at_any_step_leaves_the_store_readable_and_unchanged(
+    tmp_path, service, monkeypatch
+):
+    store = SnapshotStore(tmp_path)
+    store.take(service, at=hours(0))
+    before = {t: store.latest(t) for t in schema.SNAPSHOT_TABLES}
+    service.update("c1", covered=9, credits=12)
+    service.add_chapter("c9", "p2", position=2, languages=("en",))
+    service.add_project("p3")
+    writes = 0
+    real = _store_files.Files.write
+
+    def counting(self, *args, **kwargs):
+        nonlocal writes
+        writes += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(_store_files.Files, "write", counting)
+    SnapshotStore(tmp_path / "probe").take(service, at=hours(1))
+    steps = writes  # files one snapshot writes, the manifest last
+    assert steps >= 4
+
+    for fail_at in range(1, steps + 1):
+        calls = 0
+
+        def failing(self, *args, _fail_at=fail_at, **kwargs):
+            nonlocal calls
+            calls += 1
+            if calls == _fail_at:
+                raise OSError("disk full (injected)")
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(_store_files.Files, "write", failing)
+        with pytest.raises(OSError, match="injected"):
+            SnapshotStore(tmp_path).take(service, at=hours(1))
+        monkeypatch.setattr(_store_files.Files, "write", real)
+        reader = SnapshotStore(tmp_path)
+        assert len(reader.snapshots()) == 1
+        for table, frame in before.items():
+            assert_same(reader.latest(table), frame, table)
+        assert len(reader.history("chapters")) == 2
+
+    # Every visible file is a complete Parquet file, and a glob over the store reads.
+    for path in visible_files(tmp_path):
+        pq.read_metadata(path)
+    duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/chapters/**/*.parquet')").fetchall()
+    # The next take works, and compaction clears what the failed ones left.
+    SnapshotStore(tmp_path).take(service, at=hours(2))
+    assert SnapshotStore(tmp_path).compact(grace=0)["chapters"] >= 2
+    reader = SnapshotStore(tmp_path)
+    assert len(reader.snapshots()) == 2
+    assert "c9" in set(reader.latest("chapters")["chapter_id"])
+
+
+def test_a_file_cut_off_mid_write_is_never_visible(tmp_path, service, monkeypatch):
+    store = SnapshotStore(tmp_path)
+
+    def torn(table, out, **kwargs):
+        out.write(b"PAR1 half a file")
+        raise OSError("power cut (injected)")
+
+    monkeypatch.setattr(_store_files.pq, "write_table", torn)
+    with pytest.raises(OSError, match="injected"):
+        store.take(service, at=hours(0))
+    monkeypatch.undo()
+    assert visible_files(tmp_path) == []
+    leftovers = [n for _, _, names in os.walk(tmp_path) for n in names]
+    assert leftovers and all(n.startswith(".") and n.endswith(".parquet.tmp") for n in leftovers)
+    assert SnapshotStore(tmp_path).snapshots().empty
+
+
+# Two processes writing into one store.
+
+
+def _writer(root: str, name: str, count: int, start: multiprocessing.synchronize.Event) -> None:
+    service = FakeService()
+    service.add_project(f"proj-{name}", languages=("en",))
+    start.wait()
+    store = SnapshotStore(root)
+    for step in range(count):
+        service.add_chapter(f"{name}-{step}", f"proj-{name}", position=step + 1, languages=("en",))
+        store.take(service, details="none", at=hours(step))
+
+
+def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    count = 6
+    workers = [
+        context.Process(target=_writer, args=(str(tmp_path), name, count, start))
+        for name in ("a", "b")
+    ]
+    for worker in workers:
+        worker.start()
+    start.set()
+    for worker in workers:
+        worker.join(timeout=120)
+        assert worker.exitcode == 0
+    store = SnapshotStore(tmp_path)
+    manifest = store.snapshots()
+    assert len(manifest) == 2 * count and manifest["snapshot_id"].is_unique
+    # Each snapshot shows exactly what its own process saw, though both wrote at once.
+    history = store.history("chapters")
+    for row in manifest.itertuples():
+        shown = history[history["snapshot_id"] == row.snapshot_id]
+        name = shown["project_id"].iloc[0].removeprefix("proj-")
+        step = row.snapshot_at.hour - T0.hour
+        assert sorted(shown["chapter_id"]) == [f"{name}-{i}" for i in range(step + 1)]
+
+
+# Compaction, events, queries, other filesystems.
+
+
+def test_compaction_merges_files_and_changes_no_answer(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    for step in range(6):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step * 6))  # spans two days
+    before = {t: store.history(t) for t in schema.SNAPSHOT_TABLES}
+    files_before = len(visible_files(tmp_path))
+    merged = store.compact()
+    assert merged["manifest"] == 6 and merged["languages"] == 6
+    files_after = visible_files(tmp_path)
+    assert len(files_after) < files_before
+    folders = [os.path.dirname(p) for p in files_after]
+    assert len(folders) == len(set(folders))  # one file per folder is left
+    fresh = SnapshotStore(tmp_path)
+    for table, frame in before.items():
+        assert_frame_equal(fresh.history(table), frame)
+    store.take(service, at=hours(40))  # new small files beside the merged ones
+    assert len(SnapshotStore(tmp_path).snapshots()) == 7
+
+
+def test_a_compaction_stopped_before_deleting_shows_no_row_twice(tmp_path, service, monkeypatch):
+    store = SnapshotStore(tmp_path)
+    for step in range(3):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+    before = store.history("languages")
+    monkeypatch.setattr(_store_files.Files, "delete", lambda self, paths: None)
+    store.compact()
+    monkeypatch.undo()
+    assert_frame_equal(SnapshotStore(tmp_path).history("languages"), before)
+    assert len(SnapshotStore(tmp_path).snapshots()) == 3
+
+
+def test_compaction_keeps_a_snapshot_that_is_still_being_written(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    store.take(service, at=hours(0))
+    store.take(service, at=hours(1))
+    # Data files of a take whose manifest row is not written yet.
+    pending = SnapshotStore(tmp_path / "other").take(service, at=hours(2))
+    src = (
+        tmp_path
+        / "other"
+        / "chapters"
+        / "snapshot_date=2026-03-02"
+        / f"{pending.snapshot_id}.parquet"
+    )
+    dst = tmp_path / "chapters" / "snapshot_date=2026-03-02" / src.name
+    dst.write_bytes(src.read_bytes())
+    store.compact()  # default grace: a young uncommitted file is left alone
+    assert dst.exists()
+    store.compact(grace=0)  # an old one is a crash's leftover
+    assert not dst.exists()
+
+
+def test_events_are_recorded_and_read_once_per_webhook_id(tmp_path):
+    store = SnapshotStore(tmp_path)
+    event = {
+        "webhook_id": "msg_1",
+        "type": "chapter.finished",
+        "timestamp": "2026-03-02T10:00:00Z",
+        "data": {"chapterId": "c1", "projectId": "p1", "position": 1},
+        "received_at": "2026-03-02T10:00:01Z",
+    }
+    assert store.record_events([event]) == 1
+    store.record_events([{**event, "received_at": "2026-03-02T10:05:00Z"}])  # a repeat
+    failed = {"webhook_id": "msg_2", "type": "chapter.failed", "data": {"chapterId": "c2"}}
+    store.record_events([{**event, **failed, "timestamp": "2026-03-02T11:00:00Z"}])
+    events = store.history("events")
+    assert list(events.columns) == list(schema.EVENTS.names)
+    assert events["webhook_id"].tolist() == ["msg_1", "msg_2"]
+    assert events.loc[0, "received_at"] == pd.Timestamp("2026-03-02T10:00:01Z")
+    assert (events.loc[0, "chapter_id"], events.loc[0, "project_id"]) == ("c1", "p1")
+    assert events.loc[1, "project_id"] is pd.NA
+    assert '"position":1' in events.loc[0, "data"]
+    assert store.history("events", until="2026-03-02T10:30:00Z")["webhook_id"].tolist() == ["msg_1"]
+    assert store.history("events", project_ids=["p1"])["webhook_id"].tolist() == ["msg_1"]
+    store.compact()
+    assert_frame_equal(SnapshotStore(tmp_path).history("events"), events)
+    with pytest.raises(ValueError, match="webhook_id"):
+        store.record_events([{"type": "x", "timestamp": "2026-03-02T10:00:00Z", "data": {}}])
+
+
+def test_sql_queries_see_every_snapshot_and_the_change_log(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    for step in range(3):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+    per = store.query("SELECT snapshot_at, count(*) AS n FROM chapters GROUP BY 1 ORDER BY 1")
+    assert per["n"].tolist() == [2, 2, 2]
+    assert store.query("SELECT count(*) AS n FROM snapshots")["n"].tolist() == [3]
+    top = store.query("SELECT max(covered) AS m FROM languages WHERE chapter_id = 'c1'")
+    assert top["m"].tolist() == [2]
+    assert store.query("SELECT count(*) AS n FROM events")["n"].tolist() == [0]
+
+
+def test_an_empty_store_answers_with_empty_frames(tmp_path):
+    store = SnapshotStore(tmp_path / "nothing-yet")
+    assert_frame_equal(store.snapshots(), schema.empty_frame(schema.MANIFEST))
+    assert_frame_equal(
+        store.latest("chapters"), schema.empty_frame(schema.with_snapshot(schema.CHAPTERS))
+    )
+    assert store.history("languages").empty
+    assert store.workspace() is None
+    assert store.query("SELECT count(*) AS n FROM chapters")["n"].tolist() == [0]
+    with pytest.raises(ValueError, match="no table named 'pages'"):
+        store.latest("pages")
+
+
+def test_a_pyarrow_filesystem_uri_works_like_a_folder(service):
+    store = SnapshotStore("mock:///snapshots")
+    assert not store._files.local
+    for step in range(3):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+    store.compact()
+    history = store.history("languages", project_ids=["p1"])
+    assert history.groupby("snapshot_at")["covered"].first().tolist() == [0, 1, 2]
+    # A second object over the same filesystem reads the same store.
+    other = SnapshotStore("snapshots", filesystem=store._files.fs)
+    assert len(other.snapshots()) == 3
+
+
+def test_default_location_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTS_STORE", str(tmp_path / "from-env"))
+    assert SnapshotStore().root == str(tmp_path / "from-env")
+    assert repr(SnapshotStore(tmp_path)) == f"SnapshotStore({str(tmp_path)!r})"
+
+
+def test_snapshot_ids_sort_by_time_then_by_creation():
+    same = [_store_files.new_id(T0) for _ in range(50)]
+    assert same == sorted(same) and len(set(same)) == 50
+    later = _store_files.new_id(T0 + timedelta(microseconds=1))
+    assert later > same[-1]
+    assert _store_files.new_id(T0 - timedelta(days=1)) < same[0]
+
+
+def test_writes_are_fsynced_renames_on_local_disks(tmp_path):
+    files = _store_files.Files(pafs.LocalFileSystem(), str(tmp_path))
+    table = schema.empty_frame(schema.PROJECTS)
+    path = files.write(schema.from_pandas(table, schema.PROJECTS), str(tmp_path / "t"), "x")
+    assert path.endswith("/t/x.parquet") and os.listdir(tmp_path / "t") == ["x.parquet"]
