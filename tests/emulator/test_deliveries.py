@@ -537,3 +537,26 @@ def test_end_to_end_every_event_lands_in_the_store_exactly_once(
         assert json.loads(row.data) == sent[row.webhook_id]["data"]
         assert row.timestamp == datetime.fromisoformat(sent[row.webhook_id]["timestamp"])
     front.receiver.close()
+
+
+def test_a_receiver_may_read_the_chapter_while_it_answers(
+    emulator, workspace, comic_project, api, pages, asgi_server
+):
+    seen: list[dict] = []
+
+    async def reads_back(request: Request) -> Response:
+        event = json.loads(await request.body())
+        if event["type"] == "chapter.finished":
+            async with httpx.AsyncClient(
+                base_url=api.base_url, headers=api.headers, timeout=5
+            ) as client:
+                detail = await client.get(f"chapters/{event['data']['chapterId']}")
+            seen.append(detail.json())
+        return Response(status_code=204)
+
+    url = asgi_server(Starlette(routes=[Route("/", reads_back, methods=["POST"])]))
+    emulator.add_webhook(workspace["id"], url + "/", ["chapter.finished"], allow_private=True)
+    chapter = create_chapter(api, comic_project["id"], pages[:1]).json()
+    emulator.advance(3600)
+    assert [d["state"] for d in emulator.deliveries(workspace["id"])] == ["delivered"]
+    assert [(d["id"], d["processing"]) for d in seen] == [(chapter["id"], False)]
