@@ -12,6 +12,7 @@ It skips, saying why, where Debian's Chromium or the `browser` extra is missing.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -36,7 +37,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-WAIT_MS = 120_000
+WAIT_MS = 60_000
 
 
 def _missing() -> str | None:
@@ -148,6 +149,8 @@ def test_operations_notebook_in_jupyterlab(
             page.set_default_timeout(WAIT_MS)
             page.goto(lab)
             page.wait_for_selector(".jp-Notebook")
+            # "Run All" before the kernel is up asks which kernel to start: wait for it.
+            expect(page.get_by_text(re.compile(r"\| Idle$")).first).to_be_visible()
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
 
@@ -157,7 +160,10 @@ def test_operations_notebook_in_jupyterlab(
             expect(page.locator(".tk-chapters").first).to_be_visible()
 
             # Upload panel: two pages, priced before sending, then created.
-            page.locator(".widget-upload input[type=file]").first.set_input_files(page_files)
+            # ipywidgets' FileUpload opens a chooser from an input kept outside the DOM.
+            with page.expect_file_chooser() as chooser:
+                page.locator("button.widget-upload").first.click()
+            chooser.value.set_files(page_files)
             expect(page.get_by_text("2 pages x 2 languages at 1 credit each")).to_be_visible()
             page.locator("button", has_text="Create chapter").first.click()
             expect(page.get_by_text("with 2 pages; it is running")).to_be_visible()

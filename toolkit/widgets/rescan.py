@@ -182,15 +182,15 @@ class RescanPanel(widgets.VBox):
         lines, failures = [], 0
         for chapter_id in ids:
             chapter = self.chapters[chapter_id]
+            name = f"{self.projects[chapter.project_id or ''].name} / {chapter_label(chapter)}"
             try:
                 result = self.client.rescan_chapter(chapter_id)
             except Exception as exc:
                 failures += 1
-                lines.append(f"{chapter_label(chapter)}: not re-scanned. {describe(exc)}")
+                lines.append(f"{name}: not re-scanned. {describe(exc)}")
             else:
                 lines.append(
-                    f"{chapter_label(chapter)}: re-scan queued, "
-                    f"{result.cleared_regions} translated lines discarded."
+                    f"{name}: re-scan queued, {result.cleared_regions} translated lines discarded."
                 )
         tone = "success" if not failures else "error" if failures == len(ids) else "warning"
         self.message.run(self.refresh)
