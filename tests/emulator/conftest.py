@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
+from emulator_helpers import plain_client
 
 
 @pytest.fixture
 def api(emulator, workspace):
     """Plain httpx over loopback, with the workspace's key, at `{base_url}/api/v1`."""
-    headers = {"Authorization": f"Bearer {workspace['apiKey']}"}
-    with httpx.Client(base_url=f"{emulator.url}/api/v1", headers=headers, timeout=30) as client:
+    with plain_client(f"{emulator.url}/api/v1", workspace["apiKey"]) as client:
+        yield client
+
+
+@pytest.fixture
+def raw(emulator):
+    """Plain httpx over loopback with no credentials, at the emulator's root."""
+    with plain_client(emulator.url) as client:
         yield client
 
 

@@ -49,6 +49,12 @@ DETAIL_FIELDS = CHAPTER_BASE | {
 PAGE_FIELDS = {"id", "chapterId", "position", "createdAt"}
 
 
+def plain_client(base_url: str, token: str | None = None) -> httpx.Client:
+    """An httpx client for plain http on loopback (no TLS context to build: fast)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=base_url, headers=headers, verify=False, timeout=30)
+
+
 def page_parts(pages: list[bytes], *, names: list[str] | None = None) -> list[tuple[str, Any]]:
     """Multipart `pages` parts for httpx's `files=`."""
     names = names or [f"page-{i + 1}.png" for i in range(len(pages))]

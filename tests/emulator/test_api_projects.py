@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import httpx
 from emulator_helpers import PROJECT_FIELDS, PROJECT_LIST_FIELDS, create_chapter, error_of
 
 
@@ -108,11 +107,10 @@ def test_unknown_project_is_404(api, comic_project):
     assert (status, message) == (404, "project not found")
 
 
-def test_missing_or_unknown_key_is_401(emulator, comic_project):
-    base = f"{emulator.url}/api/v1"
+def test_missing_or_unknown_key_is_401(raw, comic_project):
     for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic abc"}):
         for path in ("/projects", f"/projects/{comic_project['id']}"):
-            status, _ = error_of(httpx.get(base + path, headers=headers))
+            status, _ = error_of(raw.get("/api/v1" + path, headers=headers))
             assert status == 401
 
 

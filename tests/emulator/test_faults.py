@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-import httpx
-from emulator_helpers import add_pages, create_chapter, error_of, list_item, settle
+from emulator_helpers import add_pages, create_chapter, error_of, list_item, plain_client, settle
 
 from toolkit.emulator import Emulator
 
@@ -88,9 +87,7 @@ def _fates(seed: int, runs: int, make_page) -> list[bool]:
             target_languages=["en"],
         )
         emu.set_faults(failure_rate=0.5, seed=seed)
-        with httpx.Client(
-            base_url=f"{emu.url}/api/v1", headers={"Authorization": f"Bearer {ws['apiKey']}"}
-        ) as api:
+        with plain_client(f"{emu.url}/api/v1", ws["apiKey"]) as api:
             ids = [
                 create_chapter(api, project["id"], [make_page(i)]).json()["id"] for i in range(runs)
             ]
@@ -137,7 +134,7 @@ def test_latency_delays_api_answers_only(emulator, api):
     assert time.monotonic() - started < 0.3
 
 
-def test_bad_fault_settings_are_400(emulator):
+def test_bad_fault_settings_are_400(emulator, raw):
     for body in (
         {"failureRate": 1.5},
         {"stallRate": -0.1},
@@ -145,8 +142,8 @@ def test_bad_fault_settings_are_400(emulator):
         {"failureRate": 0.7, "stallRate": 0.6},
         {"surprise": 1},
     ):
-        response = httpx.put(
-            f"{emulator.url}/_emulator/faults",
+        response = raw.put(
+            "/_emulator/faults",
             json=body,
             headers={"Authorization": f"Bearer {emulator.admin_token}"},
         )

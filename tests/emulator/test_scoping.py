@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
-from emulator_helpers import create_chapter, error_of, page_parts, settle
+from emulator_helpers import create_chapter, error_of, page_parts, plain_client, settle
 
 
 def _calls(project_id: str, chapter_id: str, page: bytes):
@@ -24,8 +23,7 @@ def _calls(project_id: str, chapter_id: str, page: bytes):
 def stranger(emulator):
     """A client of a second workspace."""
     other = emulator.create_workspace("Someone else", credits=10_000)
-    headers = {"Authorization": f"Bearer {other['apiKey']}"}
-    with httpx.Client(base_url=f"{emulator.url}/api/v1", headers=headers) as client:
+    with plain_client(f"{emulator.url}/api/v1", other["apiKey"]) as client:
         yield client
 
 

@@ -5,15 +5,7 @@ falls due (`next_due_ms`); `run_due(t)` performs every step due by `t`, each in 
 own transaction, at the step's own due time. Because the cursor is in the database,
 runs in flight simply carry on after a restart.
 
-Phases and their simulated durations:
-
-| phase     | one step is                      | duration                        |
-|-----------|----------------------------------|---------------------------------|
-| read      | one page (novel: 20-line passage) | 3 s (novel 2 s)                |
-| translate | one page in one language          | 8 s + 2 s per line (novel 3 s + 0.5 s per line) |
-| clean     | one page (`clean`, `full`)        | 4 s                             |
-| letter    | one page (`full`)                 | 2 s per target language         |
-| package   | one language's files              | 30 s                            |
+The phases, their durations and the run's cursor are in `plan`.
 
 Languages are translated one after another, in the project's order. While pages are
 read `detecting` is true and each page read adds its lines to `untranslated`; each
@@ -31,7 +23,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -39,75 +30,25 @@ from toolkit.emulator.clock import iso
 from toolkit.emulator.db import Database
 from toolkit.emulator.faults import Fate, Faults
 from toolkit.emulator.packaging import prepared_files
+from toolkit.emulator.plan import (
+    CLEAN_MS,
+    DEFAULT_MODEL,
+    FAILURE_REASON,
+    LETTER_MS_PER_LANGUAGE,
+    PACKAGE_MS,
+    READ_MS,
+    STALL_ABANDON_MS,
+    STALL_REASON,
+    Run,
+    Unit,
+    encode_units,
+    translate_ms,
+)
 from toolkit.emulator.state import Row, from_ms, new_id, to_ms
 
 EventSink = Callable[[str, str, dict[str, Any]], None]
 
-DEFAULT_MODEL = "cts-emulator-mt-1"
-NOVEL_PASSAGE_LINES = 20
-READ_MS = {"comic": 3_000, "novel": 2_000}
-CLEAN_MS = 4_000
-LETTER_MS_PER_LANGUAGE = 2_000
-PACKAGE_MS = 30_000
-STALL_ABANDON_MS = 2 * 3600 * 1000
-
-FAILURE_REASON = (
-    "The run failed while translating {item} {number} into {language}: the translation "
-    "model returned no usable text, so re-scan the chapter to retry."
-)
-STALL_REASON = (
-    "The run stalled with no progress for 2 hours and was abandoned; it should be "
-    "retried with a re-scan."
-)
-
-
-def translate_ms(kind: str, lines: int) -> int:
-    return 3_000 + 500 * lines if kind == "novel" else 8_000 + 2_000 * lines
-
-
-@dataclass(frozen=True)
-class Unit:
-    """What one read or translation step works on: a page, or a novel's passage."""
-
-    page_id: str | None
-    number: int
-    lines: int
-
-
-def novel_units(text: str) -> list[Unit]:
-    """A novel's non-empty lines, in passages of `NOVEL_PASSAGE_LINES`."""
-    count = sum(1 for line in text.splitlines() if line.strip())
-    return [
-        Unit(None, index + 1, min(NOVEL_PASSAGE_LINES, count - start))
-        for index, start in enumerate(range(0, count, NOVEL_PASSAGE_LINES))
-    ]
-
-
-@dataclass(frozen=True)
-class Run:
-    row: Row
-    units: list[Unit]
-    languages: list[str]
-    phases: list[str]
-
-    @classmethod
-    def from_row(cls, row: Row) -> Run:
-        units = [Unit(*item) for item in json.loads(row["units"])]
-        phases = ["read", "translate"]
-        if row["kind"] == "comic" and row["steps"] in ("clean", "full"):
-            phases.append("clean")
-        if row["kind"] == "comic" and row["steps"] == "full":
-            phases.append("letter")
-        phases.append("package")
-        return cls(row, units, json.loads(row["languages"]), phases)
-
-    @property
-    def id(self) -> str:
-        return str(self.row["id"])
-
-    @property
-    def chapter_id(self) -> str:
-        return str(self.row["chapter_id"])
+__all__ = ["DEFAULT_MODEL", "Engine", "EventSink"]
 
 
 class Engine:
@@ -165,7 +106,7 @@ class Engine:
                 project["process_steps"],
                 project["translation_model"] or DEFAULT_MODEL,
                 json.dumps(languages),
-                json.dumps([[u.page_id, u.number, u.lines] for u in units]),
+                encode_units(units),
                 fate_name,
                 fate_step,
                 at_ms + READ_MS[project["kind"]],

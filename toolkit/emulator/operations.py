@@ -18,8 +18,9 @@ import json
 import math
 from dataclasses import dataclass
 
-from toolkit.emulator.engine import Engine, Unit, novel_units
+from toolkit.emulator.engine import Engine
 from toolkit.emulator.faults import Fate
+from toolkit.emulator.plan import Unit, novel_units
 from toolkit.emulator.responses import EmulatorError
 from toolkit.emulator.state import Row, State, new_id
 from toolkit.emulator.uploads import PageFiles, StagedPage

@@ -197,7 +197,7 @@ def _seed_seoul(seeder: _Seeder, project: Row) -> None:
     seeder.add_pages(grown, ago=3 * HOUR, count=2, hold=False)
     seeder.add_pages(grown, ago=2 * HOUR, count=2, hold=True)
     seeder.chapter(project, ago=45 * MINUTE, title=None, pages=0)
-    seeder.chapter(project, ago=1 * MINUTE, title="Rooftops", pages=9)
+    seeder.chapter(project, ago=10_000, title="Rooftops", pages=9)
 
 
 def _seed_river(seeder: _Seeder, project: Row) -> None:

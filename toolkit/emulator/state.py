@@ -134,6 +134,7 @@ CREATE TABLE IF NOT EXISTS runs (
     ended_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_due ON runs(state, next_due_ms);
+CREATE INDEX IF NOT EXISTS runs_by_seq ON runs(seq);
 CREATE INDEX IF NOT EXISTS runs_by_chapter ON runs(chapter_id, state);
 CREATE TABLE IF NOT EXISTS charges (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,0 +1,43 @@
+"""`toolkit emulator --seed demo`: serves a workspace a person can explore with curl."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from emulator_helpers import plain_client
+
+
+def test_command_serves_the_demo_until_interrupted(tmp_path):
+    command = [sys.executable, "-m", "toolkit.cli", "emulator", "--port", "0", "--seed", "demo"]
+    command += ["--clock", "realtime", "--speed", "60", "--state", str(tmp_path / "demo.sqlite")]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+    )
+    try:
+        output = []
+        deadline = time.monotonic() + 60
+        while not any("Ctrl-C" in line for line in output):
+            assert time.monotonic() < deadline and process.poll() is None, "".join(output)
+            output.append(process.stdout.readline())
+        text = "".join(output)
+        url = re.search(r"on (http://127\.0\.0\.1:\d+)", text).group(1)
+        key = re.search(r"API key:\s+(\S+)", text).group(1)
+        assert re.search(r"admin token:\s+\S+", text)
+        assert f'curl -H "Authorization: Bearer {key}" {url}/api/v1/projects' in text
+        with plain_client(f"{url}/api/v1", key) as api:
+            names = {p["name"] for p in api.get("/projects").json()}
+        assert names == {"Moonlit Harbor", "Seoul Nights", "River of Stars"}
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+        process.stdout.close()
+    assert process.returncode in (0, 130)
