@@ -272,6 +272,27 @@ class SnapshotStore:
 
         return schema.to_pandas(self._read(table, manifest, read), result_schema)
 
+    def changes(self, table: str, project_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """The change log of a snapshot table: a row each time a row was new, changed or
+        went away (`_deleted`), with the position `idx` of its snapshot (0 = the first).
+
+        The compact way to read a long history: a row that did not change between
+        snapshots is not repeated. The analysis reads this.
+        """
+        if table not in schema.SNAPSHOT_TABLES:
+            raise ValueError(
+                f"changes are kept for {', '.join(schema.SNAPSHOT_TABLES)}, not {table!r}"
+            )
+        log_schema = pa.schema([pa.field("idx", schema.COUNT), *stored_schema(table)])
+        manifest = self._manifest()
+        if manifest.num_rows == 0:
+            return schema.empty_frame(log_schema)
+
+        def read(log: Log) -> pa.Table:
+            return arrow(log.con, log.changes_sql(_project_filter(log, project_ids)))
+
+        return schema.to_pandas(self._read(table, manifest, read), log_schema)
+
     def latest(self, table: str) -> pd.DataFrame:
         """The rows of `table` at the newest snapshot."""
         if table == "events":

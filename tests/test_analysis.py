@@ -1,0 +1,239 @@
+"""The analysis on stores whose truth is known: hand-made histories here, the emulator's
+ledger in test_analysis_truth.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+from datafakes import T0, FakeService, iso
+
+from toolkit import analysis
+from toolkit.store import SnapshotStore
+
+
+def hours(n: float):
+    return T0 + timedelta(hours=n)
+
+
+@pytest.fixture
+def service() -> FakeService:
+    fake = FakeService()
+    fake.add_project("p1", languages=("en", "fr"))
+    fake.add_project("p2", languages=("en",))
+    return fake
+
+
+@pytest.fixture
+def store(tmp_path) -> SnapshotStore:
+    return SnapshotStore(tmp_path)
+
+
+def figures(frame: pd.DataFrame, by: str, measure: str) -> dict[tuple[int, str], float]:
+    """{(hour after T0, group): value} for the non-zero rows of a long frame."""
+    out = {}
+    for row in frame.itertuples(index=False):
+        value = getattr(row, measure)
+        if value:
+            out[(int((row.period - T0).total_seconds() // 3600), getattr(row, by))] = value
+    return out
+
+
+def test_throughput_counts_rises_restarts_after_rescans_and_ignores_the_baseline(service, store):
+    service.add_chapter("c1", "p1", covered=5)
+    store.take(service, at=hours(0))  # baseline: its 5 lines per language count for nothing
+    service.update("c1", covered={"en": 12, "fr": 9})
+    service.add_chapter("c2", "p2", covered=4, languages=("en",))  # new: counts from zero
+    store.take(service, at=hours(1))
+    service.update("c1", failed=True, reason="The run failed.", processing=False)
+    store.take(service, at=hours(2))  # nothing translated
+    # Re-scanned: coverage restarted at 0 and is back at 3 (en) and 10 (fr, above 9).
+    service.update("c1", failed=False, reason=None, processing=True, covered={"en": 3, "fr": 10})
+    service.update("c2", covered=1)  # fell without a flag: a restart too
+    store.take(service, at=hours(3))
+
+    lines = analysis.throughput(store, freq="1h")
+    assert list(lines.columns) == ["period", "language_code", "lines"]
+    assert lines["lines"].dtype == pd.Int64Dtype()
+    assert lines["period"].dtype == "datetime64[us, UTC]"
+    assert figures(lines, "language_code", "lines") == {
+        (1, "en"): 7 + 4,
+        (1, "fr"): 4,
+        (3, "en"): 3 + 1,
+        (3, "fr"): 10,
+    }
+    # Every non-baseline hour is there, zeros included.
+    assert len(lines) == 3 * 2
+    by_project = analysis.throughput(store, freq="1D", by="project_id")
+    # One daily period, starting at midnight, 9 hours before T0.
+    assert figures(by_project, "project_id", "lines") == {(-9, "p1"): 24, (-9, "p2"): 5}
+    by_model = analysis.throughput(store, by="model")
+    assert set(by_model["model"]) == {"default-model"}
+    assert by_model["lines"].sum() == 29
+
+
+def test_credit_spend_tells_rework_from_new_pages(service, store):
+    service.add_chapter("c1", "p1", pages=4, credits=8)  # 4 pages x 2 languages, paid
+    store.take(service, at=hours(0))
+    service.add_chapter("c2", "p1", position=2, pages=3, credits=6)  # first charge: price 1
+    store.take(service, at=hours(1))
+    service.update("c1", credits=16)  # re-scan: all 4 pages again in 2 languages
+    store.take(service, at=hours(2))
+    service.update("c1", pages=6, credits=20)  # two pages added and run
+    service.update("c2", pages=5)  # two pages held: no charge yet
+    store.take(service, at=hours(3))
+    service.update("c2", credits=10 + 6)  # held pages started (4) and a re-scan of all 5 (10)
+    store.take(service, at=hours(4))
+
+    spend = analysis.credit_spend(store, freq="1h", by="chapter_id")
+    assert list(spend.columns) == ["period", "chapter_id", "credits", "rework_credits"]
+    assert spend["credits"].dtype == pd.Float64Dtype()
+    assert figures(spend, "chapter_id", "credits") == {
+        (1, "c2"): 6,
+        (2, "c1"): 8,
+        (3, "c1"): 4,
+        (4, "c2"): 10,
+    }
+    assert figures(spend, "chapter_id", "rework_credits") == {(2, "c1"): 8, (4, "c2"): 6}
+    daily = analysis.credit_spend(store)  # by project, per day
+    assert daily[["credits", "rework_credits"]].sum().tolist() == [28, 14]
+    by_language = analysis.credit_spend(store, freq="1D", by="language_code")
+    assert figures(by_language, "language_code", "credits") == {(-9, "en"): 14, (-9, "fr"): 14}
+    assert analysis.price_per_page(store) == {"p1": 1.0, None: 1.0}
+    assert analysis.price_estimate(store, "p1", pages=10) == 20.0
+    assert analysis.price_estimate(store, "p2", pages=10) == 10.0  # workspace price, 1 language
+    assert analysis.price_estimate(store, "p1", pages=10, languages=["en", "fr", "de"]) == 30.0
+
+
+def test_a_novel_pays_once_and_that_is_not_rework(service, store):
+    service.add_project("n1", languages=("en", "es"))
+    store.take(service, at=hours(0))
+    service.add_chapter("c1", "n1", pages=0, credits=6)
+    store.take(service, at=hours(1))
+    spend = analysis.credit_spend(store, freq="1h")
+    assert spend["credits"].sum() == 6 and spend["rework_credits"].sum() == 0
+    with pytest.raises(ValueError, match="no credit spend in the store yet"):
+        analysis.price_estimate(store, "n1", pages=3)
+
+
+def test_price_estimate_needs_a_known_project_or_languages(service, store):
+    service.add_chapter("c1", "p1", pages=2, credits=4)
+    store.take(service, at=hours(0))
+    with pytest.raises(ValueError, match="pass languages="):
+        analysis.price_estimate(store, "nope", pages=1)
+    assert analysis.price_estimate(store, "nope", pages=1, languages=3) == 3.0
+
+
+def test_bad_choices_are_refused_with_the_allowed_ones(store):
+    with pytest.raises(ValueError, match="language_code, project_id, model"):
+        analysis.throughput(store, by="chapter")
+    with pytest.raises(ValueError, match="project_id, language_code, chapter_id"):
+        analysis.credit_spend(store, by="model")
+
+
+def test_an_empty_store_gives_empty_figures_with_their_columns(store):
+    assert list(analysis.throughput(store).columns) == ["period", "language_code", "lines"]
+    assert analysis.credit_spend(store).empty
+    assert list(analysis.cycle_times(store).columns) == [
+        "chapter_id", "project_id", "started_at", "finished_at", "hours",
+    ]  # fmt: skip
+    assert list(analysis.failures(store).columns) == [
+        "chapter_id", "project_id", "seen_at", "failure_reason",
+    ]  # fmt: skip
+    assert analysis.stalled(store).empty
+
+
+def finished_event(chapter: str, at, webhook_id: str) -> dict:
+    data = {"chapterId": chapter, "projectId": "p1", "position": 1, "title": None}
+    return {"webhook_id": webhook_id, "type": "chapter.finished", "timestamp": iso(at),
+            "data": data}  # fmt: skip
+
+
+def test_cycle_times_start_at_creation_and_end_at_the_event_or_the_snapshot(service, store):
+    service.add_chapter("c0", "p1", processing=False, status="needs_review")  # done before
+    store.take(service, at=hours(0))
+    service.add_chapter("c1", "p1", position=2, created=hours(0.5))
+    service.add_chapter("c2", "p1", position=3, created=hours(0.25),
+                        processing=False, status="needs_review")  # fmt: skip
+    store.take(service, at=hours(1))
+    service.update("c1", processing=False, status="needs_review")
+    store.take(service, at=hours(2))
+    service.update("c1", processing=True, status="translating")  # pages added: a later run
+    store.take(service, at=hours(3))
+    service.update("c1", processing=False, status="needs_review")
+    store.take(service, at=hours(4))
+
+    runs = analysis.cycle_times(store)
+    assert list(zip(runs["chapter_id"], runs["hours"], strict=True)) == [
+        ("c2", 0.75),  # created and finished between two snapshots
+        ("c1", 1.5),  # created at 0:30, seen done at 2:00
+        ("c1", 1.0),  # seen running at 3:00, done at 4:00
+    ]
+    assert runs["started_at"].dtype == "datetime64[us, UTC]"
+    assert runs["hours"].dtype == pd.Float64Dtype()
+    # With the webhook events, the finish times are exact.
+    store.record_events(
+        [finished_event("c1", hours(1.75), "w1"), finished_event("c1", hours(3.5), "w2")]
+    )
+    exact = analysis.cycle_times(store)
+    assert exact["hours"].tolist() == [0.75, 1.25, 0.5]
+
+
+def test_a_run_still_going_at_the_last_snapshot_finishes_at_its_event(service, store):
+    store.take(service, at=hours(0))
+    service.add_chapter("c1", "p1", created=hours(0.5))
+    store.take(service, at=hours(1))
+    assert analysis.cycle_times(store).empty
+    store.record_events([finished_event("c1", hours(1.5), "w1")])
+    assert analysis.cycle_times(store)["hours"].tolist() == [1.0]
+
+
+def test_failures_are_one_row_per_failed_run_with_event_times(service, store):
+    service.add_chapter("c1", "p1")
+    service.add_chapter("c2", "p1", position=2, failed=True, processing=False, reason="old")
+    store.take(service, at=hours(0))  # c2 failed before the window: not counted
+    service.update("c1", failed=True, processing=False, reason="The run failed part-way.")
+    store.take(service, at=hours(1))
+    store.take(service, at=hours(2))  # still failed: the same failure
+    service.update("c1", reason="The run stalled and was abandoned; retry it.")
+    store.take(service, at=hours(3))  # a new failure (re-scanned and failed again unseen)
+    service.update("c1", failed=False, reason=None, processing=True)
+    store.take(service, at=hours(4))
+    service.update("c1", failed=True, processing=False, reason="The run failed part-way.")
+    store.take(service, at=hours(5))
+
+    seen = analysis.failures(store)
+    assert seen["seen_at"].tolist() == [pd.Timestamp(hours(h)) for h in (1, 3, 5)]
+    assert seen["failure_reason"].tolist()[1].startswith("The run stalled")
+    part_way = {"chapterId": "c1", "projectId": "p1", "failureReason": "The run failed part-way."}
+    events = [
+        {"webhook_id": "f1", "type": "chapter.failed", "timestamp": iso(hours(0.6)),
+         "data": part_way},
+        {"webhook_id": "f9", "type": "chapter.failed", "timestamp": iso(hours(5.5)),
+         "data": {"chapterId": "c3", "projectId": "p2", "failureReason": "Lost."}},
+    ]  # fmt: skip
+    store.record_events(events)
+    merged = analysis.failures(store)
+    assert merged["seen_at"].tolist()[0] == pd.Timestamp(hours(0.6))  # matched: exact time
+    assert len(merged) == 4  # and the event no snapshot saw
+    assert merged.iloc[-1][["chapter_id", "project_id", "failure_reason"]].tolist() == [
+        "c3", "p2", "Lost.",
+    ]  # fmt: skip
+
+
+def test_stalled_lists_processing_chapters_without_progress(service, store):
+    service.add_chapter("c1", "p1", covered=3)
+    service.add_chapter("c2", "p1", position=2, covered=3)
+    store.take(service, at=hours(0))
+    service.update("c2", covered=5)
+    store.take(service, at=hours(1))
+    store.take(service, at=hours(2.5))
+    stuck = analysis.stalled(store, threshold="2h")
+    assert stuck["chapter_id"].tolist() == ["c1"]
+    assert stuck.loc[0, "stalled_hours"] == 2.5
+    assert stuck.loc[0, "last_progress_at"] == pd.Timestamp(hours(0))
+    assert analysis.stalled(store, threshold="1h")["chapter_id"].tolist() == ["c1", "c2"]
+    service.update("c1", processing=False, failed=True)
+    store.take(service, at=hours(3))
+    assert analysis.stalled(store, threshold="1h")["chapter_id"].tolist() == ["c2"]

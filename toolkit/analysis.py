@@ -1,0 +1,258 @@
+"""Throughput, credit spend, cycle times and failures, measured from a snapshot store.
+
+```python
+tk.analysis.throughput(store, freq="1h", by="language_code")   # lines per hour
+tk.analysis.credit_spend(store, freq="1D", by="project_id")     # credits per day
+tk.analysis.cycle_times(store); tk.analysis.failures(store); tk.analysis.stalled(store)
+tk.analysis.price_estimate(store, project_id, pages=20)
+```
+
+What is counted (DESIGN.md, "What the analysis counts"): every figure is a change
+between two consecutive snapshots, put in the period of the later one; the first
+snapshot is the baseline and counts for nothing; a row absent from the previous
+snapshot counts from zero. The change log (`store.changes`) holds exactly the rows that
+changed, so a long history is read without repeating what stood still.
+
+Decisions the design leaves open:
+
+- The effective price is per page and target language, learned per project as the
+  median of first charges (a chapter's first rise of `credits_spent` over its pages and
+  languages), else the median over the workspace, else unknown. While it is unknown, a
+  rise on a chapter that already paid and has no unpaid pages counts as rework.
+- A chapter's target languages are the languages its rows show; by `language_code`,
+  spend is split evenly over them.
+- By `model`, lines count for the last model a language lists (the one translating
+  now); a language that lists none counts under "(unknown)".
+- Periods are the snapshot times floored to `freq` (calendar frequencies such as "W"
+  or "MS" start their period as pandas does). Output rows cover every period holding a
+  snapshot after the baseline and every group seen, zeros included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, cast
+
+import numpy as np
+import pandas as pd
+
+from toolkit._observed import Observed, flag, observe, periods, with_previous
+from toolkit._runs import cycle_times, failures, stalled
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+__all__ = [
+    "credit_spend",
+    "cycle_times",
+    "failures",
+    "price_estimate",
+    "price_per_page",
+    "stalled",
+    "throughput",
+]
+
+ThroughputBy = Literal["language_code", "project_id", "model"]
+SpendBy = Literal["project_id", "language_code", "chapter_id"]
+UNKNOWN_MODEL = "(unknown)"
+TEXT = pd.StringDtype()
+
+
+def _check(name: str, value: str, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+
+
+def _long(
+    values: pd.DataFrame, obs: Observed, freq: str, by: str, measures: list[str]
+) -> pd.DataFrame:
+    """Sum `measures` per (period, by) over every non-baseline period and group seen."""
+    later = periods(obs.manifest["snapshot_at"].iloc[1:], freq).drop_duplicates()
+    groups = values[by].dropna().unique() if len(values) else []
+    grid = pd.MultiIndex.from_product([later, groups], names=["period", by])
+    if len(values):
+        values = values.assign(period=periods(values["snapshot_at"], freq))
+        sums = values.groupby(["period", by])[measures].sum()
+    else:
+        sums = pd.DataFrame(columns=measures, dtype="float64")
+    result = sums.reindex(grid, fill_value=0).reset_index()
+    result["period"] = result["period"].astype("datetime64[us, UTC]")
+    result[by] = result[by].astype(TEXT)
+    return result.sort_values(["period", by], ignore_index=True)
+
+
+def _resets(obs: Observed) -> set[tuple[str, int]]:
+    """(chapter, snapshot position) pairs where a chapter's counts restarted: its
+    `failed` flag was cleared, or it paid again for pages already paid."""
+    chapters = with_previous(obs.chapters, ["chapter_id"], ["failed"])
+    cleared = chapters[
+        ~chapters["deleted"] & flag(chapters["prev_failed"]) & ~flag(chapters["failed"])
+    ]
+    resets = set(zip(cleared["chapter_id"], cleared["idx"], strict=True))
+    spend = _spend_rows(obs)
+    reworked = spend[spend["rework_credits"] > 0]
+    return resets | set(zip(reworked["chapter_id"], reworked["idx"], strict=True))
+
+
+def throughput(
+    store: SnapshotStore | Observed, freq: str = "1h", by: ThroughputBy = "language_code"
+) -> pd.DataFrame:
+    """Lines translated per period: long frame `period, <by>, lines`.
+
+    A chapter-language's lines are the rise of `covered`; after a re-scan (coverage fell,
+    `failed` was cleared, or credits rose as rework) the count restarted, so the new
+    value counts in full. Never negative.
+    """
+    _check("by", by, ("language_code", "project_id", "model"))
+    obs = observe(store)
+    log = with_previous(obs.languages, ["chapter_id", "language_code"], ["covered", "failed"])
+    log = log[(log["idx"] > 0) & ~log["deleted"]].copy()
+    covered = log["covered"].fillna(0).astype("int64")
+    before = log["prev_covered"].fillna(0).astype("int64")
+    resets = _resets(obs)
+    chapter_reset = [(c, i) in resets for c, i in zip(log["chapter_id"], log["idx"], strict=True)]
+    restarted = (
+        (covered < before)
+        | (flag(log["prev_failed"]) & ~flag(log["failed"]))
+        | pd.Series(chapter_reset, index=log.index, dtype=bool)
+    )
+    log["lines"] = np.where(restarted, covered, np.maximum(covered - before, 0))
+    if by == "model":
+        log["model"] = [
+            list(m)[-1] if m is not None and len(m) else UNKNOWN_MODEL for m in log["models"]
+        ]
+    result = _long(log, obs, freq, by, ["lines"])
+    result["lines"] = result["lines"].astype("Int64")
+    return result
+
+
+def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
+    """The effective price per page and target language, per project id; the key `None`
+    holds the workspace-wide median. Learned from first charges seen in the store."""
+    obs = observe(store)
+    if "prices" in obs.memo:
+        return cast(dict[str | None, float], obs.memo["prices"])
+    chapters = with_previous(obs.chapters, ["chapter_id"], ["credits_spent"])
+    credits = chapters["credits_spent"].fillna(0).astype("float64")
+    before = chapters["prev_credits_spent"].fillna(0).astype("float64")
+    pages = chapters["page_count"].fillna(0).astype("float64")
+    live = ~chapters["deleted"] & (credits > 0) & (pages > 0)
+    first = live & (before == 0) & (chapters["idx"] > 0)
+    if not first.any():
+        # No first charge seen since the baseline: what chapters had spent by then.
+        first = live & (chapters["idx"] == 0)
+    observed = chapters[first].copy()
+    n_langs = np.array(
+        [max(len(obs.languages_of.get(c, [])), 1) for c in observed["chapter_id"]], dtype=float
+    )
+    observed["price"] = (credits - before)[first].to_numpy() / (pages[first].to_numpy() * n_langs)
+    prices: dict[str | None, float] = {
+        str(project): float(group.median())
+        for project, group in observed.groupby("project_id")["price"]
+    }
+    if len(observed):
+        prices[None] = float(observed["price"].median())
+    obs.memo["prices"] = prices
+    return prices
+
+
+def _spend_rows(obs: Observed) -> pd.DataFrame:
+    """Per chapter change after the baseline: `credits` risen and the `rework_credits` part."""
+    if "spend" in obs.memo:
+        return cast(pd.DataFrame, obs.memo["spend"])
+    log = obs.chapters.sort_values(["chapter_id", "idx"], ignore_index=True)
+    prices = price_per_page(obs)
+    rows = []
+    for chapter, group in log.groupby("chapter_id", sort=False):
+        n_langs = max(len(obs.languages_of.get(str(chapter), [])), 1)
+        credits_before, paid = 0.0, 0.0
+        for row in group.itertuples(index=False):
+            if row.deleted:
+                credits_before, paid = 0.0, 0.0  # absent: it counts from zero again
+                continue
+            credits = float(row.credits_spent) if pd.notna(row.credits_spent) else 0.0
+            pages = float(row.page_count) if pd.notna(row.page_count) else 0.0
+            price = prices.get(row.project_id, prices.get(None))
+            if row.idx == 0:
+                # The baseline: assume what was spent paid for the pages it could.
+                per_page = n_langs * price if price else None
+                paid = min(pages, credits / per_page) if per_page else pages * (credits > 0)
+                credits_before = credits
+                continue
+            rise = max(credits - credits_before, 0.0)
+            rework = 0.0
+            if rise > 0:
+                unpaid = max(pages - paid, 0.0)
+                if pages == 0:
+                    # A novel has no pages to tell new from old by; it cannot be re-scanned
+                    # either (its retry is a new chapter), so only a second charge is rework.
+                    rework = rise if credits_before > 0 else 0.0
+                elif price:
+                    new_pages = min(unpaid, rise / (n_langs * price))
+                    rework = max(rise - new_pages * n_langs * price, 0.0)
+                    paid += new_pages
+                else:
+                    rework = rise if credits_before > 0 and unpaid == 0 else 0.0
+                    paid = pages
+            credits_before = credits
+            rows.append((chapter, row.project_id, row.idx, row.snapshot_at, rise, rework, n_langs))
+    columns = ["chapter_id", "project_id", "idx", "snapshot_at", "credits", "rework_credits", "n"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["snapshot_at"] = frame["snapshot_at"].astype("datetime64[us, UTC]")
+    obs.memo["spend"] = frame
+    return frame
+
+
+def credit_spend(
+    store: SnapshotStore | Observed, freq: str = "1D", by: SpendBy = "project_id"
+) -> pd.DataFrame:
+    """Credits spent per period: long frame `period, <by>, credits, rework_credits`.
+
+    A chapter's spend is the rise of its `credits_spent`; `rework_credits` is the part
+    that paid again for pages already paid for (a re-scan, a retried failure). By
+    `language_code`, a chapter's spend is split evenly over its target languages.
+    """
+    _check("by", by, ("project_id", "language_code", "chapter_id"))
+    obs = observe(store)
+    spend = _spend_rows(obs)
+    if by == "language_code":
+        codes = [obs.languages_of.get(c, [None]) for c in spend["chapter_id"]]
+        spend = spend.assign(language_code=codes).explode("language_code")
+        spend["credits"] = spend["credits"] / spend["n"]
+        spend["rework_credits"] = spend["rework_credits"] / spend["n"]
+    result = _long(spend, obs, freq, by, ["credits", "rework_credits"])
+    for column in ("credits", "rework_credits"):
+        result[column] = result[column].astype("Float64")
+    return result
+
+
+def price_estimate(
+    store: SnapshotStore | Observed,
+    project_id: str,
+    *,
+    pages: int,
+    languages: int | Sequence[str] | None = None,
+) -> float:
+    """Credits an upload of `pages` pages will cost, from the price seen in history.
+
+    languages: how many target languages (or their codes); by default the project's.
+    """
+    obs = observe(store)
+    prices = price_per_page(obs)
+    price = prices.get(project_id, prices.get(None))
+    if price is None:
+        raise ValueError(
+            "no credit spend in the store yet to learn a price from; take snapshots "
+            "(store.take) while a chapter runs, then ask again"
+        )
+    if languages is None:
+        projects = obs.store.latest("projects").set_index("project_id")
+        if project_id not in projects.index:
+            raise ValueError(
+                f"project {project_id!r} is not in the latest snapshot; "
+                "pass languages= or take a snapshot first"
+            )
+        targets = projects.loc[project_id, "target_languages"]
+        languages = len(targets) if isinstance(targets, list) else 0
+    count = languages if isinstance(languages, int) else len(list(languages))
+    return float(pages * count * price)
