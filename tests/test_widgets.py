@@ -421,3 +421,57 @@ def test_dashboard_network_failure_is_a_message_not_a_traceback():
         dash = Dashboard(c)
     assert dash.message.tone == "error"
     assert dash.message.text.startswith("Could not reach the service")
+
+
+# -- With a snapshot store -----------------------------------------------------------------
+
+
+def test_upload_price_learned_from_the_store(
+    emulator, comic_project, client, pages, tmp_path, make_page
+):
+    from toolkit.store import SnapshotStore
+
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    panel = UploadPanel(client, store=store)
+    panel.comic.files.upload.set_state(file_state({"a.png": pages[0]}))
+    assert "at 1 credit each" in panel.comic.cost.value  # no history yet: the plain rule
+
+    store.take(client, at=emulator.now())
+    client.create_chapter(comic_project["id"], pages=pages)
+    emulator.advance(60)
+    store.take(client, at=emulator.now())
+    panel.comic.files.upload.set_state(
+        file_state({f"p{i}.png": make_page(20 + i) for i in range(5)})
+    )
+    assert "price learned from the store's history" in panel.comic.cost.value
+    assert "about 10 credits" in panel.comic.cost.value  # 5 pages x 2 languages x 1 credit
+
+
+def test_dashboard_takes_a_snapshot_on_request(emulator, comic_project, client, pages, tmp_path):
+    from toolkit.store import SnapshotStore
+
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    client.create_chapter(comic_project["id"], pages=pages[:1])
+    dash = Dashboard(client, store)
+    assert dash.snapshot_button.layout.display == ""
+    dash.snapshot_button.click()
+    assert dash.message.tone == "success", dash.message.text
+    assert len(store.snapshots()) == 1
+    assert store.latest("chapters")["chapter_id"].tolist() == [dash.chapters[0].id]
+    assert Dashboard(client).snapshot_button.layout.display == "none"  # no store, no button
+
+
+def test_dashboard_marks_stalled_chapters_from_the_store(
+    emulator, comic_project, client, pages, tmp_path
+):
+    from toolkit.store import SnapshotStore
+
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    emulator.set_faults(stall_rate=1.0, seed=5)
+    client.create_chapter(comic_project["id"], pages=pages[:1])
+    for minutes in (0, 10, 40, 40):
+        emulator.advance(minutes * 60)
+        store.take(client, at=emulator.now())
+    dash = Dashboard(client, store)
+    assert client.list_chapters(comic_project["id"])[0].processing
+    assert "no progress since the last snapshots" in dash.table.value

@@ -8,8 +8,10 @@ Decisions where the spec and DESIGN are silent:
   stays free, and unticking the box or closing the widget stops it. Refreshes never
   overlap: a lock serialises the thread and the button.
 - With a snapshot store, the dashboard can take a snapshot on request and marks
-  chapters that `tk.analysis.stalled(store)` reports; it never writes to the store on
-  its own, so leaving it open does not fill the history.
+  chapters that `tk.analysis.stalled(store, threshold=stall_threshold)` reports (1 hour
+  without progress by default: the service abandons a stalled run after a while, so a
+  longer threshold would flag little); it never writes to the store on its own, so
+  leaving it open does not fill the history.
 """
 
 from __future__ import annotations
@@ -47,8 +49,10 @@ class Dashboard(widgets.VBox):
         *,
         interval: float = 5.0,
         auto_refresh: bool = False,
+        stall_threshold: str = "1h",
     ) -> None:
         self.client, self.store = client, store
+        self.stall_threshold = stall_threshold
         self.projects: dict[str, Project] = {}
         self.chapters: list[ChapterListItem] = []
         self.details: dict[str, ChapterDetail] = {}
@@ -155,7 +159,7 @@ class Dashboard(widgets.VBox):
             return set()
         from toolkit import analysis
 
-        frame = analysis.stalled(self.store)
+        frame = analysis.stalled(self.store, threshold=self.stall_threshold)
         return set(frame["chapter_id"].dropna()) if "chapter_id" in frame else set()
 
     def _take_snapshot(self) -> None:
