@@ -1,8 +1,9 @@
-"""The analysis on stores whose truth is known: hand-made histories here, the emulator's
-ledger in test_analysis_truth.py."""
+"""The analysis on stores whose truth is known: hand-made histories first, then a
+simulated day on the emulator, whose ledger and webhook deliveries are the truth."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 import pandas as pd
@@ -237,3 +238,138 @@ def test_stalled_lists_processing_chapters_without_progress(service, store):
     service.update("c1", processing=False, failed=True)
     store.take(service, at=hours(3))
     assert analysis.stalled(store, threshold="1h")["chapter_id"].tolist() == ["c2"]
+
+
+# Against the emulator: its ledger and its webhook deliveries are the truth.
+
+
+def _between(entries: list[dict], marks: list[int]) -> list[list[dict]]:
+    """Ledger entries made between consecutive snapshots."""
+    return [entries[a:b] for a, b in itertools.pairwise(marks)]
+
+
+@pytest.fixture
+def simulated_day(emulator, workspace, client, tmp_path):
+    """Hourly snapshots of a workspace with failures, stalls and re-scans; returns the
+    store and, per snapshot, how many ledger charges and lines existed when it was taken."""
+    from conftest import make_page
+
+    ws = workspace["id"]
+    common = {"source_language": "ja", "reading_direction": "rtl"}
+    comic = emulator.create_project(ws, name="Moon", kind="comic", process_steps="full",
+                                    target_languages=["en", "fr"], **common)  # fmt: skip
+    lettered = emulator.create_project(ws, name="Star", kind="comic", process_steps="translate",
+                                       target_languages=["en"], **common)  # fmt: skip
+    novel = emulator.create_project(ws, name="River", kind="novel", process_steps="translate",
+                                    target_languages=["en", "es"], **common)  # fmt: skip
+    emulator.add_webhook(ws, "http://127.0.0.1:9/unreachable", ["chapter.finished",
+                         "chapter.failed"], allow_private=True)  # fmt: skip
+    emulator.set_faults(failure_rate=0.3, stall_rate=0.15, seed=7)
+    store = SnapshotStore(tmp_path / "store")
+    store.take(client)  # the baseline: an empty workspace
+    charges, lines = [0], [0]
+    seed = 0
+    for hour in range(8):
+        if hour < 5:
+            for project in (comic, lettered):
+                client.create_chapter(project["id"], pages=[make_page(seed + i) for i in range(3)])
+                seed += 3
+            if hour % 2 == 0:
+                client.create_chapter(novel["id"], text="A line of the story.\n" * 40)
+        emulator.advance(3600)
+        store.take(client)  # stamped with the emulator's clock, from the Date header
+        ledger = emulator.ledger(ws)
+        charges.append(len(ledger["charges"]))
+        lines.append(len(ledger["lines"]))
+        for chapter in store.latest("chapters").itertuples():
+            if chapter.failed and not chapter.processing and chapter.page_count > 0:
+                client.rescan_chapter(chapter.chapter_id)
+    return store, emulator.ledger(ws), charges, lines
+
+
+def test_throughput_equals_the_lines_the_emulator_translated(simulated_day):
+    store, ledger, _, lines = simulated_day
+    figures = analysis.throughput(store, freq="1h", by="language_code")
+    periods = sorted(figures["period"].unique())
+    assert len(periods) == 8
+    for period, entries in zip(periods, _between(ledger["lines"], lines), strict=True):
+        truth = pd.DataFrame(entries, columns=["languageCode", "lines"])
+        expected = truth.groupby("languageCode")["lines"].sum().to_dict()
+        got = figures[figures["period"] == period].set_index("language_code")["lines"]
+        assert {k: v for k, v in got.items() if v} == {k: v for k, v in expected.items() if v}
+    total = sum(entry["lines"] for entry in ledger["lines"])
+    assert analysis.throughput(store, freq="1D", by="project_id")["lines"].sum() == total
+
+
+def test_credit_spend_and_rework_equal_the_emulator_charges(simulated_day):
+    store, ledger, charges, _ = simulated_day
+    assert any(c["rework"] for c in ledger["charges"])  # the day had re-scans
+    figures = analysis.credit_spend(store, freq="1h", by="project_id")
+    periods = sorted(figures["period"].unique())
+    for period, entries in zip(periods, _between(ledger["charges"], charges), strict=True):
+        got = figures[figures["period"] == period].set_index("project_id")
+        for project in got.index:
+            mine = [c for c in entries if c["projectId"] == project]
+            assert got.loc[project, "credits"] == sum(c["credits"] for c in mine)
+            assert got.loc[project, "rework_credits"] == sum(
+                c["credits"] for c in mine if c["rework"]
+            )
+    by_language = analysis.credit_spend(store, freq="1D", by="language_code")
+    assert by_language["credits"].sum() == sum(c["credits"] for c in ledger["charges"])
+    assert analysis.price_estimate(store, figures["project_id"][0], pages=10, languages=2) == 20
+
+
+def test_cycle_times_and_failures_match_the_events_the_emulator_sent(simulated_day, emulator):
+    import json
+
+    store, _, _, _ = simulated_day
+    # From the snapshots alone, failures are seen at snapshot times.
+    bare = analysis.failures(store)
+    assert not bare.empty
+    assert set(bare["seen_at"]) <= set(store.snapshots()["snapshot_at"])
+    sent = [json.loads(d["body"]) | {"webhook_id": d["webhookId"]} for d in emulator.deliveries()]
+    store.record_events(sent)
+    finished = {(e["data"]["chapterId"], pd.Timestamp(e["timestamp"])) for e in sent
+                if e["type"] == "chapter.finished"}  # fmt: skip
+    failed = [e for e in sent if e["type"] == "chapter.failed"]
+    assert failed and finished
+
+    runs = analysis.cycle_times(store)
+    assert set(zip(runs["chapter_id"], runs["finished_at"], strict=True)) <= finished
+    chapters = store.latest("chapters").set_index("chapter_id")
+    first_finishes = {}
+    for chapter, at in sorted(finished, key=lambda x: x[1]):
+        first_finishes.setdefault(chapter, at)
+    never_failed = {c for c in first_finishes if c not in {e["data"]["chapterId"] for e in failed}}
+    first_runs = runs[runs["chapter_id"].isin(never_failed)]
+    assert sorted(first_runs["chapter_id"]) == sorted(never_failed)  # every first run is there
+    for row in first_runs.itertuples():
+        assert row.started_at == chapters.loc[row.chapter_id, "created_at"]
+        assert row.finished_at == first_finishes[row.chapter_id]
+
+    seen = analysis.failures(store)
+    assert len(seen) == len(failed)
+    assert sorted(seen["seen_at"]) == sorted(pd.Timestamp(e["timestamp"]) for e in failed)
+    assert len(bare) <= len(seen)
+
+
+def test_stalled_finds_the_run_the_emulator_stalled(emulator, comic_project, client, tmp_path):
+    from conftest import make_page
+
+    emulator.set_faults(stall_rate=1.0, seed=3)
+    chapter = client.create_chapter(comic_project["id"], pages=[make_page(1)])
+    store = SnapshotStore(tmp_path)
+    store.take(client)
+    for _ in range(3):
+        emulator.advance(1800)
+        store.take(client)
+    stuck = analysis.stalled(store, threshold="1h")
+    assert stuck["chapter_id"].tolist() == [chapter.id]
+    assert stuck.loc[0, "stalled_hours"] >= 1
+    detail = client.get_chapter(chapter.id)
+    assert detail.processing and not detail.failed  # stalled, not yet abandoned
+    emulator.advance(2 * 3600)
+    store.take(client)
+    assert analysis.stalled(store, threshold="1h").empty
+    (reason,) = analysis.failures(store)["failure_reason"]
+    assert "stalled" in reason
