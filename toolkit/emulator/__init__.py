@@ -52,7 +52,8 @@ Decisions where the spec says "not shown" (DESIGN.md fixes some; the rest are ou
   failureReason}`; `export.ready` with `{chapterId, projectId, languageCode, format,
   filename, byteSize, pageCount, preparedAt}`, one per file, before the run's
   `chapter.finished`. A run that finishes sends `chapter.finished` every time, also for
-  pages added later.
+  pages added later. The test ping is type `ping` with data `{endpointId}`; a
+  delivery's `webhook-timestamp` header is the wall clock (see `deliveries`).
 - Time: every time in answers, their `Date` header and event bodies is on the emulator
   clock; after a restart the clock resumes from the later of the wall clock and where
   the saved state had got to.

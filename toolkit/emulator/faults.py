@@ -101,11 +101,14 @@ class Faults:
         self._requests = random.Random(self.settings.seed)
 
     def put(self, settings: FaultSettings) -> FaultSettings:
-        with self._lock:
-            self.settings = settings
-            self._requests = random.Random(settings.seed)
+        # The database's lock first, then ours (never the other way round): a run
+        # starting inside a transaction draws its fate while holding the database's.
+        with self._state.db.transaction():
             self._state.put_setting("faults", asdict(settings))
             self._state.put_setting("fates_drawn", 0)
+            with self._lock:
+                self.settings = settings
+                self._requests = random.Random(settings.seed)
         return settings
 
     def answer_503(self) -> bool:
@@ -118,7 +121,7 @@ class Faults:
 
     def draw_fate(self, translate_steps: int) -> tuple[Fate, int]:
         """A new run's fate, and the translation step at which it fails or stalls."""
-        with self._lock:
+        with self._state.db.transaction():
             drawn = int(self._state.setting("fates_drawn") or 0)
             self._state.put_setting("fates_drawn", drawn + 1)
             settings = self.settings
