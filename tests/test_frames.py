@@ -195,3 +195,45 @@ def test_rows_builders_need_no_client():
         )
     )
     assert values == {"en": 4, "fr": None}
+
+
+# Against the emulator, over loopback HTTP.
+
+
+def test_frames_from_the_emulator_have_every_contract_column_and_dtype(
+    emulator, client, comic_project, novel_project, pages
+):
+    chapter = client.create_chapter(comic_project["id"], pages=pages)
+    client.create_chapter(novel_project["id"], text="First line.\nSecond line.\n")
+    client.create_chapter(comic_project["id"], staged=True)
+    emulator.advance(3600)  # the first two finish and prepare their files
+    ws = tk.pull(client)
+    for name in schema.SNAPSHOT_TABLES:
+        assert_contract(ws.table(name), name)
+        assert len(ws.table(name)) > 0
+    projects = ws.projects.set_index("project_id")
+    raw = {p.id: p.raw for p in client.list_projects()}
+    comic = projects.loc[comic_project["id"]]
+    millis = raw[comic_project["id"]]["lastChapterAt"]
+    assert comic["last_chapter_at"] == pd.Timestamp(millis, unit="ms", tz="UTC")
+    assert comic["target_languages"] == ["en", "fr"]
+    assert comic["chapter_count"] == 2
+    chapters = ws.chapters.set_index("chapter_id")
+    assert chapters.loc[chapter.id, "status"] == "needs_review"
+    assert chapters.loc[chapter.id, "credits_spent"] == len(pages) * 2
+    assert chapters["started"].tolist().count(False) == 1  # the staged one
+    languages = ws.languages[ws.languages["chapter_id"] == chapter.id]
+    assert languages["untranslated"].tolist() == [0, 0]
+    assert (languages["covered"] > 0).all()
+    formats = set(ws.exports[ws.exports["chapter_id"] == chapter.id]["format"])
+    assert {"txt", "clean", "cbz"} <= formats
+    # The pull is stamped with the emulator's clock, read from the Date header.
+    assert abs(ws.pulled_at - emulator.now()) < timedelta(seconds=1)
+
+
+def test_an_empty_emulator_workspace_pulls_empty_frames(client):
+    ws = tk.pull(client)
+    assert ws.requests == 1
+    for name in schema.SNAPSHOT_TABLES:
+        assert ws.table(name).empty
+        assert_contract(ws.table(name), name)

@@ -487,3 +487,21 @@ def test_writes_are_fsynced_renames_on_local_disks(tmp_path):
     table = schema.empty_frame(schema.PROJECTS)
     path = files.write(schema.from_pandas(table, schema.PROJECTS), str(tmp_path / "t"), "x")
     assert path.endswith("/t/x.parquet") and os.listdir(tmp_path / "t") == ["x.parquet"]
+
+
+def test_emulator_snapshots_round_trip_through_parquet_unchanged(
+    emulator, client, comic_project, novel_project, pages, tmp_path
+):
+    client.create_chapter(comic_project["id"], pages=pages)
+    client.create_chapter(novel_project["id"], text="One.\nTwo.\nThree.\n")
+    store = SnapshotStore(tmp_path)
+    first = store.take(client, details="all")
+    assert first.snapshot_at == emulator.now().replace(microsecond=0)  # the Date header
+    emulator.advance(600)
+    ws = tk.pull(client, details="all")
+    info = store.write(ws)
+    fresh = SnapshotStore(tmp_path)
+    for table in schema.SNAPSHOT_TABLES:
+        expected = stamped(ws, table, info.snapshot_id, info.snapshot_at)
+        assert_same(fresh.latest(table), expected, table)
+    assert len(fresh.history("chapters")) == 4
