@@ -14,6 +14,8 @@ got to if that is later, so times never run backwards across a restart.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 import shutil
 import signal
@@ -39,6 +41,32 @@ from toolkit.emulator.services import Services
 from toolkit.emulator.state import State, from_ms
 from toolkit.emulator.uploads import PageFiles
 from toolkit.errors import error_class_for
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, woken by `exit_now()` at once rather than on its next 0.1 s tick.
+
+    Tests start and stop an emulator each; the saved tick adds up over a suite.
+    """
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._exit = asyncio.Event()
+
+    async def main_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864_000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exit.wait(), timeout=0.1)
+
+    def exit_now(self) -> None:
+        self.should_exit = True
+        if self._loop is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._exit.set)
 
 
 class Emulator:
@@ -89,6 +117,7 @@ class Emulator:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._http: httpx.Client | None = None
+        self._stopped = False
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -105,7 +134,7 @@ class Emulator:
             ws="none",
             http="h11",
         )
-        self._server = uvicorn.Server(config)
+        self._server = _Server(config)
         self._thread = threading.Thread(target=self._server.run, name="cts-emulator", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 30
@@ -126,9 +155,12 @@ class Emulator:
         return self
 
     def stop(self) -> None:
-        """Shut the server down, stop background work, close the database."""
+        """Shut the server down, stop background work, close the database (once)."""
+        if self._stopped:
+            return
+        self._stopped = True
         if self._server is not None:
-            self._server.should_exit = True
+            self._server.exit_now()
         if self._thread is not None:
             self._thread.join(timeout=30)
         if self._http is not None:
