@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import matplotlib
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+import pytest
+from datafakes import T0, FakeService
+
+import toolkit as tk
+from toolkit import analysis, plots
+from toolkit.store import SnapshotStore
+
+HELPERS = ["progress", "throughput", "credit_spend", "status_breakdown", "cycle_times"]
+TIME_AXES = {"progress", "throughput", "credit_spend"}
+
+
+@pytest.fixture(autouse=True)
+def no_show(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a plot helper called plt.show()")
+
+    monkeypatch.setattr(plt, "show", refuse)
+    yield
+    plt.close("all")
+
+
+def build_store(root, *, projects: int) -> SnapshotStore:
+    """Hourly snapshots of `projects` projects whose chapters translate, finish and fail."""
+    service = FakeService()
+    for p in range(projects):
+        service.add_project(f"p{p}", name=f"Series {p}", languages=("en", "fr"))
+    store = SnapshotStore(root)
+    for hour in range(6):
+        for p in range(projects):
+            if hour < 3:
+                pages = 2 + p % 3
+                service.add_chapter(f"c{p}-{hour}", f"p{p}", position=hour + 1, pages=pages,
+                                    credits=2 * pages, created=T0 + timedelta(hours=hour))  # fmt: skip
+        for cid, chapter in service.chapters.items():
+            if chapter["processing"]:
+                covered = chapter["languages"][0]["covered"] + 10 + hash(cid) % 7
+                done = covered >= 30
+                service.update(cid, covered=min(covered, 30), processing=not done,
+                               status="needs_review" if done else "translating")  # fmt: skip
+        if hour == 4:
+            service.update("c0-2", failed=True, processing=False, reason="The run failed.")
+        store.write(tk.pull(service, details="none"), at=T0 + timedelta(hours=hour))
+    return store
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory) -> SnapshotStore:
+    return build_store(tmp_path_factory.mktemp("small"), projects=3)
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory) -> SnapshotStore:
+    return build_store(tmp_path_factory.mktemp("big"), projects=100)
+
+
+def assert_readable(ax, name: str) -> None:
+    assert ax.get_title()
+    assert ax.get_xlabel() and ax.get_ylabel()
+    if name in TIME_AXES:
+        assert ax.get_xlabel() == "time (UTC)"
+        assert isinstance(ax.xaxis.get_major_formatter(), mdates.ConciseDateFormatter)
+    buffer = io.BytesIO()
+    ax.figure.savefig(buffer, format="png")
+    assert buffer.getvalue().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("name", HELPERS)
+def test_each_helper_draws_a_labelled_figure_from_a_store(small_store, name):
+    ax = getattr(plots, name)(small_store)
+    assert isinstance(ax, matplotlib.axes.Axes)
+    assert_readable(ax, name)
+    assert ax.has_data()
+
+
+@pytest.mark.parametrize("name", HELPERS)
+def test_each_helper_draws_on_the_axes_it_is_given(small_store, name):
+    _, axes = plt.subplots(1, 2)
+    assert getattr(plots, name)(small_store, ax=axes[1]) is axes[1]
+    assert not axes[0].has_data()
+
+
+@pytest.mark.parametrize("name", ["progress", "throughput", "credit_spend", "status_breakdown"])
+def test_a_hundred_projects_stay_legible_as_top_n_and_other(big_store, name):
+    ax = getattr(plots, name)(big_store)
+    labels = ax.get_legend_handles_labels()[1]
+    assert len(labels) <= 16  # a readable legend whatever the number of projects
+    if name == "status_breakdown":
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert len(labels) == 16 and labels[0] == "other"
+    elif name != "throughput":  # throughput is by language here
+        assert "other" in labels and "Series 1" in "".join(labels)
+
+
+def test_helpers_take_the_frames_the_analysis_returns(small_store):
+    spend = analysis.credit_spend(small_store, freq="1h", by="language_code")
+    ax = plots.credit_spend(spend, freq="1h")
+    assert "per hour, by language" in ax.get_title()
+    assert "re-runs (rework)" in ax.get_legend_handles_labels()[1]
+    lines = analysis.throughput(small_store, freq="1h", by="project_id")
+    ax = plots.throughput(lines)
+    assert set(ax.get_legend_handles_labels()[1]) == {
+        "p0",
+        "p1",
+        "p2",
+    }  # ids: no store to name them
+    ax = plots.cycle_times(analysis.cycle_times(small_store))
+    assert "finished runs" in ax.get_title()
+    ax = plots.status_breakdown(small_store.latest("chapters"))
+    assert "failed" in ax.get_legend_handles_labels()[1]
+    ax = plots.progress(small_store.history("languages"))
+    assert len(ax.get_lines()) == 3
+
+
+def test_throughput_bars_add_up_to_the_analysis(small_store):
+    ax = plots.throughput(small_store)
+    drawn = sum(bar.get_height() for bar in ax.patches)
+    assert drawn == analysis.throughput(small_store)["lines"].sum()
+
+
+def test_an_empty_store_still_gives_a_labelled_figure(tmp_path):
+    store = SnapshotStore(tmp_path)
+    for name in HELPERS:
+        ax = getattr(plots, name)(store)
+        assert ax.get_title()

@@ -1,0 +1,322 @@
+"""matplotlib helpers for the figures a production lead puts in a report.
+
+```python
+ax = tk.plots.throughput(store)                  # or a frame analysis.throughput returned
+tk.plots.credit_spend(store, ax=axes[1])
+ax.figure.savefig("spend.png")
+```
+
+Every helper takes a store, or the frame it would compute from one (named in its
+docstring), and `ax=`; draws on a new figure when no Axes is given; returns the Axes;
+never calls `plt.show()`. Times are drawn in UTC with concise date labels. With many
+projects or languages, the largest `top` are drawn and the rest summed as "other", so
+a workspace of a hundred projects stays legible.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import matplotlib.dates as mdates
+import numpy as np
+import pandas as pd
+
+from toolkit import analysis
+from toolkit._observed import observe, with_previous
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from toolkit.store import SnapshotStore
+
+OTHER = "other"
+OTHER_COLOR = "#a8a8a8"
+REWORK = "re-runs (rework)"
+TOP = 8
+# Above this many periods, bars get thinner than a pixel: draw stacked areas instead.
+MAX_BARS = 60
+_GROUP_LABELS = {
+    "project_id": "project",
+    "language_code": "language",
+    "chapter_id": "chapter",
+    "model": "model",
+}
+STATUS_COLORS = {
+    "translating": "#f2b134",
+    "needs_review": "#4f8fc0",
+    "reviewed": "#3a9a5b",
+    "failed": "#d0454c",
+}
+
+
+def _axes(ax: Axes | None) -> Axes:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=(10, 5), layout="constrained")
+    return ax
+
+
+def _naive(times: pd.Series) -> pd.Series:
+    """UTC times without their zone: matplotlib's date axis then shows them as UTC."""
+    return pd.to_datetime(times, utc=True).dt.tz_convert(None)
+
+
+def _date_axis(ax: Axes) -> None:
+    locator = mdates.AutoDateLocator(maxticks=10)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_xlabel("time (UTC)")
+
+
+def _top(frame: pd.DataFrame, column: str, measure: str, top: int) -> pd.DataFrame:
+    """`frame` with every `column` value outside the `top` largest by `measure` summed
+    as "other"."""
+    totals = frame.groupby(column, observed=True)[measure].sum().sort_values(ascending=False)
+    keep = set(totals.index[:top]) if len(totals) > top + 1 else set(totals.index)
+    labels = frame[column].astype(object).where(frame[column].isin(keep), OTHER)
+    return frame.assign(**{column: labels})
+
+
+def _wide(frame: pd.DataFrame, index: str, column: str, measure: str, top: int) -> pd.DataFrame:
+    """Rows per `index`, one column per group (largest first, "other" last)."""
+    frame = _top(frame, column, measure, top)
+    wide = frame.pivot_table(index=index, columns=column, values=measure, aggfunc="sum")
+    wide = wide.fillna(0).astype(float)
+    order = [c for c in wide.sum().sort_values(ascending=False).index if c != OTHER]
+    return wide[order + ([OTHER] if OTHER in wide.columns else [])]
+
+
+def _stacked(
+    ax: Axes,
+    wide: pd.DataFrame,
+    width: pd.Timedelta | None,
+    styles: dict[str, dict[str, object]] | None = None,
+) -> None:
+    """Stacked bars per period (areas when there are too many periods for bars)."""
+    styles = {OTHER: {"color": OTHER_COLOR}, **(styles or {})}
+    x = _naive(pd.Series(wide.index))
+    if width is not None and len(wide) <= MAX_BARS:
+        bottom = np.zeros(len(wide))
+        for name in wide.columns:
+            values = wide[name].to_numpy()
+            ax.bar(x, values, width=width * 0.85, bottom=bottom, align="edge", label=str(name),
+                   **styles.get(name, {}))  # fmt: skip
+            bottom += values
+    elif len(wide.columns):
+        areas = ax.stackplot(
+            x, *(wide[c].to_numpy() for c in wide.columns), labels=list(map(str, wide.columns)),
+            step="post",
+        )  # fmt: skip
+        for area, name in zip(areas, wide.columns, strict=True):
+            area.set(**styles.get(name, {}))
+    _date_axis(ax)
+
+
+def _legend(ax: Axes, title: str) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(title=title, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
+def _names(source: SnapshotStore | pd.DataFrame) -> dict[str, str]:
+    """Project id -> name from the store's latest snapshot (empty for a frame)."""
+    if isinstance(source, pd.DataFrame):
+        return {}
+    projects = source.latest("projects")
+    return dict(zip(projects["project_id"], projects["name"], strict=True))
+
+
+def _per(freq: str) -> str:
+    """ "1h" -> "hour", "1D" -> "day", "15min" -> "15min": for axis labels and titles."""
+    words = {"1h": "hour", "h": "hour", "1D": "day", "D": "day", "1W": "week", "W": "week"}
+    return words.get(freq, freq)
+
+
+def _freq_width(freq: str) -> pd.Timedelta | None:
+    try:
+        return pd.Timedelta(pd.tseries.frequencies.to_offset(freq))
+    except ValueError:
+        return None
+
+
+def progress(
+    source: SnapshotStore | pd.DataFrame, *, ax: Axes | None = None, top: int = TOP
+) -> Axes:
+    """Translated lines on record per project at each snapshot (a re-scan drops them).
+
+    source: a store, or a languages history frame (`snapshot_at, project_id, covered`).
+    """
+    ax = _axes(ax)
+    if isinstance(source, pd.DataFrame):
+        totals = source.groupby(["snapshot_at", "project_id"], observed=True)["covered"].sum()
+        totals = totals.reset_index()
+    else:
+        obs = observe(source)
+        log = with_previous(obs.languages, ["chapter_id", "language_code"], ["covered"])
+        now = log["covered"].fillna(0).where(~log["deleted"], 0).astype(float)
+        log["delta"] = now - log["prev_covered"].fillna(0).astype(float)
+        per = log.groupby(["idx", "project_id"])["delta"].sum().unstack(fill_value=0.0)
+        per = per.reindex(range(len(obs.times)), fill_value=0.0).cumsum()
+        per.index = obs.times
+        totals = per.stack().rename("covered").reset_index()
+        totals.columns = ["snapshot_at", "project_id", "covered"]
+    names = _names(source)
+    totals["project"] = [names.get(p, p) for p in totals["project_id"]]
+    wide = totals.pivot_table(index="snapshot_at", columns="project", values="covered",
+                              aggfunc="sum").fillna(0.0)  # fmt: skip
+    # Rank by where each project stands now; the rest are summed as "other".
+    ranked = wide.iloc[-1].sort_values(ascending=False).index.tolist() if len(wide) else []
+    if len(ranked) > top + 1:
+        wide[OTHER] = wide[ranked[top:]].sum(axis=1)
+        ranked = [*ranked[:top], OTHER]
+    x = _naive(pd.Series(wide.index))
+    for name in ranked:
+        style = {"color": OTHER_COLOR, "linestyle": "--"} if name == OTHER else {}
+        ax.plot(x, wide[name].to_numpy(), drawstyle="steps-post", label=str(name), linewidth=1.8,
+                **style)  # fmt: skip
+    _date_axis(ax)
+    ax.set_ylabel("translated lines (all languages)")
+    ax.set_title("Translation progress by project")
+    ax.set_ylim(bottom=0)
+    _legend(ax, "project")
+    return ax
+
+
+def throughput(
+    source: SnapshotStore | pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    freq: str = "1h",
+    by: analysis.ThroughputBy = "language_code",
+    top: int = TOP,
+) -> Axes:
+    """Lines translated per period, stacked by language (or project, or model).
+
+    source: a store, or the frame `analysis.throughput` returns (then `freq` and `by`
+    describe it).
+    """
+    ax = _axes(ax)
+    frame = source if isinstance(source, pd.DataFrame) else analysis.throughput(source, freq, by)
+    by = next(c for c in frame.columns if c not in ("period", "lines"))
+    if by == "project_id":
+        names = _names(source)
+        frame = frame.assign(project_id=[names.get(p, p) for p in frame["project_id"]])
+    wide = _wide(frame, "period", by, "lines", top)
+    _stacked(ax, wide, _freq_width(freq))
+    label = _GROUP_LABELS[by]
+    ax.set_ylabel(f"lines translated per {_per(freq)}")
+    ax.set_title(f"Throughput: lines translated per {_per(freq)}, by {label}")
+    _legend(ax, label)
+    return ax
+
+
+def credit_spend(
+    source: SnapshotStore | pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    freq: str = "1D",
+    by: analysis.SpendBy = "project_id",
+    top: int = TOP,
+) -> Axes:
+    """Credits spent per period, stacked by project (or language, or chapter), with the
+    part that paid for re-runs hatched on top.
+
+    source: a store, or the frame `analysis.credit_spend` returns.
+    """
+    ax = _axes(ax)
+    frame = source if isinstance(source, pd.DataFrame) else analysis.credit_spend(source, freq, by)
+    by = next(c for c in frame.columns if c not in ("period", "credits", "rework_credits"))
+    if by == "project_id":
+        names = _names(source)
+        frame = frame.assign(project_id=[names.get(p, p) for p in frame["project_id"]])
+    new = frame["credits"].astype(float) - frame["rework_credits"].astype(float)
+    frame = frame.assign(new_credits=new)
+    wide = _wide(frame, "period", by, "new_credits", top)
+    rework = frame.groupby("period")["rework_credits"].sum().astype(float)
+    wide[REWORK] = rework.reindex(wide.index, fill_value=0.0)
+    hatched = {"hatch": "//", "facecolor": "white", "edgecolor": "#555555"}
+    _stacked(ax, wide, _freq_width(freq), {REWORK: hatched})
+    label = _GROUP_LABELS[by]
+    ax.set_ylabel(f"credits per {_per(freq)}")
+    ax.set_title(f"Credit spend per {_per(freq)}, by {label} (hatched: paid for re-runs)")
+    _legend(ax, label)
+    return ax
+
+
+def status_breakdown(
+    source: SnapshotStore | pd.DataFrame, *, ax: Axes | None = None, top: int = 15
+) -> Axes:
+    """Chapters per status and project at the latest snapshot; failed chapters apart.
+
+    source: a store, or a chapters frame (`project_id, status, failed`), such as
+    `store.latest("chapters")` or `tk.chapters_frame(client)`.
+    """
+    ax = _axes(ax)
+    chapters = source if isinstance(source, pd.DataFrame) else source.latest("chapters")
+    state = (
+        chapters["status"]
+        .astype(object)
+        .where(~chapters["failed"].fillna(False).astype(bool), "failed")
+    )
+    names = _names(source)
+    frame = pd.DataFrame(
+        {
+            "project": [names.get(p, p) for p in chapters["project_id"]],
+            "state": state.fillna("translating"),
+            "n": 1,
+        }
+    )
+    frame = _top(frame, "project", "n", top)
+    counts = frame.pivot_table(index="project", columns="state", values="n", aggfunc="sum").fillna(
+        0
+    )
+    counts = counts.reindex(columns=[s for s in STATUS_COLORS if s in counts.columns])
+    order = counts.sum(axis=1).sort_values().index.tolist()
+    if OTHER in order:
+        order.remove(OTHER)
+        order.insert(0, OTHER)
+    counts = counts.loc[order]
+    left = np.zeros(len(counts))
+    for state_name in counts.columns:
+        values = counts[state_name].to_numpy()
+        ax.barh(
+            counts.index.astype(str),
+            values,
+            left=left,
+            color=STATUS_COLORS[state_name],
+            label=state_name.replace("_", " "),
+        )
+        left += values
+    ax.set_xlabel("chapters")
+    ax.set_ylabel("project")
+    when = ""
+    if "snapshot_at" in chapters.columns and len(chapters):
+        when = f" at {chapters['snapshot_at'].max():%Y-%m-%d %H:%M} UTC"
+    ax.set_title(f"Chapter status by project{when}")
+    _legend(ax, "status")
+    return ax
+
+
+def cycle_times(source: SnapshotStore | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """How long runs took from start to `needs_review`: a histogram with the median.
+
+    source: a store, or the frame `analysis.cycle_times` returns.
+    """
+    ax = _axes(ax)
+    runs = source if isinstance(source, pd.DataFrame) else analysis.cycle_times(source)
+    hours = runs["hours"].dropna().astype(float).to_numpy()
+    # Minutes read better than "0.06 h" for runs that take less than a couple of hours.
+    unit, scale = ("minutes", 60.0) if len(hours) and hours.max() < 2 else ("hours", 1.0)
+    values = hours * scale
+    if len(values):
+        ax.hist(values, bins=min(30, max(5, len(values) // 2)), color="#4f8fc0", edgecolor="white")
+        median = float(np.median(values))
+        ax.axvline(median, color="#d0454c", linestyle="--", label=f"median {median:.1f} {unit}")
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel(f"{unit} from start of run to needs review")
+    ax.set_ylabel("runs")
+    ax.set_title(f"Cycle times of {len(values)} finished runs")
+    return ax
