@@ -36,9 +36,9 @@ def build_store(root, *, projects: int) -> SnapshotStore:
     for hour in range(6):
         for p in range(projects):
             if hour < 3:
-                pages = 2 + p % 3
+                pages, created = 2 + p % 3, T0 + timedelta(hours=hour)
                 service.add_chapter(f"c{p}-{hour}", f"p{p}", position=hour + 1, pages=pages,
-                                    credits=2 * pages, created=T0 + timedelta(hours=hour))  # fmt: skip
+                                    credits=2 * pages, created=created)  # fmt: skip
         for cid, chapter in service.chapters.items():
             if chapter["processing"]:
                 covered = chapter["languages"][0]["covered"] + 10 + hash(cid) % 7
