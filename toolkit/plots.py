@@ -27,7 +27,10 @@ from toolkit._observed import observe, with_previous
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from toolkit._observed import Observed
     from toolkit.store import SnapshotStore
+
+    Source = SnapshotStore | Observed | pd.DataFrame
 
 OTHER = "other"
 OTHER_COLOR = "#a8a8a8"
@@ -119,11 +122,11 @@ def _legend(ax: Axes, title: str) -> None:
         ax.legend(title=title, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
-def _names(source: SnapshotStore | pd.DataFrame) -> dict[str, str]:
+def _names(source: Source) -> dict[str, str]:
     """Project id -> name from the store's latest snapshot (empty for a frame)."""
     if isinstance(source, pd.DataFrame):
         return {}
-    projects = source.latest("projects")
+    projects = observe(source).store.latest("projects")
     return dict(zip(projects["project_id"], projects["name"], strict=True))
 
 
@@ -140,9 +143,7 @@ def _freq_width(freq: str) -> pd.Timedelta | None:
         return None
 
 
-def progress(
-    source: SnapshotStore | pd.DataFrame, *, ax: Axes | None = None, top: int = TOP
-) -> Axes:
+def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
     """Translated lines on record per project at each snapshot (a re-scan drops them).
 
     source: a store, or a languages history frame (`snapshot_at, project_id, covered`).
@@ -184,7 +185,7 @@ def progress(
 
 
 def throughput(
-    source: SnapshotStore | pd.DataFrame,
+    source: Source,
     *,
     ax: Axes | None = None,
     freq: str = "1h",
@@ -212,7 +213,7 @@ def throughput(
 
 
 def credit_spend(
-    source: SnapshotStore | pd.DataFrame,
+    source: Source,
     *,
     ax: Axes | None = None,
     freq: str = "1D",
@@ -244,16 +245,16 @@ def credit_spend(
     return ax
 
 
-def status_breakdown(
-    source: SnapshotStore | pd.DataFrame, *, ax: Axes | None = None, top: int = 15
-) -> Axes:
+def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -> Axes:
     """Chapters per status and project at the latest snapshot; failed chapters apart.
 
     source: a store, or a chapters frame (`project_id, status, failed`), such as
     `store.latest("chapters")` or `tk.chapters_frame(client)`.
     """
     ax = _axes(ax)
-    chapters = source if isinstance(source, pd.DataFrame) else source.latest("chapters")
+    chapters = (
+        source if isinstance(source, pd.DataFrame) else observe(source).store.latest("chapters")
+    )
     state = (
         chapters["status"]
         .astype(object)
@@ -298,7 +299,7 @@ def status_breakdown(
     return ax
 
 
-def cycle_times(source: SnapshotStore | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
     """How long runs took from start to `needs_review`: a histogram with the median.
 
     source: a store, or the frame `analysis.cycle_times` returns.
