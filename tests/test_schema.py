@@ -130,3 +130,23 @@ def test_naive_time_conversion_is_not_guessed():
     aware = datetime(2026, 1, 1, tzinfo=UTC)
     table = schema.from_rows([{"project_id": "p", "created_at": aware}], schema.PROJECTS)
     assert table.column("created_at").type == pa.timestamp("us", tz="UTC")
+
+
+def test_frames_are_editable_in_every_column():
+    rows = [
+        {
+            "chapter_id": "c1",
+            "credits_spent": 1,
+            "last_activity_at": datetime(2026, 1, 1, tzinfo=UTC),
+        }
+    ]
+    frame = schema.to_pandas(schema.from_rows(rows, schema.CHAPTERS), schema.CHAPTERS)
+    later = pd.Timestamp("2026-02-01", tz="UTC")
+    frame.loc[0, "last_activity_at"] = later
+    frame.loc[0, "status"] = "reviewed"
+    frame.loc[0, "credits_spent"] = 5
+    assert frame.loc[0, ["last_activity_at", "status", "credits_spent"]].tolist() == [
+        later,
+        "reviewed",
+        5,
+    ]

@@ -209,6 +209,10 @@ def to_pandas(table: pa.Table, schema: pa.Schema) -> pd.DataFrame:
     for field in schema:
         if field.metadata and field.metadata.get(_DTYPE_TAG) == b"status":
             frame[field.name] = frame[field.name].astype(STATUS_DTYPE)
+        elif pa.types.is_timestamp(field.type):
+            # Arrow hands times over as read-only views, which pandas 3 fails to assign
+            # into; a copy makes the frame as editable as any other.
+            frame[field.name] = frame[field.name].copy()
     return frame
 
 
