@@ -313,15 +313,18 @@ def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
     events = store.history("events")
     chapters = store.latest("chapters")
     files = sorted(p.name for p in report.iterdir() if p.suffix in {".png", ".csv"})
+    projects = chapters["project_id"].nunique()
     say: Callable[[str], None] = print
-    say(f"Report written to {report.resolve()}: {', '.join(files)}")
+    # `write_report` has printed its table; these closing lines are the demo's own.
+    say("")
     say(
-        f"It shows {hours:g} simulated hours of {len(chapters)} chapters: "
-        f"{int(lines['lines'].sum()):,} lines translated, "
+        f"It shows {hours:g} simulated hours of {len(chapters)} chapters in {projects} "
+        f"projects: {int(lines['lines'].sum()):,} lines translated, "
         f"{float(spend['credits'].sum()):,.0f} credits spent "
         f"({float(spend['rework_credits'].sum()):,.0f} of them on re-runs), "
         f"{len(failures)} failed runs, {day.rescans} re-scans, "
-        f"{day.reuploads} novel chapters uploaded again, "
-        f"{len(events)} webhook events, {day.snapshots} snapshots."
+        f"{day.reuploads} failed novel chapter(s) uploaded again, "
+        f"{len(events)} webhook events, {day.snapshots} hourly snapshots."
     )
+    say(f"The report is in {report.resolve()}: {', '.join(files)}")
     return report
