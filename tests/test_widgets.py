@@ -475,3 +475,15 @@ def test_dashboard_marks_stalled_chapters_from_the_store(
     dash = Dashboard(client, store)
     assert client.list_chapters(comic_project["id"])[0].processing
     assert "no progress since the last snapshots" in dash.table.value
+
+
+def test_novel_text_over_the_limit_is_refused_as_typed(novel_project, client):
+    panel = UploadPanel(client)
+    panel.novel.text.value = "x" * 200_001
+    assert panel.message.tone == "error"
+    assert "200,001 characters, over the service's limit" in panel.message.text
+    assert panel.novel.cost.value == ""
+    panel.novel.create.click()
+    assert client.list_chapters(novel_project["id"]) == []
+    panel.novel.text.value = "short enough"
+    assert panel.message.tone is None and "1 started 2,000 characters" in panel.novel.cost.value

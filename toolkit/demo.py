@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from toolkit.models import Project
 
 MARKER = ".toolkit-demo"
-FAULTS = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
+FAULTS: dict[str, Any] = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
 MAX_RESCANS = 3
 EVENTS = ["chapter.finished", "chapter.failed", "export.ready"]
 

@@ -128,7 +128,7 @@ def rescan_estimate(
     parts = [
         estimate(projects[c.project_id], pages=c.page_count or 0, store=store)
         for c in chapters
-        if c.project_id in projects
+        if c.project_id is not None and c.project_id in projects
     ]
     pages = sum(c.page_count or 0 for c in chapters)
     basis = "; ".join(sorted({p.basis for p in parts})) or "nothing selected"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as widgets
 
 from toolkit.errors import InvalidUpload
+from toolkit.uploads import check_text
 from toolkit.widgets._files import PageFiles
 from toolkit.widgets._inputs import decode_text, estimate, parse_number, uploads_of
 
@@ -113,6 +114,10 @@ class NovelForm(widgets.VBox):
     def update_cost(self) -> None:
         project = self.panel.projects.get(self.project.value or "")
         if project is None or not self.text.value.strip():
+            self.cost.value = ""
+            return
+        # The client's own check: text over the limit is refused as it is typed.
+        if not self.panel.message.check(lambda: check_text(self.text.value)):
             self.cost.value = ""
             return
         cost = estimate(project, text=self.text.value, store=self.panel.store)

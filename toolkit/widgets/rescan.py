@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from toolkit.widgets._feedback import Feedback, describe
+from toolkit.widgets._feedback import Feedback, Tone, describe
 from toolkit.widgets._inputs import chapter_label, rescan_estimate
 
 if TYPE_CHECKING:
@@ -192,6 +192,6 @@ class RescanPanel(widgets.VBox):
                 lines.append(
                     f"{name}: re-scan queued, {result.cleared_regions} translated lines discarded."
                 )
-        tone = "success" if not failures else "error" if failures == len(ids) else "warning"
+        tone: Tone = "success" if not failures else "error" if failures == len(ids) else "warning"
         self.message.run(self.refresh)
         self.message.show("\n".join(lines), tone)
