@@ -1,0 +1,80 @@
+"""Run the benchmarks: `.venv/bin/python -m tests.bench [names] [--quick]`.
+
+Names: pull (with the incremental snapshot and the emulator's figures), history,
+uploads, webhooks; all of them by default. Each prints its table as it finishes; with
+`--out FILE` the tables are also written to FILE (Markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from tests.bench.table import Table, machine
+
+NAMES = ("pull", "history", "uploads", "webhooks")
+
+
+def _pull(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_pull import PullOptions, run
+
+    options = PullOptions(runs=args.runs or (1 if args.quick else 3), full_loop=args.full_loop)
+    if args.quick:
+        options = PullOptions(projects=20, runs=options.runs)
+    return run(options)
+
+
+def _history(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_history import HistoryOptions, run
+
+    return run(HistoryOptions(hours=24 * 30 if args.quick else 24 * 365, runs=args.runs or 3))
+
+
+def _uploads(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_uploads import UploadOptions, run
+
+    megabytes = 80 if args.quick else 400
+    return run(UploadOptions(megabytes=megabytes, runs=args.runs or (1 if args.quick else 2)))
+
+
+def _webhooks(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_webhooks import WebhookOptions, run
+
+    return run(WebhookOptions(deliveries=400 if args.quick else 2_000, runs=args.runs or 5))
+
+
+BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
+    "pull": _pull,
+    "history": _history,
+    "uploads": _uploads,
+    "webhooks": _webhooks,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__)
+    parser.add_argument("names", nargs="*", choices=[*NAMES, []], help="benchmarks to run")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a month of history")
+    parser.add_argument("--runs", type=int, default=None, help="repeats of each timing")
+    parser.add_argument("--full-loop", action="store_true", help="time the naive loop whole")
+    parser.add_argument("--out", default=None, help="also write the tables to this file")
+    args = parser.parse_args()
+    print(f"Machine: {machine()}\n", flush=True)
+    tables: list[Table] = []
+    started = time.perf_counter()
+    for name in args.names or NAMES:
+        began = time.perf_counter()
+        for table in BENCHMARKS[name](args):
+            table.print()
+            tables.append(table)
+        print(f"({name}: {time.perf_counter() - began:.0f} s)\n", flush=True)
+    print(f"All done in {time.perf_counter() - started:.0f} s.")
+    if args.out:
+        with open(args.out, "w") as out:
+            out.write(f"Machine: {machine()}\n\n")
+            out.write("\n\n".join(table.render() for table in tables) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""Benchmark 3: a year of hourly snapshots in the store, its size and three questions.
+
+A `SyntheticWorkspace` of 10,000 chapters in three languages moves 2% of its chapters
+every hour; each hour is written with `SnapshotStore.write`, the write path `take` uses
+after its pull, and `compact()` runs once a simulated day, as a nightly job would. The
+store keeps a full copy every `FULL_EVERY` snapshots and otherwise only the rows that
+changed (see `toolkit.store`), so its size should follow the changes, not the count of
+snapshots: the table compares it with what 8,760 whole copies would take.
+
+Then, on a freshly opened store each time (median of `runs`):
+
+(a) credits per project per day over the year: `analysis.credit_spend(freq="1D")`, and
+    the same sum as one DuckDB query over the change log (`store.query`);
+(b) the state as of a given hour: `store.as_of("languages", when)` and `("chapters")`;
+(c) lines per language per day: `analysis.throughput(freq="1D")`, and a DuckDB query
+    summing the rises of `covered` (restarting where it fell).
+
+The analysis totals are checked against what the generator spent and translated.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.bench.synthetic import SyntheticWorkspace
+from tests.bench.table import Table, megabytes, spread
+
+START = datetime(2025, 1, 1, tzinfo=UTC)
+
+CREDITS_SQL = """
+SELECT date_trunc('day', snapshot_at) AS day, project_id, sum(rise) AS credits
+FROM (
+    SELECT idx, snapshot_at, project_id,
+           credits_spent - coalesce(lag(credits_spent) OVER (
+               PARTITION BY chapter_id ORDER BY idx), 0) AS rise
+    FROM chapters_changes WHERE NOT _deleted
+)
+WHERE idx > 0
+GROUP BY ALL ORDER BY ALL
+"""
+
+LINES_SQL = """
+SELECT date_trunc('day', snapshot_at) AS day, language_code,
+       sum(CASE WHEN covered >= before THEN covered - before ELSE covered END) AS lines
+FROM (
+    SELECT idx, snapshot_at, language_code, covered,
+           coalesce(lag(covered) OVER (
+               PARTITION BY chapter_id, language_code ORDER BY idx), 0) AS before
+    FROM languages_changes WHERE NOT _deleted
+)
+WHERE idx > 0
+GROUP BY ALL ORDER BY ALL
+"""
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    hours: int = 24 * 365
+    chapters: int = 10_000
+    projects: int = 100
+    change_share: float = 0.02
+    compact_every: int = 24
+    runs: int = 3
+
+
+@dataclass
+class Written:
+    write_seconds: float = 0.0
+    compact_seconds: float = 0.0
+    make_seconds: float = 0.0
+    full_bytes: int = 0
+    credits_added: int = 0
+    lines_added: int = 0
+    lines_unseen: int = 0
+
+
+def run(options: HistoryOptions) -> list[Table]:
+    root = tempfile.mkdtemp(prefix="bench-history-")
+    try:
+        written = _write_year(root, options)
+        return [_size_table(root, options, written), _query_table(root, options, written)]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _write_year(root: str, options: HistoryOptions) -> Written:
+    from toolkit import SnapshotStore
+
+    store = SnapshotStore(root)
+    generator = SyntheticWorkspace(
+        chapters=options.chapters,
+        projects=options.projects,
+        change_share=options.change_share,
+        start=START,
+    )
+    written = Written()
+    started = time.perf_counter()
+    store.write(generator.workspace(), at=generator.now)
+    written.write_seconds += time.perf_counter() - started
+    written.full_bytes = disk_bytes(root)
+    for hour in range(1, options.hours):
+        began = time.perf_counter()
+        step = generator.advance()
+        made = time.perf_counter()
+        store.write(step.workspace, at=step.at)
+        done = time.perf_counter()
+        written.make_seconds += made - began
+        written.write_seconds += done - made
+        if hour % options.compact_every == 0:
+            store.compact()
+            written.compact_seconds += time.perf_counter() - done
+        if hour % (30 * 24) == 0:
+            print(
+                f"  day {hour // 24}: {hour + 1:,} snapshots, "
+                f"{written.write_seconds / (hour + 1) * 1000:.0f} ms a write, "
+                f"{megabytes(disk_bytes(root))} on disk",
+                flush=True,
+            )
+    began = time.perf_counter()
+    store.compact()
+    written.compact_seconds += time.perf_counter() - began
+    written.credits_added = generator.credits_added
+    written.lines_added = generator.lines_added
+    written.lines_unseen = generator.lines_unseen
+    return written
+
+
+def _size_table(root: str, options: HistoryOptions, written: Written) -> Table:
+    from toolkit import SnapshotStore
+
+    store = SnapshotStore(root)
+    counts = store.query(
+        "SELECT (SELECT count(*) FROM chapters_changes) AS chapters, "
+        "(SELECT count(*) FROM languages_changes) AS languages, "
+        "(SELECT count(*) FROM exports_changes) AS exports"
+    ).iloc[0]
+    rows = {name: int(counts[name]) for name in ("chapters", "languages", "exports")}
+    size = disk_bytes(root)
+    whole = written.full_bytes * options.hours
+    snapshots = options.hours
+    table = Table(
+        f"3. History: {snapshots:,} hourly snapshots of {options.chapters:,} chapters x 3 "
+        f"languages, {options.change_share:.0%} changing an hour"
+    )
+    table.add(
+        "write of every snapshot (SnapshotStore.write)",
+        f"{written.write_seconds:.0f} s",
+        f"{written.write_seconds / snapshots * 1000:.1f} ms a snapshot",
+    )
+    days = max(snapshots // options.compact_every, 1)
+    table.add(
+        "compact() once a simulated day",
+        f"{written.compact_seconds:.0f} s",
+        f"{written.compact_seconds / days * 1000:.0f} ms a day",
+    )
+    table.add("making the workspaces (not the store)", f"{written.make_seconds:.0f} s", "")
+    table.add("size on disk", megabytes(size), f"{size / snapshots / 1024:.1f} KiB a snapshot")
+    table.add("  one whole snapshot", megabytes(written.full_bytes), "the first, all four tables")
+    table.add(
+        "  every snapshot whole would be",
+        megabytes(whole),
+        f"{whole / size:.0f}x the store",
+    )
+    changed = rows["chapters"] + rows["languages"] + rows["exports"]
+    table.add(
+        "  rows in the change logs",
+        f"{changed:,}",
+        f"chapters {rows['chapters']:,}, languages {rows['languages']:,}, exports "
+        f"{rows['exports']:,}; {size / changed:.1f} bytes a row",
+    )
+    return table
+
+
+def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
+    from toolkit import SnapshotStore, analysis
+
+    when = START + timedelta(hours=options.hours * 0.55, minutes=30)
+    checks: dict[str, Any] = {}
+
+    def credit_spend(store: SnapshotStore) -> None:
+        checks["credits"] = float(analysis.credit_spend(store, freq="1D")["credits"].sum())
+
+    def throughput(store: SnapshotStore) -> None:
+        checks["lines"] = int(analysis.throughput(store, freq="1D")["lines"].sum())
+
+    def credits_sql(store: SnapshotStore) -> None:
+        checks["credits_sql"] = float(store.query(CREDITS_SQL)["credits"].sum())
+
+    def lines_sql(store: SnapshotStore) -> None:
+        store.query(LINES_SQL)
+
+    def as_of(table: str) -> Callable[[SnapshotStore], None]:
+        def read(store: SnapshotStore) -> None:
+            checks[f"as_of_{table}"] = len(store.as_of(table, when))
+
+        return read
+
+    questions: list[tuple[str, Callable[[SnapshotStore], None]]] = [
+        ("(a) credits per project per day: analysis.credit_spend", credit_spend),
+        ("(a) the same as one DuckDB query (store.query)", credits_sql),
+        (f"(b) store.as_of('languages', {when:%Y-%m-%d %H:%M})", as_of("languages")),
+        ("(b) store.as_of('chapters', same hour)", as_of("chapters")),
+        ("(c) lines per language per day: analysis.throughput", throughput),
+        ("(c) rises of covered as one DuckDB query", lines_sql),
+    ]
+    table = Table("3. History: questions over the year (a fresh SnapshotStore each run)")
+    for label, question in questions:
+        times = []
+        for _ in range(options.runs):
+            store = SnapshotStore(root)
+            began = time.perf_counter()
+            question(store)
+            times.append(time.perf_counter() - began)
+        seconds = statistics.median(times)
+        table.verdict(label, f"{seconds:.2f} s", seconds < 2, f"< 2 s; runs {spread(times)}")
+    table.add(
+        "check: credits in analysis = generated",
+        f"{checks['credits']:,.0f}",
+        f"generator spent {written.credits_added:,} after the first snapshot; "
+        f"DuckDB query {checks['credits_sql']:,.0f}",
+    )
+    table.add(
+        "check: lines in analysis = generated",
+        f"{checks['lines']:,}",
+        f"generator translated {written.lines_added:,} after the first snapshot, "
+        f"{written.lines_unseen:,} of them in re-scans that left every language row as it "
+        "was (see README)",
+    )
+    table.add(
+        "check: rows as of the hour",
+        f"{checks['as_of_languages']:,} / {checks['as_of_chapters']:,}",
+        f"languages / chapters; {options.chapters * 3:,} / {options.chapters:,} expected",
+    )
+    return table
+
+
+def disk_bytes(root: str) -> int:
+    return sum(
+        os.path.getsize(os.path.join(folder, name))
+        for folder, _, names in os.walk(root)
+        for name in names
+    )
