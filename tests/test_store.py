@@ -314,13 +314,14 @@ def _writer(root: str, name: str, count: int, start: multiprocessing.synchronize
     store = SnapshotStore(root)
     for step in range(count):
         service.add_chapter(f"{name}-{step}", f"proj-{name}", position=step + 1, languages=("en",))
-        store.take(service, details="none", at=hours(step))
+        # Eight hours apart: days go by, so each process also compacts as it goes.
+        store.take(service, details="none", at=hours(8 * step))
 
 
 def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
     context = multiprocessing.get_context("spawn")
     start = context.Event()
-    count = 6
+    count = 8
     workers = [
         context.Process(target=_writer, args=(str(tmp_path), name, count, start))
         for name in ("a", "b")
@@ -334,12 +335,13 @@ def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
     store = SnapshotStore(tmp_path)
     manifest = store.snapshots()
     assert len(manifest) == 2 * count and manifest["snapshot_id"].is_unique
+    assert any("compact-" in path for path in visible_files(tmp_path))
     # Each snapshot shows exactly what its own process saw, though both wrote at once.
     history = store.history("chapters")
     for row in manifest.itertuples():
         shown = history[history["snapshot_id"] == row.snapshot_id]
         name = shown["project_id"].iloc[0].removeprefix("proj-")
-        step = row.snapshot_at.hour - T0.hour
+        step = int((row.snapshot_at - T0).total_seconds() // (8 * 3600))
         assert sorted(shown["chapter_id"]) == [f"{name}-{i}" for i in range(step + 1)]
 
 
@@ -347,7 +349,7 @@ def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
 
 
 def test_compaction_merges_files_and_changes_no_answer(tmp_path, service):
-    store = SnapshotStore(tmp_path)
+    store = SnapshotStore(tmp_path, auto_compact=False)
     for step in range(6):
         service.update("c1", covered=step)
         store.take(service, at=hours(step * 6))  # spans two days
@@ -364,6 +366,30 @@ def test_compaction_merges_files_and_changes_no_answer(tmp_path, service):
         assert_frame_equal(fresh.history(table), frame)
     store.take(service, at=hours(40))  # new small files beside the merged ones
     assert len(SnapshotStore(tmp_path).snapshots()) == 7
+
+
+def test_takes_compact_past_days_and_the_manifest_as_they_go(tmp_path, service, monkeypatch):
+    monkeypatch.setattr(store_module, "MANIFEST_BATCH", 4)
+    plain = SnapshotStore(tmp_path / "plain", auto_compact=False)
+    store = SnapshotStore(tmp_path / "auto")
+    for step in range(7):
+        service.update("c1", covered=step)
+        ws = tk.pull(service)
+        plain.write(ws, at=hours(step * 5))  # 09:00 to 15:00 the next day
+        store.write(ws, at=hours(step * 5))
+    folders: dict[str, list[str]] = {}
+    for path in visible_files(tmp_path / "auto"):
+        folders.setdefault(os.path.dirname(path), []).append(os.path.basename(path))
+    first_day = folders[str(tmp_path / "auto" / "languages" / "snapshot_date=2026-03-02")]
+    assert len(first_day) == 1 and first_day[0].startswith("compact-")
+    second_day = folders[str(tmp_path / "auto" / "languages" / "snapshot_date=2026-03-03")]
+    assert len(second_day) == 4 and not any(n.startswith("compact-") for n in second_day)
+    assert len(folders[str(tmp_path / "auto" / "manifest")]) < 7
+    for table in schema.SNAPSHOT_TABLES:
+        drop = ["snapshot_id"]  # the two stores gave their snapshots their own ids
+        assert_frame_equal(store.history(table).drop(columns=drop),
+                           plain.history(table).drop(columns=drop))  # fmt: skip
+    assert SnapshotStore("mock:///x").auto_compact is False  # no lock on object stores
 
 
 def test_a_compaction_stopped_before_deleting_shows_no_row_twice(tmp_path, service, monkeypatch):
@@ -505,3 +531,13 @@ def test_emulator_snapshots_round_trip_through_parquet_unchanged(
         expected = stamped(ws, table, info.snapshot_id, info.snapshot_at)
         assert_same(fresh.latest(table), expected, table)
     assert len(fresh.history("chapters")) == 4
+
+
+def test_frames_edited_after_a_write_do_not_change_what_the_store_holds(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    ws = tk.pull(service)
+    store.write(ws, at=hours(0))
+    ws.languages.loc[:, "covered"] = 99  # the caller reuses its frames for the next hour
+    store.write(ws, at=hours(1))
+    covered = store.history("languages").groupby("snapshot_at")["covered"].max().tolist()
+    assert covered == [4, 99]

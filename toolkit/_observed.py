@@ -7,8 +7,9 @@ report computing every figure can share one `Observed` between them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -83,6 +84,16 @@ def periods(times: pd.Series, freq: str) -> pd.Series:
         naive = times.dt.tz_convert(None).dt.to_period(freq).dt.start_time
         floored = naive.dt.tz_localize("UTC")
     return floored.astype(TIME)
+
+
+def records(frame: pd.DataFrame, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    """The rows of `frame` as plain tuples of `columns`, nulls as None: far quicker to
+    walk than `itertuples` when a figure needs a loop."""
+    lists = []
+    for column in columns:
+        values = frame[column].tolist()
+        lists.append([None if v is pd.NA or v is pd.NaT else v for v in values])
+    return zip(*lists, strict=True)
 
 
 def flag(series: pd.Series) -> pd.Series:

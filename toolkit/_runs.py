@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from toolkit._observed import Observed, flag, observe, with_previous
+from toolkit._observed import Observed, flag, observe, records, with_previous
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -61,9 +61,14 @@ def cycle_times(store: SnapshotStore | Observed) -> pd.DataFrame:
     obs = observe(store)
     finished = _event_times(obs, "chapter.finished")
     log = obs.chapters.sort_values(["chapter_id", "idx"], ignore_index=True)
+    columns = ["chapter_id", "project_id", "idx", "deleted", "processing", "failed", "status",
+               "created_at"]  # fmt: skip
+    by_chapter: dict[str, list[tuple[Any, ...]]] = {}
+    for record in records(log, columns):
+        by_chapter.setdefault(record[0], []).append(record)
     rows: list[tuple[Any, ...]] = []
-    for chapter, group in log.groupby("chapter_id", sort=False):
-        rows.extend(_chapter_runs(str(chapter), group, obs.times, finished.get(str(chapter), [])))
+    for chapter, history in by_chapter.items():
+        rows.extend(_chapter_runs(chapter, history, obs.times, finished.get(chapter, [])))
     frame = pd.DataFrame(rows, columns=["chapter_id", "project_id", "started_at", "finished_at"])
     for column in ("chapter_id", "project_id"):
         frame[column] = frame[column].astype(TEXT)
@@ -75,27 +80,30 @@ def cycle_times(store: SnapshotStore | Observed) -> pd.DataFrame:
 
 
 def _chapter_runs(
-    chapter: str, group: pd.DataFrame, times: list[pd.Timestamp], events: list[pd.Timestamp]
+    chapter: str,
+    history: list[tuple[Any, ...]],
+    times: list[pd.Timestamp],
+    events: list[pd.Timestamp],
 ) -> list[tuple[Any, ...]]:
+    """The finished runs of one chapter, from its change rows in snapshot order."""
     runs: list[tuple[Any, ...]] = []
     running_since: pd.Timestamp | None = None
     had_run, seen = False, False
     project = None
-    for row in group.itertuples(index=False):
-        if row.deleted:
+    for _, project_id, idx, deleted, processing, failed, status, created_at in history:
+        if deleted:
             running_since, seen = None, False
             continue
-        project = row.project_id
-        at, before = times[row.idx], times[row.idx - 1] if row.idx > 0 else None
-        processing, failed = _true(row.processing), _true(row.failed)
-        done = not processing and not failed and isinstance(row.status, str) and row.status in DONE
+        project = project_id
+        at, before = times[idx], times[idx - 1] if idx > 0 else None
+        processing, failed = _true(processing), _true(failed)
+        done = not processing and not failed and isinstance(status, str) and status in DONE
         stopped = not processing and failed
-        first_sight = not seen
-        seen = True
+        first_sight, seen = not seen, True
         if running_since is None and processing:
-            running_since = row.created_at if not had_run else at
-        elif running_since is None and done and first_sight and row.idx > 0:
-            running_since = row.created_at  # created and finished between two snapshots
+            running_since = created_at if not had_run else at
+        elif running_since is None and done and first_sight and idx > 0:
+            running_since = created_at  # created and finished between two snapshots
         if running_since is not None and done:
             end = _last_between(events, max(before, running_since) if before else None, at)
             runs.append((chapter, project, running_since, end or at))
@@ -106,7 +114,7 @@ def _chapter_runs(
         end = _last_between(events, max(times[-1], running_since), None)
         if end is not None:
             runs.append((chapter, project, running_since, end))
-    return [r for r in runs if not pd.isna(r[2])]
+    return [r for r in runs if r[2] is not None]
 
 
 def _true(value: Any) -> bool:

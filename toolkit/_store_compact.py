@@ -9,8 +9,9 @@ of `_store_files` hides them. Files of snapshots that are not committed are left
 since a `take` may be writing them right now, unless older than `grace`: then they were
 left by a crash and are deleted, like stale temporary files.
 
-Run it from one process at a time (a nightly job, say): two compactions of one folder at
-once would each keep their merged file.
+On a local disk a lock file (`<root>/.compact.lock`) keeps compactions one at a time,
+whichever process runs them; on an object store, run `compact()` from one process only:
+two compactions of one folder at once would each keep their merged file.
 """
 
 from __future__ import annotations
@@ -35,20 +36,38 @@ def _layout() -> dict[str, tuple[pa.Schema, list[str]]]:
     return layout
 
 
-def compact(files: Files, committed: set[str], *, grace: float) -> dict[str, int]:
-    """Merge every folder of the store; returns the number of files merged per table."""
+def compact(
+    files: Files,
+    committed: set[str],
+    *,
+    grace: float | None,
+    tables: list[str] | None = None,
+    before: str | None = None,
+) -> dict[str, int]:
+    """Merge the folders of the store; returns the number of files merged per table.
+
+    tables: only these folders; before: only day partitions older than this date
+    (`YYYY-MM-DD`); grace: delete stale files older than this (None: delete none).
+    """
     from datetime import UTC, datetime
 
     merged: dict[str, int] = {}
     for table, (file_schema, order) in _layout().items():
-        listed = files.list(table)
+        if tables is not None and table not in tables:
+            continue
+        listed = [
+            f
+            for f in files.list(table)
+            if before is None or f.partition is None or f.partition < before
+        ]
         # Only snapshot tables have files that count once their manifest row exists.
         gated = table in schema.SNAPSHOT_TABLES
         stale = [
             f.path
             for f in listed
-            if gated and not f.compacted and f.stem not in committed and _older(f, grace)
-        ]
+            if gated and grace is not None
+            and not f.compacted and f.stem not in committed and _older(f, grace)
+        ]  # fmt: skip
         folders: dict[str, list[StoredFile]] = {}
         for f in listed:
             if not gated or f.compacted or f.stem in committed:
@@ -68,7 +87,7 @@ def compact(files: Files, committed: set[str], *, grace: float) -> dict[str, int
             )
             files.delete([f.path for f in members])
             count += len(members)
-        files.delete(stale + files.leftovers(table, grace))
+        files.delete(stale + (files.leftovers(table, grace) if grace is not None else []))
         merged[table] = count
     return merged
 

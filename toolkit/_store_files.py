@@ -24,6 +24,8 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -189,6 +191,28 @@ class Files:
 
     def read(self, path: str, schema: pa.Schema) -> pa.Table:
         return pq.read_table(path, schema=schema, filesystem=self.fs)
+
+    @contextmanager
+    def lock(self, *, wait: bool) -> Iterator[bool]:
+        """Hold the store's compaction lock; yields whether it is held. Without `wait`,
+        yields False at once when another process holds it. Only local disks have one:
+        elsewhere this yields `wait`."""
+        if not self.local:
+            yield wait
+            return
+        import fcntl
+
+        os.makedirs(self.base, exist_ok=True)
+        with open(os.path.join(self.base, ".compact.lock"), "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def exists(self, path: str) -> bool:
         return self.fs.get_file_info(path).type == pafs.FileType.File

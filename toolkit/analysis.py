@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Literal, cast
 import numpy as np
 import pandas as pd
 
-from toolkit._observed import Observed, flag, observe, periods, with_previous
+from toolkit._observed import Observed, flag, observe, periods, records, with_previous
 from toolkit._runs import cycle_times, failures, stalled
 
 if TYPE_CHECKING:
@@ -163,39 +163,40 @@ def _spend_rows(obs: Observed) -> pd.DataFrame:
     log = obs.chapters.sort_values(["chapter_id", "idx"], ignore_index=True)
     prices = price_per_page(obs)
     rows = []
-    for chapter, group in log.groupby("chapter_id", sort=False):
-        n_langs = max(len(obs.languages_of.get(str(chapter), [])), 1)
-        credits_before, paid = 0.0, 0.0
-        for row in group.itertuples(index=False):
-            if row.deleted:
-                credits_before, paid = 0.0, 0.0  # absent: it counts from zero again
-                continue
-            credits = float(row.credits_spent) if pd.notna(row.credits_spent) else 0.0
-            pages = float(row.page_count) if pd.notna(row.page_count) else 0.0
-            price = prices.get(row.project_id, prices.get(None))
-            if row.idx == 0:
-                # The baseline: assume what was spent paid for the pages it could.
-                per_page = n_langs * price if price else None
-                paid = min(pages, credits / per_page) if per_page else pages * (credits > 0)
-                credits_before = credits
-                continue
-            rise = max(credits - credits_before, 0.0)
-            rework = 0.0
-            if rise > 0:
-                unpaid = max(pages - paid, 0.0)
-                if pages == 0:
-                    # A novel has no pages to tell new from old by; it cannot be re-scanned
-                    # either (its retry is a new chapter), so only a second charge is rework.
-                    rework = rise if credits_before > 0 else 0.0
-                elif price:
-                    new_pages = min(unpaid, rise / (n_langs * price))
-                    rework = max(rise - new_pages * n_langs * price, 0.0)
-                    paid += new_pages
-                else:
-                    rework = rise if credits_before > 0 and unpaid == 0 else 0.0
-                    paid = pages
+    columns = ["chapter_id", "project_id", "idx", "snapshot_at", "deleted", "credits_spent",
+               "page_count"]  # fmt: skip
+    current, n_langs, credits_before, paid = None, 1, 0.0, 0.0
+    for chapter, project, idx, at, deleted, spent, page_count in records(log, columns):
+        if chapter != current:
+            current, credits_before, paid = chapter, 0.0, 0.0
+            n_langs = max(len(obs.languages_of.get(chapter, [])), 1)
+        if deleted:
+            credits_before, paid = 0.0, 0.0  # absent: it counts from zero again
+            continue
+        credits, pages = float(spent or 0), float(page_count or 0)
+        price = prices.get(project, prices.get(None))
+        if idx == 0:
+            # The baseline: assume what was spent paid for the pages it could.
+            per_page = n_langs * price if price else None
+            paid = min(pages, credits / per_page) if per_page else pages * (credits > 0)
             credits_before = credits
-            rows.append((chapter, row.project_id, row.idx, row.snapshot_at, rise, rework, n_langs))
+            continue
+        rise, rework = max(credits - credits_before, 0.0), 0.0
+        if rise > 0:
+            unpaid = max(pages - paid, 0.0)
+            if pages == 0:
+                # A novel has no pages to tell new from old by; it cannot be re-scanned
+                # either (its retry is a new chapter), so only a second charge is rework.
+                rework = rise if credits_before > 0 else 0.0
+            elif price:
+                new_pages = min(unpaid, rise / (n_langs * price))
+                rework = max(rise - new_pages * n_langs * price, 0.0)
+                paid += new_pages
+            else:
+                rework = rise if credits_before > 0 and unpaid == 0 else 0.0
+                paid = pages
+        credits_before = credits
+        rows.append((chapter, project, idx, at, rise, rework, n_langs))
     columns = ["chapter_id", "project_id", "idx", "snapshot_at", "credits", "rework_credits", "n"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["snapshot_at"] = frame["snapshot_at"].astype("datetime64[us, UTC]")

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from toolkit.client import Client
 
 T = TypeVar("T")
+MANIFEST_BATCH = 48  # small manifest files that make take() merge them
 When = datetime | pd.Timestamp | str
 
 
@@ -118,11 +119,14 @@ class SnapshotStore:
         root: str | os.PathLike[str] | None = None,
         *,
         filesystem: pafs.FileSystem | None = None,
+        auto_compact: bool | None = None,
     ) -> None:
         location = store_path(None) if root is None else root
         fs, base = resolve(location, filesystem)
         self.root = os.fspath(location)
         self._files = Files(fs, base)
+        # Where no lock can keep compactions apart (object stores), only compact() merges.
+        self.auto_compact = self._files.local if auto_compact is None else auto_compact
         self._lock = threading.Lock()
         self._manifest_files: dict[str, pa.Table] = {}
         # The state this object last wrote, so the next take need not read it back.
@@ -160,8 +164,10 @@ class SnapshotStore:
         """Write an already pulled workspace as one snapshot (for backfills and tests)."""
         when = utc(at if at is not None else workspace.pulled_at or datetime.now(UTC))
         snapshot_id = new_id(when)
+        # A deep copy: Arrow may share the frames' buffers, and the caller may edit the
+        # frames after this returns, while the store keeps these tables as its last state.
         tables = {
-            name: schema.from_pandas(workspace.table(name), table_schema)
+            name: schema.from_pandas(workspace.table(name).copy(deep=True), table_schema)
             for name, table_schema in schema.SNAPSHOT_TABLES.items()
         }
         manifest = self._manifest()
@@ -212,6 +218,9 @@ class SnapshotStore:
         )
         with self._lock:
             self._last = (snapshot_id, tables)
+        if self.auto_compact:
+            base_at = earlier[-1]["snapshot_at"] if earlier else None
+            self._tidy(when, base_at)
         return info
 
     def record_events(self, events: Iterable[Mapping[str, Any]]) -> int:
@@ -226,13 +235,32 @@ class SnapshotStore:
         a crash; younger ones may belong to a write in progress). Returns the number of
         files merged per table.
         """
+        with self._files.lock(wait=True):
+            return self._compact(grace=grace)
+
+    def _compact(self, **scope: Any) -> dict[str, int]:
         from toolkit._store_compact import compact
 
         committed = {r["snapshot_id"] for r in self._manifest().to_pylist()}
-        merged = compact(self._files, committed, grace=grace)
+        merged = compact(self._files, committed, **scope)
         with self._lock:
             self._manifest_files.clear()
         return merged
+
+    def _tidy(self, when: datetime, base_at: datetime | None) -> None:
+        """Compact as snapshots accrue, so that reads stay quick without a nightly job:
+        a day's folders once a snapshot of a later day is written, the manifest every
+        `MANIFEST_BATCH` snapshots. Skipped while another process compacts."""
+        today = f"{when:%Y-%m-%d}"
+        new_day = base_at is not None and f"{base_at:%Y-%m-%d}" < today
+        with self._lock:
+            small = sum(1 for path in self._manifest_files if "/compact-" not in path)
+        if not (new_day or small >= MANIFEST_BATCH):
+            return
+        with self._files.lock(wait=False) as held:
+            if held:
+                tables = None if new_day else ["manifest"]
+                self._compact(grace=None, tables=tables, before=today)
 
     # Reading
 
