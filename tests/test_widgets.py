@@ -487,3 +487,21 @@ def test_novel_text_over_the_limit_is_refused_as_typed(novel_project, client):
     assert client.list_chapters(novel_project["id"]) == []
     panel.novel.text.value = "short enough"
     assert panel.message.tone is None and "1 started 2,000 characters" in panel.novel.cost.value
+
+
+def test_a_held_page_placed_at_a_page_number(comic_project, recorded_client, recorder, pages):
+    chapter = recorded_client.create_chapter(comic_project["id"], staged=True)
+    panel = UploadPanel(recorded_client)
+    form = panel.pages
+    form.chapter.value = chapter.id
+    form.files.upload.set_state(file_state({"cover.png": pages[0]}))
+    form.number.value = "3"
+    form.hold.value = True
+    form.add.click()
+    assert (
+        panel.message.text == "Added 1 page to Chapter 1: held; start them with 'Start held pages'."
+    )
+    body = recorder.posts()[-1].content
+    assert re.search(rb'name="position"\r\n\r\n3\r\n', body)
+    assert re.search(rb'name="hold"\r\n\r\n1\r\n', body)
+    assert "1 held page." in form.held_info.value

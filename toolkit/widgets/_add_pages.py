@@ -14,7 +14,7 @@ import ipywidgets as widgets
 
 from toolkit.errors import InvalidUpload
 from toolkit.widgets._files import PageFiles
-from toolkit.widgets._inputs import chapter_label, estimate, parse_number
+from toolkit.widgets._inputs import chapter_label, count, estimate, parse_number
 
 if TYPE_CHECKING:
     from toolkit.models import ChapterListItem
@@ -77,7 +77,7 @@ class PagesForm(widgets.VBox):
 
     def _label(self, chapter: ChapterListItem) -> str:
         state = "staged" if not chapter.started else "running" if chapter.processing else "ran"
-        return f"{chapter_label(chapter)} ({chapter.page_count} pages, {state})"
+        return f"{chapter_label(chapter)} ({count(chapter.page_count, 'page')}, {state})"
 
     def _files_changed(self) -> None:
         self.update_cost()
@@ -112,7 +112,7 @@ class PagesForm(widgets.VBox):
         if not pages:
             return "No held pages recorded for this chapter."
         cost = estimate(project, pages=pages, store=self.panel.store)
-        return f"{pages} held pages. " + cost.sentence(run="Starting them")
+        return f"{count(pages, 'held page')}. " + cost.sentence(run="Starting them")
 
     def submit(self) -> None:
         chapter = self._chosen()
@@ -131,7 +131,8 @@ class PagesForm(widgets.VBox):
         self.files.clear()
         self.number.value = ""
         self.panel.message.show(
-            f"Added {len(added.pages)} pages to {chapter_label(chapter)}: {what}.", "success"
+            f"Added {count(len(added.pages), 'page')} to {chapter_label(chapter)}: {what}.",
+            "success",
         )
         self.load_chapters()
 
@@ -150,7 +151,8 @@ class PagesForm(widgets.VBox):
             result = self.panel.client.start_chapter(chapter.id, page_ids=page_ids)
         self.held.pop(chapter.id, None)
         self.panel.message.show(
-            f"Started {chapter_label(chapter)}: {result.page_count} pages running.", "success"
+            f"Started {chapter_label(chapter)}: {count(result.page_count, 'page')} running.",
+            "success",
         )
         self.load_chapters()
 

@@ -78,6 +78,12 @@ def project_label(project: Project) -> str:
     return f"{project.name} ({project.kind}, {project.source_language} -> {languages})"
 
 
+def count(n: int | None, noun: str) -> str:
+    """`1 page`, `3 pages`."""
+    n = n or 0
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def chapter_label(chapter: ChapterListItem) -> str:
     title = f": {chapter.title}" if chapter.title else ""
     return f"Chapter {chapter.position}{title}"

@@ -13,7 +13,7 @@ import ipywidgets as widgets
 from toolkit.errors import InvalidUpload
 from toolkit.uploads import check_text
 from toolkit.widgets._files import PageFiles
-from toolkit.widgets._inputs import decode_text, estimate, parse_number, uploads_of
+from toolkit.widgets._inputs import count, decode_text, estimate, parse_number, uploads_of
 
 if TYPE_CHECKING:
     from toolkit.models import Project
@@ -76,9 +76,10 @@ class ComicForm(widgets.VBox):
             cost = estimate(project, pages=len(self.files.uploads), store=self.panel.store)
             files = [upload.as_file() for upload in self.files.uploads]
             chapter = client.create_chapter(project.id, pages=files, position=position)
+            pages = count(len(chapter.pages), "page")
             done = (
-                f"Created chapter {chapter.position} in {project.name} with "
-                f"{len(chapter.pages)} pages; it is running (about {cost.credits:g} credits)."
+                f"Created chapter {chapter.position} in {project.name} with {pages}; "
+                f"it is running (about {cost.credits:g} credits)."
             )
         self.files.clear()
         self.number.value = ""
