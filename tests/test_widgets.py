@@ -505,3 +505,16 @@ def test_a_held_page_placed_at_a_page_number(comic_project, recorded_client, rec
     assert re.search(rb'name="position"\r\n\r\n3\r\n', body)
     assert re.search(rb'name="hold"\r\n\r\n1\r\n', body)
     assert "1 held page." in form.held_info.value
+
+
+def test_dashboard_recovers_once_the_service_answers_again(emulator, workspace, comic_project):
+    # No retries: the client's backoff is its own business, tested with the client.
+    client = Client(base_url=emulator.url, api_key=workspace["apiKey"], max_retries=0)
+    dash = Dashboard(client)
+    emulator.set_faults(error_rate=1.0, seed=2)
+    dash.refresh()
+    assert dash.message.text.startswith("The service failed (503)")
+    emulator.set_faults(error_rate=0.0)
+    dash.refresh()
+    assert dash.message.tone is None
+    client.close()

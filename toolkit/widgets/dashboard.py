@@ -61,6 +61,7 @@ class Dashboard(widgets.VBox):
         self._lock = threading.Lock()
         self._stop: threading.Event | None = None
         self._loading = False
+        self._refresh_failed = False
 
         self.picker = widgets.Dropdown(description="Project", layout={"width": "420px"})
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
@@ -73,7 +74,9 @@ class Dashboard(widgets.VBox):
             layout={"width": "160px"},
         )
         self.snapshot_button = widgets.Button(
-            description="Take snapshot", icon="camera", layout={"display": "" if store else "none"}
+            description="Take snapshot",
+            icon="camera",
+            layout={"display": "" if store is not None else "none"},
         )
         self.updated = widgets.HTML()
         self.message = Feedback()
@@ -103,7 +106,16 @@ class Dashboard(widgets.VBox):
     def refresh(self) -> None:
         """Fetch the chosen project's chapters and redraw the table."""
         with self._lock:
-            self.message.run(self._refresh)
+            try:
+                self._refresh()
+            except Exception as exc:
+                self._refresh_failed = True
+                self.message.error(exc)
+            else:
+                # Clear only what a refresh reported, not a failed snapshot's message.
+                if self._refresh_failed:
+                    self._refresh_failed = False
+                    self.message.clear()
 
     def _picked(self, _change: object) -> None:
         if not self._loading:
@@ -140,8 +152,6 @@ class Dashboard(widgets.VBox):
         self.summary.value = totals(chapters, self.details)
         self.refreshes += 1
         self.updated.value = f"<small>Updated {datetime.now():%H:%M:%S}</small>"
-        if self.message.tone == "error":
-            self.message.clear()
 
     def _fetch_details(self, chapters: list[ChapterListItem]) -> dict[str, ChapterDetail]:
         details = {}
