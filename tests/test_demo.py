@@ -81,3 +81,16 @@ def test_demo_refuses_no_time_at_all(tmp_path: Path):
     with pytest.raises(ToolkitError, match="more than 0"):
         run_demo(out=tmp_path / "demo", hours=0)
     assert not (tmp_path / "demo").exists()
+
+
+def test_projects_are_created_when_the_workspace_lacks_them(emulator, workspace, client):
+    from toolkit.demo import pick_projects
+
+    projects = pick_projects(client, emulator, workspace["id"])
+    assert (projects.comic.kind, projects.second_comic.kind, projects.novel.kind) == (
+        "comic",
+        "comic",
+        "novel",
+    )
+    assert projects.comic.process_steps == "full"
+    assert len(client.list_projects()) == 3

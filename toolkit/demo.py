@@ -122,25 +122,26 @@ def prepare_out(out: Path) -> None:
 
 
 def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Projects:
-    """The seeded projects the day uses, created when the seed lacks one."""
-    projects = client.list_projects()
-    comics = sorted(
-        (p for p in projects if p.kind == "comic"), key=lambda p: p.process_steps != "full"
-    )
-    novels = [p for p in projects if p.kind == "novel"]
-    while len(comics) < 2 or not novels:
+    """The seeded projects the day uses (a full-process comic first), created if missing."""
+    for _ in range(4):
+        projects = client.list_projects()
+        comics = sorted(
+            (p for p in projects if p.kind == "comic"), key=lambda p: p.process_steps != "full"
+        )
+        novels = [p for p in projects if p.kind == "novel"]
+        if len(comics) >= 2 and novels:
+            return Projects(comics[0], comics[1], novels[0])
         kind = "comic" if len(comics) < 2 else "novel"
         emulator.create_project(
             workspace_id,
-            name=f"Demo {kind} {len(comics) + len(novels) + 1}",
+            name=f"Demo {kind} {len(projects) + 1}",
             kind=kind,
             source_language="ja" if kind == "comic" else "zh",
             reading_direction="rtl" if kind == "comic" else "ltr",
             process_steps="full" if kind == "comic" else "translate",
             target_languages=["en", "fr"],
         )
-        return pick_projects(client, emulator, workspace_id)
-    return Projects(comics[0], comics[1], novels[0])
+    raise ToolkitError("the demo could not set up its projects on the emulator")
 
 
 def plan(hours: float) -> dict[int, list[str]]:
