@@ -2,9 +2,10 @@
 
 The test starts an emulator, points JupyterLab's kernels at it (CTS_BASE_URL and
 CTS_API_KEY in the server's environment), opens `notebooks/04-operations.ipynb`, runs
-every cell, creates a chapter in the upload panel and re-scans a failed chapter in the
-re-scan panel (confirmation included), then checks what the page shows and what the
-emulator received. A screenshot is saved to `build/browser/04-operations.png`.
+every cell, creates a chapter in the upload panel, holds pages on a staged chapter and
+starts them, and re-scans a failed chapter in the re-scan panel (confirmation included),
+then checks what the page shows and what the emulator received. A screenshot is saved
+to `build/browser/04-operations.png`.
 
 It skips, saying why, where Debian's Chromium or the `browser` extra is missing.
 """
@@ -168,6 +169,24 @@ def test_operations_notebook_in_jupyterlab(
             page.locator("button", has_text="Create chapter").first.click()
             expect(page.get_by_text("with 2 pages; it is running")).to_be_visible()
 
+            # A staged chapter, two pages held in the third tab, then started.
+            page.get_by_text("Staged: create it empty").click()
+            page.locator("button", has_text="Create chapter").first.click()
+            expect(page.get_by_text("Created staged chapter 3")).to_be_visible()
+            page.locator(".lm-TabBar-tabLabel", has_text="Add & start pages").click()
+            with page.expect_file_chooser() as chooser:
+                page.locator("button.widget-upload:visible").first.click()
+            chooser.value.set_files(page_files)
+            page.get_by_text("Hold: keep the pages").click()
+            expect(
+                page.get_by_text("Held pages cost nothing until they are started")
+            ).to_be_visible()
+            page.locator("button", has_text="Add pages").click()
+            expect(page.get_by_text("Added 2 pages to Chapter 3: held")).to_be_visible()
+            expect(page.get_by_text("Starting them will cost about 4 credits")).to_be_visible()
+            page.locator("button", has_text="Start held pages").click()
+            expect(page.get_by_text("Started Chapter 3: 2 pages running")).to_be_visible()
+
             # Re-scan panel: choose the failed chapter, ask, confirm.
             page.locator(".widget-select-multiple select").select_option(index=0)
             page.locator("button", has_text="Re-scan").first.click()
@@ -184,8 +203,15 @@ def test_operations_notebook_in_jupyterlab(
     ledger = emulator.ledger(workspace["id"])
     created = [c for c in ledger["charges"] if c["reason"] == "create" and c["pages"] == 2]
     assert len(created) == 2  # the failed chapter's run, and the one made in the browser
+    started = [(c["reason"], c["pages"], c["credits"]) for c in ledger["charges"][-2:]]
+    assert ("start", 2, 4) in started
     rescans = [c for c in ledger["charges"] if c["reason"] == "rescan"]
     assert [(c["chapterId"], c["credits"]) for c in rescans] == [(failed_id, 4)]
     assert client.get_chapter(failed_id).failed is False
-    assert len(client.list_chapters(comic_project["id"])) == 2
+    chapters = client.list_chapters(comic_project["id"])
+    assert [(c.position, c.page_count, c.started) for c in chapters] == [
+        (1, 2, True),
+        (2, 2, True),
+        (3, 2, True),
+    ]
     assert SCREENSHOT.stat().st_size > 10_000

@@ -518,3 +518,13 @@ def test_dashboard_recovers_once_the_service_answers_again(emulator, workspace, 
     dash.refresh()
     assert dash.message.tone is None
     client.close()
+
+
+def test_a_new_chapter_is_chosen_in_the_pages_tab(comic_project, client, pages):
+    client.create_chapter(comic_project["id"], staged=True, position=5)
+    panel = UploadPanel(client)
+    panel.comic.staged.value = True
+    panel.comic.number.value = "2"
+    panel.comic.create.click()
+    (new,) = [c for c in client.list_chapters(comic_project["id"]) if c.position == 2]
+    assert panel.pages.chapter.value == new.id

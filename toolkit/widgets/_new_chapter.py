@@ -84,7 +84,7 @@ class ComicForm(widgets.VBox):
         self.files.clear()
         self.number.value = ""
         self.panel.message.show(done, "success")
-        self.panel.chapters_changed(project.id)
+        self.panel.chapters_changed(project.id, chapter.id)
 
 
 class NovelForm(widgets.VBox):
@@ -139,4 +139,4 @@ class NovelForm(widgets.VBox):
             f"it is running (about {cost.credits:g} credits).",
             "success",
         )
-        self.panel.chapters_changed(project.id)
+        self.panel.chapters_changed(project.id, chapter.id)

@@ -65,9 +65,13 @@ class UploadPanel(widgets.VBox):
             raise InvalidUpload("no project chosen: pick one (or reload the projects)")
         return self.projects[project_id]
 
-    def chapters_changed(self, project_id: str) -> None:
-        # A new comic chapter should be offered at once in the add-pages tab.
-        if self.pages.project.value == project_id:
+    def chapters_changed(self, project_id: str, chapter_id: str) -> None:
+        """Offer a new comic chapter at once in the add-pages tab, chosen."""
+        if self.projects[project_id].kind != "comic":
+            return
+        if self.pages.project.value != project_id:
+            self.pages.project.value = project_id  # its observer loads the chapters
+        else:
             self.pages.load_chapters()
-        elif self.projects[project_id].kind == "comic":
-            self.pages.project.value = project_id
+        if chapter_id in self.pages.chapters:
+            self.pages.chapter.value = chapter_id
