@@ -14,7 +14,7 @@ import ipywidgets as widgets
 
 from toolkit.errors import InvalidUpload
 from toolkit.widgets._files import PageFiles
-from toolkit.widgets._inputs import chapter_label, count, estimate, parse_number
+from toolkit.widgets._inputs import AUTO, chapter_label, count, estimate, parse_number
 
 if TYPE_CHECKING:
     from toolkit.models import ChapterListItem
@@ -30,7 +30,10 @@ class PagesForm(widgets.VBox):
         self.chapter = widgets.Dropdown(description="Chapter", layout={"width": "420px"})
         self.files = PageFiles()
         self.hold = widgets.Checkbox(
-            value=False, description="Hold: keep the pages without running them", indent=False
+            value=False,
+            description="Hold: keep the pages without running them",
+            indent=False,
+            layout=AUTO,
         )
         self.number = widgets.Text(
             description="Page no.", placeholder="after the last", layout={"width": "220px"}

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from toolkit.models import ChapterListItem, Project
 
 NOVEL_CHARS_PER_UNIT = 2000
+# For a checkbox or label: size to the text, else ipywidgets cuts long labels short.
+AUTO = {"width": "auto"}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import ipywidgets as widgets
 from toolkit.errors import InvalidUpload
 from toolkit.uploads import check_text
 from toolkit.widgets._files import PageFiles
-from toolkit.widgets._inputs import count, decode_text, estimate, parse_number, uploads_of
+from toolkit.widgets._inputs import AUTO, count, decode_text, estimate, parse_number, uploads_of
 
 if TYPE_CHECKING:
     from toolkit.models import Project
@@ -33,7 +33,10 @@ class ComicForm(widgets.VBox):
         self.files = PageFiles()
         self.number = _number_box("Chapter no.")
         self.staged = widgets.Checkbox(
-            value=False, description="Staged: create it empty, pages follow later", indent=False
+            value=False,
+            description="Staged: create it empty, pages follow later",
+            indent=False,
+            layout=AUTO,
         )
         self.cost = widgets.HTML()
         self.create = widgets.Button(description="Create chapter", button_style="primary")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from toolkit.widgets._feedback import Feedback
-from toolkit.widgets._inputs import project_label
+from toolkit.widgets._inputs import AUTO, project_label
 from toolkit.widgets._table import chapter_table, totals
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ class Dashboard(widgets.VBox):
 
         self.picker = widgets.Dropdown(description="Project", layout={"width": "420px"})
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
-        self.auto = widgets.Checkbox(value=False, description="Auto-refresh", indent=False)
+        self.auto = widgets.Checkbox(
+            value=False, description="Auto-refresh", indent=False, layout=AUTO
+        )
         self.interval = widgets.BoundedFloatText(
             value=interval,
             min=MIN_INTERVAL,

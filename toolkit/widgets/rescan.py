@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from toolkit.widgets._feedback import Feedback, Tone, describe
-from toolkit.widgets._inputs import chapter_label, rescan_estimate
+from toolkit.widgets._inputs import AUTO, chapter_label, rescan_estimate
 
 if TYPE_CHECKING:
     from toolkit.client import Client
@@ -48,7 +48,10 @@ class RescanPanel(widgets.VBox):
 
         self.warning = widgets.HTML(f'<p class="tk-warning"><b>&#9888; {WARNING}</b></p>')
         self.show_all = widgets.Checkbox(
-            value=False, description="Show every chapter, not only failed ones", indent=False
+            value=False,
+            description="Show every chapter, not only failed ones",
+            indent=False,
+            layout=AUTO,
         )
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.choice = widgets.SelectMultiple(
