@@ -6,30 +6,13 @@ emulator's clock is manual, so time passes only through `emulator.advance(second
 
 from __future__ import annotations
 
-import io
-import random
-
 import pytest
-
-
-def make_page(seed: int = 0, *, size: tuple[int, int] = (120, 170), fmt: str = "PNG") -> bytes:
-    """A small raster page image; different seeds give different bytes."""
-    from PIL import Image, ImageDraw
-
-    rng = random.Random(seed)
-    image = Image.new("RGB", size, "white")
-    draw = ImageDraw.Draw(image)
-    for _ in range(6):
-        x, y = rng.randrange(size[0] - 20), rng.randrange(size[1] - 20)
-        draw.ellipse([x, y, x + rng.randrange(10, 40), y + rng.randrange(8, 30)], outline="black")
-    buffer = io.BytesIO()
-    image.save(buffer, fmt)
-    return buffer.getvalue()
+from page_images import make_page
 
 
 @pytest.fixture(name="make_page")
 def make_page_fixture():
-    """The `make_page` function, for test directories that cannot import this module."""
+    """The `make_page` function as a fixture."""
     return make_page
 
 

@@ -252,7 +252,7 @@ def _between(entries: list[dict], marks: list[int]) -> list[list[dict]]:
 def simulated_day(emulator, workspace, client, tmp_path):
     """Hourly snapshots of a workspace with failures, stalls and re-scans; returns the
     store and, per snapshot, how many ledger charges and lines existed when it was taken."""
-    from conftest import make_page
+    from page_images import make_page
 
     ws = workspace["id"]
     common = {"source_language": "ja", "reading_direction": "rtl"}
@@ -354,7 +354,7 @@ def test_cycle_times_and_failures_match_the_events_the_emulator_sent(simulated_d
 
 
 def test_stalled_finds_the_run_the_emulator_stalled(emulator, comic_project, client, tmp_path):
-    from conftest import make_page
+    from page_images import make_page
 
     emulator.set_faults(stall_rate=1.0, seed=3)
     chapter = client.create_chapter(comic_project["id"], pages=[make_page(1)])

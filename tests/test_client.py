@@ -10,7 +10,7 @@ import traceback
 
 import httpx
 import pytest
-from conftest import make_page
+from page_images import make_page
 from scripted import BASE_URL, KEY, Script, scripted_client
 
 import toolkit as tk

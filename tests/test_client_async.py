@@ -7,7 +7,7 @@ import inspect
 
 import httpx
 import pytest
-from conftest import make_page
+from page_images import make_page
 from scripted import Script, scripted_async_client
 
 import toolkit as tk

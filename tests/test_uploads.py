@@ -7,7 +7,7 @@ import tracemalloc
 import zlib
 
 import pytest
-from conftest import make_page
+from page_images import make_page
 
 from toolkit.errors import InvalidUpload
 from toolkit.uploads import (
