@@ -24,7 +24,7 @@ def secret_key(secret: str) -> bytes:
 def signature(key: bytes, webhook_id: str, timestamp: int | str, body: bytes) -> bytes:
     """HMAC-SHA256 over `{id}.{timestamp}.{body}`, the body as raw bytes."""
     signed = f"{webhook_id}.{timestamp}.".encode() + body
-    return hmac.new(key, signed, hashlib.sha256).digest()
+    return hmac.digest(key, signed, hashlib.sha256)
 
 
 def sign(secret: str, webhook_id: str, timestamp: int | str, body: bytes) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hmac
 import json
 import math
@@ -39,8 +40,12 @@ HeaderSource = Mapping[str, str] | Iterable[tuple[str, str]]
 
 TOLERANCE = 300
 _WANTED = ("webhook-id", "webhook-timestamp", "webhook-signature")
+_WANTED_NAMES = frozenset(_WANTED)
 # Twelve digits reach the year 33658; anything longer is garbage, not a time.
 _SECONDS = re.compile(r"[0-9]{1,12}")
+# Tuples, not `bytes | ...` unions: a union is built anew each time the line runs.
+_RAW_BODY = (bytes, bytearray, memoryview)
+_NUMBER = (int, float)
 
 
 def verify(
@@ -69,7 +74,7 @@ def secret_key(secret: str) -> bytes:
     if not isinstance(secret, str):
         raise WebhookVerificationError("the webhook secret must be text like 'whsec_...'")
     try:
-        key = _signing.secret_key(secret.strip())
+        key = _decoded(secret)
     except ValueError as exc:
         raise WebhookVerificationError(
             "the webhook secret is not 'whsec_' followed by base64; "
@@ -81,6 +86,12 @@ def secret_key(secret: str) -> bytes:
     return key
 
 
+@functools.lru_cache(maxsize=8)
+def _decoded(secret: str) -> bytes:
+    # verify() is handed the secret on every call; decode each secret once.
+    return _signing.secret_key(secret.strip())
+
+
 def check_signature(
     body: bytes,
     headers: HeaderSource,
@@ -90,7 +101,7 @@ def check_signature(
     now: datetime | float | None = None,
 ) -> str:
     """Verify headers, timestamp and signature against `key`; return the `webhook-id`."""
-    if not isinstance(body, bytes | bytearray | memoryview):
+    if not isinstance(body, _RAW_BODY):
         raise WebhookVerificationError(
             f"the body must be the raw bytes as received, not {type(body).__name__}; "
             "pass `await request.body()` untouched"
@@ -141,8 +152,10 @@ def _webhook_headers(headers: HeaderSource) -> dict[str, str]:
     try:
         pairs = headers.items() if isinstance(headers, Mapping) else headers
         for raw_name, raw_value in pairs:
-            name = _header_text(raw_name).lower()
-            if name not in _WANTED:
+            # Names are only compared, never signed: no Unicode check for the many
+            # headers a delivery carries that are not ours (`_header_text` checks values).
+            name = (raw_name if isinstance(raw_name, str) else _header_text(raw_name)).lower()
+            if name not in _WANTED_NAMES:
                 continue
             value = _header_text(raw_value).strip()
             if found.setdefault(name, value) != value:
@@ -195,7 +208,7 @@ def _v1_signatures(header: str) -> list[bytes]:
 
 
 def _seconds(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, _NUMBER) or not math.isfinite(value):
         raise TypeError(f"expected seconds as a finite number, not {value!r}")
     return float(value)
 

@@ -1,0 +1,204 @@
+"""Benchmark 5: webhook verification and the receiver's deliveries per second.
+
+`tk.webhooks.verify` and the `standardwebhooks` package's `Webhook.verify` check the same
+signed deliveries (fresh timestamps, event bodies shaped like the emulator's), each from
+the public call a user makes: ours is given the `whsec_` secret on every call, theirs is
+built once around it. Rates are medians of `runs` passes.
+
+The receiver runs in this process under uvicorn on loopback; a separate process signs
+and POSTs `deliveries` events, `concurrency` at a time, each with a new id. Every event
+is committed to the receiver's SQLite (`synchronous=FULL`) before its 2xx, and, in the
+second variant, handed to a `SnapshotStore` too. Both variants check that every event
+arrived exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from tests.bench.client_side import ClientProcess
+from tests.bench.table import Table, spread
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    deliveries: int = 2_000
+    concurrency: int = 8
+    runs: int = 5
+
+
+def run(options: WebhookOptions) -> list[Table]:
+    table = Table("5. Webhooks")
+    _verify_rates(table, options)
+    folder = tempfile.mkdtemp(prefix="bench-receiver-")
+    try:
+        with ClientProcess() as sender:
+            for with_store, count in ((False, options.deliveries), (True, options.deliveries // 4)):
+                _receiver_rate(table, sender, folder, options, count=count, with_store=with_store)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return [table]
+
+
+# -- verify ---------------------------------------------------------------------------------
+
+
+def _verify_rates(table: Table, options: WebhookOptions) -> None:
+    from standardwebhooks import Webhook
+
+    from toolkit.webhooks import verify
+
+    messages = [signed(n) for n in range(options.deliveries)]
+    reference = Webhook(SECRET)
+
+    def ours() -> None:
+        for body, headers in messages:
+            verify(body, headers, SECRET)
+
+    def theirs() -> None:
+        for body, headers in messages:
+            reference.verify(body, headers)
+
+    rates = {}
+    for name, work in (("tk.webhooks.verify", ours), ("standardwebhooks Webhook.verify", theirs)):
+        times = []
+        for _ in range(options.runs):
+            began = time.perf_counter()
+            work()
+            times.append(time.perf_counter() - began)
+        rates[name] = len(messages) / statistics.median(times)
+        table.add(
+            f"{name}: deliveries verified a second",
+            f"{rates[name]:,.0f}",
+            f"median of {options.runs} passes over {len(messages):,} ({spread(times)})",
+        )
+    ratio = rates["tk.webhooks.verify"] / rates["standardwebhooks Webhook.verify"]
+    table.verdict("  ours / standardwebhooks", f"{ratio:.2f}x", ratio >= 1.0, ">= 1.0x")
+
+
+def signed(number: int, *, timestamp: int | None = None) -> tuple[bytes, dict[str, str]]:
+    """A delivery as the emulator sends it: body bytes and the three webhook headers."""
+    from toolkit._signing import sign
+
+    webhook_id = f"msg_{uuid.uuid4().hex}"
+    stamp = int(time.time()) if timestamp is None else timestamp
+    body = json.dumps(
+        {
+            "type": "chapter.finished",
+            "timestamp": "2026-11-21T12:00:00.000Z",
+            "data": {
+                "chapterId": str(uuid.uuid4()),
+                "projectId": str(uuid.uuid4()),
+                "position": number + 1,
+                "title": f"Chapter {number + 1}",
+                "pageCount": 18,
+                "languages": [
+                    {"languageCode": code, "status": "needs_review", "failed": False}
+                    for code in ("en", "fr", "es")
+                ],
+            },
+        }
+    ).encode()
+    # The headers an emulator delivery arrives with, as a receiver's request shows them.
+    headers = {
+        "host": "127.0.0.1:8766",
+        "accept": "*/*",
+        "accept-encoding": "gzip, deflate",
+        "connection": "keep-alive",
+        "user-agent": "cts-emulator-webhooks/1",
+        "content-type": "application/json",
+        "content-length": str(len(body)),
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(stamp),
+        "webhook-signature": sign(SECRET, webhook_id, stamp, body),
+    }
+    return body, headers
+
+
+# -- the receiver ---------------------------------------------------------------------------
+
+
+def _receiver_rate(
+    table: Table,
+    sender: ClientProcess,
+    folder: str,
+    options: WebhookOptions,
+    *,
+    count: int,
+    with_store: bool,
+) -> None:
+    from toolkit import SnapshotStore
+    from toolkit.webhooks import Receiver
+
+    variant = "store" if with_store else "inbox"
+    store = SnapshotStore(f"{folder}/{variant}-store") if with_store else None
+    receiver = Receiver(SECRET, store=store, seen_path=f"{folder}/{variant}.sqlite")
+    try:
+        with serving(receiver) as url:
+            sent = sender.call(send_deliveries, url, count, concurrency=options.concurrency)
+        kept = len(store.history("events")) if store is not None else len(receiver.events())
+    finally:
+        receiver.close()
+    label = "receiver + SnapshotStore" if with_store else "receiver, SQLite inbox only"
+    table.add(
+        f"{label}: deliveries a second",
+        f"{count / sent['seconds']:,.0f}",
+        f"{count:,} signed POSTs, {options.concurrency} at a time; "
+        f"{sent['ok']:,} answered 2xx, {kept:,} events kept",
+    )
+    if sent["ok"] != count or kept != count:
+        raise RuntimeError(f"{label}: {sent['ok']} answered 2xx and {kept} kept of {count}")
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on a free loopback port, on a thread."""
+    import uvicorn
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:  # start-up: poll briefly
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the receiver did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def send_deliveries(url: str, count: int, *, concurrency: int) -> dict[str, Any]:
+    """Sign and POST `count` deliveries, `concurrency` at a time (in the sender's process)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    with httpx.Client(timeout=30) as http:
+        http.post(url, content=b"{}")  # warm-up: the connection (answered 401)
+
+        def send(number: int) -> bool:
+            body, headers = signed(number)
+            return http.post(url, content=body, headers=headers).is_success
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            answers = list(pool.map(send, range(count)))
+        return {"seconds": time.perf_counter() - began, "ok": sum(answers)}
