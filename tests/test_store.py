@@ -148,7 +148,7 @@ def apply(service: FakeService, op: tuple[str, int], step: int) -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(ops=st.lists(operation, min_size=1, max_size=6), shuffle=st.randoms(use_true_random=False))
 def test_history_as_of_and_latest_equal_whole_snapshots(tmp_path_factory, ops, shuffle):
@@ -179,6 +179,23 @@ def test_history_as_of_and_latest_equal_whole_snapshots(tmp_path_factory, ops, s
         assert_same(
             reader.latest(table), stamped(last_ws, table, ids[len(pulls) - 1], last_at), table
         )
+
+
+def test_a_store_object_reading_again_after_other_commits_sees_the_new_order(tmp_path):
+    # Found by the property test above: a change worked out for a snapshot out of order
+    # must move when a snapshot committed later by another writer lands before it.
+    service = FakeService()
+    service.add_project("p1", languages=("en",))
+    pulls = []
+    for step in range(6):
+        if step == 3:
+            service.add_chapter("c0", "p1")
+        pulls.append((hours(step), tk.pull(service)))
+    writers = [SnapshotStore(tmp_path), SnapshotStore(tmp_path)]
+    for n, i in enumerate((0, 4, 2, 1, 5, 3)):
+        writers[n % 2].write(pulls[i][1], at=pulls[i][0])
+    history = SnapshotStore(tmp_path).history("chapters")
+    assert history["snapshot_at"].tolist() == [pd.Timestamp(hours(h)) for h in (3, 4, 5)]
 
 
 def test_history_filters_by_time_and_project(tmp_path, service):

@@ -57,7 +57,7 @@ def compact(
             continue
         listed = [
             f
-            for f in files.list(table)
+            for f in files.visible(table)
             if before is None or f.partition is None or f.partition < before
         ]
         # Only snapshot tables have files that count once their manifest row exists.

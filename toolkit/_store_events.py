@@ -80,7 +80,7 @@ def history(
     """Every event once (the first copy received), oldest first."""
     from toolkit.store import utc
 
-    listed = files.list("events")
+    listed = files.visible("events")
     con = connect()
     try:
         con.register("stored", files.dataset(listed, schema.EVENTS))

@@ -132,7 +132,7 @@ class Files:
             self.fs.move(temp, final)
         return final
 
-    def list(self, table: str) -> list[StoredFile]:
+    def visible(self, table: str) -> list[StoredFile]:
         """The visible files of a table's folder (recursively), covered ones left out."""
         selector = pafs.FileSelector(self.folder(table), recursive=True, allow_not_found=True)
         found: list[StoredFile] = []

@@ -260,11 +260,15 @@ class Log:
             self.con.unregister("_chain")
 
     def _fixup(self, position: int) -> pa.Table:
+        row = self._rows[position]
         previous_id = self._rows[position - 1]["snapshot_id"] if position else None
-        key = (self.table, self._rows[position]["snapshot_id"], previous_id)
+        key = (self.table, row["snapshot_id"], previous_id)
         if key not in self._cache:
             self._cache[key] = self._work_out(position)
-        return self._cache[key]
+        change = self._cache[key]
+        # The position is stamped afresh: a snapshot committed since may have moved it.
+        positions = pa.array([row["idx"]] * change.num_rows, pa.int64())
+        return change.set_column(0, "idx", positions)
 
     def _work_out(self, position: int) -> pa.Table:
         row = self._rows[position]

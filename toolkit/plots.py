@@ -15,7 +15,7 @@ a workspace of a hundred projects stays legible.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.dates as mdates
 import numpy as np
@@ -25,12 +25,14 @@ from toolkit import analysis
 from toolkit._observed import observe, with_previous
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from matplotlib.axes import Axes
 
     from toolkit._observed import Observed
     from toolkit.store import SnapshotStore
 
-    Source = SnapshotStore | Observed | pd.DataFrame
+    Source: TypeAlias = SnapshotStore | Observed | pd.DataFrame
 
 OTHER = "other"
 OTHER_COLOR = "#a8a8a8"
@@ -95,7 +97,7 @@ def _stacked(
     ax: Axes,
     wide: pd.DataFrame,
     width: pd.Timedelta | None,
-    styles: dict[str, dict[str, object]] | None = None,
+    styles: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """Stacked bars per period (areas when there are too many periods for bars)."""
     styles = {OTHER: {"color": OTHER_COLOR}, **(styles or {})}
@@ -173,7 +175,7 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
         ranked = [*ranked[:top], OTHER]
     x = _naive(pd.Series(wide.index))
     for name in ranked:
-        style = {"color": OTHER_COLOR, "linestyle": "--"} if name == OTHER else {}
+        style: dict[str, Any] = {"color": OTHER_COLOR, "linestyle": "--"} if name == OTHER else {}
         ax.plot(x, wide[name].to_numpy(), drawstyle="steps-post", label=str(name), linewidth=1.8,
                 **style)  # fmt: skip
     _date_axis(ax)

@@ -49,7 +49,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import duckdb
 import pandas as pd
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MANIFEST_BATCH = 48  # small manifest files that make take() merge them
-When = datetime | pd.Timestamp | str
+When: TypeAlias = datetime | pd.Timestamp | str
 
 
 @dataclass(frozen=True)
@@ -387,7 +387,7 @@ class SnapshotStore:
 
     def _manifest(self) -> pa.Table:
         """Committed snapshots in order, with `idx`, `linear`, `base_id` and `full`."""
-        files = self._files.list("manifest")
+        files = self._files.visible("manifest")
         with self._lock:
             cached = dict(self._manifest_files)
         tables = []
@@ -448,7 +448,7 @@ class SnapshotStore:
         """Run `work` on the tables' change logs; tried again when a compaction removed a
         file between listing and reading."""
         for attempt in range(3):
-            listed = {name: self._files.list(name) for name in tables}
+            listed = {name: self._files.visible(name) for name in tables}
             con = connect()
             try:
                 con.register("manifest", manifest)
