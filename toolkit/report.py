@@ -1,7 +1,8 @@
 """`write_report`: the store's figures as PNG plots and a summary table, in one folder.
 
 ```python
-path = tk.report.write_report("data/snapshots", out="data/report")
+from toolkit.report import write_report
+path = write_report("data/snapshots", out="data/report")
 ```
 
 The folder gets `progress.png`, `throughput.png`, `credit_spend.png`,

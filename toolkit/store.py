@@ -28,6 +28,12 @@ A year of hourly snapshots of a large workspace is then the size of its changes,
 at a snapshot are the newest row per key at or before it, since the last full snapshot,
 dropping `_deleted`, and only snapshots with a manifest row count.
 
+Files are few and large, as DuckDB likes them: `compact()` merges each folder into one
+sorted file (keyed by snapshot, so uncommitted rows stay invisible), and on a local
+disk `take` does it as it goes, for past days once a new day starts and for the
+manifest every `MANIFEST_BATCH` snapshots. Within a file rows are sorted by key, so a
+chapter's history sits together, compresses well, and a project filter skips row groups.
+
 Writes are atomic: each file appears complete under its final name or not at all (see
 `_store_files`), and the manifest row is written last. Readers ignore every row whose
 snapshot has no manifest row, so a crash at any point leaves the store readable and
@@ -39,7 +45,8 @@ is reconciled when read.
 Decisions the design leaves open: a naive `at` or `since`/`until` is taken as UTC;
 `latest`, `as_of` and `history` rows carry the id and time of the snapshot they show;
 `history("events")` filters on the event's `timestamp` (the service's clock, like
-`snapshot_at`), not on when it was received.
+`snapshot_at`), not on when it was received; two snapshots at the same time are ordered
+as they were taken (the service's `Date` header counts whole seconds).
 """
 
 from __future__ import annotations
