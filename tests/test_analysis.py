@@ -110,11 +110,15 @@ def test_credit_spend_tells_rework_from_new_pages(service, store):
 def test_a_novel_pays_once_and_that_is_not_rework(service, store):
     service.add_project("n1", languages=("en", "es"))
     store.take(service, at=hours(0))
-    service.add_chapter("c1", "n1", pages=0, credits=6)
+    service.add_chapter("c1", "n1", pages=0, credits=6, languages=("en", "es"))
+    service.add_chapter("c2", "p1", pages=2, credits=4)  # a comic: 1 credit a page-language
     store.take(service, at=hours(1))
     spend = analysis.credit_spend(store, freq="1h")
-    assert spend["credits"].sum() == 6 and spend["rework_credits"].sum() == 0
-    with pytest.raises(ValueError, match="no credit spend in the store yet"):
+    assert spend["credits"].sum() == 10 and spend["rework_credits"].sum() == 0
+    # A comic without history of its own takes the price of the workspace's comics; a
+    # novel, priced by its text, does not.
+    assert analysis.price_estimate(store, "p2", pages=5) == 5.0
+    with pytest.raises(ValueError, match="no page price learned for project 'n1'"):
         analysis.price_estimate(store, "n1", pages=3)
 
 

@@ -236,18 +236,32 @@ def price_estimate(
 ) -> float:
     """Credits an upload of `pages` pages will cost, from the price seen in history.
 
+    The project's own price when the store saw it pay, else the median price of the
+    workspace's projects of the same kind (comic or novel). A novel is priced by its
+    text, not by pages, so a novel project without page prices raises `ValueError`.
     languages: how many target languages (or their codes); by default the project's.
     """
     obs = observe(store)
     prices = price_per_page(obs)
-    price = prices.get(project_id, prices.get(None))
+    projects = obs.store.latest("projects").set_index("project_id")
+    price = prices.get(project_id)
+    if price is None and project_id in projects.index:
+        kind = projects.loc[project_id, "kind"]
+        alike = [
+            value
+            for other, value in prices.items()
+            if other in projects.index and projects.loc[other, "kind"] == kind
+        ]
+        price = float(np.median(alike)) if alike else None
+    elif price is None:
+        price = prices.get(None)
     if price is None:
         raise ValueError(
-            "no credit spend in the store yet to learn a price from; take snapshots "
-            "(store.take) while a chapter runs, then ask again"
+            f"no page price learned for project {project_id!r} yet: the store has seen no "
+            "first charge of a chapter with pages in it (or a project like it); take "
+            "snapshots (store.take) while a chapter runs, then ask again"
         )
     if languages is None:
-        projects = obs.store.latest("projects").set_index("project_id")
         if project_id not in projects.index:
             raise ValueError(
                 f"project {project_id!r} is not in the latest snapshot; "
