@@ -108,7 +108,7 @@ def test_credit_spend_tells_rework_from_new_pages(service, store):
 
 
 def test_a_novel_pays_once_and_that_is_not_rework(service, store):
-    service.add_project("n1", languages=("en", "es"))
+    service.add_project("n1", languages=("en", "es"), kind="novel")
     store.take(service, at=hours(0))
     service.add_chapter("c1", "n1", pages=0, credits=6, languages=("en", "es"))
     service.add_chapter("c2", "p1", pages=2, credits=4)  # a comic: 1 credit a page-language
