@@ -59,8 +59,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit import _store_events, schema
 from toolkit._store_files import Files, new_id, resolve
@@ -87,9 +89,9 @@ MANIFEST_BATCH = 48  # small manifest files that make take() merge them
 When: TypeAlias = datetime | pd.Timestamp | str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SnapshotInfo:
-    """What `take` wrote: the snapshot's manifest row."""
+    """What `take` wrote: the snapshot's manifest row. Prints as one readable line."""
 
     snapshot_id: str
     snapshot_at: datetime
@@ -109,6 +111,9 @@ class SnapshotInfo:
             f"{self.rows_exports} files; {self.requests} requests in {self.seconds:.1f} s "
             f"(details={self.details})"
         )
+
+    def __repr__(self) -> str:
+        return f"<SnapshotInfo {self}>"
 
 
 def utc(when: When) -> datetime:
@@ -178,9 +183,7 @@ class SnapshotStore:
             for name, table_schema in schema.SNAPSHOT_TABLES.items()
         }
         manifest = self._manifest()
-        earlier = [r for r in manifest.to_pylist() if r["snapshot_id"] < snapshot_id]
-        base = earlier[-1]["snapshot_id"] if earlier else None
-        since_full = next((n for n, r in enumerate(reversed(earlier)) if r["full"]), len(earlier))
+        base, base_at, since_full = _before(manifest, snapshot_id)
         full = base is None or since_full + 1 >= FULL_EVERY
         before = self._state(base, manifest) if base is not None else None
 
@@ -226,7 +229,6 @@ class SnapshotStore:
         with self._lock:
             self._last = (snapshot_id, tables)
         if self.auto_compact:
-            base_at = earlier[-1]["snapshot_at"] if earlier else None
             self._tidy(when, base_at)
         return info
 
@@ -473,6 +475,21 @@ class SnapshotStore:
             finally:
                 con.close()
         raise AssertionError("unreachable")
+
+
+def _before(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime | None, int]:
+    """The snapshot a new one is based on (the newest earlier one), its time, and how many
+    snapshots were taken since the last full one. Arrow, not Python rows: a year of hourly
+    snapshots makes the manifest 8,760 rows long, and every write reads it."""
+    ids = manifest.column("snapshot_id")
+    # The manifest is in id order, so the earlier snapshots are its first `count` rows.
+    count = pc.sum(pc.less(ids, pa.scalar(snapshot_id, ids.type))).as_py() or 0
+    if not count:
+        return None, None, 0
+    fulls = pc.fill_null(manifest.column("full").slice(0, count), False)
+    marked = np.flatnonzero(fulls.to_numpy(zero_copy_only=False))
+    since_full = count - 1 - int(marked[-1]) if len(marked) else count
+    return ids[count - 1].as_py(), manifest.column("snapshot_at")[count - 1].as_py(), since_full
 
 
 def _stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
