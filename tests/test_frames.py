@@ -237,3 +237,12 @@ def test_an_empty_emulator_workspace_pulls_empty_frames(client):
     for name in schema.SNAPSHOT_TABLES:
         assert ws.table(name).empty
         assert_contract(ws.table(name), name)
+
+
+def test_an_async_client_is_refused_with_what_to_pass_instead():
+    class Async:
+        async def list_projects(self):
+            return []
+
+    with pytest.raises(TypeError, match=r"pass tk\.Client"):
+        tk.pull(Async())

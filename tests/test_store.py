@@ -98,6 +98,7 @@ def test_manifest_rows_say_what_each_take_did(tmp_path, service):
     text = str(info)
     assert text.startswith(f"snapshot {info.snapshot_id} at 2026-03-02 10:00:00 UTC: 2 projects")
     assert "\n" not in text and "5 requests" in text
+    assert repr(info) == f"<SnapshotInfo {text}>"
 
 
 def test_snapshot_time_is_at_else_the_service_date_else_the_local_clock(tmp_path, service):

@@ -13,6 +13,7 @@ ends the pull.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -64,6 +65,11 @@ class Fetcher:
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be 1 or more, not {concurrency}")
+        if inspect.iscoroutinefunction(getattr(client, "list_projects", None)):
+            raise TypeError(
+                "frames are pulled with the blocking tk.Client (it runs requests "
+                "concurrently itself); pass tk.Client(...) rather than tk.AsyncClient"
+            )
         self.client = client
         self.concurrency = concurrency
         self.progress = progress
