@@ -156,28 +156,25 @@ def _lists_differ(a: pa.Array, b: pa.Array) -> np.ndarray:
     return differ
 
 
-def order_manifest(con: duckdb.DuckDBPyConnection, manifest: pa.Table) -> pa.Table:
-    """The manifest in snapshot order, one row per id, with `idx` and `linear` added."""
-    con.register("_manifest_raw", manifest)
-    try:
-        return arrow(
-            con,
-            """
-            WITH unique_ids AS (
-                SELECT * FROM _manifest_raw
-                QUALIFY row_number() OVER (PARTITION BY snapshot_id ORDER BY snapshot_id) = 1
-            )
-            SELECT *,
-                   (row_number() OVER w - 1)::BIGINT AS idx,
-                   coalesce(base_id = lag(snapshot_id) OVER w,
-                            base_id IS NULL AND row_number() OVER w = 1) AS linear
-            FROM unique_ids
-            WINDOW w AS (ORDER BY snapshot_id)
-            ORDER BY snapshot_id
-            """,
-        )
-    finally:
-        con.unregister("_manifest_raw")
+def order_manifest(manifest: pa.Table) -> pa.Table:
+    """The manifest in snapshot order, one row per id, with `idx` and `linear` added.
+
+    In Arrow rather than DuckDB: every read and every write orders the manifest, and a
+    year of hourly snapshots makes it 8,760 rows long.
+    """
+    ordered = manifest.take(pc.sort_indices(manifest, [("snapshot_id", "ascending")]))
+    ids = ordered.column("snapshot_id").to_numpy(zero_copy_only=False)
+    # One row per id: a compaction can briefly leave a manifest row in two files.
+    first = np.ones(len(ids), dtype=bool)
+    first[1:] = ids[1:] != ids[:-1]
+    ordered, ids = ordered.filter(pa.array(first)), ids[first]
+    previous = np.empty(len(ids), dtype=object)
+    previous[1:] = ids[:-1]
+    bases = ordered.column("base_id").to_numpy(zero_copy_only=False)
+    # Linear: based on the snapshot just before it (the first: based on none).
+    linear = np.array([b == p for b, p in zip(bases, previous, strict=True)], dtype=bool)
+    ordered = ordered.append_column("idx", pa.array(np.arange(len(ids)), pa.int64()))
+    return ordered.append_column("linear", pa.array(linear, pa.bool_()))
 
 
 class Log:

@@ -407,11 +407,7 @@ class SnapshotStore:
         with self._lock:
             self._manifest_files = {f.path: cached[f.path] for f in files}
         merged = pa.concat_tables(tables) if tables else MANIFEST_STORED.empty_table()
-        con = connect()
-        try:
-            return order_manifest(con, merged)
-        finally:
-            con.close()
+        return order_manifest(merged)
 
     def _state(self, snapshot_id: str, manifest: pa.Table) -> dict[str, pa.Table]:
         """Every table's rows at one snapshot (from memory when this object wrote it)."""
