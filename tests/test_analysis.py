@@ -116,9 +116,20 @@ def test_a_novel_pays_once_and_that_is_not_rework(service, store):
     spend = analysis.credit_spend(store, freq="1h")
     assert spend["credits"].sum() == 10 and spend["rework_credits"].sum() == 0
     # A comic without history of its own takes the price of the workspace's comics; a
-    # novel, priced by its text, does not.
+    # novel, priced by its text, is estimated per chapter of its usual length.
     assert analysis.price_estimate(store, "p2", pages=5) == 5.0
-    with pytest.raises(ValueError, match="no page price learned for project 'n1'"):
+    assert analysis.price_per_chapter(store) == {"n1": 3.0, None: 3.0}
+    assert analysis.price_estimate(store, "n1", pages=2) == 2 * 2 * 3.0
+    service.add_project("n2", languages=("en",), kind="novel")
+    store.take(service, at=hours(2))
+    assert analysis.price_estimate(store, "n2", pages=1) == 3.0  # like the other novel
+
+
+def test_no_price_history_is_said_plainly(service, store):
+    service.add_project("n1", languages=("en",), kind="novel")
+    service.add_chapter("c1", "p1", pages=2, credits=4)
+    store.take(service, at=hours(0))
+    with pytest.raises(ValueError, match="no chapter price learned for project 'n1'"):
         analysis.price_estimate(store, "n1", pages=3)
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "cycle_times",
     "failures",
     "price_estimate",
+    "price_per_chapter",
     "price_per_page",
     "stalled",
     "throughput",
@@ -126,34 +127,61 @@ def throughput(
     return result
 
 
-def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
-    """The effective price per page and target language, per project id; the key `None`
-    holds the workspace-wide median. Learned from first charges seen in the store."""
-    obs = observe(store)
-    if "prices" in obs.memo:
-        return cast(dict[str | None, float], obs.memo["prices"])
+def _first_charges(obs: Observed, *, paged: bool) -> pd.DataFrame:
+    """First charges (a chapter's first rise of `credits_spent`) seen after the baseline,
+    else at it: `chapter_id, project_id, credits, pages, n_langs`. `paged` picks
+    chapters with pages (comics) or without (novels, priced by their text)."""
     chapters = with_previous(obs.chapters, ["chapter_id"], ["credits_spent"])
     credits = chapters["credits_spent"].fillna(0).astype("float64")
     before = chapters["prev_credits_spent"].fillna(0).astype("float64")
     pages = chapters["page_count"].fillna(0).astype("float64")
-    live = ~chapters["deleted"] & (credits > 0) & (pages > 0)
+    live = ~chapters["deleted"] & (credits > 0) & ((pages > 0) if paged else (pages == 0))
     first = live & (before == 0) & (chapters["idx"] > 0)
     if not first.any():
         # No first charge seen since the baseline: what chapters had spent by then.
         first = live & (chapters["idx"] == 0)
-    observed = chapters[first].copy()
-    n_langs = np.array(
-        [max(len(obs.languages_of.get(c, [])), 1) for c in observed["chapter_id"]], dtype=float
+    chosen = chapters[first]
+    n_langs = [max(len(obs.languages_of.get(c, [])), 1) for c in chosen["chapter_id"]]
+    return pd.DataFrame(
+        {
+            "project_id": chosen["project_id"].astype(object).to_numpy(),
+            "credits": (credits - before)[first].to_numpy(),
+            "pages": pages[first].to_numpy(),
+            "n_langs": np.array(n_langs, dtype=float),
+        }
     )
-    observed["price"] = (credits - before)[first].to_numpy() / (pages[first].to_numpy() * n_langs)
-    prices: dict[str | None, float] = {
+
+
+def _medians(prices: pd.DataFrame) -> dict[str | None, float]:
+    medians: dict[str | None, float] = {
         str(project): float(group.median())
-        for project, group in observed.groupby("project_id")["price"]
+        for project, group in prices.groupby("project_id")["price"]
     }
-    if len(observed):
-        prices[None] = float(observed["price"].median())
-    obs.memo["prices"] = prices
-    return prices
+    if len(prices):
+        medians[None] = float(prices["price"].median())
+    return medians
+
+
+def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
+    """The effective price per page and target language, per project id; the key `None`
+    holds the workspace-wide median. Learned from first charges seen in the store."""
+    obs = observe(store)
+    if "prices" not in obs.memo:
+        first = _first_charges(obs, paged=True)
+        first["price"] = first["credits"] / (first["pages"] * first["n_langs"])
+        obs.memo["prices"] = _medians(first)
+    return cast(dict[str | None, float], obs.memo["prices"])
+
+
+def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float]:
+    """For chapters without pages (novels, priced by their text): the typical first
+    charge per chapter and target language, per project id (`None`: all of them)."""
+    obs = observe(store)
+    if "chapter_prices" not in obs.memo:
+        first = _first_charges(obs, paged=False)
+        first["price"] = first["credits"] / first["n_langs"]
+        obs.memo["chapter_prices"] = _medians(first)
+    return cast(dict[str | None, float], obs.memo["chapter_prices"])
 
 
 def _spend_rows(obs: Observed) -> pd.DataFrame:
@@ -237,16 +265,17 @@ def price_estimate(
     """Credits an upload of `pages` pages will cost, from the price seen in history.
 
     The project's own price when the store saw it pay, else the median price of the
-    workspace's projects of the same kind (comic or novel). A novel is priced by its
-    text, not by pages, so a novel project without page prices raises `ValueError`.
+    workspace's projects of the same kind. A novel is priced by its text, not by pages:
+    for a novel project `pages` counts chapters of the project's usual length.
     languages: how many target languages (or their codes); by default the project's.
     """
     obs = observe(store)
-    prices = price_per_page(obs)
     projects = obs.store.latest("projects").set_index("project_id")
+    known = project_id in projects.index
+    kind = projects.loc[project_id, "kind"] if known else None
+    prices = price_per_chapter(obs) if kind == "novel" else price_per_page(obs)
     price = prices.get(project_id)
-    if price is None and project_id in projects.index:
-        kind = projects.loc[project_id, "kind"]
+    if price is None and known:
         alike = [
             value
             for other, value in prices.items()
@@ -256,13 +285,14 @@ def price_estimate(
     elif price is None:
         price = prices.get(None)
     if price is None:
+        unit = "chapter" if kind == "novel" else "page"
         raise ValueError(
-            f"no page price learned for project {project_id!r} yet: the store has seen no "
-            "first charge of a chapter with pages in it (or a project like it); take "
-            "snapshots (store.take) while a chapter runs, then ask again"
+            f"no {unit} price learned for project {project_id!r} yet: the store has seen "
+            "no first charge of a chapter like its own; take snapshots (store.take) "
+            "while a chapter runs, then ask again"
         )
     if languages is None:
-        if project_id not in projects.index:
+        if not known:
             raise ValueError(
                 f"project {project_id!r} is not in the latest snapshot; "
                 "pass languages= or take a snapshot first"
