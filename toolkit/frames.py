@@ -285,13 +285,19 @@ def _changed(
     items: Sequence[ChapterListItem], since: Workspace
 ) -> tuple[list[str], dict[tuple[str, str], int | None]]:
     """Chapters whose detail must be read, and the counts carried over for the rest."""
-    before = since.chapters.set_index("chapter_id")["last_activity_at"].to_dict()
-    carried: dict[tuple[str, str], int | None] = {}
-    for row in since.languages[["chapter_id", "language_code", "untranslated"]].itertuples(
-        index=False
-    ):
-        left = row.untranslated
-        carried[(row.chapter_id, row.language_code)] = None if pd.isna(left) else int(left)
+    before = dict(
+        zip(since.chapters["chapter_id"].tolist(), since.chapters["last_activity_at"], strict=True)
+    )
+    languages = since.languages
+    carried: dict[tuple[str, str], int | None] = {
+        (chapter, code): None if left is pd.NA else int(left)
+        for chapter, code, left in zip(
+            languages["chapter_id"].tolist(),
+            languages["language_code"].tolist(),
+            languages["untranslated"].tolist(),
+            strict=True,
+        )
+    }
     wanted = []
     for c in items:
         unknown = any(carried.get((c.id, lang.language_code)) is None for lang in c.languages)
