@@ -373,7 +373,7 @@ def test_compaction_merges_files_and_changes_no_answer(tmp_path, service):
         store.take(service, at=hours(step * 6))  # spans two days
     before = {t: store.history(t) for t in schema.SNAPSHOT_TABLES}
     files_before = len(visible_files(tmp_path))
-    merged = store.compact()
+    merged = store.compact(linger=0)  # delete what was merged away at once
     assert merged["manifest"] == 6 and merged["languages"] == 6
     files_after = visible_files(tmp_path)
     assert len(files_after) < files_before
@@ -396,8 +396,9 @@ def test_takes_compact_past_days_and_the_manifest_as_they_go(tmp_path, service, 
         plain.write(ws, at=hours(step * 5))  # 09:00 to 15:00 the next day
         store.write(ws, at=hours(step * 5))
     folders: dict[str, list[str]] = {}
-    for path in visible_files(tmp_path / "auto"):
-        folders.setdefault(os.path.dirname(path), []).append(os.path.basename(path))
+    for table in [*schema.SNAPSHOT_TABLES, "manifest"]:
+        for f in store._files.visible(table):  # merged-away files linger, hidden
+            folders.setdefault(f.folder, []).append(os.path.basename(f.path))
     first_day = folders[str(tmp_path / "auto" / "languages" / "snapshot_date=2026-03-02")]
     assert len(first_day) == 1 and first_day[0].startswith("compact-")
     second_day = folders[str(tmp_path / "auto" / "languages" / "snapshot_date=2026-03-03")]
@@ -408,6 +409,35 @@ def test_takes_compact_past_days_and_the_manifest_as_they_go(tmp_path, service, 
         assert_frame_equal(store.history(table).drop(columns=drop),
                            plain.history(table).drop(columns=drop))  # fmt: skip
     assert SnapshotStore("mock:///x").auto_compact is False  # no lock on object stores
+
+
+def test_merged_files_linger_for_readers_that_listed_them_then_go(tmp_path, service):
+    store = SnapshotStore(tmp_path, auto_compact=False)
+    for step in range(3):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+    before = store.history("languages")
+    listed = store._files.visible("languages")  # a reader in another process lists...
+    store.compact()  # ...a compaction merges the folder meanwhile...
+    for f in listed:  # ...and the reader still finds every file it listed
+        pq.read_table(f.path)
+    assert_frame_equal(SnapshotStore(tmp_path).history("languages"), before)
+    assert len(store._files.visible("languages")) == 1
+    store.compact(linger=0)  # once lingered long enough, a later compaction deletes them
+    assert [os.path.exists(f.path) for f in listed] == [False] * len(listed)
+    assert_frame_equal(SnapshotStore(tmp_path).history("languages"), before)
+
+
+def test_merging_a_merged_file_keeps_what_it_replaced_hidden(tmp_path, service):
+    store = SnapshotStore(tmp_path, auto_compact=False)
+    for step in range(4):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+        store.compact()  # each merges the last merged file with one new one; none deleted
+    assert len(visible_files(tmp_path / "languages")) > 4  # all still on disk
+    history = SnapshotStore(tmp_path).history("languages", project_ids=["p1"])
+    assert history.groupby("snapshot_at")["covered"].first().tolist() == [0, 1, 2, 3]
+    assert len(store.history("languages")) == 4 * 3
 
 
 def test_a_compaction_stopped_before_deleting_shows_no_row_twice(tmp_path, service, monkeypatch):

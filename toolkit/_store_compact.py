@@ -4,10 +4,13 @@ which a reader could see a row twice or miss one.
 Per folder (a table's day partition, or the manifest), the committed files are read,
 merged, sorted (by key then snapshot, so a chapter's history sits together and
 compresses well) and written as one `compact-<id>.parquet` whose footer lists the stems
-it replaces; only then are the small files deleted. Until they are, the covering rule
-of `_store_files` hides them. Files of snapshots that are not committed are left alone,
-since a `take` may be writing them right now, unless older than `grace`: then they were
-left by a crash and are deleted, like stale temporary files.
+it replaces; the covering rule of `_store_files` hides them from then on. They are
+deleted by a later compaction, once the merged file is `linger` seconds old: a reader
+in another process may have listed them a moment before and be reading them now.
+
+Files of snapshots that are not committed are left alone, since a `take` may be writing
+them right now, unless older than `grace`: then they were left by a crash and are
+deleted, like stale temporary files.
 
 On a local disk a lock file (`<root>/.compact.lock`) keeps compactions one at a time,
 whichever process runs them; on an object store, run `compact()` from one process only:
@@ -41,13 +44,15 @@ def compact(
     committed: set[str],
     *,
     grace: float | None,
+    linger: float = 300.0,
     tables: list[str] | None = None,
     before: str | None = None,
 ) -> dict[str, int]:
     """Merge the folders of the store; returns the number of files merged per table.
 
     tables: only these folders; before: only day partitions older than this date
-    (`YYYY-MM-DD`); grace: delete stale files older than this (None: delete none).
+    (`YYYY-MM-DD`); grace: delete stale files older than this (None: delete none);
+    linger: delete files merged away once what covers them is this many seconds old.
     """
     from datetime import UTC, datetime
 
@@ -55,11 +60,11 @@ def compact(
     for table, (file_schema, order) in _layout().items():
         if tables is not None and table not in tables:
             continue
+        visible, covered = files.scan(table)
         listed = [
-            f
-            for f in files.visible(table)
-            if before is None or f.partition is None or f.partition < before
+            f for f in visible if before is None or f.partition is None or f.partition < before
         ]
+        expired = [f.path for f, since in covered if since < time.time() - linger]
         # Only snapshot tables have files that count once their manifest row exists.
         gated = table in schema.SNAPSHOT_TABLES
         stale = [
@@ -78,16 +83,21 @@ def compact(
                 continue
             table_data = pa.concat_tables(files.read(f.path, file_schema) for f in members)
             stem = "compact-" + new_id(datetime.now(UTC))
+            # What merged files had replaced stays replaced, so that deleting them in any
+            # order never brings an older file back into view.
+            stems = {f.stem for f in members}
+            stems.update(stem for f in members if f.compacted for stem in files.covers(f.path))
             files.write(
                 table_data,
                 folder,
                 stem,
-                covers=[f.stem for f in members],
+                covers=sorted(stems),
                 sort_by=[(column, "ascending") for column in order],
             )
-            files.delete([f.path for f in members])
+            if linger <= 0:
+                expired.extend(f.path for f in members)
             count += len(members)
-        files.delete(stale + (files.leftovers(table, grace) if grace is not None else []))
+        files.delete(expired + stale + (files.leftovers(table, grace) if grace is not None else []))
         merged[table] = count
     return merged
 

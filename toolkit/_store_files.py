@@ -10,10 +10,12 @@ A file is written under `.<stem>.parquet.tmp` (a dot name that does not end in
 `<stem>.parquet`; the move is the moment it appears.
 
 Compaction merges a folder's files into `compact-<id>.parquet`, whose footer lists the
-stems it replaces (`toolkit.covers`). A file whose stem another file in the same folder
-covers is not visible, so readers see the same rows before, during and after a
-compaction, and a crash between writing the merged file and deleting the small ones
-changes nothing.
+stems it replaces (`toolkit.covers`, including what the files it merged had replaced).
+A file whose stem another file in the same folder covers is not visible, so readers see
+the same rows before, during and after a compaction, and a crash between writing the
+merged file and deleting the small ones changes nothing. Covered files stay on disk a
+while (`linger`) before a later compaction deletes them, so that a reader that listed
+the folder just before still finds every file it listed.
 """
 
 from __future__ import annotations
@@ -134,6 +136,11 @@ class Files:
 
     def visible(self, table: str) -> list[StoredFile]:
         """The visible files of a table's folder (recursively), covered ones left out."""
+        return self.scan(table)[0]
+
+    def scan(self, table: str) -> tuple[list[StoredFile], list[tuple[StoredFile, float]]]:
+        """The visible files of a table's folder, and the covered ones each with the
+        modification time of the newest file covering it."""
         selector = pafs.FileSelector(self.folder(table), recursive=True, allow_not_found=True)
         found: list[StoredFile] = []
         for info in self.fs.get_file_info(selector):
@@ -154,9 +161,24 @@ class Files:
                     mtime=mtime,
                 )
             )
-        covered = {(f.folder, stem) for f in found if f.compacted for stem in self.covers(f.path)}
-        visible = [f for f in found if (f.folder, f.stem) not in covered]
-        return sorted(visible, key=lambda f: f.path)
+        covering: dict[tuple[str, str], float] = {}
+        gone: set[str] = set()
+        for f in found:
+            if not f.compacted:
+                continue
+            try:
+                stems = self.covers(f.path)
+            except FileNotFoundError:
+                gone.add(f.path)  # removed by a compaction since the listing
+                continue
+            for stem in stems:
+                key = (f.folder, stem)
+                covering[key] = max(covering.get(key, 0.0), f.mtime or 0.0)
+        visible = [f for f in found if (f.folder, f.stem) not in covering and f.path not in gone]
+        covered = [
+            (f, covering[(f.folder, f.stem)]) for f in found if (f.folder, f.stem) in covering
+        ]
+        return sorted(visible, key=lambda f: f.path), covered
 
     def covers(self, path: str) -> frozenset[str]:
         """The stems a compacted file replaces (read from its footer once, then cached)."""

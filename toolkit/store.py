@@ -237,15 +237,17 @@ class SnapshotStore:
         optionally received_at) to the table "events"; returns how many were written."""
         return _store_events.record(self._files, events)
 
-    def compact(self, *, grace: float = 3600.0) -> dict[str, int]:
+    def compact(self, *, grace: float = 3600.0, linger: float = 300.0) -> dict[str, int]:
         """Merge each folder's small files into one sorted file, atomically.
 
-        Also deletes temporary and uncommitted files older than `grace` seconds (left by
-        a crash; younger ones may belong to a write in progress). Returns the number of
-        files merged per table.
+        Files merged away are deleted by a later compaction once `linger` seconds have
+        passed (readers in other processes may still be reading them; 0 deletes them at
+        once). Also deletes temporary and uncommitted files older than `grace` seconds
+        (left by a crash; younger ones may belong to a write in progress). Returns the
+        number of files merged per table.
         """
         with self._files.lock(wait=True):
-            return self._compact(grace=grace)
+            return self._compact(grace=grace, linger=linger)
 
     def _compact(self, **scope: Any) -> dict[str, int]:
         from toolkit._store_compact import compact
