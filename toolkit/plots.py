@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from toolkit import analysis
 from toolkit._observed import observe, with_previous
@@ -292,6 +293,7 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
         )
         left += values
     ax.set_xlabel("chapters")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("project")
     when = ""
     if "snapshot_at" in chapters.columns and len(chapters):
@@ -321,5 +323,6 @@ def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
         ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel(f"{unit} from start of run to needs review")
     ax.set_ylabel("runs")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"Cycle times of {len(values)} finished runs")
     return ax
