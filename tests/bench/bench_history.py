@@ -2,7 +2,9 @@
 
 A `SyntheticWorkspace` of 10,000 chapters in three languages moves 2% of its chapters
 every hour; each hour is written with `SnapshotStore.write`, the write path `take` uses
-after its pull, and `compact()` runs once a simulated day, as a nightly job would. The
+after its pull, and `compact(linger=0)` runs once a simulated day, as a nightly job
+would (`linger=0`: no other process reads this store, so files merged away go at once,
+and the size on disk is the store's, not the store's plus files awaiting deletion). The
 store keeps a full copy every `FULL_EVERY` snapshots and otherwise only the rows that
 changed (see `toolkit.store`), so its size should follow the changes, not the count of
 snapshots: the table compares it with what 8,760 whole copies would take.
@@ -34,6 +36,7 @@ from tests.bench.synthetic import SyntheticWorkspace
 from tests.bench.table import Table, megabytes, spread
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
+SLOW_SECONDS = 10.0
 
 CREDITS_SQL = """
 SELECT date_trunc('day', snapshot_at) AS day, project_id, sum(rise) AS credits
@@ -86,9 +89,10 @@ def run(options: HistoryOptions) -> list[Table]:
     root = tempfile.mkdtemp(prefix="bench-history-")
     try:
         written = _write_year(root, options)
-        return [_size_table(root, options, written), _query_table(root, options, written)]
+        tables = [_size_table(root, options, written), _query_table(root, options, written)]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    return [*tables, _growth_table(options)]
 
 
 def _write_year(root: str, options: HistoryOptions) -> Written:
@@ -115,7 +119,7 @@ def _write_year(root: str, options: HistoryOptions) -> Written:
         written.make_seconds += made - began
         written.write_seconds += done - made
         if hour % options.compact_every == 0:
-            store.compact()
+            store.compact(linger=0)
             written.compact_seconds += time.perf_counter() - done
         if hour % (30 * 24) == 0:
             print(
@@ -125,7 +129,7 @@ def _write_year(root: str, options: HistoryOptions) -> Written:
                 flush=True,
             )
     began = time.perf_counter()
-    store.compact()
+    store.compact(linger=0)
     written.compact_seconds += time.perf_counter() - began
     written.credits_added = generator.credits_added
     written.lines_added = generator.lines_added
@@ -213,26 +217,30 @@ def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
     ]
     table = Table("3. History: questions over the year (a fresh SnapshotStore each run)")
     for label, question in questions:
-        times = []
-        for _ in range(options.runs):
+        times: list[float] = []
+        # A question that takes many times its target is not worth repeating to learn so.
+        while len(times) < options.runs and sum(times) < SLOW_SECONDS:
             store = SnapshotStore(root)
             began = time.perf_counter()
             question(store)
             times.append(time.perf_counter() - began)
         seconds = statistics.median(times)
-        table.verdict(label, f"{seconds:.2f} s", seconds < 2, f"< 2 s; runs {spread(times)}")
+        runs = f"{len(times)} run{'s' if len(times) > 1 else ''} {spread(times)}"
+        table.verdict(label, f"{seconds:.2f} s", seconds < 2, f"< 2 s; {runs}")
     table.add(
         "check: credits in analysis = generated",
         f"{checks['credits']:,.0f}",
         f"generator spent {written.credits_added:,} after the first snapshot; "
         f"DuckDB query {checks['credits_sql']:,.0f}",
     )
-    table.add(
-        "check: lines in analysis = generated",
+    low = written.lines_added - written.lines_unseen
+    table.verdict(
+        "check: lines in analysis",
         f"{checks['lines']:,}",
-        f"generator translated {written.lines_added:,} after the first snapshot, "
-        f"{written.lines_unseen:,} of them in re-scans that left every language row as it "
-        "was (see README)",
+        low <= checks["lines"] <= written.lines_added,
+        f"between {low:,} and {written.lines_added:,}: the generator translated the latter, "
+        f"{written.lines_unseen:,} of them in re-scans that left their language rows as they "
+        "were (seen only where a full snapshot stores the row; see README)",
     )
     table.add(
         "check: rows as of the hour",
@@ -248,3 +256,41 @@ def disk_bytes(root: str) -> int:
         for folder, _, names in os.walk(root)
         for name in names
     )
+
+
+def _growth_table(options: HistoryOptions, *, hours: int = 168) -> Table:
+    """A week at three rates of change: what the store adds should follow the changes."""
+    from toolkit import SnapshotStore
+
+    table = Table("3. History: what a week adds to the store, by share of chapters changing")
+    for share in (0.01, 0.02, 0.04):
+        root = tempfile.mkdtemp(prefix="bench-growth-")
+        try:
+            store = SnapshotStore(root)
+            generator = SyntheticWorkspace(
+                chapters=options.chapters,
+                projects=options.projects,
+                change_share=share,
+                start=START,
+            )
+            store.write(generator.workspace(), at=generator.now)
+            first = disk_bytes(root)
+            for _ in range(1, hours):
+                step = generator.advance()
+                store.write(step.workspace, at=step.at)
+            store.compact(linger=0)
+            added = disk_bytes(root) - first
+            changes = store.query(
+                "SELECT (SELECT count(*) FROM chapters_changes WHERE idx > 0) + "
+                "(SELECT count(*) FROM languages_changes WHERE idx > 0) + "
+                "(SELECT count(*) FROM exports_changes WHERE idx > 0) AS n"
+            ).iloc[0]["n"]
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        table.add(
+            f"{share:.0%} of chapters changing an hour",
+            f"{added / (hours - 1) / 1024:.1f} KiB a snapshot",
+            f"{int(changes):,} changed rows after the first snapshot, "
+            f"{added / int(changes):.1f} bytes each",
+        )
+    return table

@@ -40,6 +40,7 @@ from tests.bench.client_side import (
 )
 from tests.bench.seeding import Seeded, seed_workspace
 from tests.bench.table import Table, spread
+from toolkit._pull import DEFAULT_CONCURRENCY
 from toolkit.emulator import Emulator
 
 
@@ -98,12 +99,14 @@ def _pulls(
         f"{per_request * 1000:.1f} ms a request x {requests:,} requests ({sampled} requests)",
     )
     pulls = {}
-    for concurrency in sorted({options.concurrency, 8}, reverse=True):
+    for concurrency in sorted({options.concurrency, DEFAULT_CONCURRENCY}, reverse=True):
+        # The default concurrency is shown for reference, from one run.
+        runs = options.runs if concurrency == options.concurrency else 1
         figures = client.call(
             time_pulls,
             emulator.url,
             seeded.api_key,
-            runs=options.runs,
+            runs=runs,
             concurrency=concurrency,
             server_pid=os.getpid(),
         )

@@ -8,7 +8,8 @@ write path `take` uses after its pull. The workspace is shaped like a busy team'
   target languages; a project's `processSteps` (cycled over `translate`, `clean`,
   `full`) decides how many prepared files a chapter has per language (1, 2 or 3);
 - each hour a share `change_share` of the chapters (drawn at random) moves: most get
-  new pages that run (pages, credits and covered lines rise, files are prepared again);
+  new pages that run (pages, credits and covered lines rise, files are prepared again;
+  a chapter stops growing at `MAX_PAGES` pages);
   one in twenty is re-scanned instead (credits rise by a whole run, covered restarts
   from the new pages' lines), one in fifty fails, and some are reviewed.
 
@@ -37,6 +38,7 @@ RESCAN_SHARE = 0.05
 FAIL_SHARE = 0.02
 REVIEW_SHARE = 0.2
 LINES_PER_PAGE = (3, 15)
+MAX_PAGES = 40
 MODEL = "cts-emulator-mt-1"
 US = 1_000_000
 
@@ -120,7 +122,9 @@ class SyntheticWorkspace:
         self.activity = self.activity.copy()
         self.prepared = self.prepared.copy()
 
-        added = self.rng.integers(1, 5, len(grow))
+        # New pages arrive until a chapter has MAX_PAGES; past that, a change is the rest
+        # of a run's traces (status, files prepared again) without new pages.
+        added = self.rng.integers(1, 5, len(grow)) * (self.pages[grow] < MAX_PAGES)
         self.pages[grow] += added
         self.credits[grow] += added * width * PRICE
         self.covered[grow] += (added * self.lines_per_page[grow])[:, None]
