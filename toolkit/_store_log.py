@@ -302,24 +302,40 @@ class Log:
                 best = r["idx"]
         return best
 
+    def _window(self, first: int, last: int) -> str:
+        """The times of snapshots `first` to `last`, as a condition on `snapshot_at`.
+
+        Redundant with the positions (ids, and so positions, sort by time), but a filter
+        on a stored column reaches the Parquet scan, which then skips every day's file
+        outside the window instead of reading a year of them.
+        """
+        low, high = (self._rows[i]["snapshot_at"] for i in (first, last))
+        return (
+            f"snapshot_at BETWEEN '{low.isoformat()}'::TIMESTAMPTZ "
+            f"AND '{high.isoformat()}'::TIMESTAMPTZ"
+        )
+
     def state_sql(self, k: int, where: str = "true") -> str:
         """SQL for the rows at snapshot position `k`, without the snapshot columns."""
+        first = self.anchor(k)
         return f"""
             SELECT {_cols(self.columns)} FROM (
                 SELECT * FROM {self.name}
-                WHERE idx BETWEEN {self.anchor(k)} AND {k} AND ({where})
+                WHERE idx BETWEEN {first} AND {k} AND {self._window(first, k)} AND ({where})
                 QUALIFY row_number() OVER (PARTITION BY {_cols(self.keys)} ORDER BY idx DESC) = 1
             ) WHERE NOT {DELETED}
         """
 
     def history_sql(self, first: int, last: int, where: str = "true") -> str:
         """SQL for every snapshot's rows from position `first` to `last`, snapshot first."""
+        start = self.anchor(first)
         return f"""
             WITH spans AS (
                 SELECT *, lead(idx, 1, {last + 1}) OVER (
                     PARTITION BY {_cols(self.keys)} ORDER BY idx) AS until_idx
                 FROM {self.name}
-                WHERE idx BETWEEN {self.anchor(first)} AND {last} AND ({where})
+                WHERE idx BETWEEN {start} AND {last} AND {self._window(start, last)}
+                  AND ({where})
             )
             SELECT m.snapshot_id, m.snapshot_at, {_cols(self.columns, "l")}
             FROM spans l JOIN manifest m
