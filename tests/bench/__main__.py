@@ -54,6 +54,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__)
+    # argparse checks the empty default of nargs="*" against the choices too.
     parser.add_argument("names", nargs="*", choices=[*NAMES, []], help="benchmarks to run")
     parser.add_argument("--quick", action="store_true", help="small sizes: a month of history")
     parser.add_argument("--runs", type=int, default=None, help="repeats of each timing")
