@@ -9,7 +9,6 @@ out is `None`; a field this module does not know is kept in `.raw`, never an err
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -76,15 +75,21 @@ class Resource:
         return cls(**values)
 
 
-@functools.cache
-def _plan(cls: type[Resource]) -> tuple[tuple[str, str, Callable[[Any], Any] | None], ...]:
+FieldPlan = tuple[tuple[str, str, Callable[[Any], Any] | None], ...]
+_PLANS: dict[type, FieldPlan] = {}
+
+
+def _plan(cls: type[Resource]) -> FieldPlan:
     """Each field's name, JSON key and parser, worked out once per class: a pull parses
     some 100,000 resources, and deriving the keys anew each time cost a tenth of it."""
-    return tuple(
-        (f.name, cls._renames.get(f.name, camel(f.name)), f.metadata.get("parse"))
-        for f in fields(cls)
-        if f.name != "raw"
-    )
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = tuple(
+            (f.name, cls._renames.get(f.name, camel(f.name)), f.metadata.get("parse"))
+            for f in fields(cls)
+            if f.name != "raw"
+        )
+    return plan
 
 
 @dataclass(frozen=True)
