@@ -74,6 +74,29 @@ def test_throughput_counts_rises_restarts_after_rescans_and_ignores_the_baseline
     assert by_model["lines"].sum() == 29
 
 
+def test_a_rescan_that_ends_where_it_started_still_counts_its_lines(service, store):
+    # The change log keeps a row only when it changed: a re-scan that finished between
+    # two snapshots with the same coverage leaves no language row, only the chapter's
+    # rise in credits. Its lines were translated again and count in full.
+    service.add_chapter("c1", "p1", pages=4, credits=8, covered=5)
+    service.add_chapter("c2", "p1", position=2, pages=3, credits=6, covered=2)
+    store.take(service, at=hours(0))
+    service.update("c2", covered=3)  # keeps the first price visible as a first charge
+    store.take(service, at=hours(1))
+    service.update("c1", credits=16)  # re-scanned and finished: coverage back at 5
+    store.take(service, at=hours(2))
+
+    lines = analysis.throughput(store, freq="1h")
+    assert figures(lines, "language_code", "lines") == {
+        (1, "en"): 1,
+        (1, "fr"): 1,
+        (2, "en"): 5,
+        (2, "fr"): 5,
+    }
+    by_project = analysis.throughput(store, freq="1h", by="project_id")
+    assert figures(by_project, "project_id", "lines") == {(1, "p1"): 2, (2, "p1"): 10}
+
+
 def test_credit_spend_tells_rework_from_new_pages(service, store):
     service.add_chapter("c1", "p1", pages=4, credits=8)  # 4 pages x 2 languages, paid
     store.take(service, at=hours(0))

@@ -95,6 +95,39 @@ def _resets(obs: Observed) -> set[tuple[str, int]]:
     return resets | set(zip(reworked["chapter_id"], reworked["idx"], strict=True))
 
 
+def _standing_through_resets(obs: Observed, resets: set[tuple[str, int]]) -> pd.DataFrame:
+    """Language rows that stood still through a re-scan, carried to the reset's snapshot.
+
+    The change log holds a row only when it changed, so a re-scan that finished between
+    two snapshots with the coverage it had before leaves no language row at all, only
+    the chapter's restart. Each such language's last row is brought forward to that
+    snapshot, so its lines count in full there like any other restart.
+    """
+    languages = obs.languages
+    resets_of: dict[str, list[int]] = {}
+    for chapter, idx in resets:
+        resets_of.setdefault(chapter, []).append(idx)
+    rows = languages[languages["chapter_id"].isin(list(resets_of))]
+    rows = rows.sort_values(["chapter_id", "language_code", "idx"], ignore_index=True)
+    picked: list[int] = []
+    at: list[int] = []
+    for (chapter, _code), group in rows.groupby(["chapter_id", "language_code"], sort=False):
+        logged = group["idx"].to_numpy()
+        for idx in resets_of[chapter]:
+            last = int(np.searchsorted(logged, idx)) - 1  # the row in force just before
+            if last < 0 or (last + 1 < len(logged) and logged[last + 1] == idx):
+                continue  # never seen before, or logged at the reset and counted there
+            if not bool(group["deleted"].iloc[last]):
+                picked.append(int(group.index[last]))
+                at.append(idx)
+    standing = rows.loc[picked].reset_index(drop=True)
+    standing["idx"] = pd.array(at, dtype=standing["idx"].dtype)
+    standing["snapshot_at"] = pd.Series(
+        [obs.times[i] for i in at], dtype=standing["snapshot_at"].dtype
+    )
+    return standing
+
+
 def throughput(
     store: SnapshotStore | Observed, freq: str = "1h", by: ThroughputBy = "language_code"
 ) -> pd.DataFrame:
@@ -118,6 +151,9 @@ def throughput(
         | pd.Series(chapter_reset, index=log.index, dtype=bool)
     )
     log["lines"] = np.where(restarted, covered, np.maximum(covered - before, 0))
+    standing = _standing_through_resets(obs, resets)
+    standing["lines"] = standing["covered"].fillna(0).astype("int64")
+    log = pd.concat([log, standing], ignore_index=True) if len(standing) else log
     if by == "model":
         log["model"] = [
             list(m)[-1] if m is not None and len(m) else UNKNOWN_MODEL for m in log["models"]
