@@ -30,13 +30,14 @@ Decisions the design leaves open:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import pandas as pd
 
-from toolkit._observed import Observed, flag, observe, periods, records, with_previous
+from toolkit._observed import Observed, flag, observe, periods, with_previous
 from toolkit._runs import cycle_times, failures, stalled
 
 if TYPE_CHECKING:
@@ -82,20 +83,43 @@ def _long(
     return result.sort_values(["period", by], ignore_index=True)
 
 
-def _resets(obs: Observed) -> set[tuple[str, int]]:
-    """(chapter, snapshot position) pairs where a chapter's counts restarted: its
+def _chapter_log(obs: Observed) -> pd.DataFrame:
+    """The chapters' log sorted by chapter and snapshot, with `prev_failed` and
+    `prev_credits_spent`: sorted once for the several figures that read it."""
+    if "chapter_log" not in obs.memo:
+        columns = ["credits_spent", "failed"]
+        obs.memo["chapter_log"] = with_previous(obs.chapters, ["chapter_id"], columns)
+    return cast(pd.DataFrame, obs.memo["chapter_log"])
+
+
+def _resets(obs: Observed) -> pd.DataFrame:
+    """`chapter_id, idx` (snapshot position) where a chapter's counts restarted: its
     `failed` flag was cleared, or it paid again for pages already paid."""
-    chapters = with_previous(obs.chapters, ["chapter_id"], ["failed"])
+    chapters = _chapter_log(obs)
     cleared = chapters[
         ~chapters["deleted"] & flag(chapters["prev_failed"]) & ~flag(chapters["failed"])
     ]
-    resets = set(zip(cleared["chapter_id"], cleared["idx"], strict=True))
     spend = _spend_rows(obs)
     reworked = spend[spend["rework_credits"] > 0]
-    return resets | set(zip(reworked["chapter_id"], reworked["idx"], strict=True))
+    both = pd.concat([_keys(cleared), _keys(reworked)], ignore_index=True)
+    return both.drop_duplicates(ignore_index=True)
 
 
-def _standing_through_resets(obs: Observed, resets: set[tuple[str, int]]) -> pd.DataFrame:
+def _keys(frame: pd.DataFrame, *, codes: bool = False) -> pd.DataFrame:
+    """`chapter_id, idx` (and `language_code` if `codes`) of a log, in one dtype per
+    column whichever log they come from, so that logs join and compare on them."""
+    columns = ["chapter_id", "language_code"] if codes else ["chapter_id"]
+    keys = {column: frame[column].astype("str").array for column in columns}
+    return pd.DataFrame({**keys, "idx": frame["idx"].to_numpy("int64")})
+
+
+def _at_resets(log: pd.DataFrame, resets: pd.DataFrame) -> np.ndarray:
+    """Whether each row of `log` is at one of the chapters' `resets`."""
+    keys = pd.MultiIndex.from_frame(_keys(log))
+    return keys.isin(pd.MultiIndex.from_frame(resets))
+
+
+def _standing_through_resets(obs: Observed, resets: pd.DataFrame) -> pd.DataFrame:
     """Language rows that stood still through a re-scan, carried to the reset's snapshot.
 
     The change log holds a row only when it changed, so a re-scan that finished between
@@ -104,27 +128,32 @@ def _standing_through_resets(obs: Observed, resets: set[tuple[str, int]]) -> pd.
     snapshot, so its lines count in full there like any other restart.
     """
     languages = obs.languages
-    resets_of: dict[str, list[int]] = {}
-    for chapter, idx in resets:
-        resets_of.setdefault(chapter, []).append(idx)
-    rows = languages[languages["chapter_id"].isin(list(resets_of))]
-    rows = rows.sort_values(["chapter_id", "language_code", "idx"], ignore_index=True)
-    picked: list[int] = []
-    at: list[int] = []
-    for (chapter, _code), group in rows.groupby(["chapter_id", "language_code"], sort=False):
-        logged = group["idx"].to_numpy()
-        for idx in resets_of[chapter]:
-            last = int(np.searchsorted(logged, idx)) - 1  # the row in force just before
-            if last < 0 or (last + 1 < len(logged) and logged[last + 1] == idx):
-                continue  # never seen before, or logged at the reset and counted there
-            if not bool(group["deleted"].iloc[last]):
-                picked.append(int(group.index[last]))
-                at.append(idx)
-    standing = rows.loc[picked].reset_index(drop=True)
+    rows = languages[languages["chapter_id"].isin(resets["chapter_id"])]
+    rows = rows.reset_index(drop=True)
+    logged = _keys(rows, codes=True).assign(row=np.arange(len(rows)))
+    # Every language a reset chapter's rows show, at each of its resets.
+    wanted = logged[["chapter_id", "language_code"]].drop_duplicates().merge(resets)
+    # Logged at the reset itself: counted there already.
+    keys = ["chapter_id", "language_code", "idx"]
+    at_reset = pd.MultiIndex.from_frame(wanted[keys]).isin(pd.MultiIndex.from_frame(logged[keys]))
+    wanted = wanted[~at_reset]
+    if wanted.empty:
+        return rows.iloc[:0].copy()  # merge_asof cannot type an empty key column
+    # The row in force just before the reset; none if the language was not seen yet.
+    last = pd.merge_asof(
+        wanted.sort_values("idx"),
+        logged.sort_values("idx"),
+        on="idx",
+        by=["chapter_id", "language_code"],
+        allow_exact_matches=False,
+    ).dropna(subset=["row"])
+    picked = last["row"].to_numpy("int64")
+    live = ~flag(rows["deleted"]).to_numpy()[picked]  # gone before the reset: stays gone
+    standing = rows.iloc[picked[live]].reset_index(drop=True)
+    at = last["idx"].to_numpy("int64")[live]
     standing["idx"] = pd.array(at, dtype=standing["idx"].dtype)
-    standing["snapshot_at"] = pd.Series(
-        [obs.times[i] for i in at], dtype=standing["snapshot_at"].dtype
-    )
+    times = obs.manifest["snapshot_at"].reset_index(drop=True)
+    standing["snapshot_at"] = times.iloc[at].astype(standing["snapshot_at"].dtype).array
     return standing
 
 
@@ -144,11 +173,10 @@ def throughput(
     covered = log["covered"].fillna(0).astype("int64")
     before = log["prev_covered"].fillna(0).astype("int64")
     resets = _resets(obs)
-    chapter_reset = [(c, i) in resets for c, i in zip(log["chapter_id"], log["idx"], strict=True)]
     restarted = (
         (covered < before)
         | (flag(log["prev_failed"]) & ~flag(log["failed"]))
-        | pd.Series(chapter_reset, index=log.index, dtype=bool)
+        | pd.Series(_at_resets(log, resets), index=log.index, dtype=bool)
     )
     log["lines"] = np.where(restarted, covered, np.maximum(covered - before, 0))
     standing = _standing_through_resets(obs, resets)
@@ -167,7 +195,7 @@ def _first_charges(obs: Observed, *, paged: bool) -> pd.DataFrame:
     """First charges (a chapter's first rise of `credits_spent`) seen after the baseline,
     else at it: `chapter_id, project_id, credits, pages, n_langs`. `paged` picks
     chapters with pages (comics) or without (novels, priced by their text)."""
-    chapters = with_previous(obs.chapters, ["chapter_id"], ["credits_spent"])
+    chapters = _chapter_log(obs)
     credits = chapters["credits_spent"].fillna(0).astype("float64")
     before = chapters["prev_credits_spent"].fillna(0).astype("float64")
     pages = chapters["page_count"].fillna(0).astype("float64")
@@ -177,13 +205,13 @@ def _first_charges(obs: Observed, *, paged: bool) -> pd.DataFrame:
         # No first charge seen since the baseline: what chapters had spent by then.
         first = live & (chapters["idx"] == 0)
     chosen = chapters[first]
-    n_langs = [max(len(obs.languages_of.get(c, [])), 1) for c in chosen["chapter_id"]]
+    n_langs = obs.language_counts(chosen["chapter_id"])
     return pd.DataFrame(
         {
             "project_id": chosen["project_id"].astype(object).to_numpy(),
             "credits": (credits - before)[first].to_numpy(),
             "pages": pages[first].to_numpy(),
-            "n_langs": np.array(n_langs, dtype=float),
+            "n_langs": n_langs.astype(float),
         }
     )
 
@@ -224,48 +252,115 @@ def _spend_rows(obs: Observed) -> pd.DataFrame:
     """Per chapter change after the baseline: `credits` risen and the `rework_credits` part."""
     if "spend" in obs.memo:
         return cast(pd.DataFrame, obs.memo["spend"])
-    log = obs.chapters.sort_values(["chapter_id", "idx"], ignore_index=True)
-    prices = price_per_page(obs)
-    rows = []
-    columns = ["chapter_id", "project_id", "idx", "snapshot_at", "deleted", "credits_spent",
-               "page_count"]  # fmt: skip
-    current, n_langs, credits_before, paid = None, 1, 0.0, 0.0
-    for chapter, project, idx, at, deleted, spent, page_count in records(log, columns):
-        if chapter != current:
-            current, credits_before, paid = chapter, 0.0, 0.0
-            n_langs = max(len(obs.languages_of.get(chapter, [])), 1)
-        if deleted:
-            credits_before, paid = 0.0, 0.0  # absent: it counts from zero again
-            continue
-        credits, pages = float(spent or 0), float(page_count or 0)
-        price = prices.get(project, prices.get(None))
-        if idx == 0:
-            # The baseline: assume what was spent paid for the pages it could.
-            per_page = n_langs * price if price else None
-            paid = min(pages, credits / per_page) if per_page else pages * (credits > 0)
-            credits_before = credits
-            continue
-        rise, rework = max(credits - credits_before, 0.0), 0.0
-        if rise > 0:
-            unpaid = max(pages - paid, 0.0)
-            if pages == 0:
-                # A novel has no pages to tell new from old by; it cannot be re-scanned
-                # either (its retry is a new chapter), so only a second charge is rework.
-                rework = rise if credits_before > 0 else 0.0
-            elif price:
-                new_pages = min(unpaid, rise / (n_langs * price))
-                rework = max(rise - new_pages * n_langs * price, 0.0)
-                paid += new_pages
-            else:
-                rework = rise if credits_before > 0 and unpaid == 0 else 0.0
-                paid = pages
-        credits_before = credits
-        rows.append((chapter, project, idx, at, rise, rework, n_langs))
-    columns = ["chapter_id", "project_id", "idx", "snapshot_at", "credits", "rework_credits", "n"]
-    frame = pd.DataFrame(rows, columns=columns)
-    frame["snapshot_at"] = frame["snapshot_at"].astype("datetime64[us, UTC]")
+    # `prev_credits_spent` is null where the chapter was absent before (no row yet, or
+    # deleted): it counts from zero again.
+    log = _chapter_log(obs)
+    credits = log["credits_spent"].fillna(0).to_numpy("float64")
+    before = log["prev_credits_spent"].fillna(0).to_numpy("float64")
+    n_langs = obs.language_counts(log["chapter_id"])
+    rise = np.maximum(credits - before, 0.0)
+    rework = _rework(log, obs, credits=credits, before=before, rise=rise, n_langs=n_langs)
+    kept = ~flag(log["deleted"]).to_numpy() & (log["idx"].to_numpy("int64") > 0)
+    frame = pd.DataFrame(
+        {
+            "chapter_id": log["chapter_id"].astype("str")[kept].array,
+            "project_id": log["project_id"].astype("str")[kept].array,
+            "idx": log["idx"].to_numpy("int64")[kept],
+            "snapshot_at": log["snapshot_at"][kept].astype("datetime64[us, UTC]").array,
+            "credits": rise[kept],
+            "rework_credits": rework[kept],
+            "n": n_langs[kept],
+        }
+    )
     obs.memo["spend"] = frame
     return frame
+
+
+def _rework(
+    log: pd.DataFrame,
+    obs: Observed,
+    *,
+    credits: np.ndarray,
+    before: np.ndarray,
+    rise: np.ndarray,
+    n_langs: np.ndarray,
+) -> np.ndarray:
+    """The part of each row's `rise` that paid again for pages already paid for.
+
+    How many pages a chapter has paid for carries from one change to the next, so this
+    walks the log in order; but chapters are independent, so it walks every chapter's
+    k-th change at once (a few hundred numpy steps for a year, not a Python step per
+    row). The arithmetic is the same, operation for operation, as walking row by row.
+    """
+    prices = price_per_page(obs)
+    known = {str(project): price for project, price in prices.items() if project is not None}
+    fallback = prices.get(None, np.nan)
+    price = log["project_id"].astype(object).map(known).astype("float64").fillna(fallback)
+    price = price.to_numpy("float64")  # NaN: no price learned yet
+    pages = log["page_count"].fillna(0).to_numpy("float64")
+    deleted = flag(log["deleted"]).to_numpy()
+    new = log["is_new"].to_numpy(bool)
+    baseline = log["idx"].to_numpy("int64") == 0
+    chapter = pd.factorize(log["chapter_id"])[0]
+    step = log.groupby("chapter_id", sort=False).cumcount().to_numpy()
+
+    paid = np.zeros(chapter.max() + 1 if len(chapter) else 0)  # pages paid, by chapter
+    rework = np.zeros(len(log))
+    order = np.argsort(step, kind="stable")
+    bounds = np.searchsorted(step[order], np.arange(step.max() + 2 if len(step) else 1))
+    for low, high in itertools.pairwise(bounds):
+        rows = order[low:high]  # every chapter's k-th change
+        ch = chapter[rows]
+        paid_before = np.where(new[rows], 0.0, paid[ch])
+        after, rework[rows] = _pay(
+            paid_before,
+            credits=credits[rows],
+            before=before[rows],
+            rise=rise[rows],
+            pages=pages[rows],
+            per_lang=n_langs[rows],
+            price=price[rows],
+            baseline=baseline[rows],
+        )
+        paid[ch] = np.where(deleted[rows], 0.0, after)  # absent: counts from zero again
+    return rework
+
+
+def _pay(
+    paid: np.ndarray,
+    *,
+    credits: np.ndarray,
+    before: np.ndarray,
+    rise: np.ndarray,
+    pages: np.ndarray,
+    per_lang: np.ndarray,
+    price: np.ndarray,
+    baseline: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One change of each chapter: (pages paid after it, its rework credits)."""
+    priced = ~np.isnan(price)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # The baseline: assume what was spent paid for the pages it could.
+        per_page = per_lang * price
+        at_baseline = np.where(priced, np.minimum(pages, credits / per_page), pages * (credits > 0))
+        # A known price tells new pages from old ones.
+        unpaid = np.maximum(pages - paid, 0.0)
+        new_pages = np.minimum(unpaid, rise / (per_lang * price))
+        priced_rework = np.maximum(rise - new_pages * per_lang * price, 0.0)
+    # Without one, a chapter that paid and has no unpaid pages pays again.
+    unpriced_rework = np.where((before > 0) & (unpaid == 0), rise, 0.0)
+    # A novel has no pages to tell new from old by; it cannot be re-scanned either (its
+    # retry is a new chapter), so only a second charge is rework.
+    novel = pages == 0
+    novel_rework = np.where(before > 0, rise, 0.0)
+    charged = rise > 0
+    rework = np.select(
+        [~charged | baseline, novel, priced], [0.0, novel_rework, priced_rework], unpriced_rework
+    )
+    after = np.select(
+        [baseline, ~charged | novel, priced], [at_baseline, paid, paid + new_pages], pages
+    )
+    return after, rework
 
 
 def credit_spend(
@@ -281,8 +376,10 @@ def credit_spend(
     obs = observe(store)
     spend = _spend_rows(obs)
     if by == "language_code":
-        codes = [obs.languages_of.get(c, [None]) for c in spend["chapter_id"]]
-        spend = spend.assign(language_code=codes).explode("language_code")
+        # One row per language, in the spend rows' order (so each group sums in the same
+        # order); a chapter whose languages were never seen keeps one row, without a code.
+        targets = obs.target_languages.astype({"chapter_id": "str", "language_code": object})
+        spend = spend.merge(targets, on="chapter_id", how="left", sort=False)
         spend["credits"] = spend["credits"] / spend["n"]
         spend["rework_credits"] = spend["rework_credits"] / spend["n"]
     result = _long(spend, obs, freq, by, ["credits", "rework_credits"])
