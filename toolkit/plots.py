@@ -125,12 +125,14 @@ def _legend(ax: Axes, title: str) -> None:
         ax.legend(title=title, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
-def _names(source: Source) -> dict[str, str]:
-    """Project id -> name from the store's latest snapshot (empty for a frame)."""
-    if isinstance(source, pd.DataFrame):
-        return {}
-    projects = observe(source).store.latest("projects")
-    return dict(zip(projects["project_id"], projects["name"], strict=True))
+def _project_names(source: Source, project_ids: pd.Series) -> list[str]:
+    """Each project id as its name from the store's latest snapshot; a frame, or an id
+    the store does not know, keeps the id."""
+    names: dict[str, str] = {}
+    if not isinstance(source, pd.DataFrame):
+        projects = observe(source).store.latest("projects")
+        names = dict(zip(projects["project_id"], projects["name"], strict=True))
+    return [names.get(p, p) for p in project_ids]
 
 
 def _per(freq: str) -> str:
@@ -165,8 +167,7 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
         per.index = obs.times
         totals = per.stack().rename("covered").reset_index()
         totals.columns = ["snapshot_at", "project_id", "covered"]
-    names = _names(source)
-    totals["project"] = [names.get(p, p) for p in totals["project_id"]]
+    totals["project"] = _project_names(source, totals["project_id"])
     wide = totals.pivot_table(index="snapshot_at", columns="project", values="covered",
                               aggfunc="sum").fillna(0.0)  # fmt: skip
     # Rank by where each project stands now; the rest are summed as "other".
@@ -204,8 +205,7 @@ def throughput(
     frame = source if isinstance(source, pd.DataFrame) else analysis.throughput(source, freq, by)
     by = next(c for c in frame.columns if c not in ("period", "lines"))
     if by == "project_id":
-        names = _names(source)
-        frame = frame.assign(project_id=[names.get(p, p) for p in frame["project_id"]])
+        frame = frame.assign(project_id=_project_names(source, frame["project_id"]))
     wide = _wide(frame, "period", by, "lines", top)
     _stacked(ax, wide, _freq_width(freq))
     label = _GROUP_LABELS[by]
@@ -232,8 +232,7 @@ def credit_spend(
     frame = source if isinstance(source, pd.DataFrame) else analysis.credit_spend(source, freq, by)
     by = next(c for c in frame.columns if c not in ("period", "credits", "rework_credits"))
     if by == "project_id":
-        names = _names(source)
-        frame = frame.assign(project_id=[names.get(p, p) for p in frame["project_id"]])
+        frame = frame.assign(project_id=_project_names(source, frame["project_id"]))
     new = frame["credits"].astype(float) - frame["rework_credits"].astype(float)
     frame = frame.assign(new_credits=new)
     wide = _wide(frame, "period", by, "new_credits", top)
@@ -263,10 +262,9 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
         .astype(object)
         .where(~chapters["failed"].fillna(False).astype(bool), "failed")
     )
-    names = _names(source)
     frame = pd.DataFrame(
         {
-            "project": [names.get(p, p) for p in chapters["project_id"]],
+            "project": _project_names(source, chapters["project_id"]),
             "state": state.fillna("translating"),
             "n": 1,
         }
