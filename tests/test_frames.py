@@ -10,7 +10,8 @@ from pandas.testing import assert_frame_equal
 from test_schema import CONTRACT, expected_dtype
 
 import toolkit as tk
-from toolkit import frames, schema
+from toolkit import frames
+from toolkit.frames import schema
 
 
 @pytest.fixture

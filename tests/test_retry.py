@@ -10,7 +10,7 @@ import httpx
 import pytest
 from scripted import KEY, Script, scripted_client
 
-from toolkit._retry import RetryPolicy, parse_retry_after
+from toolkit.client.retry import RetryPolicy, parse_retry_after
 from toolkit.errors import Conflict, RateLimited, ServerError, TransportError
 
 OK_PROJECTS = httpx.Response(200, json=[{"id": "p1", "name": "Moon"}])

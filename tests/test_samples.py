@@ -7,7 +7,7 @@ from pathlib import Path
 from PIL import Image
 
 from toolkit import samples
-from toolkit.uploads import check_text, prepare_pages
+from toolkit.client.uploads import check_text, prepare_pages
 
 
 def test_committed_pages_are_in_reading_order_and_accepted_by_the_client():

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from pandas.testing import assert_frame_equal
 
-from toolkit import schema
+from toolkit.frames import schema
 
 # DESIGN.md's Tables contract, written out once more so that a drift in schema.py fails.
 CONTRACT = {

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from pandas.testing import assert_frame_equal
 
 import toolkit as tk
-from toolkit import _store_files, schema
-from toolkit import store as store_module
+from toolkit.frames import schema
 from toolkit.store import SnapshotStore
+from toolkit.store import files as _store_files
+from toolkit.store import snapshot_store as store_module
 
 
 def hours(n: float) -> datetime:

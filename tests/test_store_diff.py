@@ -8,8 +8,8 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolkit import schema
-from toolkit._store_log import _aligned_diff, connect, diff
+from toolkit.frames import schema
+from toolkit.store.log import _aligned_diff, connect, diff
 
 texts = st.none() | st.sampled_from(["", "a", "b"])
 counts = st.none() | st.integers(0, 3)

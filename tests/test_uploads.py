@@ -9,8 +9,7 @@ import zlib
 import pytest
 from page_images import make_page
 
-from toolkit.errors import InvalidUpload
-from toolkit.uploads import (
+from toolkit.client.uploads import (
     MAX_TEXT_CHARS,
     check_form,
     check_image,
@@ -19,6 +18,7 @@ from toolkit.uploads import (
     check_text,
     prepare_pages,
 )
+from toolkit.errors import InvalidUpload
 
 SVG = b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10"></svg>'
 

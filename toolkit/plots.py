@@ -23,14 +23,14 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from toolkit import analysis
-from toolkit._observed import observe, with_previous
+from toolkit.analysis.observed import observe, with_previous
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
     from matplotlib.axes import Axes
 
-    from toolkit._observed import Observed
+    from toolkit.analysis.observed import Observed
     from toolkit.store import SnapshotStore
 
     Source: TypeAlias = SnapshotStore | Observed | pd.DataFrame

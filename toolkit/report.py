@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from toolkit import analysis, plots
-from toolkit._observed import Observed
+from toolkit.analysis.observed import Observed
 from toolkit.errors import ToolkitError
 from toolkit.store import SnapshotStore
 

@@ -40,8 +40,8 @@ from tests.bench.client_side import (
 )
 from tests.bench.seeding import Seeded, seed_workspace
 from tests.bench.table import Table, spread
-from toolkit._pull import DEFAULT_CONCURRENCY
 from toolkit.emulator import Emulator
+from toolkit.frames.fetcher import DEFAULT_CONCURRENCY
 
 
 @dataclass(frozen=True)

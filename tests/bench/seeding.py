@@ -8,7 +8,7 @@ the shape its run engine leaves a finished run:
 
 - every chapter started, not processing, its pages' lines all translated in every target
   language (`covered` = the lines, `untranslated` = 0), half of them reviewed;
-- its prepared files those `toolkit.emulator.packaging.prepared_files` names for the
+- its prepared files those `toolkit.emulator.core.packaging.prepared_files` names for the
   project's `processSteps`, and one `create` charge of 1 credit per page and language;
 - page rows with lines and byte sizes, but no page files on disk and no
   `page_translations` rows: a re-scan of a seeded chapter would clear 0 regions. Adding
@@ -25,9 +25,9 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolkit.emulator.engine import DEFAULT_MODEL
-from toolkit.emulator.packaging import prepared_files
-from toolkit.emulator.state import new_id
+from toolkit.emulator.core.engine import DEFAULT_MODEL
+from toolkit.emulator.core.packaging import prepared_files
+from toolkit.emulator.core.state import new_id
 
 if TYPE_CHECKING:
     from toolkit.emulator import Emulator

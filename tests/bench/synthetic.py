@@ -27,8 +27,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from toolkit import schema
-from toolkit.frames import Workspace
+from toolkit.frames import Workspace, schema
 
 STEPS = ("translate", "clean", "full")
 FILES_PER_STEP = {"translate": ("txt",), "clean": ("txt", "clean"), "full": ("txt", "clean", "cbz")}

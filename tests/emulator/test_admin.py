@@ -170,5 +170,5 @@ def test_ledger_of_a_new_workspace(emulator, workspace):
 
 def test_deliveries_routes_are_mounted(emulator, workspace):
     if emulator.services.deliveries is None:
-        pytest.skip("toolkit.emulator.deliveries is not there yet")
+        pytest.skip("toolkit.emulator.delivery.deliveries is not there yet")
     assert isinstance(emulator.deliveries(workspace["id"]), list)

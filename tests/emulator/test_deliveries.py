@@ -24,10 +24,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from toolkit.emulator.clock import Clock, iso
-from toolkit.emulator.db import Database
-from toolkit.emulator.deliveries import Deliveries
-from toolkit.emulator.responses import EmulatorError, error
+from toolkit.emulator.core.clock import Clock, iso
+from toolkit.emulator.core.db import Database
+from toolkit.emulator.delivery.deliveries import Deliveries
+from toolkit.emulator.routes.errors import EmulatorError, error
 from toolkit.store import SnapshotStore
 from toolkit.webhooks import Receiver, verify
 

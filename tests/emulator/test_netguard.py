@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from toolkit.emulator.netguard import UnsafeDestination, destination, refusal, resolve
+from toolkit.emulator.delivery.netguard import UnsafeDestination, destination, refusal, resolve
 
 PUBLIC_V4 = "93.184.215.14"
 PUBLIC_V6 = "2606:4700:4700::1111"

@@ -10,7 +10,7 @@ import pytest
 from emulator_helpers import add_pages, create_chapter, error_of, page_parts
 from PIL import Image
 
-from toolkit.emulator.imaging import MAX_PAGE_BYTES
+from toolkit.emulator.intake.imaging import MAX_PAGE_BYTES
 
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect/></svg>'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from emulator_helpers import add_pages, create_chapter, error_of, page_parts
 
-from toolkit.emulator.imaging import MAX_PAGE_BYTES
+from toolkit.emulator.intake.imaging import MAX_PAGE_BYTES
 
 SVG = b"<svg xmlns='http://www.w3.org/2000/svg'/>"
 

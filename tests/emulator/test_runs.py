@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from emulator_helpers import add_pages, create_chapter, error_of, list_item, settle
 
-from toolkit.emulator.plan import DEFAULT_MODEL
+from toolkit.emulator.core.runs import DEFAULT_MODEL
 
 
 def _detail(api, chapter_id):

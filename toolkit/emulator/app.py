@@ -26,9 +26,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolkit.emulator import admin, api
-from toolkit.emulator.responses import EmulatorError, error
-from toolkit.emulator.services import Services
+from toolkit.emulator.core.services import Services
+from toolkit.emulator.routes import admin, api
+from toolkit.emulator.routes.errors import EmulatorError, error
 
 log = logging.getLogger(__name__)
 

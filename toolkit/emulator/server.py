@@ -31,15 +31,15 @@ import uvicorn
 from starlette.routing import BaseRoute
 
 from toolkit.emulator.app import build_app
-from toolkit.emulator.clock import Clock, ClockMode
-from toolkit.emulator.db import Database
-from toolkit.emulator.engine import Engine
-from toolkit.emulator.faults import Faults
-from toolkit.emulator.operations import Operations
-from toolkit.emulator.scheduler import CLOCK_SETTING, Scheduler
-from toolkit.emulator.services import Services
-from toolkit.emulator.state import State, from_ms
-from toolkit.emulator.uploads import PageFiles
+from toolkit.emulator.core.clock import Clock, ClockMode
+from toolkit.emulator.core.db import Database
+from toolkit.emulator.core.engine import Engine
+from toolkit.emulator.core.faults import Faults
+from toolkit.emulator.core.operations import Operations
+from toolkit.emulator.core.scheduler import CLOCK_SETTING, Scheduler
+from toolkit.emulator.core.services import Services
+from toolkit.emulator.core.state import State, from_ms
+from toolkit.emulator.intake.uploads import PageFiles
 from toolkit.errors import error_class_for
 
 
@@ -301,9 +301,9 @@ def _parse_now(body: dict[str, Any]) -> datetime:
 def _attach_deliveries(services: Services) -> list[BaseRoute]:
     """Wire the webhook deliveries in when their module exists; returns their routes."""
     try:
-        from toolkit.emulator.deliveries import Deliveries
+        from toolkit.emulator.delivery.deliveries import Deliveries
     except ModuleNotFoundError as exc:
-        if exc.name == "toolkit.emulator.deliveries":
+        if exc.name == "toolkit.emulator.delivery.deliveries":
             return []
         raise
     deliveries = Deliveries(services.db, services.clock)

@@ -2,7 +2,7 @@
 
 Files arrive in natural file-name order; "Up" and "Down" move the selected file. What
 the panel sends is `PageFiles.uploads`, in the order shown. `check()` runs the client's
-upload checks (`toolkit.uploads`) as soon as files are picked, so an SVG or a damaged
+upload checks (`toolkit.client.uploads`) as soon as files are picked, so an SVG or a damaged
 image is refused with the client's message before anything is sent.
 """
 
@@ -52,7 +52,7 @@ class PageFiles(widgets.VBox):
 
     def check(self) -> None:
         """Refuse a bad file now, with the client's own checks, rather than when sending."""
-        from toolkit.uploads import prepare_pages
+        from toolkit.client.uploads import prepare_pages
 
         if self.uploads:
             with prepare_pages([upload.as_file() for upload in self.uploads]):

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
+from toolkit.client.uploads import check_text
 from toolkit.errors import InvalidUpload
-from toolkit.uploads import check_text
 from toolkit.widgets._files import PageFiles
 from toolkit.widgets._inputs import AUTO, count, decode_text, estimate, parse_number, uploads_of
 

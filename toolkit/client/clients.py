@@ -1,0 +1,402 @@
+"""`Client` and `AsyncClient`: every `/api/v1` route of the Chapter Translation Service.
+
+```python
+import toolkit as tk
+
+with tk.Client() as client:                       # CTS_BASE_URL, CTS_API_KEY
+    project = client.list_projects()[0]
+    chapter = client.create_chapter(project.id, pages=["p1.png", "p2.png"], position=12)
+    detail = client.wait_for_chapter(chapter.id, timeout=3600, progress=True)
+```
+
+Each method runs a flow from `toolkit.client.flows` (request building, parsing, errors and
+retries live there, once). `Client` drives flows with blocking I/O and `time.sleep`;
+`AsyncClient` with awaits and `asyncio.sleep`. The sync client never touches asyncio,
+so it works in a Jupyter cell, whose event loop is already running.
+
+The API key is held in a `Secret` and only written into the `Authorization` header as a
+request leaves; it is in no repr, log line or error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+import httpx
+
+from toolkit.client import flows as _flows
+from toolkit.client.flows import Flow, Send, Sleep
+from toolkit.client.requests import BearerAuth, RequestSpec
+from toolkit.client.retry import RetryPolicy
+from toolkit.client.uploads import PageSource
+from toolkit.client.waiting import wait_for_chapter as _wait_flow
+from toolkit.config import Settings
+from toolkit.models import (
+    AddedPages,
+    ChapterDetail,
+    ChapterListItem,
+    NewChapter,
+    Project,
+    RescanResult,
+    StartResult,
+)
+
+T = TypeVar("T")
+USER_AGENT = "toolkit-python/0.1"
+PollHook = Callable[[ChapterDetail], object]
+
+
+class _BaseClient:
+    """What both clients share: settings, retry policy, flows. No I/O happens here."""
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        *,
+        timeout: float | None,
+        max_retries: int,
+        max_retry_after: float,
+    ) -> None:
+        self._settings = Settings.resolve(base_url, api_key)
+        self._retry = RetryPolicy(max_retries=max_retries, max_retry_after=max_retry_after)
+        self._kinds: dict[str, str | None] = {}
+        self._monotonic: Callable[[], float] = time.monotonic
+        self._timeout = timeout
+        self._last_date: str | None = None
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds allowed per network operation (connect, each read); None for no limit."""
+        return self._timeout
+
+    @property
+    def base_url(self) -> str:
+        """The service's base URL (without `/api/v1`)."""
+        return self._settings.base_url
+
+    @property
+    def max_retries(self) -> int:
+        return self._retry.max_retries
+
+    @property
+    def last_response_date(self) -> datetime | None:
+        """The service's clock as the `Date` header of the latest answer gave it, if any.
+
+        With requests running in several threads, "latest" is whichever answered last.
+        """
+        if self._last_date is None:
+            return None
+        try:
+            return parsedate_to_datetime(self._last_date).astimezone(UTC)
+        except (TypeError, ValueError):
+            return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} base_url={self.base_url!r}>"
+
+    def _note(self, response: httpx.Response) -> httpx.Response:
+        self._last_date = response.headers.get("date", self._last_date)
+        return response
+
+    def _http_options(self) -> dict[str, Any]:
+        return {
+            "base_url": self._settings.api_url,
+            "auth": BearerAuth(self._settings.api_key),
+            "timeout": self._timeout,
+            "headers": {"User-Agent": USER_AGENT, "Accept": "application/json"},
+            "follow_redirects": False,
+        }
+
+    @staticmethod
+    def _build(http: httpx.Client | httpx.AsyncClient, spec: RequestSpec) -> httpx.Request:
+        return http.build_request(spec.method, spec.path, json=spec.json, files=spec.files)
+
+    # Flows, one per public method; the clients below only drive them.
+
+    def _create_flow(
+        self,
+        project_id: str,
+        pages: Iterable[PageSource] | None,
+        staged: bool,
+        text: str | None,
+        position: int | None,
+    ) -> Flow[NewChapter]:
+        return _flows.create_chapter(
+            project_id,
+            self._retry,
+            self._kinds,
+            pages=pages,
+            staged=staged,
+            text=text,
+            position=position,
+        )
+
+    def _add_flow(
+        self, chapter_id: str, pages: Iterable[PageSource], hold: bool, position: int | None
+    ) -> Flow[AddedPages]:
+        return _flows.add_pages(
+            chapter_id, self._retry, self._kinds, pages=pages, hold=hold, position=position
+        )
+
+    def _wait(
+        self,
+        chapter_id: str,
+        timeout: float | None,
+        poll_interval: float,
+        max_interval: float,
+        progress: bool,
+        on_poll: PollHook | None,
+    ) -> Flow[ChapterDetail]:
+        return _wait_flow(
+            chapter_id,
+            self._retry,
+            timeout=timeout,
+            poll_interval=poll_interval,
+            max_interval=max_interval,
+            monotonic=self._monotonic,
+            progress=progress,
+            on_poll=on_poll,
+        )
+
+
+class Client(_BaseClient):
+    """The service's routes as blocking calls. A context manager; `close()` ends the pool.
+
+    `base_url` and `api_key` default to `CTS_BASE_URL` and `CTS_API_KEY`. `timeout` is per
+    network operation (connect, each read); `max_retries` counts retries after the first
+    try; a `Retry-After` over `max_retry_after` seconds fails at once instead of waiting.
+    `transport` replaces httpx's network layer (tests use it to inject faults).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = 30.0,
+        max_retries: int = 4,
+        max_retry_after: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            base_url,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_retry_after=max_retry_after,
+        )
+        self._sleep: Callable[[float], object] = time.sleep
+        self._http = httpx.Client(transport=transport, **self._http_options())
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _run(self, flow: Flow[T]) -> T:
+        reply: Any = None
+        try:
+            while True:
+                try:
+                    step = flow.send(reply)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+                reply = self._step(step)
+        finally:
+            flow.close()
+
+    def _step(self, step: Send | Sleep) -> Any:
+        if isinstance(step, Sleep):
+            self._sleep(step.seconds)
+            return None
+        try:
+            return self._note(self._http.send(self._build(self._http, step.spec)))
+        except httpx.TransportError as exc:
+            return exc
+
+    def list_projects(self) -> list[Project]:
+        """Every project of the workspace not in the trash, newest chapter first."""
+        return self._run(_flows.list_projects(self._retry))
+
+    def get_project(self, project_id: str) -> Project:
+        return self._run(_flows.get_project(project_id, self._retry, self._kinds))
+
+    def list_chapters(self, project_id: str) -> list[ChapterListItem]:
+        """The project's chapters not in the trash, by chapter number."""
+        return self._run(_flows.list_chapters(project_id, self._retry))
+
+    def get_chapter(self, chapter_id: str) -> ChapterDetail:
+        return self._run(_flows.get_chapter(chapter_id, self._retry, self._kinds))
+
+    def create_chapter(
+        self,
+        project_id: str,
+        pages: Iterable[PageSource] | None = None,
+        *,
+        staged: bool = False,
+        text: str | None = None,
+        position: int | None = None,
+    ) -> NewChapter:
+        """Create a chapter from `pages` (comic, runs at once), `staged=True` (empty comic
+        chapter) or `text` (novel, runs at once). `position` is the chapter number; with it,
+        a create whose answer was lost is retried and reconciled safely."""
+        return self._run(self._create_flow(project_id, pages, staged, text, position))
+
+    def add_pages(
+        self,
+        chapter_id: str,
+        pages: Iterable[PageSource],
+        *,
+        hold: bool = False,
+        position: int | None = None,
+    ) -> AddedPages:
+        """Add pages to a comic chapter; `hold=True` keeps them without running them."""
+        return self._run(self._add_flow(chapter_id, pages, hold, position))
+
+    def start_chapter(self, chapter_id: str, page_ids: Sequence[str] | None = None) -> StartResult:
+        """Run a staged chapter; on a chapter that has run, `page_ids` names held pages."""
+        return self._run(_flows.start_chapter(chapter_id, self._retry, page_ids=page_ids))
+
+    def rescan_chapter(self, chapter_id: str) -> RescanResult:
+        """Run the chapter again from its art (clears `failed`; discards translations)."""
+        return self._run(_flows.rescan_chapter(chapter_id, self._retry))
+
+    def wait_for_chapter(
+        self,
+        chapter_id: str,
+        timeout: float | None = None,
+        *,
+        poll_interval: float = 2.0,
+        max_interval: float = 30.0,
+        progress: bool = False,
+        on_poll: PollHook | None = None,
+    ) -> ChapterDetail:
+        """Poll until the chapter stops processing; return its detail.
+
+        Raises `WaitTimeout` (a `TimeoutError`, with `.last`) after `timeout` seconds.
+        `progress=True` shows a bar per language; `on_poll(detail)` runs between polls.
+        """
+        flow = self._wait(chapter_id, timeout, poll_interval, max_interval, progress, on_poll)
+        return self._run(flow)
+
+
+class AsyncClient(_BaseClient):
+    """The same routes as `Client`, awaitable. An async context manager; `aclose()`.
+
+    Use one per event loop: an httpx.AsyncClient cannot move between loops. Page checks
+    and page reads are plain file reads in 64 KB pieces, done on the loop's thread.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = 30.0,
+        max_retries: int = 4,
+        max_retry_after: float = 60.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            base_url,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_retry_after=max_retry_after,
+        )
+        self._sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+        self._http = httpx.AsyncClient(transport=transport, **self._http_options())
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _run(self, flow: Flow[T]) -> T:
+        reply: Any = None
+        try:
+            while True:
+                try:
+                    step = flow.send(reply)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+                reply = await self._step(step)
+        finally:
+            flow.close()
+
+    async def _step(self, step: Send | Sleep) -> Any:
+        if isinstance(step, Sleep):
+            await self._sleep(step.seconds)
+            return None
+        try:
+            return self._note(await self._http.send(self._build(self._http, step.spec)))
+        except httpx.TransportError as exc:
+            return exc
+
+    async def list_projects(self) -> list[Project]:
+        return await self._run(_flows.list_projects(self._retry))
+
+    async def get_project(self, project_id: str) -> Project:
+        return await self._run(_flows.get_project(project_id, self._retry, self._kinds))
+
+    async def list_chapters(self, project_id: str) -> list[ChapterListItem]:
+        return await self._run(_flows.list_chapters(project_id, self._retry))
+
+    async def get_chapter(self, chapter_id: str) -> ChapterDetail:
+        return await self._run(_flows.get_chapter(chapter_id, self._retry, self._kinds))
+
+    async def create_chapter(
+        self,
+        project_id: str,
+        pages: Iterable[PageSource] | None = None,
+        *,
+        staged: bool = False,
+        text: str | None = None,
+        position: int | None = None,
+    ) -> NewChapter:
+        return await self._run(self._create_flow(project_id, pages, staged, text, position))
+
+    async def add_pages(
+        self,
+        chapter_id: str,
+        pages: Iterable[PageSource],
+        *,
+        hold: bool = False,
+        position: int | None = None,
+    ) -> AddedPages:
+        return await self._run(self._add_flow(chapter_id, pages, hold, position))
+
+    async def start_chapter(
+        self, chapter_id: str, page_ids: Sequence[str] | None = None
+    ) -> StartResult:
+        return await self._run(_flows.start_chapter(chapter_id, self._retry, page_ids=page_ids))
+
+    async def rescan_chapter(self, chapter_id: str) -> RescanResult:
+        return await self._run(_flows.rescan_chapter(chapter_id, self._retry))
+
+    async def wait_for_chapter(
+        self,
+        chapter_id: str,
+        timeout: float | None = None,
+        *,
+        poll_interval: float = 2.0,
+        max_interval: float = 30.0,
+        progress: bool = False,
+        on_poll: PollHook | None = None,
+    ) -> ChapterDetail:
+        flow = self._wait(chapter_id, timeout, poll_interval, max_interval, progress, on_poll)
+        return await self._run(flow)

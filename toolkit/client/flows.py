@@ -1,0 +1,319 @@
+"""Every route's flow, written once as a generator that both clients drive.
+
+A flow yields `Send(spec)` when it wants a request sent (and is sent back the
+`httpx.Response`, or the `httpx.TransportError` that stopped it) and `Sleep(seconds)` when
+it wants to wait; it returns its result. `Client` drives flows with blocking calls,
+`AsyncClient` with awaits; that is the only difference between them.
+
+Decisions where the spec and DESIGN are silent:
+
+- Before an upload, the client reads the project's (or chapter's) kind once and keeps it
+  (a kind never changes), so that pages for a novel, text for a comic or staging a novel
+  are refused before any page is sent. Local checks on positions, text and files come
+  first, so a bad file is refused with no request at all.
+- Reconciling a create whose answer was lost: a 409 on the repeat is taken as our own
+  chapter when the chapter at that position has the page count we sent (0 when staged;
+  not compared for a novel). Otherwise it is a real clash and raises `Conflict`. The
+  returned `NewChapter` is then built from the chapter list item, so its `pages` is empty:
+  the list does not carry pages.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator, Iterable, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from toolkit.client.requests import (
+    RequestSpec,
+    api_error,
+    form_field,
+    parse_many,
+    parse_one,
+    transport_error,
+)
+from toolkit.client.retry import RetryPolicy, never_sent
+from toolkit.client.uploads import (
+    Form,
+    PageSource,
+    check_form,
+    check_page_position,
+    check_position,
+    check_text,
+    prepare_pages,
+)
+from toolkit.errors import ApiError
+from toolkit.models import (
+    AddedPages,
+    ChapterDetail,
+    ChapterListItem,
+    NewChapter,
+    Project,
+    RescanResult,
+    StartResult,
+)
+
+logger = logging.getLogger("toolkit.client")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Send:
+    spec: RequestSpec
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+
+
+Step = Send | Sleep
+Flow = Generator[Step, Any, T]
+Kinds = MutableMapping[str, str | None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The last answer of a request after its retries, and what the retries imply."""
+
+    response: httpx.Response
+    attempts: int
+    maybe_acted: bool  # an earlier attempt may have reached the service
+    note: str | None = None
+
+    def error(self, spec: RequestSpec, *, note: str | None = None) -> ApiError:
+        note = " ".join(n for n in (self.note, note) if n) or None
+        return api_error(self.response, spec, attempts=self.attempts, note=note)
+
+
+def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[Outcome]:
+    """Send with retries per `policy`; return the final answer (success or not).
+
+    Raises `TransportError` when no answer came and the request cannot be retried.
+    """
+    maybe_acted = False
+    attempt = 0
+    while True:
+        reply = yield Send(spec)
+        if isinstance(reply, httpx.Response):
+            if reply.is_success:
+                return Outcome(reply, attempt + 1, maybe_acted)
+            delay = policy.after_response(reply, attempt, repeatable=spec.repeatable)
+            if not delay.retry:
+                note = None
+                if delay.too_long is not None:
+                    note = (
+                        f"The service asked to wait {delay.too_long:.0f} s (Retry-After), "
+                        f"longer than max_retry_after={policy.max_retry_after:g} s; try later"
+                    )
+                return Outcome(reply, attempt + 1, maybe_acted, note)
+            what = f"answered {reply.status_code}"
+            maybe_acted = maybe_acted or reply.status_code != 429
+        else:
+            delay = policy.after_error(reply, attempt, repeatable=spec.repeatable)
+            if not delay.retry:
+                raise transport_error(
+                    reply, spec, attempts=attempt + 1, maybe_acted=maybe_acted
+                ) from reply
+            what = f"failed ({type(reply).__name__})"
+            maybe_acted = maybe_acted or not never_sent(reply)
+        seconds = delay.seconds or 0.0
+        logger.info(
+            "%s %s %s; trying again in %.1f s (attempt %d of %d)",
+            *(spec.method, spec.path, what, seconds, attempt + 2, policy.max_retries + 1),
+        )
+        yield Sleep(seconds)
+        attempt += 1
+
+
+def call(spec: RequestSpec, policy: RetryPolicy) -> Flow[httpx.Response]:
+    """Send with retries; return the successful answer or raise its `ApiError`."""
+    outcome = yield from exchange(spec, policy)
+    if not outcome.response.is_success:
+        raise outcome.error(spec)
+    return outcome.response
+
+
+def path_id(value: object, what: str) -> str:
+    """An id for a URL path, refusing what is clearly not one."""
+    if not isinstance(value, str) or not value:
+        hint = f"; pass {what.split('_')[0]}.id" if hasattr(value, "id") else ""
+        raise TypeError(f"{what} must be a non-empty str, not {value!r}{hint}")
+    return quote(value, safe="")
+
+
+def list_projects(policy: RetryPolicy) -> Flow[list[Project]]:
+    spec = RequestSpec("GET", "/projects", "list_projects", repeatable=True)
+    return parse_many(Project, (yield from call(spec, policy)), spec)
+
+
+def get_project(project_id: str, policy: RetryPolicy, kinds: Kinds | None = None) -> Flow[Project]:
+    path = f"/projects/{path_id(project_id, 'project_id')}"
+    spec = RequestSpec("GET", path, "get_project", project_id=project_id, repeatable=True)
+    project = parse_one(Project, (yield from call(spec, policy)), spec)
+    if kinds is not None:
+        kinds[f"project:{project_id}"] = project.kind
+    return project
+
+
+def list_chapters(project_id: str, policy: RetryPolicy) -> Flow[list[ChapterListItem]]:
+    path = f"/projects/{path_id(project_id, 'project_id')}/chapters"
+    spec = RequestSpec("GET", path, "list_chapters", project_id=project_id, repeatable=True)
+    return parse_many(ChapterListItem, (yield from call(spec, policy)), spec)
+
+
+def get_chapter(
+    chapter_id: str, policy: RetryPolicy, kinds: Kinds | None = None
+) -> Flow[ChapterDetail]:
+    path = f"/chapters/{path_id(chapter_id, 'chapter_id')}"
+    spec = RequestSpec("GET", path, "get_chapter", chapter_id=chapter_id, repeatable=True)
+    chapter = parse_one(ChapterDetail, (yield from call(spec, policy)), spec)
+    if kinds is not None and chapter.project is not None:
+        kinds[f"chapter:{chapter_id}"] = chapter.project.kind
+    return chapter
+
+
+def _project_kind(project_id: str, policy: RetryPolicy, kinds: Kinds) -> Flow[str | None]:
+    """The project's kind, read once per client: a kind never changes."""
+    key = f"project:{project_id}"
+    if key not in kinds:
+        yield from get_project(project_id, policy, kinds)
+    return kinds.get(key)
+
+
+def _chapter_kind(chapter_id: str, policy: RetryPolicy, kinds: Kinds) -> Flow[str | None]:
+    key = f"chapter:{chapter_id}"
+    if key not in kinds:
+        yield from get_chapter(chapter_id, policy, kinds)
+    return kinds.get(key)
+
+
+def create_chapter(
+    project_id: str,
+    policy: RetryPolicy,
+    kinds: Kinds,
+    *,
+    pages: Iterable[PageSource] | None,
+    staged: bool,
+    text: str | None,
+    position: object,
+) -> Flow[NewChapter]:
+    path = f"/projects/{path_id(project_id, 'project_id')}/chapters"
+    number = check_position(position)
+    choices = {"pages": pages is not None, "staged": staged, "text": text is not None}
+    given = [name for name, on in choices.items() if on]
+    if len(given) != 1:
+        raise TypeError(
+            "create_chapter takes exactly one of pages=[...], staged=True or text='...', "
+            f"got {' and '.join(given) or 'none'}"
+        )
+    checked_text = check_text(text) if text is not None else None
+    upload = prepare_pages(pages) if pages is not None else None
+    try:
+        kind = yield from _project_kind(project_id, policy, kinds)
+        first = upload.pages[0].label if upload else None
+        form: Form = "pages" if upload else ("staged" if staged else "text")
+        check_form(kind, form, where=f"project {project_id!r}", first_page=first)
+        fields: list[tuple[str, Any]] = []
+        if upload:
+            fields += upload.multipart()
+        elif staged:
+            fields.append(form_field("staged", 1))
+        else:
+            assert checked_text is not None
+            fields.append(form_field("text", checked_text))
+        if number is not None:
+            fields.append(form_field("position", number))
+        spec = RequestSpec(
+            "POST",
+            path,
+            "create_chapter",
+            files=fields,
+            project_id=project_id,
+            position=number,
+            repeatable=number is not None,
+        )
+        outcome = yield from exchange(spec, policy)
+    finally:
+        if upload:
+            upload.close()
+    if outcome.response.is_success:
+        return parse_one(NewChapter, outcome.response, spec)
+    if outcome.response.status_code == 409 and outcome.maybe_acted and number is not None:
+        expected = len(upload) if upload else (0 if staged else None)
+        return (yield from _reconcile(spec, outcome, policy, expected))
+    raise outcome.error(spec)
+
+
+def _reconcile(
+    spec: RequestSpec, outcome: Outcome, policy: RetryPolicy, expected_pages: int | None
+) -> Flow[NewChapter]:
+    """After a lost answer and a 409 on the repeat, find the chapter our first try made."""
+    assert spec.project_id is not None
+    chapters = yield from list_chapters(spec.project_id, policy)
+    found = next((c for c in chapters if c.position == spec.position), None)
+    if found is None:
+        raise outcome.error(spec)
+    if expected_pages is not None and found.page_count != expected_pages:
+        raise outcome.error(
+            spec,
+            note=f"An earlier attempt's answer was lost, but chapter {spec.position} has "
+            f"{found.page_count} pages, not the {expected_pages} sent: it is not ours.",
+        )
+    logger.info(
+        "chapter %s of project %s was created by an attempt whose answer was lost",
+        spec.position,
+        spec.project_id,
+    )
+    return NewChapter.from_json(found.raw)
+
+
+def add_pages(
+    chapter_id: str,
+    policy: RetryPolicy,
+    kinds: Kinds,
+    *,
+    pages: Iterable[PageSource],
+    hold: bool,
+    position: object,
+) -> Flow[AddedPages]:
+    path = f"/chapters/{path_id(chapter_id, 'chapter_id')}/pages"
+    number = check_position(position)
+    with prepare_pages(pages) as upload:
+        check_page_position(number, len(upload))
+        kind = yield from _chapter_kind(chapter_id, policy, kinds)
+        check_form(kind, "pages", where=f"chapter {chapter_id!r}", first_page=upload.pages[0].label)
+        fields: list[tuple[str, Any]] = list(upload.multipart())
+        if hold:
+            fields.append(form_field("hold", 1))
+        if number is not None:
+            fields.append(form_field("position", number))
+        spec = RequestSpec(
+            "POST", path, "add_pages", files=fields, chapter_id=chapter_id, position=number
+        )
+        response = yield from call(spec, policy)
+    return parse_one(AddedPages, response, spec)
+
+
+def start_chapter(
+    chapter_id: str, policy: RetryPolicy, *, page_ids: Sequence[str] | None
+) -> Flow[StartResult]:
+    path = f"/chapters/{path_id(chapter_id, 'chapter_id')}/start"
+    body = None
+    if page_ids is not None:
+        if isinstance(page_ids, str) or not all(isinstance(p, str) for p in page_ids):
+            raise TypeError(f"page_ids must be a list of page id strings, not {page_ids!r}")
+        body = {"pageIds": list(page_ids)}
+    spec = RequestSpec("POST", path, "start_chapter", json=body, chapter_id=chapter_id)
+    return parse_one(StartResult, (yield from call(spec, policy)), spec)
+
+
+def rescan_chapter(chapter_id: str, policy: RetryPolicy) -> Flow[RescanResult]:
+    path = f"/chapters/{path_id(chapter_id, 'chapter_id')}/rescan"
+    spec = RequestSpec("POST", path, "rescan_chapter", chapter_id=chapter_id)
+    return parse_one(RescanResult, (yield from call(spec, policy)), spec)

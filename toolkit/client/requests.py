@@ -1,0 +1,268 @@
+"""Requests as plain descriptions, and answers turned into resources or errors.
+
+Both clients send the same `RequestSpec`s, add the key with the same `BearerAuth` and
+read answers with the same functions, so request building, parsing and error mapping
+exist once. Error messages name what the request was about (the route, the project or
+chapter, the position) and say what to do; the service's own message is kept on the
+error as `.message`.
+
+The service's error body is not specified; we read `{"error": {"message"}}` (what the
+emulator sends), `{"error": "..."}`, `{"message"}` or `{"detail"}`, else the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import httpx
+
+from toolkit.client.retry import never_sent, parse_retry_after
+from toolkit.config import Secret
+from toolkit.errors import ApiError, RateLimited, TransportError, error_class_for
+from toolkit.models import Resource
+
+R = TypeVar("R", bound=Resource)
+
+Action = Literal[
+    "list_projects",
+    "get_project",
+    "list_chapters",
+    "get_chapter",
+    "create_chapter",
+    "add_pages",
+    "start_chapter",
+    "rescan_chapter",
+]
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """One request to send (relative to `{base_url}/api/v1`) and what it is about.
+
+    `repeatable` marks a request that may be sent again after a lost answer: every GET,
+    and a chapter create with a position (its repeat is reconciled).
+    """
+
+    method: Literal["GET", "POST"]
+    path: str
+    action: Action
+    json: Any = None
+    files: Sequence[tuple[str, Any]] | None = None
+    project_id: str | None = None
+    chapter_id: str | None = None
+    position: int | None = None
+    repeatable: bool = False
+
+
+class BearerAuth(httpx.Auth):
+    """Adds the key to each request as it is sent, so no prepared request carries it."""
+
+    def __init__(self, key: Secret) -> None:
+        self._key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = "Bearer " + self._key.reveal()
+        yield request
+
+    def __repr__(self) -> str:
+        return "<BearerAuth key=**********>"
+
+
+def form_field(name: str, value: str | int) -> tuple[str, tuple[None, bytes, str | None]]:
+    """A plain multipart form field (no file name), so every upload is multipart/form-data."""
+    if isinstance(value, str):
+        return (name, (None, value.encode("utf-8"), "text/plain; charset=utf-8"))
+    return (name, (None, str(value).encode("ascii"), None))
+
+
+def server_message(response: httpx.Response) -> str | None:
+    """The service's own words from an error answer, if it gave any."""
+    try:
+        body = response.json()
+    except ValueError:
+        text = response.text.strip()
+        return text[:300] or None
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        for value in (error, body.get("message"), body.get("detail")):
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def _subject(spec: RequestSpec) -> str:
+    if spec.chapter_id is not None:
+        return f"chapter {spec.chapter_id!r}"
+    if spec.project_id is not None:
+        return f"project {spec.project_id!r}"
+    return "the workspace"
+
+
+BAD_REQUEST_ADVICE: dict[str, str] = {
+    "create_chapter": "a comic chapter needs pages (or staged=True), a novel chapter non-empty "
+    "text, and a position must be a whole number of 1 or more",
+    "add_pages": "add_pages needs at least one page, a position only with a single page, "
+    "and a comic chapter",
+    "start_chapter": "upload pages before starting; on a chapter that has run, pass page_ids= "
+    "naming the pages added since with hold=True",
+    "rescan_chapter": "only a comic chapter with pages can be re-scanned; for a novel, upload "
+    "its text as a new chapter",
+}
+
+
+def _conflict(spec: RequestSpec) -> tuple[str, str]:
+    if spec.action == "create_chapter":
+        number = f"a chapter {spec.position}" if spec.position else "a chapter with that number"
+        return (
+            f"project {spec.project_id!r} already has {number}",
+            "pick another position=, or leave it out to take the next free number",
+        )
+    wait = f"wait for it with client.wait_for_chapter({spec.chapter_id!r}), then try again"
+    if spec.action == "add_pages" and spec.position is not None:
+        return (
+            f"chapter {spec.chapter_id!r} refused the page at position {spec.position}",
+            f"either it is still processing ({wait}) or it has run, and then new pages go "
+            "after the last one: leave position out",
+        )
+    return f"chapter {spec.chapter_id!r} is still processing", wait
+
+
+def _explain(status: int, spec: RequestSpec) -> tuple[str, str]:
+    """A summary of what went wrong and what to do, for an error status on this request."""
+    subject = _subject(spec)
+    if status == 400:
+        advice = BAD_REQUEST_ADVICE.get(spec.action, "check the arguments")
+        return f"the service refused {spec.action} on {subject}", advice
+    if status in (401, 403):
+        return (
+            "the API key was refused",
+            "check CTS_API_KEY (or api_key=): use a key of your workspace",
+        )
+    if status == 402:
+        return (
+            f"not enough credits for {spec.action} on {subject}",
+            "add credits to the workspace, or send fewer pages",
+        )
+    if status == 404:
+        where = "list_projects()" if spec.chapter_id is None else "list_chapters(project_id)"
+        return (
+            f"{subject} not found",
+            f"it does not exist, is in the trash, or is another workspace's; {where} shows "
+            "what this key can see",
+        )
+    if status == 409:
+        return _conflict(spec)
+    if status == 413:
+        return (
+            "a page image or the text is too large",
+            "scale or recompress the images, or split the text",
+        )
+    if status == 415:
+        return "a page image is of a type the service does not take", "send PNG, JPEG or WebP"
+    if status == 422:
+        return (
+            "a page image cannot be opened, or the text is over the limit",
+            "check that each file opens in an image viewer; keep text to 200,000 characters",
+        )
+    if status == 429:
+        return "too many requests", "slow down and try again in a while"
+    if status >= 500:
+        if spec.method == "GET":
+            return f"the service failed on {spec.action}", "try again later"
+        return (
+            f"the service failed on {spec.action} for {subject}",
+            "it may have acted before failing: check with get_chapter or list_chapters "
+            "before sending it again",
+        )
+    return f"unexpected answer to {spec.action} on {subject}", "see .response for details"
+
+
+def api_error(
+    response: httpx.Response, spec: RequestSpec, *, attempts: int = 1, note: str | None = None
+) -> ApiError:
+    """The `ApiError` subclass for an error answer, with a message a person can act on."""
+    status = response.status_code
+    said = server_message(response)
+    summary, advice = _explain(status, spec)
+    message = f"{summary} ({status}); {advice}"
+    if note:
+        message += f". {note}"
+    if attempts > 1:
+        message += f" (gave up after {attempts} attempts)"
+    if said:
+        message += f". The service said: {said}"
+    cls = error_class_for(status)
+    if cls is RateLimited:
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        return RateLimited(
+            message, retry_after=retry_after, status=status, server_message=said, response=response
+        )
+    return cls(message, status=status, server_message=said, response=response)
+
+
+def transport_error(
+    error: httpx.TransportError, spec: RequestSpec, *, attempts: int, maybe_acted: bool
+) -> TransportError:
+    """A `TransportError` for a request that got no answer, saying whether it may have acted.
+
+    `maybe_acted`: an earlier attempt of this request may have reached the service.
+    """
+    what = (
+        f"{spec.method} {spec.path} got no answer ({type(error).__name__}: {error or 'no detail'})"
+    )
+    if attempts > 1:
+        what += f" after {attempts} attempts"
+    if never_sent(error) and not maybe_acted:
+        advice = (
+            "could not reach the service: check the base URL, that the service runs, "
+            "and the network"
+        )
+    elif spec.method == "GET":
+        advice = "the network kept failing: try again later"
+    else:
+        advice = (
+            "the connection broke after the request was sent, so the service may have acted "
+            "on it: check with get_chapter or list_chapters before sending it again"
+        )
+        if spec.action == "create_chapter" and spec.position is None:
+            advice += "; with position= the client reconciles such a retry by itself"
+    return TransportError(f"{what}; {advice}")
+
+
+def json_body(response: httpx.Response, spec: RequestSpec) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ApiError(
+            f"{spec.method} {spec.path} answered {response.status_code} with a body that is "
+            "not JSON; is the base URL the service's?",
+            status=response.status_code,
+            response=response,
+        ) from exc
+
+
+def parse_one(model: type[R], response: httpx.Response, spec: RequestSpec) -> R:
+    body = json_body(response, spec)
+    if not isinstance(body, Mapping):
+        raise _shape_error(response, spec, "an object")
+    return model.from_json(body)
+
+
+def parse_many(model: type[R], response: httpx.Response, spec: RequestSpec) -> list[R]:
+    body = json_body(response, spec)
+    if not isinstance(body, list) or not all(isinstance(item, Mapping) for item in body):
+        raise _shape_error(response, spec, "a list of objects")
+    return [model.from_json(item) for item in body]
+
+
+def _shape_error(response: httpx.Response, spec: RequestSpec, expected: str) -> ApiError:
+    return ApiError(
+        f"{spec.method} {spec.path} answered {response.status_code} with JSON that is not "
+        f"{expected}; is the base URL the service's?",
+        status=response.status_code,
+        response=response,
+    )

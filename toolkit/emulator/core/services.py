@@ -1,0 +1,41 @@
+"""The parts of one emulator, handed to every route through `app.state.services`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from toolkit.emulator.core.clock import Clock
+from toolkit.emulator.core.db import Database
+from toolkit.emulator.core.engine import Engine
+from toolkit.emulator.core.faults import Faults
+from toolkit.emulator.core.operations import Operations
+from toolkit.emulator.core.state import State, to_ms
+from toolkit.emulator.intake.uploads import PageFiles
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from toolkit.emulator.core.scheduler import Scheduler
+
+
+@dataclass
+class Services:
+    db: Database
+    state: State
+    clock: Clock
+    faults: Faults
+    engine: Engine
+    files: PageFiles
+    operations: Operations
+    scheduler: Scheduler
+    admin_token: str
+    deliveries: Any = None  # toolkit.emulator.delivery.deliveries.Deliveries once it exists
+
+    def now_ms(self) -> int:
+        return to_ms(self.clock.now())
+
+
+def services_of(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services

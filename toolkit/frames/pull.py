@@ -1,0 +1,307 @@
+"""The service's resources as pandas DataFrames, one row per project, chapter, language
+or prepared file, with the columns and dtypes `toolkit.frames.schema` fixes.
+
+```python
+ws = tk.pull(client)                  # all four tables, concurrent requests
+ws.chapters.groupby("status", observed=True).size()
+```
+
+Rows are built into Arrow tables against the schema and turned into pandas once. The
+`*_rows` functions do that from resources already fetched (no I/O); the `*_frame`
+functions and `pull` fetch first.
+
+Decisions the design leaves open:
+
+- `details="changed"` also fetches a chapter that `since` does not know, or whose
+  `untranslated` it holds as null (it was pulled without details): "changed" means "what
+  the previous pull cannot tell".
+- Row order is the service's: projects as listed (newest chapter first), chapters by
+  project in that order and then by chapter number, languages and files as each chapter
+  lists them.
+- A chapter status the toolkit does not know becomes null (the categorical has fixed
+  categories); `credits_spent` must be a whole number, as the service's prices are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+import pyarrow as pa
+
+from toolkit.frames import schema
+from toolkit.frames.fetcher import DEFAULT_CONCURRENCY, Fetcher
+
+if TYPE_CHECKING:
+    from toolkit.client import Client
+    from toolkit.models import ChapterDetail, ChapterListItem, Project
+
+Details = Literal["none", "all", "changed"]
+DETAILS: tuple[str, ...] = ("none", "all", "changed")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One pull of a workspace: the four tables, and how the pull went.
+
+    `pulled_at` is the service's clock at the first answer (`None` when the client did
+    not report it), `requests` the calls made, `seconds` the time taken, `details` what
+    was asked for untranslated counts.
+    """
+
+    projects: pd.DataFrame
+    chapters: pd.DataFrame
+    languages: pd.DataFrame
+    exports: pd.DataFrame
+    pulled_at: datetime | None = None
+    requests: int = 0
+    seconds: float = 0.0
+    details: str = "none"
+
+    def table(self, name: str) -> pd.DataFrame:
+        if name not in schema.SNAPSHOT_TABLES:
+            raise ValueError(
+                f"a workspace has no table {name!r}; it has {', '.join(schema.SNAPSHOT_TABLES)}"
+            )
+        frame: pd.DataFrame = getattr(self, name)
+        return frame
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{len(self.table(name))} {name}" for name in schema.SNAPSHOT_TABLES)
+        return f"<Workspace {sizes}; {self.requests} requests in {self.seconds:.1f} s>"
+
+
+def _whole(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"{what} is {value}, not a whole number; the toolkit stores it as Int64")
+    return int(value)
+
+
+def _status(value: Any) -> str | None:
+    return value if value in schema.STATUS_DTYPE.categories else None
+
+
+def project_rows(projects: Iterable[Project]) -> pa.Table:
+    """Projects (from the project list) as an Arrow table of `schema.PROJECTS`."""
+    rows = [
+        {
+            "project_id": p.id,
+            "name": p.name,
+            "kind": p.kind,
+            "source_language": p.source_language,
+            "reading_direction": p.reading_direction,
+            "process_steps": p.process_steps,
+            "translation_model": p.translation_model,
+            "target_languages": p.language_codes if "targetLanguages" in p.raw else None,
+            "chapter_count": _whole(p.chapter_count, "chapterCount"),
+            "last_chapter_at": p.last_chapter_at,
+            "created_at": p.created_at,
+        }
+        for p in projects
+    ]
+    return schema.from_rows(rows, schema.PROJECTS)
+
+
+def chapter_rows(items: Iterable[ChapterListItem]) -> pa.Table:
+    """Chapter list items as an Arrow table of `schema.CHAPTERS`."""
+    rows = [
+        {
+            "chapter_id": c.id,
+            "project_id": c.project_id,
+            "position": _whole(c.position, "position"),
+            "title": c.title,
+            "summary": c.summary,
+            "page_count": _whole(c.page_count, "pageCount"),
+            "started": c.started,
+            "processing": c.processing,
+            "failed": c.failed,
+            "failure_reason": c.failure_reason,
+            "status": _status(c.status),
+            "credits_spent": _whole(c.credits_spent, f"creditsSpent of chapter {c.id}"),
+            "last_activity_at": c.last_activity_at,
+            "created_at": c.created_at,
+        }
+        for c in items
+    ]
+    return schema.from_rows(rows, schema.CHAPTERS)
+
+
+def language_rows(
+    items: Iterable[ChapterListItem],
+    details: Mapping[str, ChapterDetail] | None = None,
+    carried: Mapping[tuple[str, str], int | None] | None = None,
+) -> pa.Table:
+    """One row per chapter and target language, as an Arrow table of `schema.LANGUAGES`.
+
+    `untranslated` comes from `details` (chapter id -> detail) when the chapter has one,
+    else from `carried` ((chapter id, language code) -> count), else it is null.
+    """
+    details = details or {}
+    carried = carried or {}
+    rows = []
+    for c in items:
+        detail = details.get(c.id)
+        untranslated = (
+            {lang.language_code: lang.untranslated for lang in detail.languages}
+            if (detail is not None)
+            else None
+        )
+        for lang in c.languages:
+            if untranslated is not None:
+                left = untranslated.get(lang.language_code)
+            else:
+                left = carried.get((c.id, lang.language_code))
+            rows.append(
+                {
+                    "chapter_id": c.id,
+                    "project_id": c.project_id,
+                    "language_code": lang.language_code,
+                    "status": _status(lang.status),
+                    "covered": _whole(lang.covered, "covered"),
+                    "untranslated": _whole(left, "untranslated"),
+                    "failed": lang.failed,
+                    "exporting": lang.exporting,
+                    "models": list(lang.models) if "models" in lang.raw else None,
+                }
+            )
+    return schema.from_rows(rows, schema.LANGUAGES)
+
+
+def export_rows(items: Iterable[ChapterListItem]) -> pa.Table:
+    """One row per prepared file, as an Arrow table of `schema.EXPORTS`."""
+    rows = [
+        {
+            "chapter_id": c.id,
+            "project_id": c.project_id,
+            "language_code": e.language_code,
+            "format": e.format,
+            "filename": e.filename,
+            "byte_size": _whole(e.byte_size, "byteSize"),
+            "page_count": _whole(e.page_count, "pageCount"),
+            "prepared_at": e.prepared_at,
+        }
+        for c in items
+        for e in c.prepared_exports
+    ]
+    return schema.from_rows(rows, schema.EXPORTS)
+
+
+def projects_frame(client: Client) -> pd.DataFrame:
+    """One row per project of the workspace (`schema.PROJECTS`)."""
+    return schema.to_pandas(project_rows(client.list_projects()), schema.PROJECTS)
+
+
+def chapters_frame(
+    client: Client, project_ids: Sequence[str] | None = None, *, concurrency: int = 8
+) -> pd.DataFrame:
+    """One row per chapter of the given projects, or of every project (`schema.CHAPTERS`)."""
+    items = _chapter_items(Fetcher(client, concurrency=concurrency), project_ids)
+    return schema.to_pandas(chapter_rows(items), schema.CHAPTERS)
+
+
+def languages_frame(
+    client: Client,
+    project_ids: Sequence[str] | None = None,
+    details: bool = False,
+    *,
+    concurrency: int = 8,
+) -> pd.DataFrame:
+    """One row per chapter and target language (`schema.LANGUAGES`).
+
+    `untranslated` is null unless `details=True`, which reads every chapter's detail
+    (one more request per chapter).
+    """
+    fetcher = Fetcher(client, concurrency=concurrency)
+    items = _chapter_items(fetcher, project_ids)
+    found = fetcher.details([c.id for c in items]) if details else None
+    return schema.to_pandas(language_rows(items, found), schema.LANGUAGES)
+
+
+def exports_frame(
+    client: Client, project_ids: Sequence[str] | None = None, *, concurrency: int = 8
+) -> pd.DataFrame:
+    """One row per prepared file of the given projects' chapters (`schema.EXPORTS`)."""
+    items = _chapter_items(Fetcher(client, concurrency=concurrency), project_ids)
+    return schema.to_pandas(export_rows(items), schema.EXPORTS)
+
+
+def _chapter_items(fetcher: Fetcher, project_ids: Sequence[str] | None) -> list[ChapterListItem]:
+    if project_ids is None:
+        project_ids = [p.id for p in fetcher.projects()]
+    elif isinstance(project_ids, str):
+        raise TypeError(f"project_ids takes a list of ids, not one id; pass [{project_ids!r}]")
+    lists = fetcher.chapters(list(project_ids))
+    return [item for pid in project_ids for item in lists.get(pid, [])]
+
+
+def pull(
+    client: Client,
+    details: Details = "all",
+    since: Workspace | None = None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: bool | None = None,
+) -> Workspace:
+    """Every table of the workspace in one go, with concurrent requests.
+
+    details: "all" reads every chapter's detail for `untranslated`; "none" reads none;
+    "changed" reads only chapters that are processing or whose `last_activity_at`
+    differs from `since` (a previous pull), carrying the others' counts over.
+    progress: a progress bar (tqdm.auto); by default shown on long pulls.
+    """
+    if details not in DETAILS:
+        raise ValueError(f"details must be one of {', '.join(DETAILS)}, not {details!r}")
+    fetcher = Fetcher(client, concurrency=concurrency, progress=progress)
+    projects = fetcher.projects()
+    lists = fetcher.chapters([p.id for p in projects])
+    # A project trashed between the two reads is gone from the workspace: drop it too.
+    projects = [p for p in projects if p.id in lists]
+    items = [item for p in projects for item in lists[p.id]]
+
+    carried: dict[tuple[str, str], int | None] = {}
+    wanted = [c.id for c in items] if details != "none" else []
+    if details == "changed" and since is not None:
+        wanted, carried = _changed(items, since)
+    found = fetcher.details(wanted)
+    languages = language_rows(items, found, carried)
+    return Workspace(
+        projects=schema.to_pandas(project_rows(projects), schema.PROJECTS),
+        chapters=schema.to_pandas(chapter_rows(items), schema.CHAPTERS),
+        languages=schema.to_pandas(languages, schema.LANGUAGES),
+        exports=schema.to_pandas(export_rows(items), schema.EXPORTS),
+        pulled_at=fetcher.pulled_at,
+        requests=fetcher.requests,
+        seconds=fetcher.seconds,
+        details=details,
+    )
+
+
+def _changed(
+    items: Sequence[ChapterListItem], since: Workspace
+) -> tuple[list[str], dict[tuple[str, str], int | None]]:
+    """Chapters whose detail must be read, and the counts carried over for the rest."""
+    before = dict(
+        zip(since.chapters["chapter_id"].tolist(), since.chapters["last_activity_at"], strict=True)
+    )
+    languages = since.languages
+    carried: dict[tuple[str, str], int | None] = {
+        (chapter, code): None if left is pd.NA else int(left)
+        for chapter, code, left in zip(
+            languages["chapter_id"].tolist(),
+            languages["language_code"].tolist(),
+            languages["untranslated"].tolist(),
+            strict=True,
+        )
+    }
+    wanted = []
+    for c in items:
+        unknown = any(carried.get((c.id, lang.language_code)) is None for lang in c.languages)
+        moved = c.id not in before or pd.isna(before[c.id]) or before[c.id] != c.last_activity_at
+        if c.processing or moved or unknown:
+            wanted.append(c.id)
+    return wanted, carried

@@ -1,0 +1,111 @@
+"""The store's "events" table: webhook events, appended in batches, read without repeats.
+
+A batch is one file per day received, `events/received_date=YYYY-MM-DD/<batch_id>.parquet`,
+written atomically; there is no manifest, since a batch file is complete once visible.
+The service may deliver an event more than once, so reading keeps the first copy of
+each `webhook_id` (the earliest received).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from toolkit.frames import schema
+from toolkit.models import parse_time
+from toolkit.store.files import Files, new_id
+from toolkit.store.log import arrow, connect
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _time(value: Any, what: str) -> datetime:
+    parsed = value if isinstance(value, datetime) else parse_time(value)
+    if parsed is None:
+        raise ValueError(f"an event has no {what}; give an ISO 8601 string or a datetime")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def event_row(event: Mapping[str, Any], received: datetime) -> dict[str, Any]:
+    """One event dict as a row of `schema.EVENTS`."""
+    if not event.get("webhook_id"):
+        raise ValueError(
+            "an event lacks its webhook_id (the webhook-id header): it is what tells "
+            "a repeated delivery from a new event"
+        )
+    data = event.get("data")
+    if isinstance(data, str):
+        text, parsed = data, json.loads(data)
+    else:
+        parsed = dict(data or {})
+        text = json.dumps(parsed, ensure_ascii=False, separators=(",", ":"))
+    parsed = parsed if isinstance(parsed, dict) else {}
+    received_at = event.get("received_at")
+    return {
+        "webhook_id": str(event["webhook_id"]),
+        "type": event.get("type"),
+        "timestamp": _time(event.get("timestamp"), "timestamp"),
+        "received_at": _time(received_at, "received_at") if received_at else received,
+        "chapter_id": parsed.get("chapterId"),
+        "project_id": parsed.get("projectId"),
+        "data": text,
+    }
+
+
+def record(files: Files, events: Iterable[Mapping[str, Any]]) -> int:
+    """Write events as one batch file per day received; returns how many were written."""
+    now = datetime.now(UTC)
+    rows = [event_row(event, now) for event in events]
+    by_day: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_day.setdefault(f"received_date={row['received_at']:%Y-%m-%d}", []).append(row)
+    for partition, day in by_day.items():
+        table = schema.from_rows(day, schema.EVENTS)
+        files.write(table, files.folder("events", partition), new_id(now))
+    return len(rows)
+
+
+def history(
+    files: Files,
+    *,
+    since: Any = None,
+    until: Any = None,
+    project_ids: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Every event once (the first copy received), oldest first."""
+    from toolkit.store.snapshot_store import utc
+
+    listed = files.visible("events")
+    con = connect()
+    try:
+        con.register("stored", files.dataset(listed, schema.EVENTS))
+        conditions, params = ["true"], []
+        if since is not None:
+            conditions.append("timestamp >= ?")
+            params.append(utc(since))
+        if until is not None:
+            conditions.append("timestamp <= ?")
+            params.append(utc(until))
+        if project_ids is not None:
+            con.register("_ids", pa.table({"id": pa.array(list(project_ids), pa.string())}))
+            conditions.append("project_id IN (SELECT id FROM _ids)")
+        table = arrow(
+            con,
+            f"""
+            SELECT * FROM (
+                SELECT * FROM stored
+                QUALIFY row_number() OVER (
+                    PARTITION BY webhook_id ORDER BY received_at, timestamp) = 1
+            ) WHERE {" AND ".join(conditions)}
+            ORDER BY timestamp, received_at, webhook_id
+            """,
+            params,
+        )
+    finally:
+        con.close()
+    return schema.to_pandas(table, schema.EVENTS)
