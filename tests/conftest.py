@@ -75,30 +75,15 @@ def asgi_server():
 
     Each server runs in a thread and is shut down when the test ends.
     """
-    import socket
-    import threading
-    import time
+    from toolkit.emulator.serving import BackgroundServer
 
-    import uvicorn
-
-    running: list[tuple[uvicorn.Server, threading.Thread]] = []
+    running: list[BackgroundServer] = []
 
     def start(app) -> str:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-        thread.start()
-        running.append((server, thread))
-        deadline = time.monotonic() + 10
-        while not server.started:  # start-up, not simulated time: poll briefly
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.005)
-        return f"http://127.0.0.1:{listener.getsockname()[1]}"
+        server = BackgroundServer()
+        running.append(server)
+        return server.start(app, timeout=10).url
 
     yield start
-    for server, _ in running:  # all at once: each takes a tick to notice
-        server.should_exit = True
-    for _, thread in running:
-        thread.join(timeout=10)
+    for server in running:
+        server.stop(timeout=10)

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,46 +41,6 @@ MARKER = ".toolkit-demo"
 FAULTS: dict[str, Any] = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
 MAX_RESCANS = 3
 EVENTS = ["chapter.finished", "chapter.failed", "export.ready"]
-
-
-class LoopbackServer:
-    """Serves an ASGI app with uvicorn in a daemon thread on a free loopback port.
-
-    The port is bound at construction, so the URL is known before the app exists (the
-    receiver needs the secret the endpoint gets when it is added with that URL).
-    """
-
-    def __init__(self) -> None:
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.bind(("127.0.0.1", 0))
-        self.port: int = self._socket.getsockname()[1]
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, app: Any, *, timeout: float = 10.0) -> LoopbackServer:
-        import uvicorn
-
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise ToolkitError("the webhook receiver did not start on loopback")
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-        self._socket.close()
 
 
 @dataclass
@@ -227,6 +184,7 @@ def simulate_day(
     """
     from toolkit.client import Client
     from toolkit.emulator import Emulator
+    from toolkit.emulator.serving import BackgroundServer
     from toolkit.webhooks import Receiver
 
     _check_hours(hours)
@@ -234,14 +192,17 @@ def simulate_day(
         seeded = emulator.seed_demo()
         workspace_id = seeded["workspaceId"]
         emulator.set_credits(workspace_id, 100_000)
-        server = LoopbackServer()
+        server = BackgroundServer()  # bound now: the endpoint needs its address first
         receiver: Receiver | None = None
         try:
             endpoint = emulator.add_webhook(
                 workspace_id, f"{server.url}/webhooks", EVENTS, allow_private=True
             )
             receiver = Receiver(endpoint["secret"], store=store, seen_path=seen_path)
-            server.start(receiver)
+            try:
+                server.start(receiver, name="demo-receiver", timeout=10)
+            except RuntimeError as exc:
+                raise ToolkitError("the webhook receiver did not start on loopback") from exc
             with Client(base_url=emulator.url, api_key=seeded["apiKey"]) as client:
                 day = simulate(
                     emulator, client, store, workspace_id, hours=hours, progress=progress

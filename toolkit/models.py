@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar
+
+from toolkit.timestamps import parse_millis, parse_time
 
 ChapterStatus = Literal["translating", "needs_review", "reviewed"]
 STATUS_ORDER: tuple[str, ...] = ("translating", "needs_review", "reviewed")
@@ -21,21 +23,6 @@ STATUS_ORDER: tuple[str, ...] = ("translating", "needs_review", "reviewed")
 _STORAGE_KEY = re.compile(r"^sourceImage\w*Key$")
 
 R = TypeVar("R", bound="Resource")
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An ISO 8601 string as an aware datetime (UTC when the string has no zone)."""
-    if value is None or value == "":
-        return None
-    parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def parse_millis(value: Any) -> datetime | None:
-    """Milliseconds since 1970 as an aware UTC datetime."""
-    if value is None:
-        return None
-    return datetime.fromtimestamp(float(value) / 1000, tz=UTC)
 
 
 def camel(name: str) -> str:

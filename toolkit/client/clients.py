@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 import httpx
@@ -45,6 +44,7 @@ from toolkit.models import (
     RescanResult,
     StartResult,
 )
+from toolkit.timestamps import parse_http_date
 
 T = TypeVar("T")
 USER_AGENT = "toolkit-python/0.1"
@@ -90,12 +90,7 @@ class _BaseClient:
 
         With requests running in several threads, "latest" is whichever answered last.
         """
-        if self._last_date is None:
-            return None
-        try:
-            return parsedate_to_datetime(self._last_date).astimezone(UTC)
-        except (TypeError, ValueError):
-            return None
+        return parse_http_date(self._last_date)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} base_url={self.base_url!r}>"

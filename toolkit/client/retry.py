@@ -22,9 +22,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
 import httpx
+
+from toolkit.timestamps import parse_http_date
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # The connection was never made, so nothing was sent.
@@ -47,12 +48,9 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
         return max(0.0, float(value))
     except ValueError:
         pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    when = parse_http_date(value)
+    if when is None:
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 

@@ -71,7 +71,7 @@ def wait_for_chapter(
             bars.close()
 
 
-def describe(detail: ChapterDetail) -> str:
+def describe_chapter(detail: ChapterDetail) -> str:
     """The state of a chapter in a few words, for messages."""
     parts = [f"status {detail.status}"]
     if detail.detecting:
@@ -86,7 +86,8 @@ def describe(detail: ChapterDetail) -> str:
 
 def _timeout_message(chapter_id: str, timeout: float, detail: ChapterDetail) -> str:
     return (
-        f"chapter {chapter_id!r} is still processing after {timeout:g} s ({describe(detail)}); "
+        f"chapter {chapter_id!r} is still processing after {timeout:g} s "
+        f"({describe_chapter(detail)}); "
         "call wait_for_chapter again to keep waiting, or pass a longer timeout="
     )
 

@@ -61,6 +61,6 @@ Decisions where the spec says "not shown" (DESIGN.md fixes some; the rest are ou
 
 from __future__ import annotations
 
-from toolkit.emulator.server import Emulator
+from toolkit.emulator.server import AdminCallError, Emulator
 
-__all__ = ["Emulator"]
+__all__ = ["AdminCallError", "Emulator"]

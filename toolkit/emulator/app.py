@@ -23,7 +23,6 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolkit.emulator.core.services import Services
@@ -113,10 +112,10 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return error(500, f"the emulator failed: {type(exc).__name__}: {exc}")
 
 
-def build_app(services: Services, *, extra_routes: list[BaseRoute] | None = None) -> Starlette:
-    """The app; `extra_routes` (webhook admin routes) sit behind the admin guard too."""
+def build_app(services: Services) -> Starlette:
+    """The app; the webhook admin routes sit behind the admin guard too."""
     app = Starlette(
-        routes=[*api.routes, *admin.routes, *(extra_routes or [])],
+        routes=[*api.routes, *admin.routes, *services.deliveries.routes],
         middleware=[
             Middleware(ClockDate, services=services),
             Middleware(FaultInjection, services=services),

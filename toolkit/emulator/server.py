@@ -14,21 +14,16 @@ got to if that is later, so times never run backwards across a restart.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import secrets
 import shutil
 import signal
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
-from starlette.routing import BaseRoute
 
 from toolkit.emulator.app import build_app
 from toolkit.emulator.core.clock import Clock, ClockMode
@@ -39,34 +34,22 @@ from toolkit.emulator.core.operations import Operations
 from toolkit.emulator.core.scheduler import CLOCK_SETTING, Scheduler
 from toolkit.emulator.core.services import Services
 from toolkit.emulator.core.state import State, from_ms
-from toolkit.emulator.intake.uploads import PageFiles
-from toolkit.errors import error_class_for
+from toolkit.emulator.delivery.deliveries import Deliveries
+from toolkit.emulator.intake.uploads import PageFolder
+from toolkit.emulator.serving import BackgroundServer
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, woken by `exit_now()` at once rather than on its next 0.1 s tick.
+class AdminCallError(Exception):
+    """An admin call the emulator refused: its HTTP `status` and the emulator's `message`.
 
-    Tests start and stop an emulator each; the saved tick adds up over a suite.
+    The emulator's own error, not the client's: the emulator and the client share only
+    the signing primitive, so either can change without the other.
     """
 
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._exit = asyncio.Event()
-
-    async def main_loop(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        counter = 0
-        while not await self.on_tick(counter):
-            counter = (counter + 1) % 864_000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._exit.wait(), timeout=0.1)
-
-    def exit_now(self) -> None:
-        self.should_exit = True
-        if self._loop is not None and not self._loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._exit.set)
+    def __init__(self, message: str, *, status: int, server_message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.server_message = server_message
 
 
 class Emulator:
@@ -98,8 +81,10 @@ class Emulator:
             pages_root = Path(state + "-pages")
         faults = Faults(store)
         engine = Engine(self._db, faults)
-        files = PageFiles(pages_root)
-        scheduler = Scheduler(self.clock, engine, store)
+        files = PageFolder(pages_root)
+        deliveries = Deliveries(self._db, self.clock)
+        engine.sinks.append(deliveries.emit)
+        scheduler = Scheduler(self.clock, engine, store, deliveries)
         self.services = Services(
             db=self._db,
             state=store,
@@ -110,12 +95,11 @@ class Emulator:
             operations=Operations(store, engine, files),
             scheduler=scheduler,
             admin_token=self.admin_token,
+            deliveries=deliveries,
         )
-        extra_routes = _attach_deliveries(self.services)
-        self.app = build_app(self.services, extra_routes=extra_routes)
+        self.app = build_app(self.services)
         self.url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._background: BackgroundServer | None = None
         self._http: httpx.Client | None = None
         self._stopped = False
 
@@ -123,28 +107,23 @@ class Emulator:
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> Emulator:
         """Serve on a background thread; returns once the server accepts connections."""
-        config = uvicorn.Config(
+        try:
+            self._background = BackgroundServer(host, port)
+        except OSError as exc:
+            raise RuntimeError(
+                f"the emulator could not start on {host}:{port} ({exc.strerror}); "
+                "choose another port"
+            ) from exc
+        self._background.start(
             self.app,
-            host=host,
-            port=port,
-            log_level="warning",
+            name="cts-emulator",
             lifespan="off",
             date_header=False,
             server_header=False,
             ws="none",
             http="h11",
         )
-        self._server = _Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="cts-emulator", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the emulator could not start on {host}:{port}")
-            time.sleep(0.01)
-        bound = self._server.servers[0].sockets[0].getsockname()
-        shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{bound[1]}"
+        self.url = self._background.url
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {self.admin_token}"},
@@ -159,19 +138,17 @@ class Emulator:
         if self._stopped:
             return
         self._stopped = True
-        if self._server is not None:
-            self._server.exit_now()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        if self._background is not None:
+            self._background.stop()
         if self._http is not None:
             self._http.close()
         self.services.scheduler.stop()
-        if self.services.deliveries is not None:
-            self.services.deliveries.close()
+        self.services.deliveries.close()
         self._db.close()
         if self._temp_pages is not None:
             shutil.rmtree(self._temp_pages, ignore_errors=True)
-        self._server = self._thread = self._http = None
+        self._background = None
+        self._http = None
 
     def __enter__(self) -> Emulator:
         return self.start()
@@ -190,11 +167,10 @@ class Emulator:
                 message = response.json()["error"]["message"]
             except (ValueError, KeyError, TypeError):
                 message = response.text
-            raise error_class_for(response.status_code)(
+            raise AdminCallError(
                 f"emulator {method} {path} answered {response.status_code}: {message}",
                 status=response.status_code,
                 server_message=message,
-                response=response,
             )
         return response.json()
 
@@ -295,22 +271,7 @@ class Emulator:
 
 
 def _parse_now(body: dict[str, Any]) -> datetime:
-    return datetime.fromisoformat(body["now"].replace("Z", "+00:00"))
-
-
-def _attach_deliveries(services: Services) -> list[BaseRoute]:
-    """Wire the webhook deliveries in when their module exists; returns their routes."""
-    try:
-        from toolkit.emulator.delivery.deliveries import Deliveries
-    except ModuleNotFoundError as exc:
-        if exc.name == "toolkit.emulator.delivery.deliveries":
-            return []
-        raise
-    deliveries = Deliveries(services.db, services.clock)
-    services.deliveries = deliveries
-    services.scheduler.deliveries = deliveries
-    services.engine.sinks.append(deliveries.emit)
-    return list(deliveries.routes)
+    return datetime.fromisoformat(body["now"])  # Python 3.11 reads the "Z"
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -352,7 +313,7 @@ def run_server(
                 f"-d '{{\"advance\": 600}}' {emulator.url}/_emulator/clock"
             )
         print("Press Ctrl-C to stop.", flush=True)
-        while emulator._thread is not None and emulator._thread.is_alive():
+        while emulator._background is not None and emulator._background.running:
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass

@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolkit.errors import NotFound
+from toolkit.timestamps import parse_http_date
 
 if TYPE_CHECKING:
     from toolkit.client import Client
@@ -41,12 +41,9 @@ def service_date(client: Any) -> datetime | None:
     value = getattr(client, "last_response_date", None)
     if callable(value):
         value = value()
-    if value is None or isinstance(value, datetime):
-        return value.astimezone(UTC) if isinstance(value, datetime) else None
-    try:
-        return parsedate_to_datetime(str(value)).astimezone(UTC)
-    except (TypeError, ValueError):
-        return None
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    return parse_http_date(value)
 
 
 class Fetcher:

@@ -230,12 +230,18 @@ def exports_frame(
     return schema.to_pandas(export_rows(items), schema.EXPORTS)
 
 
+def project_id_list(project_ids: Sequence[str]) -> list[str]:
+    """The ids as a list, refusing one id given as a string (it would be read letter by letter)."""
+    if isinstance(project_ids, str):
+        raise TypeError(f"project_ids takes a list of ids, not one id; pass [{project_ids!r}]")
+    return list(project_ids)
+
+
 def _chapter_items(fetcher: Fetcher, project_ids: Sequence[str] | None) -> list[ChapterListItem]:
     if project_ids is None:
         project_ids = [p.id for p in fetcher.projects()]
-    elif isinstance(project_ids, str):
-        raise TypeError(f"project_ids takes a list of ids, not one id; pass [{project_ids!r}]")
-    lists = fetcher.chapters(list(project_ids))
+    project_ids = project_id_list(project_ids)
+    lists = fetcher.chapters(project_ids)
     return [item for pid in project_ids for item in lists.get(pid, [])]
 
 

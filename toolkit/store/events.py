@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from toolkit.frames import schema
+from toolkit.frames.pull import project_id_list
 from toolkit.models import parse_time
 from toolkit.store.files import Files, new_id
-from toolkit.store.log import arrow, connect
+from toolkit.store.log import arrow, connect, utc
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,8 +79,6 @@ def history(
     project_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Every event once (the first copy received), oldest first."""
-    from toolkit.store.snapshot_store import utc
-
     listed = files.visible("events")
     con = connect()
     try:
@@ -92,7 +91,8 @@ def history(
             conditions.append("timestamp <= ?")
             params.append(utc(until))
         if project_ids is not None:
-            con.register("_ids", pa.table({"id": pa.array(list(project_ids), pa.string())}))
+            ids = pa.array(project_id_list(project_ids), pa.string())
+            con.register("_ids", pa.table({"id": ids}))
             conditions.append("project_id IN (SELECT id FROM _ids)")
         table = arrow(
             con,

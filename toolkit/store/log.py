@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TypeAlias
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,6 +37,7 @@ from toolkit.frames import schema
 
 DELETED = "_deleted"
 FULL_EVERY = 168  # a week of hourly snapshots
+When: TypeAlias = datetime | pd.Timestamp | str
 
 MANIFEST_STORED = pa.schema(
     [*schema.MANIFEST, pa.field("base_id", schema.TEXT), pa.field("full", schema.FLAG)]
@@ -348,3 +352,10 @@ class Log:
     def changes_sql(self, where: str = "true") -> str:
         """SQL for the log itself: one row per change, deletions included and flagged."""
         return f"SELECT * FROM {self.name} WHERE {where} ORDER BY idx, {_cols(self.keys)}"
+
+
+def utc(when: When) -> datetime:
+    """A time as an aware UTC datetime; a naive one is taken as UTC."""
+    stamp = pd.Timestamp(when)
+    stamp = stamp.tz_localize(UTC) if stamp.tzinfo is None else stamp.tz_convert(UTC)
+    return stamp.floor("us").to_pydatetime()

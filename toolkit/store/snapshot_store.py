@@ -56,7 +56,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import numpy as np
@@ -66,17 +66,20 @@ import pyarrow.compute as pc
 
 from toolkit.config import store_path
 from toolkit.frames import Details, Workspace, pull, schema
+from toolkit.frames.pull import project_id_list
 from toolkit.store import events as _store_events
 from toolkit.store.files import Files, new_id, resolve
 from toolkit.store.log import (
     FULL_EVERY,
     MANIFEST_STORED,
     Log,
+    When,
     arrow,
     connect,
     diff,
     order_manifest,
     stored_schema,
+    utc,
 )
 
 if TYPE_CHECKING:
@@ -86,7 +89,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MANIFEST_BATCH = 48  # small manifest files that make take() merge them
-When: TypeAlias = datetime | pd.Timestamp | str
 
 
 @dataclass(frozen=True, repr=False)
@@ -114,13 +116,6 @@ class SnapshotInfo:
 
     def __repr__(self) -> str:
         return f"<SnapshotInfo {self}>"
-
-
-def utc(when: When) -> datetime:
-    """A time as an aware UTC datetime; a naive one is taken as UTC."""
-    stamp = pd.Timestamp(when)
-    stamp = stamp.tz_localize(UTC) if stamp.tzinfo is None else stamp.tz_convert(UTC)
-    return stamp.floor("us").to_pydatetime()
 
 
 class SnapshotStore:
@@ -504,9 +499,8 @@ def _stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) 
 def _project_filter(log: Log, project_ids: Sequence[str] | None) -> str:
     if project_ids is None:
         return "true"
-    if isinstance(project_ids, str):
-        raise TypeError(f"project_ids takes a list of ids, not one id; pass [{project_ids!r}]")
     log.con.register(
-        "_project_ids", pa.table({"project_id": pa.array(list(project_ids), pa.string())})
+        "_project_ids",
+        pa.table({"project_id": pa.array(project_id_list(project_ids), pa.string())}),
     )
     return "project_id IN (SELECT project_id FROM _project_ids)"

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from toolkit.timestamps import parse_time
+
 
 class Inbox:
     """The receiver's SQLite: every event kept, by `webhook-id`, and whether the store has it."""
@@ -97,9 +99,9 @@ class Inbox:
             {
                 "webhook_id": webhook_id,
                 "type": kind,
-                "timestamp": datetime.fromisoformat(stamp),
+                "timestamp": parse_time(stamp),
                 "data": json.loads(data),
-                "received_at": datetime.fromisoformat(received),
+                "received_at": parse_time(received),
             }
             for webhook_id, kind, stamp, data, received in rows
         ]

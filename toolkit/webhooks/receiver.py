@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolkit.errors import ConfigError, WebhookVerificationError
+from toolkit.timestamps import parse_time
 from toolkit.webhooks.inbox import Inbox
 from toolkit.webhooks.verification import TOLERANCE, check_signature, parse_payload, secret_key
 
@@ -190,15 +191,15 @@ def _event(webhook_id: str, body: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise WebhookVerificationError("the event's 'data' is not an object")
     try:
-        if not isinstance(stamp, str):
-            raise TypeError(stamp)
-        timestamp = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except (TypeError, ValueError) as exc:
-        raise WebhookVerificationError("the event's 'timestamp' is not an ISO 8601 time") from exc
+        timestamp = parse_time(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        timestamp = None
+    if timestamp is None:
+        raise WebhookVerificationError("the event's 'timestamp' is not an ISO 8601 time")
     return {
         "webhook_id": webhook_id,
         "type": kind,
-        "timestamp": timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=UTC),
+        "timestamp": timestamp,
         "data": data,
         "received_at": datetime.now(UTC),
     }

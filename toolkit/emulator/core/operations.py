@@ -5,27 +5,22 @@ checks its refusals before it writes anything, so a refused call charges nothing
 creates nothing. The routes check 401, 404, a first 409 (processing) and the request's
 own 400/413/415/422 before calling here; the operations then refuse, in DESIGN.md's
 order, a chapter still processing (checked again, for a race), a taken or late number
-(409), and too few credits (402).
-
-Price (DESIGN.md): 1 credit per page per target language; a novel costs 1 credit per
-started 2,000 characters per target language. Charged when a run starts, never
-refunded.
+(409), and too few credits (402). Prices come from `pricing`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.faults import Fate
-from toolkit.emulator.core.runs import Unit, novel_units
+from toolkit.emulator.core.pricing import novel_price, pages_price
+from toolkit.emulator.core.runs import Unit, novel_passages
 from toolkit.emulator.core.state import Row, State, new_id
-from toolkit.emulator.intake.uploads import PageFiles, StagedPage
+from toolkit.emulator.intake.uploads import PageFolder, StagedPage
 from toolkit.emulator.routes.errors import EmulatorError
 
-NOVEL_CHARACTERS_PER_CREDIT = 2_000
 PROCESSING = "chapter already processing"
 
 
@@ -36,7 +31,7 @@ class Created:
 
 
 class Operations:
-    def __init__(self, state: State, engine: Engine, files: PageFiles) -> None:
+    def __init__(self, state: State, engine: Engine, files: PageFolder) -> None:
         self.state = state
         self.db = state.db
         self.engine = engine
@@ -61,11 +56,11 @@ class Operations:
             number = position or self.state.next_position(project["id"])
             languages = self.state.language_codes(project["id"])
             if text is not None:
-                units = novel_units(text)
-                cost = math.ceil(len(text) / NOVEL_CHARACTERS_PER_CREDIT) * len(languages)
+                units = novel_passages(text)
+                cost = novel_price(len(text), len(languages))
             else:
                 units = []
-                cost = 0 if staged else len(pages) * len(languages)
+                cost = 0 if staged else pages_price(len(pages), len(languages))
             self._require_credits(project["workspace_id"], cost, what="this chapter's run")
             chapter = self._insert_chapter(project, number, languages, at, text)
             page_rows = self._insert_pages(chapter, [] if staged else pages, at, held=False)
@@ -101,7 +96,9 @@ class Operations:
                 running = len(pages)
             else:
                 running = len(existing) - len(replaced) + len(pages)
-            self._require_credits(workspace["id"], running * languages, what="these pages' run")
+            self._require_credits(
+                workspace["id"], pages_price(running, languages), what="these pages' run"
+            )
             for old in replaced:
                 self.db.execute("DELETE FROM pages WHERE id = ?", (old["id"],))
             new_rows = self._insert_pages(chapter, pages, at, held=hold, first=position)
@@ -140,7 +137,8 @@ class Operations:
             if not pages:
                 raise EmulatorError(400, "the chapter has no pages to re-scan; add pages first")
             languages = len(self.state.language_codes(chapter["project_id"]))
-            self._require_credits(chapter["workspace_id"], len(pages) * languages, what="a re-scan")
+            cost = pages_price(len(pages), languages)
+            self._require_credits(chapter["workspace_id"], cost, what="a re-scan")
             cleared = self._discard_translations(chapter_id)
             self._run_pages(chapter, pages, reason="rescan", at=at, rework=True)
         return cleared
@@ -252,7 +250,7 @@ class Operations:
         self, chapter: Row, pages: list[Row], *, reason: str, at: int, rework: bool = False
     ) -> None:
         languages = len(self.state.language_codes(chapter["project_id"]))
-        cost = len(pages) * languages
+        cost = pages_price(len(pages), languages)
         self._require_credits(chapter["workspace_id"], cost, what="this run")
         ids = [p["id"] for p in pages]
         self.db.executemany("UPDATE pages SET held = 0 WHERE id = ?", [(i,) for i in ids])

@@ -51,7 +51,7 @@ class Unit:
     lines: int
 
 
-def novel_units(text: str) -> list[Unit]:
+def novel_passages(text: str) -> list[Unit]:
     """A novel's non-empty lines, in passages of `NOVEL_PASSAGE_LINES`."""
     count = sum(1 for line in text.splitlines() if line.strip())
     return [

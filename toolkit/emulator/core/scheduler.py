@@ -17,11 +17,11 @@ import logging
 import threading
 import time
 from datetime import datetime, timedelta
-from typing import Any
 
 from toolkit.emulator.core.clock import Clock
 from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.state import State, to_ms
+from toolkit.emulator.delivery.deliveries import Deliveries
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +31,11 @@ _SAVE_EVERY = 1.0
 
 
 class Scheduler:
-    def __init__(self, clock: Clock, engine: Engine, state: State) -> None:
+    def __init__(self, clock: Clock, engine: Engine, state: State, deliveries: Deliveries) -> None:
         self.clock = clock
         self.engine = engine
         self.state = state
-        self.deliveries: Any = None
+        self.deliveries = deliveries
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -43,9 +43,7 @@ class Scheduler:
         engine.on_work = self.wake
 
     def next_due(self) -> datetime | None:
-        times = [self.engine.next_due()]
-        if self.deliveries is not None:
-            times.append(self.deliveries.next_due())
+        times = [self.engine.next_due(), self.deliveries.next_due()]
         present = [t for t in times if t is not None]
         return min(present) if present else None
 
@@ -64,8 +62,7 @@ class Scheduler:
 
     def _run_at(self, when: datetime) -> None:
         self.engine.run_due(when)
-        if self.deliveries is not None:
-            self.deliveries.run_due(when)
+        self.deliveries.run_due(when)
 
     def save_clock(self) -> None:
         self.state.put_setting(CLOCK_SETTING, to_ms(self.clock.now()))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from toolkit.emulator.core.clock import Clock
 from toolkit.emulator.core.db import Database
@@ -11,7 +11,8 @@ from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.faults import Faults
 from toolkit.emulator.core.operations import Operations
 from toolkit.emulator.core.state import State, to_ms
-from toolkit.emulator.intake.uploads import PageFiles
+from toolkit.emulator.delivery.deliveries import Deliveries
+from toolkit.emulator.intake.uploads import PageFolder
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -26,11 +27,11 @@ class Services:
     clock: Clock
     faults: Faults
     engine: Engine
-    files: PageFiles
+    files: PageFolder
     operations: Operations
     scheduler: Scheduler
     admin_token: str
-    deliveries: Any = None  # toolkit.emulator.delivery.deliveries.Deliveries once it exists
+    deliveries: Deliveries
 
     def now_ms(self) -> int:
         return to_ms(self.clock.now())

@@ -109,7 +109,7 @@ CREATE TABLE IF NOT EXISTS webhook_attempts (
 
 
 @dataclass(frozen=True)
-class Outcome:
+class AttemptResult:
     """What one attempt got: the receiver's status, or why there was none."""
 
     status: int | None
@@ -350,7 +350,7 @@ class Deliveries:
 
     # -- sending ----------------------------------------------------------------------
 
-    async def _send_all(self, due: Sequence[_Due]) -> list[Outcome]:
+    async def _send_all(self, due: Sequence[_Due]) -> list[AttemptResult]:
         # trust_env=False: a proxy from the environment would connect for us, to an
         # address we never checked.
         async with httpx.AsyncClient(
@@ -358,13 +358,13 @@ class Deliveries:
         ) as client:
             return list(await asyncio.gather(*(self._send(client, item) for item in due)))
 
-    async def _send(self, client: httpx.AsyncClient, due: _Due) -> Outcome:
+    async def _send(self, client: httpx.AsyncClient, due: _Due) -> AttemptResult:
         try:
             target = await asyncio.to_thread(
                 destination, due.url, allow_private=due.allow_private, resolver=self.resolver
             )
         except UnsafeDestination as exc:
-            return Outcome(None, str(exc))
+            return AttemptResult(None, str(exc))
         body = due.body.encode()
         stamp = int(time.time())
         headers = {
@@ -388,17 +388,17 @@ class Deliveries:
                             headers=headers,
                             extensions=extensions,
                         ) as response:
-                            return Outcome(response.status_code)
+                            return AttemptResult(response.status_code)
                     except httpx.ConnectError as exc:
                         error = f"could not connect to {address}: {exc}"
         except TimeoutError:
-            return Outcome(None, f"no answer within {self.answer_limit:g} s")
+            return AttemptResult(None, f"no answer within {self.answer_limit:g} s")
         except httpx.HTTPError as exc:
-            return Outcome(None, f"{type(exc).__name__}: {exc}")
+            return AttemptResult(None, f"{type(exc).__name__}: {exc}")
         except Exception as exc:
             # Whatever a receiver does, it must not break the scheduler: it is a failure.
-            return Outcome(None, f"{type(exc).__name__}: {exc}")
-        return Outcome(None, error)
+            return AttemptResult(None, f"{type(exc).__name__}: {exc}")
+        return AttemptResult(None, error)
 
     # -- bookkeeping ------------------------------------------------------------------
 
@@ -424,7 +424,7 @@ class Deliveries:
             for row in rows
         ]
 
-    def _record(self, due: Sequence[_Due], outcomes: Sequence[Outcome], now_ms: int) -> None:
+    def _record(self, due: Sequence[_Due], outcomes: Sequence[AttemptResult], now_ms: int) -> None:
         with self.db.transaction():
             for item, outcome in zip(due, outcomes, strict=True):
                 if outcome.ok:

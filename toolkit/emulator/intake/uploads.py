@@ -58,7 +58,7 @@ def files_of(form: FormData, field: str) -> list[UploadFile]:
     return files
 
 
-def flag(form: FormData, field: str) -> bool:
+def form_flag(form: FormData, field: str) -> bool:
     """A `the value 1` flag such as `staged` or `hold`."""
     value = form.get(field)
     if value is None:
@@ -109,7 +109,7 @@ class StagedPage:
     byte_size: int
 
 
-class PageFiles:
+class PageFolder:
     """The folder holding page images: `<state file>-pages/`, or a temporary folder."""
 
     def __init__(self, root: Path) -> None:

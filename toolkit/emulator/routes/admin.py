@@ -28,7 +28,7 @@ from toolkit.emulator.routes.errors import EmulatorError
 _MAX_ADVANCE = 366 * 24 * 3600
 
 
-async def json_body(request: Request) -> Any:
+async def read_json(request: Request) -> Any:
     raw = await request.body()
     if not raw.strip():
         return {}
@@ -51,7 +51,7 @@ def _workspace(services: Services, workspace_id: str) -> Row:
 
 async def create_workspace(request: Request) -> JSONResponse:
     services = services_of(request)
-    body = await json_body(request)
+    body = await read_json(request)
     if not isinstance(body, dict):
         raise EmulatorError(400, "the body must be a JSON object {name, credits}")
     name = dashboard.text_field(body, "name")
@@ -69,7 +69,7 @@ def get_workspace(request: Request) -> JSONResponse:
 
 async def put_credits(request: Request) -> JSONResponse:
     services = services_of(request)
-    credits = dashboard.credits_field(await json_body(request))
+    credits = dashboard.credits_field(await read_json(request))
     row = dashboard.set_credits(services.state, request.path_params["id"], credits)
     return JSONResponse(_workspace_json(row))
 
@@ -105,7 +105,7 @@ def get_ledger(request: Request) -> JSONResponse:
 
 async def create_project(request: Request) -> JSONResponse:
     services = services_of(request)
-    body = await json_body(request)
+    body = await read_json(request)
     row = dashboard.create_project(services.state, body, at=services.now_ms())
     languages = services.state.target_languages([row["id"]])[row["id"]]
     return JSONResponse(shapes.project_list_item(row, languages), status_code=201)
@@ -135,7 +135,7 @@ def get_clock(request: Request) -> JSONResponse:
 
 async def post_clock(request: Request) -> JSONResponse:
     services = services_of(request)
-    body = await json_body(request)
+    body = await read_json(request)
     seconds = body.get("advance") if isinstance(body, dict) else None
     if (
         not isinstance(seconds, int | float)
@@ -153,7 +153,7 @@ async def post_clock(request: Request) -> JSONResponse:
 
 async def put_faults(request: Request) -> JSONResponse:
     services = services_of(request)
-    settings = FaultSettings.from_json(await json_body(request))
+    settings = FaultSettings.from_json(await read_json(request))
     return JSONResponse(services.faults.put(settings).to_json())
 
 

@@ -25,7 +25,7 @@ from toolkit.emulator.core.state import Row
 from toolkit.emulator.intake.uploads import (
     StagedPage,
     files_of,
-    flag,
+    form_flag,
     read_form,
     text_of,
     whole_number,
@@ -122,7 +122,7 @@ async def create_chapter(request: Request) -> JSONResponse:
     form = await read_form(request)
     try:
         position = whole_number(form, "position", what="the chapter number (`position`)")
-        staged = flag(form, "staged")
+        staged = form_flag(form, "staged")
         text = await text_of(form, "text")
         uploads = files_of(form, "pages")
         if project["kind"] == "novel":
@@ -183,7 +183,7 @@ async def add_pages(request: Request) -> JSONResponse:
         )
     form = await read_form(request)
     try:
-        hold = flag(form, "hold")
+        hold = form_flag(form, "hold")
         position = whole_number(form, "position", what="the page number (`position`)")
         pages = await _added_pages(services, form, position=position)
         try:
