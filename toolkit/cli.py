@@ -47,7 +47,7 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _emulator(args: argparse.Namespace) -> None:
-    from toolkit.emulator.server import run_server
+    from toolkit.emulator import run_server
 
     run_server(
         host=args.host,

@@ -90,7 +90,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (0 for the first)."""
-        ceiling = min(self.cap, self.base * 2**attempt)
+        ceiling = min(self.cap, self.base * 2.0**attempt)
         return ceiling * (0.5 + 0.5 * self.jitter())
 
     def after_response(self, response: httpx.Response, attempt: int, *, repeatable: bool) -> Delay:

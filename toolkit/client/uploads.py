@@ -216,7 +216,7 @@ def _open(source: object, number: int) -> tuple[str, IO[bytes], bool]:
                 "it and again to send it; pass a path or bytes instead",
                 item=label,
             )
-        source.seek(0)  # type: ignore[attr-defined]
+        source.seek(0)
         return label, source, False  # type: ignore[return-value]
     raise InvalidUpload(
         f"page {number}: {type(source).__name__} is not a page; "

@@ -61,6 +61,6 @@ Decisions where the spec says "not shown" (DESIGN.md fixes some; the rest are ou
 
 from __future__ import annotations
 
-from toolkit.emulator.server import AdminCallError, Emulator
+from toolkit.emulator.server import AdminCallError, Emulator, run_server
 
-__all__ = ["AdminCallError", "Emulator"]
+__all__ = ["AdminCallError", "Emulator", "run_server"]

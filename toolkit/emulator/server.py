@@ -158,7 +158,11 @@ class Emulator:
 
     # -- conveniences: one admin call each --------------------------------------------
 
-    def _call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+    def _call(self, method: str, path: str, body: Any = None, **params: Any) -> dict[str, Any]:
+        answer: dict[str, Any] = self._send(method, path, body, **params)
+        return answer
+
+    def _send(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
         if self._http is None:
             raise RuntimeError("the emulator is not running; call start() first")
         response = self._http.request(method, path, json=body, params=params or None)
@@ -267,7 +271,8 @@ class Emulator:
 
     def deliveries(self, workspace_id: str | None = None) -> list[dict[str, Any]]:
         params = {"workspaceId": workspace_id} if workspace_id else {}
-        return self._call("GET", "/_emulator/deliveries", **params)
+        answer: list[dict[str, Any]] = self._send("GET", "/_emulator/deliveries", **params)
+        return answer
 
 
 def _parse_now(body: dict[str, Any]) -> datetime:

@@ -205,7 +205,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def to_pandas(table: pa.Table, schema: pa.Schema) -> pd.DataFrame:
     """Arrow to pandas, once, with the dtypes the module docstring lists."""
     table = conform(table, schema)
-    frame = table.to_pandas(types_mapper=_pandas_dtype)
+    frame: pd.DataFrame = table.to_pandas(types_mapper=_pandas_dtype)
     for field in schema:
         if field.metadata and field.metadata.get(_DTYPE_TAG) == b"status":
             frame[field.name] = frame[field.name].astype(STATUS_DTYPE)

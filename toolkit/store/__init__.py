@@ -8,6 +8,7 @@ docs/store.md.
 
 from __future__ import annotations
 
-from toolkit.store.snapshot_store import SnapshotInfo, SnapshotStore, utc
+from toolkit.store.log import utc
+from toolkit.store.snapshot_store import SnapshotInfo, SnapshotStore
 
 __all__ = ["SnapshotInfo", "SnapshotStore", "utc"]

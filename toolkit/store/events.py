@@ -17,9 +17,9 @@ import pyarrow as pa
 
 from toolkit.frames import schema
 from toolkit.frames.pull import project_id_list
-from toolkit.models import parse_time
 from toolkit.store.files import Files, new_id
 from toolkit.store.log import arrow, connect, utc
+from toolkit.timestamps import parse_time
 
 if TYPE_CHECKING:
     import pandas as pd

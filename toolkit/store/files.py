@@ -237,7 +237,7 @@ class Files:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def exists(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type == pafs.FileType.File
+        return bool(self.fs.get_file_info(path).type == pafs.FileType.File)
 
     def delete(self, paths: list[str]) -> None:
         for path in paths:

@@ -49,7 +49,8 @@ class Database:
 
     def one(self, sql: str, params: Params = ()) -> dict[str, Any] | None:
         with self._lock:
-            return self._conn.execute(sql, params).fetchone()
+            row: dict[str, Any] | None = self._conn.execute(sql, params).fetchone()
+            return row
 
     @contextmanager
     def transaction(self) -> Iterator[Database]:

@@ -1,0 +1,255 @@
+"""The package's import graph keeps the architecture docs/ describes.
+
+Every module's imports are read with `ast`, those inside functions and `TYPE_CHECKING`
+blocks included, and checked against the rules: no cycle between modules; the client
+knows no DataFrame; the emulator shares only the signing primitive with the rest; data
+flows client -> frames -> store -> analysis -> plots/report, never back; the widgets and
+the CLI use only public API. Imports under `TYPE_CHECKING` count for every rule except
+cycles (an import for types alone creates no cycle at run time).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "toolkit"
+
+# Public API: what a user, the widgets and the CLI may import.
+PUBLIC = frozenset(
+    {
+        "toolkit",
+        "toolkit.errors",
+        "toolkit.models",
+        "toolkit.config",
+        "toolkit.client",
+        "toolkit.frames",
+        "toolkit.store",
+        "toolkit.analysis",
+        "toolkit.webhooks",
+        "toolkit.emulator",
+        "toolkit.plots",
+        "toolkit.report",
+        "toolkit.batch",
+    }
+)
+# Data flows from the service towards the pictures: a part imports only parts before it.
+FLOW = ("toolkit.client", "toolkit.frames", "toolkit.store", "toolkit.analysis")
+DRAWING = ("toolkit.plots", "toolkit.report")
+DATAFRAME_LIBRARIES = ("pandas", "pyarrow", "duckdb", "numpy")
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str  # a toolkit module, or a top-level third-party name
+    line: int
+    typing_only: bool
+
+    def __str__(self) -> str:
+        kind = " (TYPE_CHECKING)" if self.typing_only else ""
+        return f"{self.source} -> {self.target} (line {self.line}){kind}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE_ROOT.rglob("*.py"))}
+
+
+def within(module: str, part: str) -> bool:
+    return module == part or module.startswith(part + ".")
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST, typing_only: bool = False) -> Iterator[tuple[ast.stmt, bool]]:
+    """Every import statement anywhere in the tree, and whether it is for types only."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, typing_only
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]), True)
+            for child in node.orelse:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]), typing_only)
+        else:
+            yield from _imports(node, typing_only)
+
+
+def _target(name: str) -> str:
+    """A toolkit module by its dotted name, or the top-level name of a library."""
+    if not within(name, "toolkit"):
+        return name.split(".")[0]
+    while name not in MODULES:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def edges_of(module: str) -> list[Edge]:
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[Edge] = []
+    for node, typing_only in _imports(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            assert isinstance(node, ast.ImportFrom)
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                # `from package import submodule` imports the submodule; any other name
+                # comes from the package's __init__.
+                targets.append(submodule if submodule in MODULES else base)
+        for target in targets:
+            resolved = _target(target)
+            if resolved != module:
+                found.append(Edge(module, resolved, node.lineno, typing_only))
+    return found
+
+
+EDGES = [edge for module in MODULES for edge in edges_of(module)]
+INTERNAL = [edge for edge in EDGES if within(edge.target, "toolkit")]
+
+
+def _cycles(edges: list[Edge]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for edge in edges:
+        if not edge.typing_only:
+            graph[edge.source].add(edge.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for after in sorted(graph[node]):
+            if after not in index:
+                visit(after)
+                low[node] = min(low[node], low[after])
+            elif after in on_stack:
+                low[node] = min(low[node], index[after])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_graph_is_read():
+    # Guards the reader itself: known edges of each kind are found.
+    edges = {(e.source, e.target, e.typing_only) for e in EDGES}
+    assert ("toolkit.client.clients", "toolkit.client.flows", False) in edges
+    assert ("toolkit.frames.fetcher", "toolkit.client", True) in edges  # TYPE_CHECKING
+    assert ("toolkit.emulator.delivery.deliveries", "toolkit._signing", False) in edges
+    assert ("toolkit.client.clients", "httpx", False) in edges
+    assert any(e.source == "toolkit.demo" and e.target == "toolkit.emulator.serving" for e in EDGES)
+
+
+def test_no_import_cycles():
+    assert _cycles(INTERNAL) == []
+
+
+def test_a_cycle_is_found_and_a_typing_only_one_is_not():
+    back = Edge("toolkit.store.events", "toolkit.store.snapshot_store", 1, typing_only=False)
+    assert _cycles([*INTERNAL, back]) == [["toolkit.store.events", "toolkit.store.snapshot_store"]]
+    assert _cycles([*INTERNAL, Edge(back.source, back.target, 1, typing_only=True)]) == []
+
+
+def test_the_client_knows_no_dataframe():
+    wrong = [
+        str(e)
+        for e in EDGES
+        if within(e.source, "toolkit.client")
+        and (e.target in DATAFRAME_LIBRARIES or any(within(e.target, p) for p in FLOW[1:]))
+    ]
+    assert wrong == []
+
+
+def test_the_emulator_shares_only_the_signing_primitive():
+    wrong = [
+        str(e)
+        for e in INTERNAL
+        if within(e.source, "toolkit.emulator")
+        and not within(e.target, "toolkit.emulator")
+        and e.target != "toolkit._signing"
+    ]
+    assert wrong == []
+
+
+def test_nothing_imports_the_emulator_but_its_users():
+    # The client and the data parts never depend on the emulator: it is a tool beside them.
+    wrong = [
+        str(e)
+        for e in INTERNAL
+        if within(e.target, "toolkit.emulator")
+        and any(within(e.source, part) for part in (*FLOW, *DRAWING, "toolkit.webhooks"))
+    ]
+    assert wrong == []
+
+
+def _stage(module: str) -> int | None:
+    for number, part in enumerate(FLOW):
+        if within(module, part):
+            return number
+    if module in DRAWING:
+        return len(FLOW)
+    return None
+
+
+def test_data_flows_one_way():
+    wrong = []
+    for e in INTERNAL:
+        source, target = _stage(e.source), _stage(e.target)
+        if source is not None and target is not None and target > source:
+            wrong.append(str(e))
+    assert wrong == []
+
+
+def _not_public(part: str, allowed: frozenset[str]) -> list[str]:
+    return [
+        str(e)
+        for e in INTERNAL
+        if within(e.source, part) and not within(e.target, part) and e.target not in allowed
+    ]
+
+
+def test_the_cli_uses_only_public_api():
+    assert _not_public("toolkit.cli", PUBLIC | {"toolkit.demo"}) == []
+
+
+# Today the upload forms import toolkit.client.uploads (a private module).
+@pytest.mark.xfail(strict=True, reason="widgets colleague (issue 12) fixes this")
+def test_the_widgets_use_only_public_api():
+    assert _not_public("toolkit.widgets", PUBLIC) == []
