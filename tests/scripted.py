@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import httpx
 
-from toolkit.client import AsyncClient, Client
+from toolkit.client import AsyncClient, Client, RetryPolicy
 
 KEY = "sk-scripted-secret-123"
 BASE_URL = "https://cts.example.com"
@@ -38,20 +37,24 @@ class Script:
 
 def scripted_client(script: Script, **options: object) -> tuple[Client, list[float]]:
     """A Client over `script` whose sleeps are recorded, not slept, with no jitter."""
-    client = Client(BASE_URL, KEY, transport=httpx.MockTransport(script), **options)  # type: ignore[arg-type]
     sleeps: list[float] = []
-    client._sleep = sleeps.append
-    client._retry = dataclasses.replace(client._retry, jitter=lambda: 0.0)
+    retry = RetryPolicy(jitter=lambda: 0.0, sleep=sleeps.append)
+    client = Client(BASE_URL, KEY, transport=httpx.MockTransport(script), retry=retry, **options)  # type: ignore[arg-type]
     return client, sleeps
 
 
 def scripted_async_client(script: Script, **options: object) -> tuple[AsyncClient, list[float]]:
-    client = AsyncClient(BASE_URL, KEY, transport=httpx.MockTransport(script), **options)  # type: ignore[arg-type]
     sleeps: list[float] = []
 
     async def record(seconds: float) -> None:
         sleeps.append(seconds)
 
-    client._sleep = record
-    client._retry = dataclasses.replace(client._retry, jitter=lambda: 0.0)
+    retry = RetryPolicy(jitter=lambda: 0.0, sleep=record)
+    client = AsyncClient(
+        BASE_URL,
+        KEY,
+        transport=httpx.MockTransport(script),
+        retry=retry,
+        **options,  # type: ignore[arg-type]
+    )
     return client, sleeps

@@ -15,6 +15,8 @@ from scripted import BASE_URL, KEY, Script, scripted_client
 
 import toolkit as tk
 
+NO_WAIT = tk.RetryPolicy(sleep=lambda _: None)  # retries at once: tests do not sleep
+
 # -- configuration and the key ---------------------------------------------------------
 
 
@@ -468,8 +470,7 @@ def test_a_create_whose_answer_was_lost_makes_exactly_one_chapter(
     emulator, workspace, comic_project, pages
 ):
     transport = LoseFirstPostAnswer()
-    with tk.Client(emulator.url, workspace["apiKey"], transport=transport) as lossy:
-        lossy._sleep = lambda _: None
+    with tk.Client(emulator.url, workspace["apiKey"], transport=transport, retry=NO_WAIT) as lossy:
         chapter = lossy.create_chapter(comic_project["id"], pages=pages, position=4)
         chapters = lossy.list_chapters(comic_project["id"])
     assert transport.lost == 1
@@ -488,8 +489,7 @@ def test_without_a_position_a_lost_create_is_not_repeated(
 
 
 def test_gets_ride_out_a_busy_service_and_posts_do_not_retry(emulator, workspace, comic_project):
-    with tk.Client(emulator.url, workspace["apiKey"], max_retries=30) as patient:
-        patient._sleep = lambda _: None
+    with tk.Client(emulator.url, workspace["apiKey"], max_retries=30, retry=NO_WAIT) as patient:
         emulator.set_faults(error_rate=0.5, seed=11)
         for _ in range(5):
             assert patient.get_project(comic_project["id"]).id == comic_project["id"]
@@ -502,10 +502,9 @@ def test_gets_ride_out_a_busy_service_and_posts_do_not_retry(emulator, workspace
 
 def test_a_slow_service_times_out_per_client_setting(emulator, workspace):
     emulator.set_faults(latency_ms=400)
-    with tk.Client(emulator.url, workspace["apiKey"], timeout=0.05, max_retries=1) as hasty:
-        hasty._sleep = lambda _: None
-        with pytest.raises(tk.TransportError, match=r"ReadTimeout.*after 2 attempts"):
-            hasty.list_projects()
+    hasty = tk.Client(emulator.url, workspace["apiKey"], timeout=0.05, max_retries=1, retry=NO_WAIT)
+    with hasty, pytest.raises(tk.TransportError, match=r"ReadTimeout.*after 2 attempts"):
+        hasty.list_projects()
 
 
 def test_the_latest_answer_tells_the_service_clock(client, emulator):

@@ -8,8 +8,9 @@ from email.utils import format_datetime
 
 import httpx
 import pytest
-from scripted import KEY, Script, scripted_client
+from scripted import BASE_URL, KEY, Script, scripted_client
 
+from toolkit.client import Client
 from toolkit.client.retry import RetryPolicy, parse_retry_after
 from toolkit.errors import Conflict, RateLimited, ServerError, TransportError
 
@@ -176,3 +177,12 @@ def test_a_lost_answer_then_a_clash_with_someone_elses_chapter_is_a_conflict():
     client, _ = scripted_client(script)
     with client, pytest.raises(Conflict, match="has 12 pages, not the 0 sent: it is not ours"):
         client.create_chapter("p1", staged=True, position=5)
+
+
+def test_the_retry_option_sets_the_policy_and_the_plain_options_override_it():
+    transport = httpx.MockTransport(Script())
+    policy = RetryPolicy(max_retries=7, max_retry_after=5)
+    with Client(BASE_URL, KEY, transport=transport, retry=policy) as client:
+        assert client.max_retries == 7
+    with Client(BASE_URL, KEY, transport=transport, retry=policy, max_retries=2) as client:
+        assert client.max_retries == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from scripted import Script, scripted_client
+from scripted import BASE_URL, KEY, Script
 
 import toolkit as tk
 
@@ -39,10 +39,9 @@ class FakeTime:
 
 
 def timed_client(script: Script) -> tuple[tk.Client, FakeTime]:
-    client, _ = scripted_client(script)
     clock = FakeTime()
-    client._sleep = clock.sleep
-    client._monotonic = lambda: clock.now
+    retry = tk.RetryPolicy(jitter=lambda: 0.0, sleep=clock.sleep, monotonic=lambda: clock.now)
+    client = tk.Client(BASE_URL, KEY, transport=httpx.MockTransport(script), retry=retry)
     return client, clock
 
 

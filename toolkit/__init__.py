@@ -14,7 +14,7 @@ public name and a test keeps it in step with what resolves.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolkit.errors import (
     ApiError,
@@ -51,9 +51,23 @@ from toolkit.models import (
     TargetLanguage,
 )
 
+if TYPE_CHECKING:  # the lazy names below, for type checkers and editors
+    from toolkit import analysis, emulator, plots, webhooks, widgets
+    from toolkit.client import AsyncClient, Client, RetryPolicy
+    from toolkit.frames import (
+        Workspace,
+        chapters_frame,
+        exports_frame,
+        languages_frame,
+        projects_frame,
+        pull,
+    )
+    from toolkit.store import SnapshotInfo, SnapshotStore
+
 _LAZY: dict[str, str] = {
     "AsyncClient": "toolkit.client",
     "Client": "toolkit.client",
+    "RetryPolicy": "toolkit.client",
     "SnapshotInfo": "toolkit.store",
     "SnapshotStore": "toolkit.store",
     "Workspace": "toolkit.frames",
@@ -89,6 +103,7 @@ __all__ = [
     "Project",
     "RateLimited",
     "RescanResult",
+    "RetryPolicy",
     "ServerError",
     "SnapshotInfo",
     "SnapshotStore",

@@ -1,13 +1,15 @@
 """`Client` and `AsyncClient`: every `/api/v1` route of the Chapter Translation Service.
 
 The parts: `flows` (each route written once, as a generator both clients drive),
-`requests` (what is sent, and answers turned into resources or errors), `retry` (when to
-send again), `waiting` (polling a run to its end), `uploads` (checks before sending) and
-`clients` (the two clients: only their I/O differs). docs/client.md gives the rules.
+`requests` (what is sent, and answers turned into resources or errors), `retry`
+(`RetryPolicy`: when to send again), `waiting` (polling a run to its end), `uploads`
+(checks before sending) and `clients` (the two clients: only their I/O differs).
+docs/client.md gives the rules.
 """
 
 from __future__ import annotations
 
 from toolkit.client.clients import AsyncClient, Client
+from toolkit.client.retry import RetryPolicy
 
-__all__ = ["AsyncClient", "Client"]
+__all__ = ["AsyncClient", "Client", "RetryPolicy"]

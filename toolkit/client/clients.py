@@ -21,10 +21,12 @@ request leaves; it is in no repr, log line or error message.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import httpx
 
@@ -60,13 +62,18 @@ class _BaseClient:
         api_key: str | None,
         *,
         timeout: float | None,
-        max_retries: int,
-        max_retry_after: float,
+        max_retries: int | None,
+        max_retry_after: float | None,
+        retry: RetryPolicy | None,
     ) -> None:
         self._settings = Settings.resolve(base_url, api_key)
-        self._retry = RetryPolicy(max_retries=max_retries, max_retry_after=max_retry_after)
+        policy = retry or RetryPolicy()
+        if max_retries is not None:
+            policy = replace(policy, max_retries=max_retries)
+        if max_retry_after is not None:
+            policy = replace(policy, max_retry_after=max_retry_after)
+        self._retry = policy
         self._kinds: dict[str, str | None] = {}
-        self._monotonic: Callable[[], float] = time.monotonic
         self._timeout = timeout
         self._last_date: str | None = None
 
@@ -154,7 +161,7 @@ class _BaseClient:
             timeout=timeout,
             poll_interval=poll_interval,
             max_interval=max_interval,
-            monotonic=self._monotonic,
+            monotonic=self._retry.monotonic,
             progress=progress,
             on_poll=on_poll,
         )
@@ -166,7 +173,9 @@ class Client(_BaseClient):
     `base_url` and `api_key` default to `CTS_BASE_URL` and `CTS_API_KEY`. `timeout` is per
     network operation (connect, each read); `max_retries` counts retries after the first
     try; a `Retry-After` over `max_retry_after` seconds fails at once instead of waiting.
-    `transport` replaces httpx's network layer (tests use it to inject faults).
+    `retry` is a whole `RetryPolicy` (backoff, jitter, the clock waited by); the two
+    options above, when given, override its fields. `transport` replaces httpx's network
+    layer (tests use it to inject faults).
     """
 
     def __init__(
@@ -175,8 +184,9 @@ class Client(_BaseClient):
         api_key: str | None = None,
         *,
         timeout: float | None = 30.0,
-        max_retries: int = 4,
-        max_retry_after: float = 60.0,
+        max_retries: int | None = None,
+        max_retry_after: float | None = None,
+        retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(
@@ -185,8 +195,9 @@ class Client(_BaseClient):
             timeout=timeout,
             max_retries=max_retries,
             max_retry_after=max_retry_after,
+            retry=retry,
         )
-        self._sleep: Callable[[float], object] = time.sleep
+        self._sleep: Callable[[float], object] = self._retry.sleep or time.sleep
         self._http = httpx.Client(transport=transport, **self._http_options())
 
     def close(self) -> None:
@@ -232,6 +243,21 @@ class Client(_BaseClient):
 
     def get_chapter(self, chapter_id: str) -> ChapterDetail:
         return self._run(_flows.get_chapter(chapter_id, self._retry, self._kinds))
+
+    @overload
+    def create_chapter(
+        self, project_id: str, pages: Iterable[PageSource], *, position: int | None = None
+    ) -> NewChapter: ...
+
+    @overload
+    def create_chapter(
+        self, project_id: str, *, staged: Literal[True], position: int | None = None
+    ) -> NewChapter: ...
+
+    @overload
+    def create_chapter(
+        self, project_id: str, *, text: str, position: int | None = None
+    ) -> NewChapter: ...
 
     def create_chapter(
         self,
@@ -298,8 +324,9 @@ class AsyncClient(_BaseClient):
         api_key: str | None = None,
         *,
         timeout: float | None = 30.0,
-        max_retries: int = 4,
-        max_retry_after: float = 60.0,
+        max_retries: int | None = None,
+        max_retry_after: float | None = None,
+        retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(
@@ -308,8 +335,9 @@ class AsyncClient(_BaseClient):
             timeout=timeout,
             max_retries=max_retries,
             max_retry_after=max_retry_after,
+            retry=retry,
         )
-        self._sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+        self._sleep: Callable[[float], object] = self._retry.sleep or asyncio.sleep
         self._http = httpx.AsyncClient(transport=transport, **self._http_options())
 
     async def aclose(self) -> None:
@@ -335,7 +363,9 @@ class AsyncClient(_BaseClient):
 
     async def _step(self, step: Send | Sleep) -> Any:
         if isinstance(step, Sleep):
-            await self._sleep(step.seconds)
+            waited = self._sleep(step.seconds)
+            if inspect.isawaitable(waited):
+                await waited
             return None
         try:
             return self._note(await self._http.send(self._build(self._http, step.spec)))
@@ -353,6 +383,21 @@ class AsyncClient(_BaseClient):
 
     async def get_chapter(self, chapter_id: str) -> ChapterDetail:
         return await self._run(_flows.get_chapter(chapter_id, self._retry, self._kinds))
+
+    @overload
+    async def create_chapter(
+        self, project_id: str, pages: Iterable[PageSource], *, position: int | None = None
+    ) -> NewChapter: ...
+
+    @overload
+    async def create_chapter(
+        self, project_id: str, *, staged: Literal[True], position: int | None = None
+    ) -> NewChapter: ...
+
+    @overload
+    async def create_chapter(
+        self, project_id: str, *, text: str, position: int | None = None
+    ) -> NewChapter: ...
 
     async def create_chapter(
         self,

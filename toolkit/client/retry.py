@@ -19,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -74,13 +75,21 @@ STOP = Delay(None)
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Decides retries. `jitter` returns a float in [0, 1); tests pass a constant."""
+    """When a client tries again, and the clock it waits by: `Client(retry=RetryPolicy(...))`.
+
+    `jitter` returns a float in [0, 1). `sleep` waits (None: `time.sleep` for `Client`,
+    `asyncio.sleep` for `AsyncClient`; an async client awaits what it returns if it can),
+    and `monotonic` reads the clock `wait_for_chapter` times out by. Tests pass a constant
+    jitter and a fake clock instead of waiting.
+    """
 
     max_retries: int = 4
     base: float = 0.5
     cap: float = 8.0
     max_retry_after: float = 60.0
     jitter: Callable[[], float] = field(default=random.random, repr=False, compare=False)
+    sleep: Callable[[float], object] | None = field(default=None, repr=False, compare=False)
+    monotonic: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
