@@ -1,21 +1,6 @@
-"""`Client` and `AsyncClient`: every `/api/v1` route of the Chapter Translation Service.
+"""`Client` and `AsyncClient`: every `/api/v1` route, driven by the flows in `flows`.
 
-```python
-import toolkit as tk
-
-with tk.Client() as client:                       # CTS_BASE_URL, CTS_API_KEY
-    project = client.list_projects()[0]
-    chapter = client.create_chapter(project.id, pages=["p1.png", "p2.png"], position=12)
-    detail = client.wait_for_chapter(chapter.id, timeout=3600, progress=True)
-```
-
-Each method runs a flow from `toolkit.client.flows` (request building, parsing, errors and
-retries live there, once). `Client` drives flows with blocking I/O and `time.sleep`;
-`AsyncClient` with awaits and `asyncio.sleep`. The sync client never touches asyncio,
-so it works in a Jupyter cell, whose event loop is already running.
-
-The API key is held in a `Secret` and only written into the `Authorization` header as a
-request leaves; it is in no repr, log line or error message.
+The two differ only in how they wait (blocking or awaiting); see docs/client.md.
 """
 
 from __future__ import annotations

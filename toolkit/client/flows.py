@@ -1,21 +1,7 @@
 """Every route's flow, written once as a generator that both clients drive.
 
-A flow yields `Send(spec)` when it wants a request sent (and is sent back the
-`httpx.Response`, or the `httpx.TransportError` that stopped it) and `Sleep(seconds)` when
-it wants to wait; it returns its result. `Client` drives flows with blocking calls,
-`AsyncClient` with awaits; that is the only difference between them.
-
-Decisions where the spec and DESIGN are silent:
-
-- Before an upload, the client reads the project's (or chapter's) kind once and keeps it
-  (a kind never changes), so that pages for a novel, text for a comic or staging a novel
-  are refused before any page is sent. Local checks on positions, text and files come
-  first, so a bad file is refused with no request at all.
-- Reconciling a create whose answer was lost: a 409 on the repeat is taken as our own
-  chapter when the chapter at that position has the page count we sent (0 when staged;
-  not compared for a novel). Otherwise it is a real clash and raises `Conflict`. The
-  returned `NewChapter` is then built from the chapter list item, so its `pages` is empty:
-  the list does not carry pages.
+A flow yields `Send(spec)` or `Sleep(seconds)` and returns its result; the rules for
+uploads and for reconciling a lost create are in docs/client.md.
 """
 
 from __future__ import annotations

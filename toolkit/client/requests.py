@@ -1,13 +1,7 @@
 """Requests as plain descriptions, and answers turned into resources or errors.
 
-Both clients send the same `RequestSpec`s, add the key with the same `BearerAuth` and
-read answers with the same functions, so request building, parsing and error mapping
-exist once. Error messages name what the request was about (the route, the project or
-chapter, the position) and say what to do; the service's own message is kept on the
-error as `.message`.
-
-The service's error body is not specified; we read `{"error": {"message"}}` (what the
-emulator sends), `{"error": "..."}`, `{"message"}` or `{"detail"}`, else the text.
+Written once for both clients; how the service's error bodies are read is in
+docs/client.md.
 """
 
 from __future__ import annotations

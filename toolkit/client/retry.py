@@ -1,19 +1,6 @@
-"""When a request is tried again, and after how long. Pure decisions: no I/O, no sleeping.
+"""When a request is tried again, and after how long: pure decisions, no I/O, no sleeping.
 
-Rules:
-
-- A request that never left (the connection could not be made, or no pooled connection
-  came free) is tried again whatever its method: the service cannot have acted on it.
-- A 429 is tried again whatever the method: the service refused it without acting.
-- Other transport failures (a timeout or a broken connection after sending) and 502, 503,
-  504 are tried again only for a *repeatable* request: a GET, or a chapter create with a
-  position, whose repeat the client reconciles. Other POSTs fail at once, since the
-  service may have acted (it may have charged credits).
-- The wait is capped exponential backoff with jitter: `base * 2**attempt`, at most `cap`,
-  then scaled by a random factor in [0.5, 1) so that clients do not retry in step.
-- A `Retry-After` header (seconds or an HTTP date) replaces the backoff. One longer than
-  `max_retry_after` ends the retries at once with an error saying so: waiting for hours
-  inside a notebook cell helps nobody.
+The rules are in docs/client.md ("Retries").
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """Checks on pages, text and positions before anything is sent, and the streamed page files.
 
-Everything here runs before a request goes out: a refusal raises `InvalidUpload` naming
-the file (or the argument) and the reason, and nothing is sent.
-
 ```python
 with prepare_pages(["p1.png", b"...", open("p3.jpg", "rb")]) as upload:
     httpx.post(url, files=upload.multipart())     # streamed in 64 KB reads
 ```
 
-Decisions where the spec is silent:
-
-- An SVG is recognised by its first 4 KB (also gzip-compressed), whatever the file name.
-- A page is accepted when Pillow identifies it from its header and, for PNG, every chunk's
-  CRC checks out. We walk the PNG chunks ourselves in 64 KB reads instead of calling
-  `Image.verify()`, which reads each chunk whole: memory stays flat however large a page
-  is. Pillow's `verify()` checks nothing for the other formats, so neither do we.
-- Pillow's decompression-bomb warning is silenced for the check (no pixels are decoded);
-  an image past Pillow's hard pixel limit is refused as one it cannot open.
-- The service's maximum page size is not published, so size is left to it (413).
-- A file object must be binary and seekable: it is read once to check and again to send,
-  and it is sent whole, from its first byte (httpx rewinds it before sending).
-- A position is a whole number of 1 or more: `3` and `3.0` pass; `2.5`, `"3"`, `True` and
-  `0` do not. Text made only of whitespace counts as empty.
+What is checked, and why that way, is in docs/client.md ("Checks before sending").
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Waiting for a chapter's run to end: polling with backoff, a deadline, progress bars.
 
-Decisions where the spec and DESIGN are silent:
-
-- The first poll is at once. The waits between polls start at `poll_interval` and grow by
-  half each time up to `max_interval`; the last wait is cut to the deadline, so a timeout
-  is overshot by at most one request.
-- `timeout` is real time since the call (httpx's timeouts are per operation, so the
-  deadline is ours to keep). A request failing for good inside the wait raises its own
-  error, not `WaitTimeout`.
-- A chapter that stops processing is returned whether or not it failed: read `failed` and
-  `failure_reason` on the detail.
-- `on_poll(detail)` is called after each poll that finds the chapter still processing,
-  just before waiting for the next one. Tests use it to advance the emulator's manual
-  clock; a notebook can use it for its own display.
-- Progress: one tqdm.auto bar per target language, counting lines translated. Its total
-  is the language's untranslated lines at the first poll, grown when more lines appear
-  (pages read later, pages added). Bars close when the wait ends, however it ends.
+The polling schedule and what a wait returns are in docs/client.md ("Waiting").
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """The emulator's ASGI app: routes, the admin-token guard, faults, and the clock's Date.
 
-Middleware is plain ASGI, outermost first:
-
-1. `ClockDate` sets every answer's `Date` header from the emulator clock (uvicorn's own
-   is turned off), so a client reading the service's time reads the simulated one.
-2. `FaultInjection`, on `/api/v1` only: the injected share of requests is answered 503
-   before anything is read or done; the injected latency delays every other answer.
-3. `AdminGuard`, on `/_emulator` only: `Authorization: Bearer <admin token>` or 401.
-
-Every error answer is `{"error": {"status": int, "message": str}}`.
+Middleware is plain ASGI; its order and the error body are in docs/emulator.md.
 """
 
 from __future__ import annotations

@@ -6,10 +6,7 @@ with Emulator() as emu:                       # manual clock, in-memory state
     emu.advance(60)
 ```
 
-State lives in SQLite (`state`, `:memory:` by default); page images in a folder beside
-it (`<state>-pages/`, or a temporary folder removed on `stop()` for `:memory:`). The
-clock starts at the wall-clock time of start-up, or where a saved state's clock had
-got to if that is later, so times never run backwards across a restart.
+Where state and page images live, and how the clock resumes: docs/emulator.md.
 """
 
 from __future__ import annotations

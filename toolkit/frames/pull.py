@@ -1,25 +1,13 @@
-"""The service's resources as pandas DataFrames, one row per project, chapter, language
-or prepared file, with the columns and dtypes `toolkit.frames.schema` fixes.
+"""The service's resources as pandas DataFrames: one row per project, chapter, language or
+prepared file, with the columns and dtypes `toolkit.frames.schema` fixes.
 
 ```python
 ws = tk.pull(client)                  # all four tables, concurrent requests
 ws.chapters.groupby("status", observed=True).size()
 ```
 
-Rows are built into Arrow tables against the schema and turned into pandas once. The
-`*_rows` functions do that from resources already fetched (no I/O); the `*_frame`
-functions and `pull` fetch first.
-
-Decisions the design leaves open:
-
-- `details="changed"` also fetches a chapter that `since` does not know, or whose
-  `untranslated` it holds as null (it was pulled without details): "changed" means "what
-  the previous pull cannot tell".
-- Row order is the service's: projects as listed (newest chapter first), chapters by
-  project in that order and then by chapter number, languages and files as each chapter
-  lists them.
-- A chapter status the toolkit does not know becomes null (the categorical has fixed
-  categories); `credits_spent` must be a whole number, as the service's prices are.
+The `*_rows` functions build Arrow from resources already fetched (no I/O); the
+`*_frame` functions and `pull` fetch first. Decisions: docs/frames.md.
 """
 
 from __future__ import annotations

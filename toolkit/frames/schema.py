@@ -1,23 +1,8 @@
 """One Arrow schema per table: the column contract of frames, the store and its files.
 
-Every table the toolkit produces is built against the schema here, written to Parquet
-with it, and turned into pandas through `to_pandas`, so the dtypes a user sees are the
-same whether a frame came from the service or back from the store:
-
-| Arrow type               | pandas dtype                          |
-|--------------------------|---------------------------------------|
-| string                   | `string` (`pd.StringDtype()`)         |
-| string, tagged `status`  | ordered categorical                   |
-|                          | `translating < needs_review < reviewed` |
-| int64                    | `Int64`                               |
-| float64                  | `Float64`                             |
-| bool                     | `boolean`                             |
-| timestamp[us, UTC]       | `datetime64[us, UTC]`                 |
-| list<string>             | `ArrowDtype(list<string>)`            |
-
-`status` is stored as plain text in Parquet (any reader understands it) and tagged in
-the field metadata, which is what turns it into the categorical here. A missing value
-is null in every column, never NaN or zero.
+Every table is built against its schema here, written to Parquet with it and turned into
+pandas through `to_pandas`, so a frame has the same dtypes whether it came from the
+service or from the store. The dtype table is in docs/frames.md.
 """
 
 from __future__ import annotations
@@ -203,7 +188,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def to_pandas(table: pa.Table, schema: pa.Schema) -> pd.DataFrame:
-    """Arrow to pandas, once, with the dtypes the module docstring lists."""
+    """Arrow to pandas, once, with the dtypes docs/frames.md lists."""
     table = conform(table, schema)
     frame: pd.DataFrame = table.to_pandas(types_mapper=_pandas_dtype)
     for field in schema:

@@ -6,8 +6,8 @@ app = tk.webhooks.Receiver(secret, store=store, seen_path="data/receiver.sqlite"
 ```
 
 `verification` checks a delivery, `receiver` is the ASGI app that keeps events, `inbox`
-its SQLite memory of handled ids; `serve` runs the receiver with uvicorn
-(`toolkit webhooks serve`).
+its SQLite memory of handled ids; `serve` runs the receiver with uvicorn. docs/webhooks.md
+gives the decisions.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """The receiver's own SQLite: every event it kept, by `webhook-id`, and whether the store
-has taken it yet.
-
-It is both the memory of handled ids (a repeat is recognised across restarts) and the
-outbox in front of the store: an event is committed here, with `synchronous=FULL`, before
-the receiver answers 2xx, and marked once the store has it. Without a path the database
-is in memory and forgets everything when the process ends.
+has taken it yet. Why it is both a memory of ids and an outbox: docs/webhooks.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """`Receiver`: the ASGI app that takes the service's deliveries.
 
-Decisions the spec leaves open:
-
-- 401 when the signature, headers or timestamp do not verify; 400 when a verified body
-  is not an event (`type` text, `timestamp` ISO 8601 text, `data` object); 413 for a body
-  over 1 MiB, before it is checked; 405 for anything but POST. Nothing is kept in these
-  cases, so the service retries and its log shows the failure.
-- The service's test ping (`type` `ping`) is answered 200 and not kept: it is not an
-  event about a chapter. Every other type, known or not, is kept.
-- A new event is committed to the inbox (SQLite at `seen_path`) before the 2xx, then
-  handed to the store. When the store fails the event waits in the inbox and is handed
-  over on the next delivery, at start-up, or on `flush()`; the answer is still 2xx,
-  since the event is already safe and a non-2xx would make its retry look like a repeat.
-- With a store, events handed over more than 7 days ago are pruned from the inbox (the
-  service retries for about two days); without one, the inbox is the only copy and
-  nothing is pruned.
-- Events go to the store as dicts `{webhook_id, type, timestamp, data, received_at}`:
-  `timestamp` (the body's, on the service's clock) and `received_at` (local clock) as
-  aware UTC datetimes, `data` as a dict.
+What it answers, keeps and hands to the store is in docs/webhooks.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """Standard Webhooks verification: is this delivery from the service, and what does it say?
 
-HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64 part of
-the `whsec_` secret (`toolkit._signing` holds the primitive, shared with the emulator).
-
-Decisions the spec leaves open:
-
-- Every malformed delivery raises `WebhookVerificationError`, never anything else:
-  missing, empty, non-text or conflicting repeated headers; a timestamp that is not whole
-  seconds; a signature entry not shaped `version,value`; a `v1` value that is not base64;
-  a secret that is not base64 or decodes to no key at all; a body that is not bytes, not
-  UTF-8, not JSON or not a JSON object. Entries of other versions (`v2,...`) are skipped
-  but must still have the `version,value` shape. Only a wrong `now` or `tolerance`
-  argument (a programming error) raises `TypeError`.
-- Signature entries are separated by any run of whitespace, so a doubled space is
-  harmless.
-- The timestamp in the signed content is the header text as received, not a re-formatted
-  number, so any sender that signs what it sends verifies.
-- A naive `now` datetime is taken as UTC, the zone the service writes.
+`toolkit._signing` holds the primitive, shared with the emulator; every malformed
+delivery raises `WebhookVerificationError` (the cases are in docs/webhooks.md).
 """
 
 from __future__ import annotations

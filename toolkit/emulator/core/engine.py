@@ -1,22 +1,7 @@
 """The run engine: a run is a row in `runs` moved forward one step at a time.
 
-Each run holds a cursor (phase, language, item) and the simulated time its next step
-falls due (`next_due_ms`); `run_due(t)` performs every step due by `t`, each in its
-own transaction, at the step's own due time. Because the cursor is in the database,
-runs in flight simply carry on after a restart.
-
-The phases, their durations and the run's cursor are in `plan`.
-
-Languages are translated one after another, in the project's order. While pages are
-read `detecting` is true and each page read adds its lines to `untranslated`; each
-translation step moves a page's lines from `untranslated` to `covered` and writes one
-`line_log` entry. Packaging sets a language's `exporting`, then writes its files, sends
-`export.ready` for each, and sets the language to `needs_review` when no line of it is
-left untranslated. After the last language, `processing` clears, `summary` is written
-and `chapter.finished` is sent.
-
-A run fated to fail fails at its drawn translation step; one fated to stall stops
-there with `processing` still true and is abandoned `STALL_ABANDON_MS` later.
+The cursor lives in the database, so runs in flight carry on after a restart; what each
+step does to a chapter is in docs/emulator.md ("Runs").
 """
 
 from __future__ import annotations

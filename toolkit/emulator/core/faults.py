@@ -1,13 +1,7 @@
 """Injected faults: failing and stalling runs, slow answers, and 503s.
 
-The settings are kept in the database, so a restart keeps them. Randomness is seeded
-so a test that sets `seed` and the rates sees the same outcome on every run:
-
-- a run's fate is drawn once, when it starts, from a generator seeded by the settings'
-  `seed` and the number of runs started since the settings were last put, so the n-th
-  run after `PUT /_emulator/faults` always draws the same fate (restarts included);
-- whether an `/api/v1` request is answered 503 comes from a generator seeded by `seed`
-  when the settings are put, one draw per request.
+Kept in the database and drawn from seeded generators, so a test sees the same outcome
+on every run (docs/emulator.md, "Faults").
 """
 
 from __future__ import annotations

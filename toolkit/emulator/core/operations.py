@@ -1,11 +1,8 @@
 """What the chapter routes and the admin moves do to the state.
 
-Each operation runs in one transaction, re-reads what it depends on inside it, and
-checks its refusals before it writes anything, so a refused call charges nothing and
-creates nothing. The routes check 401, 404, a first 409 (processing) and the request's
-own 400/413/415/422 before calling here; the operations then refuse, in DESIGN.md's
-order, a chapter still processing (checked again, for a race), a taken or late number
-(409), and too few credits (402). Prices come from `pricing`.
+Each operation runs in one transaction and checks its refusals before it writes, so a
+refused call charges nothing and creates nothing. The order of refusals is in
+docs/emulator.md; prices come from `pricing`.
 """
 
 from __future__ import annotations

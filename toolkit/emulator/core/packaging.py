@@ -1,10 +1,7 @@
 """Prepared files: which a run packages, and their names and sizes.
 
-One set per target language (DESIGN.md): `text` and `translate` give `txt`; `clean`
-gives `txt` and `clean`; `full` gives `txt`, `clean` and `cbz`; a novel gives `txt` and
-`docx`. The emulator keeps no file contents, only what the chapter list shows: sizes
-are derived from the pages' stored bytes and the lines translated, so they are
-deterministic and grow with the chapter.
+No contents are kept: sizes derive from the pages' bytes and lines translated, so they
+are deterministic (docs/emulator.md).
 """
 
 from __future__ import annotations

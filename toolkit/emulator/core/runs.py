@@ -1,16 +1,6 @@
 """What a run is made of: its units, its phases, and how long each step takes.
 
-Phases, in order, and what one step of each is:
-
-- read: one page (a novel: one 20-line passage), 3 s (a novel 2 s);
-- translate: one page in one language, 8 s + 2 s per line (a novel's passage
-  3 s + 0.5 s per line); languages one after another;
-- clean (`clean` and `full` only): one page, 4 s;
-- letter (`full` only): one page, 2 s per target language;
-- package: one language's files, 30 s.
-
-Durations are simulated time. A 20-page chapter in two languages takes about twenty
-simulated minutes, with every phase visible for at least a few seconds.
+The durations (simulated time) are listed in docs/emulator.md ("Runs").
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Moves time forward: run steps and webhook attempts, interleaved in time order.
 
-With the manual clock, `advance(seconds)` walks from one due moment to the next:
-the clock is set to that moment, the run steps due then are performed, then the
-delivery attempts due then are sent, until the next moment lies past the target; the
-clock then rests on the target. With the realtime clock, a background thread does the
-same against `clock.now()`, sleeping until the next moment falls due or new work is
-announced through `wake()`.
-
-The clock's reading is saved in the database after each advance (and every second on
-the realtime clock), so a restarted emulator resumes from where time had got to.
+How the manual and realtime clocks advance, and why the reading is saved: docs/emulator.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """The demo workspace: three projects with chapters in every state.
 
-The seed plays the last two days forward: chapters are created at past moments and
-their runs are stepped up to the present, so their times, charges and line entries are
-what a real history would leave. It then leaves a few runs going (reading pages,
-translating, one stalled), so a person exploring with curl sees them move.
-
-- Moonlit Harbor, comic ja->en,fr, rtl, `full`: a reviewed chapter; one needing review;
-  a failed one; one failed after a stall; one stalled now; one translating now; a
-  staged one with held pages.
-- Seoul Nights, comic ko->en, ltr, `translate`: one needing review; one needing review
-  whose added pages ran by themselves and whose held pages wait for `start`; a staged,
-  empty one; one reading its pages now.
-- River of Stars, novel zh->en,es: a reviewed chapter; one needing review; one
-  translating now.
-
-Fates are set by the seed, not drawn, so seeding neither depends on nor disturbs the
-fault settings. Seeding twice returns the same workspace.
+The seed plays the last two days forward, so times, charges and lines are what a real
+history would leave; the projects are listed in docs/emulator.md.
 """
 
 from __future__ import annotations

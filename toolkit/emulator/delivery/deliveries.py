@@ -1,29 +1,7 @@
 """Webhook deliveries: endpoints, signed attempts on the spec's schedule, the delivery log.
 
-`emit` records an event for every endpoint of the workspace that ticked its type, with a
-first attempt due at once; the core's scheduler calls `run_due(t)` at each due time on
-the emulator clock. Attempts due together are sent concurrently; each is physically sent
-at once, signed with the wall-clock time of sending in `webhook-timestamp` (the body's
-`timestamp` is the emulator clock). An attempt succeeds on a 2xx within 10 seconds;
-anything else, redirects included (never followed), fails, and the next one falls due
-1 min, 5 min, 30 min, 2 h, 6 h, 12 h, then 24 h after the failed one; the eighth failure
-gives up. Every attempt re-checks the URL and connects to the address it checked
-(`netguard`). All of it lives in the shared database, so waiting attempts carry on
-after a restart.
-
-Decisions where the spec and DESIGN are silent:
-
-- `webhook-id` is `msg_` and 32 hex digits; the body is compact JSON, stored as sent.
-- `User-Agent` is `cts-webhooks/1`.
-- An endpoint needs at least one event, each one of `chapter.finished`,
-  `chapter.failed`, `export.ready`; a sixth endpoint is 409; the URL is refused with 400
-  before that check. A deleted endpoint is kept, marked deleted, so the log can still
-  name it; it no longer counts toward the five. `GET /_emulator/deliveries` with an
-  unknown `workspaceId` is 404.
-- An attempt that the address check refuses counts as a failed attempt with no status.
-- A delivery is kept in the log for 30 days on the emulator clock after its event was
-  emitted, then pruned with its attempts (each attempt is also kept, for tests and
-  debugging, in `webhook_attempts`).
+Everything lives in the shared database, so waiting attempts carry on after a restart;
+the schedule and the decisions where the spec is silent are in docs/emulator.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Where the emulator may send a webhook: https, to public addresses only, on the address
-that was checked.
-
-A URL is checked when its endpoint is added and again before every attempt. The host
-name is resolved once per attempt, every A/AAAA answer is checked, and the attempt then
-connects to a checked address (the `Destination` gives the URL with that address, the
-`Host` header and the TLS server name), so a name that changes its answer between the
-check and the connection cannot slip through.
-
-Refused: loopback, private ranges, link-local (cloud metadata at 169.254.169.254
-included), carrier-grade NAT 100.64/10, multicast, reserved and documentation ranges,
-"this network" 0/8, unique-local fc00::/7, site-local, IPv4-mapped and IPv4-compatible
-IPv6, NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16 and Teredo 2001::/32 (the
-last ones carry an IPv4 address inside, which Python's `is_global` does not look at), and
-anything else `is_global` calls not global. `allow_private` lifts both the https rule and
-the address rule (local development and tests); the name is still resolved and pinned.
-
-Decisions where the spec is silent: a URL with a user name or password is refused (the
-attempt could not carry it faithfully once pinned); a name that resolves to nothing, or
-whose resolver fails, is refused like a private one.
+that was checked, so a name that changes its answer between the check and the
+connection cannot slip through. The refused ranges are listed in docs/emulator.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Checks on uploaded page images, and the number of text lines a page holds.
 
-A page is judged by its bytes, never by its file name or declared type:
-
-- markup (SVG, also gzip-compressed), PDF and any other type that is not a raster
-  image in `RASTER_FORMATS` is refused with 415;
-- a raster image over `MAX_PAGE_BYTES` bytes or `MAX_PAGE_PIXELS` pixels with 413;
-- bytes that Pillow cannot identify, or a raster image that does not decode to the
-  end (truncated, corrupt), with 422.
-
-The lines a page holds come from a hash of its bytes, so the same image always has
-the same lines, and different images usually differ.
+A page is judged by its bytes, never its name or declared type; which status each
+refusal gets is in docs/emulator.md ("Page uploads").
 """
 
 from __future__ import annotations

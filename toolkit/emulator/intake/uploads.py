@@ -1,14 +1,7 @@
 """Multipart uploads: reading the form within limits, and page files kept on disk.
 
-Starlette's parser (python-multipart) streams each file part into a spooled temporary
-file (in memory up to 1 MB, then on disk), so a body is never held whole in memory.
-Each page is then copied in 1 MB chunks into the page folder under a hidden temporary
-name, hashed on the way, and checked; it is renamed into place only once the call has
-succeeded, and removed when the call is refused, so a refused call leaves no file.
-
-Limits the spec leaves open: at most `MAX_FILES_PER_CALL` files per call (more is 413),
-a text field of at most `MAX_TEXT_BYTES` bytes (more is 413; the 200,000-character rule
-is checked on the decoded text), and the image limits in `imaging`.
+A page is renamed into place only once its call has succeeded, so a refused call leaves
+no file; the limits are in docs/emulator.md ("Page uploads").
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The `/api/v1` routes: authenticate, look up, check the request, call an operation.
 
-Refusals come in DESIGN.md's order: 401 (missing or unknown key), 404 (not found, in
-the trash, or another workspace's), 409 (chapter still processing), then the request's
-own 400/413/415/422, then, inside the operation, 409 for a taken number and 402.
-
-Success statuses (the spec does not show them): 201 for a created chapter and for
-added pages, 202 for a started or re-scanned chapter (its run is queued), 200 for reads.
+Refusals come in DESIGN.md's order (docs/emulator.md lists it with the success statuses).
 """
 
 from __future__ import annotations
