@@ -28,6 +28,7 @@ from toolkit.emulator.core.clock import Clock, iso
 from toolkit.emulator.core.db import Database
 from toolkit.emulator.delivery.deliveries import Deliveries
 from toolkit.emulator.routes.errors import EmulatorError, error
+from toolkit.emulator.routes.webhooks import webhook_routes
 from toolkit.store import SnapshotStore
 from toolkit.webhooks import Receiver, verify
 
@@ -125,7 +126,7 @@ def admin(deliveries, asgi_server):
         assert isinstance(exc, EmulatorError)
         return error(exc.status, exc.message)
 
-    app = Starlette(routes=deliveries.routes, exception_handlers={EmulatorError: as_error})
+    app = Starlette(routes=webhook_routes(deliveries), exception_handlers={EmulatorError: as_error})
     with httpx.Client(base_url=asgi_server(app), timeout=10) as client:
         yield client
 

@@ -2,6 +2,11 @@
 
 The cursor lives in the database, so runs in flight carry on after a restart; what each
 step does to a chapter is in docs/emulator.md ("Runs").
+
+Past 400 lines on purpose: every step kind (read, translate, clean, letter, package,
+fail, stall) writes the same few tables inside one transaction, and reading them side by
+side is how one checks that a chapter's counts stay consistent. What a run is made of
+(units, phases, durations) is already apart, in `runs`; prepared files in `packaging`.
 """
 
 from __future__ import annotations

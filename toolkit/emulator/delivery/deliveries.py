@@ -2,6 +2,10 @@
 
 Everything lives in the shared database, so waiting attempts carry on after a restart;
 the schedule and the decisions where the spec is silent are in docs/emulator.md.
+
+Just past 400 lines: the delivery log's tables, choosing what is due, sending and
+recording an attempt are one cycle over the same rows; the admin routes are apart
+(`routes.webhooks`), and so is where a webhook may go (`netguard`).
 """
 
 from __future__ import annotations
@@ -20,9 +24,6 @@ from typing import Any
 
 import httpx
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute, Route
 
 from toolkit import _signing
 from toolkit.emulator.core.clock import Clock, iso
@@ -127,12 +128,6 @@ class Deliveries:
         self._running = threading.Lock()
         self._pruned_at: datetime | None = None
         db.executescript(SCHEMA)
-        self.routes: list[BaseRoute] = [
-            Route("/_emulator/webhooks", self._add_route, methods=["POST"]),
-            Route("/_emulator/webhooks/{id}", self._delete_route, methods=["DELETE"]),
-            Route("/_emulator/webhooks/{id}/test", self._test_route, methods=["POST"]),
-            Route("/_emulator/deliveries", self._log_route, methods=["GET"]),
-        ]
 
     # -- the seam to the run engine and the scheduler --------------------------------
 
@@ -288,44 +283,6 @@ class Deliveries:
             for row in rows
         ]
 
-    # -- routes (the core mounts them behind its admin-token check) -------------------
-
-    async def _add_route(self, request: Request) -> JSONResponse:
-        payload = await _json_object(request)
-        workspace_id, url = payload.get("workspaceId"), payload.get("url")
-        events, allow_private = payload.get("events"), payload.get("allowPrivate", False)
-        if not isinstance(workspace_id, str) or not isinstance(url, str):
-            raise EmulatorError(400, "send workspaceId and url as strings")
-        if not isinstance(allow_private, bool):
-            raise EmulatorError(400, "allowPrivate must be true or false")
-        if (
-            not isinstance(events, list)
-            or not events
-            or not all(isinstance(e, str) and e in EVENT_TYPES for e in events)
-        ):
-            raise EmulatorError(
-                400, f"events must be a non-empty list drawn from {', '.join(EVENT_TYPES)}"
-            )
-        created = await run_in_threadpool(
-            self.add_endpoint,
-            workspace_id,
-            url,
-            list(dict.fromkeys(events)),
-            allow_private=allow_private,
-        )
-        return JSONResponse(created)
-
-    async def _delete_route(self, request: Request) -> JSONResponse:
-        await run_in_threadpool(self.delete_endpoint, request.path_params["id"])
-        return JSONResponse({})
-
-    async def _test_route(self, request: Request) -> JSONResponse:
-        return JSONResponse(await self.test_endpoint(request.path_params["id"]))
-
-    async def _log_route(self, request: Request) -> JSONResponse:
-        workspace_id = request.query_params.get("workspaceId") or None
-        return JSONResponse(await run_in_threadpool(self.log, workspace_id))
-
     # -- sending ----------------------------------------------------------------------
 
     async def _send_all(self, due: Sequence[_Due]) -> list[AttemptResult]:
@@ -442,16 +399,6 @@ class Deliveries:
     def _require_workspace(self, workspace_id: str) -> None:
         if self.db.one("SELECT id FROM workspaces WHERE id = ?", (workspace_id,)) is None:
             raise EmulatorError(404, f"workspace {workspace_id} not found")
-
-
-async def _json_object(request: Request) -> dict[str, Any]:
-    try:
-        payload = await request.json()
-    except ValueError as exc:
-        raise EmulatorError(400, "the body must be a JSON object") from exc
-    if not isinstance(payload, dict):
-        raise EmulatorError(400, "the body must be a JSON object")
-    return payload
 
 
 def _body(type: str, when: datetime, data: dict[str, Any]) -> str:
