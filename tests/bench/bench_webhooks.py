@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import statistics
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -166,23 +164,13 @@ def _receiver_rate(
 @contextmanager
 def serving(app: Any) -> Iterator[str]:
     """Serve an ASGI app with uvicorn on a free loopback port, on a thread."""
-    import uvicorn
+    from toolkit.emulator.serving import BackgroundServer
 
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:  # start-up: poll briefly
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the receiver did not start")
-        time.sleep(0.01)
+    server = BackgroundServer().start(app, timeout=10)
     try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        yield server.url
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        server.stop(timeout=10)
 
 
 def send_deliveries(url: str, count: int, *, concurrency: int) -> dict[str, Any]:
