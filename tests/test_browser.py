@@ -155,7 +155,7 @@ def test_operations_notebook_in_jupyterlab(
             page.goto(lab)
             page.wait_for_selector(".jp-Notebook")
             # "Run All" before the kernel is up asks which kernel to start: wait for it.
-            expect(page.get_by_text(re.compile(r"\| Idle$")).first).to_be_visible()
+            expect(page.get_by_text(re.compile(r"\| Idle$")).first).to_be_visible(timeout=WAIT_MS)
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
 
