@@ -33,8 +33,9 @@ Decisions where the spec says "not shown" (DESIGN.md fixes some; the rest are ou
 - Page image limits: 20 MiB and 40 megapixels (413); PNG, JPEG, WebP, GIF, BMP and TIFF
   are taken, anything else 415 (judged by content); at most 1,000 files per call (413);
   no limit on pages per chapter. No rate limits. Only `/api/v1` exists.
-- `position` must be ASCII digits for a number of 1 or more. With `staged=1`, any pages
-  sent are ignored unchecked. Novel text may also come as a UTF-8 file part.
+- `position` must be ASCII digits for a number from 1 to 2,147,483,647; credits go up
+  to 2**53 - 1 (`core.limits`): larger numbers are a 400, never a 500. With `staged=1`,
+  any pages sent are ignored unchecked. Novel text may also come as a UTF-8 file part.
 - Price: 1 credit per page per target language; a novel 1 per started 2,000 characters
   per target language; charged when a run starts, never refunded. The ledger's `pages`
   is 0 for a novel. A zero balance refuses add-pages even with `hold`.

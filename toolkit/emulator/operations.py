@@ -18,6 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from toolkit.emulator.core.limits import MAX_POSITION
 from toolkit.emulator.engine import Engine
 from toolkit.emulator.faults import Fate
 from toolkit.emulator.plan import Unit, novel_units
@@ -59,6 +60,12 @@ class Operations:
             if position is not None and self.state.position_taken(project["id"], position):
                 raise EmulatorError(409, "a chapter with that number already exists")
             number = position or self.state.next_position(project["id"])
+            if number > MAX_POSITION:
+                raise EmulatorError(
+                    409,
+                    f"the project's highest chapter number is {MAX_POSITION:,}, the largest "
+                    "there can be; send a `position` for the new chapter",
+                )
             languages = self.state.language_codes(project["id"])
             if text is not None:
                 units = novel_units(text)
@@ -334,6 +341,12 @@ class Operations:
                 (chapter["id"],),
             )
             first = (row["top"] if row else 0) + 1
+            if first + len(pages) - 1 > MAX_POSITION:
+                raise EmulatorError(
+                    409,
+                    f"the chapter's highest page number is {first - 1:,}; pages after it would "
+                    f"go past {MAX_POSITION:,}, the largest there can be",
+                )
         rows = []
         for offset, staged in enumerate(pages):
             page_id = new_id()
