@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolkit.emulator import admin, api
 from toolkit.emulator.responses import EmulatorError, error
+from toolkit.emulator.routes import openapi
 from toolkit.emulator.services import Services
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def build_app(services: Services, *, extra_routes: list[BaseRoute] | None = None) -> Starlette:
     """The app; `extra_routes` (webhook admin routes) sit behind the admin guard too."""
     app = Starlette(
-        routes=[*api.routes, *admin.routes, *(extra_routes or [])],
+        routes=[*api.routes, *admin.routes, *openapi.routes, *(extra_routes or [])],
         middleware=[
             Middleware(ClockDate, services=services),
             Middleware(FaultInjection, services=services),
