@@ -33,6 +33,7 @@ p.when { color: #555; margin-top: 0; }
 ul.story li { margin: 0.3em 0; }
 table { border-collapse: collapse; margin: 0.6em 0; width: 100%; }
 th, td { padding: 0.3em 0.6em; border-bottom: 1px solid #ddd; }
+td:first-child { white-space: nowrap; }
 th { text-align: left; background: #f3f3f3; } td.n, th.n { text-align: right; }
 tr.total td { font-weight: 600; border-top: 2px solid #999; }
 tr.partial td { color: #777; font-style: italic; }
@@ -53,7 +54,7 @@ def render(weekly: Weekly, *, title: str) -> str:
         *(f"<li>{escape(sentence)}</li>" for sentence in sentences(weekly)),
         "</ul>",
         "<h2>Projects</h2>",
-        _summary_table(weekly.projects),
+        _summary_table(weekly.projects, weekly.median_cycle_hours),
         "<h2>Re-runs by project</h2>",
         _rework_table(weekly.projects),
         _image(_rework_plot(weekly.projects), "Re-run credits by project and cause"),
@@ -104,7 +105,7 @@ def _table(header: list[str], rows: list[list[str]], *, classes: list[str] | Non
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _summary_table(projects: pd.DataFrame) -> str:
+def _summary_table(projects: pd.DataFrame, median_cycle_hours: float) -> str:
     header = ["Project", "Chapters finished", "Lines translated", "Credits",
               "Re-run credits", "Failed runs", "Stalled runs", "Median cycle"]  # fmt: skip
     rows = [
@@ -131,7 +132,7 @@ def _summary_table(projects: pd.DataFrame) -> str:
             f"({_share(total['rework_credits'], total['credits'])})",
             f"{int(total['failed_runs']):,}",
             f"{int(total['stalled_runs']):,}",
-            "",
+            _hours(median_cycle_hours),
         ]
     )
     return _table(header, rows, classes=[""] * (len(rows) - 1) + ["total"])

@@ -47,6 +47,7 @@ class Weekly:
     projects: pd.DataFrame  # one row per project: see `_per_project`
     days: pd.DataFrame  # day, project, lines, credits, rework_credits (every pair)
     partial: pd.DataFrame  # day, partial (bool), covered (text: which hours are in)
+    median_cycle_hours: float  # over every run that finished in the window (NaN: none)
     observed: Observed
 
 
@@ -76,14 +77,17 @@ def gather(
     daily = spend.merge(lines, on=["period", "project_id"], how="outer").fillna(0)
     daily = daily.rename(columns={"period": "day"})
     daily["project"] = daily["project_id"].map(names).fillna(daily["project_id"])
+    runs = analysis.cycle_times(obs)
+    runs = runs[(runs["finished_at"] > start) & (runs["finished_at"] <= end)]
 
     return Weekly(
         start=start,
         end=end,
         snapshots=len(inside),
-        projects=_per_project(obs, daily, names, start, end),
+        projects=_per_project(obs, daily, runs, names, start, end),
         days=daily.sort_values(["day", "project"]).reset_index(drop=True),
         partial=_partial_days(times, start, end),
+        median_cycle_hours=float(runs["hours"].median()) if len(runs) else float("nan"),
         observed=obs,
     )
 
@@ -100,6 +104,7 @@ def _window(frame: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> pd.D
 def _per_project(
     obs: Observed,
     daily: pd.DataFrame,
+    runs: pd.DataFrame,
     names: pd.Series,
     start: pd.Timestamp,
     end: pd.Timestamp,
@@ -107,8 +112,6 @@ def _per_project(
     """project_id, project, chapters_finished, failed_runs, stalled_runs, lines, credits,
     rework_credits, rework_<cause> for each cause, median_cycle_hours."""
     totals = daily.groupby("project_id")[["lines", "credits", "rework_credits"]].sum()
-    runs = analysis.cycle_times(obs)
-    runs = runs[(runs["finished_at"] > start) & (runs["finished_at"] <= end)]
     failures = _failures(obs)
     seen = failures[(failures["seen_at"] > start) & (failures["seen_at"] <= end)]
     table = pd.DataFrame(index=names.index)
