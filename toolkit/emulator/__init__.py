@@ -12,7 +12,8 @@ Modules: `server` (Emulator, run_server), `app` (middleware, errors), `api` (/ap
 `admin` (/_emulator), `operations` (what chapter calls do), `dashboard` (workspaces and
 projects), `state` (tables), `engine` (runs), `packaging` (prepared files), `scheduler`
 (time), `faults`, `imaging` and `uploads` (page checks), `shapes` (answers), `seed`
-(demo workspace); `deliveries` and `netguard` send webhooks.
+(demo workspace); `deliveries` and `netguard` send webhooks; `routes.openapi` serves
+the OpenAPI 3.1 description at `/openapi.json`; `core.limits` bounds stored numbers.
 
 Decisions where the spec says "not shown" (DESIGN.md fixes some; the rest are ours):
 
