@@ -76,6 +76,7 @@ _LAZY: dict[str, str] = {
     "languages_frame": "toolkit.frames",
     "projects_frame": "toolkit.frames",
     "pull": "toolkit.frames",
+    "report": "toolkit.report",
 }
 _SUBMODULES = {"analysis", "emulator", "plots", "webhooks", "widgets"}
 
@@ -124,6 +125,7 @@ __all__ = [
     "plots",
     "projects_frame",
     "pull",
+    "report",
     "webhooks",
     "widgets",
 ]

@@ -3,7 +3,7 @@
 ```
 toolkit demo       [--out data/demo] [--hours 24]
 toolkit snapshot   [--store PATH] [--details changed|all|none]
-toolkit report     [--store PATH] [--out DIR]
+toolkit report     [--store PATH] [--out DIR] [--html [--days 7]]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN]
 toolkit webhooks serve [--host] [--port] [--store PATH]
@@ -40,10 +40,16 @@ def _snapshot(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from toolkit.config import store_path
-    from toolkit.report import write_report
+    from pathlib import Path
 
-    write_report(store_path(args.store), out=args.out)
+    from toolkit.config import store_path
+    from toolkit.report import report, write_report
+
+    if args.html:
+        page = report(store_path(args.store), Path(args.out) / "weekly-report.html", days=args.days)
+        print(f"Weekly report written to {page}")
+    else:
+        write_report(store_path(args.store), out=args.out)
 
 
 def _emulator(args: argparse.Namespace) -> None:
@@ -85,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write PNG plots and a summary table")
     report.add_argument("--store", default=None, help="store location (default CTS_STORE)")
     report.add_argument("--out", default="data/report", help="folder for the report")
+    report.add_argument(
+        "--html", action="store_true", help="one self-contained weekly page instead of PNGs"
+    )
+    report.add_argument("--days", type=int, default=7, help="days the HTML page covers")
     report.set_defaults(handler=_report)
 
     emulator = commands.add_parser("emulator", help="serve a local emulator of the service")

@@ -1,19 +1,28 @@
-"""`write_report`: the store's figures as PNG plots and a summary table, in one folder.
+"""The store's figures for a lead: a folder of PNG plots and a table, or one HTML page.
 
 ```python
 from toolkit.report import write_report
-path = write_report("data/snapshots", out="data/report")
+path = write_report("data/snapshots", out="data/report")     # PNGs and summary.csv
+page = tk.report(store, "weekly.html")                        # one self-contained page
 ```
 
 The folder gets `progress.png`, `throughput.png`, `credit_spend.png`,
 `status_breakdown.png`, `cycle_times.png` and `summary.csv`: one row per project and a
 "(all projects)" row. Figures count between the store's first snapshot and its last,
 as everything in `toolkit.analysis` does; the chapter counts are those of the last one.
+
+`report()` writes the weekly page (`toolkit report --html`): the last seven days by
+default, with sentences, per-project tables, re-runs by cause, partial days marked,
+and the plots embedded (`_weekly` gathers the figures, `_report_page` lays them out).
+The module itself can be called: `tk.report(store)` works whether `tk.report` resolves
+to this function or, once `toolkit.report` is imported, to this module.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import types
 from pathlib import Path
 
 import pandas as pd
@@ -113,3 +122,47 @@ def write_report(
             print(table.drop(columns="project_id").round(2).to_string(index=False))
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
     return folder
+
+
+def report(
+    store: SnapshotStore | str | os.PathLike[str],
+    out: str | os.PathLike[str] = "weekly-report.html",
+    *,
+    since: pd.Timestamp | str | None = None,
+    until: pd.Timestamp | str | None = None,
+    days: int = 7,
+    title: str | None = None,
+) -> Path:
+    """Write the weekly report as one self-contained HTML page; returns its path.
+
+    The window is the `days` days up to the last snapshot, or `since`..`until` (UTC
+    when no zone is given). `out` is the page's path; its folder is made if need be.
+    """
+    from toolkit._report_page import render
+    from toolkit._weekly import gather
+
+    source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
+    path = Path(out)
+    if path.is_dir():
+        raise ToolkitError(
+            f"{str(path)!r} is a folder; give the page's file name, such as "
+            f"{str(path / 'weekly-report.html')!r}"
+        )
+    try:
+        weekly = gather(Observed(source), since=since, until=until, days=days)
+    except ValueError as exc:
+        raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
+    page = render(weekly, title=title or f"Translation week to {weekly.end:%d %b %Y}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+class _CallableModule(types.ModuleType):
+    # Importing `toolkit.report` sets the package's `report` attribute to this module,
+    # hiding the function of the same name; calling the module calls the function.
+    def __call__(self, *args: object, **kwargs: object) -> Path:
+        return report(*args, **kwargs)  # type: ignore[arg-type]
+
+
+sys.modules[__name__].__class__ = _CallableModule

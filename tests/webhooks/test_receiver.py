@@ -297,3 +297,13 @@ def _wait_for(url: str, process: subprocess.Popen) -> None:
         except httpx.TransportError:
             time.sleep(0.05)
     raise AssertionError("the command did not start listening in 30 s")
+
+
+def test_verifying_does_not_import_starlette_until_a_receiver_is_built():
+    code = (
+        "import sys, toolkit.webhooks as w; before = 'starlette' in sys.modules; "
+        "w.Receiver('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').close(); "
+        "print(before, 'starlette.applications' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

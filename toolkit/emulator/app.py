@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolkit.emulator.core.services import Services
-from toolkit.emulator.routes import admin, api
+from toolkit.emulator.routes import admin, api, openapi
 from toolkit.emulator.routes.errors import EmulatorError, error
 from toolkit.emulator.routes.webhooks import webhook_routes
 
@@ -108,7 +108,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def build_app(services: Services) -> Starlette:
     """The app; the webhook admin routes sit behind the admin guard too."""
     app = Starlette(
-        routes=[*api.routes, *admin.routes, *webhook_routes(services.deliveries)],
+        routes=[*api.routes, *admin.routes, *openapi.routes, *webhook_routes(services.deliveries)],
         middleware=[
             Middleware(ClockDate, services=services),
             Middleware(FaultInjection, services=services),

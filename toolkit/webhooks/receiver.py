@@ -1,14 +1,19 @@
-"""`Receiver`: the ASGI app that takes the service's deliveries.
+"""`Receiver`: the Starlette app that takes the service's deliveries.
+
+One route takes POST at any path; Starlette answers other methods with 405 (turned into
+the error shape below), and its lifespan hands waiting events to the store at start-up.
+Starlette is imported when a receiver is built, so `tk.webhooks.verify` stays light.
 
 What it answers, keeps and hands to the store is in docs/webhooks.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,6 +23,7 @@ from toolkit.webhooks.inbox import Inbox
 from toolkit.webhooks.verification import TOLERANCE, check_signature, parse_payload, secret_key
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.types import Receive, Scope, Send
@@ -35,7 +41,7 @@ class EventSink(Protocol):
 
 
 class Receiver:
-    """An ASGI app that takes the service's deliveries: POST at any path.
+    """A Starlette (ASGI) app that takes the service's deliveries: POST at any path.
 
     It verifies each delivery, keeps each new event durably before answering 2xx,
     answers a repeated `webhook-id` with 2xx without keeping it again, and hands events to
@@ -64,18 +70,27 @@ class Receiver:
         self.tolerance = tolerance
         self._inbox = Inbox(seen_path)
         self._forwarding = threading.Lock()
+        self.app = self._build_app()
+
+    def _build_app(self) -> Starlette:
+        from starlette.applications import Starlette
+        from starlette.exceptions import HTTPException
+        from starlette.routing import Route
+
+        async def http_error(request: Request, exc: Exception) -> Response:
+            assert isinstance(exc, HTTPException)
+            if exc.status_code == 405:
+                return _refusal(405, "webhook deliveries are sent with POST", allow="POST")
+            return _refusal(exc.status_code, str(exc.detail))
+
+        return Starlette(
+            routes=[Route("/{path:path}", self._respond, methods=["POST"])],
+            lifespan=self._lifespan,
+            exception_handlers={HTTPException: http_error},
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            await send({"type": "websocket.close", "code": 1003})
-            return
-        from starlette.requests import Request
-
-        response = await self._respond(Request(scope, receive))
-        await response(scope, receive, send)
+        await self.app(scope, receive, send)
 
     def events(self) -> list[dict[str, Any]]:
         """The events in the receiver's own SQLite, in the order they arrived."""
@@ -100,8 +115,6 @@ class Receiver:
         from starlette.concurrency import run_in_threadpool
         from starlette.responses import JSONResponse
 
-        if request.method != "POST":
-            return _refusal(405, "webhook deliveries are sent with POST", allow="POST")
         body = await _read_body(request)
         if body is None:
             return _refusal(413, f"the body is over {MAX_BODY} bytes")
@@ -131,17 +144,12 @@ class Receiver:
         except Exception:
             log.exception("the store refused webhook events; they wait in the receiver's SQLite")
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         from starlette.concurrency import run_in_threadpool
 
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await run_in_threadpool(self._flush_quietly)
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await run_in_threadpool(self._flush_quietly)
+        yield
 
 
 def _refusal(status: int, message: str, *, allow: str | None = None) -> Response:

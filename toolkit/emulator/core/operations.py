@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.faults import Fate
+from toolkit.emulator.core.limits import MAX_POSITION
 from toolkit.emulator.core.pricing import novel_price, pages_price
 from toolkit.emulator.core.runs import Unit, novel_passages
 from toolkit.emulator.core.state import Row, State, new_id
@@ -51,6 +52,12 @@ class Operations:
             if position is not None and self.state.position_taken(project["id"], position):
                 raise EmulatorError(409, "a chapter with that number already exists")
             number = position or self.state.next_position(project["id"])
+            if number > MAX_POSITION:
+                raise EmulatorError(
+                    409,
+                    f"the project's highest chapter number is {MAX_POSITION:,}, the largest "
+                    "there can be; send a `position` for the new chapter",
+                )
             languages = self.state.language_codes(project["id"])
             if text is not None:
                 units = novel_passages(text)
@@ -329,6 +336,12 @@ class Operations:
                 (chapter["id"],),
             )
             first = (row["top"] if row else 0) + 1
+            if first + len(pages) - 1 > MAX_POSITION:
+                raise EmulatorError(
+                    409,
+                    f"the chapter's highest page number is {first - 1:,}; pages after it would "
+                    f"go past {MAX_POSITION:,}, the largest there can be",
+                )
         rows = []
         for offset, staged in enumerate(pages):
             page_id = new_id()

@@ -11,6 +11,7 @@ import re
 import secrets
 from typing import Any
 
+from toolkit.emulator.core.limits import MAX_CREDITS
 from toolkit.emulator.core.state import Row, State, new_id
 from toolkit.emulator.routes.errors import EmulatorError
 
@@ -123,8 +124,10 @@ def text_field(body: dict[str, Any], name: str) -> str:
 
 def credits_field(body: Any) -> int:
     value = body.get("credits") if isinstance(body, dict) else None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise EmulatorError(400, f"credits must be a whole number of 0 or more, not {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_CREDITS:
+        raise EmulatorError(
+            400, f"credits must be a whole number from 0 to {MAX_CREDITS:,}, not {value!r}"
+        )
     return value
 
 

@@ -17,6 +17,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
+from toolkit.emulator.core.limits import MAX_DIGITS, MAX_POSITION
 from toolkit.emulator.core.state import new_id
 from toolkit.emulator.intake.imaging import MAX_PAGE_BYTES, check_page
 from toolkit.emulator.routes.errors import EmulatorError
@@ -67,13 +68,21 @@ def form_flag(form: FormData, field: str) -> bool:
 
 
 def whole_number(form: FormData, field: str, *, what: str) -> int | None:
-    """An optional whole number of 1 or more; anything else is a 400."""
+    """An optional whole number from 1 to `MAX_POSITION`; anything else is a 400."""
     value = form.get(field)
     if value is None or (isinstance(value, str) and value.strip() == ""):
         return None
     text = value.strip() if isinstance(value, str) else ""
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
-        raise EmulatorError(400, f"{what} must be a whole number of 1 or more, not {value!r}")
+    if (
+        not text.isascii()
+        or not text.isdigit()
+        or len(text) > MAX_DIGITS
+        or not 1 <= int(text) <= MAX_POSITION
+    ):
+        shown = repr(value) if len(text) <= MAX_DIGITS else f"{len(text):,} digits"
+        raise EmulatorError(
+            400, f"{what} must be a whole number from 1 to {MAX_POSITION:,}, not {shown}"
+        )
     return int(text)
 
 

@@ -1,0 +1,122 @@
+"""The pytest plugin, from a throwaway project that only has the installed toolkit.
+
+Each pytester run is a fresh pytest in a subprocess, in a temporary folder with none of
+this suite's conftest: the fixtures come from the `pytest11` entry point alone.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import toolkit.pytest_plugin as plugin
+
+pytest_plugins = ("pytester",)
+
+USING_EVERY_FIXTURE = """
+import pytest
+
+def test_a_chapter_runs_and_its_events_arrive(cts_client, cts_project, cts_pages, cts_advance,
+                                                 cts_webhooks):
+    project = cts_project("Moonlit Harbor", target_languages=["en", "fr"])
+    assert [p.name for p in cts_client.list_projects()] == ["Moonlit Harbor"]
+    chapter = cts_client.create_chapter(project.id, pages=cts_pages(2))
+    assert cts_client.get_chapter(chapter.id).processing
+    cts_advance(3600)
+    detail = cts_client.get_chapter(chapter.id)
+    assert (detail.processing, detail.status) == (False, "needs_review")
+    kinds = sorted(event["type"] for event in cts_webhooks.events)  # sent concurrently
+    assert kinds == ["chapter.finished"] + ["export.ready"] * 6  # txt, clean, cbz x 2
+    assert cts_webhooks.of_type("chapter.finished")[0]["data"]["chapterId"] == chapter.id
+
+def test_faults_make_runs_fail(cts_client, cts_project, cts_pages, cts_advance, cts_faults,
+                               cts_webhooks):
+    cts_faults(failure_rate=1.0, seed=7)
+    project = cts_project(kind="novel", target_languages=["en"])
+    chapter = cts_client.create_chapter(project.id, text="One.\\nTwo.\\nThree.")
+    cts_advance(3600)
+    assert cts_client.get_chapter(chapter.id).failed
+    assert [e["type"] for e in cts_webhooks.events] == ["chapter.failed"]
+
+class TestFewCredits:
+    @pytest.fixture
+    def cts_credits(self):
+        return 3
+
+    def test_credits_are_what_the_test_says(self, cts_client, cts_project, cts_pages,
+                                              cts_workspace):
+        import toolkit as tk
+        project = cts_project(target_languages=["en", "fr"])
+        with pytest.raises(tk.InsufficientCredits):
+            cts_client.create_chapter(project.id, pages=cts_pages(2))
+        assert cts_workspace.api_key not in repr(cts_workspace)
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+@pytest.mark.anyio
+async def test_the_async_client(cts_async_client, cts_project):
+    project = cts_project("Async")
+    async with cts_async_client as client:
+        assert [p.id for p in await client.list_projects()] == [project.id]
+"""
+
+
+NOT_USING_ANY = """
+import sys, threading
+
+def test_nothing_of_the_toolkit_runs():
+    loaded = {m for m in sys.modules if m.startswith("toolkit.")}
+    assert "toolkit.pytest_plugin" in loaded
+    assert not {"toolkit.emulator", "toolkit.client", "toolkit.webhooks"} & loaded
+    assert threading.active_count() == 1
+"""
+
+
+def test_the_fixtures_work_in_a_project_that_only_installs_the_toolkit(pytester):
+    # One pytest run (each takes seconds to start): the plain file is collected first,
+    # so it sees the session before any fixture of the plugin has run.
+    pytester.makepyfile(test_a_plain=NOT_USING_ANY, test_b_integration=USING_EVERY_FIXTURE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error", "-v")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["*test_a_plain.py::test_nothing_of_the_toolkit_runs PASSED*"])
+
+
+def test_importing_the_plugin_imports_nothing_heavy():
+    heavy = ("pandas", "pyarrow", "matplotlib", "httpx", "uvicorn", "starlette", "PIL")
+    code = f"import sys, toolkit.pytest_plugin; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_fixture_is_prefixed_so_it_cannot_clash():
+    fixtures = [name for name, value in vars(plugin).items() if _is_fixture(value)]
+    assert len(fixtures) == 10
+    assert all(name.startswith("cts_") for name in fixtures), fixtures
+
+
+def test_the_webhook_sink_keeps_only_verified_deliveries(cts_webhooks, cts_emulator):
+    import httpx
+
+    assert cts_emulator.test_webhook(cts_webhooks.endpoint_id) == {"ok": True, "status": 200}
+    forged = httpx.post(
+        f"{cts_webhooks.url}/webhooks",
+        content=b'{"type": "chapter.finished", "timestamp": "2026-01-01T00:00:00Z", "data": {}}',
+        headers={"webhook-id": "msg_x", "webhook-timestamp": "1", "webhook-signature": "v1,AA=="},
+    )
+    assert forged.status_code == 401
+    assert cts_webhooks.events == []
+
+
+def _is_fixture(value: object) -> bool:
+    return type(value).__name__ == "FixtureFunctionDefinition" or hasattr(
+        value, "_pytestfixturefunction"
+    )
+
+
+@pytest.mark.parametrize("name", ["emulator", "client", "workspace"])
+def test_the_suites_own_fixtures_still_resolve_beside_the_plugin(name, request):
+    assert request.getfixturevalue(name) is not None

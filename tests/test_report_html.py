@@ -1,0 +1,217 @@
+"""The weekly HTML report: its figures, its page (parsed), and the page in Chromium."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+import sys
+from datetime import timedelta
+from html.parser import HTMLParser
+
+import pandas as pd
+import pytest
+from datafakes import T0, FakeService
+
+import toolkit as tk
+from toolkit._weekly import gather, sentences
+from toolkit.cli import main
+from toolkit.errors import ToolkitError
+from toolkit.store import SnapshotStore
+
+STALLED = "The run stalled with no progress for 2 hours and was abandoned; retry it."
+FAILED = "The run failed while translating page 2 into fr; re-scan the chapter."
+
+
+@pytest.fixture
+def store(tmp_path) -> SnapshotStore:
+    """Two days from Mon 09:00 to Tue 11:00: a chapter that finishes, one that stalls and
+    one that fails, both re-scanned and finished the next day; a project with no work."""
+    service = FakeService()
+    service.add_project("p1", name="Moonlit Harbor", languages=("en", "fr"))
+    service.add_project("p2", name="Star Courier", languages=("en",))
+    service.add_project("p3", name="Quiet Isles", languages=("en",))
+    store = SnapshotStore(tmp_path / "store")
+    store.write(tk.pull(service), at=T0)
+    service.add_chapter("c1", "p1", pages=3, credits=6, covered=4, created=T0)
+    service.add_chapter("c2", "p2", pages=2, credits=2, covered=5, languages=("en",), created=T0)
+    service.add_chapter("c3", "p1", position=2, pages=2, credits=4, covered=2, created=T0)
+    store.write(tk.pull(service), at=T0 + timedelta(hours=1))
+    service.update("c1", covered=9, processing=False, status="needs_review")
+    service.update("c2", failed=True, processing=False, reason=STALLED)
+    service.update("c3", failed=True, processing=False, reason=FAILED)
+    store.write(tk.pull(service), at=T0 + timedelta(hours=2))
+    service.update("c2", failed=False, processing=True, reason=None, credits=4, covered=1)
+    service.update("c3", failed=False, processing=True, reason=None, credits=8, covered=1)
+    store.write(tk.pull(service), at=T0 + timedelta(hours=3))
+    service.update("c2", processing=False, status="needs_review", covered=6)
+    service.update("c3", processing=False, status="needs_review", covered=7)
+    store.write(tk.pull(service), at=T0 + timedelta(days=1, hours=2))
+    return store
+
+
+def test_the_figures_per_project(store):
+    weekly = gather(store)
+    table = weekly.projects.set_index("project")
+    moon, star, quiet = (
+        table.loc["Moonlit Harbor"],
+        table.loc["Star Courier"],
+        table.loc["Quiet Isles"],
+    )
+    assert (moon["chapters_finished"], moon["credits"], moon["rework_credits"]) == (2, 14, 4)
+    assert (moon["rework_failed"], moon["rework_stalled"], moon["rework_rescan"]) == (4, 0, 0)
+    assert (moon["failed_runs"], moon["stalled_runs"]) == (1, 0)
+    assert (star["chapters_finished"], star["credits"], star["rework_stalled"]) == (1, 4, 2)
+    assert (star["failed_runs"], star["stalled_runs"]) == (0, 1)
+    assert quiet[["chapters_finished", "credits", "lines"]].tolist() == [0, 0, 0]
+    assert weekly.projects["lines"].sum() == tk.analysis.throughput(store)["lines"].sum()
+
+
+def test_the_sentences(store):
+    assert sentences(gather(store)) == [
+        "Moonlit Harbor finished 2 chapters; 29% of its credits paid for re-runs, "
+        "mostly after failures; 1 run failed.",
+        "Star Courier finished 1 chapter; 50% of its credits paid for re-runs, "
+        "mostly after stalls; 1 run stalled.",
+    ]
+
+
+def test_partial_days_and_the_window(store):
+    weekly = gather(store)
+    assert weekly.partial["covered"].tolist() == ["from 09:00 UTC", "until 11:00 UTC"]
+    assert weekly.partial["partial"].tolist() == [True, True]
+    only_tuesday = gather(store, since="2026-03-03")
+    assert only_tuesday.start == pd.Timestamp("2026-03-03", tz="UTC")
+    assert only_tuesday.projects.set_index("project").loc["Star Courier", "credits"] == 0
+    assert only_tuesday.snapshots == 1
+    assert only_tuesday.partial["covered"].tolist() == ["until 11:00 UTC"]
+
+
+class Page(HTMLParser):
+    """What a reader sees of the page: texts, table rows, images and any outside link."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.items: list[str] = []
+        self.images: list[str] = []
+        self.outside: list[str] = []
+        self.title = ""
+        self._tag, self._cell = "", ""
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self._tag = tag
+        if tag == "tr":
+            self.rows.append([])
+        if tag in ("td", "th", "li"):
+            self._cell = ""
+        if tag == "img":
+            self.images.append(attributes["src"])
+        for name in ("src", "href"):
+            if name in attributes and not attributes[name].startswith("data:"):
+                self.outside.append(attributes[name])
+        if tag in ("link", "script", "iframe"):
+            self.outside.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.rows[-1].append(self._cell.strip())
+        if tag == "li":
+            self.items.append(self._cell.strip())
+
+    def handle_data(self, data):
+        self._cell += data
+        if self._tag == "title":
+            self.title += data
+
+
+def test_the_page_is_self_contained_and_says_what_the_figures_say(store, tmp_path):
+    path = tk.report(store, tmp_path / "out" / "week.html")
+    page = Page(path.read_text(encoding="utf-8"))
+    assert page.title == "Translation week to 03 Mar 2026"
+    assert page.outside == []
+    assert len(page.images) == 4
+    for src in page.images:
+        assert base64.b64decode(src.removeprefix("data:image/png;base64,"))[:4] == b"\x89PNG"
+    assert page.items == sentences(gather(store))
+    rows: dict[str, list[str]] = {}
+    for row in page.rows:  # the first table naming a row wins (the summary)
+        rows.setdefault(row[0], row[1:])
+    assert rows["Moonlit Harbor"][:4] == ["2", "36", "14", "4 (29%)"]  # 18 lines a chapter
+    assert rows["All projects"][2:4] == ["18", "6 (33%)"]
+    assert rows["Project"][-1] == "Median cycle"
+    assert rows["Mon 02 Mar *"][-1] == "from 09:00 UTC"
+    assert rows["Tue 03 Mar *"][-1] == "until 11:00 UTC"
+
+
+def test_hours_are_rounded_and_minutes_shown_under_an_hour(store, tmp_path):
+    page = Page(tk.report(store, tmp_path / "week.html").read_text(encoding="utf-8"))
+    cycle = {row[0]: row[-1] for row in page.rows if len(row) == 8}
+    assert cycle["Moonlit Harbor"] == "12.5 h"  # runs of 2 h and 23 h (re-scan seen at 12:00)
+    assert cycle["Star Courier"] == "23.0 h"
+    assert cycle["Quiet Isles"] == "–"
+    assert cycle["All projects"] == "23.0 h"  # the median of 2, 23 and 23 h
+
+
+def test_tk_report_works_before_and_after_the_module_is_imported(store, tmp_path):
+    code = (
+        "import sys, toolkit as tk; first = tk.report; import toolkit.report; "
+        f"tk.report({str(store.root)!r}, {str(tmp_path / 'a.html')!r}); "
+        f"first({str(store.root)!r}, {str(tmp_path / 'b.html')!r}); print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+    assert (tmp_path / "a.html").read_text() != ""
+    assert "report" in tk.__all__
+
+
+def test_the_command_writes_the_page(store, tmp_path, capsys):
+    assert main(["report", "--html", "--store", str(store.root), "--out", str(tmp_path)]) == 0
+    assert f"Weekly report written to {tmp_path / 'weekly-report.html'}" in capsys.readouterr().out
+    assert (tmp_path / "weekly-report.html").stat().st_size > 10_000
+
+
+def test_a_store_without_history_says_what_to_do(tmp_path, capsys):
+    assert (
+        main(["report", "--html", "--store", str(tmp_path / "empty"), "--out", str(tmp_path)]) == 1
+    )
+    assert "at least two snapshots" in capsys.readouterr().err
+    with pytest.raises(ToolkitError, match="is a folder"):
+        tk.report(tmp_path / "empty", tmp_path)
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="headless Chromium is not installed")
+def test_the_page_opens_in_headless_chromium(store, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    path = tk.report(store, tmp_path / "week.html")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 900})
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on(
+                "request",
+                lambda r: None if r.url.startswith(("file:", "data:")) else errors.append(r.url),
+            )
+            page.goto(path.as_uri())
+            loaded = page.evaluate(
+                "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)"
+            )
+            heading = page.inner_text("h1")
+            page.screenshot(path=str(tmp_path / "week.png"), full_page=True)
+        finally:
+            browser.close()
+    assert loaded == [True] * 4
+    assert heading == "Translation week to 03 Mar 2026"
+    assert errors == []
+    assert (tmp_path / "week.png").stat().st_size > 20_000

@@ -1,0 +1,254 @@
+"""The weekly report as one self-contained HTML page: tables, sentences, embedded plots.
+
+Nothing is linked: the style is inline and each plot is a PNG in a `data:` URI, so the
+file can be mailed or opened anywhere. Figures come from `_weekly.gather`; this module
+only formats them (whole credits, hours to one decimal, partial days marked `*`).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from html import escape
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from toolkit import plots
+from toolkit._weekly import CAUSE_WORDS, CAUSES, Weekly, sentences
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+REWORK_COLOR = "#d0454c"
+NEW_COLOR = "#4f8fc0"
+CAUSE_COLORS = {"stalled": "#f2b134", "failed": "#d0454c", "rescan": "#a8a8a8"}
+STYLE = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
+       max-width: 980px; margin: 2em auto; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; font-size: 1.2em; }
+p.when { color: #555; margin-top: 0; }
+ul.story li { margin: 0.3em 0; }
+table { border-collapse: collapse; margin: 0.6em 0; width: 100%; }
+th, td { padding: 0.3em 0.6em; border-bottom: 1px solid #ddd; }
+td:first-child { white-space: nowrap; }
+th { text-align: left; background: #f3f3f3; } td.n, th.n { text-align: right; }
+tr.total td { font-weight: 600; border-top: 2px solid #999; }
+tr.partial td { color: #777; font-style: italic; }
+img { max-width: 100%; margin: 0.4em 0 1em; }
+p.note { color: #666; font-size: 0.9em; }
+"""
+
+
+def render(weekly: Weekly, *, title: str) -> str:
+    window = f"{weekly.start:%a %d %b %Y} to {weekly.end:%a %d %b %Y %H:%M} UTC"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="when">{escape(window)} &middot; {weekly.snapshots} snapshots</p>',
+        '<ul class="story">',
+        *(f"<li>{escape(sentence)}</li>" for sentence in sentences(weekly)),
+        "</ul>",
+        "<h2>Projects</h2>",
+        _summary_table(weekly.projects, weekly.median_cycle_hours),
+        "<h2>Re-runs by project</h2>",
+        _rework_table(weekly.projects),
+        _image(_rework_plot(weekly.projects), "Re-run credits by project and cause"),
+        "<h2>Day by day</h2>",
+        _daily_table(weekly),
+        _image(_daily_plot(weekly, "lines"), "Lines translated per day and project"),
+        _image(_daily_plot(weekly, "credits"), "Credits per day, new work and re-runs"),
+        '<p class="note">* partial day: the snapshots do not span it, so its figures are '
+        "a part-day's. Every figure is counted between snapshots, in the day of the later "
+        "one.</p>",
+        "<h2>Where chapters stand</h2>",
+        _image(_status_plot(weekly), "Chapter status by project"),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+# -- tables -------------------------------------------------------------------------
+
+
+def _credits(value: float) -> str:
+    return f"{round(float(value)):,}"
+
+
+def _hours(value: float) -> str:
+    """Hours to one decimal; under an hour, whole minutes (0.0 h would say nothing)."""
+    if pd.isna(value):
+        return "–"
+    hours = float(value)
+    return f"{hours:.1f} h" if hours >= 1 else f"{round(hours * 60)} min"
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole else "–"
+
+
+def _table(header: list[str], rows: list[list[str]], *, classes: list[str] | None = None) -> str:
+    def cell(tag: str, index: int, text: str) -> str:
+        numeric = ' class="n"' if index > 0 else ""
+        return f"<{tag}{numeric}>{escape(text)}</{tag}>"
+
+    head = "".join(cell("th", i, text) for i, text in enumerate(header))
+    body = []
+    for number, row in enumerate(rows):
+        css = classes[number] if classes else ""
+        attr = f' class="{css}"' if css else ""
+        body.append(f"<tr{attr}>" + "".join(cell("td", i, t) for i, t in enumerate(row)) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _summary_table(projects: pd.DataFrame, median_cycle_hours: float) -> str:
+    header = ["Project", "Chapters finished", "Lines translated", "Credits",
+              "Re-run credits", "Failed runs", "Stalled runs", "Median cycle"]  # fmt: skip
+    rows = [
+        [
+            str(row.project),
+            f"{int(row.chapters_finished):,}",
+            f"{int(row.lines):,}",
+            _credits(row.credits),
+            f"{_credits(row.rework_credits)} ({_share(row.rework_credits, row.credits)})",
+            f"{int(row.failed_runs):,}",
+            f"{int(row.stalled_runs):,}",
+            _hours(row.median_cycle_hours),
+        ]
+        for row in projects.itertuples(index=False)
+    ]
+    total = projects.sum(numeric_only=True)
+    rows.append(
+        [
+            "All projects",
+            f"{int(total['chapters_finished']):,}",
+            f"{int(total['lines']):,}",
+            _credits(total["credits"]),
+            f"{_credits(total['rework_credits'])} "
+            f"({_share(total['rework_credits'], total['credits'])})",
+            f"{int(total['failed_runs']):,}",
+            f"{int(total['stalled_runs']):,}",
+            _hours(median_cycle_hours),
+        ]
+    )
+    return _table(header, rows, classes=[""] * (len(rows) - 1) + ["total"])
+
+
+def _rework_table(projects: pd.DataFrame) -> str:
+    header = ["Project", "Re-run credits", *(CAUSE_WORDS[c] for c in CAUSES), "Share of credits"]
+    rows = [
+        [
+            str(row.project),
+            _credits(row.rework_credits),
+            *(_credits(getattr(row, f"rework_{cause}")) for cause in CAUSES),
+            _share(row.rework_credits, row.credits),
+        ]
+        for row in projects.itertuples(index=False)
+    ]
+    return _table(header, rows)
+
+
+def _daily_table(weekly: Weekly) -> str:
+    per_day = weekly.days.groupby("day")[["lines", "credits", "rework_credits"]].sum()
+    marks = weekly.partial.set_index("day")
+    rows, classes = [], []
+    for day, row in per_day.iterrows():
+        partial = bool(marks["partial"].get(day, False))
+        label = f"{day:%a %d %b}" + (" *" if partial else "")
+        note = str(marks["covered"].get(day, "")) if partial else ""
+        rows.append(
+            [
+                label,
+                f"{int(row['lines']):,}",
+                _credits(row["credits"]),
+                _credits(row["rework_credits"]),
+                note,
+            ]
+        )
+        classes.append("partial" if partial else "")
+    return _table(["Day", "Lines", "Credits", "of which re-runs", "Covered"], rows, classes=classes)
+
+
+# -- plots --------------------------------------------------------------------------
+
+
+def _figure() -> tuple[Figure, Axes]:
+    import matplotlib.pyplot as plt
+
+    figure, ax = plt.subplots(figsize=(9.5, 3.8), layout="constrained")
+    return figure, ax
+
+
+def _day_labels(weekly: Weekly, days: list[pd.Timestamp]) -> tuple[list[str], list[bool]]:
+    marks = weekly.partial.set_index("day")["partial"]
+    partial = [bool(marks.get(day, False)) for day in days]
+    labels = [f"{day:%a %d}" + ("*" if p else "") for day, p in zip(days, partial, strict=True)]
+    return labels, partial
+
+
+def _daily_plot(weekly: Weekly, measure: str) -> Figure:
+    figure, ax = _figure()
+    days = sorted(weekly.days["day"].unique())
+    labels, partial = _day_labels(weekly, days)
+    x = np.arange(len(days))
+    hatch = ["//" if p else "" for p in partial]
+    if measure == "lines":
+        wide = weekly.days.pivot_table(
+            index="day", columns="project", values="lines", aggfunc="sum"
+        ).reindex(days, fill_value=0)
+        bottom = np.zeros(len(days))
+        for project in wide.columns:
+            values = wide[project].to_numpy()
+            ax.bar(x, values, bottom=bottom, label=str(project), hatch=hatch, edgecolor="white")
+            bottom += values
+        ax.set_ylabel("lines")
+        ax.set_title("Lines translated per day")
+    else:
+        per_day = weekly.days.groupby("day")[["credits", "rework_credits"]].sum().reindex(days)
+        rework = per_day["rework_credits"].fillna(0).to_numpy()
+        new = per_day["credits"].fillna(0).to_numpy() - rework
+        ax.bar(x, new, color=NEW_COLOR, label="new work", hatch=hatch, edgecolor="white")
+        ax.bar(x, rework, bottom=new, color=REWORK_COLOR, label=plots.REWORK, hatch=hatch,
+               edgecolor="white")  # fmt: skip
+        ax.set_ylabel("credits")
+        ax.set_title("Credits spent per day")
+    ax.set_xticks(x, labels)
+    ax.legend(loc="upper left", fontsize="small", frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return figure
+
+
+def _rework_plot(projects: pd.DataFrame) -> Figure:
+    figure, ax = _figure()
+    shown = projects.sort_values("rework_credits")
+    left = np.zeros(len(shown))
+    for cause in CAUSES:
+        values = shown[f"rework_{cause}"].to_numpy(dtype=float)
+        ax.barh(shown["project"].astype(str), values, left=left, color=CAUSE_COLORS[cause],
+                label=CAUSE_WORDS[cause])  # fmt: skip
+        left += values
+    ax.set_xlabel("re-run credits")
+    ax.set_title("Credits paid for re-runs, by cause")
+    ax.legend(loc="lower right", fontsize="small", frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return figure
+
+
+def _status_plot(weekly: Weekly) -> Figure:
+    figure, ax = _figure()
+    plots.status_breakdown(weekly.observed, ax=ax)
+    return figure
+
+
+def _image(figure: Figure, alt: str) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{encoded}">'

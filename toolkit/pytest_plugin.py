@@ -1,0 +1,240 @@
+"""Fixtures that put the service's emulator in your tests: a pytest plugin.
+
+Installed with the toolkit and registered under `pytest11`, so pytest loads it wherever
+the toolkit is installed. It is inert until a test asks for one of its fixtures: this
+module imports nothing heavy, and each fixture imports what it needs when it runs.
+
+```python
+def test_a_chapter_is_translated(cts_client, cts_project, cts_pages, cts_advance):
+    project = cts_project(kind="comic", target_languages=["en", "fr"])
+    chapter = cts_client.create_chapter(project.id, pages=cts_pages(3))
+    cts_advance(3600)                                   # an hour of simulated time
+    assert cts_client.get_chapter(chapter.id).status == "needs_review"
+```
+
+Every fixture is function-scoped, so tests share nothing and run in any order. The
+emulator's clock is manual: time passes only through `cts_advance(seconds)`, which
+returns once every run step and webhook delivery due by then has happened.
+
+| fixture | gives |
+|---|---|
+| `cts_emulator` | a running `toolkit.emulator.Emulator` on loopback (manual clock) |
+| `cts_workspace` | a fresh workspace: `.id`, `.name`, `.api_key`, `.base_url` |
+| `cts_credits` | the workspace's starting credits (10,000); override it to change them |
+| `cts_project` | a factory: `cts_project(kind="comic", target_languages=["en"], ...)` |
+| `cts_client` | a `tk.Client` bound to the workspace |
+| `cts_async_client` | a `tk.AsyncClient` bound to it; use it as `async with cts_async_client:` |
+| `cts_advance` | `cts_advance(seconds)`: move the clock on; returns the new time |
+| `cts_faults` | `cts_faults(failure_rate=, stall_rate=, latency_ms=, error_rate=, seed=)` |
+| `cts_webhooks` | a receiver on loopback for every event kind; `.events` holds what verified |
+| `cts_pages` | `cts_pages(count)`: that many distinct PNG page images, as bytes |
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from toolkit.client import AsyncClient, Client
+    from toolkit.emulator import Emulator
+    from toolkit.models import Project
+    from toolkit.webhooks import Receiver
+
+EVENT_TYPES = ("chapter.finished", "chapter.failed", "export.ready")
+
+
+@dataclass(frozen=True)
+class EmulatedWorkspace:
+    """A workspace of the test's emulator; its key stays out of the repr."""
+
+    id: str
+    name: str
+    api_key: str = field(repr=False)
+    base_url: str
+
+
+@pytest.fixture
+def cts_emulator() -> Iterator[Emulator]:
+    from toolkit.emulator import Emulator
+
+    with Emulator(clock="manual") as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def cts_credits() -> int:
+    """The credits `cts_workspace` starts with; define your own `cts_credits` to change them."""
+    return 10_000
+
+
+@pytest.fixture
+def cts_workspace(cts_emulator: Emulator, cts_credits: int) -> EmulatedWorkspace:
+    made = cts_emulator.create_workspace("Test workspace", credits=cts_credits)
+    return EmulatedWorkspace(made["id"], made["name"], made["apiKey"], cts_emulator.url)
+
+
+@pytest.fixture
+def cts_project(cts_emulator: Emulator, cts_workspace: EmulatedWorkspace) -> Callable[..., Project]:
+    """`cts_project(...)` creates a project in the workspace (as the dashboard would)."""
+    from toolkit.models import Project
+
+    def create(
+        name: str = "Test project",
+        *,
+        kind: str = "comic",
+        target_languages: list[str] | tuple[str, ...] = ("en",),
+        source_language: str = "ja",
+        reading_direction: str = "rtl",
+        process_steps: str | None = None,
+        translation_model: str | None = None,
+    ) -> Project:
+        made = cts_emulator.create_project(
+            cts_workspace.id,
+            name=name,
+            kind=kind,
+            source_language=source_language,
+            reading_direction=reading_direction,
+            # A novel project only takes "translate"; "full" shows every comic phase.
+            process_steps=process_steps or ("translate" if kind == "novel" else "full"),
+            target_languages=list(target_languages),
+            translation_model=translation_model,
+        )
+        return Project.from_json(made)
+
+    return create
+
+
+@pytest.fixture
+def cts_client(cts_workspace: EmulatedWorkspace) -> Iterator[Client]:
+    from toolkit.client import Client
+
+    with Client(base_url=cts_workspace.base_url, api_key=cts_workspace.api_key) as client:
+        yield client
+
+
+@pytest.fixture
+def cts_async_client(cts_workspace: EmulatedWorkspace) -> Iterator[AsyncClient]:
+    """An `AsyncClient`; open it in your test's event loop with `async with`.
+
+    It is made here, outside any loop, and binds to the loop that first uses it; a
+    client left open is closed after the test.
+    """
+    import asyncio
+
+    from toolkit.client import AsyncClient
+
+    client = AsyncClient(base_url=cts_workspace.base_url, api_key=cts_workspace.api_key)
+    yield client
+    # Closing is a no-op for a client already closed; one left open by a finished loop
+    # may not close in a new loop, and there is nothing more to do for it then.
+    with contextlib.suppress(RuntimeError):
+        asyncio.run(client.aclose())
+
+
+@pytest.fixture
+def cts_advance(cts_emulator: Emulator) -> Callable[[float], datetime]:
+    """`cts_advance(seconds)` moves the emulator's clock on and returns the new time."""
+    return cts_emulator.advance
+
+
+@pytest.fixture
+def cts_faults(cts_emulator: Emulator) -> Callable[..., dict[str, Any]]:
+    """`cts_faults(failure_rate=0.5, seed=1)`: shares of runs that fail or stall, latency,
+    share of requests answered 503. Unnamed settings are 0."""
+    return cts_emulator.set_faults
+
+
+@pytest.fixture
+def cts_pages() -> Callable[[int], list[bytes]]:
+    """`cts_pages(count)`: distinct comic pages (PNG bytes) drawn like the samples."""
+    from toolkit.samples import page_png
+
+    def pages(count: int, *, chapter: int = 1) -> list[bytes]:
+        return [page_png(chapter, number) for number in range(1, count + 1)]
+
+    return pages
+
+
+class WebhookSink:
+    """A `tk.webhooks.Receiver` served on loopback and registered for every event kind.
+
+    `events` lists the deliveries that verified, once each (repeats are dropped), as the
+    receiver keeps them: dicts with `webhook_id`, `type`, `timestamp`, `data`,
+    `received_at`. The test ping is answered but not kept.
+    """
+
+    def __init__(self, receiver: Receiver, url: str, endpoint_id: str) -> None:
+        self.receiver = receiver
+        self.url = url
+        self.endpoint_id = endpoint_id
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.receiver.events()
+
+    def of_type(self, event_type: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["type"] == event_type]
+
+    def __repr__(self) -> str:
+        return f"WebhookSink(url={self.url!r}, events={len(self.events)})"
+
+
+@pytest.fixture
+def cts_webhooks(cts_emulator: Emulator, cts_workspace: EmulatedWorkspace) -> Iterator[WebhookSink]:
+    from toolkit.webhooks import Receiver
+
+    server = _LoopbackServer()
+    # The port comes first: the endpoint's URL names it, and its secret makes the receiver.
+    endpoint = cts_emulator.add_webhook(
+        cts_workspace.id, f"{server.url}/webhooks", list(EVENT_TYPES), allow_private=True
+    )
+    receiver = Receiver(endpoint["secret"])
+    try:
+        server.serve(receiver)
+        yield WebhookSink(receiver, server.url, endpoint["id"])
+    finally:
+        server.stop()
+        receiver.close()
+
+
+class _LoopbackServer:
+    """uvicorn on a thread, on a loopback port bound when this is made."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._server: Any = None
+        self._thread: Any = None
+
+    def serve(self, app: Any) -> None:
+        import threading
+        import time
+
+        import uvicorn
+
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._listener]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:  # start-up, not simulated time
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the webhook sink could not start on loopback")
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+        self._listener.close()
