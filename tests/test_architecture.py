@@ -33,13 +33,13 @@ PUBLIC = frozenset(
         "toolkit.webhooks",
         "toolkit.emulator",
         "toolkit.plots",
-        "toolkit.report",
+        "toolkit.reporting",
         "toolkit.batch",
     }
 )
 # Data flows from the service towards the pictures: a part imports only parts before it.
 FLOW = ("toolkit.client", "toolkit.frames", "toolkit.store", "toolkit.analysis")
-DRAWING = ("toolkit.plots", "toolkit.report")
+DRAWING = ("toolkit.plots", "toolkit.reporting")
 DATAFRAME_LIBRARIES = ("pandas", "pyarrow", "duckdb", "numpy")
 
 
@@ -223,7 +223,7 @@ def _stage(module: str) -> int | None:
     for number, part in enumerate(FLOW):
         if within(module, part):
             return number
-    if module in DRAWING:
+    if any(within(module, part) for part in DRAWING):
         return len(FLOW)
     return None
 

@@ -9,7 +9,7 @@ from datafakes import T0, FakeService
 import toolkit as tk
 from toolkit import analysis
 from toolkit.errors import ToolkitError
-from toolkit.report import PLOTS, summary, write_report
+from toolkit.reporting import PLOTS, summary, write_report
 from toolkit.store import SnapshotStore
 
 COLUMNS = [

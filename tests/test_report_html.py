@@ -14,9 +14,9 @@ import pytest
 from datafakes import T0, FakeService
 
 import toolkit as tk
-from toolkit._weekly import gather, sentences
 from toolkit.cli import main
 from toolkit.errors import ToolkitError
+from toolkit.reporting.weekly import gather, sentences
 from toolkit.store import SnapshotStore
 
 STALLED = "The run stalled with no progress for 2 hours and was abandoned; retry it."
@@ -157,7 +157,7 @@ def test_hours_are_rounded_and_minutes_shown_under_an_hour(store, tmp_path):
 
 def test_tk_report_works_before_and_after_the_module_is_imported(store, tmp_path):
     code = (
-        "import sys, toolkit as tk; first = tk.report; import toolkit.report; "
+        "import sys, toolkit as tk; first = tk.report; import toolkit.reporting; "
         f"tk.report({str(store.root)!r}, {str(tmp_path / 'a.html')!r}); "
         f"first({str(store.root)!r}, {str(tmp_path / 'b.html')!r}); print('ok')"
     )

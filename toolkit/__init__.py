@@ -76,7 +76,7 @@ _LAZY: dict[str, str] = {
     "languages_frame": "toolkit.frames",
     "projects_frame": "toolkit.frames",
     "pull": "toolkit.frames",
-    "report": "toolkit.report",
+    "report": "toolkit.reporting",
 }
 _SUBMODULES = {"analysis", "emulator", "plots", "webhooks", "widgets"}
 

@@ -43,7 +43,7 @@ def _report(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from toolkit.config import store_path
-    from toolkit.report import report, write_report
+    from toolkit.reporting import report, write_report
 
     if args.html:
         page = report(store_path(args.store), Path(args.out) / "weekly-report.html", days=args.days)

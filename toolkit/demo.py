@@ -266,7 +266,7 @@ def _steps(hours: float) -> list[float]:
 def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
     """Write the report and say where it is and what it shows."""
     from toolkit import analysis
-    from toolkit.report import write_report
+    from toolkit.reporting import write_report
 
     report = Path(write_report(store, out=out))
     spend = analysis.credit_spend(store, freq="1D", by="project_id")

@@ -1,7 +1,7 @@
 """The weekly report as one self-contained HTML page: tables, sentences, embedded plots.
 
 Nothing is linked: the style is inline and each plot is a PNG in a `data:` URI, so the
-file can be mailed or opened anywhere. Figures come from `_weekly.gather`; this module
+file can be mailed or opened anywhere. Figures come from `weekly.gather`; this module
 only formats them (whole credits, hours to one decimal, partial days marked `*`).
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit import plots
-from toolkit._weekly import CAUSE_WORDS, CAUSES, Weekly, sentences
+from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -1,7 +1,7 @@
 """The store's figures for a lead: a folder of PNG plots and a table, or one HTML page.
 
 ```python
-from toolkit.report import write_report
+from toolkit.reporting import write_report
 path = write_report("data/snapshots", out="data/report")     # PNGs and summary.csv
 page = tk.report(store, "weekly.html")                        # one self-contained page
 ```
@@ -21,8 +21,6 @@ to this function or, once `toolkit.report` is imported, to this module.
 from __future__ import annotations
 
 import os
-import sys
-import types
 from pathlib import Path
 
 import pandas as pd
@@ -122,47 +120,3 @@ def write_report(
             print(table.drop(columns="project_id").round(2).to_string(index=False))
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
     return folder
-
-
-def report(
-    store: SnapshotStore | str | os.PathLike[str],
-    out: str | os.PathLike[str] = "weekly-report.html",
-    *,
-    since: pd.Timestamp | str | None = None,
-    until: pd.Timestamp | str | None = None,
-    days: int = 7,
-    title: str | None = None,
-) -> Path:
-    """Write the weekly report as one self-contained HTML page; returns its path.
-
-    The window is the `days` days up to the last snapshot, or `since`..`until` (UTC
-    when no zone is given). `out` is the page's path; its folder is made if need be.
-    """
-    from toolkit._report_page import render
-    from toolkit._weekly import gather
-
-    source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
-    path = Path(out)
-    if path.is_dir():
-        raise ToolkitError(
-            f"{str(path)!r} is a folder; give the page's file name, such as "
-            f"{str(path / 'weekly-report.html')!r}"
-        )
-    try:
-        weekly = gather(Observed(source), since=since, until=until, days=days)
-    except ValueError as exc:
-        raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
-    page = render(weekly, title=title or f"Translation week to {weekly.end:%d %b %Y}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    return path
-
-
-class _CallableModule(types.ModuleType):
-    # Importing `toolkit.report` sets the package's `report` attribute to this module,
-    # hiding the function of the same name; calling the module calls the function.
-    def __call__(self, *args: object, **kwargs: object) -> Path:
-        return report(*args, **kwargs)  # type: ignore[arg-type]
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -1,7 +1,7 @@
 """The figures of the weekly report, gathered in one place from the public analysis.
 
 `gather(store, since=, until=)` is the only function that reads the store for the
-HTML report (`toolkit.report.report`): switching the report to another source of runs
+HTML report (`tk.report`): switching the report to another source of runs
 means changing this module only. Everything is counted as `toolkit.analysis` counts it
 (between snapshots, in the period of the later one); the window keeps the daily periods
 from the day of `since` to the day of `until`.
