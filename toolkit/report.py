@@ -20,7 +20,7 @@ import pandas as pd
 
 from toolkit import analysis, plots
 from toolkit.analysis.observed import Observed
-from toolkit.errors import ToolkitError
+from toolkit.errors import ConfigError, ToolkitError
 from toolkit.store import SnapshotStore
 
 PLOTS = ("progress", "throughput", "credit_spend", "status_breakdown", "cycle_times")
@@ -85,6 +85,7 @@ def write_report(
     """
     import matplotlib.pyplot as plt
 
+    folder = _check_folder(out)  # before reading the store: fail fast, make nothing yet
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
     obs = Observed(source)
     if obs.manifest.empty:
@@ -92,8 +93,7 @@ def write_report(
             f"the store {source.root!r} has no snapshots yet; take some first "
             "(`toolkit snapshot`, or store.take(client)), an hour or so apart"
         )
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    _make_folder(folder)
     written = []
     for name in PLOTS:
         ax = getattr(plots, name)(obs)
@@ -113,3 +113,25 @@ def write_report(
             print(table.drop(columns="project_id").round(2).to_string(index=False))
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
     return folder
+
+
+def _check_folder(out: str | os.PathLike[str]) -> Path:
+    """`out` as a path, or a `ConfigError` naming the file that stands in its way."""
+    folder = Path(out)
+    for path in (folder, *folder.parents):
+        if path.exists() and not path.is_dir():
+            raise ConfigError(
+                f"the report folder {str(folder)!r} cannot be made: {str(path)!r} is a file; "
+                "give --out (out=) a folder, or move the file"
+            )
+    return folder
+
+
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"the report folder {str(folder)!r} cannot be made ({exc.strerror}); "
+            "give --out (out=) a folder you can write to"
+        ) from exc

@@ -31,11 +31,11 @@ import httpx
 
 from toolkit.client import flows as _flows
 from toolkit.client.flows import Flow, Send, Sleep
-from toolkit.client.requests import BearerAuth, RequestSpec
+from toolkit.client.requests import BearerAuth, RequestSpec, scrubbed
 from toolkit.client.retry import RetryPolicy
 from toolkit.client.uploads import PageSource
 from toolkit.client.waiting import wait_for_chapter as _wait_flow
-from toolkit.config import Settings
+from toolkit.config import Secret, Settings
 from toolkit.models import (
     AddedPages,
     ChapterDetail,
@@ -57,7 +57,7 @@ class _BaseClient:
     def __init__(
         self,
         base_url: str | None,
-        api_key: str | None,
+        api_key: str | Secret[str] | None,
         *,
         timeout: float | None,
         max_retries: int,
@@ -98,7 +98,9 @@ class _BaseClient:
             return None
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} base_url={self.base_url!r}>"
+        # Safe on a half-built client too: a traceback printing locals shows `self`.
+        settings = getattr(self, "_settings", None)
+        return f"<{type(self).__name__} base_url={settings.base_url if settings else None!r}>"
 
     def _note(self, response: httpx.Response) -> httpx.Response:
         self._last_date = response.headers.get("date", self._last_date)
@@ -177,7 +179,7 @@ class Client(_BaseClient):
     def __init__(
         self,
         base_url: str | None = None,
-        api_key: str | None = None,
+        api_key: str | Secret[str] | None = None,
         *,
         timeout: float | None = 30.0,
         max_retries: int = 4,
@@ -222,7 +224,7 @@ class Client(_BaseClient):
         try:
             return self._note(self._http.send(self._build(self._http, step.spec)))
         except httpx.TransportError as exc:
-            return exc
+            return scrubbed(exc)
 
     def list_projects(self) -> list[Project]:
         """Every project of the workspace not in the trash, newest chapter first."""
@@ -300,7 +302,7 @@ class AsyncClient(_BaseClient):
     def __init__(
         self,
         base_url: str | None = None,
-        api_key: str | None = None,
+        api_key: str | Secret[str] | None = None,
         *,
         timeout: float | None = 30.0,
         max_retries: int = 4,
@@ -345,7 +347,7 @@ class AsyncClient(_BaseClient):
         try:
             return self._note(await self._http.send(self._build(self._http, step.spec)))
         except httpx.TransportError as exc:
-            return exc
+            return scrubbed(exc)
 
     async def list_projects(self) -> list[Project]:
         return await self._run(_flows.list_projects(self._retry))
