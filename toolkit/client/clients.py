@@ -137,6 +137,7 @@ class _BaseClient:
             staged=staged,
             text=text,
             position=position,
+            monotonic=self._monotonic,
         )
 
     def _add_flow(
