@@ -32,7 +32,7 @@ import httpx
 from toolkit.client import flows as _flows
 from toolkit.client.flows import Flow, Send, Sleep
 from toolkit.client.requests import BearerAuth, RequestSpec, scrubbed
-from toolkit.client.retry import RetryPolicy
+from toolkit.client.retry import RetryPolicy, parse_retry_after
 from toolkit.client.uploads import PageSource
 from toolkit.client.waiting import wait_for_chapter as _wait_flow
 from toolkit.config import Secret, Settings
@@ -49,6 +49,7 @@ from toolkit.models import (
 T = TypeVar("T")
 USER_AGENT = "toolkit-python/0.1"
 PollHook = Callable[[ChapterDetail], object]
+AttemptHook = Callable[[int | None, float, float | None], object]
 
 
 class _BaseClient:
@@ -69,6 +70,8 @@ class _BaseClient:
         self._monotonic: Callable[[], float] = time.monotonic
         self._timeout = timeout
         self._last_date: str | None = None
+        # Told of every attempt (status or None, seconds, Retry-After): a pull paces itself by it.
+        self._attempt_hook: AttemptHook | None = None
 
     @property
     def timeout(self) -> float | None:
@@ -105,6 +108,16 @@ class _BaseClient:
     def _note(self, response: httpx.Response) -> httpx.Response:
         self._last_date = response.headers.get("date", self._last_date)
         return response
+
+    def _observe(self, answer: httpx.Response | None, started: float) -> None:
+        hook = self._attempt_hook
+        if hook is None:
+            return
+        seconds = time.monotonic() - started
+        if answer is None:
+            hook(None, seconds, None)
+        else:
+            hook(answer.status_code, seconds, parse_retry_after(answer.headers.get("Retry-After")))
 
     def _http_options(self) -> dict[str, Any]:
         return {
@@ -222,10 +235,14 @@ class Client(_BaseClient):
         if isinstance(step, Sleep):
             self._sleep(step.seconds)
             return None
+        started = time.monotonic()
         try:
-            return self._note(self._http.send(self._build(self._http, step.spec)))
+            response = self._http.send(self._build(self._http, step.spec))
         except httpx.TransportError as exc:
+            self._observe(None, started)
             return scrubbed(exc)
+        self._observe(response, started)
+        return self._note(response)
 
     def list_projects(self) -> list[Project]:
         """Every project of the workspace not in the trash, newest chapter first."""
@@ -345,10 +362,14 @@ class AsyncClient(_BaseClient):
         if isinstance(step, Sleep):
             await self._sleep(step.seconds)
             return None
+        started = time.monotonic()
         try:
-            return self._note(await self._http.send(self._build(self._http, step.spec)))
+            response = await self._http.send(self._build(self._http, step.spec))
         except httpx.TransportError as exc:
+            self._observe(None, started)
             return scrubbed(exc)
+        self._observe(response, started)
+        return self._note(response)
 
     async def list_projects(self) -> list[Project]:
         return await self._run(_flows.list_projects(self._retry))
