@@ -17,7 +17,9 @@ the address rule (local development and tests); the name is still resolved and p
 
 Decisions where the spec is silent: a URL with a user name or password is refused (the
 attempt could not carry it faithfully once pinned); a name that resolves to nothing, or
-whose resolver fails, is refused like a private one.
+whose resolver fails, is refused like a private one; a host written as one of the
+numeric IPv4 shorthands that inet_aton reads (`2130706433`, `0x7f.1`, `0177.0.0.1`,
+`127.1`) is that address, checked as a literal and never handed to the resolver.
 """
 
 from __future__ import annotations
