@@ -3,6 +3,8 @@ within a deadline, say how many failed and why when they give up; and pace thems
 
 from __future__ import annotations
 
+import dataclasses
+
 import httpx
 import pytest
 from datafakes import FakeService
@@ -34,9 +36,11 @@ class Clock:
 
 
 def quiet(client: tk.Client) -> tk.Client:
-    """The client's retry waits (and so the pull's) pass on a clock of their own, unslept."""
+    """The client's retry waits (and so the pull's) pass on a clock of their own, unslept,
+    without jitter: 0.25 + 0.5 + 1 + 2 s for a request that fails five times."""
     clock = Clock()
     client._monotonic, client._sleep = clock, clock.sleep
+    client._retry = dataclasses.replace(client._retry, jitter=lambda: 0.0)
     return client
 
 
@@ -57,7 +61,8 @@ def test_when_it_gives_up_it_says_how_many_failed_and_why(emulator, busy_workspa
     with pytest.raises(tk.IncompletePull) as caught:
         tk.pull(client, details="all", deadline=60)
     message = str(caught.value)
-    # Passes after pauses of 1, 2, 4, 8, 16 s; the next (30 s) would pass the deadline.
+    # Each pass takes 3.75 s of retries; after pauses of 1, 2, 4, 8 and 16 s the sixth
+    # ends at 53.5 s, and the next pause (30 s) would pass the deadline.
     assert "gave up after 6 passes" in message
     assert "1 of 1 requests for projects failed: answered 503 (1)" in message
     assert caught.value.failed and all(
