@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -79,6 +80,7 @@ def deliveries(draw):
     return body, headers, secret, valid
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(deliveries())
 def test_verify_accepts_exactly_what_the_oracle_calls_genuine(delivery):
