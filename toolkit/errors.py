@@ -17,6 +17,7 @@ ToolkitError
 │   ├── RateLimited                      429
 │   └── ServerError                      5xx
 ├── WaitTimeout (also TimeoutError)      wait_for_chapter ran out of time
+├── IncompletePull                       a pull gave up with requests still failing
 └── WebhookVerificationError             a webhook delivery failed verification
 ```
 
@@ -122,6 +123,18 @@ class WaitTimeout(ToolkitError, TimeoutError):
     def __init__(self, message: str, *, last: Any = None) -> None:
         super().__init__(message)
         self.last = last
+
+
+class IncompletePull(ToolkitError):
+    """A pull gave up (its deadline passed) with requests still failing.
+
+    `failed` maps each request that failed (a project or chapter id, or `"projects"`) to
+    its last error.
+    """
+
+    def __init__(self, message: str, *, failed: dict[str, Exception]) -> None:
+        super().__init__(message)
+        self.failed = failed
 
 
 class WebhookVerificationError(ToolkitError):

@@ -54,23 +54,43 @@ def cpu_seconds(pid: int | None = None) -> float:
 
 
 def time_pulls(
-    url: str, key: str, *, runs: int, concurrency: int, server_pid: int
+    url: str,
+    key: str,
+    *,
+    runs: int,
+    concurrency: int | None,
+    server_pid: int,
+    details: str = "all",
+    warm_up: bool = True,
 ) -> dict[str, Any]:
-    """`runs` pulls with every chapter's detail, after one warm-up pull without; with the
-    CPU time the client and the server (process `server_pid`) spent on each."""
+    """`runs` pulls (every chapter's detail by default), after one warm-up pull without;
+    with the CPU time the client and the server (process `server_pid`) spent on each, and
+    how the last pull's pace moved (`concurrency=None` adapts)."""
     from toolkit import Client, pull
+    from toolkit.frames import pacing
 
+    paces: list[pacing.Pace] = []
+    made = pacing.Pace.__init__
+
+    def record(pace: pacing.Pace, *args: Any, **kwargs: Any) -> None:
+        made(pace, *args, **kwargs)
+        paces.append(pace)
+
+    pacing.Pace.__init__ = record  # type: ignore[method-assign]
     with Client(base_url=url, api_key=key, timeout=120) as client:
-        pull(client, details="none", concurrency=concurrency, progress=False)
+        if warm_up:
+            pull(client, details="none", concurrency=concurrency, progress=False)
         times, cpu, server_cpu, requests = [], [], [], 0
         for _ in range(runs):
             started, used = time.perf_counter(), cpu_seconds()
             served = cpu_seconds(server_pid)
-            workspace = pull(client, details="all", concurrency=concurrency, progress=False)
+            workspace = pull(client, details=details, concurrency=concurrency, progress=False)
             times.append(time.perf_counter() - started)
             cpu.append(cpu_seconds() - used)
             server_cpu.append(cpu_seconds(server_pid) - served)
             requests = workspace.requests
+    pacing.Pace.__init__ = made  # type: ignore[method-assign]
+    pace = paces[-1]
     return {
         "times": times,
         "cpu": cpu,
@@ -79,6 +99,12 @@ def time_pulls(
         "chapters": len(workspace.chapters),
         "languages": len(workspace.languages),
         "exports": len(workspace.exports),
+        "pace": {
+            "peak": pace.peak,
+            "final": pace.size,
+            "backoffs": pace.backoffs,
+            "retries": pace.retries,
+        },
     }
 
 

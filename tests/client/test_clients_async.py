@@ -102,11 +102,15 @@ def test_errors_are_the_same_classes_and_messages():
 
 
 def test_a_lost_create_answer_is_reconciled_by_the_async_client_too():
-    chapter_list = [{"id": "c7", "projectId": "p1", "position": 7, "pageCount": 1, "title": None}]
+    chapter_list = [
+        {"id": "c7", "projectId": "p1", "position": 7, "pageCount": 1, "title": None,
+         "createdAt": "2026-11-23T18:00:00.250Z"}
+    ]  # fmt: skip
+    clash = {"error": {"message": "a chapter with that number exists"}}
     script = Script(
         httpx.Response(200, json={"id": "p1", "kind": "comic"}),
         httpx.ReadError("reset after sending"),
-        httpx.Response(409, json={"error": {"message": "a chapter with that number exists"}}),
+        httpx.Response(409, json=clash, headers={"Date": "Mon, 23 Nov 2026 18:00:00 GMT"}),
         httpx.Response(200, json=chapter_list),
     )
 

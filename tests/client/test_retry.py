@@ -167,15 +167,16 @@ def test_a_create_with_a_position_that_keeps_failing_says_it_may_exist():
 
 
 def test_a_lost_answer_then_a_clash_with_someone_elses_chapter_is_a_conflict():
-    theirs = [{"id": "c9", "position": 5, "pageCount": 12}]
+    theirs = [{"id": "c9", "position": 5, "pageCount": 12, "createdAt": "2026-11-23T18:00:00Z"}]
+    clash = {"error": {"message": "a chapter with that number exists"}}
     script = Script(
         COMIC,
         httpx.ReadError("reset"),
-        httpx.Response(409, json={"error": {"message": "a chapter with that number exists"}}),
+        httpx.Response(409, json=clash, headers={"Date": "Mon, 23 Nov 2026 18:00:00 GMT"}),
         httpx.Response(200, json=theirs),
     )
     client, _ = scripted_client(script)
-    with client, pytest.raises(Conflict, match="has 12 pages, not the 0 sent: it is not ours"):
+    with client, pytest.raises(Conflict, match="has 12 pages, not the 0 sent: not ours"):
         client.create_chapter("p1", staged=True, position=5)
 
 

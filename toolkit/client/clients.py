@@ -21,11 +21,11 @@ import httpx
 
 from toolkit.client import flows as _flows
 from toolkit.client.flows import Flow, Send, Sleep
-from toolkit.client.requests import BearerAuth, RequestSpec
-from toolkit.client.retry import RetryPolicy
+from toolkit.client.requests import BearerAuth, RequestSpec, scrubbed
+from toolkit.client.retry import RetryPolicy, parse_retry_after
 from toolkit.client.uploads import PageSource
 from toolkit.client.waiting import wait_for_chapter as _wait_flow
-from toolkit.config import Settings
+from toolkit.config import Secret, Settings
 from toolkit.models import (
     AddedPages,
     ChapterDetail,
@@ -40,6 +40,7 @@ from toolkit.timestamps import parse_http_date
 T = TypeVar("T")
 USER_AGENT = "toolkit-python/0.1"
 PollHook = Callable[[ChapterDetail], object]
+AttemptHook = Callable[[int | None, float, float | None], object]
 
 
 class _BaseClient:
@@ -48,7 +49,7 @@ class _BaseClient:
     def __init__(
         self,
         base_url: str | None,
-        api_key: str | None,
+        api_key: str | Secret[str] | None,
         *,
         timeout: float | None,
         max_retries: int | None,
@@ -65,6 +66,8 @@ class _BaseClient:
         self._kinds: dict[str, str | None] = {}
         self._timeout = timeout
         self._last_date: str | None = None
+        # Told of every attempt (status or None, seconds, Retry-After): a pull paces itself by it.
+        self._attempt_hook: AttemptHook | None = None
 
     @property
     def timeout(self) -> float | None:
@@ -89,11 +92,23 @@ class _BaseClient:
         return parse_http_date(self._last_date)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} base_url={self.base_url!r}>"
+        # Safe on a half-built client too: a traceback printing locals shows `self`.
+        settings = getattr(self, "_settings", None)
+        return f"<{type(self).__name__} base_url={settings.base_url if settings else None!r}>"
 
     def _note(self, response: httpx.Response) -> httpx.Response:
         self._last_date = response.headers.get("date", self._last_date)
         return response
+
+    def _observe(self, answer: httpx.Response | None, started: float) -> None:
+        hook = self._attempt_hook
+        if hook is None:
+            return
+        seconds = time.monotonic() - started
+        if answer is None:
+            hook(None, seconds, None)
+        else:
+            hook(answer.status_code, seconds, parse_retry_after(answer.headers.get("Retry-After")))
 
     def _http_options(self) -> dict[str, Any]:
         return {
@@ -170,7 +185,7 @@ class Client(_BaseClient):
     def __init__(
         self,
         base_url: str | None = None,
-        api_key: str | None = None,
+        api_key: str | Secret[str] | None = None,
         *,
         timeout: float | None = 30.0,
         max_retries: int | None = None,
@@ -214,10 +229,14 @@ class Client(_BaseClient):
         if isinstance(step, Sleep):
             self._sleep(step.seconds)
             return None
+        started = time.monotonic()
         try:
-            return self._note(self._http.send(self._build(self._http, step.spec)))
+            response = self._http.send(self._build(self._http, step.spec))
         except httpx.TransportError as exc:
-            return exc
+            self._observe(None, started)
+            return scrubbed(exc)
+        self._observe(response, started)
+        return self._note(response)
 
     def list_projects(self) -> list[Project]:
         """Every project of the workspace not in the trash, newest chapter first."""
@@ -310,7 +329,7 @@ class AsyncClient(_BaseClient):
     def __init__(
         self,
         base_url: str | None = None,
-        api_key: str | None = None,
+        api_key: str | Secret[str] | None = None,
         *,
         timeout: float | None = 30.0,
         max_retries: int | None = None,
@@ -356,10 +375,14 @@ class AsyncClient(_BaseClient):
             if inspect.isawaitable(waited):
                 await waited
             return None
+        started = time.monotonic()
         try:
-            return self._note(await self._http.send(self._build(self._http, step.spec)))
+            response = await self._http.send(self._build(self._http, step.spec))
         except httpx.TransportError as exc:
-            return exc
+            self._observe(None, started)
+            return scrubbed(exc)
+        self._observe(response, started)
+        return self._note(response)
 
     async def list_projects(self) -> list[Project]:
         return await self._run(_flows.list_projects(self._retry))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -224,6 +226,7 @@ def create_chapter(
             position=number,
             repeatable=number is not None,
         )
+        started = policy.monotonic()
         outcome = yield from exchange(spec, policy)
     finally:
         if upload:
@@ -231,13 +234,22 @@ def create_chapter(
     if outcome.response.is_success:
         return parse_one(NewChapter, outcome.response, spec)
     if outcome.response.status_code == 409 and outcome.maybe_acted and number is not None:
-        expected = len(upload) if upload else (0 if staged else None)
-        return (yield from _reconcile(spec, outcome, policy, expected))
+        sent = _Sent(len(upload) if upload else None, staged, policy.monotonic() - started)
+        return (yield from _reconcile(spec, outcome, policy, sent))
     raise outcome.error(spec)
 
 
+@dataclass(frozen=True)
+class _Sent:
+    """What a create sent, and how long its attempts took (local seconds)."""
+
+    pages: int | None  # None for text or staged
+    staged: bool
+    seconds: float
+
+
 def _reconcile(
-    spec: RequestSpec, outcome: Outcome, policy: RetryPolicy, expected_pages: int | None
+    spec: RequestSpec, outcome: Outcome, policy: RetryPolicy, sent: _Sent
 ) -> Flow[NewChapter]:
     """After a lost answer and a 409 on the repeat, find the chapter our first try made."""
     assert spec.project_id is not None
@@ -245,18 +257,46 @@ def _reconcile(
     found = next((c for c in chapters if c.position == spec.position), None)
     if found is None:
         raise outcome.error(spec)
-    if expected_pages is not None and found.page_count != expected_pages:
-        raise outcome.error(
-            spec,
-            note=f"An earlier attempt's answer was lost, but chapter {spec.position} has "
-            f"{found.page_count} pages, not the {expected_pages} sent: it is not ours.",
-        )
+    not_ours = _not_ours(found, outcome.response, sent)
+    if not_ours:
+        raise outcome.error(spec, note=f"An earlier attempt's answer was lost, but {not_ours}")
     logger.info(
         "chapter %s of project %s was created by an attempt whose answer was lost",
         spec.position,
         spec.project_id,
     )
     return NewChapter.from_json(found.raw)
+
+
+def _not_ours(found: ChapterListItem, answer: httpx.Response, sent: _Sent) -> str | None:
+    """Why the chapter found at our position is not the one our lost attempt made, or None."""
+    number = found.position
+    service_now = _service_date(answer)
+    if service_now is None or found.created_at is None:
+        return (
+            f"the client cannot tell whether chapter {number} is the one it made (the service "
+            "gave no Date header or no createdAt); check list_chapters before sending again"
+        )
+    left = service_now - timedelta(seconds=sent.seconds)
+    if found.created_at < left:
+        return (
+            f"chapter {number} was created at {found.created_at:%Y-%m-%d %H:%M:%S} UTC, "
+            f"before this create's first attempt left (about {left:%H:%M:%S} UTC by the "
+            "service's clock): it is not ours"
+        )
+    expected = 0 if sent.staged else sent.pages
+    if expected is not None and found.page_count != expected:
+        return f"chapter {number} has {found.page_count} pages, not the {expected} sent: not ours"
+    if sent.staged and found.started:
+        return f"chapter {number} has been started, unlike the staged one sent: not ours"
+    return None
+
+
+def _service_date(response: httpx.Response) -> datetime | None:
+    try:
+        return parsedate_to_datetime(response.headers["date"]).astimezone(UTC)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def add_pages(

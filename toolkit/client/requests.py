@@ -53,7 +53,7 @@ class RequestSpec:
 class BearerAuth(httpx.Auth):
     """Adds the key to each request as it is sent, so no prepared request carries it."""
 
-    def __init__(self, key: Secret) -> None:
+    def __init__(self, key: Secret[str]) -> None:
         self._key = key
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
@@ -205,6 +205,13 @@ def transport_error(
 
     `maybe_acted`: an earlier attempt of this request may have reached the service.
     """
+    if isinstance(error, httpx.LocalProtocolError):
+        # httpx quotes the refused header in its text, and a header may be the key.
+        return TransportError(
+            f"{spec.method} {spec.path} was not sent: httpx refused one of its header values "
+            "(the value is not shown: it may be the API key). Check that "
+            "CTS_API_KEY holds the key alone, with no spaces or line breaks"
+        )
     what = (
         f"{spec.method} {spec.path} got no answer ({type(error).__name__}: {error or 'no detail'})"
     )
@@ -225,6 +232,17 @@ def transport_error(
         if spec.action == "create_chapter" and spec.position is None:
             advice += "; with position= the client reconciles such a retry by itself"
     return TransportError(f"{what}; {advice}")
+
+
+def scrubbed(error: httpx.TransportError) -> httpx.TransportError:
+    """`error`, or in place of one whose text quotes a header value, one that does not.
+
+    Both clients pass every transport error through this as it leaves httpx, so no error,
+    cause or local variable of ours holds a header value (the key among them).
+    """
+    if isinstance(error, httpx.LocalProtocolError):
+        return httpx.LocalProtocolError("a header value was refused (not shown)")
+    return error
 
 
 def json_body(response: httpx.Response, spec: RequestSpec) -> Any:

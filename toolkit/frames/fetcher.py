@@ -5,23 +5,45 @@ loop: httpx's sync client is safe to share between threads, its pool bounds the
 connections, and a thread pool works the same in a script and inside Jupyter (whose
 kernel thread already runs an event loop, so `asyncio.run` there would fail).
 
-Resources that vanish between the list and the read (a project or chapter moved to the
-trash meanwhile, answered 404) are skipped: a snapshot shows the workspace as the
-service answered, and a chapter in the trash is gone from it anyway. Any other error
-ends the pull.
+How many requests are in flight is up to a `Pace` (`toolkit.frames.pacing`), which the
+client tells of every attempt: it starts modestly, grows while answers are fast and
+clean, and backs off on 429s, 5xxs and slow answers. `concurrency=n` fixes it at n.
+
+Decisions the design leaves open:
+
+- Resources that vanish between the list and the read (a project or chapter moved to the
+  trash meanwhile, answered 404) are skipped: a snapshot shows the workspace as the
+  service answered, and a chapter in the trash is gone from it anyway.
+- A request that still fails after the client's own retries with an error that may pass
+  (5xx, 429, no answer) does not end the pull: the answers in hand are kept and the
+  failed requests are sent again in another pass, after a pause (1 s, doubling, at most
+  30 s), until they all succeed or the pull's deadline (15 minutes by default) has
+  passed; then `IncompletePull` says how many failed and why. Any other error (a refused
+  key, a 400) ends the pull at once: sending it again would not help.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
+import math
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolkit.errors import NotFound
+from toolkit.errors import (
+    ApiError,
+    IncompletePull,
+    NotFound,
+    RateLimited,
+    ServerError,
+    TransportError,
+)
+from toolkit.frames.pacing import Pace
 from toolkit.timestamps import parse_http_date
 
 if TYPE_CHECKING:
@@ -31,7 +53,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 
-DEFAULT_CONCURRENCY = 8
+# Seconds a whole pull may take, retries and passes included.
+DEFAULT_DEADLINE = 900.0
+PASS_PAUSE = 1.0
+PASS_PAUSE_CAP = 30.0
 # Pulls with more requests than this show a progress bar unless told otherwise.
 PROGRESS_THRESHOLD = 50
 
@@ -47,20 +72,22 @@ def service_date(client: Any) -> datetime | None:
 
 
 class Fetcher:
-    """Sends a pull's GETs, a bounded number at a time, counting them and timing the pull.
+    """Sends a pull's GETs, paced, in passes until each has an answer or the deadline passes.
 
     `pulled_at` is the service clock of the first answer (`None` when the client does not
-    tell it); `requests` counts the calls made; `seconds` runs from creation.
+    tell it); `requests` counts the calls that succeeded; `seconds` runs from creation. A
+    context manager: while open, the client tells the fetcher's pace of every attempt.
     """
 
     def __init__(
         self,
         client: Client,
         *,
-        concurrency: int = DEFAULT_CONCURRENCY,
+        concurrency: int | None = None,
         progress: bool | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
-        if concurrency < 1:
+        if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be 1 or more, not {concurrency}")
         if inspect.iscoroutinefunction(getattr(client, "list_projects", None)):
             raise TypeError(
@@ -68,30 +95,50 @@ class Fetcher:
                 "concurrently itself); pass tk.Client(...) rather than tk.AsyncClient"
             )
         self.client = client
-        self.concurrency = concurrency
         self.progress = progress
         self.requests = 0
         self.pulled_at: datetime | None = None
+        # The client's own clock and sleep, so that a test that moves one moves ours too.
+        self._sleep: Callable[[float], object] = getattr(client, "_sleep", time.sleep)
+        self._clock: Callable[[], float] = getattr(client, "_monotonic", time.monotonic)
+        self.pace = Pace(fixed=concurrency, clock=self._clock, sleep=self._sleep)
+        self._deadline = math.inf if deadline is None else self._clock() + deadline
         self._lock = threading.Lock()
         self._started = time.perf_counter()
         self._bar: Any = None
+        # A client that reports its attempts paces the pull; for anything else, each call.
+        self._hooked = hasattr(client, "_attempt_hook")
+
+    def __enter__(self) -> Fetcher:
+        if self._hooked:
+            self.client._attempt_hook = self.pace.observe
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._hooked:
+            self.client._attempt_hook = None
 
     @property
     def seconds(self) -> float:
         return time.perf_counter() - self._started
 
     def _call(self, method: Callable[[T], R], argument: T) -> R:
+        started = time.monotonic()
         result = method(argument)
+        if not self._hooked:
+            self.pace.observe(200, time.monotonic() - started, None)
         with self._lock:
             self.requests += 1
             if self.requests == 1:
                 self.pulled_at = service_date(self.client)
             if self._bar is not None:
                 self._bar.update(1)
+                self._bar.set_postfix(retries=self.pace.retries, refresh=False)
         return result
 
     def projects(self) -> list[Project]:
-        return self._call(lambda _: self.client.list_projects(), None)
+        found = self._passes(lambda _: self.client.list_projects(), ["projects"], "projects")
+        return found["projects"]
 
     def chapters(self, project_ids: Sequence[str]) -> dict[str, list[ChapterListItem]]:
         """Each project's chapter list; projects answered 404 are left out."""
@@ -106,29 +153,94 @@ class Fetcher:
             return {}
         show = self.progress if self.progress is not None else len(ids) > PROGRESS_THRESHOLD
         with _Bar(self, show, len(ids), what):
-            if self.requests == 0:
+            return self._passes(method, ids, what)
+
+    def _passes(self, method: Callable[[str], R], ids: Sequence[str], what: str) -> dict[str, R]:
+        """Every id's answer, sending the failed ones again until the deadline."""
+        found: dict[str, R] = {}
+        pending, failed = list(ids), {}
+        for number in itertools.count():
+            if self.requests == 0 and len(pending) > 1:
                 # The first answer's Date header stamps the pull: send it alone, since
                 # the client's latest answer is ambiguous once requests overlap.
-                return dict(self._run(method, ids[:1])) | dict(self._run(method, ids[1:]))
-            return dict(self._run(method, ids))
+                failed = self._pass(method, pending[:1], found)
+                failed |= self._pass(method, pending[1:], found)
+            else:
+                failed = self._pass(method, pending, found)
+            if not failed:
+                return found
+            pause = min(PASS_PAUSE_CAP, PASS_PAUSE * 2**number)
+            if self._clock() + pause > self._deadline:
+                raise _incomplete(failed, len(ids), what, number + 1, self.seconds)
+            pending = [item for item in pending if item in failed]
+            with self._lock:
+                self.pace.retries += len(pending)
+                if self._bar is not None:
+                    self._bar.set_postfix(retries=self.pace.retries, waiting=f"{pause:.0f}s")
+            self._sleep(pause)
+        raise AssertionError("unreachable")
 
-    def _run(self, method: Callable[[str], R], ids: Sequence[str]) -> list[tuple[str, R]]:
+    def _pass(
+        self, method: Callable[[str], R], ids: Sequence[str], found: dict[str, R]
+    ) -> dict[str, Exception]:
+        """Send each id once (paced); fill `found`; return the ids that failed and why."""
         if not ids:
-            return []
+            return {}
 
-        def one(item: str) -> tuple[str, R | None]:
-            try:
-                return item, self._call(method, item)
-            except NotFound:
-                return item, None
+        def one(item: str) -> tuple[str, R | None, Exception | None]:
+            if self._clock() > self._deadline:
+                return item, None, _NotSent("the pull's deadline passed before it was sent")
+            with self.pace.slot():
+                try:
+                    return item, self._call(method, item), None
+                except NotFound:
+                    return item, None, None
+                except PASSING as exc:
+                    return item, None, exc
 
-        workers = min(self.concurrency, len(ids))
+        workers = min(self.pace.ceiling, len(ids))
         if workers == 1:
-            results = [one(item) for item in ids]
+            outcomes = [one(item) for item in ids]
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolkit-pull") as pool:
-                results = list(pool.map(one, ids))
-        return [(item, value) for item, value in results if value is not None]
+                outcomes = list(pool.map(one, ids))
+        failed = {}
+        for item, value, error in outcomes:
+            if error is not None:
+                failed[item] = error
+            elif value is not None:
+                found[item] = value
+        return failed
+
+
+class _NotSent(Exception):
+    """A request the pull did not send, its deadline having passed."""
+
+
+# Errors that may pass with time: answered 5xx or 429, or no answer at all.
+PASSING = (ServerError, RateLimited, TransportError, _NotSent)
+
+
+def _incomplete(
+    failed: dict[str, Exception], total: int, what: str, passes: int, seconds: float
+) -> IncompletePull:
+    reasons = Counter(_reason(error) for error in failed.values())
+    why = ", ".join(f"{reason} ({count})" for reason, count in reasons.most_common())
+    return IncompletePull(
+        f"the pull gave up after {passes} pass{'es' * (passes > 1)} and {seconds:.0f} s: "
+        f"{len(failed)} of {total} requests for {what} failed: {why}. Nothing was returned "
+        "or stored, since a snapshot must be whole; try again later, or pass a longer "
+        "deadline=",
+        failed=failed,
+    )
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, ApiError):
+        return f"answered {error.status}"
+    if isinstance(error, TransportError):
+        return "no answer"
+    return str(error)
 
 
 class _Bar:

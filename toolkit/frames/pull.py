@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.frames import schema
-from toolkit.frames.fetcher import DEFAULT_CONCURRENCY, Fetcher
+from toolkit.frames.fetcher import DEFAULT_DEADLINE, Fetcher
 
 if TYPE_CHECKING:
     from toolkit.client import Client
@@ -185,10 +185,11 @@ def projects_frame(client: Client) -> pd.DataFrame:
 
 
 def chapters_frame(
-    client: Client, project_ids: Sequence[str] | None = None, *, concurrency: int = 8
+    client: Client, project_ids: Sequence[str] | None = None, *, concurrency: int | None = None
 ) -> pd.DataFrame:
     """One row per chapter of the given projects, or of every project (`schema.CHAPTERS`)."""
-    items = _chapter_items(Fetcher(client, concurrency=concurrency), project_ids)
+    with Fetcher(client, concurrency=concurrency) as fetcher:
+        items = _chapter_items(fetcher, project_ids)
     return schema.to_pandas(chapter_rows(items), schema.CHAPTERS)
 
 
@@ -197,24 +198,25 @@ def languages_frame(
     project_ids: Sequence[str] | None = None,
     details: bool = False,
     *,
-    concurrency: int = 8,
+    concurrency: int | None = None,
 ) -> pd.DataFrame:
     """One row per chapter and target language (`schema.LANGUAGES`).
 
     `untranslated` is null unless `details=True`, which reads every chapter's detail
     (one more request per chapter).
     """
-    fetcher = Fetcher(client, concurrency=concurrency)
-    items = _chapter_items(fetcher, project_ids)
-    found = fetcher.details([c.id for c in items]) if details else None
+    with Fetcher(client, concurrency=concurrency) as fetcher:
+        items = _chapter_items(fetcher, project_ids)
+        found = fetcher.details([c.id for c in items]) if details else None
     return schema.to_pandas(language_rows(items, found), schema.LANGUAGES)
 
 
 def exports_frame(
-    client: Client, project_ids: Sequence[str] | None = None, *, concurrency: int = 8
+    client: Client, project_ids: Sequence[str] | None = None, *, concurrency: int | None = None
 ) -> pd.DataFrame:
     """One row per prepared file of the given projects' chapters (`schema.EXPORTS`)."""
-    items = _chapter_items(Fetcher(client, concurrency=concurrency), project_ids)
+    with Fetcher(client, concurrency=concurrency) as fetcher:
+        items = _chapter_items(fetcher, project_ids)
     return schema.to_pandas(export_rows(items), schema.EXPORTS)
 
 
@@ -238,30 +240,34 @@ def pull(
     details: Details = "all",
     since: Workspace | None = None,
     *,
-    concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int | None = None,
     progress: bool | None = None,
+    deadline: float | None = DEFAULT_DEADLINE,
 ) -> Workspace:
     """Every table of the workspace in one go, with concurrent requests.
 
     details: "all" reads every chapter's detail for `untranslated`; "none" reads none;
     "changed" reads only chapters that are processing or whose `last_activity_at`
     differs from `since` (a previous pull), carrying the others' counts over.
-    progress: a progress bar (tqdm.auto); by default shown on long pulls.
+    concurrency: requests in flight; by default it adapts to how the service answers.
+    progress: a progress bar (tqdm.auto) with the retries; by default shown on long pulls.
+    deadline: seconds the pull may take, retries included, before it gives up with
+    `IncompletePull` (requests that fail are sent again in further passes until then).
     """
     if details not in DETAILS:
         raise ValueError(f"details must be one of {', '.join(DETAILS)}, not {details!r}")
-    fetcher = Fetcher(client, concurrency=concurrency, progress=progress)
-    projects = fetcher.projects()
-    lists = fetcher.chapters([p.id for p in projects])
-    # A project trashed between the two reads is gone from the workspace: drop it too.
-    projects = [p for p in projects if p.id in lists]
-    items = [item for p in projects for item in lists[p.id]]
+    with Fetcher(client, concurrency=concurrency, progress=progress, deadline=deadline) as fetcher:
+        projects = fetcher.projects()
+        lists = fetcher.chapters([p.id for p in projects])
+        # A project trashed between the two reads is gone from the workspace: drop it too.
+        projects = [p for p in projects if p.id in lists]
+        items = [item for p in projects for item in lists[p.id]]
 
-    carried: dict[tuple[str, str], int | None] = {}
-    wanted = [c.id for c in items] if details != "none" else []
-    if details == "changed" and since is not None:
-        wanted, carried = _changed(items, since)
-    found = fetcher.details(wanted)
+        carried: dict[tuple[str, str], int | None] = {}
+        wanted = [c.id for c in items] if details != "none" else []
+        if details == "changed" and since is not None:
+            wanted, carried = _changed(items, since)
+        found = fetcher.details(wanted)
     languages = language_rows(items, found, carried)
     return Workspace(
         projects=schema.to_pandas(project_rows(projects), schema.PROJECTS),

@@ -1,21 +1,9 @@
-"""The store's figures for a lead: a folder of PNG plots and a table, or one HTML page.
-
-```python
-from toolkit.reporting import write_report
-path = write_report("data/snapshots", out="data/report")     # PNGs and summary.csv
-page = tk.report(store, "weekly.html")                        # one self-contained page
-```
+"""The store's figures for a lead as a folder: PNG plots and a summary table.
 
 The folder gets `progress.png`, `throughput.png`, `credit_spend.png`,
 `status_breakdown.png`, `cycle_times.png` and `summary.csv`: one row per project and a
 "(all projects)" row. Figures count between the store's first snapshot and its last,
 as everything in `toolkit.analysis` does; the chapter counts are those of the last one.
-
-`report()` writes the weekly page (`toolkit report --html`): the last seven days by
-default, with sentences, per-project tables, re-runs by cause, partial days marked,
-and the plots embedded (`_weekly` gathers the figures, `_report_page` lays them out).
-The module itself can be called: `tk.report(store)` works whether `tk.report` resolves
-to this function or, once `toolkit.report` is imported, to this module.
 """
 
 from __future__ import annotations
@@ -27,7 +15,7 @@ import pandas as pd
 
 from toolkit import analysis, plots
 from toolkit.analysis.observed import Observed
-from toolkit.errors import ToolkitError
+from toolkit.errors import ConfigError, ToolkitError
 from toolkit.store import SnapshotStore
 
 PLOTS = ("progress", "throughput", "credit_spend", "status_breakdown", "cycle_times")
@@ -92,6 +80,7 @@ def write_report(
     """
     import matplotlib.pyplot as plt
 
+    folder = _check_folder(out)  # before reading the store: fail fast, make nothing yet
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
     obs = Observed(source)
     if obs.manifest.empty:
@@ -99,8 +88,7 @@ def write_report(
             f"the store {source.root!r} has no snapshots yet; take some first "
             "(`toolkit snapshot`, or store.take(client)), an hour or so apart"
         )
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    _make_folder(folder)
     written = []
     for name in PLOTS:
         ax = getattr(plots, name)(obs)
@@ -120,3 +108,25 @@ def write_report(
             print(table.drop(columns="project_id").round(2).to_string(index=False))
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
     return folder
+
+
+def _check_folder(out: str | os.PathLike[str]) -> Path:
+    """`out` as a path, or a `ConfigError` naming the file that stands in its way."""
+    folder = Path(out)
+    for path in (folder, *folder.parents):
+        if path.exists() and not path.is_dir():
+            raise ConfigError(
+                f"the report folder {str(folder)!r} cannot be made: {str(path)!r} is a file; "
+                "give --out (out=) a folder, or move the file"
+            )
+    return folder
+
+
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"the report folder {str(folder)!r} cannot be made ({exc.strerror}); "
+            "give --out (out=) a folder you can write to"
+        ) from exc

@@ -151,7 +151,7 @@ class SnapshotStore:
         *,
         details: Details = "changed",
         at: When | None = None,
-        concurrency: int = 8,
+        concurrency: int | None = None,
         progress: bool | None = None,
     ) -> SnapshotInfo:
         """Pull the workspace and write it as one snapshot.

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolkit.config import Secret, held
 from toolkit.errors import ConfigError, WebhookVerificationError
 from toolkit.timestamps import parse_time
 from toolkit.webhooks.inbox import Inbox
@@ -56,16 +57,17 @@ class Receiver:
 
     def __init__(
         self,
-        secret: str,
+        secret: str | Secret[str],
         store: EventSink | None = None,
         seen_path: str | os.PathLike[str] | None = None,
         *,
         tolerance: int = TOLERANCE,
     ) -> None:
+        secret = held(secret)  # rebound at once: a traceback's locals show the holder only
         try:
             self._key = secret_key(secret)
         except WebhookVerificationError as exc:
-            raise ConfigError(str(exc)) from exc
+            raise ConfigError(str(exc)) from None
         self.store = store
         self.tolerance = tolerance
         self._inbox = Inbox(seen_path)

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from toolkit import _signing
+from toolkit.config import Secret, held
 from toolkit.errors import WebhookVerificationError
 
 HeaderSource = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -36,7 +37,7 @@ _NUMBER = (int, float)
 def verify(
     body: bytes,
     headers: HeaderSource,
-    secret: str,
+    secret: str | Secret[str],
     tolerance: int = TOLERANCE,
     now: datetime | float | None = None,
 ) -> dict[str, Any]:
@@ -44,43 +45,48 @@ def verify(
 
     `body` is the raw request body exactly as received (parsing and re-serialising it
     breaks the signature). `headers` is any mapping or list of pairs, names in any case.
-    `secret` is the endpoint's signing secret, with or without `whsec_`. A timestamp more
-    than `tolerance` seconds from `now` (default: the local clock) either way is refused.
-    In a Starlette endpoint::
+    `secret` is the endpoint's signing secret, with or without `whsec_` (text, or a
+    `toolkit.config.Secret` holding it). A timestamp more than `tolerance` seconds from
+    `now` (default: the local clock) either way is refused. In a Starlette endpoint::
 
         payload = verify(await request.body(), request.headers, os.environ["CTS_WEBHOOK_SECRET"])
     """
+    # Rebound to its holder at once, so a traceback's locals show no secret from here on.
+    secret = held(secret) if isinstance(secret, str | Secret) else secret
     check_signature(body, headers, secret_key(secret), tolerance=tolerance, now=now)
     return parse_payload(body)
 
 
-def secret_key(secret: str) -> bytes:
-    """The HMAC key of a `whsec_` secret, or `WebhookVerificationError` if it has none."""
-    if not isinstance(secret, str):
+def secret_key(secret: str | Secret[str]) -> Secret[bytes]:
+    """The HMAC key of a `whsec_` secret, held; `WebhookVerificationError` if it has none."""
+    if isinstance(secret, str):
+        secret = Secret(secret)
+    if not isinstance(secret, Secret) or not isinstance(secret.reveal(), str):
         raise WebhookVerificationError("the webhook secret must be text like 'whsec_...'")
     try:
         key = _decoded(secret)
-    except ValueError as exc:
+    except ValueError:
+        # No chain: the decoder's error may quote the secret.
         raise WebhookVerificationError(
             "the webhook secret is not 'whsec_' followed by base64; "
             "copy it again from the endpoint's page"
-        ) from exc
-    if not key:
+        ) from None
+    if not key.reveal():
         # An empty key would let anyone sign.
         raise WebhookVerificationError("the webhook secret is empty after 'whsec_'")
     return key
 
 
 @functools.lru_cache(maxsize=8)
-def _decoded(secret: str) -> bytes:
+def _decoded(secret: Secret[str]) -> Secret[bytes]:
     # verify() is handed the secret on every call; decode each secret once.
-    return _signing.secret_key(secret.strip())
+    return Secret(_signing.secret_key(secret.reveal().strip()))
 
 
 def check_signature(
     body: bytes,
     headers: HeaderSource,
-    key: bytes,
+    key: Secret[bytes],
     *,
     tolerance: int = TOLERANCE,
     now: datetime | float | None = None,
@@ -104,7 +110,7 @@ def check_signature(
             f"beyond the {tolerance} s tolerance: a replay, or a clock that needs setting"
         )
     candidates = _v1_signatures(signatures)
-    expected = _signing.signature(key, webhook_id, stamp, bytes(body))
+    expected = _signing.signature(key.reveal(), webhook_id, stamp, bytes(body))
     # compare_digest on bytes of unequal length is simply False, never a prefix match.
     if not any(hmac.compare_digest(expected, candidate) for candidate in candidates):
         raise WebhookVerificationError(

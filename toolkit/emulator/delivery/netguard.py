@@ -6,6 +6,7 @@ connection cannot slip through. The refused ranges are listed in docs/emulator.m
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -167,8 +168,30 @@ def _ask(resolver: Resolver, host: str) -> list[IPAddress]:
 
 
 def _literal(text: str) -> IPAddress | None:
-    """`text` as an IP address, or None; an IPv6 zone (`%eth0`) is dropped."""
+    """`text` as an IP address, or None; an IPv6 zone (`%eth0`) is dropped, and the
+    numeric IPv4 shorthands that inet_aton reads (`2130706433`, `0x7f.1`, `0177.0.0.1`)
+    count as the address they name: the connection would go there, whatever DNS says."""
+    bare = text.strip("[]").split("%", 1)[0]
     try:
-        return ipaddress.ip_address(text.strip("[]").split("%", 1)[0])
+        return ipaddress.ip_address(bare)
     except ValueError:
+        return _inet_aton(bare)
+
+
+_NUMBER_PART = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
+
+
+def _inet_aton(text: str) -> IPv4Address | None:
+    """An IPv4 address in inet_aton's forms: 1 to 4 parts, each decimal, 0-octal or 0x-hex,
+    the last part filling the bytes the others leave."""
+    parts = text.removesuffix(".").split(".")
+    if not 1 <= len(parts) <= 4 or not all(_NUMBER_PART.fullmatch(p) for p in parts):
         return None
+    numbers = [int(p, 16 if p[:2].lower() == "0x" else 8 if p[0] == "0" else 10) for p in parts]
+    *leading, last = numbers
+    if any(n > 255 for n in leading) or last >= 256 ** (4 - len(leading)):
+        return None
+    value = last
+    for index, number in enumerate(leading):
+        value += number << (8 * (3 - index))
+    return IPv4Address(value)
