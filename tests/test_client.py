@@ -127,8 +127,12 @@ def test_a_busy_chapter_says_to_wait_for_it():
     with client, pytest.raises(tk.Conflict) as caught:
         client.start_chapter("c9")
     assert str(caught.value).startswith(
-        "chapter 'c9' is still processing (409); wait for it with client.wait_for_chapter('c9')"
+        "chapter 'c9' is still processing (409); wait for it to finish, then try again "
+        "(client.wait_for_chapter('c9') waits for it)"
     )
+    # The same, in plain words for a panel that names the chapter its own way.
+    assert caught.value.reason == "the chapter is still processing"
+    assert caught.value.advice == "wait for it to finish, then try again"
 
 
 def test_an_answer_that_is_not_json_is_an_api_error_with_a_hint():
