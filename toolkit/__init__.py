@@ -62,8 +62,9 @@ _LAZY: dict[str, str] = {
     "languages_frame": "toolkit.frames",
     "projects_frame": "toolkit.frames",
     "pull": "toolkit.frames",
+    "table": "toolkit.formatting",
 }
-_SUBMODULES = {"analysis", "emulator", "plots", "webhooks", "widgets"}
+_SUBMODULES = {"analysis", "batch", "emulator", "plots", "pricing", "webhooks", "widgets"}
 
 __all__ = [
     "AddedPages",
@@ -102,13 +103,16 @@ __all__ = [
     "WebhookVerificationError",
     "Workspace",
     "analysis",
+    "batch",
     "chapters_frame",
     "emulator",
     "exports_frame",
     "languages_frame",
     "plots",
+    "pricing",
     "projects_frame",
     "pull",
+    "table",
     "webhooks",
     "widgets",
 ]
