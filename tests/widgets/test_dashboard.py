@@ -232,7 +232,7 @@ def test_the_dashboard_recovers_once_the_service_answers_again(emulator, workspa
 
 def test_spend_today_and_this_week_from_the_store(emulator, comic_project, client, pages, tmp_path):
     store = SnapshotStore(str(tmp_path / "snapshots"))
-    assert "with a snapshot store" in Dashboard(client).spend.value
+    assert "given the workspace's snapshot history" in Dashboard(client).spend.value
     dash = Dashboard(client, store=store)
     assert "once the store has two snapshots" in dash.spend.value
     store.take(client, at=emulator.now())

@@ -136,7 +136,7 @@ FILTERS: dict[str, tuple[str, Callable[[ChapterListItem], bool]]] = {
 
 SORTS: dict[str, tuple[str, Callable[[ChapterListItem], Any]]] = {
     "running_first": (
-        "Running, then failed, then by number",
+        "Running and failed first",
         lambda c: (not c.processing, not c.failed, c.position or 0),
     ),
     "number": ("Chapter number", lambda c: c.position or 0),

@@ -136,6 +136,7 @@ class FolderForm(widgets.VBox):
         self.confirm_box.layout.display = "none"
         if plan is None:
             return
+        self.plan_view.value = ""  # the progress bar and the summary take its place
         self.progress.max = max(plan.bytes_to_send, 1)
         self.progress.value = 0
         self.progress_box.layout.display = ""

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 NO_STORE = (
-    "Credits spent today and this week show here with a snapshot store: "
-    "Dashboard(client, store=tk.SnapshotStore(...))."
+    "Credits spent today and this week show here when the dashboard is given the "
+    "workspace's snapshot history (a snapshot store)."
 )
 
 
