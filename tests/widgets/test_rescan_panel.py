@@ -17,10 +17,12 @@ def test_rescan_runs_only_after_confirmation(emulator, workspace, comic_project,
     assert "translating" not in label.split(" - ")[0]
     assert panel.rescan.disabled  # nothing chosen
     panel.choice.value = (chapter_id,)
-    assert panel.cost.value == (
-        "1 chapter, 2 pages: Re-scanning them will cost about 4 credits "
+    assert panel.cost.value.startswith(
+        "1 chapter, 2 pages: Re-scanning it will cost about 4 credits "
         "(estimate: 2 pages x 2 languages at an assumed 1 credit each)."
     )
+    reason = client.get_chapter(chapter_id).failure_reason
+    assert f"<li>Chapter 1: {reason}</li>" in panel.cost.value  # the reason in full
 
     panel.rescan.click()
     assert panel.confirm_box.layout.display == ""

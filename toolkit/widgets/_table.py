@@ -96,18 +96,24 @@ def _state_cell(
             parts.append(label("failed"))
         parts.append(
             f'<div class="tk-reason" title="{_esc(reason)}" style="color:#b91c1c;'
-            f'max-width:28em;white-space:normal;font-size:12px">{_esc(reason)}</div>'
+            f'max-width:40em;white-space:normal;font-size:12px">{_esc(reason)}</div>'
         )
     return " ".join(parts)
 
 
-def _finish(when: datetime | None) -> str:
-    if when is None:
+def _finish(when: datetime | None, now: datetime | None) -> str:
+    """`in ~12 min`: relative, so it reads right whatever the zone or the service's clock."""
+    if when is None or now is None:
         return ""
-    local = when.astimezone()
-    return (
-        f'<span title="translation should end about then, at the pace seen">~{local:%H:%M}</span>'
-    )
+    minutes = max(0, round((when - now).total_seconds() / 60))
+    if minutes < 1:
+        left = "under a minute"
+    elif minutes < 60:
+        left = f"~{minutes} min"
+    else:
+        left = f"~{minutes // 60} h {minutes % 60:02d} min"
+    tip = f"translation should end about {when:%H:%M} UTC at the pace seen"
+    return f'<span title="{tip}" style="white-space:nowrap">in {left}</span>'
 
 
 def chapter_table(
@@ -117,6 +123,7 @@ def chapter_table(
     project: Project | None = None,
     stalled: Collection[str] = (),
     finish: Mapping[str, datetime] | None = None,
+    now: datetime | None = None,
 ) -> str:
     """The chapter table as HTML, one row per chapter in the order given."""
     finish = finish or {}
@@ -132,7 +139,7 @@ def chapter_table(
             _esc(chapter.page_count or 0),
             _state_cell(chapter, detail, project, chapter.id in stalled),
             languages,
-            _finish(finish.get(chapter.id)),
+            _finish(finish.get(chapter.id), now),
             whole(chapter.credits_spent or 0),
         ]
         rows.append(

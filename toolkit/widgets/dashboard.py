@@ -72,6 +72,7 @@ class Dashboard(widgets.VBox):
         self.chapters: list[ChapterListItem] = []
         self.details: dict[str, ChapterDetail] = {}
         self.finish: dict[str, datetime] = {}
+        self.service_now: datetime | None = None
         self.stalled_ids: set[str] = set()
         self.refreshes = 0
         self.page = 0
@@ -191,11 +192,14 @@ class Dashboard(widgets.VBox):
         self.details = self._fetch_details(chapters)
         self.chapters = chapters
         self.finish = self._pace.update(chapters, self.details, now)
+        self.service_now = now
         self.stalled_ids = self._stalled()
         self._shown = project_id
         self.refreshes += 1
-        shown_at = f"{now.astimezone():%H:%M:%S}" if now else f"{datetime.now():%H:%M:%S}"
-        self.status.value = f"<small>{_esc(project.name)}, updated {shown_at}</small>"
+        # When this refresh happened, on this machine's clock (the service's may differ).
+        self.status.value = (
+            f"<small>{_esc(project.name)}, updated {datetime.now():%H:%M:%S}</small>"
+        )
         self.spend.value = f"<small>{self._spend.text(now)}</small>"
         self._render()
 
@@ -264,7 +268,12 @@ class Dashboard(widgets.VBox):
             self.table.value = f"<p><i>No chapters here are {name}.</i></p>"
         else:
             self.table.value = chapter_table(
-                shown, self.details, project=project, stalled=self.stalled_ids, finish=self.finish
+                shown,
+                self.details,
+                project=project,
+                stalled=self.stalled_ids,
+                finish=self.finish,
+                now=self.service_now,
             )
         self.page_label.value = (
             f"<small>Chapters {start + 1}-{start + len(shown)} of {len(chosen)}</small>"

@@ -15,6 +15,7 @@ Decisions where the spec and DESIGN are silent:
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
@@ -195,7 +196,17 @@ class RescanPanel(widgets.VBox):
             quote = quote_rescans(self.projects, chosen, store=self.store)
             pages = sum(c.page_count or 0 for c in chosen)
             what = f"{count(len(chosen), 'chapter')}, {count(pages, 'page')}"
-            self.cost.value = f"{what}: " + quote.sentence(run="Re-scanning them")
+            run = "Re-scanning it" if len(chosen) == 1 else "Re-scanning them"
+            reasons = "".join(
+                f"<li>{_esc(chapter_label(c))}: {_esc(c.failure_reason)}</li>"
+                for c in chosen
+                if c.failed and c.failure_reason
+            )
+            self.cost.value = f"{what}: {_esc(quote.sentence(run=run))}" + (
+                f'<ul class="tk-reasons" style="white-space:normal">{reasons}</ul>'
+                if reasons
+                else ""
+            )
         else:
             self.cost.value = "Choose the chapters to re-scan."
         if self.pending:
@@ -265,3 +276,7 @@ class RescanPanel(widgets.VBox):
         tone: Tone = "success" if not failures else "error" if failures == len(ids) else "warning"
         self.message.run(self.refresh)
         self.message.show("\n".join(lines), tone)
+
+
+def _esc(text: str | None) -> str:
+    return html.escape(text or "", quote=False)
