@@ -7,15 +7,16 @@ count(1, "page")         # "1 page"; count(3, "page") -> "3 pages"
 
 The rules, written once: a missing value shows as blank (never `<NA>` or `NaN`);
 credits and counts are whole numbers with thousands separators; hours are rounded (one
-decimal under 10 hours, whole hours above); times to the minute; long text (a failure
-reason) wraps instead of being cut; a column of ids is left out when the table has
-names beside it, and an index of ids is hidden the same way.
+decimal under 10 hours, whole hours above); times to the minute; flags as yes/no; lists
+joined with commas; long text (a failure reason) wraps instead of being cut; a column of
+ids is left out when the table has names beside it, and an index of ids is hidden the
+same way.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -65,10 +66,10 @@ def _missing(value: Any) -> bool:
 
 
 def whole(value: Any) -> str:
-    """A credit or count figure: `1,234`, blank when missing; 2.5 rounds to 3 (up)."""
+    """A credit or count figure: `1,234`, blank when missing; halves round up."""
     if _missing(value):
         return ""
-    return f"{math.ceil(float(value) - 1e-9):,}"
+    return f"{math.floor(float(value) + 0.5):,}"
 
 
 def hours(value: Any) -> str:
@@ -97,9 +98,54 @@ def yes_no(value: Any) -> str:
     return "" if _missing(value) else ("yes" if value else "no")
 
 
-def table(frame: pd.DataFrame | pd.Series, *, caption: str | None = None) -> Styler:
+def _number(value: Any) -> str:
+    return "" if _missing(value) else f"{value:,.2f}"
+
+
+def _integer(value: Any) -> str:
+    return "" if _missing(value) else f"{value:,}"
+
+
+def _listed(value: Any) -> str:
+    """A list cell (target languages, models) as `en, fr`."""
+    if value is None or isinstance(value, str) or not hasattr(value, "__iter__"):
+        return "" if _missing(value) else str(value)
+    return ", ".join(str(item) for item in value)
+
+
+def _byte_size(value: Any) -> str:
+    return "" if _missing(value) else size(int(value))
+
+
+def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] | None:
+    import pandas as pd
+
+    kinds = pd.api.types
+    if kinds.is_bool_dtype(series.dtype):
+        return yes_no
+    if kinds.is_datetime64_any_dtype(series.dtype):
+        return moment
+    if not kinds.is_numeric_dtype(series.dtype):
+        return (
+            _listed if kinds.is_object_dtype(series.dtype) or "list" in str(series.dtype) else None
+        )
+    if credits or _is_credit(name):
+        return whole
+    if "hours" in name:
+        return hours
+    if name in ("byte_size", "bytes"):
+        return _byte_size
+    return _number if kinds.is_float_dtype(series.dtype) else _integer
+
+
+def table(
+    frame: pd.DataFrame | pd.Series, *, credits: bool = False, caption: str | None = None
+) -> Styler:
     """`frame` styled by the rules above, for display in a notebook.
 
+    A column is formatted by its name and type: credits (any name with "credit", or
+    every number when `credits=True`, for a pivot of credits) as whole numbers, hours
+    rounded, sizes in bytes as kB/MB, times to the minute, flags as yes/no, lists joined.
     Columns named `*_id` are dropped when a `name`, `project` or `chapter` column is
     there to say the same; an index of ids is hidden likewise.
     """
@@ -111,25 +157,18 @@ def table(frame: pd.DataFrame | pd.Series, *, caption: str | None = None) -> Sty
         frame = frame.drop(columns=[c for c in frame.columns if str(c).endswith("_id")])
     styler = frame.style.format(na_rep="")
     for column in frame.columns:
-        name, series = str(column).lower(), frame[column]
-        if _is_credit(name) and pd.api.types.is_numeric_dtype(series.dtype):
-            styler = styler.format(whole, subset=[column])
-        elif "hours" in name and pd.api.types.is_numeric_dtype(series.dtype):
-            styler = styler.format(hours, subset=[column])
-        elif pd.api.types.is_datetime64_any_dtype(series.dtype):
-            styler = styler.format(moment, subset=[column])
-        elif pd.api.types.is_float_dtype(series.dtype):
-            styler = styler.format(lambda v: "" if _missing(v) else f"{v:,.2f}", subset=[column])
-        elif pd.api.types.is_bool_dtype(series.dtype):
-            styler = styler.format(yes_no, subset=[column])
-        elif pd.api.types.is_integer_dtype(series.dtype):
-            styler = styler.format(lambda v: "" if _missing(v) else f"{v:,}", subset=[column])
+        rule = _rule(str(column).lower(), frame[column], credits)
+        if rule is not None:
+            styler = styler.format(rule, subset=[column])
     index_name = str(frame.index.name or "")
     if isinstance(frame.index, pd.RangeIndex) or (named and index_name.endswith("_id")):
         styler = styler.hide(axis="index")
     elif pd.api.types.is_datetime64_any_dtype(frame.index.dtype):
         styler = styler.format_index(moment, axis="index")
-    styler = styler.set_properties(
-        **{"white-space": "normal", "max-width": WRAP_WIDTH, "text-align": "left"}
-    )
+    wrap: list[tuple[str, str | float]] = [
+        ("white-space", "normal"),
+        ("max-width", WRAP_WIDTH),
+        ("text-align", "left"),
+    ]
+    styler = styler.set_table_styles([{"selector": "td, th", "props": wrap}], overwrite=False)
     return styler.set_caption(caption) if caption else styler

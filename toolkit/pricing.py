@@ -101,7 +101,7 @@ def quote_rescans(
     quotes = [
         quote_pages(projects[c.project_id], c.page_count or 0, store=store)
         for c in chapters
-        if c.project_id in projects
+        if c.project_id is not None and c.project_id in projects
     ]
     return total(quotes)
 

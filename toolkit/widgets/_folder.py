@@ -142,8 +142,9 @@ class FolderForm(widgets.VBox):
         self.progress_box.layout.display = ""
         summary = upload(self.panel.client, plan, on_progress=self._progressed)
         self.summary.value = rows_table(summary.rows())
-        tone = "success" if summary.complete else "error"
-        self.panel.message.show(summary.headline(), tone, owner=self)
+        self.panel.message.show(
+            summary.headline(), "success" if summary.complete else "error", owner=self
+        )
         self.send.description = "Upload"
 
     def _progressed(self, progress: Progress) -> None:

@@ -48,6 +48,7 @@ class SpendLine:
     def _compute(self, today: Any, last: datetime) -> str:
         from toolkit import analysis
 
+        assert self.store is not None
         spend = analysis.credit_spend(self.store, freq="1D", by="project_id")
         days = spend["period"].dt.date
         monday = today - timedelta(days=today.weekday())
