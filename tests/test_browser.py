@@ -255,6 +255,13 @@ def test_operations_notebook_in_jupyterlab(
             expect(queued).to_be_visible()
             _shoot(rescans, "rescan-double-click")
 
+            # Running the dashboard's cell again stops the old one's background refresh.
+            dashboard.locator("label", has_text="Auto-refresh").click()
+            cell = page.locator(".jp-CodeCell", has_text="dashboard = tk.widgets.Dashboard")
+            cell.locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Shift+Enter")
+            expect(page.get_by_text("that has stopped.")).to_be_visible()
+
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=True)
         finally:

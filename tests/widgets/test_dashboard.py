@@ -203,6 +203,7 @@ def test_running_the_cell_again_stops_the_old_dashboards_refresh(comic_project, 
     assert not old.auto_refreshing and old.auto.value is False
     assert "A newer dashboard replaced this one" in old.message.text
     assert new.auto_refreshing
+    assert new.message.text.startswith("The dashboard this cell showed before was refreshing")
     new.close()
     assert not new.auto_refreshing
 

@@ -371,12 +371,18 @@ class Dashboard(widgets.VBox):
             self.refresh()
 
     def _replace_older(self) -> None:
-        for older in list(_LIVE):
-            if older._origin == self._origin and older.auto_refreshing:
-                older.stop_auto_refresh()
-                older.message.show(
-                    "A newer dashboard replaced this one: its auto-refresh has stopped.", "info"
-                )
+        replaced = [d for d in _LIVE if d._origin == self._origin and d.auto_refreshing]
+        for older in replaced:
+            older.stop_auto_refresh()
+            older.message.show(
+                "A newer dashboard replaced this one: its auto-refresh has stopped.", "info"
+            )
+        if replaced:
+            self.message.show(
+                "The dashboard this cell showed before was refreshing in the background: "
+                "that has stopped.",
+                "info",
+            )
         _LIVE.add(self)
 
     def close(self) -> None:
