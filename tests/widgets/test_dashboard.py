@@ -149,7 +149,8 @@ class _Meeting(httpx.BaseTransport):
                 self.barrier.wait()
         elif request.url.path.endswith("/chapters") and self.dash_ref:
             dash = self.dash_ref[0]
-            self.while_listing.append((dash.status.value, dash.table.value))
+            labels = [label for label, _ in dash.filter.options]
+            self.while_listing.append((dash.status.value, dash.table.value, labels))
         return self.inner.handle_request(request)
 
 
@@ -171,10 +172,11 @@ def test_switching_project_says_it_is_loading_and_fetches_details_concurrently(
         assert dash.picker.value == comic_project["id"] and len(rows(dash)) == 12
         shown.append(dash)
         dash.picker.value = other["id"]
-        status, table = transport.while_listing[-1]
+        status, table, labels = transport.while_listing[-1]
         assert status == "<small>Loading Small Steps…</small>"
         assert table == "<p class='tk-loading'><i>Loading the chapters of Small Steps…</i></p>"
         assert 'class="tk-chapter"' not in table  # never the previous project's rows
+        assert labels == ["All", "Running", "Failed", "Needs review", "Staged"]  # nor counts
     assert transport.barrier.broken is False
 
 

@@ -213,6 +213,7 @@ class Dashboard(widgets.VBox):
             f"<p class='tk-loading'><i>Loading the chapters of {_esc(project.name)}…</i></p>"
         )
         self.summary.value = self.page_label.value = ""
+        self._count_filters(counted=False)  # the previous project's counts would mislead
 
     def _fetch_details(self, chapters: list[ChapterListItem]) -> dict[str, ChapterDetail]:
         wanted = [
@@ -284,9 +285,9 @@ class Dashboard(widgets.VBox):
         self.next.disabled = self.page >= pages - 1
         self.summary.value = totals(self.chapters)
 
-    def _count_filters(self) -> None:
+    def _count_filters(self, *, counted: bool = True) -> None:
         options = [
-            (f"{name} ({sum(keep(c) for c in self.chapters)})", key)
+            (f"{name} ({sum(keep(c) for c in self.chapters)})" if counted else name, key)
             for key, (name, keep) in FILTERS.items()
         ]
         if options != list(self.filter.options):
