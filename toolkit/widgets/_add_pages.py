@@ -19,7 +19,7 @@ import ipywidgets as widgets
 from toolkit.errors import InvalidUpload
 from toolkit.formatting import count
 from toolkit.pricing import quote_pages
-from toolkit.widgets._files import PageFiles
+from toolkit.widgets._files import PagePicker
 from toolkit.widgets._inputs import AUTO, chapter_label, parse_number
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class PagesForm(widgets.VBox):
         self.held: dict[str, list[str]] = {}
         self.project = widgets.Dropdown(description="Project", layout={"width": "420px"})
         self.chapter = widgets.Dropdown(description="Chapter", layout={"width": "420px"})
-        self.files = PageFiles()
+        self.files = PagePicker()
         self.hold = widgets.Checkbox(
             value=False,
             description="Hold: keep the pages without running them",

@@ -40,7 +40,7 @@ _COLOURS: dict[Tone, tuple[str, str]] = {
 }
 
 
-def describe(exc: BaseException, *, doing: str | None = None) -> str:
+def error_message(exc: BaseException, *, doing: str | None = None) -> str:
     """One readable paragraph for an exception, under the panel's headline `doing`."""
     if isinstance(exc, ApiError | TransportError):
         said = in_plain_words(exc)
@@ -82,7 +82,7 @@ class Feedback(widgets.HTML):
 
     def error(self, exc: BaseException, *, doing: str | None = None, owner: object = None) -> None:
         log.debug("panel action failed", exc_info=exc)
-        self.show(describe(exc, doing=doing), "error", owner=owner)
+        self.show(error_message(exc, doing=doing), "error", owner=owner)
 
     def forget(self, owner: object) -> None:
         """`owner`'s inputs changed: a refusal or warning about them no longer applies."""

@@ -17,7 +17,7 @@ import ipywidgets as widgets
 from toolkit.formatting import count
 from toolkit.pricing import quote_pages, quote_text
 from toolkit.uploads import check_text
-from toolkit.widgets._files import PageFiles
+from toolkit.widgets._files import PagePicker
 from toolkit.widgets._inputs import AUTO, decode_text, next_free, parse_number, taken, uploads_of
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class ComicForm(_ChapterForm):
     def __init__(self, panel: UploadPanel) -> None:
         self.panel = panel
         self.project = widgets.Dropdown(description="Project", layout={"width": "420px"})
-        self.files = PageFiles()
+        self.files = PagePicker()
         self.number = _number_box("Chapter no.")
         self.staged = widgets.Checkbox(
             value=False,

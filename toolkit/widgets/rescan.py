@@ -23,7 +23,7 @@ import ipywidgets as widgets
 from toolkit.errors import InvalidUpload
 from toolkit.formatting import count
 from toolkit.pricing import quote_rescans
-from toolkit.widgets._feedback import Feedback, Tone, describe
+from toolkit.widgets._feedback import Feedback, Tone, error_message
 from toolkit.widgets._inputs import AUTO, BudgetBox, chapter_label
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ class RescanPanel(widgets.VBox):
                 result = self.client.rescan_chapter(chapter_id)
             except Exception as exc:
                 failures += 1
-                lines.append(describe(exc, doing=f"{self.name(chapter)} was not re-scanned"))
+                lines.append(error_message(exc, doing=f"{self.name(chapter)} was not re-scanned"))
             else:
                 cleared = count(result.cleared_regions, "translated line")
                 lines.append(f"{self.name(chapter)}: re-scan queued, {cleared} discarded.")
