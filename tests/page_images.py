@@ -19,3 +19,19 @@ def make_page(seed: int = 0, *, size: tuple[int, int] = (120, 170), fmt: str = "
     buffer = io.BytesIO()
     image.save(buffer, fmt)
     return buffer.getvalue()
+
+
+def make_folder(root, pages_per_chapter: dict[int, int], *, seed: int = 0):
+    """A folder of comic chapters, `chapter-NN/page-K.png`, as `toolkit upload` takes it.
+
+    `pages_per_chapter` maps each chapter number to its page count; returns `root`.
+    """
+    from pathlib import Path
+
+    root = Path(root)
+    for number, pages in pages_per_chapter.items():
+        folder = root / f"chapter-{number:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for page in range(1, pages + 1):
+            (folder / f"page-{page}.png").write_bytes(make_page(seed + number * 100 + page))
+    return root

@@ -2,10 +2,12 @@
 
 The test starts an emulator, points JupyterLab's kernels at it (CTS_BASE_URL and
 CTS_API_KEY in the server's environment), opens `notebooks/04-operations.ipynb`, runs
-every cell, creates a chapter in the upload panel, holds pages on a staged chapter and
-starts them, and re-scans a failed chapter in the re-scan panel (confirmation included),
-then checks what the page shows and what the emulator received. A screenshot is saved
-to `build/browser/04-operations.png`.
+every cell, filters the dashboard to failed chapters, double-clicks "Create chapter"
+(one chapter, one charge, the result kept), has a taken chapter number refused in the
+panel's words, holds pages on a staged chapter and starts them, uploads a folder of
+chapters, and double-clicks the re-scan confirmation of a failed chapter, then checks
+what the page shows and what the emulator received. Screenshots are saved to
+`build/browser/` (the page, and each panel at the moments above).
 
 It skips, saying why, where Debian's Chromium or the `browser` extra is missing.
 """
@@ -134,6 +136,7 @@ def _failed_chapter(emulator, client, project_id: str, pages: list[bytes]) -> st
 def test_operations_notebook_in_jupyterlab(
     lab, emulator, workspace, comic_project, client, tmp_path, make_page
 ):
+    from page_images import make_folder
     from playwright.sync_api import expect, sync_playwright
 
     failed_id = _failed_chapter(
@@ -144,14 +147,18 @@ def test_operations_notebook_in_jupyterlab(
         path = tmp_path / f"scan-{number}.png"
         path.write_bytes(make_page(100 + number))
         page_files.append(path)
+    scans = make_folder(tmp_path / "scans", {10: 2, 11: 1}, seed=500)
 
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS
         )
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page = browser.new_page(viewport={"width": 1400, "height": 2400})
             page.set_default_timeout(WAIT_MS)
+            # Assertions wait 5 s by default, too short for a kernel starting on a loaded
+            # machine (the failure the rerun below was added for): the same wait as actions.
+            expect.set_options(timeout=WAIT_MS)
             page.goto(lab)
             page.wait_for_selector(".jp-Notebook")
             # "Run All" before the kernel is up asks which kernel to start: wait for it.
@@ -162,18 +169,47 @@ def test_operations_notebook_in_jupyterlab(
             # Every cell ran against the emulator, and the panels rendered.
             expect(page.get_by_text("Working on the service at CTS_BASE_URL")).to_be_visible()
             expect(page.get_by_text("refused with 404")).to_be_visible()
-            expect(page.locator(".tk-chapters").first).to_be_visible()
+            table = page.locator(".tk-chapters").first
+            expect(table).to_be_visible()
+            outputs = page.locator(".jp-OutputArea-output")
+            dashboard = outputs.filter(has=page.locator(".tk-chapters"))
+            uploads = outputs.filter(has=page.get_by_text("Reload projects"))
+            rescans = outputs.filter(has=page.locator(".tk-warning"))
 
-            # Upload panel: two pages, priced before sending, then created.
+            # Dashboard: the Failed filter keeps the failed chapter, with its reason.
+            page.locator(".widget-toggle-button", has_text="Failed (1)").click()
+            expect(table.locator("tr.tk-chapter")).to_have_count(1)
+            expect(table.locator(".tk-failed")).to_be_visible()
+            expect(table.locator(".tk-reason")).to_contain_text("re-scan the chapter to retry")
+            _shoot(dashboard, "dashboard-failed-filter")
+            page.locator(".widget-toggle-button", has_text="All (1)").click()
+
+            # Upload panel: two pages priced, then a double click on "Create chapter".
             # ipywidgets' FileUpload opens a chooser from an input kept outside the DOM.
             with page.expect_file_chooser() as chooser:
                 page.locator("button.widget-upload").first.click()
             chooser.value.set_files(page_files)
-            expect(page.get_by_text("2 pages x 2 languages at 1 credit each")).to_be_visible()
+            expect(
+                page.get_by_text("2 pages x 2 languages at an assumed 1 credit each")
+            ).to_be_visible()
+            page.locator("button", has_text="Create chapter").first.dblclick()
+            created = page.get_by_text("Created chapter 2 in Moonlit Harbor with 2 pages")
+            expect(created).to_be_visible()
+
+            # A refused upload: the number is taken; the panel says so in its own words.
+            # (The kernel handles messages in order: by now the second click was handled.)
+            with page.expect_file_chooser() as chooser:
+                page.locator("button.widget-upload").first.click()
+            chooser.value.set_files(page_files[:1])
+            page.locator("input[placeholder='next']").first.fill("1")
             page.locator("button", has_text="Create chapter").first.click()
-            expect(page.get_by_text("with 2 pages; it is running")).to_be_visible()
+            refusal = "Chapter 1 is taken in Moonlit Harbor; the next free number is 3."
+            expect(page.get_by_text(refusal)).to_be_visible()
+            _shoot(uploads, "upload-refused")
 
             # A staged chapter, two pages held in the third tab, then started.
+            page.locator("input[placeholder='next']").first.fill("")
+            expect(page.get_by_text(refusal)).to_have_count(0)  # the refusal went
             page.get_by_text("Staged: create it empty").click()
             page.locator("button", has_text="Create chapter").first.click()
             expect(page.get_by_text("Created staged chapter 3")).to_be_visible()
@@ -186,18 +222,45 @@ def test_operations_notebook_in_jupyterlab(
                 page.get_by_text("Held pages cost nothing until they are started")
             ).to_be_visible()
             page.locator("button", has_text="Add pages").click()
-            expect(page.get_by_text("Added 2 pages to Chapter 3: held")).to_be_visible()
+            expect(
+                page.get_by_text("Added 2 pages to Chapter 3 of Moonlit Harbor: held")
+            ).to_be_visible()
             expect(page.get_by_text("Starting them will cost about 4 credits")).to_be_visible()
             page.locator("button", has_text="Start held pages").click()
-            expect(page.get_by_text("Started Chapter 3: 2 pages running")).to_be_visible()
+            expect(
+                page.get_by_text("Started Chapter 3 of Moonlit Harbor: 2 pages running.")
+            ).to_be_visible()
 
-            # Re-scan panel: choose the failed chapter, ask, confirm.
+            # Upload a folder: checked and priced, then sent with its summary.
+            page.locator(".lm-TabBar-tabLabel", has_text="Upload a folder").click()
+            page.locator("input[placeholder^='a folder of chapter-01/']").fill(str(scans))
+            page.locator("button", has_text="Check folder").click()
+            expect(page.get_by_text("Send 2 chapters, 3 pages")).to_be_visible()
+            page.locator("button", has_text="Upload 2 chapters").click()
+            expect(page.get_by_text("2 chapters created in Moonlit Harbor.")).to_be_visible()
+            expect(page.locator(".tk-rows").last).to_contain_text("created")
+            _shoot(uploads, "upload-folder")
+
+            # Re-scan panel: choose the failed chapter, ask, double click the confirmation.
             page.locator(".widget-select-multiple select").select_option(index=0)
             page.locator("button", has_text="Re-scan").first.click()
             expect(page.get_by_text("Yes, discard and re-scan")).to_be_visible()
-            expect(page.locator(".tk-question")).to_contain_text("4 credits")
-            page.get_by_text("Yes, discard and re-scan").click()
-            expect(page.get_by_text("re-scan queued")).to_be_visible()
+            expect(page.locator(".tk-question")).to_contain_text("about 4 credits")
+            page.get_by_text("Yes, discard and re-scan").dblclick()
+            queued = page.get_by_text(re.compile("Moonlit Harbor / Chapter 1: re-scan queued"))
+            expect(queued).to_be_visible()
+            # The kernel handled the second click before this refresh: the result stayed.
+            page.locator("button", has_text="Refresh").last.click()
+            expect(page.get_by_text("No failed chapters.")).to_be_visible()
+            expect(queued).to_be_visible()
+            _shoot(rescans, "rescan-double-click")
+
+            # Running the dashboard's cell again stops the old one's background refresh.
+            dashboard.locator("label", has_text="Auto-refresh").click()
+            cell = page.locator(".jp-CodeCell", has_text="dashboard = tk.widgets.Dashboard")
+            cell.locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Shift+Enter")
+            expect(page.get_by_text("that has stopped.")).to_be_visible()
 
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=True)
@@ -205,10 +268,12 @@ def test_operations_notebook_in_jupyterlab(
             browser.close()
 
     ledger = emulator.ledger(workspace["id"])
-    created = [c for c in ledger["charges"] if c["reason"] == "create" and c["pages"] == 2]
-    assert len(created) == 2  # the failed chapter's run, and the one made in the browser
-    started = [(c["reason"], c["pages"], c["credits"]) for c in ledger["charges"][-2:]]
-    assert ("start", 2, 4) in started
+    created_here = [c for c in ledger["charges"] if c["reason"] == "create"][1:]
+    # One chapter for the double click, then the folder's two; the failed run was first.
+    assert [(c["pages"], c["credits"]) for c in created_here] == [(2, 4), (2, 4), (1, 2)]
+    assert [(c["reason"], c["pages"]) for c in ledger["charges"] if c["reason"] == "start"] == [
+        ("start", 2)
+    ]
     rescans = [c for c in ledger["charges"] if c["reason"] == "rescan"]
     assert [(c["chapterId"], c["credits"]) for c in rescans] == [(failed_id, 4)]
     assert client.get_chapter(failed_id).failed is False
@@ -217,5 +282,14 @@ def test_operations_notebook_in_jupyterlab(
         (1, 2, True),
         (2, 2, True),
         (3, 2, True),
+        (10, 2, True),
+        (11, 1, True),
     ]
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def _shoot(element, name: str) -> None:
+    """A screenshot of one panel, to look at (build/browser/NAME.png)."""
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    element.scroll_into_view_if_needed()
+    element.screenshot(path=str(SCREENSHOT.parent / f"{name}.png"))

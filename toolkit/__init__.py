@@ -78,8 +78,9 @@ _LAZY: dict[str, str] = {
     "projects_frame": "toolkit.frames",
     "pull": "toolkit.frames",
     "report": "toolkit.reporting",
+    "table": "toolkit.formatting",
 }
-_SUBMODULES = {"analysis", "emulator", "plots", "webhooks", "widgets"}
+_SUBMODULES = {"analysis", "batch", "emulator", "plots", "pricing", "webhooks", "widgets"}
 
 __all__ = [
     "AddedPages",
@@ -120,14 +121,17 @@ __all__ = [
     "WebhookVerificationError",
     "Workspace",
     "analysis",
+    "batch",
     "chapters_frame",
     "emulator",
     "exports_frame",
     "languages_frame",
     "plots",
+    "pricing",
     "projects_frame",
     "pull",
     "report",
+    "table",
     "webhooks",
     "widgets",
 ]

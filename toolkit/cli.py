@@ -7,6 +7,7 @@ toolkit report     [--store PATH] [--out DIR] [--html [--days 7]]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN]
 toolkit webhooks serve [--host] [--port] [--store PATH]
+toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 ```
 
 Every handler imports what it needs when it runs, so `toolkit --help` stays quick.
@@ -18,8 +19,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from toolkit.errors import ToolkitError
+from toolkit.errors import InvalidUpload, ToolkitError
 
 
 def _demo(args: argparse.Namespace) -> None:
@@ -72,6 +74,87 @@ def _webhooks_serve(args: argparse.Namespace) -> None:
     serve(host=args.host, port=args.port, store=args.store)
 
 
+def _upload(args: argparse.Namespace) -> None:
+    """Plan, price, ask, send with a progress bar, sum up: `toolkit.batch` does the work."""
+    from toolkit.batch import plan_upload, upload
+    from toolkit.client import Client
+    from toolkit.formatting import text_table
+
+    with Client() as client:
+        plan = plan_upload(client, args.dir, project=args.project, store=_price_store(args.store))
+        if plan.items:
+            print(text_table(plan.rows()))
+        if not plan.ready:
+            listed = "\n".join(f"  {problem}" for problem in plan.problems)
+            raise InvalidUpload(f"nothing was sent; fix these first:\n{listed}")
+        print(plan.headline())
+        if not plan.to_send:
+            return
+        over = plan.over_budget(args.budget)
+        if over and args.yes:
+            raise InvalidUpload(
+                f"nothing was sent: {plan.quote.label} is over the budget of {args.budget:,} "
+                "credits; raise --budget to send it"
+            )
+        if not args.yes and not _agree("Send it? [y/N] "):
+            print("Nothing was sent.")
+            return
+        again = f"That is over your budget of {args.budget or 0:,} credits: send it anyway? [y/N] "
+        if over and not _agree(again):
+            print("Nothing was sent.")
+            return
+        with _Bar(plan.bytes_to_send) as bar:
+            summary = upload(client, plan, on_progress=bar.update)
+    print(text_table(summary.rows()))
+    print(summary.headline())
+    if not summary.complete:
+        raise ToolkitError("the upload stopped before the end (see above)")
+
+
+def _price_store(path: str | None) -> Any:
+    """The store to learn prices from, if there is one; never creates one."""
+    import os
+
+    from toolkit.config import store_path
+
+    location = store_path(path)
+    if "://" not in location and not os.path.isdir(location):
+        return None
+    from toolkit.store import SnapshotStore
+
+    return SnapshotStore(location)
+
+
+def _agree(question: str) -> bool:
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:  # no terminal to answer from: the safe answer
+        print()
+        return False
+
+
+class _Bar:
+    """A tqdm bar over the bytes sent, its label counting chapters."""
+
+    def __init__(self, total: int) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="B", unit_scale=True, desc="Uploading", leave=True)
+
+    def update(self, progress: Any) -> None:
+        self.bar.n = progress.bytes_done
+        self.bar.set_description(
+            f"{progress.chapters_done}/{progress.chapters_total} chapters", refresh=False
+        )
+        self.bar.refresh()
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolkit", description="Work with the Chapter Translation Service."
@@ -114,6 +197,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8766)
     serve.add_argument("--store", default=None, help="store location (default CTS_STORE)")
     serve.set_defaults(handler=_webhooks_serve)
+
+    upload = commands.add_parser(
+        "upload", help="upload a folder of chapters: checked, priced, resumable"
+    )
+    upload.add_argument("dir", help="chapter-01/ folders of page images, or .txt files")
+    upload.add_argument("--project", required=True, help="the project's name (or id)")
+    upload.add_argument("--yes", action="store_true", help="send without asking first")
+    upload.add_argument(
+        "--budget", type=int, default=None, help="credits; a bigger upload asks once more"
+    )
+    upload.add_argument(
+        "--store", default=None, help="snapshot store to learn prices from (default CTS_STORE)"
+    )
+    upload.set_defaults(handler=_upload)
     return parser
 
 

@@ -49,7 +49,18 @@ class InvalidUpload(ToolkitError, ValueError):
 
 
 class TransportError(ToolkitError):
-    """The request did not get an answer: connection refused or broken, or a timeout."""
+    """The request did not get an answer: connection refused or broken, or a timeout.
+
+    `reason` and `advice` say the same as the message in plain words, without the route
+    or Python names, for a panel or a command to show under its own headline.
+    """
+
+    def __init__(
+        self, message: str, *, reason: str | None = None, advice: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.advice = advice
 
 
 class ApiError(ToolkitError):
@@ -57,6 +68,8 @@ class ApiError(ToolkitError):
 
     `status` is the HTTP status, `message` the service's own text (or a default),
     `response` the `httpx.Response` for anyone who needs headers or the raw body.
+    `reason` and `advice` are what went wrong and what to do in plain words, without ids
+    or Python names (None when not known), for a panel that names the subject itself.
     """
 
     def __init__(
@@ -66,11 +79,15 @@ class ApiError(ToolkitError):
         status: int,
         server_message: str | None = None,
         response: httpx.Response | None = None,
+        reason: str | None = None,
+        advice: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = server_message if server_message is not None else message
         self.response = response
+        self.reason = reason
+        self.advice = advice
 
 
 class BadRequest(ApiError):
@@ -139,6 +156,18 @@ class IncompletePull(ToolkitError):
 
 class WebhookVerificationError(ToolkitError):
     """A webhook delivery's headers, signature or timestamp did not verify."""
+
+
+def in_plain_words(exc: BaseException) -> str:
+    """An error as a person reads it: what went wrong, then what to do.
+
+    Client errors that carry `reason` and `advice` are told in those words (no route, id
+    or Python name); any other error by its own message.
+    """
+    reason, advice = getattr(exc, "reason", None), getattr(exc, "advice", None)
+    if not reason or not advice:
+        return str(exc)
+    return f"{reason[:1].upper()}{reason[1:]}. {advice[:1].upper()}{advice[1:]}."
 
 
 STATUS_ERRORS: dict[int, type[ApiError]] = {

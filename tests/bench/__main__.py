@@ -1,7 +1,7 @@
 """Run the benchmarks: `.venv/bin/python -m tests.bench [names] [--quick]`.
 
 Names: pull (with the incremental snapshot and the emulator's figures), history,
-uploads, webhooks; all of them by default. Each prints its table as it finishes; with
+uploads, webhooks, dashboard; all of them by default. Each prints its table as it finishes; with
 `--out FILE` the tables are also written to FILE (Markdown).
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from tests.bench.table import Table, machine
 
-NAMES = ("pull", "history", "uploads", "webhooks")
+NAMES = ("pull", "history", "uploads", "webhooks", "dashboard")
 
 
 def _pull(args: argparse.Namespace) -> list[Table]:
@@ -44,11 +44,18 @@ def _webhooks(args: argparse.Namespace) -> list[Table]:
     return run(WebhookOptions(deliveries=400 if args.quick else 2_000, runs=args.runs or 5))
 
 
+def _dashboard(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_dashboard import DashboardOptions, run
+
+    return run(DashboardOptions(runs=args.runs or 3))
+
+
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "pull": _pull,
     "history": _history,
     "uploads": _uploads,
     "webhooks": _webhooks,
+    "dashboard": _dashboard,
 }
 
 

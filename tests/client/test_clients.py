@@ -14,6 +14,7 @@ from page_images import make_page
 from scripted import BASE_URL, KEY, Script, scripted_client
 
 import toolkit as tk
+from toolkit.errors import in_plain_words
 
 NO_WAIT = tk.RetryPolicy(sleep=lambda _: None)  # retries at once: tests do not sleep
 
@@ -129,8 +130,12 @@ def test_a_busy_chapter_says_to_wait_for_it():
     with client, pytest.raises(tk.Conflict) as caught:
         client.start_chapter("c9")
     assert str(caught.value).startswith(
-        "chapter 'c9' is still processing (409); wait for it with client.wait_for_chapter('c9')"
+        "chapter 'c9' is still processing (409); wait for it to finish, then try again "
+        "(client.wait_for_chapter('c9') waits for it)"
     )
+    # The same, in plain words for a panel that names the chapter its own way.
+    assert caught.value.reason == "the chapter is still processing"
+    assert caught.value.advice == "wait for it to finish, then try again"
 
 
 def test_an_answer_that_is_not_json_is_an_api_error_with_a_hint():
@@ -411,9 +416,27 @@ def test_bad_requests_say_what_was_wrong(client, emulator, comic_project, novel_
 
 def test_too_few_credits_is_insufficient_credits(client, emulator, workspace, comic_project, pages):
     emulator.set_credits(workspace["id"], 2)
-    with pytest.raises(tk.InsufficientCredits, match=r"\(402\); add credits"):
+    with pytest.raises(tk.InsufficientCredits, match=r"\(402\); add credits") as caught:
         client.create_chapter(comic_project["id"], pages=pages)
     assert client.list_chapters(comic_project["id"]) == []
+    # In plain words for a person: no id, no method name, the advice once.
+    assert in_plain_words(caught.value) == (
+        "Not enough credits. Add credits to the workspace, or send fewer pages."
+    )
+
+
+def test_a_general_refusal_in_plain_words_quotes_the_service():
+    script = Script(
+        httpx.Response(400, json={"error": {"message": "pageIds must name held pages"}})
+    )
+    client, _ = scripted_client(script)
+    with client, pytest.raises(tk.BadRequest) as caught:
+        client.start_chapter("c1", page_ids=["x"])
+    assert in_plain_words(caught.value) == (
+        "The service refused the request (pageIds must name held pages). Upload pages before "
+        "starting; on a chapter that has run, start only the pages added to it held since."
+    )
+    assert "page_ids=" in str(caught.value)  # the developer's message keeps the code hint
 
 
 def test_a_taken_number_and_a_busy_chapter_are_conflicts(client, comic_project, pages):

@@ -11,5 +11,7 @@ from __future__ import annotations
 
 from toolkit.client.clients import AsyncClient, Client
 from toolkit.client.retry import RetryPolicy
+from toolkit.client.uploads import check_image, check_text, prepare_pages
 
-__all__ = ["AsyncClient", "Client", "RetryPolicy"]
+# The upload checks are public: a panel or a folder upload checks a file before sending.
+__all__ = ["AsyncClient", "Client", "RetryPolicy", "check_image", "check_text", "prepare_pages"]

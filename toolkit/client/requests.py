@@ -96,83 +96,152 @@ def _subject(spec: RequestSpec) -> str:
     return "the workspace"
 
 
-BAD_REQUEST_ADVICE: dict[str, str] = {
-    "create_chapter": "a comic chapter needs pages (or staged=True), a novel chapter non-empty "
-    "text, and a position must be a whole number of 1 or more",
-    "add_pages": "add_pages needs at least one page, a position only with a single page, "
-    "and a comic chapter",
-    "start_chapter": "upload pages before starting; on a chapter that has run, pass page_ids= "
-    "naming the pages added since with hold=True",
-    "rescan_chapter": "only a comic chapter with pages can be re-scanned; for a novel, upload "
-    "its text as a new chapter",
+@dataclass(frozen=True)
+class Explanation:
+    """What went wrong and what to do, written once for everyone who reads an error.
+
+    `summary` names the request's subject (ids: all the client knows); `reason` and
+    `advice` are plain words a person acts on, without ids or Python names, so a panel can
+    name the subject its own way and show them as they are; `hint` is the code to call.
+    """
+
+    summary: str
+    reason: str
+    advice: str
+    hint: str | None = None
+    # The reason is too general to act on alone: the service's own words go with it.
+    quote_service: bool = False
+
+
+BAD_REQUEST_ADVICE: dict[str, tuple[str, str | None]] = {
+    "create_chapter": (
+        "a comic chapter needs pages (or to be staged), a novel chapter non-empty text, "
+        "and a chapter number must be a whole number of 1 or more",
+        None,
+    ),
+    "add_pages": (
+        "pages go to a comic chapter, at least one per call, and a page number only with a "
+        "single page",
+        None,
+    ),
+    "start_chapter": (
+        "upload pages before starting; on a chapter that has run, start only the pages added "
+        "to it held since",
+        "pass page_ids= naming the pages added with hold=True",
+    ),
+    "rescan_chapter": (
+        "only a comic chapter with pages can be re-scanned; for a novel, upload its text as "
+        "a new chapter",
+        None,
+    ),
 }
+_WAIT = "wait for it to finish, then try again"
 
 
-def _conflict(spec: RequestSpec) -> tuple[str, str]:
+def _conflict(spec: RequestSpec) -> Explanation:
     if spec.action == "create_chapter":
         number = f"a chapter {spec.position}" if spec.position else "a chapter with that number"
-        return (
+        taken = f"chapter {spec.position} is taken" if spec.position else "the number is taken"
+        return Explanation(
             f"project {spec.project_id!r} already has {number}",
-            "pick another position=, or leave it out to take the next free number",
+            taken,
+            "pick another chapter number, or leave it out to take the next free one",
+            "position= sets the number",
         )
-    wait = f"wait for it with client.wait_for_chapter({spec.chapter_id!r}), then try again"
+    wait_hint = f"client.wait_for_chapter({spec.chapter_id!r}) waits for it"
     if spec.action == "add_pages" and spec.position is not None:
-        return (
+        return Explanation(
             f"chapter {spec.chapter_id!r} refused the page at position {spec.position}",
-            f"either it is still processing ({wait}) or it has run, and then new pages go "
-            "after the last one: leave position out",
+            f"page {spec.position} was refused",
+            "either the chapter is still processing (wait for it to finish) or it has run, "
+            "and then new pages go after the last one: leave the page number out",
+            wait_hint,
         )
-    return f"chapter {spec.chapter_id!r} is still processing", wait
+    return Explanation(
+        f"chapter {spec.chapter_id!r} is still processing",
+        "the chapter is still processing",
+        _WAIT,
+        wait_hint,
+    )
 
 
-def _explain(status: int, spec: RequestSpec) -> tuple[str, str]:
-    """A summary of what went wrong and what to do, for an error status on this request."""
+def _explain(status: int, spec: RequestSpec) -> Explanation:
+    """What went wrong and what to do, for an error status on this request."""
     subject = _subject(spec)
     if status == 400:
-        advice = BAD_REQUEST_ADVICE.get(spec.action, "check the arguments")
-        return f"the service refused {spec.action} on {subject}", advice
+        advice, hint = BAD_REQUEST_ADVICE.get(spec.action, ("check what was sent", None))
+        return Explanation(
+            f"the service refused {spec.action} on {subject}",
+            "the service refused the request",
+            advice,
+            hint,
+            quote_service=True,
+        )
     if status in (401, 403):
-        return (
+        return Explanation(
             "the API key was refused",
-            "check CTS_API_KEY (or api_key=): use a key of your workspace",
+            "the API key was refused",
+            "check CTS_API_KEY: use a key of your workspace",
+            "or pass api_key=",
         )
     if status == 402:
-        return (
+        return Explanation(
             f"not enough credits for {spec.action} on {subject}",
+            "not enough credits",
             "add credits to the workspace, or send fewer pages",
         )
     if status == 404:
+        what = "chapter" if spec.chapter_id is not None else "project"
         where = "list_projects()" if spec.chapter_id is None else "list_chapters(project_id)"
-        return (
+        return Explanation(
             f"{subject} not found",
-            f"it does not exist, is in the trash, or is another workspace's; {where} shows "
-            "what this key can see",
+            f"the {what} was not found",
+            "it does not exist, is in the trash, or is another workspace's",
+            f"{where} shows what this key can see",
         )
     if status == 409:
         return _conflict(spec)
     if status == 413:
-        return (
-            "a page image or the text is too large",
-            "scale or recompress the images, or split the text",
-        )
+        reason = "a page image or the text is too large"
+        return Explanation(reason, reason, "scale or recompress the images, or split the text")
     if status == 415:
-        return "a page image is of a type the service does not take", "send PNG, JPEG or WebP"
+        reason = "a page image is of a type the service does not take"
+        return Explanation(reason, reason, "send PNG, JPEG or WebP")
     if status == 422:
-        return (
-            "a page image cannot be opened, or the text is over the limit",
+        reason = "a page image cannot be opened, or the text is over the limit"
+        return Explanation(
+            reason,
+            reason,
             "check that each file opens in an image viewer; keep text to 200,000 characters",
+            quote_service=True,
         )
     if status == 429:
-        return "too many requests", "slow down and try again in a while"
+        return Explanation(
+            "too many requests", "too many requests", "slow down and try again in a while"
+        )
     if status >= 500:
         if spec.method == "GET":
-            return f"the service failed on {spec.action}", "try again later"
-        return (
+            return Explanation(
+                f"the service failed on {spec.action}",
+                "the service failed",
+                "try again later",
+                quote_service=True,
+            )
+        return Explanation(
             f"the service failed on {spec.action} for {subject}",
-            "it may have acted before failing: check with get_chapter or list_chapters "
-            "before sending it again",
+            "the service failed",
+            "it may have acted before failing: look at the project's chapters before sending "
+            "it again",
+            "get_chapter or list_chapters shows them",
+            quote_service=True,
         )
-    return f"unexpected answer to {spec.action} on {subject}", "see .response for details"
+    return Explanation(
+        f"unexpected answer to {spec.action} on {subject}",
+        f"the service answered {status}",
+        "try again later",
+        "see .response for details",
+        quote_service=True,
+    )
 
 
 def api_error(
@@ -181,21 +250,31 @@ def api_error(
     """The `ApiError` subclass for an error answer, with a message a person can act on."""
     status = response.status_code
     said = server_message(response)
-    summary, advice = _explain(status, spec)
-    message = f"{summary} ({status}); {advice}"
+    explained = _explain(status, spec)
+    message = f"{explained.summary} ({status}); {explained.advice}"
+    if explained.hint:
+        message += f" ({explained.hint})"
     if note:
         message += f". {note}"
     if attempts > 1:
         message += f" (gave up after {attempts} attempts)"
     if said:
         message += f". The service said: {said}"
+    reason = explained.reason
+    if explained.quote_service and said:
+        reason += f" ({said})"
     cls = error_class_for(status)
+    parts: dict[str, Any] = {
+        "status": status,
+        "server_message": said,
+        "response": response,
+        "reason": reason,
+        "advice": explained.advice,
+    }
     if cls is RateLimited:
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
-        return RateLimited(
-            message, retry_after=retry_after, status=status, server_message=said, response=response
-        )
-    return cls(message, status=status, server_message=said, response=response)
+        return RateLimited(message, retry_after=retry_after, **parts)
+    return cls(message, **parts)
 
 
 def transport_error(
@@ -217,21 +296,22 @@ def transport_error(
     )
     if attempts > 1:
         what += f" after {attempts} attempts"
+    hint = None
     if never_sent(error) and not maybe_acted:
-        advice = (
-            "could not reach the service: check the base URL, that the service runs, "
-            "and the network"
-        )
+        reason = "could not reach the service"
+        advice = "check the base URL (CTS_BASE_URL), that the service runs, and the network"
     elif spec.method == "GET":
-        advice = "the network kept failing: try again later"
+        reason, advice = "the network kept failing", "try again later"
     else:
+        reason = "the connection broke after the request was sent"
         advice = (
-            "the connection broke after the request was sent, so the service may have acted "
-            "on it: check with get_chapter or list_chapters before sending it again"
+            "the service may have acted on it: look at the project's chapters before sending "
+            "it again"
         )
         if spec.action == "create_chapter" and spec.position is None:
-            advice += "; with position= the client reconciles such a retry by itself"
-    return TransportError(f"{what}; {advice}")
+            hint = "with position= the client reconciles such a retry by itself"
+    message = f"{what}; {reason}: {advice}" + (f"; {hint}" if hint else "")
+    return TransportError(message, reason=reason, advice=advice)
 
 
 def scrubbed(error: httpx.TransportError) -> httpx.TransportError:

@@ -246,7 +246,7 @@ def looks_like_svg(head: bytes) -> bool:
 
 
 def _identify(file: IO[bytes], label: str) -> str:
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     try:
         with warnings.catch_warnings():
@@ -259,9 +259,12 @@ def _identify(file: IO[bytes], label: str) -> str:
             f"{label}: has more pixels than Pillow will open safely ({exc})", item=label
         ) from exc
     # Pillow's plugins raise a zoo of types for damaged headers; all mean "cannot open".
+    # Its "cannot identify" message names the file object's repr (`<_io.BytesIO object
+    # at 0x...>`), which says nothing to a person: the label names the file instead.
     except Exception as exc:
+        why = "not an image format Pillow knows" if isinstance(exc, UnidentifiedImageError) else exc
         raise InvalidUpload(
-            f"{label}: cannot be opened as an image ({exc}); check that it opens in an "
+            f"{label}: cannot be opened as an image ({why}); check that it opens in an "
             "image viewer and send PNG, JPEG or WebP",
             item=label,
         ) from exc

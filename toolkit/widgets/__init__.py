@@ -3,13 +3,15 @@
 ```python
 import toolkit as tk
 
-tk.widgets.Dashboard(client, store=None)    # a project's chapters, live
-tk.widgets.UploadPanel(client)              # new chapters, added pages, held pages started
-tk.widgets.RescanPanel(client)              # re-scan failed chapters, after confirming
+tk.widgets.Dashboard(client, store=None)     # a project's chapters, live; spend today
+tk.widgets.UploadPanel(client, store=None)   # new chapters, added pages, held pages, a folder
+tk.widgets.RescanPanel(client, store=None)   # re-scan failed chapters, after confirming
 ```
 
-Every panel calls the same client methods a user calls and shows errors (402, 409, a
-refused file...) as readable messages in its own message area, never as a traceback.
+Every panel calls the same public functions a user calls (the client, `tk.batch`,
+`tk.pricing`, `tk.analysis`), options are keyword-only, and errors (402, 409, a refused
+file...) show as readable messages in the panel's own message area, never as a
+traceback. While an action runs its buttons are disabled and say what they are doing.
 """
 
 from __future__ import annotations

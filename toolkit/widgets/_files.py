@@ -1,7 +1,7 @@
-"""`PageFiles`: a file picker for page images whose order the user can change.
+"""`PagePicker`: a file picker for page images whose order the user can change.
 
 Files arrive in natural file-name order; "Up" and "Down" move the selected file. What
-the panel sends is `PageFiles.uploads`, in the order shown. `check()` runs the client's
+the panel sends is `PagePicker.uploads`, in the order shown. `check()` runs the client's
 upload checks (`toolkit.client.uploads`) as soon as files are picked, so an SVG or a damaged
 image is refused with the client's message before anything is sent.
 """
@@ -15,7 +15,7 @@ import ipywidgets as widgets
 from toolkit.widgets._inputs import Upload, uploads_of
 
 
-class PageFiles(widgets.VBox):
+class PagePicker(widgets.VBox):
     def __init__(self, *, description: str = "Pages") -> None:
         self.upload = widgets.FileUpload(accept="image/*", multiple=True, description=description)
         self.order = widgets.Select(options=[], rows=5, description="Order")
@@ -52,7 +52,7 @@ class PageFiles(widgets.VBox):
 
     def check(self) -> None:
         """Refuse a bad file now, with the client's own checks, rather than when sending."""
-        from toolkit.client.uploads import prepare_pages
+        from toolkit.client import prepare_pages
 
         if self.uploads:
             with prepare_pages([upload.as_file() for upload in self.uploads]):

@@ -1,7 +1,11 @@
 """The UploadPanel's forms for a new chapter: a comic from page images, a novel from text.
 
-Each form shows what its run will cost before anything is sent, and sends through the
-client's `create_chapter`, whose upload checks refuse bad files with their reasons.
+Each form shows what its run will cost before anything is sent, checks what it can in
+the panel's own terms first (a chapter number already taken), and sends through the
+client's `create_chapter` at an explicit number (the one typed, else the next free
+one), so a retry after a lost answer is reconciled by the client instead of creating
+the chapter twice. "Create chapter" is enabled only while the form has something to
+send; after a chapter is created the form is empty again.
 """
 
 from __future__ import annotations
@@ -10,10 +14,11 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from toolkit.client.uploads import check_text
-from toolkit.errors import InvalidUpload
-from toolkit.widgets._files import PageFiles
-from toolkit.widgets._inputs import AUTO, count, decode_text, estimate, parse_number, uploads_of
+from toolkit.client import check_text
+from toolkit.formatting import count
+from toolkit.pricing import quote_pages, quote_text
+from toolkit.widgets._files import PagePicker
+from toolkit.widgets._inputs import AUTO, decode_text, next_free, parse_number, taken, uploads_of
 
 if TYPE_CHECKING:
     from toolkit.models import Project
@@ -24,13 +29,48 @@ def _number_box(description: str) -> widgets.Text:
     return widgets.Text(description=description, placeholder="next", layout={"width": "220px"})
 
 
-class ComicForm(widgets.VBox):
+class _ChapterForm(widgets.VBox):
+    """What both forms share: the project picker, the number box, the create button."""
+
+    panel: UploadPanel
+    project: widgets.Dropdown
+    number: widgets.Text
+
+    def _number(self, project: Project) -> int:
+        """The number to create the chapter at, refused in panel terms when taken."""
+        chapters = self.panel.client.list_chapters(project.id)
+        typed = parse_number(self.number.value)
+        if typed is None:
+            return next_free(chapters)
+        taken(typed, chapters, project)
+        return typed
+
+    def _headline(self) -> str:
+        project = self.panel.projects.get(self.project.value or "")
+        where = f" in {project.name}" if project else ""
+        typed = self.number.value.strip()
+        return (
+            f"Chapter {typed} was not created{where}"
+            if typed.isdigit()
+            else (f"The chapter was not created{where}")
+        )
+
+    def _changed(self) -> None:
+        self.panel.message.forget(self)  # first: the cost line may find a new refusal
+        self.update_cost()
+        self.panel.message.update_buttons()
+
+    def update_cost(self) -> None:
+        raise NotImplementedError
+
+
+class ComicForm(_ChapterForm):
     """A new comic chapter from uploaded pages (runs at once), or an empty staged one."""
 
     def __init__(self, panel: UploadPanel) -> None:
         self.panel = panel
         self.project = widgets.Dropdown(description="Project", layout={"width": "420px"})
-        self.files = PageFiles()
+        self.files = PagePicker()
         self.number = _number_box("Chapter no.")
         self.staged = widgets.Checkbox(
             value=False,
@@ -44,13 +84,22 @@ class ComicForm(widgets.VBox):
             [self.project, self.files, self.number, self.staged, self.cost, self.create]
         )
         self.files.on_change(self._files_changed)
-        self.project.observe(lambda _: self.update_cost(), names="value")
-        self.staged.observe(lambda _: self.update_cost(), names="value")
-        panel.message.on_click(self.create, self.submit)
+        for box in (self.project, self.staged, self.number):
+            box.observe(lambda _: self._changed(), names="value")
+        panel.message.on_click(
+            self.create,
+            self.submit,
+            working="Creating…",
+            ready=lambda: (
+                bool(self.project.value) and (self.staged.value or bool(self.files.uploads))
+            ),
+            doing=self._headline,
+            owner=self,
+        )
 
     def _files_changed(self) -> None:
-        self.update_cost()
-        self.panel.message.check(self.files.check)
+        self._changed()
+        self.panel.message.check(self.files.check, owner=self)
 
     def update_cost(self) -> None:
         project = self.panel.projects.get(self.project.value or "")
@@ -61,36 +110,34 @@ class ComicForm(widgets.VBox):
         elif not self.files.uploads:
             self.cost.value = "Choose the page images (or tick Staged)."
         else:
-            estimate_ = estimate(project, pages=len(self.files.uploads), store=self.panel.store)
-            self.cost.value = estimate_.sentence()
+            quote = quote_pages(project, len(self.files.uploads), store=self.panel.store)
+            self.cost.value = quote.sentence()
 
     def submit(self) -> None:
         project = self.panel.project(self.project.value)
-        position = parse_number(self.number.value)
+        number = self._number(project)
         client = self.panel.client
         if self.staged.value:
-            chapter = client.create_chapter(project.id, staged=True, position=position)
+            chapter = client.create_chapter(project.id, staged=True, position=number)
             done = (
                 f"Created staged chapter {chapter.position} in {project.name}; add its pages below."
             )
         else:
-            if not self.files.uploads:
-                raise InvalidUpload("no page images chosen: choose them, or tick Staged")
-            cost = estimate(project, pages=len(self.files.uploads), store=self.panel.store)
+            quote = quote_pages(project, len(self.files.uploads), store=self.panel.store)
             files = [upload.as_file() for upload in self.files.uploads]
-            chapter = client.create_chapter(project.id, pages=files, position=position)
-            pages = count(len(chapter.pages), "page")
+            chapter = client.create_chapter(project.id, pages=files, position=number)
             done = (
-                f"Created chapter {chapter.position} in {project.name} with {pages}; "
-                f"it is running (about {cost.credits:g} credits)."
+                f"Created chapter {chapter.position} in {project.name} with "
+                f"{count(len(chapter.pages), 'page')}; it is running, for {quote.label}."
             )
         self.files.clear()
         self.number.value = ""
-        self.panel.message.show(done, "success")
+        self.staged.value = False
+        self.panel.message.show(done, "success", owner=self)
         self.panel.chapters_changed(project.id, chapter.id)
 
 
-class NovelForm(widgets.VBox):
+class NovelForm(_ChapterForm):
     """A new novel chapter from typed or pasted text, or from an uploaded .txt file."""
 
     def __init__(self, panel: UploadPanel) -> None:
@@ -105,10 +152,17 @@ class NovelForm(widgets.VBox):
         self.cost = widgets.HTML()
         self.create = widgets.Button(description="Create chapter", button_style="primary")
         super().__init__([self.project, self.file, self.text, self.number, self.cost, self.create])
-        self.file.observe(lambda _: panel.message.run(self._load_file), names="value")
-        self.text.observe(lambda _: self.update_cost(), names="value")
-        self.project.observe(lambda _: self.update_cost(), names="value")
-        panel.message.on_click(self.create, self.submit)
+        self.file.observe(lambda _: panel.message.run(self._load_file, owner=self), names="value")
+        for box in (self.project, self.text, self.number):
+            box.observe(lambda _: self._changed(), names="value")
+        panel.message.on_click(
+            self.create,
+            self.submit,
+            working="Creating…",
+            ready=lambda: bool(self.project.value) and bool(self.text.value.strip()),
+            doing=self._headline,
+            owner=self,
+        )
 
     def _load_file(self) -> None:
         files = uploads_of(self.file.value)
@@ -118,28 +172,29 @@ class NovelForm(widgets.VBox):
     def update_cost(self) -> None:
         project = self.panel.projects.get(self.project.value or "")
         if project is None or not self.text.value.strip():
-            self.cost.value = ""
+            self.cost.value = "Paste the chapter's text, or upload a .txt file." if project else ""
             return
         # The client's own check: text over the limit is refused as it is typed.
-        if not self.panel.message.check(lambda: check_text(self.text.value)):
+        if not self.panel.message.check(lambda: check_text(self.text.value), owner=self):
             self.cost.value = ""
             return
-        cost = estimate(project, text=self.text.value, store=self.panel.store)
-        self.cost.value = f"{len(self.text.value):,} characters. " + cost.sentence()
+        quote = quote_text(project, self.text.value, store=self.panel.store)
+        self.cost.value = f"{len(self.text.value):,} characters. " + quote.sentence()
 
     def submit(self) -> None:
-        project: Project = self.panel.project(self.project.value)
-        position = parse_number(self.number.value)
-        cost = estimate(project, text=self.text.value, store=self.panel.store)
+        project = self.panel.project(self.project.value)
+        number = self._number(project)
+        quote = quote_text(project, self.text.value, store=self.panel.store)
         chapter = self.panel.client.create_chapter(
-            project.id, text=self.text.value, position=position
+            project.id, text=self.text.value, position=number
         )
         self.text.value = ""
         self.file.value = ()
         self.number.value = ""
         self.panel.message.show(
             f"Created chapter {chapter.position} in {project.name}; "
-            f"it is running (about {cost.credits:g} credits).",
+            f"it is running, for {quote.label}.",
             "success",
+            owner=self,
         )
         self.panel.chapters_changed(project.id, chapter.id)

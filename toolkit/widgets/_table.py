@@ -1,8 +1,10 @@
-"""The Dashboard's chapter table and totals, as HTML built from the client's resources.
+"""The panels' tables as HTML: the Dashboard's chapters and totals, and plain row tables.
 
 Coverage of a language is `covered / (covered + untranslated)`: `covered` comes on the
 chapter list, `untranslated` only on the chapter detail, so a language whose detail was
-not fetched shows its covered lines without a percentage.
+not fetched shows its covered lines without a percentage. States are words on coloured
+labels, not glyphs, so they read the same without an emoji font; a failure reason is
+shown in full and wraps.
 """
 
 from __future__ import annotations
@@ -10,17 +12,36 @@ from __future__ import annotations
 import html
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
+from toolkit.formatting import count, whole
+from toolkit.widgets._chapters import phase, state
+
 if TYPE_CHECKING:
-    from toolkit.models import ChapterDetail, ChapterListItem
+    from toolkit.models import ChapterDetail, ChapterListItem, Project
 
 _CELL = "padding:3px 8px;border-bottom:1px solid #e5e7eb;text-align:left;vertical-align:top"
-_STATUS_COLOURS = {"translating": "#2563eb", "needs_review": "#d97706", "reviewed": "#16a34a"}
+_LABELS = {
+    "running": ("running", "#1d4ed8", "#dbeafe"),
+    "failed": ("failed", "#b91c1c", "#fee2e2"),
+    "staged": ("staged", "#374151", "#e5e7eb"),
+    "needs_review": ("needs review", "#92400e", "#fef3c7"),
+    "reviewed": ("reviewed", "#166534", "#dcfce7"),
+    "translating": ("not finished", "#374151", "#f3f4f6"),
+}
 
 
 def _esc(value: object) -> str:
-    return html.escape("" if value is None else str(value), quote=False)
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def label(key: str) -> str:
+    text, fg, bg = _LABELS.get(key, (key, "#374151", "#f3f4f6"))
+    return (
+        f'<span class="tk-state tk-{key}" style="color:{fg};background:{bg};'
+        f'padding:0 6px;border-radius:8px;white-space:nowrap">{_esc(text)}</span>'
+    )
 
 
 @dataclass(frozen=True)
@@ -38,17 +59,15 @@ class Coverage:
     def html(self, code: str) -> str:
         share = self.share
         if share is None:
-            return f"<b>{_esc(code)}</b> {self.covered} lines"
+            return f"<b>{_esc(code)}</b> {count(self.covered, 'line')}"
         width = round(share * 100)
+        tip = f"{self.covered} of {self.covered + (self.untranslated or 0)} lines translated"
         bar = (
-            '<span style="display:inline-block;width:80px;height:8px;background:#e5e7eb;'
-            f'vertical-align:middle"><span style="display:block;width:{width}%;height:8px;'
-            'background:#16a34a"></span></span>'
+            f'<span title="{_esc(tip)}" style="display:inline-block;width:80px;height:8px;'
+            f'background:#e5e7eb;vertical-align:middle"><span style="display:block;'
+            f'width:{width}%;height:8px;background:#16a34a"></span></span>'
         )
-        return (
-            f"<b>{_esc(code)}</b> {bar} {width}% "
-            f"<small>({self.covered} done, {self.untranslated} untranslated)</small>"
-        )
+        return f'<span style="white-space:nowrap"><b>{_esc(code)}</b> {bar} {width}%</span>'
 
 
 def coverage(chapter: ChapterListItem, detail: ChapterDetail | None) -> dict[str, Coverage]:
@@ -62,91 +81,103 @@ def coverage(chapter: ChapterListItem, detail: ChapterDetail | None) -> dict[str
     }
 
 
-def _state(chapter: ChapterListItem, detail: ChapterDetail | None, stalled: bool) -> str:
-    status = chapter.status or "not started"
-    colour = _STATUS_COLOURS.get(status, "#6b7280")
-    text = f'<span style="color:{colour}">{_esc(status)}</span>'
-    if chapter.started is False:
-        text = '<span style="color:#6b7280">staged</span>'
-    if chapter.processing:
-        phase = "reading pages" if detail is not None and detail.detecting else "running"
-        text += f" <b>&#9203; {phase}</b>"
+def _state_cell(
+    chapter: ChapterListItem, detail: ChapterDetail | None, project: Project | None, stalled: bool
+) -> str:
+    key = state(chapter)
+    parts = [label(key)]
+    if key == "running":
+        parts.append(f"<small>{_esc(phase(chapter, detail, project))}</small>")
     if stalled:
-        text += ' <b style="color:#a16207">no progress since the last snapshots</b>'
-    return text
-
-
-def _failed(chapter: ChapterListItem) -> str:
-    if not chapter.failed:
-        return ""
-    reason = _esc(chapter.failure_reason or "no reason given")
-    return f'<span style="color:#b91c1c">&#9888; failed</span><br><small>{reason}</small>'
-
-
-def chapter_rows(
-    chapters: Sequence[ChapterListItem],
-    details: Mapping[str, ChapterDetail],
-    *,
-    stalled: Collection[str] = (),
-) -> list[list[str]]:
-    rows = []
-    for chapter in chapters:
-        detail = details.get(chapter.id)
-        languages = "<br>".join(cov.html(code) for code, cov in coverage(chapter, detail).items())
-        rows.append(
-            [
-                _esc(chapter.position),
-                _esc(chapter.title or ""),
-                _esc(chapter.page_count),
-                _state(chapter, detail, chapter.id in stalled),
-                languages,
-                _failed(chapter),
-                f"{chapter.credits_spent or 0:g}",
-            ]
+        parts.append('<small style="color:#a16207">no progress in the last snapshots</small>')
+    if chapter.failed:
+        reason = chapter.failure_reason or "no reason given"
+        if key == "running":
+            parts.append(label("failed"))
+        parts.append(
+            f'<div class="tk-reason" title="{_esc(reason)}" style="color:#b91c1c;'
+            f'max-width:40em;white-space:normal;font-size:12px">{_esc(reason)}</div>'
         )
-    return rows
+    return " ".join(parts)
+
+
+def _finish(when: datetime | None, now: datetime | None) -> str:
+    """`in ~12 min`: relative, so it reads right whatever the zone or the service's clock."""
+    if when is None or now is None:
+        return ""
+    minutes = max(0, round((when - now).total_seconds() / 60))
+    if minutes < 1:
+        left = "under a minute"
+    elif minutes < 60:
+        left = f"~{minutes} min"
+    else:
+        left = f"~{minutes // 60} h {minutes % 60:02d} min"
+    tip = f"translation should end about {when:%H:%M} UTC at the pace seen"
+    return f'<span title="{tip}" style="white-space:nowrap">in {left}</span>'
 
 
 def chapter_table(
     chapters: Sequence[ChapterListItem],
     details: Mapping[str, ChapterDetail],
     *,
+    project: Project | None = None,
     stalled: Collection[str] = (),
+    finish: Mapping[str, datetime] | None = None,
+    now: datetime | None = None,
 ) -> str:
     """The chapter table as HTML, one row per chapter in the order given."""
-    if not chapters:
-        return "<p><i>No chapters in this project yet.</i></p>"
-    head = ["Ch.", "Title", "Pages", "Status", "Languages", "Failed", "Credits"]
+    finish = finish or {}
+    head = ["Ch.", "Title", "Pages", "State", "Languages", "Est. finish", "Credits"]
     header = "".join(f'<th style="{_CELL}">{h}</th>' for h in head)
-    body = "".join(
-        '<tr class="tk-chapter">' + "".join(f'<td style="{_CELL}">{c}</td>' for c in row) + "</tr>"
-        for row in chapter_rows(chapters, details, stalled=stalled)
-    )
+    rows = []
+    for chapter in chapters:
+        detail = details.get(chapter.id)
+        languages = "<br>".join(cov.html(code) for code, cov in coverage(chapter, detail).items())
+        cells = [
+            _esc(chapter.position),
+            _esc(chapter.title or ""),
+            _esc(chapter.page_count or 0),
+            _state_cell(chapter, detail, project, chapter.id in stalled),
+            languages,
+            _finish(finish.get(chapter.id), now),
+            whole(chapter.credits_spent or 0),
+        ]
+        rows.append(
+            '<tr class="tk-chapter">'
+            + "".join(f'<td style="{_CELL}">{cell}</td>' for cell in cells)
+            + "</tr>"
+        )
     return (
         '<table class="tk-chapters" style="border-collapse:collapse;font-size:13px">'
-        f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+        f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
-def totals(chapters: Sequence[ChapterListItem], details: Mapping[str, ChapterDetail]) -> str:
-    """One line of totals: chapters, pages, running, failed, credits, lines per language."""
-    lines: dict[str, list[int]] = {}
-    for chapter in chapters:
-        for code, cov in coverage(chapter, details.get(chapter.id)).items():
-            done_left = lines.setdefault(code, [0, 0])
-            done_left[0] += cov.covered
-            done_left[1] += cov.untranslated or 0
-    per_language = ", ".join(
-        f"{_esc(code)} {done} done / {left} untranslated" for code, (done, left) in lines.items()
-    )
-    credits = sum(c.credits_spent or 0 for c in chapters)
+def totals(chapters: Sequence[ChapterListItem]) -> str:
+    """One line of totals: chapters, pages, each state, credits."""
+    states = [state(c) for c in chapters]
     pages = sum(c.page_count or 0 for c in chapters)
+    parts = [
+        f"<b>{count(len(chapters), 'chapter')}</b>, {count(pages, 'page')}",
+        f"<b>{states.count('running')}</b> running",
+        f"<b>{sum(bool(c.failed) for c in chapters)}</b> failed",
+        f"<b>{states.count('needs_review')}</b> needing review",
+        f"<b>{states.count('staged')}</b> staged",
+        f"<b>{whole(sum(c.credits_spent or 0 for c in chapters))}</b> credits spent",
+    ]
+    return '<p class="tk-totals">' + ", ".join(parts) + "</p>"
+
+
+def rows_table(rows: Sequence[Mapping[str, str]]) -> str:
+    """Rows of text (a plan, a summary) as a plain HTML table headed by their keys."""
+    if not rows:
+        return ""
+    header = "".join(f'<th style="{_CELL}">{_esc(h)}</th>' for h in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{_CELL}">{_esc(v)}</td>' for v in row.values()) + "</tr>"
+        for row in rows
+    )
     return (
-        '<p class="tk-totals">'
-        f"<b>{len(chapters)}</b> chapters, <b>{pages}</b> pages, "
-        f"<b>{sum(bool(c.processing) for c in chapters)}</b> running, "
-        f"<b>{sum(bool(c.failed) for c in chapters)}</b> failed, "
-        f"<b>{credits:g}</b> credits spent"
-        + (f"; lines: {per_language}" if per_language else "")
-        + "</p>"
+        '<table class="tk-rows" style="border-collapse:collapse;font-size:13px">'
+        f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
     )

@@ -1,43 +1,56 @@
 """`Dashboard`: a project's chapters at a glance, refreshed by hand or in the background.
 
 Decisions where the spec and DESIGN are silent:
-- A refresh lists the project's chapters (one request) and fetches the detail only of
-  chapters that are processing or whose `lastActivityAt` moved since the last refresh,
-  so leaving auto-refresh on costs little once the details are known.
+- A refresh lists the project's chapters (one request) and fetches, concurrently, the
+  detail of chapters that are processing, new, or whose `lastActivityAt` moved since the
+  last refresh, so leaving auto-refresh on costs little once the details are known.
+- Switching project clears the table at once and says it is loading, so the previous
+  project's chapters are never shown under the new name.
+- The table shows one page of chapters (25 by default), filtered (running, failed, needs
+  review, staged) and sorted (running and failed first by default); the filters count
+  their chapters.
 - Auto-refresh is a daemon thread that waits on an event between refreshes; the kernel
   stays free, and unticking the box or closing the widget stops it. Refreshes never
   overlap: a lock serialises the thread and the button.
-- With a snapshot store, the dashboard can take a snapshot on request and marks
-  chapters that `tk.analysis.stalled(store, threshold=stall_threshold)` reports (1 hour
-  without progress by default: the service abandons a stalled run after a while, so a
-  longer threshold would flag little); it never writes to the store on its own, so
-  leaving it open does not fill the history.
+- Running the cell again makes a new dashboard, which stops the background refresh of
+  the one that cell made before (in Jupyter the cell is known by its id; elsewhere, the
+  dashboard watching the same client counts as the same).
+- With a snapshot store, the dashboard shows credits spent today and this week, marks
+  chapters that `tk.analysis.stalled(store, threshold=stall_threshold)` reports, and
+  takes a snapshot on request; it never writes to the store on its own.
 """
 
 from __future__ import annotations
 
+import html
 import threading
+import weakref
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from toolkit.formatting import count
+from toolkit.widgets._chapters import FILTERS, SORTS, Pace, fetch_details
 from toolkit.widgets._feedback import Feedback
 from toolkit.widgets._inputs import AUTO, project_label
+from toolkit.widgets._spend import SpendLine
 from toolkit.widgets._table import chapter_table, totals
 
 if TYPE_CHECKING:
     from toolkit.client import Client
     from toolkit.models import ChapterDetail, ChapterListItem, Project
+    from toolkit.store import SnapshotStore
 
 MIN_INTERVAL = 0.05
+_LIVE: weakref.WeakSet[Dashboard] = weakref.WeakSet()
 
 
 class Dashboard(widgets.VBox):
-    """Pick a project; see its chapters' status, coverage, failures and spend.
+    """Pick a project; see its chapters' state, phase, coverage, failures and spend.
 
     ```python
-    dash = tk.widgets.Dashboard(client)
+    dash = tk.widgets.Dashboard(client, store=store)
     dash                      # display it; tick "Auto-refresh" to follow running chapters
     ```
     """
@@ -45,23 +58,35 @@ class Dashboard(widgets.VBox):
     def __init__(
         self,
         client: Client,
-        store: Any = None,
         *,
+        store: SnapshotStore | None = None,
         interval: float = 5.0,
         auto_refresh: bool = False,
         stall_threshold: str = "1h",
+        page_size: int = 25,
     ) -> None:
         self.client, self.store = client, store
         self.stall_threshold = stall_threshold
+        self.page_size = max(1, page_size)
         self.projects: dict[str, Project] = {}
         self.chapters: list[ChapterListItem] = []
         self.details: dict[str, ChapterDetail] = {}
-        self._seen_activity: dict[str, Any] = {}
+        self.finish: dict[str, datetime] = {}
+        self.service_now: datetime | None = None
+        self.stalled_ids: set[str] = set()
         self.refreshes = 0
+        self.page = 0
+        self._shown: str | None = None
+        self._seen_activity: dict[str, Any] = {}
+        self._pace = Pace()
+        self._spend = SpendLine(store)
+        self._stall_key: object = None
+        self._stalled_cache: set[str] = set()
         self._lock = threading.Lock()
         self._stop: threading.Event | None = None
         self._loading = False
         self._refresh_failed = False
+        self._origin = _origin(client)
 
         self.picker = widgets.Dropdown(description="Project", layout={"width": "420px"})
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
@@ -69,37 +94,62 @@ class Dashboard(widgets.VBox):
             value=False, description="Auto-refresh", indent=False, layout=AUTO
         )
         self.interval = widgets.BoundedFloatText(
-            value=interval,
-            min=MIN_INTERVAL,
-            max=3600,
-            description="every (s)",
+            value=interval, min=MIN_INTERVAL, max=3600, description="every (s)",
             layout={"width": "160px"},
-        )
+        )  # fmt: skip
         self.snapshot_button = widgets.Button(
             description="Take snapshot",
             icon="camera",
             layout={"display": "" if store is not None else "none"},
         )
-        self.updated = widgets.HTML()
+        self.status = widgets.HTML()
+        self.spend = widgets.HTML()
         self.message = Feedback()
+        self.filter = widgets.ToggleButtons(
+            options=[(name, key) for key, (name, _) in FILTERS.items()],
+            value="all",
+            style={"button_width": "auto"},
+        )
+        self.sort = widgets.Dropdown(
+            options=[(name, key) for key, (name, _) in SORTS.items()],
+            value="running_first",
+            description="Sort",
+            layout={"width": "320px"},
+        )
         self.table = widgets.HTML()
+        self.previous = widgets.Button(description="Previous", icon="chevron-left")
+        self.next = widgets.Button(description="Next", icon="chevron-right")
+        self.page_label = widgets.HTML()
         self.summary = widgets.HTML()
         controls = [self.picker, self.refresh_button, self.auto, self.interval]
         super().__init__(
             [
                 widgets.HBox([*controls, self.snapshot_button]),
-                self.updated,
+                self.status,
+                self.spend,
                 self.message,
+                widgets.HBox([self.filter, self.sort]),
                 self.table,
+                widgets.HBox([self.previous, self.page_label, self.next]),
                 self.summary,
             ]
         )
 
-        self.message.on_click(self.refresh_button, self._reload_and_refresh)
-        self.message.on_click(self.snapshot_button, self._take_snapshot)
+        self.message.on_click(self.refresh_button, self._reload_and_refresh, working="Refreshing…")
+        self.message.on_click(
+            self.snapshot_button,
+            self._take_snapshot,
+            working="Taking snapshot…",
+            doing="No snapshot was taken",
+        )
+        self.previous.on_click(lambda _: self._turn(-1))
+        self.next.on_click(lambda _: self._turn(+1))
         self.picker.observe(self._picked, names="value")
+        self.filter.observe(self._choice_changed, names="value")
+        self.sort.observe(self._choice_changed, names="value")
         self.auto.observe(self._toggle_auto, names="value")
-        self.message.run(self._load_projects)
+        self._replace_older()
+        self.message.run(self._load_projects, doing="The projects could not be read")
         self.refresh()
         self.auto.value = auto_refresh
 
@@ -112,12 +162,152 @@ class Dashboard(widgets.VBox):
                 self._refresh()
             except Exception as exc:
                 self._refresh_failed = True
-                self.message.error(exc)
+                self.message.error(exc, doing="The dashboard could not refresh")
+                if self._shown != self.picker.value:
+                    self.status.value = "<small>Not loaded.</small>"
             else:
                 # Clear only what a refresh reported, not a failed snapshot's message.
                 if self._refresh_failed:
                     self._refresh_failed = False
                     self.message.clear()
+
+    def _refresh(self) -> None:
+        if not self.projects:
+            self._load_projects()  # not read yet (or the first read failed): say why here
+        project_id = self.picker.value
+        if project_id is None:
+            self.table.value = "<p><i>This workspace has no projects.</i></p>"
+            self.summary.value = self.page_label.value = ""
+            return
+        project = self.projects[project_id]
+        if project_id != self._shown:
+            self._start_loading(project)
+        chapters = self.client.list_chapters(project_id)
+        now = self.client.last_response_date
+        if project_id != self._shown:
+            self.status.value = (
+                f"<small>Loading {_esc(project.name)}: the details of "
+                f"{count(len(chapters), 'chapter')}…</small>"
+            )
+        self.details = self._fetch_details(chapters)
+        self.chapters = chapters
+        self.finish = self._pace.update(chapters, self.details, now)
+        self.service_now = now
+        self.stalled_ids = self._stalled()
+        self._shown = project_id
+        self.refreshes += 1
+        # When this refresh happened, on this machine's clock (the service's may differ).
+        self.status.value = (
+            f"<small>{_esc(project.name)}, updated {datetime.now():%H:%M:%S}</small>"
+        )
+        self.spend.value = f"<small>{self._spend.text(now)}</small>"
+        self._render()
+
+    def _start_loading(self, project: Project) -> None:
+        self.details, self.chapters, self.finish = {}, [], {}
+        self._seen_activity.clear()
+        self._pace = Pace()
+        self.page = 0
+        self.status.value = f"<small>Loading {_esc(project.name)}…</small>"
+        self.table.value = (
+            f"<p class='tk-loading'><i>Loading the chapters of {_esc(project.name)}…</i></p>"
+        )
+        self.summary.value = self.page_label.value = ""
+        self._count_filters(counted=False)  # the previous project's counts would mislead
+
+    def _fetch_details(self, chapters: list[ChapterListItem]) -> dict[str, ChapterDetail]:
+        wanted = [
+            c.id
+            for c in chapters
+            if c.id not in self.details
+            or c.processing
+            or self._seen_activity.get(c.id) != c.last_activity_at
+        ]
+        fresh = fetch_details(self.client, wanted)
+        for chapter in chapters:
+            if chapter.id in fresh:
+                self._seen_activity[chapter.id] = chapter.last_activity_at
+        return {
+            c.id: fresh.get(c.id) or self.details[c.id]
+            for c in chapters
+            if c.id in fresh or c.id in self.details
+        }
+
+    def _stalled(self) -> set[str]:
+        if self.store is None:
+            return set()
+        snapshots = self.store.snapshots()
+        key = snapshots["snapshot_id"].iloc[-1] if len(snapshots) else None
+        if key != self._stall_key:
+            from toolkit import analysis
+
+            frame = analysis.stalled(self.store, threshold=self.stall_threshold)
+            self._stalled_cache = set(frame["chapter_id"].dropna()) if len(frame) else set()
+            self._stall_key = key
+        return self._stalled_cache if key is not None else set()
+
+    # -- the table: filter, sort, page ---------------------------------------------------
+
+    def visible(self) -> list[ChapterListItem]:
+        """The chapters the filter keeps, in the chosen order (every page)."""
+        keep = FILTERS[self.filter.value][1]
+        order = SORTS[self.sort.value][1]
+        return sorted((c for c in self.chapters if keep(c)), key=order)
+
+    def _render(self) -> None:
+        self._count_filters()
+        chosen = self.visible()
+        pages = max(1, -(-len(chosen) // self.page_size))
+        self.page = min(self.page, pages - 1)
+        start = self.page * self.page_size
+        shown = chosen[start : start + self.page_size]
+        project = self.projects.get(self.picker.value or "")
+        if not self.chapters:
+            self.table.value = "<p><i>No chapters in this project yet.</i></p>"
+        elif not shown:
+            name = FILTERS[self.filter.value][0].lower()
+            self.table.value = f"<p><i>No chapters here are {name}.</i></p>"
+        else:
+            self.table.value = chapter_table(
+                shown,
+                self.details,
+                project=project,
+                stalled=self.stalled_ids,
+                finish=self.finish,
+                now=self.service_now,
+            )
+        self.page_label.value = (
+            f"<small>Chapters {start + 1}-{start + len(shown)} of {len(chosen)}</small>"
+            if shown
+            else ""
+        )
+        self.previous.disabled = self.page == 0
+        self.next.disabled = self.page >= pages - 1
+        self.summary.value = totals(self.chapters)
+
+    def _count_filters(self, *, counted: bool = True) -> None:
+        options = [
+            (f"{name} ({sum(keep(c) for c in self.chapters)})" if counted else name, key)
+            for key, (name, keep) in FILTERS.items()
+        ]
+        if options != list(self.filter.options):
+            value, self._loading = self.filter.value, True
+            try:
+                self.filter.options = options
+                self.filter.value = value
+            finally:
+                self._loading = False
+
+    def _choice_changed(self, _change: object) -> None:
+        if not self._loading:
+            self.page = 0
+            self._render()
+
+    def _turn(self, step: int) -> None:
+        self.page = max(0, self.page + step)
+        self._render()
+
+    # -- projects, snapshots ------------------------------------------------------------
 
     def _picked(self, _change: object) -> None:
         if not self._loading:
@@ -140,46 +330,17 @@ class Dashboard(widgets.VBox):
             finally:
                 self._loading = False
 
-    def _refresh(self) -> None:
-        project_id = self.picker.value
-        if project_id is None:
-            self.table.value = "<p><i>This workspace has no projects.</i></p>"
-            self.summary.value = ""
-            return
-        chapters = self.client.list_chapters(project_id)
-        self.details = self._fetch_details(chapters)
-        self.chapters = chapters
-        stalled = self._stalled()
-        self.table.value = chapter_table(chapters, self.details, stalled=stalled)
-        self.summary.value = totals(chapters, self.details)
-        self.refreshes += 1
-        self.updated.value = f"<small>Updated {datetime.now():%H:%M:%S}</small>"
-
-    def _fetch_details(self, chapters: list[ChapterListItem]) -> dict[str, ChapterDetail]:
-        details = {}
-        for chapter in chapters:
-            known = self.details.get(chapter.id)
-            moved = self._seen_activity.get(chapter.id) != chapter.last_activity_at
-            if known is None or moved or chapter.processing:
-                known = self.client.get_chapter(chapter.id)
-                self._seen_activity[chapter.id] = chapter.last_activity_at
-            details[chapter.id] = known
-        return details
-
-    def _stalled(self) -> set[str]:
-        if self.store is None:
-            return set()
-        from toolkit import analysis
-
-        frame = analysis.stalled(self.store, threshold=self.stall_threshold)
-        return set(frame["chapter_id"].dropna()) if "chapter_id" in frame else set()
-
     def _take_snapshot(self) -> None:
+        assert self.store is not None
         info = self.store.take(self.client)
         self.message.show(f"Snapshot taken: {info}", "success")
         self.refresh()
 
     # -- auto-refresh -------------------------------------------------------------------
+
+    @property
+    def auto_refreshing(self) -> bool:
+        return self._stop is not None
 
     def _toggle_auto(self, change: dict[str, Any]) -> None:
         if change["new"]:
@@ -210,6 +371,41 @@ class Dashboard(widgets.VBox):
         while not stop.wait(max(self.interval.value, MIN_INTERVAL)):
             self.refresh()
 
+    def _replace_older(self) -> None:
+        replaced = [d for d in _LIVE if d._origin == self._origin and d.auto_refreshing]
+        for older in replaced:
+            older.stop_auto_refresh()
+            older.message.show(
+                "A newer dashboard replaced this one: its auto-refresh has stopped.", "info"
+            )
+        if replaced:
+            self.message.show(
+                "The dashboard this cell showed before was refreshing in the background: "
+                "that has stopped.",
+                "info",
+            )
+        _LIVE.add(self)
+
     def close(self) -> None:
-        self.stop_auto_refresh()
+        if hasattr(self, "_stop"):  # not so when __init__ was refused its arguments
+            self.stop_auto_refresh()
+        _LIVE.discard(self)
         super().close()
+
+
+def _origin(client: Client) -> object:
+    """What makes two dashboards "the same cell run again": the notebook cell when the
+    kernel says which cell is running, else the client they watch."""
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+        parent = kernel.get_parent() if kernel is not None else None
+        cell = (parent or {}).get("metadata", {}).get("cellId")
+    except Exception:  # not in a kernel, or one that does not say: fall back to the client
+        cell = None
+    return ("cell", cell) if cell else ("client", id(client))
+
+
+def _esc(text: str | None) -> str:
+    return html.escape(text or "", quote=False)

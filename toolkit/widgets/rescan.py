@@ -5,23 +5,31 @@ Decisions where the spec and DESIGN are silent:
   them (400); the panel says to upload their text as a new chapter instead.
 - The confirmation names the chapters and the credits as they were when "Re-scan" was
   pressed; changing the choice withdraws the question, so a confirmation never applies
-  to chapters it did not name.
-- Chapters are re-scanned one by one; a refusal of one (402, 409, ...) is reported on
-  its own line and the others still go ahead.
+  to chapters it did not name. A choice that costs more than the budget set in the
+  panel asks a second time.
+- A chapter still running is refused before anything is sent (the service would refuse
+  it too): it can be re-scanned once it has finished.
+- Chapters are re-scanned one by one; a refusal of one (402, ...) is reported on its own
+  line and the others still go ahead.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import html
+from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from toolkit.widgets._feedback import Feedback, Tone, describe
-from toolkit.widgets._inputs import AUTO, chapter_label, rescan_estimate
+from toolkit.errors import InvalidUpload
+from toolkit.formatting import count
+from toolkit.pricing import quote_rescans
+from toolkit.widgets._feedback import Feedback, Tone, error_message
+from toolkit.widgets._inputs import AUTO, BudgetBox, chapter_label
 
 if TYPE_CHECKING:
     from toolkit.client import Client
     from toolkit.models import ChapterListItem, Project
+    from toolkit.store import SnapshotStore
 
 WARNING = (
     "A re-scan runs a chapter again from its page images. It discards every translation, "
@@ -34,19 +42,25 @@ class RescanPanel(widgets.VBox):
     """Choose chapters (failed ones by default) and re-scan them after confirming.
 
     ```python
-    panel = tk.widgets.RescanPanel(client)
+    panel = tk.widgets.RescanPanel(client, budget=200)   # over 200 credits: asks twice
     ```
     """
 
-    def __init__(self, client: Client, *, store: Any = None) -> None:
+    def __init__(
+        self, client: Client, *, store: SnapshotStore | None = None, budget: int | None = None
+    ) -> None:
         self.client, self.store = client, store
         self.projects: dict[str, Project] = {}
         self.chapters: dict[str, ChapterListItem] = {}
         self.novels: list[ChapterListItem] = []
         self.pending: list[str] = []
+        self.over_budget = False
+        self.asked_again = False
         self._loading = False
 
-        self.warning = widgets.HTML(f'<p class="tk-warning"><b>&#9888; {WARNING}</b></p>')
+        self.warning = widgets.HTML(
+            f'<p class="tk-warning" style="color:#92400e"><b>Warning:</b> {WARNING}</p>'
+        )
         self.show_all = widgets.Checkbox(
             value=False,
             description="Show every chapter, not only failed ones",
@@ -55,18 +69,26 @@ class RescanPanel(widgets.VBox):
         )
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.choice = widgets.SelectMultiple(
-            options=[], rows=8, description="Chapters", layout={"width": "640px"}
+            options=[], rows=8, description="Chapters", layout={"width": "760px"}
         )
         self.notes = widgets.HTML()
+        self.budget = BudgetBox(budget)
         self.cost = widgets.HTML()
         self.rescan = widgets.Button(description="Re-scan…", button_style="warning")
         self.question = widgets.HTML()
         self.confirm = widgets.Button(
-            description="Yes, discard and re-scan", button_style="danger", layout={"width": "220px"}
+            description="Yes, discard and re-scan", button_style="danger", layout={"width": "auto"}
+        )
+        # Over the budget, a second button asks again: the second click of a double click
+        # lands on the first button, now disabled, so it cannot answer the second question.
+        self.confirm_again = widgets.Button(
+            description="Yes, over the budget: re-scan",
+            button_style="danger",
+            layout={"width": "auto", "display": "none"},
         )
         self.cancel = widgets.Button(description="Cancel")
         self.confirm_box = widgets.VBox(
-            [self.question, widgets.HBox([self.confirm, self.cancel])],
+            [self.question, widgets.HBox([self.confirm, self.confirm_again, self.cancel])],
             layout={"display": "none"},
         )
         self.message = Feedback()
@@ -76,19 +98,37 @@ class RescanPanel(widgets.VBox):
                 widgets.HBox([self.show_all, self.refresh_button]),
                 self.choice,
                 self.notes,
+                self.budget,
                 self.cost,
                 self.rescan,
                 self.confirm_box,
                 self.message,
             ]
         )
-        self.message.on_click(self.refresh_button, self.refresh)
-        self.message.on_click(self.rescan, self.ask)
-        self.message.on_click(self.confirm, self.run)
+        message = self.message
+        message.on_click(self.refresh_button, self.refresh, working="Refreshing…")
+        message.on_click(
+            self.rescan, self.ask, working="Checking…", ready=lambda: bool(self.selected())
+        )
+        message.on_click(
+            self.confirm,
+            self.confirmed,
+            working="Re-scanning…",
+            ready=lambda: bool(self.pending) and not self.asked_again,
+            doing="Nothing was re-scanned",
+        )
+        message.on_click(
+            self.confirm_again,
+            self.run,
+            working="Re-scanning…",
+            ready=lambda: bool(self.pending) and self.asked_again,
+            doing="Nothing was re-scanned",
+        )
         self.cancel.on_click(lambda _: self.withdraw("Nothing was re-scanned."))
-        self.show_all.observe(lambda _: self.message.run(self.refresh), names="value")
+        self.show_all.observe(lambda _: message.run(self.refresh), names="value")
         self.choice.observe(self._chosen, names="value")
-        self.message.run(self.refresh)
+        self.budget.input.observe(self._chosen, names="value")
+        message.run(self.refresh, doing="The chapters could not be read")
 
     # -- listing ------------------------------------------------------------------------
 
@@ -118,11 +158,19 @@ class RescanPanel(widgets.VBox):
         project = self.projects.get(chapter.project_id or "")
         return project.kind if project else None
 
+    def name(self, chapter: ChapterListItem) -> str:
+        return f"{self.projects[chapter.project_id or ''].name} / {chapter_label(chapter)}"
+
     def _label(self, chapter: ChapterListItem) -> str:
-        project = self.projects[chapter.project_id or ""]
-        state = "running" if chapter.processing else chapter.status or "not started"
-        reason = f" - failed: {chapter.failure_reason}" if chapter.failed else ""
-        return f"{project.name} / {chapter_label(chapter)} ({state}){reason}"
+        if chapter.processing:
+            state = "running"
+        elif chapter.failed:
+            state = f"failed: {chapter.failure_reason or 'no reason given'}"
+        elif chapter.started is False:
+            state = "staged"
+        else:
+            state = (chapter.status or "not finished").replace("_", " ")
+        return f"{self.name(chapter)} ({count(chapter.page_count, 'page')}) - {state}"
 
     def _notes(self, comics: list[ChapterListItem]) -> str:
         lines = []
@@ -130,8 +178,8 @@ class RescanPanel(widgets.VBox):
             lines.append("No failed chapters." if not self.show_all.value else "No chapters.")
         if self.novels:
             lines.append(
-                f"{len(self.novels)} novel chapter(s) not listed: a novel chapter cannot be "
-                "re-scanned; upload its text as a new chapter instead."
+                f"{count(len(self.novels), 'novel chapter')} not listed: a novel chapter cannot "
+                "be re-scanned; upload its text as a new chapter instead."
             )
         return "<br>".join(lines)
 
@@ -145,56 +193,90 @@ class RescanPanel(widgets.VBox):
             return
         chosen = self.selected()
         if chosen:
-            cost = rescan_estimate(self.projects, chosen, store=self.store)
-            self.cost.value = f"{len(chosen)} chapter(s), {cost.units} pages: " + cost.sentence(
-                run="Re-scanning them"
+            quote = quote_rescans(self.projects, chosen, store=self.store)
+            pages = sum(c.page_count or 0 for c in chosen)
+            what = f"{count(len(chosen), 'chapter')}, {count(pages, 'page')}"
+            run = "Re-scanning it" if len(chosen) == 1 else "Re-scanning them"
+            reasons = "".join(
+                f"<li>{_esc(chapter_label(c))}: {_esc(c.failure_reason)}</li>"
+                for c in chosen
+                if c.failed and c.failure_reason
+            )
+            self.cost.value = f"{what}: {_esc(quote.sentence(run=run))}" + (
+                f'<ul class="tk-reasons" style="white-space:normal">{reasons}</ul>'
+                if reasons
+                else ""
             )
         else:
             self.cost.value = "Choose the chapters to re-scan."
-        if self.pending and list(self.choice.value) != self.pending:
+        if self.pending:
             self.withdraw("The choice changed: press Re-scan again to confirm the new choice.")
+        self.message.update_buttons()
 
     def ask(self) -> None:
         """Show the confirmation for the chosen chapters; nothing is sent yet."""
+        self.refresh()  # fresh states: a chapter may have started meanwhile
         chosen = self.selected()
-        if not chosen:
-            self.message.show("Choose at least one chapter to re-scan.", "warning")
-            return
-        self.pending = [c.id for c in chosen]
-        cost = rescan_estimate(self.projects, chosen, store=self.store)
-        names = "; ".join(self._label(c) for c in chosen)
-        self.question.value = (
-            f'<p class="tk-question">Re-scan {len(chosen)} chapter(s): {names}?<br>'
-            f"<b>{WARNING}</b><br>{cost.sentence(run='This')}</p>"
+        running = [c for c in chosen if c.processing]
+        if running:
+            names = ", ".join(self.name(c) for c in running)
+            raise InvalidUpload(
+                f"{names} {'is' if len(running) == 1 else 'are'} still running: re-scan "
+                "once the run has finished."
+            )
+        quote = quote_rescans(self.projects, chosen, store=self.store)
+        names = "; ".join(self.name(c) for c in chosen)
+        over = self.budget.value and quote.credits > self.budget.value
+        budget = (
+            f"<br><b>That is over the budget of {self.budget.value:,} credits.</b>" if over else ""
         )
+        self.question.value = (
+            f'<p class="tk-question">Re-scan {count(len(chosen), "chapter")}: {names}?<br>'
+            f"<b>{WARNING}</b><br>{quote.sentence(run='This')}{budget}</p>"
+        )
+        self.pending = [c.id for c in chosen]
+        self.over_budget, self.asked_again = bool(over), False
+        self.confirm_again.layout.display = "none"
         self.confirm_box.layout.display = ""
         self.message.clear()
 
     def withdraw(self, why: str) -> None:
-        self.pending = []
+        self.pending, self.asked_again = [], False
         self.confirm_box.layout.display = "none"
         self.message.show(why, "info")
+        self.message.update_buttons()
+
+    def confirmed(self) -> None:
+        """The confirmation was given: over the budget, ask once more; else re-scan."""
+        if self.over_budget:
+            self.asked_again = True
+            self.confirm_again.layout.display = ""
+            self.message.show(
+                "This costs more than the budget set above: confirm once more to go ahead.",
+                "warning",
+            )
+            return
+        self.run()
 
     def run(self) -> None:
         """Re-scan the chapters named in the confirmation (only after `ask`)."""
-        ids, self.pending = self.pending, []
+        ids, self.pending, self.asked_again = self.pending, [], False
         self.confirm_box.layout.display = "none"
-        if not ids:
-            self.message.show("Nothing to confirm: press Re-scan first.", "warning")
-            return
         lines, failures = [], 0
         for chapter_id in ids:
             chapter = self.chapters[chapter_id]
-            name = f"{self.projects[chapter.project_id or ''].name} / {chapter_label(chapter)}"
             try:
                 result = self.client.rescan_chapter(chapter_id)
             except Exception as exc:
                 failures += 1
-                lines.append(f"{name}: not re-scanned. {describe(exc)}")
+                lines.append(error_message(exc, doing=f"{self.name(chapter)} was not re-scanned"))
             else:
-                lines.append(
-                    f"{name}: re-scan queued, {result.cleared_regions} translated lines discarded."
-                )
+                cleared = count(result.cleared_regions, "translated line")
+                lines.append(f"{self.name(chapter)}: re-scan queued, {cleared} discarded.")
         tone: Tone = "success" if not failures else "error" if failures == len(ids) else "warning"
         self.message.run(self.refresh)
         self.message.show("\n".join(lines), tone)
+
+
+def _esc(text: str | None) -> str:
+    return html.escape(text or "", quote=False)

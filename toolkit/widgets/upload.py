@@ -1,39 +1,46 @@
-"""`UploadPanel`: new chapters (comic pages or novel text), added pages, held pages started.
+"""`UploadPanel`: new chapters (comic pages or novel text), added pages, held pages
+started, and a whole folder of chapters.
 
-Three tabs, one message area. Every action is one call of the public client
-(`create_chapter`, `add_pages`, `start_chapter`); each tab shows what the run will cost
-before anything is sent. Project pickers offer only the projects of the right kind.
+Four tabs, one message area. Every action is one call of the public client
+(`create_chapter`, `add_pages`, `start_chapter`) or of `toolkit.batch` for a folder;
+each tab shows what the run will cost before anything is sent. Project pickers offer
+only the projects of the right kind.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
 from toolkit.errors import InvalidUpload
 from toolkit.widgets._add_pages import PagesForm
 from toolkit.widgets._feedback import Feedback
+from toolkit.widgets._folder import FolderForm
 from toolkit.widgets._inputs import project_label
 from toolkit.widgets._new_chapter import ComicForm, NovelForm
 
 if TYPE_CHECKING:
     from toolkit.client import Client
     from toolkit.models import Project
+    from toolkit.store import SnapshotStore
 
 
 class UploadPanel(widgets.VBox):
     """Create chapters, add pages, start held pages, from a notebook.
 
     ```python
-    panel = tk.widgets.UploadPanel(client)            # 1 credit per page per language
-    panel = tk.widgets.UploadPanel(client, store=store)   # prices learned from history
+    panel = tk.widgets.UploadPanel(client)                 # prices are estimates
+    panel = tk.widgets.UploadPanel(client, store=store)    # prices learned from history
+    panel = tk.widgets.UploadPanel(client, budget=500)     # a folder over 500 credits: asks twice
     ```
     """
 
-    TITLES = ("New comic chapter", "New novel chapter", "Add & start pages")
+    TITLES = ("New comic chapter", "New novel chapter", "Add & start pages", "Upload a folder")
 
-    def __init__(self, client: Client, *, store: Any = None) -> None:
+    def __init__(
+        self, client: Client, *, store: SnapshotStore | None = None, budget: int | None = None
+    ) -> None:
         self.client, self.store = client, store
         self.projects: dict[str, Project] = {}
         self.message = Feedback()
@@ -41,10 +48,13 @@ class UploadPanel(widgets.VBox):
         self.comic = ComicForm(self)
         self.novel = NovelForm(self)
         self.pages = PagesForm(self)
-        self.tabs = widgets.Tab(children=[self.comic, self.novel, self.pages], titles=self.TITLES)
+        self.folder = FolderForm(self, budget=budget)
+        self.tabs = widgets.Tab(
+            children=[self.comic, self.novel, self.pages, self.folder], titles=self.TITLES
+        )
         super().__init__([self.reload_button, self.tabs, self.message])
-        self.message.on_click(self.reload_button, self.reload)
-        self.message.run(self.reload)
+        self.message.on_click(self.reload_button, self.reload, working="Reloading…")
+        self.message.run(self.reload, doing="The projects could not be read")
 
     def reload(self) -> None:
         """Re-read the workspace's projects into the pickers."""
@@ -52,9 +62,15 @@ class UploadPanel(widgets.VBox):
         self._offer(self.comic.project, "comic")
         self._offer(self.novel.project, "novel")
         self._offer(self.pages.project, "comic")
+        self._offer(self.folder.project, None)
+        self.message.update_buttons()
 
-    def _offer(self, picker: widgets.Dropdown, kind: str) -> None:
-        options = [(project_label(p), p.id) for p in self.projects.values() if p.kind == kind]
+    def _offer(self, picker: widgets.Dropdown, kind: str | None) -> None:
+        options = [
+            (project_label(p), p.id)
+            for p in self.projects.values()
+            if kind is None or p.kind == kind
+        ]
         keep = picker.value if picker.value in dict((v, k) for k, v in options) else None
         picker.options = options
         picker.value = keep or (options[0][1] if options else None)
@@ -62,7 +78,7 @@ class UploadPanel(widgets.VBox):
     def project(self, project_id: str | None) -> Project:
         """The chosen project, or a readable refusal when there is none."""
         if not project_id or project_id not in self.projects:
-            raise InvalidUpload("no project chosen: pick one (or reload the projects)")
+            raise InvalidUpload("No project chosen: pick one (or reload the projects).")
         return self.projects[project_id]
 
     def chapters_changed(self, project_id: str, chapter_id: str) -> None:

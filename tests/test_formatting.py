@@ -1,0 +1,51 @@
+"""`toolkit.formatting`: the rules figures follow in panels, notebooks and the command."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+
+import toolkit as tk
+from toolkit.formatting import count, hours, moment, size, text_table, whole
+
+
+def test_values_read_as_a_person_expects():
+    assert (count(1, "page"), count(0, "page"), count(1200, "page")) == (
+        "1 page",
+        "0 pages",
+        "1,200 pages",
+    )
+    assert count(2, "box", "boxes") == "2 boxes"
+    assert (whole(1234.0), whole(2.5), whole(None), whole(pd.NA)) == ("1,234", "3", "", "")
+    assert (hours(0.04), hours(7.46), hours(31.2), hours(float("nan"))) == (
+        "0.0 h",
+        "7.5 h",
+        "31 h",
+        "",
+    )
+    assert moment(datetime(2026, 11, 21, 14, 5, 59, tzinfo=UTC)) == "2026-11-21 14:05"
+    assert (size(812), size(4_200), size(3_100_000), size(1_200_000_000)) == (
+        "812 B", "4.2 kB", "3.1 MB", "1.2 GB",
+    )  # fmt: skip
+    assert text_table([{"a": "1", "bb": "xyz"}, {"a": "100", "bb": ""}]) == "a    bb\n1    xyz\n100"
+
+
+def test_a_notebook_table_has_no_na_whole_credits_rounded_hours_and_names_not_ids():
+    frame = pd.DataFrame(
+        {
+            "project_id": pd.array(["0c6e1f3a-5d2b-4e8f-9a7c-1b2d3e4f5a6b", None], dtype="string"),
+            "project": ["Moonlit Harbor", "River of Stars"],
+            "credits": pd.array([12.0, None], dtype="Float64"),
+            "hours": [0.4166, 12.7],
+            "failed": pd.array([True, None], dtype="boolean"),
+            "failure_reason": ["The run stalled with no progress for 2 hours " * 3, None],
+            "chapters": pd.array([3, None], dtype="Int64"),
+        }
+    )
+    html = tk.table(frame).to_html()
+    assert "<NA>" not in html and "nan" not in html and "None" not in html
+    assert "0c6e1f3a" not in html and "project_id" not in html
+    assert ">12<" in html and ">0.4 h<" in html and ">13 h<" in html and ">yes<" in html
+    assert "white-space: normal" in html  # long reasons wrap, in full
+    assert ("The run stalled with no progress for 2 hours " * 3).strip() in html

@@ -1,0 +1,283 @@
+"""The Dashboard, driven headless against the emulator over loopback."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import httpx
+import pytest
+from widget_helpers import failed_chapter, settle
+
+from toolkit.client import Client
+from toolkit.store import SnapshotStore
+from toolkit.widgets import Dashboard
+
+DETAIL = re.compile(r"/api/v1/chapters/[^/]+$")
+
+
+def rows(dash: Dashboard) -> list[str]:
+    """The chapter numbers in the table, in the order shown."""
+    return re.findall(r'<tr class="tk-chapter"><td[^>]*>(\d+)</td>', dash.table.value)
+
+
+def test_table_names_states_coverage_failures_and_totals(emulator, comic_project, client, pages):
+    failed_id = failed_chapter(emulator, client, comic_project["id"], pages[:1])
+    client.create_chapter(comic_project["id"], pages=pages[1:3])
+    settle(emulator, client, comic_project["id"])
+    client.create_chapter(comic_project["id"], staged=True)
+    dash = Dashboard(client)
+    assert dash.picker.value == comic_project["id"]
+    table = dash.table.value
+    assert table.count('class="tk-chapter"') == 3
+    assert ">needs review<" in table and "100%" in table
+    assert ">failed<" in table and ">staged<" in table
+    assert ">translating<" not in table and "&#9203;" not in table and "&#9888;" not in table
+    reason = client.get_chapter(failed_id).failure_reason
+    assert f'title="{reason}"' in table and f">{reason}</div>" in table  # in full, wrapped
+    spent = sum(c.credits_spent for c in client.list_chapters(comic_project["id"]))
+    assert dash.summary.value == (
+        '<p class="tk-totals"><b>3 chapters</b>, 3 pages, <b>0</b> running, <b>1</b> failed, '
+        f"<b>1</b> needing review, <b>1</b> staged, <b>{spent:g}</b> credits spent</p>"
+    )
+    assert "<NA>" not in table and "None" not in table
+
+
+def test_a_running_chapter_shows_its_phase_and_an_estimated_finish(
+    emulator, comic_project, client, pages
+):
+    chapter = client.create_chapter(comic_project["id"], pages=pages)
+    dash = Dashboard(client)
+    seen = []
+    for _ in range(400):
+        phase = re.search(
+            r'tk-running"[^>]*>running</span> <small>([^<]+)</small>', dash.table.value
+        )
+        if phase is None:
+            break
+        if not seen or seen[-1] != phase.group(1):
+            seen.append(phase.group(1))
+        emulator.advance(5)
+        dash.refresh()
+    assert seen == [
+        "reading pages",
+        "translating en",
+        "translating fr",
+        "cleaning and lettering",
+        "packaging en",
+        "packaging fr",
+    ]
+    assert not client.get_chapter(chapter.id).processing
+
+
+def test_the_finish_is_estimated_from_the_pace_seen(emulator, comic_project, client, pages):
+    client.create_chapter(comic_project["id"], pages=pages)
+    dash = Dashboard(client)
+    assert ">in " not in dash.table.value  # no pace seen yet
+    for _ in range(60):
+        emulator.advance(10)
+        dash.refresh()
+        if dash.finish:
+            break
+    (finish,) = dash.finish.values()
+    now = emulator.now()
+    assert finish > now
+    minutes = round((finish - now).total_seconds() / 60)
+    assert f">in ~{minutes} min<" in dash.table.value
+    assert f"about {finish:%H:%M} UTC at the pace seen" in dash.table.value
+
+
+def test_filters_count_and_keep_their_chapters(emulator, comic_project, client, pages):
+    failed_chapter(emulator, client, comic_project["id"], pages[:1])  # 1
+    client.create_chapter(comic_project["id"], pages=pages[1:2])  # 2
+    settle(emulator, client, comic_project["id"])
+    client.create_chapter(comic_project["id"], staged=True)  # 3
+    client.create_chapter(comic_project["id"], pages=pages[2:3])  # 4, running
+    dash = Dashboard(client)
+    assert [label for label, _ in dash.filter.options] == [
+        "All (4)", "Running (1)", "Failed (1)", "Needs review (1)", "Staged (1)",
+    ]  # fmt: skip
+    assert rows(dash) == ["4", "1", "2", "3"]  # running first, then failed, then by number
+    for key, expected in [("failed", ["1"]), ("staged", ["3"]), ("running", ["4"])]:
+        dash.filter.value = key
+        assert rows(dash) == expected
+    dash.filter.value = "needs_review"
+    assert rows(dash) == ["2"]
+    dash.refresh()  # a refresh recounts the filters and keeps the choice
+    assert dash.filter.value == "needs_review" and rows(dash) == ["2"]
+    dash.filter.value = "all"
+    dash.sort.value = "number"
+    assert rows(dash) == ["1", "2", "3", "4"]
+
+
+def test_a_long_project_is_shown_a_page_at_a_time(emulator, comic_project, client):
+    for number in range(1, 24):
+        client.create_chapter(comic_project["id"], staged=True, position=number)
+    dash = Dashboard(client, page_size=10)
+    dash.sort.value = "number"
+    assert rows(dash) == [str(n) for n in range(1, 11)]
+    assert "Chapters 1-10 of 23" in dash.page_label.value and dash.previous.disabled
+    dash.next.click()
+    dash.next.click()
+    assert rows(dash) == ["21", "22", "23"] and dash.next.disabled
+    dash.previous.click()
+    assert rows(dash)[0] == "11"
+    dash.filter.value = "staged"  # a new filter starts at its first page
+    assert rows(dash)[0] == "1"
+
+
+class _Meeting(httpx.BaseTransport):
+    """Holds the first two chapter details until both are in flight: fails the test (by
+    timing out) if the dashboard fetched them one after another. Records what the panel
+    showed while the chapter list was read."""
+
+    def __init__(self, dash_ref: list[Dashboard]) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.barrier = threading.Barrier(2, timeout=10)
+        self.details = 0
+        self.lock = threading.Lock()
+        self.dash_ref = dash_ref
+        self.while_listing: list[tuple[str, str]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if DETAIL.search(request.url.path):
+            with self.lock:
+                self.details += 1
+                first_two = self.details <= 2
+            if first_two:
+                self.barrier.wait()
+        elif request.url.path.endswith("/chapters") and self.dash_ref:
+            dash = self.dash_ref[0]
+            labels = [label for label, _ in dash.filter.options]
+            self.while_listing.append((dash.status.value, dash.table.value, labels))
+        return self.inner.handle_request(request)
+
+
+def test_switching_project_says_it_is_loading_and_fetches_details_concurrently(
+    emulator, workspace, comic_project, client
+):
+    other = emulator.create_project(
+        workspace["id"], name="Small Steps", kind="comic", source_language="ja",
+        reading_direction="rtl", process_steps="text", target_languages=["en"],
+    )  # fmt: skip
+    client.create_chapter(other["id"], staged=True)
+    emulator.advance(60)
+    for _ in range(12):  # the project with the newest chapter is listed, and shown, first
+        client.create_chapter(comic_project["id"], staged=True)
+    shown: list[Dashboard] = []
+    transport = _Meeting(shown)
+    with Client(base_url=emulator.url, api_key=workspace["apiKey"], transport=transport) as c:
+        dash = Dashboard(c)
+        assert dash.picker.value == comic_project["id"] and len(rows(dash)) == 12
+        shown.append(dash)
+        dash.picker.value = other["id"]
+        status, table, labels = transport.while_listing[-1]
+        assert status == "<small>Loading Small Steps…</small>"
+        assert table == "<p class='tk-loading'><i>Loading the chapters of Small Steps…</i></p>"
+        assert 'class="tk-chapter"' not in table  # never the previous project's rows
+        assert labels == ["All", "Running", "Failed", "Needs review", "Staged"]  # nor counts
+    assert transport.barrier.broken is False
+
+
+def test_auto_refresh_runs_in_the_background_and_stops(emulator, comic_project, client, pages):
+    dash = Dashboard(client, interval=0.05)
+    assert "No chapters" in dash.table.value
+    dash.auto.value = True
+    try:
+        client.create_chapter(comic_project["id"], pages=pages[:1])  # the kernel is free
+        deadline = time.monotonic() + 10
+        while 'class="tk-chapter"' not in dash.table.value:
+            assert time.monotonic() < deadline, "the background refresh never showed the chapter"
+            time.sleep(0.02)
+    finally:
+        dash.auto.value = False
+    stopped_at = dash.refreshes
+    time.sleep(0.2)
+    assert dash.refreshes <= stopped_at + 1  # at most the refresh already under way
+    dash.close()
+
+
+def test_running_the_cell_again_stops_the_old_dashboards_refresh(comic_project, client):
+    old = Dashboard(client, interval=30, auto_refresh=True)
+    assert old.auto_refreshing
+    new = Dashboard(client, interval=30, auto_refresh=True)  # the same cell, run again
+    assert not old.auto_refreshing and old.auto.value is False
+    assert "A newer dashboard replaced this one" in old.message.text
+    assert new.auto_refreshing
+    assert new.message.text.startswith("The dashboard this cell showed before was refreshing")
+    new.close()
+    assert not new.auto_refreshing
+
+
+def test_a_network_failure_is_a_message_not_a_traceback():
+    with Client(base_url="http://127.0.0.1:9", api_key="k", max_retries=0, timeout=2) as c:
+        dash = Dashboard(c)
+    assert dash.message.tone == "error"
+    assert dash.message.text == (
+        "The dashboard could not refresh: could not reach the service. Check the base URL "
+        "(CTS_BASE_URL), that the service runs, and the network."
+    )
+    assert "no projects" not in dash.table.value
+
+
+def test_the_dashboard_recovers_once_the_service_answers_again(emulator, workspace, comic_project):
+    # No retries: the client's backoff is its own business, tested with the client.
+    client = Client(base_url=emulator.url, api_key=workspace["apiKey"], max_retries=0)
+    dash = Dashboard(client)
+    emulator.set_faults(error_rate=1.0, seed=2)
+    dash.refresh()
+    assert dash.message.text.startswith("The dashboard could not refresh: the service failed")
+    emulator.set_faults(error_rate=0.0)
+    dash.refresh()
+    assert dash.message.tone is None
+    client.close()
+
+
+# -- with a snapshot store ---------------------------------------------------------------
+
+
+def test_spend_today_and_this_week_from_the_store(emulator, comic_project, client, pages, tmp_path):
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    assert "given the workspace's snapshot history" in Dashboard(client).spend.value
+    dash = Dashboard(client, store=store)
+    assert "once the store has two snapshots" in dash.spend.value
+    store.take(client, at=emulator.now())
+    client.create_chapter(comic_project["id"], pages=pages)  # 3 pages x 2 languages
+    emulator.advance(60)
+    dash.snapshot_button.click()
+    assert dash.message.tone == "success", dash.message.text
+    assert "Spent today: <b>6</b> credits; this week: <b>6</b> credits" in dash.spend.value
+
+
+def test_the_dashboard_takes_a_snapshot_on_request(
+    emulator, comic_project, client, pages, tmp_path
+):
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    client.create_chapter(comic_project["id"], pages=pages[:1])
+    dash = Dashboard(client, store=store)
+    assert dash.snapshot_button.layout.display == ""
+    dash.snapshot_button.click()
+    assert dash.message.tone == "success", dash.message.text
+    assert len(store.snapshots()) == 1
+    assert store.latest("chapters")["chapter_id"].tolist() == [dash.chapters[0].id]
+    assert Dashboard(client).snapshot_button.layout.display == "none"  # no store, no button
+
+
+def test_stalled_chapters_are_marked_from_the_store(
+    emulator, comic_project, client, pages, tmp_path
+):
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    emulator.set_faults(stall_rate=1.0, seed=5)
+    client.create_chapter(comic_project["id"], pages=pages[:1])
+    for minutes in (0, 10, 40, 40):
+        emulator.advance(minutes * 60)
+        store.take(client, at=emulator.now())
+    dash = Dashboard(client, store=store)
+    assert client.list_chapters(comic_project["id"])[0].processing
+    assert "no progress in the last snapshots" in dash.table.value
+
+
+def test_options_are_keyword_only(client):
+    with pytest.raises(TypeError):
+        Dashboard(client, None)  # type: ignore[misc]

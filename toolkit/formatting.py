@@ -1,0 +1,174 @@
+"""How figures read wherever a person sees them: panels, notebooks' tables, the command.
+
+```python
+tk.table(frame)          # a pandas Styler with the rules below, for a notebook cell
+count(1, "page")         # "1 page"; count(3, "page") -> "3 pages"
+```
+
+The rules, written once: a missing value shows as blank (never `<NA>` or `NaN`);
+credits and counts are whole numbers with thousands separators; hours are rounded (one
+decimal under 10 hours, whole hours above); times to the minute; flags as yes/no; lists
+joined with commas; long text (a failure reason) wraps instead of being cut; a column of
+ids is left out when the table has names beside it, and an index of ids is hidden the
+same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pandas.io.formats.style import Styler
+
+WRAP_WIDTH = "32em"
+
+
+def count(n: int | None, noun: str, plural: str | None = None) -> str:
+    """`1 page`, `3 pages`, `1,200 pages`; `plural` for irregular nouns."""
+    n = n or 0
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def size(n_bytes: int) -> str:
+    """`812 B`, `4.2 kB`, `3.1 MB`, `1.2 GB` (powers of 1,000, as file managers show)."""
+    value = float(n_bytes)
+    for unit in ("B", "kB", "MB"):
+        if value < 1000:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:,.1f} GB"
+
+
+def text_table(rows: Sequence[Mapping[str, str]]) -> str:
+    """Rows of text as aligned columns, headed by their keys, for a terminal."""
+    if not rows:
+        return ""
+    headers = list(rows[0])
+    widths = [max(len(h), *(len(row[h]) for row in rows)) for h in headers]
+    cells = [headers, *([row[h] for h in headers] for row in rows)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(value))
+    except (TypeError, ValueError, ImportError):
+        return False
+
+
+def whole(value: Any) -> str:
+    """A credit or count figure: `1,234`, blank when missing; halves round up."""
+    if _missing(value):
+        return ""
+    return f"{math.floor(float(value) + 0.5):,}"
+
+
+def hours(value: Any) -> str:
+    """`0.4 h`, `7.5 h`, `31 h`; blank when missing."""
+    if _missing(value):
+        return ""
+    value = float(value)
+    return f"{value:.1f} h" if abs(value) < 10 else f"{value:,.0f} h"
+
+
+def moment(value: Any) -> str:
+    """A time to the minute, in the zone it carries: `2026-11-21 14:05`."""
+    if _missing(value):
+        return ""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return str(value)
+
+
+def _is_credit(name: str) -> bool:
+    return "credit" in name or name in {"cost", "estimated credits"}
+
+
+def yes_no(value: Any) -> str:
+    """A flag: `yes`, `no`, blank when missing."""
+    return "" if _missing(value) else ("yes" if value else "no")
+
+
+def _number(value: Any) -> str:
+    return "" if _missing(value) else f"{value:,.2f}"
+
+
+def _integer(value: Any) -> str:
+    return "" if _missing(value) else f"{value:,}"
+
+
+def _listed(value: Any) -> str:
+    """A list cell (target languages, models) as `en, fr`."""
+    if value is None or isinstance(value, str) or not hasattr(value, "__iter__"):
+        return "" if _missing(value) else str(value)
+    return ", ".join(str(item) for item in value)
+
+
+def _byte_size(value: Any) -> str:
+    return "" if _missing(value) else size(int(value))
+
+
+def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] | None:
+    import pandas as pd
+
+    kinds = pd.api.types
+    if kinds.is_bool_dtype(series.dtype):
+        return yes_no
+    if kinds.is_datetime64_any_dtype(series.dtype):
+        return moment
+    if not kinds.is_numeric_dtype(series.dtype):
+        return (
+            _listed if kinds.is_object_dtype(series.dtype) or "list" in str(series.dtype) else None
+        )
+    if credits or _is_credit(name):
+        return whole
+    if "hours" in name:
+        return hours
+    if name in ("byte_size", "bytes"):
+        return _byte_size
+    return _number if kinds.is_float_dtype(series.dtype) else _integer
+
+
+def table(
+    frame: pd.DataFrame | pd.Series, *, credits: bool = False, caption: str | None = None
+) -> Styler:
+    """`frame` styled by the rules above, for display in a notebook.
+
+    A column is formatted by its name and type: credits (any name with "credit", or
+    every number when `credits=True`, for a pivot of credits) as whole numbers, hours
+    rounded, sizes in bytes as kB/MB, times to the minute, flags as yes/no, lists joined.
+    Columns named `*_id` are dropped when a `name`, `project` or `chapter` column is
+    there to say the same; an index of ids is hidden likewise.
+    """
+    import pandas as pd
+
+    frame = frame.to_frame() if isinstance(frame, pd.Series) else frame
+    named = any(c in frame.columns for c in ("name", "project", "chapter"))
+    if named:
+        frame = frame.drop(columns=[c for c in frame.columns if str(c).endswith("_id")])
+    styler = frame.style.format(na_rep="")
+    for column in frame.columns:
+        rule = _rule(str(column).lower(), frame[column], credits)
+        if rule is not None:
+            styler = styler.format(rule, subset=[column])
+    index_name = str(frame.index.name or "")
+    if isinstance(frame.index, pd.RangeIndex) or (named and index_name.endswith("_id")):
+        styler = styler.hide(axis="index")
+    elif pd.api.types.is_datetime64_any_dtype(frame.index.dtype):
+        styler = styler.format_index(moment, axis="index")
+    wrap: list[tuple[str, str | float]] = [
+        ("white-space", "normal"),
+        ("max-width", WRAP_WIDTH),
+        ("text-align", "left"),
+    ]
+    styler = styler.set_table_styles([{"selector": "td, th", "props": wrap}], overwrite=False)
+    return styler.set_caption(caption) if caption else styler
