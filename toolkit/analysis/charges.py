@@ -53,6 +53,9 @@ def learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | N
         & (pages > 0)
     )
     if not first.any():
+        # No first run seen since the baseline: what chapters that ran had spent by then.
+        first = (rows["idx"].to_numpy() == 0) & flag(rows["started"]) & (credits > 0) & (pages > 0)
+    if not first.any():
         return {}
     price = credits[first] / (pages[first] * n_languages[first])
     seen = pd.DataFrame({"project_id": rows["project_id"].to_numpy(object)[first], "price": price})
@@ -189,22 +192,27 @@ def _split_rows(
         & (cleared | (np.abs(rest - held_before) > EPS))
     )
     held_only = ~rescan_before & ~rescan_after & (rest > EPS) & (rest <= held_before + EPS)
-    held_then_rescan = (
-        ~rescan_before
-        & ~rescan_after
-        & ~held_only
-        & (held_before > EPS)
-        & whole(rest - held_before, paid_after_added + held_before)
+    unread = ~rescan_before & ~rescan_after & ~held_only & (held_before > EPS)
+    # Both: held pages started, then a re-scan of every page (them included), or a
+    # re-scan of the pages that had run, then the held pages started.
+    held_then_rescan = unread & whole(rest - held_before, paid_after_added + held_before)
+    rescan_then_held = unread & ~held_then_rescan & whole(rest - held_before, paid)
+    odd = (rest > EPS) & ~(
+        rescan_before | rescan_after | held_only | held_then_rescan | rescan_then_held
     )
-    odd = (rest > EPS) & ~(rescan_before | rescan_after | held_only | held_then_rescan)
-    held = np.select([held_only, held_then_rescan], [rest, held_before], 0.0)
+    held = np.select([held_only, held_then_rescan | rescan_then_held], [rest, held_before], 0.0)
+    rescans_first = rescan_before | rescan_then_held
 
     s, c = split.pages, split.count
     s[at, 0], c[at, 0] = first, first > EPS
     s[at, 2], c[at, 2] = added, added > EPS
     s[at, 3], c[at, 3] = held, held > EPS
     with np.errstate(invalid="ignore", divide="ignore"):
-        k_before = np.where(rescan_before, np.round(rest / np.where(paid > EPS, paid, 1)), 0)
+        k_before = np.where(
+            rescans_first,
+            np.round((rest - held * rescan_then_held) / np.where(paid > EPS, paid, 1)),
+            0,
+        )
         after_size = paid_after_added + held
         k_after = np.select(
             [rescan_after, held_then_rescan],
@@ -212,7 +220,7 @@ def _split_rows(
              np.round((rest - held) / np.where(after_size > EPS, after_size, 1))],
             0,
         )  # fmt: skip
-    s[at, 1] = np.where(rescan_before, paid, 0.0)
+    s[at, 1] = np.where(rescans_first, paid, 0.0)
     s[at, 4] = np.select([rescan_after | held_then_rescan, odd], [after_size, rest], 0.0)
     c[at, 1] = k_before.astype("int64")
     c[at, 4] = np.where(odd, 1, k_after).astype("int64")
