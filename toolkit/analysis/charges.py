@@ -185,21 +185,35 @@ def _split_rows(
             return fits
 
     paid_after_added = paid + added
-    rescan_before = whole(rest, paid) & (cleared | (np.abs(rest - held_before) > EPS))
-    rescan_after = (
-        ~rescan_before
-        & whole(rest, paid_after_added)
-        & (cleared | (np.abs(rest - held_before) > EPS))
-    )
-    held_only = ~rescan_before & ~rescan_after & (rest > EPS) & (rest <= held_before + EPS)
-    unread = ~rescan_before & ~rescan_after & ~held_only & (held_before > EPS)
-    # Both: held pages started, then a re-scan of every page (them included), or a
-    # re-scan of the pages that had run, then the held pages started.
-    held_then_rescan = unread & whole(rest - held_before, paid_after_added + held_before)
-    rescan_then_held = unread & ~held_then_rescan & whole(rest - held_before, paid)
-    odd = (rest > EPS) & ~(
-        rescan_before | rescan_after | held_only | held_then_rescan | rescan_then_held
-    )
+    # The readings of what is left, each with how many runs it takes; the one with the
+    # fewest runs wins (several re-scans between two snapshots are rare), ties in this
+    # order. Held pages started cannot explain a cleared `failed` on their own.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        readings = np.stack(
+            [
+                np.where(whole(rest, paid), np.round(rest / paid), np.inf),
+                np.where(whole(rest, paid_after_added), np.round(rest / paid_after_added), np.inf),
+                np.where((rest > EPS) & (rest <= held_before + EPS) & ~cleared, 1.0, np.inf),
+                np.where(
+                    (held_before > EPS) & whole(rest - held_before, paid_after_added + held_before),
+                    1 + np.round((rest - held_before) / (paid_after_added + held_before)),
+                    np.inf,
+                ),
+                np.where(
+                    (held_before > EPS) & whole(rest - held_before, paid),
+                    1 + np.round((rest - held_before) / paid),
+                    np.inf,
+                ),
+            ]
+        )
+    best = np.argmin(readings, axis=0)
+    readable = np.isfinite(readings.min(axis=0)) & (rest > EPS)
+    rescan_before = readable & (best == 0)
+    rescan_after = readable & (best == 1)
+    held_only = readable & (best == 2)
+    held_then_rescan = readable & (best == 3)
+    rescan_then_held = readable & (best == 4)
+    odd = (rest > EPS) & ~readable
     held = np.select([held_only, held_then_rescan | rescan_then_held], [rest, held_before], 0.0)
     rescans_first = rescan_before | rescan_then_held
 

@@ -170,6 +170,8 @@ def _build(obs: Observed) -> pd.DataFrame:
     )
     _ends(frame, rows, times, end_row[row], end_kind[row])
     _match_events(frame, obs)
+    # Runs between the same two snapshots ran one after another.
+    frame["started"] = frame.groupby("row", sort=False)["started"].cummax()
     return _finish(frame, rows, found, times)
 
 
