@@ -149,10 +149,12 @@ def test_the_page_is_self_contained_and_says_what_the_figures_say(store, tmp_pat
 def test_hours_are_rounded_and_minutes_shown_under_an_hour(store, tmp_path):
     page = Page(tk.report(store, tmp_path / "week.html").read_text(encoding="utf-8"))
     cycle = {row[0]: row[-1] for row in page.rows if len(row) == 8}
-    assert cycle["Moonlit Harbor"] == "12.5 h"  # runs of 2 h and 23 h (re-scan seen at 12:00)
-    assert cycle["Star Courier"] == "23.0 h"
+    # Runs of 2 h and 24 h: a re-scan first seen at 12:00 started after the 11:00
+    # snapshot, its earliest possible start (docs/analysis.md, "runs").
+    assert cycle["Moonlit Harbor"] == "13.0 h"
+    assert cycle["Star Courier"] == "24.0 h"
     assert cycle["Quiet Isles"] == "–"
-    assert cycle["All projects"] == "23.0 h"  # the median of 2, 23 and 23 h
+    assert cycle["All projects"] == "24.0 h"  # the median of 2, 24 and 24 h
 
 
 def test_tk_report_works_before_and_after_the_module_is_imported(store, tmp_path):

@@ -74,7 +74,10 @@ def gather(
     names = obs.store.latest("projects").set_index("project_id")["name"].astype("string")
     lines = _window(analysis.throughput(obs, freq="1D", by="project_id"), start, end)
     spend = _window(analysis.credit_spend(obs, freq="1D", by="project_id"), start, end)
-    daily = spend.merge(lines, on=["period", "project_id"], how="outer").fillna(0)
+    measures = ["credits", "rework_credits", "lines"]
+    daily = spend.merge(lines, on=["period", "project_id"], how="outer")
+    daily = daily[["period", "project_id", *measures]]
+    daily[measures] = daily[measures].fillna(0)
     daily = daily.rename(columns={"period": "day"})
     daily["project"] = daily["project_id"].map(names).fillna(daily["project_id"])
     runs = analysis.cycle_times(obs)
