@@ -12,6 +12,7 @@ How each figure is derived is in docs/analysis.md.
 
 from __future__ import annotations
 
+from toolkit.analysis.forecast import ForecastBy, forecast
 from toolkit.analysis.measures import (
     SpendBy,
     ThroughputBy,
@@ -24,11 +25,13 @@ from toolkit.analysis.measures import (
 from toolkit.analysis.runs import cycle_times, failures, stalled
 
 __all__ = [
+    "ForecastBy",
     "SpendBy",
     "ThroughputBy",
     "credit_spend",
     "cycle_times",
     "failures",
+    "forecast",
     "price_estimate",
     "price_per_chapter",
     "price_per_page",

@@ -1,0 +1,347 @@
+"""Forecasts: when the open work will be done, and which work waits for a person.
+
+```python
+tk.analysis.forecast(store, by="project_id", window="7D")   # p10 / p50 / p90 finish times
+tk.analysis.burn_down(store, by="project_id")                # remaining lines per snapshot
+```
+
+The method, in the words a production lead would use (docs/analysis.md has the rest):
+
+- *Open work* is the lines still untranslated (`untranslated`) in the chapters of the
+  snapshot the forecast is made at (the latest, or the latest at or before `until`).
+- Some open work will not finish without a person, so it gets a reason and never an
+  ETA: a failed chapter waiting for a re-scan, a run that shows no progress for
+  `stall_after`, held pages never started, a staged chapter never started (with or
+  without pages).
+- *Throughput* is the lines translated per hour over the `window` before that snapshot,
+  counted only while the group had a chapter running (an idle weekend is not slowness),
+  and measured per `freq` bin (by default a day), so that there is a spread.
+- The ETA divides the remaining lines by that throughput: p50 at the pooled rate (all
+  lines over all running hours), p10 at the rate of the best tenth of the bins, p90 at
+  that of the worst tenth. This treats a good or bad spell as one that lasts, which is
+  what makes the band honest for a backlog; a bin with no lines at all leaves p90 open.
+  Work after the last line (packaging, cleaning, lettering) and the last chapter of a
+  group finishing after the others only ever delay the finish, and lines do not show
+  them: p90 allows one snapshot interval more for them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis.measures import price_per_page
+from toolkit.analysis.observed import Observed, flag, observe
+from toolkit.store import utc
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+    from toolkit.store.snapshot_store import When
+
+ForecastBy = Literal["project_id", "language_code", "chapter_id"]
+TEXT = pd.StringDtype()
+TIME = "datetime64[us, UTC]"
+DONE = ("needs_review", "reviewed")
+
+COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
+           "finish_p50", "finish_p90", "hours_p50", "needs_action", "needs_action_reason",
+           "status", "as_of"]  # fmt: skip
+
+
+def forecast(
+    store: SnapshotStore | Observed,
+    *,
+    by: ForecastBy = "project_id",
+    window: str | pd.Timedelta = "7D",
+    freq: str = "1D",
+    until: When | None = None,
+    stall_after: str | pd.Timedelta = "90min",
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """When the open work of each group will be done, with a spread; one row per group
+    that has open work or work waiting for a person.
+
+    Columns: `<by>` (and `project` or `chapter` names beside the ids), `open_chapters`,
+    `remaining_lines` (not counting work that needs action), `lines_per_hour`, `bins`
+    (throughput bins the spread comes from), `finish_p10`, `finish_p50`, `finish_p90`,
+    `hours_p50` (from `as_of`), `needs_action` (chapters), `needs_action_reason`,
+    `status` (`on track`, `needs action`, `no recent throughput`, `remaining unknown`)
+    and `as_of` (the snapshot the forecast is made at).
+
+    window: how far back throughput is read. freq: its bins (at least three in the
+    window give a spread). until: forecast as seen at the latest snapshot at or before
+    this time (to check a forecast against what happened next). tz: show times in it.
+    """
+    if by not in ("project_id", "language_code", "chapter_id"):
+        raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")
+    obs = observe(store)
+    manifest = obs.manifest
+    if until is not None:
+        manifest = manifest[manifest["snapshot_at"] <= utc(until)]
+    if manifest.empty:
+        return _shape(pd.DataFrame(), by, tz)
+    as_of = manifest["snapshot_at"].iloc[-1]
+    span = pd.Timedelta(window)
+    chapters, languages = _window(obs, as_of - span, as_of)
+    current = chapters[chapters["snapshot_at"] == as_of]
+    reasons = needs_action(obs, as_of=as_of, stall_after=pd.Timedelta(stall_after))
+
+    rates = _rates(chapters, languages, by=by, freq=freq, tz=tz)
+    open_rows = _open_work(current, languages[languages["snapshot_at"] == as_of], reasons, by)
+    times = chapters["snapshot_at"].drop_duplicates().sort_values()
+    interval = times.diff().median() if len(times) > 1 else pd.Timedelta(0)
+    frame = _estimate(open_rows, rates, as_of, slack=interval)
+    return _shape(_named(frame, obs, by, as_of), by, tz)
+
+
+def needs_action(obs: Observed, *, as_of: pd.Timestamp, stall_after: pd.Timedelta) -> pd.Series:
+    """Why each chapter at the snapshot `as_of` waits for a person, by chapter id;
+    chapters that need nothing are absent.
+
+    Held pages are the pages counted after the chapter last ran: its page count now
+    above its count at the last change that showed it running or its credits rising.
+    """
+    log = obs.chapters[obs.chapters["snapshot_at"] <= as_of].sort_values(["chapter_id", "idx"])
+    current = log.groupby("chapter_id").tail(1)
+    current = current[~flag(current["deleted"])]
+    ran_pages = _pages_at_last_run(obs, log)
+    reasons: dict[str, str] = {}
+    for row in current.itertuples(index=False):
+        processing, failed = _true(row.processing), _true(row.failed)
+        pages = int(row.page_count) if not pd.isna(row.page_count) else 0
+        quiet = as_of - row.last_activity_at if not pd.isna(row.last_activity_at) else None
+        if failed and not processing:
+            reasons[row.chapter_id] = (
+                "failed, waiting for a re-scan"
+                if pages
+                else "failed; its text needs uploading again as a new chapter"
+            )
+        elif failed:
+            reasons[row.chapter_id] = "failed earlier; needs a re-scan after this run"
+        elif processing and quiet is not None and quiet >= stall_after:
+            reasons[row.chapter_id] = "running with no progress"
+        elif not _true(row.started):
+            reasons[row.chapter_id] = (
+                "staged with no pages" if pages == 0 else "staged, never started"
+            )
+        elif not processing and pages > ran_pages.get(row.chapter_id, pages):
+            reasons[row.chapter_id] = "held pages never started"
+    return pd.Series(reasons, dtype=TEXT)
+
+
+def _true(value: object) -> bool:
+    return not pd.isna(value) and bool(value)
+
+
+def _pages_at_last_run(obs: Observed, log: pd.DataFrame) -> dict[str, int]:
+    """Pages each chapter has run, at most: its page count at the last change that showed
+    it running or paying (`log`: the chapters' change log sorted by chapter and
+    snapshot), and no more than its credits paid for at the learned price (which is what
+    tells held pages added before the store's first snapshot)."""
+    credits = log["credits_spent"].fillna(0)
+    paid = credits > credits.groupby(log["chapter_id"]).shift(1).fillna(0)
+    ran = log[flag(log["processing"]) | paid].groupby("chapter_id").tail(1)
+    pages = dict(zip(ran["chapter_id"], ran["page_count"].fillna(0).astype(int), strict=True))
+    prices = price_per_page(obs)
+    last = log.groupby("chapter_id").tail(1)
+    per_page = last["project_id"].map(prices).fillna(prices.get(None, np.nan))
+    per_page = per_page.astype(float) * obs.language_counts(last["chapter_id"])
+    afforded = (last["credits_spent"].fillna(0).astype(float) / per_page).round(6)
+    for chapter, most in zip(last["chapter_id"], afforded, strict=True):
+        if not np.isnan(most) and chapter in pages:
+            pages[chapter] = min(pages[chapter], int(np.floor(most)))
+    return pages
+
+
+def _window(obs: Observed, start: pd.Timestamp, end: pd.Timestamp) -> tuple[pd.DataFrame, ...]:
+    """Every snapshot's chapters and languages from the last one before `start` to `end`
+    (the one before, so the window's first interval has a beginning)."""
+    times = obs.manifest["snapshot_at"]
+    earlier = times[times < start]
+    since = earlier.iloc[-1] if len(earlier) else times.iloc[0]
+    chapters = obs.store.history("chapters", since=since, until=end)
+    languages = obs.store.history("languages", since=since, until=end)
+    return chapters, languages
+
+
+def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
+    return frame[by].astype(TEXT)
+
+
+def _rates(
+    chapters: pd.DataFrame, languages: pd.DataFrame, *, by: ForecastBy, freq: str, tz: str | None
+) -> pd.DataFrame:
+    """Lines translated per hour, per group and bin, over the hours the group had a
+    chapter running: `group, bin, lines, hours`."""
+    times = sorted(chapters["snapshot_at"].unique())
+    if len(times) < 2:
+        return pd.DataFrame(columns=["group", "bin", "lines", "hours"])
+    previous = dict(zip(times[1:], times[:-1], strict=True))
+    following = dict(itertools.pairwise(times))
+
+    # Lines per interval: the rise of `covered`, in full where it restarted (fell or the
+    # chapter's failure was cleared), as throughput counts them.
+    log = languages.sort_values(["chapter_id", "language_code", "snapshot_at"])
+    keys = [log["chapter_id"], log["language_code"]]
+    before = log.groupby(keys)["covered"].shift(1)
+    known = log.groupby(keys)["snapshot_at"].shift(1)
+    covered = log["covered"].fillna(0).astype("int64")
+    start = before.isna() | (known != log["snapshot_at"].map(previous))
+    flags = chapters[["chapter_id", "snapshot_at", "failed"]].sort_values(
+        ["chapter_id", "snapshot_at"]
+    )
+    was_failed = flag(flags.groupby("chapter_id")["failed"].shift(1))
+    cleared = flags[was_failed & ~flag(flags["failed"])][["chapter_id", "snapshot_at"]]
+    rescanned = pd.MultiIndex.from_frame(log[["chapter_id", "snapshot_at"]]).isin(
+        pd.MultiIndex.from_frame(cleared)
+    )
+    restarted = (covered < before.fillna(0)) | rescanned
+    lines = np.where(start | restarted, covered, covered - before.fillna(0))
+    log = log.assign(lines=lines, group=_group_keys(log, by))
+    log = log[log["snapshot_at"] > times[0]]
+
+    # Running hours: an interval counts for a group that had a chapter running at either end.
+    running = chapters[flag(chapters["processing"])]
+    if by == "language_code":
+        running = running.merge(
+            languages[["snapshot_at", "chapter_id", "language_code"]],
+            on=["snapshot_at", "chapter_id"],
+        )
+    pairs = pd.DataFrame({"group": _group_keys(running, by), "at": running["snapshot_at"]})
+    ends = pd.concat([pairs, pairs.assign(at=pairs["at"].map(following))])
+    intervals = ends.dropna().drop_duplicates()
+    intervals["hours"] = (intervals["at"] - intervals["at"].map(previous)).dt.total_seconds() / 3600
+    intervals = intervals.dropna()
+
+    lines_per = log.groupby(["group", "snapshot_at"])["lines"].sum().rename("lines").reset_index()
+    merged = intervals.rename(columns={"at": "snapshot_at"}).merge(
+        lines_per, on=["group", "snapshot_at"], how="left"
+    )
+    merged["lines"] = merged["lines"].fillna(0)
+    local = merged["snapshot_at"].dt.tz_convert(tz) if tz else merged["snapshot_at"]
+    merged["bin"] = _bins(local, freq)
+    return merged.groupby(["group", "bin"], as_index=False)[["lines", "hours"]].sum()
+
+
+def _bins(times: pd.Series, freq: str) -> pd.Series:
+    """The bin of each time: floored to `freq`, calendar frequencies as pandas starts them."""
+    try:
+        return times.dt.floor(freq, ambiguous=False, nonexistent="shift_forward")
+    except ValueError:
+        zone = times.dt.tz
+        naive = times.dt.tz_localize(None).dt.to_period(freq).dt.start_time
+        return naive.dt.tz_localize(zone, ambiguous=False, nonexistent="shift_forward")
+
+
+def _open_work(
+    current: pd.DataFrame, languages: pd.DataFrame, reasons: pd.Series, by: ForecastBy
+) -> pd.DataFrame:
+    """Per group: open chapters, remaining lines (of work not needing action; null if a
+    chapter's were never fetched), chapters needing action and why."""
+    waiting = current["chapter_id"].isin(reasons.index)
+    undone = ~current["status"].isin(DONE) | flag(current["processing"])
+    going, held = current[~waiting & undone], current[waiting]
+    open_langs = languages[~languages["status"].isin(DONE)]
+    lang_columns = ["chapter_id", "language_code", "untranslated"]
+    if by == "language_code":
+        going = going.merge(open_langs[lang_columns], on="chapter_id")
+        held = held.merge(languages[lang_columns], on="chapter_id")
+    else:
+        remaining = open_langs.groupby("chapter_id")["untranslated"].agg(
+            lambda values: values.sum() if values.notna().all() else pd.NA
+        )
+        going = going.assign(untranslated=going["chapter_id"].map(remaining).fillna(0))
+    going = going.assign(group=_group_keys(going, by))
+    held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
+    rows = []
+    for group in sorted(set(going["group"]) | set(held["group"])):
+        mine, flagged = going[going["group"] == group], held[held["group"] == group]
+        left = mine["untranslated"]
+        counts = flagged.drop_duplicates("chapter_id")["reason"].value_counts().sort_index()
+        rows.append(
+            {
+                "group": group,
+                "open_chapters": mine["chapter_id"].nunique(),
+                "remaining_lines": left.sum() if left.notna().all() else pd.NA,
+                "needs_action": flagged["chapter_id"].nunique(),
+                "needs_action_reason": "; ".join(f"{n} {r}" for r, n in counts.items()) or pd.NA,
+            }
+        )
+    return pd.DataFrame(rows, columns=["group", "open_chapters", "remaining_lines", "needs_action",
+                                       "needs_action_reason"])  # fmt: skip
+
+
+def _estimate(
+    open_rows: pd.DataFrame, rates: pd.DataFrame, as_of: pd.Timestamp, *, slack: pd.Timedelta
+) -> pd.DataFrame:
+    """Finish times from each group's remaining lines and its binned rates; p90 allows
+    `slack` more for what lines do not show (see the module's docstring)."""
+    out = open_rows.copy()
+    names = ["lines_per_hour", "bins", "finish_p10", "finish_p50", "finish_p90", "status"]
+    columns: dict[str, list[object]] = {name: [] for name in names}
+    for row in out.itertuples(index=False):
+        mine = rates[(rates["group"] == row.group) & (rates["hours"] > 0)]
+        per_bin = (mine["lines"] / mine["hours"]).to_numpy(float)
+        pooled = mine["lines"].sum() / mine["hours"].sum() if len(mine) else 0.0
+        left = row.remaining_lines
+        p10 = p50 = p90 = pd.NaT
+        if row.open_chapters == 0:
+            status = "needs action"
+        elif pd.isna(left):
+            status = "remaining unknown"
+        elif pooled <= 0:
+            status = "no recent throughput"
+        else:
+            status = "on track"
+            fast, slow = np.quantile(per_bin, [0.9, 0.1])
+            p10 = as_of + pd.Timedelta(hours=float(left) / fast)
+            p50 = as_of + pd.Timedelta(hours=float(left) / pooled)
+            p90 = as_of + pd.Timedelta(hours=float(left) / slow) + slack if slow > 0 else pd.NaT
+        for name, value in zip(columns, [pooled, len(per_bin), p10, p50, p90, status], strict=True):
+            columns[name].append(value)
+    for name, values in columns.items():
+        out[name] = values
+    out["as_of"] = as_of
+    return out
+
+
+def _named(frame: pd.DataFrame, obs: Observed, by: ForecastBy, as_of: pd.Timestamp) -> pd.DataFrame:
+    """The group column under its own name, with names beside ids."""
+    frame = frame.rename(columns={"group": by})
+    if by == "language_code" or frame.empty:
+        return frame
+    if by == "project_id":
+        projects = obs.store.as_of("projects", as_of)
+        names = dict(zip(projects["project_id"], projects["name"], strict=True))
+        return frame.assign(project=frame["project_id"].map(names))
+    chapters = obs.store.as_of("chapters", as_of).set_index("chapter_id")
+    projects = obs.store.as_of("projects", as_of).set_index("project_id")["name"]
+    found = chapters.reindex(frame["chapter_id"])
+    title = found["title"].fillna("chapter " + found["position"].astype("string"))
+    return frame.assign(
+        chapter=title.to_numpy(),
+        project_id=found["project_id"].to_numpy(),
+        project=found["project_id"].map(projects).to_numpy(),
+    )
+
+
+def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
+    """The columns in order, with their dtypes, whether or not there were rows."""
+    names = {"project_id": ["project"], "chapter_id": ["chapter", "project_id", "project"]}
+    leading = [by, *names.get(by, [])]
+    frame = frame.reindex(columns=[*leading, *COLUMNS])
+    for column in [*leading, "needs_action_reason", "status"]:
+        frame[column] = frame[column].astype(TEXT)
+    for column in ("open_chapters", "remaining_lines", "bins", "needs_action"):
+        frame[column] = frame[column].astype("Int64")
+    frame["lines_per_hour"] = frame["lines_per_hour"].astype("Float64")
+    for column in ("finish_p10", "finish_p50", "finish_p90", "as_of"):
+        frame[column] = pd.to_datetime(frame[column], utc=True).astype(TIME)
+        if tz:
+            frame[column] = frame[column].dt.tz_convert(tz)
+    hours = (frame["finish_p50"] - frame["as_of"]).dt.total_seconds() / 3600
+    frame["hours_p50"] = hours.astype("Float64")
+    return frame.sort_values(by, ignore_index=True)
