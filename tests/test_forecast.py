@@ -3,11 +3,12 @@ time of each project is then known from the chapters' last activity."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 from page_images import make_page
 
-from toolkit import analysis
+from toolkit import analysis, plots
 from toolkit.store import SnapshotStore
 
 # (pages per chapter, target languages): two chapters each, steady while they translate.
@@ -122,6 +123,17 @@ def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
     earlier = earlier.set_index("project_id")
     for project in steady:  # the work left shrinks as time passes
         assert later.loc[project, "remaining_lines"] < earlier.loc[project, "remaining_lines"]
+
+    left = analysis.burn_down(store).set_index(["snapshot_at", "project_id"])["remaining_lines"]
+    for project in steady:
+        assert left.loc[(times.iloc[-1], project)] == later.loc[project, "remaining_lines"]
+
+    ax = plots.burn_down(store, window="9min", freq="3min")
+    bands = [patch for patch in ax.patches if patch.get_alpha()]
+    assert len(bands) == len(steady)  # one band per project on track, none for "Waiting"
+    labels = ax.get_legend_handles_labels()[1]
+    assert any(label.startswith("Waiting") and "need action" in label for label in labels)
+    plt.close(ax.figure)
 
     empty = analysis.forecast(SnapshotStore(tmp_path / "empty"))
     assert empty.empty and list(empty.columns)[:2] == ["project_id", "project"]

@@ -15,8 +15,10 @@ a workspace of a hundred projects stays legible.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
+import matplotlib as mpl
 import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
@@ -323,4 +325,55 @@ def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
     ax.set_ylabel("runs")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"Cycle times of {len(values)} finished runs")
+    return ax
+
+
+def burn_down(
+    source: SnapshotStore | Observed,
+    *,
+    ax: Axes | None = None,
+    by: analysis.ForecastBy = "project_id",
+    window: str = "7D",
+    freq: str = "1D",
+    top: int = TOP,
+) -> Axes:
+    """Lines still to translate per project (or language), with the forecast from the
+    latest snapshot: the dashed line runs to the p50 finish, the band spans p10 to p90.
+
+    window, freq: as `analysis.forecast` takes them. Groups whose work waits for a
+    person have no band (they have no ETA); their count is in the legend.
+    """
+    ax = _axes(ax)
+    left = analysis.burn_down(source, by=by)
+    seen = analysis.forecast(source, by=by, window=window, freq=freq)
+    ranked = (
+        seen.sort_values("remaining_lines", ascending=False)[by].tolist()[:top] if len(seen) else []
+    )
+    names = _project_names(source, pd.Series(ranked)) if by == "project_id" else ranked
+    colors = itertools.cycle(mpl.rcParams["axes.prop_cycle"].by_key()["color"])
+    for group, name, color in zip(ranked, names, colors, strict=False):
+        mine = left[left[by] == group]
+        x = _naive(mine["snapshot_at"])
+        ax.plot(x, mine["remaining_lines"].astype(float), drawstyle="steps-post", color=color,
+                linewidth=1.8)  # fmt: skip
+        row = seen[seen[by] == group].iloc[0]
+        label = str(name)
+        if pd.notna(row["finish_p50"]):
+            start = _naive(pd.Series([row["as_of"]]))[0]
+            p10, p50, p90 = (
+                _naive(pd.Series([row[c]]))[0] for c in ("finish_p10", "finish_p50", "finish_p90")
+            )
+            height = float(row["remaining_lines"])
+            far = p90 if pd.notna(p90) else p50 + 2 * (p50 - start)
+            ax.fill([start, p10, far], [height, 0, 0], color=color, alpha=0.18, linewidth=0)
+            ax.plot([start, p50], [height, 0], color=color, linestyle="--", linewidth=1.2)
+            label += f" (p50 {p50:%b %d %H:%M})"
+        if row["needs_action"]:
+            label += f", {row['needs_action']} need action"
+        ax.plot([], [], color=color, label=label)
+    _date_axis(ax)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("lines still to translate")
+    ax.set_title(f"Burn-down by {_GROUP_LABELS[by]}: p50 dashed, p10-p90 shaded")
+    _legend(ax, _GROUP_LABELS[by])
     return ax

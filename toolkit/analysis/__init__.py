@@ -12,7 +12,7 @@ How each figure is derived is in docs/analysis.md.
 
 from __future__ import annotations
 
-from toolkit.analysis.forecast import ForecastBy, forecast
+from toolkit.analysis.forecast import ForecastBy, burn_down, forecast
 from toolkit.analysis.measures import (
     SpendBy,
     ThroughputBy,
@@ -28,6 +28,7 @@ __all__ = [
     "ForecastBy",
     "SpendBy",
     "ThroughputBy",
+    "burn_down",
     "credit_spend",
     "cycle_times",
     "failures",

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis.measures import price_per_page
-from toolkit.analysis.observed import Observed, flag, observe
+from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.store import utc
 
 if TYPE_CHECKING:
@@ -95,6 +95,36 @@ def forecast(
     interval = times.diff().median() if len(times) > 1 else pd.Timedelta(0)
     frame = _estimate(open_rows, rates, as_of, slack=interval)
     return _shape(_named(frame, obs, by, as_of), by, tz)
+
+
+def burn_down(
+    store: SnapshotStore | Observed,
+    *,
+    by: ForecastBy = "project_id",
+    since: When | None = None,
+    until: When | None = None,
+) -> pd.DataFrame:
+    """Lines still untranslated at each snapshot, per group: long frame
+    `snapshot_at, <by>, remaining_lines` (a line that was never fetched counts as 0)."""
+    if by not in ("project_id", "language_code", "chapter_id"):
+        raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")
+    obs = observe(store)
+    log = with_previous(obs.languages, ["chapter_id", "language_code"], ["untranslated"])
+    now = log["untranslated"].fillna(0).where(~flag(log["deleted"]), 0).astype(float)
+    log["delta"] = now - log["prev_untranslated"].fillna(0).astype(float)
+    per = log.groupby(["idx", by])["delta"].sum().unstack(fill_value=0.0)
+    per = per.reindex(range(len(obs.times)), fill_value=0.0).cumsum()
+    per.index = pd.DatetimeIndex(obs.times, name="snapshot_at")
+    if since is not None:
+        per = per[per.index >= utc(since)]
+    if until is not None:
+        per = per[per.index <= utc(until)]
+    frame = per.stack().rename("remaining_lines").reset_index()
+    frame.columns = ["snapshot_at", by, "remaining_lines"]
+    frame["snapshot_at"] = frame["snapshot_at"].astype(TIME)
+    frame[by] = frame[by].astype(TEXT)
+    frame["remaining_lines"] = frame["remaining_lines"].round().astype("Int64")
+    return frame.sort_values(["snapshot_at", by], ignore_index=True)
 
 
 def needs_action(obs: Observed, *, as_of: pd.Timestamp, stall_after: pd.Timedelta) -> pd.Series:
