@@ -5,7 +5,12 @@ tk.analysis.throughput(store, freq="1h", by="language_code")   # lines per hour
 tk.analysis.credit_spend(store, freq="1D", by="project_id")     # credits per day
 tk.analysis.cycle_times(store); tk.analysis.failures(store); tk.analysis.stalled(store)
 tk.analysis.price_estimate(store, project_id, pages=20)
+tk.analysis.forecast(store, by="project_id")     # when the open work will be done
 ```
+
+Every function that takes a store also takes several workspaces' stores at once (a
+mapping label -> store, or a list) and then answers with a `workspace` column
+(`toolkit.analysis.workspaces`).
 
 How each figure is derived is in docs/analysis.md.
 """
@@ -23,6 +28,7 @@ from toolkit.analysis.measures import (
     throughput,
 )
 from toolkit.analysis.runs import cycle_times, failures, stalled
+from toolkit.analysis.workspaces import across, monthly_spend
 
 __all__ = [
     "ForecastBy",
@@ -33,9 +39,25 @@ __all__ = [
     "cycle_times",
     "failures",
     "forecast",
+    "monthly_spend",
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
     "stalled",
     "throughput",
 ]
+
+
+def _takes_a_store(name: str) -> bool:
+    import inspect
+
+    value = globals()[name]
+    if not inspect.isfunction(value) or name == "monthly_spend":
+        return False
+    first = next(iter(inspect.signature(value).parameters), None)
+    return first in ("store", "source")
+
+
+# Several workspaces: every public function whose first parameter is a store.
+for _name in [name for name in __all__ if _takes_a_store(name)]:
+    globals()[_name] = across(globals()[_name])
