@@ -2,7 +2,7 @@
 
 ```
 toolkit demo       [--out data/demo] [--hours 24]
-toolkit snapshot   [--store PATH] [--details changed|all|none]
+toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
 toolkit report     [--store PATH] [--out DIR]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN]
@@ -33,10 +33,35 @@ def _snapshot(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
     from toolkit.store import SnapshotStore
 
+    if args.workspace:
+        _snapshot_workspaces(args)
+        return
     store = SnapshotStore(store_path(args.store))
     with Client() as client:
         info = store.take(client, details=args.details)
     print(info)
+
+
+def _snapshot_workspaces(args: argparse.Namespace) -> None:
+    """One snapshot per named workspace, each with its own key, into its own store."""
+    from toolkit.agency import read_config, workspace_settings
+    from toolkit.client import Client
+    from toolkit.store import SnapshotStore
+
+    config = read_config(args.config)
+    settings = [workspace_settings(n, config=config, store_root=args.store) for n in args.workspace]
+    failed = []
+    for workspace in settings:
+        try:
+            with Client(workspace.base_url, workspace.api_key.reveal()) as client:
+                info = SnapshotStore(workspace.store).take(client, details=args.details)
+        except ToolkitError as exc:
+            print(f"{workspace.name}: {exc}", file=sys.stderr)
+            failed.append(workspace.name)
+            continue
+        print(f"{workspace.name}: {info}")
+    if failed:
+        raise ToolkitError(f"no snapshot of {', '.join(failed)} (see above); the others were taken")
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -80,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot = commands.add_parser("snapshot", help="take a snapshot of the workspace")
     snapshot.add_argument("--store", default=None, help="store location (default CTS_STORE)")
     snapshot.add_argument("--details", choices=["changed", "all", "none"], default="changed")
+    snapshot.add_argument(
+        "--workspace", action="append", metavar="NAME",
+        help="a workspace of several (repeat it); key from CTS_API_KEY_<NAME> or --config, "
+        "store under --store/NAME",
+    )  # fmt: skip
+    snapshot.add_argument("--config", default=None, help="workspaces config (TOML)")
     snapshot.set_defaults(handler=_snapshot)
 
     report = commands.add_parser("report", help="write PNG plots and a summary table")
