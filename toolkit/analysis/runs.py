@@ -1,166 +1,337 @@
-"""Runs seen in a store: how long finished ones took, which ones failed, which are stuck.
+"""Runs: one row per run of a chapter, from everything the store holds.
 
-Read from the chapters' change log, one chapter at a time in snapshot order, and from
-webhook events when the store has them (`chapter.finished`, `chapter.failed`), which
-give exact times where snapshots only bound them.
+A run is what one charge starts (DESIGN.md, "What the analysis counts"). `charges`
+tells which runs a rise of `credits_spent` paid for; this module gives each its times
+and outcome:
 
-A chapter is *running* while `processing` is true; a run *finished* when the chapter
-shows `processing` false, `failed` false and a status of `needs_review` or later; it
-*failed* when it shows `processing` false with `failed` true.
-
-Decisions the design leaves open:
-
-- A chapter already running at the baseline snapshot is on its first run, which
-  started at its `created_at`; one already settled there finished before the window and
-  has no cycle time.
-- A re-scan that started and finished between two snapshots was never seen running:
-  its start is unknown, so it has no row (unless it is the chapter's first run).
-- A failure matches a `chapter.failed` event of the same chapter sent between the
-  snapshot before and the one that showed it; the row then takes the event's time.
+- **start**: a first run of a chapter that appeared since the snapshot before starts at
+  its `created_at` (source `created`); any other run started after the snapshot before
+  (and after the run before it ended, when an event says when): the earliest moment
+  the store allows (source `snapshot`).
+- **end**: its `chapter.finished` or `chapter.failed` event when the store has one
+  (source `event`); else `last_activity_at` of the first snapshot that shows the chapter
+  settled (source `last_activity`: the service's last step of the run), unless
+  something else touched the chapter there (a review, held pages added), when it is
+  that snapshot's time (source `snapshot`).
+- **outcome**: `finished`, `failed`, `stalled` (abandoned by the service: its reason
+  says it stalled), `running` (processing at the last snapshot); null when the store
+  cannot tell: a run followed by another between the same two snapshots without an
+  event, or a chapter trashed while it ran.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import re
+from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
 import pandas as pd
 
-from toolkit.analysis.observed import Observed, flag, observe, records, with_previous
+from toolkit.analysis.calendar import When, within
+from toolkit.analysis.charges import SLOTS, learn_prices, split_charges
+from toolkit.analysis.observed import Observed, observe
+from toolkit.analysis.transitions import NO_TIME, Transitions, flag, micros, number, texts
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 TEXT = pd.StringDtype()
 TIME = "datetime64[us, UTC]"
-DONE = ("needs_review", "reviewed")
+STALL = re.compile(r"\bstall", re.IGNORECASE)
+FAR = np.iinfo("int64").max
+COLUMNS = [
+    "run_id", "chapter_id", "chapter", "project_id", "project", "kind", "pages", "languages",
+    "models", "credits", "rework", "started_at", "started_source", "finished_at",
+    "finished_source", "outcome", "failure_reason",
+]  # fmt: skip
 
 
-def _event_times(obs: Observed, kind: str) -> dict[str, list[pd.Timestamp]]:
-    events = obs.events[obs.events["type"] == kind]
-    times: dict[str, list[pd.Timestamp]] = {}
-    for chapter, when in zip(events["chapter_id"], events["timestamp"], strict=True):
-        if not pd.isna(chapter):
-            times.setdefault(str(chapter), []).append(when)
-    return {chapter: sorted(found) for chapter, found in times.items()}
+def runs(
+    store: SnapshotStore | Observed,
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """One row per run of a chapter that started after the store's first snapshot, and
+    per run already going at it (charged before the store's history: `credits` 0).
 
-
-def _last_between(times: list[pd.Timestamp], low: Any, high: Any) -> pd.Timestamp | None:
-    """The latest time in (low, high]; either bound may be None for open."""
-    inside = [t for t in times if (low is None or t > low) and (high is None or t <= high)]
-    return inside[-1] if inside else None
-
-
-def cycle_times(store: SnapshotStore | Observed) -> pd.DataFrame:
-    """One row per finished run: `chapter_id, project_id, started_at, finished_at, hours`.
-
-    A first run starts at the chapter's `created_at`, a later one at the first snapshot
-    that saw it running; it finishes at its `chapter.finished` event when the store has
-    one, else at the first snapshot that shows it settled.
+    Columns: `run_id` (`<chapter_id>/<n>`, the chapter's n-th run seen: stable across
+    calls), `chapter_id`, `chapter` (title), `project_id`, `project` (name), `kind`
+    (`first`, `rescan`, `added_pages`, `held_start`), `pages` and `languages` it ran,
+    `models` (the service's model name), `credits` charged at its start, `rework`
+    (credits paid again for pages already paid: a re-scan's whole charge, and a novel
+    chapter uploaded again at the position of one that failed), `started_at`,
+    `started_source` (`created` or `snapshot`), `finished_at` (when it finished or
+    failed), `finished_source` (`event`, `last_activity` or `snapshot`), `outcome`
+    (`finished`, `failed`, `stalled`, `running`; null where the store cannot tell) and
+    `failure_reason`. `since`/`until` keep runs that started in [since, until).
+    docs/analysis.md says how each field is derived and what the store cannot know.
     """
-    obs = observe(store)
-    finished = _event_times(obs, "chapter.finished")
-    log = obs.chapters.sort_values(["chapter_id", "idx"], ignore_index=True)
-    columns = ["chapter_id", "project_id", "idx", "deleted", "processing", "failed", "status",
-               "created_at"]  # fmt: skip
-    by_chapter: dict[str, list[tuple[Any, ...]]] = {}
-    for record in records(log, columns):
-        by_chapter.setdefault(record[0], []).append(record)
-    rows: list[tuple[Any, ...]] = []
-    for chapter, history in by_chapter.items():
-        rows.extend(_chapter_runs(chapter, history, obs.times, finished.get(chapter, [])))
-    frame = pd.DataFrame(rows, columns=["chapter_id", "project_id", "started_at", "finished_at"])
-    for column in ("chapter_id", "project_id"):
-        frame[column] = frame[column].astype(TEXT)
-    for column in ("started_at", "finished_at"):
-        frame[column] = frame[column].astype(TIME)
-    seconds = (frame["finished_at"] - frame["started_at"]).dt.total_seconds()
-    frame["hours"] = (seconds / 3600).astype("Float64")
-    return frame.sort_values(["finished_at", "chapter_id"], ignore_index=True)
+    frame = all_runs(observe(store))
+    return within(frame[COLUMNS], "started_at", since=since, until=until, tz=tz)
 
 
-def _chapter_runs(
-    chapter: str,
-    history: list[tuple[Any, ...]],
-    times: list[pd.Timestamp],
-    events: list[pd.Timestamp],
-) -> list[tuple[Any, ...]]:
-    """The finished runs of one chapter, from its change rows in snapshot order."""
-    runs: list[tuple[Any, ...]] = []
-    running_since: pd.Timestamp | None = None
-    had_run, seen = False, False
-    project = None
-    for _, project_id, idx, deleted, processing, failed, status, created_at in history:
-        if deleted:
-            running_since, seen = None, False
-            continue
-        project = project_id
-        at, before = times[idx], times[idx - 1] if idx > 0 else None
-        processing, failed = _true(processing), _true(failed)
-        done = not processing and not failed and isinstance(status, str) and status in DONE
-        stopped = not processing and failed
-        first_sight, seen = not seen, True
-        if running_since is None and processing:
-            running_since = created_at if not had_run else at
-        elif running_since is None and done and first_sight and idx > 0:
-            running_since = created_at  # created and finished between two snapshots
-        if running_since is not None and done:
-            end = _last_between(events, max(before, running_since) if before else None, at)
-            runs.append((chapter, project, running_since, end or at))
-        if done or stopped:
-            running_since, had_run = None, True
-    if running_since is not None:
-        # Still running at the last snapshot: an event may tell when it finished since.
-        end = _last_between(events, max(times[-1], running_since), None)
-        if end is not None:
-            runs.append((chapter, project, running_since, end))
-    return [r for r in runs if r[2] is not None]
+def all_runs(obs: Observed) -> pd.DataFrame:
+    """The runs with the snapshot that first showed each (`seen_idx`, `seen_at`)."""
+    if "runs" not in obs.memo:
+        obs.memo["runs"] = _build(obs)
+    return cast(pd.DataFrame, obs.memo["runs"])
 
 
-def _true(value: Any) -> bool:
-    return not pd.isna(value) and bool(value)
+def transitions(obs: Observed) -> Transitions:
+    if "transitions" not in obs.memo:
+        from toolkit.analysis.transitions import read_transitions
+
+        obs.memo["transitions"] = read_transitions(obs.store)
+    return cast(Transitions, obs.memo["transitions"])
 
 
-def failures(store: SnapshotStore | Observed) -> pd.DataFrame:
-    """One row per failed run: `chapter_id, project_id, seen_at, failure_reason`.
+def prices(obs: Observed) -> dict[str | None, float]:
+    """The learned price per page and language by project id (`None`: the workspace)."""
+    if "prices" not in obs.memo:
+        found = transitions(obs)
+        rows = found.rows
+        obs.memo["prices"] = learn_prices(rows, n_languages=_languages(rows)) if len(rows) else {}
+    return cast(dict[str | None, float], obs.memo["prices"])
 
-    A failed run is `failed` turning true, or `failure_reason` changing, between two
-    snapshots, or a `chapter.failed` event: one row however many snapshots show it.
-    """
-    obs = observe(store)
-    log = with_previous(obs.chapters, ["chapter_id"], ["failed", "failure_reason"])
-    reason, previous_reason = log["failure_reason"].fillna(""), log["prev_failure_reason"]
-    turned = (
-        log["is_new"]
-        | ~flag(log["prev_failed"])
-        | (previous_reason.fillna("").astype(str) != reason.astype(str))
+
+def _languages(rows: pd.DataFrame) -> np.ndarray:
+    return np.asarray(np.maximum(number(rows["n_languages"]), 1.0), "float64")
+
+
+def _build(obs: Observed) -> pd.DataFrame:
+    found = transitions(obs)
+    if found.empty:
+        return _empty()
+    rows = found.rows.reset_index(drop=True)
+    n_languages = _languages(rows)
+    learned = prices(obs)
+    project = rows["project_id"].astype(object)
+    price = project.map(lambda p: learned.get(p, learned.get(None, np.nan)))
+    per_page = n_languages * price.to_numpy("float64")
+    split, rise = split_charges(rows, n_languages=n_languages, price=price.to_numpy("float64"))
+    paid = pd.Series(split.paid, index=rows["chapter_id"].astype(object).to_numpy())
+    obs.memo["paid_pages"] = paid.groupby(level=0, sort=False).last()
+
+    # One run per (row, slot, repeat), in the order they ran between the two snapshots.
+    counts = split.count.ravel()
+    row = np.repeat(np.repeat(np.arange(len(rows)), len(SLOTS)), counts)
+    slot = np.repeat(np.tile(np.arange(len(SLOTS)), len(rows)), counts)
+    pages = np.repeat(split.pages.ravel(), counts)
+    n_in_row = np.bincount(row, minlength=len(rows))
+    first_of_row = np.concatenate([[0], np.cumsum(n_in_row)[:-1]])
+    ordinal = np.arange(len(row)) - first_of_row[row]
+    last = ordinal == n_in_row[row] - 1
+
+    # Whole credits: each run's share by its pages; the rise's remainder to its last run.
+    with np.errstate(invalid="ignore"):
+        credits = np.nan_to_num(np.round(pages * per_page[row]))
+    spent = np.bincount(row, weights=credits, minlength=len(rows))
+    credits = credits + np.where(last, (rise - spent)[row], 0.0)
+
+    kind = np.array(SLOTS, object)[slot]
+    times = found.times
+    idx = rows["idx"].to_numpy("int64")
+    # A run going at the first snapshot was charged before it: a first run if what the
+    # chapter had spent pays for its pages once, else of a kind the store cannot tell.
+    at_baseline = idx[row] == 0
+    spent_so_far = number(rows["credits_spent"])[row]
+    once = ~(spent_so_far > pages * per_page[row] + 1e-6)
+    kind = np.where(at_baseline & ~once, None, kind)
+    credits = np.where(at_baseline, 0.0, credits)
+    at = times[idx[row]]
+    before = times[np.maximum(idx[row] - 1, 0)]
+    new = flag(rows["is_new"])[row]
+    created = micros(rows["created_at"])[row]
+    from_creation = (kind == "first") & new & (created != NO_TIME)
+    started = np.where(from_creation, created, np.where(at_baseline, NO_TIME, before))
+
+    end_row, end_kind = _end_rows(rows, n_in_row)
+    frame = pd.DataFrame(
+        {
+            "chapter_id": rows["chapter_id"].astype(object).to_numpy()[row],
+            "project_id": project.to_numpy()[row],
+            "kind": kind,
+            "pages": pages,
+            "languages": n_languages[row],
+            "credits": credits,
+            "seen_idx": idx[row],
+            "row": row,
+            "ordinal": ordinal,
+            "last": last,
+            "started": started,
+            "from_creation": from_creation,
+            "created": created,
+            "window_low": before,
+            "window_high": at,
+        }
     )
-    seen = log[(log["idx"] > 0) & ~log["deleted"] & flag(log["failed"]) & turned]
+    _ends(frame, rows, times, end_row[row], end_kind[row])
+    _match_events(frame, obs)
+    return _finish(frame, rows, found, times)
 
-    events = obs.events[obs.events["type"] == "chapter.failed"]
-    pool = [
-        (str(e.chapter_id), e.timestamp, e.project_id, _reason(e.data))
-        for e in events.itertuples(index=False)
-        if not pd.isna(e.chapter_id)
-    ]
-    rows = []
-    for row in seen.itertuples(index=False):
-        low, high = obs.times[row.idx - 1], obs.times[row.idx]
-        match = [e for e in pool if e[0] == row.chapter_id and low < e[1] <= high]
-        when = high
-        if match:
-            pool.remove(match[-1])
-            when = match[-1][1]
-        text = row.failure_reason if not pd.isna(row.failure_reason) else None
-        rows.append(
-            (row.chapter_id, row.project_id, when, text or (match[-1][3] if match else None))
-        )
-    rows.extend((c, p if not pd.isna(p) else None, t, r) for c, t, p, r in pool)
-    frame = pd.DataFrame(rows, columns=["chapter_id", "project_id", "seen_at", "failure_reason"])
-    for column in ("chapter_id", "project_id", "failure_reason"):
-        frame[column] = frame[column].astype(TEXT)
-    frame["seen_at"] = frame["seen_at"].astype(TIME)
-    return frame.sort_values(["seen_at", "chapter_id"], ignore_index=True)
+
+def _end_rows(rows: pd.DataFrame, n_in_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the row (of the same chapter, this one or later) that shows how the run
+    open after it ended, and why: 0 settled, 1 a new run began first, 2 trashed, 3 still
+    running at the last snapshot."""
+    processing = flag(rows["processing"])
+    deleted = flag(rows["deleted"])
+    chapter = pd.factorize(rows["chapter_id"])[0]
+    ends = ~processing | deleted
+    # Later rows that start runs end the one open before them.
+    started_here = n_in_row > 0
+    n = len(rows)
+    position = np.arange(n)
+    candidate = np.where(ends, position, n)
+    # For a row still processing: the next row (after it) that ends or starts a run.
+    nxt = np.where(ends | started_here, position, n)
+    following = np.minimum.accumulate(nxt[::-1])[::-1]  # first at or after each row
+    after = np.append(following[1:], n)
+    end = np.where(ends, candidate, after)
+    same = (end < n) & (chapter[np.minimum(end, n - 1)] == chapter)
+    end = np.where(same, end, -1)
+    why = np.full(n, 3)
+    safe = np.maximum(end, 0)
+    why = np.where(same & deleted[safe], 2, why)
+    why = np.where(same & ~deleted[safe] & (end != position) & started_here[safe], 1, why)
+    why = np.where(same & ~deleted[safe] & ((end == position) | ~started_here[safe]), 0, why)
+    return end, why
+
+
+def _ends(
+    frame: pd.DataFrame, rows: pd.DataFrame, times: np.ndarray, end: np.ndarray, why: np.ndarray
+) -> None:
+    """The end each run shows in the snapshots, before events are looked at."""
+    last = frame["last"].to_numpy()
+    settled = last & (why == 0)
+    k = np.maximum(end, 0)
+    start_row = frame["row"].to_numpy()
+    kind = frame["kind"].to_numpy()
+    failed = flag(rows["failed"])
+    reason = texts(rows["failure_reason"])
+    prev_failed = flag(rows["prev_failed"])
+    prev_reason = texts(rows["prev_reason"])
+    fresh = np.isin(kind, ["first", "rescan"])
+    reason_changed = np.array(
+        [a != b for a, b in zip(reason[k], prev_reason[start_row], strict=True)], bool
+    ) if len(k) else np.zeros(0, bool)  # fmt: skip
+    run_failed = settled & failed[k] & (fresh | ~prev_failed[start_row] | reason_changed)
+    stall = np.array([isinstance(r, str) and bool(STALL.search(r)) for r in reason[k]], bool)
+    outcome = np.full(len(frame), None, object)
+    outcome[settled] = "finished"
+    outcome[run_failed] = np.where(stall[run_failed], "stalled", "failed")
+    outcome[last & (why == 3)] = "running"
+    # last_activity_at is the run's last step unless something touched the chapter after.
+    status = texts(rows["status"])
+    prev_status = texts(rows["prev_status"])
+    reviewed = (status[k] == "reviewed") & (prev_status[k] != "reviewed")
+    grew_unpaid = (number(rows["page_count"])[k] > number(rows["prev_pages"])[k]) & (
+        number(rows["credits_spent"])[k] == number(rows["prev_credits"])[k]
+    )
+    idx = rows["idx"].to_numpy("int64")
+    activity = micros(rows["last_activity_at"])[k]
+    # The run ended between the snapshot that showed it settled and the one before; a
+    # last_activity_at outside that interval is not its end.
+    inside = (activity > times[np.maximum(idx[k] - 1, 0)]) & (activity <= times[idx[k]])
+    touched = reviewed | grew_unpaid | ~inside
+    frame["outcome"] = outcome
+    frame["finished"] = np.where(settled, np.where(touched, times[idx[k]], activity), NO_TIME)
+    frame["finished_source"] = np.where(
+        settled, np.where(touched, "snapshot", "last_activity"), np.array(None)
+    )
+    frame["failure_reason"] = np.where(run_failed, reason[k], None)
+    # Where the end may lie, for matching events: a run that ended before its row's
+    # snapshot, between it and the one before; the last run of a row still processing,
+    # between that snapshot and the one that showed how it ended.
+    open_at_row = last & flag(rows["processing"])[start_row] & ~flag(rows["deleted"])[start_row]
+    in_row = ~open_at_row
+    later = np.where(end >= 0, times[idx[k]], FAR)
+    frame["window_low"] = np.where(in_row, frame["window_low"], times[idx[start_row]])
+    frame["window_high"] = np.where(in_row, frame["window_high"], later)
+    # A run open at the snapshot before (one of ours, or one running at the baseline)
+    # ended first: its event comes before those of the runs started after it.
+    prev_open = flag(rows["prev_processing"])[start_row] & ~flag(rows["is_new"])[start_row]
+    frame["skip"] = np.where(in_row, frame["ordinal"] + prev_open, 0)
+
+
+def _match_events(frame: pd.DataFrame, obs: Observed) -> None:
+    """Each run's `chapter.finished` / `chapter.failed` event, where the store has it:
+    the chapter's events in the run's window, in order, one per run."""
+    events = _terminal_events(obs)
+    frame["event"] = -1
+    if events.empty or frame.empty:
+        return
+    codes, uniques = pd.factorize(
+        pd.concat([events["chapter_id"].astype(object), frame["chapter_id"]], ignore_index=True)
+    )
+    event_code, run_code = codes[: len(events)], codes[len(events) :]
+    stamp = events["at"].to_numpy()
+    low_time = int(min(stamp.min(), frame["window_low"].min())) - 1
+    span = (
+        int(max(stamp.max(), frame["window_high"].clip(upper=stamp.max() + 1).max())) - low_time + 2
+    )
+    if span * (len(uniques) + 1) >= FAR:
+        raise OverflowError("too many chapters and too long a history to match events")
+
+    def key(code: np.ndarray, when: np.ndarray) -> np.ndarray:
+        clipped = np.clip(when, low_time, low_time + span - 1)
+        keyed: np.ndarray = code.astype("int64") * span + (clipped - low_time)
+        return keyed
+
+    order = np.lexsort((stamp, event_code))
+    keys = key(event_code[order], stamp[order])
+    low = frame["window_low"].to_numpy("int64")
+    high = frame["window_high"].to_numpy("int64")
+    position = np.searchsorted(keys, key(run_code, low), side="right") + frame["skip"].to_numpy()
+    limit = np.searchsorted(keys, key(run_code, high), side="right")
+    found = position < limit
+    frame["event"] = np.where(found, order[np.minimum(position, len(order) - 1)], -1)
+    chosen = frame["event"].to_numpy()
+    hit = chosen >= 0
+    kinds = events["type"].to_numpy(object)
+    reasons = events["reason"].to_numpy(object)
+    finished = frame["finished"].to_numpy().copy()
+    source = frame["finished_source"].to_numpy(object).copy()
+    outcome = frame["outcome"].to_numpy(object).copy()
+    reason = frame["failure_reason"].to_numpy(object).copy()
+    finished[hit] = stamp[chosen[hit]]
+    source[hit] = "event"
+    failed = hit & (kinds[np.maximum(chosen, 0)] == "chapter.failed")
+    ok = hit & ~failed
+    outcome[ok] = "finished"
+    reason[ok] = None
+    text = reasons[np.maximum(chosen, 0)]
+    reason[failed] = np.where(pd.isna(text[failed]), reason[failed], text[failed])
+    stalls = np.array([isinstance(r, str) and bool(STALL.search(r)) for r in reason], bool)
+    outcome[failed] = np.where(stalls[failed], "stalled", "failed")
+    frame["finished"], frame["finished_source"] = finished, source
+    frame["outcome"], frame["failure_reason"] = outcome, reason
+    # The run after an event started no earlier than it.
+    same_row = frame["row"].to_numpy()
+    previous_end = np.roll(np.where(hit, finished, NO_TIME), 1)
+    follows = np.zeros(len(frame), bool)
+    follows[1:] = same_row[1:] == same_row[:-1]
+    started = frame["started"].to_numpy()
+    frame["started"] = np.where(
+        follows & ~frame["from_creation"].to_numpy(), np.maximum(started, previous_end), started
+    )
+
+
+def _terminal_events(obs: Observed) -> pd.DataFrame:
+    events = obs.events
+    kept = events[events["type"].isin(["chapter.finished", "chapter.failed"])]
+    kept = kept[kept["chapter_id"].notna()]
+    return pd.DataFrame(
+        {
+            "chapter_id": kept["chapter_id"].astype(object).to_numpy(),
+            "type": kept["type"].astype(object).to_numpy(),
+            "at": micros(kept["timestamp"]),
+            "reason": [_reason(d) for d in kept["data"]],
+        }
+    )
 
 
 def _reason(data: Any) -> str | None:
@@ -172,30 +343,99 @@ def _reason(data: Any) -> str | None:
     return str(value) if value is not None else None
 
 
-def stalled(store: SnapshotStore | Observed, threshold: str | pd.Timedelta = "2h") -> pd.DataFrame:
-    """Chapters processing at the latest snapshot that have shown no progress (no change
-    to the chapter or any of its languages) for at least `threshold`:
-    `chapter_id, project_id, position, title, last_progress_at, stalled_hours`."""
-    obs = observe(store)
-    limit = pd.Timedelta(threshold)
-    columns = ["chapter_id", "project_id", "position", "title", "last_progress_at"]
-    rows = []
-    if obs.times:
-        chapters = obs.chapters.sort_values("idx")
-        current = chapters.groupby("chapter_id").tail(1)
-        running = current[~current["deleted"] & flag(current["processing"])]
-        moved = pd.concat([chapters[["chapter_id", "idx"]], obs.languages[["chapter_id", "idx"]]])
-        last_change = moved.groupby("chapter_id")["idx"].max()
-        for row in running.itertuples(index=False):
-            since = obs.times[int(last_change[row.chapter_id])]
-            if obs.times[-1] - since >= limit:
-                rows.append((row.chapter_id, row.project_id, row.position, row.title, since))
-    frame = pd.DataFrame(rows, columns=columns)
-    for column in ("chapter_id", "project_id", "title"):
-        frame[column] = frame[column].astype(TEXT)
-    frame["position"] = frame["position"].astype("Int64")
-    frame["last_progress_at"] = frame["last_progress_at"].astype(TIME)
-    latest = obs.times[-1] if obs.times else pd.Timestamp(0, tz="UTC")
-    hours = (latest - frame["last_progress_at"]).dt.total_seconds() / 3600
-    frame["stalled_hours"] = hours.astype("Float64")
-    return frame.sort_values("stalled_hours", ascending=False, ignore_index=True)
+def _finish(
+    frame: pd.DataFrame, rows: pd.DataFrame, found: Transitions, times: np.ndarray
+) -> pd.DataFrame:
+    chapter_rows = rows.groupby("chapter_id", sort=False).tail(1)
+    titles = (
+        chapter_rows["title"]
+        .astype(object)
+        .where(chapter_rows["title"].notna(), "Chapter " + chapter_rows["position"].astype(str))
+    )
+    label = dict(zip(chapter_rows["chapter_id"], titles, strict=True))
+    project_names = rows.drop_duplicates("project_id").set_index("project_id")["project"]
+    models = rows.drop_duplicates("project_id").set_index("project_id")["model"].astype(object)
+    models = models.where(models.notna(), found.default_model)
+    n_runs = frame.groupby("chapter_id", sort=False).cumcount() + 1
+    out = pd.DataFrame(
+        {
+            "run_id": frame["chapter_id"] + "/" + n_runs.astype(str),
+            "chapter_id": frame["chapter_id"],
+            "chapter": frame["chapter_id"].map(label),
+            "project_id": frame["project_id"],
+            "project": frame["project_id"].map(project_names),
+            "kind": frame["kind"],
+            "pages": frame["pages"].round().astype("int64"),
+            "languages": frame["languages"].astype("int64"),
+            "models": frame["project_id"].map(models),
+            "credits": frame["credits"],
+            "rework": np.where(frame["kind"] == "rescan", frame["credits"], 0.0),
+            "started_at": _times(frame["started"].to_numpy()),
+            "started_source": np.select(
+                [frame["from_creation"].to_numpy(bool), frame["started"].to_numpy() == NO_TIME],
+                ["created", None],
+                "snapshot",
+            ),
+            "finished_at": _times(frame["finished"].to_numpy()),
+            "finished_source": frame["finished_source"],
+            "outcome": frame["outcome"],
+            "failure_reason": frame["failure_reason"],
+            "seen_idx": frame["seen_idx"],
+            "seen_at": _times(times[frame["seen_idx"].to_numpy()]),
+            "created_at": _times(frame["created"].to_numpy()),
+        }
+    )
+    _novel_retries(out, rows)
+    for column in ("run_id", "chapter_id", "chapter", "project_id", "project", "kind", "models",
+                   "started_source", "finished_source", "outcome", "failure_reason"):  # fmt: skip
+        out[column] = out[column].astype(TEXT)
+    for column in ("pages", "languages", "seen_idx"):
+        out[column] = out[column].astype("Int64")
+    for column in ("credits", "rework"):
+        out[column] = out[column].astype("Float64")
+    return out.sort_values(["started_at", "run_id"], ignore_index=True)
+
+
+def _novel_retries(out: pd.DataFrame, rows: pd.DataFrame) -> None:
+    """A novel chapter whose text is uploaded again (a new chapter, since a novel cannot
+    be re-scanned) at the position of one whose last run failed: its charge is rework.
+    The store holds no text, so an upload at another position is not recognised."""
+    novels = rows[rows["project_kind"].astype(object) == "novel"]
+    if novels.empty:
+        return
+    place = novels.groupby("chapter_id", sort=False)[["project_id", "position"]].last()
+    last_runs = out.groupby("chapter_id", sort=False).tail(1).set_index("chapter_id")
+    failed = last_runs["outcome"].isin(["failed", "stalled"])
+    firsts = out[(out["kind"] == "first") & out["chapter_id"].isin(place.index)]
+    for i, run in firsts.iterrows():
+        project, position = place.loc[run["chapter_id"]]
+        earlier = place[
+            (place["project_id"] == project)
+            & (place["position"] == position)
+            & (place.index != run["chapter_id"])
+        ]
+        for other in earlier.index:
+            if other in failed.index and failed[other]:
+                ended = last_runs.loc[other, "finished_at"]
+                if pd.isna(ended) or ended <= run["started_at"]:
+                    out.loc[i, "rework"] = run["credits"]
+                    break
+
+
+def _times(values: np.ndarray) -> pd.Series:
+    series = pd.Series(values.astype("int64"))
+    stamped = pd.to_datetime(series.where(series != NO_TIME), unit="us", utc=True)
+    return stamped.astype(TIME)
+
+
+def _empty() -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {c: pd.Series(dtype=TEXT) for c in [*COLUMNS, "seen_idx", "seen_at", "created_at"]}
+    )
+    for column in ("pages", "languages", "seen_idx"):
+        frame[column] = frame[column].astype("Int64")
+    for column in ("credits", "rework"):
+        frame[column] = frame[column].astype("Float64")
+    for column in ("started_at", "finished_at", "seen_at", "created_at"):
+        frame[column] = frame[column].astype(TIME)
+    return frame

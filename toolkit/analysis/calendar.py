@@ -1,0 +1,116 @@
+"""Periods, windows and names: the calendar and shape every analysis function shares.
+
+- `freq` is any pandas offset alias. A period is labelled by its first moment, in `tz`:
+  fixed lengths ("h", "15min", "D") are floored in that zone's local time; calendar
+  periods that begin on a date ("MS", "QS", "YS", "W-MON") start on it; those named by
+  their end ("ME", "QE", "YE") start the day after the one before ends. `W-<day>` weeks
+  start on <day> (pandas would end them there): "W-MON" is Monday to Sunday.
+- `since` and `until` bound a window [since, until); a naive time is read in `tz`.
+- Outputs carry names beside ids: `project` (the project's name) after `project_id`,
+  `chapter` (its title, else "Chapter <position>") after `chapter_id`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeAlias
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+When: TypeAlias = "str | datetime | pd.Timestamp"
+UTC_TIME = "datetime64[us, UTC]"
+
+
+def moment(when: When | None, tz: str | None) -> pd.Timestamp | None:
+    """A bound as an aware UTC timestamp; a naive one is read in `tz` (else UTC)."""
+    if when is None:
+        return None
+    stamp = pd.Timestamp(when)
+    if stamp.tzinfo is None:
+        stamp = stamp.tz_localize(tz or "UTC")
+    return stamp.tz_convert("UTC")
+
+
+def within(
+    frame: pd.DataFrame, column: str, *, since: When | None, until: When | None, tz: str | None
+) -> pd.DataFrame:
+    """The rows whose `column` lies in [since, until); rows without a time stay only
+    when no bound is given."""
+    low, high = moment(since, tz), moment(until, tz)
+    if low is None and high is None:
+        return frame
+    times = frame[column]
+    keep = times.notna()
+    if low is not None:
+        keep &= times >= low
+    if high is not None:
+        keep &= times < high
+    return frame[keep.fillna(False).to_numpy(bool)].reset_index(drop=True)
+
+
+def period_starts(times: pd.Series, freq: str, tz: str | None = None) -> pd.Series:
+    """The start of the `freq` period holding each time, in `tz` (default UTC)."""
+    try:
+        offset = pd.tseries.frequencies.to_offset(freq)
+    except ValueError as error:
+        raise ValueError(
+            f"freq={freq!r} is not a pandas offset alias; use e.g. 'h', 'D', 'W-MON', 'MS'"
+        ) from error
+    zone = tz or "UTC"
+    local = pd.to_datetime(times, utc=True).dt.tz_convert(zone).dt.tz_localize(None)
+    if isinstance(offset, pd.offsets.Tick):
+        naive = local.dt.floor(offset)
+    else:
+        days = local.dt.normalize()
+        unique = pd.Series(days.dropna().unique())
+        starts = {day: _calendar_start(day, offset) for day in unique}
+        naive = days.map(starts).astype("datetime64[ns]")
+    aware = naive.dt.tz_localize(zone, ambiguous=np.zeros(len(naive), bool),
+                                 nonexistent="shift_forward")  # fmt: skip
+    return aware.astype(f"datetime64[us, {zone}]")
+
+
+def _calendar_start(day: pd.Timestamp, offset: pd.DateOffset) -> pd.Timestamp:
+    name = type(offset).__name__
+    if name == "Week" and offset.weekday is not None:
+        return day - pd.Timedelta(days=(day.weekday() - offset.weekday) % 7)
+    if "End" in name:
+        end = offset.rollforward(day)
+        return (end - offset) + pd.Timedelta(days=1)
+    return day if offset.is_on_offset(day) else offset.rollback(day)
+
+
+def names(store: SnapshotStore) -> tuple[dict[str, str], dict[str, str]]:
+    """Project names and chapter labels by id, as the store last saw them (trashed ones
+    included, so old rows keep their names)."""
+    projects = store.query(
+        "SELECT project_id, arg_max(name, idx) AS name FROM projects_changes "
+        "WHERE name IS NOT NULL GROUP BY project_id"
+    )
+    chapters = store.query(
+        "SELECT chapter_id, arg_max(coalesce(title, 'Chapter ' || position::VARCHAR), idx) "
+        "AS label FROM chapters_changes WHERE NOT _deleted GROUP BY chapter_id"
+    )
+    return (
+        dict(zip(projects["project_id"], projects["name"], strict=True)),
+        dict(zip(chapters["chapter_id"], chapters["label"], strict=True)),
+    )
+
+
+def with_names(
+    frame: pd.DataFrame, projects: dict[str, str], chapters: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """`project` after `project_id` and `chapter` after `chapter_id`, where present."""
+    frame = frame.copy()
+    for key, label, lookup in (
+        ("project_id", "project", projects),
+        ("chapter_id", "chapter", chapters),
+    ):
+        if key in frame.columns and label not in frame.columns and lookup is not None:
+            values = frame[key].astype(object).map(lookup)
+            frame.insert(frame.columns.get_loc(key) + 1, label, values.astype(pd.StringDtype()))
+    return frame

@@ -1,0 +1,220 @@
+"""Charges told apart: which runs one rise of `credits_spent` paid for.
+
+A snapshot sees a chapter's credits rise; between two snapshots the service may have
+started several runs of it (created, failed, re-scanned; pages added; held pages
+started). Each kind of run pays for a known set of pages in every target language:
+
+- the first run: every page the chapter has when it starts;
+- pages added to a chapter that ran (`added_pages`): the new pages;
+- held pages started (`held_start`): those pages;
+- a re-scan: every page that has run before (held pages keep waiting).
+
+So with the price per page and language, a rise is a sum of page counts, and the
+chapter's page count before and after, and how many pages it had paid for, say which
+sum it is. Where two readings fit, the one the flags support wins (only a re-scan clears
+`failed`). How many pages a chapter has paid for carries from one charge to the next, so
+this walks each chapter's changes in order; chapters are independent, so it walks every
+chapter's k-th change at once, a few hundred numpy steps for a year.
+
+The price is learned from first runs only (see `learn_prices`).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis.transitions import flag, number
+
+KINDS = ("first", "rescan", "added_pages", "held_start")
+# The order of a rise's runs between two snapshots, as columns of `Split.pages`.
+SLOTS = ("first", "rescan", "added_pages", "held_start", "rescan")
+EPS = 1e-6
+
+
+def learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | None, float]:
+    """The price per page and target language, per project id; `None`: the workspace.
+
+    Learned from first charges seen after the baseline (a chapter that had not run
+    before, paying for its pages): the median of credits / (pages x languages). A
+    project's own price needs two first charges: one alone may hide a second run started
+    between the same two snapshots, so a project with one uses the workspace's price.
+    """
+    credits, before = number(rows["credits_spent"]), number(rows["prev_credits"])
+    pages = number(rows["page_count"])
+    first = (
+        (rows["idx"].to_numpy() > 0)
+        & ~flag(rows["deleted"])
+        & ~flag(rows["prev_started"])
+        & (before == 0)
+        & (credits > 0)
+        & (pages > 0)
+    )
+    if not first.any():
+        return {}
+    price = credits[first] / (pages[first] * n_languages[first])
+    seen = pd.DataFrame({"project_id": rows["project_id"].to_numpy(object)[first], "price": price})
+    prices: dict[str | None, float] = {None: float(np.median(price))}
+    for project, group in seen.groupby("project_id")["price"]:
+        prices[str(project)] = float(group.median()) if len(group) >= 2 else prices[None]
+    return prices
+
+
+class Split:
+    """Per transition row and slot (`SLOTS`): how many runs (`count`; several re-scans
+    fit in one slot) and how many pages each of them paid for."""
+
+    def __init__(self, n: int) -> None:
+        self.count = np.zeros((n, len(SLOTS)), dtype="int64")
+        self.pages = np.zeros((n, len(SLOTS)))
+        # Pages paid for after the row (run at least once; held ones not yet).
+        self.paid = np.zeros(n)
+
+
+def split_charges(
+    rows: pd.DataFrame, *, n_languages: np.ndarray, price: np.ndarray
+) -> tuple[Split, np.ndarray]:
+    """Split each row's rise into runs; also returns the rise itself (credits)."""
+    chapter = pd.factorize(rows["chapter_id"])[0]
+    step = rows.groupby("chapter_id", sort=False).cumcount().to_numpy()
+    credits, before = number(rows["credits_spent"]), number(rows["prev_credits"])
+    new = flag(rows["is_new"])
+    baseline = rows["idx"].to_numpy() == 0
+    rise = np.where(baseline, 0.0, np.maximum(credits - np.where(new, 0.0, before), 0.0))
+    pages = number(rows["page_count"])
+    pages_before = np.where(new, 0.0, number(rows["prev_pages"]))
+    started_before = ~new & flag(rows["prev_started"])
+    cleared = ~new & flag(rows["prev_failed"]) & ~flag(rows["failed"])
+    turned_on = ~new & ~flag(rows["prev_processing"]) & flag(rows["processing"])
+    deleted = flag(rows["deleted"])
+    novel = (pages == 0) & (rows["project_kind"].astype(object).to_numpy() == "novel")
+    per_page = n_languages * price
+
+    split = Split(len(rows))
+    paid = np.zeros(chapter.max() + 1 if len(chapter) else 0)
+    order = np.argsort(step, kind="stable")
+    bounds = np.searchsorted(step[order], np.arange(step.max() + 2 if len(step) else 1))
+    for low, high in itertools.pairwise(bounds):
+        at = order[low:high]  # every chapter's k-th row
+        paid_before = np.where(new[at], 0.0, paid[chapter[at]])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # The baseline: what was spent paid for the pages it could.
+            at_start = np.where(
+                np.isnan(per_page[at]),
+                pages[at] * (credits[at] > 0),
+                np.minimum(pages[at], np.floor(credits[at] / per_page[at] + EPS)),
+            )
+            units = rise[at] / per_page[at]
+        after = _split_rows(
+            split,
+            at,
+            paid=paid_before,
+            units=units,
+            pages=pages[at],
+            pages_before=pages_before[at],
+            started_before=started_before[at],
+            cleared=cleared[at],
+        )
+        after = np.where(baseline[at], at_start, after)
+        paid[chapter[at]] = np.where(deleted[at], 0.0, after)
+        split.paid[at] = paid[chapter[at]]
+
+    # A novel's rise is its one run (a novel cannot be re-scanned); a rise without a
+    # price to read it by is one run; so is a sign of a run without a rise (a store
+    # whose rows carry no charges): the kind then follows the flags.
+    live = ~baseline & ~deleted
+    unpriced = live & (rise > 0) & (np.isnan(per_page) | novel)
+    reason, prev_reason = rows["failure_reason"], rows["prev_reason"]
+    failed_again = (
+        ~new
+        & flag(rows["failed"])
+        & flag(rows["prev_failed"])
+        & (reason.notna() & prev_reason.notna()).to_numpy(bool)
+        & (reason.astype(object) != prev_reason.astype(object)).to_numpy(bool)
+    )
+    started_now = new & flag(rows["started"])
+    signed = live & (rise == 0) & (turned_on | cleared | started_now | failed_again)
+    guess = unpriced | signed
+    slot = np.select([~started_before | novel, cleared, pages > pages_before], [0, 1, 2], 1)
+    split.count[guess] = 0
+    split.pages[guess] = 0.0
+    split.count[guess, slot[guess]] = 1
+    grown = np.maximum(pages - pages_before, 0.0)
+    split.pages[guess, slot[guess]] = np.where(slot == 2, grown, pages)[guess]
+    # A run already going at the first snapshot: its end is seen, its charge was not.
+    going = baseline & ~deleted & flag(rows["processing"])
+    split.count[going, 0] = 1
+    split.pages[going, 0] = pages[going]
+    return split, rise
+
+
+def _split_rows(
+    split: Split,
+    at: np.ndarray,
+    *,
+    paid: np.ndarray,
+    units: np.ndarray,
+    pages: np.ndarray,
+    pages_before: np.ndarray,
+    started_before: np.ndarray,
+    cleared: np.ndarray,
+) -> np.ndarray:
+    """Fill `split` for rows `at` (one per chapter); returns the pages paid after."""
+    units = np.where(np.isnan(units), 0.0, units)
+    # The first run pays for every page the chapter has.
+    first = np.where(~started_before & (units > EPS), np.minimum(units, pages), 0.0)
+    units = units - first
+    paid = paid + first
+    # Pages added since the snapshot before run at once unless held.
+    grown = np.where(started_before, np.maximum(pages - pages_before, 0.0), 0.0)
+    added = np.minimum(units, grown)
+    rest = units - added
+    held_before = np.maximum(pages_before - paid, 0.0) * started_before
+
+    # What is left is re-scans (of the pages paid before the new ones, or after), held
+    # pages started, or both; only a re-scan clears `failed`.
+    def whole(value: np.ndarray, size: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            count = np.round(value / size)
+            fits: np.ndarray = (size > EPS) & (count >= 1) & (np.abs(value - count * size) < EPS)
+            return fits
+
+    paid_after_added = paid + added
+    rescan_before = whole(rest, paid) & (cleared | (np.abs(rest - held_before) > EPS))
+    rescan_after = (
+        ~rescan_before
+        & whole(rest, paid_after_added)
+        & (cleared | (np.abs(rest - held_before) > EPS))
+    )
+    held_only = ~rescan_before & ~rescan_after & (rest > EPS) & (rest <= held_before + EPS)
+    held_then_rescan = (
+        ~rescan_before
+        & ~rescan_after
+        & ~held_only
+        & (held_before > EPS)
+        & whole(rest - held_before, paid_after_added + held_before)
+    )
+    odd = (rest > EPS) & ~(rescan_before | rescan_after | held_only | held_then_rescan)
+    held = np.select([held_only, held_then_rescan], [rest, held_before], 0.0)
+
+    s, c = split.pages, split.count
+    s[at, 0], c[at, 0] = first, first > EPS
+    s[at, 2], c[at, 2] = added, added > EPS
+    s[at, 3], c[at, 3] = held, held > EPS
+    with np.errstate(invalid="ignore", divide="ignore"):
+        k_before = np.where(rescan_before, np.round(rest / np.where(paid > EPS, paid, 1)), 0)
+        after_size = paid_after_added + held
+        k_after = np.select(
+            [rescan_after, held_then_rescan],
+            [np.round(rest / np.where(after_size > EPS, after_size, 1)),
+             np.round((rest - held) / np.where(after_size > EPS, after_size, 1))],
+            0,
+        )  # fmt: skip
+    s[at, 1] = np.where(rescan_before, paid, 0.0)
+    s[at, 4] = np.select([rescan_after | held_then_rescan, odd], [after_size, rest], 0.0)
+    c[at, 1] = k_before.astype("int64")
+    c[at, 4] = np.where(odd, 1, k_after).astype("int64")
+    paid_after: np.ndarray = paid_after_added + held
+    return paid_after

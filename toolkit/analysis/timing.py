@@ -1,0 +1,135 @@
+"""How long runs and chapters take, and how many runs finish per period: from `runs`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import pandas as pd
+
+from toolkit.analysis.calendar import When, period_starts, within
+from toolkit.analysis.observed import Observed, observe
+from toolkit.analysis.runs import all_runs
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+RunsBy = Literal["project_id", "model", "kind"]
+BY_COLUMN = {"project_id": "project_id", "model": "models", "kind": "kind"}
+
+
+def check_by(by: str) -> str:
+    if by not in BY_COLUMN:
+        raise ValueError(f"by must be one of {', '.join(BY_COLUMN)}, not {by!r}")
+    return BY_COLUMN[by]
+
+
+def _hours(end: pd.Series, start: pd.Series) -> pd.Series:
+    return ((end - start).dt.total_seconds() / 3600).astype("Float64")
+
+
+def cycle_times(
+    store: SnapshotStore | Observed,
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """One row per finished run, every kind: `chapter_id, chapter, project_id, project,
+    kind, started_at, finished_at, hours, run_id, started_source, finished_source`;
+    `since`/`until` bound `finished_at`. A failed or stalled run is in `failures`."""
+    runs = all_runs(observe(store))
+    done = runs[(runs["outcome"] == "finished").fillna(False) & runs["finished_at"].notna()]
+    frame = done[["chapter_id", "chapter", "project_id", "project", "kind",
+                  "started_at", "finished_at"]].copy()  # fmt: skip
+    frame["hours"] = _hours(frame["finished_at"], frame["started_at"])
+    frame["run_id"] = done["run_id"]
+    frame["started_source"] = done["started_source"]
+    frame["finished_source"] = done["finished_source"]
+    frame = frame.sort_values(["finished_at", "run_id"], ignore_index=True)
+    return within(frame, "finished_at", since=since, until=until, tz=tz)
+
+
+def lead_times(
+    store: SnapshotStore | Observed,
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """Per chapter whose first run the store saw: from its upload (`created_at`) to its
+    first `needs_review` (the end of its first finished run), failed runs and re-scans in
+    between included: `chapter_id, chapter, project_id, project, uploaded_at,
+    reviewable_at, hours, runs, failed_runs`. A chapter not yet reviewable has no row;
+    `since`/`until` bound `reviewable_at`."""
+    runs = all_runs(observe(store))
+    seen_first = runs.loc[runs["kind"] == "first", "chapter_id"]
+    mine = runs[runs["chapter_id"].isin(seen_first)].sort_values(["chapter_id", "started_at"])
+    finished = (mine["outcome"] == "finished").fillna(False) & mine["finished_at"].notna()
+    done_at = mine["finished_at"].where(finished).groupby(mine["chapter_id"]).min()
+    first = mine[mine["kind"] == "first"].drop_duplicates("chapter_id").set_index("chapter_id")
+    uploaded = first["created_at"].fillna(first["started_at"])
+    until_done = mine["chapter_id"].map(done_at)
+    counted = mine[mine["started_at"] <= until_done]
+    failed = counted["outcome"].isin(["failed", "stalled"]).fillna(False)
+    frame = pd.DataFrame(
+        {
+            "chapter": first["chapter"],
+            "project_id": first["project_id"],
+            "project": first["project"],
+            "uploaded_at": uploaded,
+            "reviewable_at": done_at.reindex(first.index),
+            "runs": counted.groupby("chapter_id").size().reindex(first.index),
+            "failed_runs": failed.groupby(counted["chapter_id"]).sum().reindex(first.index),
+        }
+    )
+    frame = frame[frame["reviewable_at"].notna()].rename_axis("chapter_id").reset_index()
+    frame.insert(6, "hours", _hours(frame["reviewable_at"], frame["uploaded_at"]))
+    frame["runs"] = frame["runs"].astype("Int64")
+    frame["failed_runs"] = frame["failed_runs"].astype("Int64")
+    frame["chapter_id"] = frame["chapter_id"].astype(pd.StringDtype())
+    frame = frame.sort_values(["reviewable_at", "chapter_id"], ignore_index=True)
+    return within(frame, "reviewable_at", since=since, until=until, tz=tz)
+
+
+def finished(
+    store: SnapshotStore | Observed,
+    *,
+    freq: str = "D",
+    by: RunsBy = "project_id",
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+    fill: bool = False,
+) -> pd.DataFrame:
+    """Runs finished per period: long frame `period, <by>[, project], runs`. Periods
+    without a finished run are left out unless `fill`."""
+    column = check_by(by)
+    done = cycle_times(store, since=since, until=until, tz=tz)
+    runs = all_runs(observe(store))
+    done = done.merge(runs[["run_id", "models"]], on="run_id", how="left")
+    done["period"] = period_starts(done["finished_at"], freq, tz)
+    counts = done.groupby(["period", column], dropna=False).size().rename("runs")
+    frame = counts.reset_index().rename(columns={column: by})
+    if fill:
+        frame = fill_grid(frame, by, ["runs"], freq=freq, tz=tz)
+    frame["runs"] = frame["runs"].astype("Int64")
+    frame[by] = frame[by].astype(pd.StringDtype())
+    if by == "project_id":
+        names = runs.drop_duplicates("project_id").set_index("project_id")["project"]
+        frame.insert(2, "project", frame["project_id"].map(names).astype(pd.StringDtype()))
+    return frame.sort_values(["period", by], ignore_index=True)
+
+
+def fill_grid(
+    frame: pd.DataFrame, by: str, measures: list[str], *, freq: str, tz: str | None
+) -> pd.DataFrame:
+    """Every period from the first to the last and every group, zeros where none."""
+    if frame.empty:
+        return frame
+    zone = tz or "UTC"
+    first, last = frame["period"].min(), frame["period"].max()
+    stamps = pd.Series(pd.date_range(first, last, freq="h", tz=zone))
+    periods = period_starts(stamps, freq, tz).drop_duplicates()
+    grid = pd.MultiIndex.from_product([periods, frame[by].dropna().unique()], names=["period", by])
+    full = frame.set_index(["period", by])[measures].reindex(grid, fill_value=0)
+    return full.reset_index()

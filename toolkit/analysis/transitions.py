@@ -1,0 +1,114 @@
+"""The chapter changes that can start or end a run, read in one DuckDB query.
+
+A chapter's change log has a row whenever anything about it changed, mostly progress
+(`last_activity_at`). A run starts where `credits_spent` rises (or, in stores without
+charges, where `processing` turns on or `failed` is cleared) and ends where `processing`
+turns off; only those rows, the baseline and deletions are read back, each with its
+previous values beside it, so a year of hourly snapshots comes back as the few rows
+that matter. The projects' names, models and languages ride along in the same query:
+every `store.query` opens the store's logs once, and opening is much of the cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+TRANSITIONS_SQL = """
+WITH projects AS (
+    SELECT project_id,
+           arg_max(name, idx) AS project,
+           arg_max(kind, idx) AS project_kind,
+           arg_max(translation_model, idx) AS model,
+           arg_max(len(target_languages), idx) AS n_languages
+    FROM projects_changes WHERE NOT _deleted GROUP BY project_id
+),
+log AS (
+    SELECT idx, chapter_id, project_id, position, title, page_count, started, processing,
+           failed, failure_reason, status::VARCHAR AS status, credits_spent,
+           last_activity_at, created_at, _deleted AS deleted,
+           lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
+           lag(credits_spent) OVER w AS prev_credits,
+           lag(page_count) OVER w AS prev_pages,
+           lag(started) OVER w AS prev_started,
+           lag(processing) OVER w AS prev_processing,
+           lag(failed) OVER w AS prev_failed,
+           lag(failure_reason) OVER w AS prev_reason,
+           lag(status::VARCHAR) OVER w AS prev_status
+    FROM chapters_changes
+    WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
+)
+SELECT log.*, p.project, p.project_kind, p.model, p.n_languages,
+       (SELECT models[1] FROM languages_changes
+        WHERE len(models) > 0 AND project_id IN
+              (SELECT project_id FROM projects WHERE model IS NULL)
+        LIMIT 1) AS default_model
+FROM log LEFT JOIN projects p USING (project_id)
+WHERE idx = 0 OR deleted OR is_new
+   OR coalesce(credits_spent, 0) <> coalesce(prev_credits, 0)
+   OR coalesce(page_count, 0) <> coalesce(prev_pages, 0)
+   OR coalesce(processing, false) <> coalesce(prev_processing, false)
+   OR coalesce(failed, false) <> coalesce(prev_failed, false)
+   OR failure_reason IS DISTINCT FROM prev_reason
+   OR status IS DISTINCT FROM prev_status
+ORDER BY chapter_id, idx
+"""
+
+
+@dataclass(frozen=True)
+class Transitions:
+    """The rows `TRANSITIONS_SQL` returns, as numpy arrays, and the snapshot times."""
+
+    rows: pd.DataFrame
+    times: np.ndarray  # snapshot_at by position, as int64 microseconds since the epoch
+    default_model: str | None
+
+    @property
+    def empty(self) -> bool:
+        return bool(self.rows.empty)
+
+
+def read_transitions(store: SnapshotStore) -> Transitions:
+    manifest = store.snapshots()
+    times = _micros(manifest["snapshot_at"])
+    if not len(times):
+        return Transitions(pd.DataFrame(), times, None)
+    rows = store.query(TRANSITIONS_SQL)
+    default = rows["default_model"].dropna()
+    return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
+
+
+def _micros(times: pd.Series) -> np.ndarray:
+    values = pd.to_datetime(times, utc=True).astype("datetime64[us, UTC]")
+    return np.asarray(values.to_numpy("datetime64[us]"), "datetime64[us]").astype("int64")
+
+
+def flag(values: pd.Series) -> np.ndarray:
+    """A nullable boolean column as plain bools, null as False."""
+    return np.asarray(values.fillna(False).to_numpy(bool), bool)
+
+
+def number(values: pd.Series) -> np.ndarray:
+    """A nullable count as floats, null as 0."""
+    return np.asarray(values.astype("Float64").fillna(0).to_numpy("float64"), "float64")
+
+
+def texts(values: pd.Series) -> np.ndarray:
+    """A nullable text column as an object array, null as None."""
+    return np.asarray(values.astype(object).where(values.notna(), None).to_numpy(object), object)
+
+
+def micros(values: pd.Series) -> np.ndarray:
+    """A nullable time column as int64 microseconds, null as the smallest int64."""
+    stamped = pd.to_datetime(values, utc=True)
+    out = stamped.to_numpy("datetime64[us]").astype("int64")
+    return np.where(stamped.isna().to_numpy(), NO_TIME, out)
+
+
+NO_TIME = np.iinfo("int64").min

@@ -1,0 +1,216 @@
+"""What went wrong and what needs a person: failures, their rates, stalls, stuck work."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis.calendar import When, within
+from toolkit.analysis.observed import Observed, observe
+from toolkit.analysis.runs import all_runs
+from toolkit.analysis.timing import RunsBy, check_by
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+TEXT = pd.StringDtype()
+
+
+def failures(
+    store: SnapshotStore | Observed,
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """One row per failed run, however many snapshots show it: `chapter_id, chapter,
+    project_id, project, kind` (`failed`, or `stalled`: abandoned by the service after
+    it stopped progressing), `seen_at` (its `chapter.failed` event, else the chapter's
+    `last_activity_at` when a snapshot first showed it failed), `failure_reason`,
+    `run_id`, `run_kind` (the run's kind). `since`/`until` bound `seen_at`."""
+    runs = all_runs(observe(store))
+    bad = runs[runs["outcome"].isin(["failed", "stalled"]).fillna(False)]
+    frame = pd.DataFrame(
+        {
+            "chapter_id": bad["chapter_id"],
+            "chapter": bad["chapter"],
+            "project_id": bad["project_id"],
+            "project": bad["project"],
+            "kind": bad["outcome"],
+            "seen_at": bad["finished_at"].fillna(bad["seen_at"]),
+            "failure_reason": bad["failure_reason"],
+            "run_id": bad["run_id"],
+            "run_kind": bad["kind"],
+        }
+    )
+    frame = frame.sort_values(["seen_at", "run_id"], ignore_index=True)
+    return within(frame, "seen_at", since=since, until=until, tz=tz)
+
+
+def failure_rates(
+    store: SnapshotStore | Observed,
+    by: RunsBy | None = "project_id",
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """Failed and stalled runs over the runs that ended, per `by` (None: the whole
+    workspace): `<by>[, project], runs, finished, failed, stalled, failure_rate,
+    stalled_rate`. `runs` counts runs started in the window whose outcome is known (a
+    run still going, or one the store cannot tell, is left out of both counts)."""
+    runs = all_runs(observe(store))
+    runs = within(runs, "started_at", since=since, until=until, tz=tz)
+    ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
+    column = check_by(by) if by is not None else None
+    keys = ended[column] if column else pd.Series("all", index=ended.index)
+    table = pd.crosstab(keys, ended["outcome"])
+    table = table.reindex(columns=["finished", "failed", "stalled"], fill_value=0)
+    frame = table.rename_axis(by or "scope").reset_index()
+    frame.columns.name = None
+    frame.insert(1, "runs", frame[["finished", "failed", "stalled"]].sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frame["failure_rate"] = ((frame["failed"] + frame["stalled"]) / frame["runs"]).astype(
+            "Float64"
+        )
+        frame["stalled_rate"] = (frame["stalled"] / frame["runs"]).astype("Float64")
+    for count in ("runs", "finished", "failed", "stalled"):
+        frame[count] = frame[count].astype("Int64")
+    key = by or "scope"
+    frame[key] = frame[key].astype(TEXT)
+    if by == "project_id":
+        names = runs.drop_duplicates("project_id").set_index("project_id")["project"]
+        frame.insert(1, "project", frame["project_id"].map(names).astype(TEXT))
+    return frame
+
+
+def stalled(
+    store: SnapshotStore | Observed,
+    threshold: str | pd.Timedelta = "90min",
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """Chapters processing at the latest snapshot with no progress for at least
+    `threshold`, measured from their last progress (`last_activity_at`, which the
+    service moves at every step of a run) to the latest snapshot: `chapter_id, chapter,
+    project_id, project, position, last_progress_at, stalled_hours`. `since`/`until`
+    bound `last_progress_at`."""
+    obs = observe(store)
+    limit = pd.Timedelta(threshold)
+    latest = _latest_chapters(obs)
+    running = latest[latest["processing"].fillna(False).astype(bool)]
+    now = obs.times[-1] if obs.times else pd.Timestamp(0, tz="UTC")
+    progress = running["last_activity_at"].astype("datetime64[us, UTC]")
+    frame = pd.DataFrame(
+        {
+            "chapter_id": running["chapter_id"].astype(TEXT),
+            "chapter": _labels(running),
+            "project_id": running["project_id"].astype(TEXT),
+            "project": running["project_id"].map(_project_names(obs)).astype(TEXT),
+            "position": running["position"].astype("Int64"),
+            "last_progress_at": progress,
+            "stalled_hours": ((now - progress).dt.total_seconds() / 3600).astype("Float64"),
+        }
+    )
+    frame = frame[(now - frame["last_progress_at"]) >= limit]
+    frame = frame.sort_values(["stalled_hours", "chapter_id"], ascending=[False, True])
+    frame = frame.reset_index(drop=True)
+    return within(frame, "last_progress_at", since=since, until=until, tz=tz)
+
+
+def stuck(
+    store: SnapshotStore | Observed,
+    *,
+    threshold: str | pd.Timedelta = "90min",
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """What needs a person now, one row per chapter and reason: `chapter_id, chapter,
+    project_id, project, reason, detail, since`. Reasons: `stalled` (running without
+    progress for `threshold`), `failed` (its last run failed and it waits for a re-scan,
+    or a novel for its text to be uploaded again), `held_pages` (pages sent with hold
+    that never started), `no_pages` (a staged chapter with no pages), `not_started`
+    (a staged chapter with pages, never started). `since`/`until` bound `since`."""
+    obs = observe(store)
+    latest = _latest_chapters(obs)
+    names = _project_names(obs)
+    rows: list[pd.DataFrame] = []
+
+    def add(part: pd.DataFrame, reason: str, detail: pd.Series, when: pd.Series) -> None:
+        rows.append(
+            pd.DataFrame(
+                {
+                    "chapter_id": part["chapter_id"].astype(TEXT),
+                    "chapter": _labels(part),
+                    "project_id": part["project_id"].astype(TEXT),
+                    "project": part["project_id"].map(names).astype(TEXT),
+                    "reason": reason,
+                    "detail": detail.astype(TEXT),
+                    "since": when.astype("datetime64[us, UTC]"),
+                }
+            )
+        )
+
+    slow = stalled(obs, threshold)
+    part = latest[latest["chapter_id"].isin(slow["chapter_id"])]
+    hours = part["chapter_id"].map(slow.set_index("chapter_id")["stalled_hours"])
+    add(part, "stalled", "running, no progress for " + hours.round(1).astype(str) + " h",
+        part["last_activity_at"])  # fmt: skip
+    idle = ~latest["processing"].fillna(False).astype(bool)
+    failed = latest[idle & latest["failed"].fillna(False).astype(bool)]
+    novel = failed["page_count"].fillna(0) == 0
+    what = np.where(novel, "upload its text again as a new chapter", "re-scan it to retry")
+    add(failed, "failed", failed["failure_reason"].fillna("failed").astype(str) + " (" + what + ")",
+        failed["last_activity_at"])  # fmt: skip
+    paid = cast(pd.Series, obs.memo.get("paid_pages", pd.Series(dtype="float64")))
+    started = latest["started"].fillna(False).astype(bool)
+    pages = latest["page_count"].fillna(0).astype("int64")
+    unpaid = pages - latest["chapter_id"].map(paid).fillna(pages).astype("int64")
+    held = latest[idle & started & (unpaid > 0)]
+    add(held, "held_pages", unpaid[held.index].astype(str) + " page(s) held, never started",
+        held["last_activity_at"])  # fmt: skip
+    empty = latest[~started & (pages == 0) & (latest["chapter_id"].notna())]
+    empty = empty[empty["project_id"].map(_project_kinds(obs)) != "novel"]
+    add(empty, "no_pages", pd.Series("staged, no pages yet", index=empty.index),
+        empty["created_at"])  # fmt: skip
+    waiting = latest[~started & (pages > 0)]
+    add(waiting, "not_started", pages[waiting.index].astype(str) + " page(s) staged, never started",
+        waiting["last_activity_at"])  # fmt: skip
+    frame = pd.concat(rows, ignore_index=True)
+    frame = frame.sort_values(["reason", "since", "chapter_id"], ignore_index=True)
+    return within(frame, "since", since=since, until=until, tz=tz)
+
+
+def _latest_chapters(obs: Observed) -> pd.DataFrame:
+    if "latest_chapters" not in obs.memo:
+        obs.memo["latest_chapters"] = obs.store.latest("chapters")
+    if "paid_pages" not in obs.memo:
+        all_runs(obs)  # works out the pages each chapter has paid for
+    return cast(pd.DataFrame, obs.memo["latest_chapters"])
+
+
+def _latest_projects(obs: Observed) -> pd.DataFrame:
+    if "latest_projects" not in obs.memo:
+        obs.memo["latest_projects"] = obs.store.latest("projects")
+    return cast(pd.DataFrame, obs.memo["latest_projects"])
+
+
+def _project_names(obs: Observed) -> pd.Series:
+    projects = _latest_projects(obs)
+    return projects.set_index(projects["project_id"].astype(object))["name"].astype(object)
+
+
+def _project_kinds(obs: Observed) -> pd.Series:
+    projects = _latest_projects(obs)
+    return projects.set_index(projects["project_id"].astype(object))["kind"].astype(object)
+
+
+def _labels(chapters: pd.DataFrame) -> pd.Series:
+    titles = chapters["title"].astype(object)
+    fallback = "Chapter " + chapters["position"].astype(str)
+    return titles.where(titles.notna(), fallback).astype(TEXT)
