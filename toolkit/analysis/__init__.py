@@ -9,6 +9,7 @@ tk.analysis.failures(store); tk.analysis.failure_rates(store, by="project_id")
 tk.analysis.finished(store, freq="D"); tk.analysis.stalled(store); tk.analysis.stuck(store)
 tk.analysis.price_estimate(store, project_id, pages=20)
 tk.analysis.forecast(store, by="project_id")     # when the open work will be done
+tk.analysis.compare_models(store)                # like-for-like cost, speed, failures
 ```
 
 Every function takes keyword-only `since`, `until` and `tz` (and `freq` where it has
@@ -29,6 +30,7 @@ from toolkit.analysis.measures import (
     price_per_page,
     throughput,
 )
+from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.runs import runs
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
@@ -40,6 +42,7 @@ __all__ = [
     "SpendBy",
     "ThroughputBy",
     "burn_down",
+    "compare_models",
     "credit_spend",
     "cycle_times",
     "failure_rates",
@@ -48,6 +51,7 @@ __all__ = [
     "forecast",
     "lead_times",
     "monthly_spend",
+    "price_by_language",
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
