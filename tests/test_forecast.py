@@ -26,8 +26,11 @@ def backlog(emulator, workspace, client, tmp_path):
     ws = workspace["id"]
     emulator.set_credits(ws, 100_000)
     stuck = emulator.create_project(ws, name="Waiting", target_languages=["en"], **COMMON)
+    store = SnapshotStore(tmp_path / "store")
+    store.take(client)
     held = client.create_chapter(stuck["id"], pages=[make_page(9000 + i) for i in range(2)])
     emulator.advance(600)  # finished
+    store.take(client)
     client.add_pages(held.id, pages=[make_page(9100)], hold=True)
     staged = client.create_chapter(stuck["id"], staged=True)
     emulator.set_faults(failure_rate=1.0, seed=1)
@@ -44,7 +47,6 @@ def backlog(emulator, workspace, client, tmp_path):
         for _ in range(2):
             client.create_chapter(project["id"], pages=[make_page(seed + i) for i in range(pages)])
             seed += pages
-    store = SnapshotStore(tmp_path / "store")
     store.take(client)
     for _ in range(8):
         emulator.advance(EVERY)

@@ -35,6 +35,7 @@ import pandas as pd
 
 from toolkit.analysis.measures import price_per_page
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
+from toolkit.analysis.runs import prices as learned_prices
 from toolkit.store import utc
 
 if TYPE_CHECKING:
@@ -68,7 +69,8 @@ def forecast(
     `remaining_lines` (not counting work that needs action), `lines_per_hour`, `bins`
     (throughput bins the spread comes from), `finish_p10`, `finish_p50`, `finish_p90`,
     `hours_p50` (from `as_of`), `needs_action` (chapters), `needs_action_reason`,
-    `status` (`on track`, `needs action`, `no recent throughput`, `remaining unknown`)
+    `status` (`on track`, `finishing`: no line left but still open, `needs action`,
+    `no recent throughput`, `remaining unknown`)
     and `as_of` (the snapshot the forecast is made at).
 
     window: how far back throughput is read. freq: its bins (at least three in the
@@ -175,7 +177,8 @@ def _pages_at_last_run(obs: Observed, log: pd.DataFrame) -> dict[str, int]:
     paid = credits > credits.groupby(log["chapter_id"]).shift(1).fillna(0)
     ran = log[flag(log["processing"]) | paid].groupby("chapter_id").tail(1)
     pages = dict(zip(ran["chapter_id"], ran["page_count"].fillna(0).astype(int), strict=True))
-    prices = price_per_page(obs)
+    # Without a first charge since the baseline, what chapters had paid at it.
+    prices = learned_prices(obs) or price_per_page(obs)
     last = log.groupby("chapter_id").tail(1)
     per_page = last["project_id"].map(prices).fillna(prices.get(None, np.nan))
     per_page = per_page.astype(float) * obs.language_counts(last["chapter_id"])
@@ -325,7 +328,8 @@ def _estimate(
         elif pooled <= 0:
             status = "no recent throughput"
         else:
-            status = "on track"
+            # Nothing left to translate but still open: packaging, cleaning, lettering.
+            status = "on track" if left else "finishing"
             fast, slow = np.quantile(per_bin, [0.9, 0.1])
             p10 = as_of + pd.Timedelta(hours=float(left) / fast)
             p50 = as_of + pd.Timedelta(hours=float(left) / pooled)
