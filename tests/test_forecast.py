@@ -130,6 +130,10 @@ def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
     for project in steady:
         assert left.loc[(times.iloc[-1], project)] == later.loc[project, "remaining_lines"]
 
+    part = analysis.burn_down(store, since=times.iloc[2], until=times.iloc[4], tz="Asia/Tokyo")
+    assert sorted(part["snapshot_at"].unique()) == list(times.iloc[2:4])
+    assert str(part["snapshot_at"].dt.tz) == "Asia/Tokyo"
+
     ax = plots.burn_down(store, window="9min", freq="3min")
     bands = [patch for patch in ax.patches if patch.get_alpha()]
     assert len(bands) == len(steady)  # one band per project on track, none for "Waiting"

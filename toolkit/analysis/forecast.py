@@ -33,14 +33,13 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis.calendar import When, moment
 from toolkit.analysis.measures import price_per_page
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.analysis.runs import prices as learned_prices
-from toolkit.store import utc
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
-    from toolkit.store.snapshot_store import When
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
 TEXT = pd.StringDtype()
@@ -75,14 +74,15 @@ def forecast(
 
     window: how far back throughput is read. freq: its bins (at least three in the
     window give a spread). until: forecast as seen at the latest snapshot at or before
-    this time (to check a forecast against what happened next). tz: show times in it.
+    this time (to check a forecast against what happened next; a naive time is read in
+    `tz`). tz: bins and the times shown are in this zone.
     """
     if by not in ("project_id", "language_code", "chapter_id"):
         raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")
     obs = observe(store)
     manifest = obs.manifest
     if until is not None:
-        manifest = manifest[manifest["snapshot_at"] <= utc(until)]
+        manifest = manifest[manifest["snapshot_at"] <= moment(until, tz)]
     if manifest.empty:
         return _shape(pd.DataFrame(), by, tz)
     as_of = manifest["snapshot_at"].iloc[-1]
@@ -105,9 +105,11 @@ def burn_down(
     by: ForecastBy = "project_id",
     since: When | None = None,
     until: When | None = None,
+    tz: str | None = None,
 ) -> pd.DataFrame:
     """Lines still untranslated at each snapshot, per group: long frame
-    `snapshot_at, <by>, remaining_lines` (a line that was never fetched counts as 0)."""
+    `snapshot_at, <by>, remaining_lines` (a line that was never fetched counts as 0),
+    for the snapshots in [since, until) (a naive bound is read in `tz`; times shown in it)."""
     if by not in ("project_id", "language_code", "chapter_id"):
         raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")
     obs = observe(store)
@@ -117,13 +119,16 @@ def burn_down(
     per = log.groupby(["idx", by])["delta"].sum().unstack(fill_value=0.0)
     per = per.reindex(range(len(obs.times)), fill_value=0.0).cumsum()
     per.index = pd.DatetimeIndex(obs.times, name="snapshot_at")
-    if since is not None:
-        per = per[per.index >= utc(since)]
-    if until is not None:
-        per = per[per.index <= utc(until)]
+    low, high = moment(since, tz), moment(until, tz)
+    if low is not None:
+        per = per[per.index >= low]
+    if high is not None:
+        per = per[per.index < high]
     frame = per.stack().rename("remaining_lines").reset_index()
     frame.columns = ["snapshot_at", by, "remaining_lines"]
     frame["snapshot_at"] = frame["snapshot_at"].astype(TIME)
+    if tz:
+        frame["snapshot_at"] = frame["snapshot_at"].dt.tz_convert(tz)
     frame[by] = frame[by].astype(TEXT)
     frame["remaining_lines"] = frame["remaining_lines"].round().astype("Int64")
     return frame.sort_values(["snapshot_at", by], ignore_index=True)
