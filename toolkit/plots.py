@@ -372,7 +372,7 @@ def burn_down(
         ax.plot([], [], color=color, label=label)
     _date_axis(ax)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("lines still to translate")
+    ax.set_ylabel("lines still to translate (all open work)")
     ax.set_title(f"Burn-down by {_GROUP_LABELS[by]}: p50 dashed, p10-p90 shaded")
     _legend(ax, _GROUP_LABELS[by])
     return ax
