@@ -44,17 +44,23 @@ def _snapshot(args: argparse.Namespace) -> None:
 
 def _snapshot_workspaces(args: argparse.Namespace) -> None:
     """One snapshot per named workspace, each with its own key, into its own store."""
+    import inspect
+
     from toolkit.agency import read_config, workspace_settings
     from toolkit.client import Client
     from toolkit.store import SnapshotStore
 
     config = read_config(args.config)
     settings = [workspace_settings(n, config=config, store_root=args.store) for n in args.workspace]
+    # Stores that record a workspace label in their manifest (the Delta Lake store) get it.
+    labelled = "workspace" in inspect.signature(SnapshotStore).parameters
     failed = []
     for workspace in settings:
         try:
             with Client(workspace.base_url, workspace.api_key.reveal()) as client:
-                info = SnapshotStore(workspace.store).take(client, details=args.details)
+                label = {"workspace": workspace.name} if labelled else {}
+                store = SnapshotStore(workspace.store, **label)
+                info = store.take(client, details=args.details)
         except ToolkitError as exc:
             print(f"{workspace.name}: {exc}", file=sys.stderr)
             failed.append(workspace.name)

@@ -40,7 +40,7 @@ def label(store: SnapshotStore | Observed) -> str:
     """The workspace label of one store."""
     obs = store if isinstance(store, Observed) else None
     plain = obs.store if obs is not None else store
-    given = getattr(plain, "workspace", None)
+    given = getattr(plain, "workspace_label", None)
     if isinstance(given, str) and given:
         return given
     manifest = obs.manifest if obs is not None else plain.snapshots()
