@@ -64,8 +64,9 @@ def test_throughput_counts_rises_restarts_after_rescans_and_ignores_the_baseline
         (3, "en"): 3 + 1,
         (3, "fr"): 10,
     }
-    # Every non-baseline hour is there, zeros included.
-    assert len(lines) == 3 * 2
+    # Hours without lines are left out, unless asked for.
+    assert len(lines) == 4
+    assert len(analysis.throughput(store, freq="1h", fill=True)) == 3 * 2
     by_project = analysis.throughput(store, freq="1D", by="project_id")
     # One daily period, starting at midnight, 9 hours before T0.
     assert figures(by_project, "project_id", "lines") == {(-9, "p1"): 24, (-9, "p2"): 5}
@@ -282,6 +283,11 @@ def test_stalled_lists_processing_chapters_without_progress(service, store):
 # Against the emulator: its ledger and its webhook deliveries are the truth.
 
 
+def _periods(store) -> list[pd.Timestamp]:
+    """The hour of each snapshot after the baseline."""
+    return list(store.snapshots()["snapshot_at"].iloc[1:].dt.floor("h"))
+
+
 def _between(entries: list[dict], marks: list[int]) -> list[list[dict]]:
     """Ledger entries made between consecutive snapshots."""
     return [entries[a:b] for a, b in itertools.pairwise(marks)]
@@ -329,7 +335,7 @@ def simulated_day(emulator, workspace, client, tmp_path):
 def test_throughput_equals_the_lines_the_emulator_translated(simulated_day):
     store, ledger, _, lines = simulated_day
     figures = analysis.throughput(store, freq="1h", by="language_code")
-    periods = sorted(figures["period"].unique())
+    periods = _periods(store)
     assert len(periods) == 8
     for period, entries in zip(periods, _between(ledger["lines"], lines), strict=True):
         truth = pd.DataFrame(entries, columns=["languageCode", "lines"])
@@ -344,15 +350,14 @@ def test_credit_spend_and_rework_equal_the_emulator_charges(simulated_day):
     store, ledger, charges, _ = simulated_day
     assert any(c["rework"] for c in ledger["charges"])  # the day had re-scans
     figures = analysis.credit_spend(store, freq="1h", by="project_id")
-    periods = sorted(figures["period"].unique())
-    for period, entries in zip(periods, _between(ledger["charges"], charges), strict=True):
+    for period, entries in zip(_periods(store), _between(ledger["charges"], charges), strict=True):
         got = figures[figures["period"] == period].set_index("project_id")
-        for project in got.index:
+        for project in {c["projectId"] for c in entries} | set(got.index):
             mine = [c for c in entries if c["projectId"] == project]
-            assert got.loc[project, "credits"] == sum(c["credits"] for c in mine)
-            assert got.loc[project, "rework_credits"] == sum(
-                c["credits"] for c in mine if c["rework"]
-            )
+            none = {"credits": 0, "rework_credits": 0}
+            shown = got.loc[project] if project in got.index else none
+            assert shown["credits"] == sum(c["credits"] for c in mine)
+            assert shown["rework_credits"] == sum(c["credits"] for c in mine if c["rework"])
     by_language = analysis.credit_spend(store, freq="1D", by="language_code")
     assert by_language["credits"].sum() == sum(c["credits"] for c in ledger["charges"])
     assert analysis.price_estimate(store, figures["project_id"][0], pages=10, languages=2) == 20

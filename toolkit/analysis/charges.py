@@ -53,6 +53,9 @@ def learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | N
         & (pages > 0)
     )
     if not first.any():
+        # No first run seen since the baseline: what chapters that ran had spent by then.
+        first = (rows["idx"].to_numpy() == 0) & flag(rows["started"]) & (credits > 0) & (pages > 0)
+    if not first.any():
         return {}
     price = credits[first] / (pages[first] * n_languages[first])
     seen = pd.DataFrame({"project_id": rows["project_id"].to_numpy(object)[first], "price": price})
@@ -182,29 +185,48 @@ def _split_rows(
             return fits
 
     paid_after_added = paid + added
-    rescan_before = whole(rest, paid) & (cleared | (np.abs(rest - held_before) > EPS))
-    rescan_after = (
-        ~rescan_before
-        & whole(rest, paid_after_added)
-        & (cleared | (np.abs(rest - held_before) > EPS))
-    )
-    held_only = ~rescan_before & ~rescan_after & (rest > EPS) & (rest <= held_before + EPS)
-    held_then_rescan = (
-        ~rescan_before
-        & ~rescan_after
-        & ~held_only
-        & (held_before > EPS)
-        & whole(rest - held_before, paid_after_added + held_before)
-    )
-    odd = (rest > EPS) & ~(rescan_before | rescan_after | held_only | held_then_rescan)
-    held = np.select([held_only, held_then_rescan], [rest, held_before], 0.0)
+    # The readings of what is left, each with how many runs it takes; the one with the
+    # fewest runs wins (several re-scans between two snapshots are rare), ties in this
+    # order. Held pages started cannot explain a cleared `failed` on their own.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        readings = np.stack(
+            [
+                np.where(whole(rest, paid), np.round(rest / paid), np.inf),
+                np.where(whole(rest, paid_after_added), np.round(rest / paid_after_added), np.inf),
+                np.where((rest > EPS) & (rest <= held_before + EPS) & ~cleared, 1.0, np.inf),
+                np.where(
+                    (held_before > EPS) & whole(rest - held_before, paid_after_added + held_before),
+                    1 + np.round((rest - held_before) / (paid_after_added + held_before)),
+                    np.inf,
+                ),
+                np.where(
+                    (held_before > EPS) & whole(rest - held_before, paid),
+                    1 + np.round((rest - held_before) / paid),
+                    np.inf,
+                ),
+            ]
+        )
+    best = np.argmin(readings, axis=0)
+    readable = np.isfinite(readings.min(axis=0)) & (rest > EPS)
+    rescan_before = readable & (best == 0)
+    rescan_after = readable & (best == 1)
+    held_only = readable & (best == 2)
+    held_then_rescan = readable & (best == 3)
+    rescan_then_held = readable & (best == 4)
+    odd = (rest > EPS) & ~readable
+    held = np.select([held_only, held_then_rescan | rescan_then_held], [rest, held_before], 0.0)
+    rescans_first = rescan_before | rescan_then_held
 
     s, c = split.pages, split.count
     s[at, 0], c[at, 0] = first, first > EPS
     s[at, 2], c[at, 2] = added, added > EPS
     s[at, 3], c[at, 3] = held, held > EPS
     with np.errstate(invalid="ignore", divide="ignore"):
-        k_before = np.where(rescan_before, np.round(rest / np.where(paid > EPS, paid, 1)), 0)
+        k_before = np.where(
+            rescans_first,
+            np.round((rest - held * rescan_then_held) / np.where(paid > EPS, paid, 1)),
+            0,
+        )
         after_size = paid_after_added + held
         k_after = np.select(
             [rescan_after, held_then_rescan],
@@ -212,7 +234,7 @@ def _split_rows(
              np.round((rest - held) / np.where(after_size > EPS, after_size, 1))],
             0,
         )  # fmt: skip
-    s[at, 1] = np.where(rescan_before, paid, 0.0)
+    s[at, 1] = np.where(rescans_first, paid, 0.0)
     s[at, 4] = np.select([rescan_after | held_then_rescan, odd], [after_size, rest], 0.0)
     c[at, 1] = k_before.astype("int64")
     c[at, 4] = np.where(odd, 1, k_after).astype("int64")

@@ -34,9 +34,8 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis.calendar import When, moment
-from toolkit.analysis.measures import price_per_page
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
-from toolkit.analysis.runs import prices as learned_prices
+from toolkit.analysis.runs import all_runs
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -138,13 +137,13 @@ def needs_action(obs: Observed, *, as_of: pd.Timestamp, stall_after: pd.Timedelt
     """Why each chapter at the snapshot `as_of` waits for a person, by chapter id;
     chapters that need nothing are absent.
 
-    Held pages are the pages counted after the chapter last ran: its page count now
-    above its count at the last change that showed it running or its credits rising.
+    Held pages: the page count now above the pages the chapter's runs paid for by then
+    (see `_pages_at_last_run`).
     """
     log = obs.chapters[obs.chapters["snapshot_at"] <= as_of].sort_values(["chapter_id", "idx"])
     current = log.groupby("chapter_id").tail(1)
     current = current[~flag(current["deleted"])]
-    ran_pages = _pages_at_last_run(obs, log)
+    ran_pages = _pages_at_last_run(obs, log, as_of)
     reasons: dict[str, str] = {}
     for row in current.itertuples(index=False):
         processing, failed = _true(row.processing), _true(row.failed)
@@ -173,24 +172,19 @@ def _true(value: object) -> bool:
     return not pd.isna(value) and bool(value)
 
 
-def _pages_at_last_run(obs: Observed, log: pd.DataFrame) -> dict[str, int]:
-    """Pages each chapter has run, at most: its page count at the last change that showed
-    it running or paying (`log`: the chapters' change log sorted by chapter and
-    snapshot), and no more than its credits paid for at the learned price (which is what
-    tells held pages added before the store's first snapshot)."""
+def _pages_at_last_run(obs: Observed, log: pd.DataFrame, as_of: pd.Timestamp) -> dict[str, int]:
+    """Pages each chapter has paid to run by `as_of`: the pages of its runs other than
+    re-scans seen by then; for a chapter with no run in the store (it ran before the
+    first snapshot), its page count at the last change that showed it running or paying
+    (`log`: the chapters' change log sorted by chapter and snapshot)."""
     credits = log["credits_spent"].fillna(0)
     paid = credits > credits.groupby(log["chapter_id"]).shift(1).fillna(0)
     ran = log[flag(log["processing"]) | paid].groupby("chapter_id").tail(1)
     pages = dict(zip(ran["chapter_id"], ran["page_count"].fillna(0).astype(int), strict=True))
-    # Without a first charge since the baseline, what chapters had paid at it.
-    prices = learned_prices(obs) or price_per_page(obs)
-    last = log.groupby("chapter_id").tail(1)
-    per_page = last["project_id"].map(prices).fillna(prices.get(None, np.nan))
-    per_page = per_page.astype(float) * obs.language_counts(last["chapter_id"])
-    afforded = (last["credits_spent"].fillna(0).astype(float) / per_page).round(6)
-    for chapter, most in zip(last["chapter_id"], afforded, strict=True):
-        if not np.isnan(most) and chapter in pages:
-            pages[chapter] = min(pages[chapter], int(np.floor(most)))
+    seen = all_runs(obs)
+    seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
+    from_runs = seen.groupby("chapter_id")["pages"].sum()
+    pages.update({str(c): int(n) for c, n in from_runs.items()})
     return pages
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.observed import Observed, flag, observe, periods, with_previous
+from toolkit.analysis.calendar import When, period_starts, within
+from toolkit.analysis.observed import Observed, flag, observe, with_previous
+from toolkit.analysis.runs import all_runs, prices
+from toolkit.analysis.timing import fill_grid
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -26,43 +28,50 @@ def _check(name: str, value: str, allowed: Sequence[str]) -> None:
 
 
 def _long(
-    values: pd.DataFrame, obs: Observed, freq: str, by: str, measures: list[str]
+    values: pd.DataFrame,
+    by: str,
+    measures: list[str],
+    *,
+    time: str,
+    freq: str,
+    tz: str | None,
+    since: When | None,
+    until: When | None,
+    fill: bool,
+    names: pd.Series | None,
 ) -> pd.DataFrame:
-    """Sum `measures` per (period, by) over every non-baseline period and group seen."""
-    later = periods(obs.manifest["snapshot_at"].iloc[1:], freq).drop_duplicates()
-    groups = values[by].dropna().unique() if len(values) else []
-    grid = pd.MultiIndex.from_product([later, groups], names=["period", by])
+    """Sum `measures` per (period, by): rows with nothing to show are left out unless
+    `fill`, which gives every period from the first to the last and every group."""
+    values = within(values, time, since=since, until=until, tz=tz)
+    columns = ["period", by, *measures]
     if len(values):
-        values = values.assign(period=periods(values["snapshot_at"], freq))
-        sums = values.groupby(["period", by])[measures].sum()
+        values = values.assign(period=period_starts(values[time], freq, tz))
+        sums = values.groupby(["period", by], dropna=False)[measures].sum().reset_index()
+        sums = sums[(sums[measures] != 0).any(axis=1)] if not fill else sums
     else:
-        sums = pd.DataFrame(columns=measures, dtype="float64")
-    result = sums.reindex(grid, fill_value=0).reset_index()
-    result["period"] = result["period"].astype("datetime64[us, UTC]")
+        sums = pd.DataFrame({c: pd.Series(dtype="float64") for c in columns})
+        sums["period"] = sums["period"].astype(f"datetime64[us, {tz or 'UTC'}]")
+    if fill:
+        sums = fill_grid(sums, by, measures, freq=freq, tz=tz)
+    result = sums[columns].copy()
     result[by] = result[by].astype(TEXT)
+    if names is not None:
+        result.insert(2, "project", result[by].astype(object).map(names).astype(TEXT))
     return result.sort_values(["period", by], ignore_index=True)
 
 
-def _chapter_log(obs: Observed) -> pd.DataFrame:
-    """The chapters' log sorted by chapter and snapshot, with `prev_failed` and
-    `prev_credits_spent`: sorted once for the several figures that read it."""
-    if "chapter_log" not in obs.memo:
-        columns = ["credits_spent", "failed"]
-        obs.memo["chapter_log"] = with_previous(obs.chapters, ["chapter_id"], columns)
-    return cast(pd.DataFrame, obs.memo["chapter_log"])
-
-
 def _resets(obs: Observed) -> pd.DataFrame:
-    """`chapter_id, idx` (snapshot position) where a chapter's counts restarted: its
-    `failed` flag was cleared, or it paid again for pages already paid."""
-    chapters = _chapter_log(obs)
-    cleared = chapters[
-        ~chapters["deleted"] & flag(chapters["prev_failed"]) & ~flag(chapters["failed"])
-    ]
-    spend = _spend_rows(obs)
-    reworked = spend[spend["rework_credits"] > 0]
-    both = pd.concat([_keys(cleared), _keys(reworked)], ignore_index=True)
-    return both.drop_duplicates(ignore_index=True)
+    """`chapter_id, idx` (snapshot position) where a chapter's counts restarted: a
+    re-scan was seen there (it clears `failed` and pays again for the pages)."""
+    runs = all_runs(obs)
+    rescans = runs[(runs["kind"] == "rescan").fillna(False)]
+    frame = pd.DataFrame(
+        {
+            "chapter_id": rescans["chapter_id"].astype("str").array,
+            "idx": rescans["seen_idx"].to_numpy("int64"),
+        }
+    )
+    return frame.drop_duplicates(ignore_index=True)
 
 
 def _keys(frame: pd.DataFrame, *, codes: bool = False) -> pd.DataFrame:
@@ -76,7 +85,7 @@ def _keys(frame: pd.DataFrame, *, codes: bool = False) -> pd.DataFrame:
 def _at_resets(log: pd.DataFrame, resets: pd.DataFrame) -> np.ndarray:
     """Whether each row of `log` is at one of the chapters' `resets`."""
     keys = pd.MultiIndex.from_frame(_keys(log))
-    return keys.isin(pd.MultiIndex.from_frame(resets))
+    return np.asarray(keys.isin(pd.MultiIndex.from_frame(resets)), bool)
 
 
 def _standing_through_resets(obs: Observed, resets: pd.DataFrame) -> pd.DataFrame:
@@ -118,13 +127,21 @@ def _standing_through_resets(obs: Observed, resets: pd.DataFrame) -> pd.DataFram
 
 
 def throughput(
-    store: SnapshotStore | Observed, freq: str = "1h", by: ThroughputBy = "language_code"
+    store: SnapshotStore | Observed,
+    freq: str = "1h",
+    by: ThroughputBy = "language_code",
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+    fill: bool = False,
 ) -> pd.DataFrame:
-    """Lines translated per period: long frame `period, <by>, lines`.
+    """Lines translated per period: long frame `period, <by>[, project], lines`.
 
     A chapter-language's lines are the rise of `covered`; after a re-scan (coverage fell,
-    `failed` was cleared, or credits rose as rework) the count restarted, so the new
-    value counts in full. Never negative.
+    `failed` was cleared, or a re-scan run was seen) the count restarted, so the new
+    value counts in full. Never negative. By `model`: the service's model name, the last
+    one the language lists. Periods without lines are left out unless `fill`.
     """
     _check("by", by, ("language_code", "project_id", "model"))
     obs = observe(store)
@@ -146,206 +163,95 @@ def throughput(
         log["model"] = [
             list(m)[-1] if m is not None and len(m) else UNKNOWN_MODEL for m in log["models"]
         ]
-    result = _long(log, obs, freq, by, ["lines"])
+    names = _project_names(obs) if by == "project_id" else None
+    result = _long(log, by, ["lines"], time="snapshot_at", freq=freq, tz=tz, since=since,
+                   until=until, fill=fill, names=names)  # fmt: skip
     result["lines"] = result["lines"].astype("Int64")
     return result
 
 
-def _first_charges(obs: Observed, *, paged: bool) -> pd.DataFrame:
-    """First charges (a chapter's first rise of `credits_spent`) seen after the baseline,
-    else at it: `chapter_id, project_id, credits, pages, n_langs`. `paged` picks
-    chapters with pages (comics) or without (novels, priced by their text)."""
-    chapters = _chapter_log(obs)
-    credits = chapters["credits_spent"].fillna(0).astype("float64")
-    before = chapters["prev_credits_spent"].fillna(0).astype("float64")
-    pages = chapters["page_count"].fillna(0).astype("float64")
-    live = ~chapters["deleted"] & (credits > 0) & ((pages > 0) if paged else (pages == 0))
-    first = live & (before == 0) & (chapters["idx"] > 0)
-    if not first.any():
-        # No first charge seen since the baseline: what chapters had spent by then.
-        first = live & (chapters["idx"] == 0)
-    chosen = chapters[first]
-    n_langs = obs.language_counts(chosen["chapter_id"])
-    return pd.DataFrame(
-        {
-            "project_id": chosen["project_id"].astype(object).to_numpy(),
-            "credits": (credits - before)[first].to_numpy(),
-            "pages": pages[first].to_numpy(),
-            "n_langs": n_langs.astype(float),
-        }
-    )
-
-
-def _medians(prices: pd.DataFrame) -> dict[str | None, float]:
-    medians: dict[str | None, float] = {
-        str(project): float(group.median())
-        for project, group in prices.groupby("project_id")["price"]
-    }
-    if len(prices):
-        medians[None] = float(prices["price"].median())
-    return medians
+def _project_names(obs: Observed) -> pd.Series:
+    runs = all_runs(obs)
+    named = runs.drop_duplicates("project_id").set_index("project_id")["project"]
+    return named.astype(object)
 
 
 def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     """The effective price per page and target language, per project id; the key `None`
-    holds the workspace-wide median. Learned from first charges seen in the store."""
-    obs = observe(store)
-    if "prices" not in obs.memo:
-        first = _first_charges(obs, paged=True)
-        first["price"] = first["credits"] / (first["pages"] * first["n_langs"])
-        obs.memo["prices"] = _medians(first)
-    return cast(dict[str | None, float], obs.memo["prices"])
+    holds the workspace-wide median. Learned from first runs only (`charges.learn_prices`):
+    a project's own price needs two of its first runs, else it takes the workspace's."""
+    return dict(prices(observe(store)))
 
 
 def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float]:
-    """For chapters without pages (novels, priced by their text): the typical first
+    """For chapters without pages (novels, priced by their text): the median first-run
     charge per chapter and target language, per project id (`None`: all of them)."""
-    obs = observe(store)
-    if "chapter_prices" not in obs.memo:
-        first = _first_charges(obs, paged=False)
-        first["price"] = first["credits"] / first["n_langs"]
-        obs.memo["chapter_prices"] = _medians(first)
-    return cast(dict[str | None, float], obs.memo["chapter_prices"])
-
-
-def _spend_rows(obs: Observed) -> pd.DataFrame:
-    """Per chapter change after the baseline: `credits` risen and the `rework_credits` part."""
-    if "spend" in obs.memo:
-        return cast(pd.DataFrame, obs.memo["spend"])
-    # `prev_credits_spent` is null where the chapter was absent before (no row yet, or
-    # deleted): it counts from zero again.
-    log = _chapter_log(obs)
-    credits = log["credits_spent"].fillna(0).to_numpy("float64")
-    before = log["prev_credits_spent"].fillna(0).to_numpy("float64")
-    n_langs = obs.language_counts(log["chapter_id"])
-    rise = np.maximum(credits - before, 0.0)
-    rework = _rework(log, obs, credits=credits, before=before, rise=rise, n_langs=n_langs)
-    kept = ~flag(log["deleted"]).to_numpy() & (log["idx"].to_numpy("int64") > 0)
-    frame = pd.DataFrame(
-        {
-            "chapter_id": log["chapter_id"].astype("str")[kept].array,
-            "project_id": log["project_id"].astype("str")[kept].array,
-            "idx": log["idx"].to_numpy("int64")[kept],
-            "snapshot_at": log["snapshot_at"][kept].astype("datetime64[us, UTC]").array,
-            "credits": rise[kept],
-            "rework_credits": rework[kept],
-            "n": n_langs[kept],
-        }
-    )
-    obs.memo["spend"] = frame
-    return frame
-
-
-def _rework(
-    log: pd.DataFrame,
-    obs: Observed,
-    *,
-    credits: np.ndarray,
-    before: np.ndarray,
-    rise: np.ndarray,
-    n_langs: np.ndarray,
-) -> np.ndarray:
-    """The part of each row's `rise` that paid again for pages already paid for.
-
-    How many pages a chapter has paid for carries from one change to the next, so this
-    walks the log in order; but chapters are independent, so it walks every chapter's
-    k-th change at once (a few hundred numpy steps for a year, not a Python step per
-    row). The arithmetic is the same, operation for operation, as walking row by row.
-    """
-    prices = price_per_page(obs)
-    known = {str(project): price for project, price in prices.items() if project is not None}
-    fallback = prices.get(None, np.nan)
-    price = log["project_id"].astype(object).map(known).astype("float64").fillna(fallback)
-    price = price.to_numpy("float64")  # NaN: no price learned yet
-    pages = log["page_count"].fillna(0).to_numpy("float64")
-    deleted = flag(log["deleted"]).to_numpy()
-    new = log["is_new"].to_numpy(bool)
-    baseline = log["idx"].to_numpy("int64") == 0
-    chapter = pd.factorize(log["chapter_id"])[0]
-    step = log.groupby("chapter_id", sort=False).cumcount().to_numpy()
-
-    paid = np.zeros(chapter.max() + 1 if len(chapter) else 0)  # pages paid, by chapter
-    rework = np.zeros(len(log))
-    order = np.argsort(step, kind="stable")
-    bounds = np.searchsorted(step[order], np.arange(step.max() + 2 if len(step) else 1))
-    for low, high in itertools.pairwise(bounds):
-        rows = order[low:high]  # every chapter's k-th change
-        ch = chapter[rows]
-        paid_before = np.where(new[rows], 0.0, paid[ch])
-        after, rework[rows] = _pay(
-            paid_before,
-            credits=credits[rows],
-            before=before[rows],
-            rise=rise[rows],
-            pages=pages[rows],
-            per_lang=n_langs[rows],
-            price=price[rows],
-            baseline=baseline[rows],
-        )
-        paid[ch] = np.where(deleted[rows], 0.0, after)  # absent: counts from zero again
-    return rework
-
-
-def _pay(
-    paid: np.ndarray,
-    *,
-    credits: np.ndarray,
-    before: np.ndarray,
-    rise: np.ndarray,
-    pages: np.ndarray,
-    per_lang: np.ndarray,
-    price: np.ndarray,
-    baseline: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """One change of each chapter: (pages paid after it, its rework credits)."""
-    priced = ~np.isnan(price)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # The baseline: assume what was spent paid for the pages it could.
-        per_page = per_lang * price
-        at_baseline = np.where(priced, np.minimum(pages, credits / per_page), pages * (credits > 0))
-        # A known price tells new pages from old ones.
-        unpaid = np.maximum(pages - paid, 0.0)
-        new_pages = np.minimum(unpaid, rise / (per_lang * price))
-        priced_rework = np.maximum(rise - new_pages * per_lang * price, 0.0)
-    # Without one, a chapter that paid and has no unpaid pages pays again.
-    unpriced_rework = np.where((before > 0) & (unpaid == 0), rise, 0.0)
-    # A novel has no pages to tell new from old by; it cannot be re-scanned either (its
-    # retry is a new chapter), so only a second charge is rework.
-    novel = pages == 0
-    novel_rework = np.where(before > 0, rise, 0.0)
-    charged = rise > 0
-    rework = np.select(
-        [~charged | baseline, novel, priced], [0.0, novel_rework, priced_rework], unpriced_rework
-    )
-    after = np.select(
-        [baseline, ~charged | novel, priced], [at_baseline, paid, paid + new_pages], pages
-    )
-    return after, rework
+    runs = all_runs(observe(store))
+    first = runs[(runs["kind"] == "first").fillna(False) & (runs["pages"] == 0)]
+    first = first[first["credits"] > 0]
+    price = (first["credits"] / first["languages"]).astype("float64")
+    found: dict[str | None, float] = {
+        str(project): float(group.median())
+        for project, group in price.groupby(first["project_id"].astype(object))
+    }
+    if len(price):
+        found[None] = float(price.median())
+    return found
 
 
 def credit_spend(
-    store: SnapshotStore | Observed, freq: str = "1D", by: SpendBy = "project_id"
+    store: SnapshotStore | Observed,
+    freq: str = "1D",
+    by: SpendBy = "project_id",
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+    fill: bool = False,
 ) -> pd.DataFrame:
-    """Credits spent per period: long frame `period, <by>, credits, rework_credits`.
+    """Credits spent per period: long frame `period, <by>[, project], credits,
+    rework_credits`, in the period of the snapshot that first showed each charge.
 
-    A chapter's spend is the rise of its `credits_spent`; `rework_credits` is the part
-    that paid again for pages already paid for (a re-scan, a retried failure). By
-    `language_code`, a chapter's spend is split evenly over its target languages.
+    A chapter's spend is the rise of its `credits_spent`, split into the runs it paid
+    for (`runs`); `rework_credits` is what re-scans paid again for pages already paid
+    for, in whole credits. By `language_code`, a run's charge is split evenly over its
+    target languages. Periods without spend are left out unless `fill`.
     """
     _check("by", by, ("project_id", "language_code", "chapter_id"))
     obs = observe(store)
-    spend = _spend_rows(obs)
+    runs = all_runs(obs)
+    spend = pd.DataFrame(
+        {
+            "chapter_id": runs["chapter_id"].astype(object),
+            "project_id": runs["project_id"].astype(object),
+            "seen_at": runs["seen_at"],
+            "credits": runs["credits"].astype("float64"),
+            "rework_credits": runs["rework"].astype("float64"),
+        }
+    )
     if by == "language_code":
-        # One row per language, in the spend rows' order (so each group sums in the same
-        # order); a chapter whose languages were never seen keeps one row, without a code.
-        targets = obs.target_languages.astype({"chapter_id": "str", "language_code": object})
-        spend = spend.merge(targets, on="chapter_id", how="left", sort=False)
-        spend["credits"] = spend["credits"] / spend["n"]
-        spend["rework_credits"] = spend["rework_credits"] / spend["n"]
-    result = _long(spend, obs, freq, by, ["credits", "rework_credits"])
+        spend = _per_language(obs, spend)
+    names = _project_names(obs) if by == "project_id" else None
+    result = _long(spend, by, ["credits", "rework_credits"], time="seen_at", freq=freq, tz=tz,
+                   since=since, until=until, fill=fill, names=names)  # fmt: skip
     for column in ("credits", "rework_credits"):
         result[column] = result[column].astype("Float64")
     return result
+
+
+def _per_language(obs: Observed, spend: pd.DataFrame) -> pd.DataFrame:
+    """Each charge split evenly over the target languages of its project."""
+    projects = obs.store.latest("projects")
+    targets = projects[["project_id", "target_languages"]].astype({"project_id": object})
+    targets = targets.explode("target_languages").rename(
+        columns={"target_languages": "language_code"}
+    )
+    targets = targets.dropna(subset=["language_code"])
+    spend = spend.merge(targets, on="project_id", how="left", sort=False)
+    per = spend["project_id"].map(targets.groupby("project_id").size()).fillna(1)
+    spend["credits"] = spend["credits"] / per
+    spend["rework_credits"] = spend["rework_credits"] / per
+    return spend
 
 
 def price_estimate(

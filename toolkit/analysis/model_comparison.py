@@ -85,7 +85,8 @@ def price_by_language(
     seen = _with_strata(obs, runs(obs, since=since, until=until, tz=tz))
     paid = seen[(seen["kind"] == "comic") & (seen["credits"] > 0) & (seen["pages"] > 0)]
     paid = paid.assign(share=paid["credits"] / paid["languages"].clip(lower=1))
-    targets = obs.target_languages.astype({"chapter_id": "string"})
+    live = obs.languages[~obs.languages["deleted"].fillna(False).astype(bool)]
+    targets = live[["chapter_id", "language_code"]].drop_duplicates().astype("string")
     per = paid.merge(targets, on="chapter_id")
     grouped = per.groupby(["project_id", "language_code", "model"], sort=True)
     frame = grouped.agg(project=("project", "first"), runs=("run_id", "nunique"),

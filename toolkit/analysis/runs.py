@@ -139,7 +139,7 @@ def _build(obs: Observed) -> pd.DataFrame:
     at_baseline = idx[row] == 0
     spent_so_far = number(rows["credits_spent"])[row]
     once = ~(spent_so_far > pages * per_page[row] + 1e-6)
-    kind = np.where(at_baseline & ~once, None, kind)
+    kind = np.where(at_baseline & ~once, np.array(None), kind)
     credits = np.where(at_baseline, 0.0, credits)
     at = times[idx[row]]
     before = times[np.maximum(idx[row] - 1, 0)]
@@ -170,6 +170,8 @@ def _build(obs: Observed) -> pd.DataFrame:
     )
     _ends(frame, rows, times, end_row[row], end_kind[row])
     _match_events(frame, obs)
+    # Runs between the same two snapshots ran one after another.
+    frame["started"] = frame.groupby("row", sort=False)["started"].cummax()
     return _finish(frame, rows, found, times)
 
 
@@ -371,10 +373,10 @@ def _finish(
             "credits": frame["credits"],
             "rework": np.where(frame["kind"] == "rescan", frame["credits"], 0.0),
             "started_at": _times(frame["started"].to_numpy()),
-            "started_source": np.select(
-                [frame["from_creation"].to_numpy(bool), frame["started"].to_numpy() == NO_TIME],
-                ["created", None],
-                "snapshot",
+            "started_source": np.where(
+                frame["from_creation"].to_numpy(bool),
+                "created",
+                np.where(frame["started"].to_numpy() == NO_TIME, np.array(None), "snapshot"),
             ),
             "finished_at": _times(frame["finished"].to_numpy()),
             "finished_source": frame["finished_source"],
