@@ -28,7 +28,7 @@ The method, in the words a production lead would use (docs/analysis.md has the r
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -173,17 +173,22 @@ def _true(value: object) -> bool:
 
 
 def _pages_at_last_run(obs: Observed, log: pd.DataFrame, as_of: pd.Timestamp) -> dict[str, int]:
-    """Pages each chapter has paid to run by `as_of`: the pages of its runs other than
-    re-scans seen by then; for a chapter with no run in the store (it ran before the
-    first snapshot), its page count at the last change that showed it running or paying
+    """Pages each chapter has paid to run by `as_of`. At the latest snapshot, the pages
+    the runs' charges paid for (as `stuck` reads them); at an earlier one, the pages of
+    the runs other than re-scans seen by then (a first run seen after held pages were
+    added counts them as run). A chapter with no run in the store (it ran before the
+    first snapshot): its page count at the last change that showed it running or paying
     (`log`: the chapters' change log sorted by chapter and snapshot)."""
     credits = log["credits_spent"].fillna(0)
     paid = credits > credits.groupby(log["chapter_id"]).shift(1).fillna(0)
     ran = log[flag(log["processing"]) | paid].groupby("chapter_id").tail(1)
     pages = dict(zip(ran["chapter_id"], ran["page_count"].fillna(0).astype(int), strict=True))
-    seen = all_runs(obs)
-    seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
-    from_runs = seen.groupby("chapter_id")["pages"].sum()
+    seen = all_runs(obs)  # also works out obs.memo["paid_pages"]
+    if as_of == obs.times[-1] and "paid_pages" in obs.memo:
+        from_runs = cast(pd.Series, obs.memo["paid_pages"]).dropna()
+    else:
+        seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
+        from_runs = seen.groupby("chapter_id")["pages"].sum()
     pages.update({str(c): int(n) for c, n in from_runs.items()})
     return pages
 
