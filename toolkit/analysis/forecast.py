@@ -27,13 +27,12 @@ The method, in the words a production lead would use (docs/analysis.md has the r
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, moment
+from toolkit.analysis.calendar import When, moment, period_starts
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.analysis.runs import all_runs
 
@@ -84,16 +83,17 @@ def forecast(
         manifest = manifest[manifest["snapshot_at"] <= moment(until, tz)]
     if manifest.empty:
         return _shape(pd.DataFrame(), by, tz)
+    last = len(manifest) - 1  # the snapshot's position (idx): the manifest is in order
     as_of = manifest["snapshot_at"].iloc[-1]
-    span = pd.Timedelta(window)
-    chapters, languages = _window(obs, as_of - span, as_of)
-    current = chapters[chapters["snapshot_at"] == as_of]
+    times = manifest["snapshot_at"]
+    before = times[times < as_of - pd.Timedelta(window)]
+    first = len(before) - 1 if len(before) else 0  # the last snapshot before the window
+    current = obs.store.as_of("chapters", as_of)
     reasons = needs_action(obs, as_of=as_of, stall_after=pd.Timedelta(stall_after))
-
-    rates = _rates(chapters, languages, by=by, freq=freq, tz=tz)
-    open_rows = _open_work(current, languages[languages["snapshot_at"] == as_of], reasons, by)
-    times = chapters["snapshot_at"].drop_duplicates().sort_values()
-    interval = times.diff().median() if len(times) > 1 else pd.Timedelta(0)
+    rates = _rates(obs, first=first, last=last, by=by, freq=freq, tz=tz)
+    open_rows = _open_work(current, obs.store.as_of("languages", as_of), reasons, by)
+    spans = times.iloc[first : last + 1].diff().dropna()
+    interval = spans.median() if len(spans) else pd.Timedelta(0)
     frame = _estimate(open_rows, rates, as_of, slack=interval)
     return _shape(_named(frame, obs, by, as_of), by, tz)
 
@@ -193,84 +193,63 @@ def _pages_at_last_run(obs: Observed, log: pd.DataFrame, as_of: pd.Timestamp) ->
     return pages
 
 
-def _window(obs: Observed, start: pd.Timestamp, end: pd.Timestamp) -> tuple[pd.DataFrame, ...]:
-    """Every snapshot's chapters and languages from the last one before `start` to `end`
-    (the one before, so the window's first interval has a beginning)."""
-    times = obs.manifest["snapshot_at"]
-    earlier = times[times < start]
-    since = earlier.iloc[-1] if len(earlier) else times.iloc[0]
-    chapters = obs.store.history("chapters", since=since, until=end)
-    languages = obs.store.history("languages", since=since, until=end)
-    return chapters, languages
-
-
 def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
     return frame[by].astype(TEXT)
 
 
 def _rates(
-    chapters: pd.DataFrame, languages: pd.DataFrame, *, by: ForecastBy, freq: str, tz: str | None
+    obs: Observed, *, first: int, last: int, by: ForecastBy, freq: str, tz: str | None
 ) -> pd.DataFrame:
-    """Lines translated per hour, per group and bin, over the hours the group had a
-    chapter running: `group, bin, lines, hours`."""
-    times = sorted(chapters["snapshot_at"].unique())
-    if len(times) < 2:
+    """Lines translated per hour, per group and bin, over the intervals between the
+    snapshots at positions `first` and `last` in which the group had a chapter running
+    (at either end): `group, bin, lines, hours`. Read from the change logs, so a long
+    window costs the rows that changed in it, not every snapshot's rows."""
+    if last <= first:
         return pd.DataFrame(columns=["group", "bin", "lines", "hours"])
-    previous = dict(zip(times[1:], times[:-1], strict=True))
-    following = dict(itertools.pairwise(times))
+    chapters = with_previous(obs.chapters, ["chapter_id"], ["failed", "processing"])
+    languages = with_previous(obs.languages, ["chapter_id", "language_code"], ["covered"])
 
-    # Lines per interval: the rise of `covered`, in full where it restarted (fell or the
-    # chapter's failure was cleared), as throughput counts them.
-    log = languages.sort_values(["chapter_id", "language_code", "snapshot_at"])
-    keys = [log["chapter_id"], log["language_code"]]
-    before = log.groupby(keys)["covered"].shift(1)
-    known = log.groupby(keys)["snapshot_at"].shift(1)
-    covered = log["covered"].fillna(0).astype("int64")
-    start = before.isna() | (known != log["snapshot_at"].map(previous))
-    flags = chapters[["chapter_id", "snapshot_at", "failed"]].sort_values(
-        ["chapter_id", "snapshot_at"]
+    # Lines per interval: the rise of `covered`, in full where it restarted (new, fell,
+    # or the chapter's failure was cleared), as throughput counts them.
+    gone = flag(chapters["deleted"])
+    cleared = chapters[~gone & flag(chapters["prev_failed"]) & ~flag(chapters["failed"])]
+    rows = languages[(languages["idx"] > first) & (languages["idx"] <= last)]
+    rows = rows[~flag(rows["deleted"])]
+    covered = rows["covered"].fillna(0).astype("int64")
+    before = rows["prev_covered"].fillna(0).astype("int64")
+    rescanned = pd.MultiIndex.from_frame(rows[["chapter_id", "idx"]]).isin(
+        pd.MultiIndex.from_frame(cleared[["chapter_id", "idx"]])
     )
-    was_failed = flag(flags.groupby("chapter_id")["failed"].shift(1))
-    cleared = flags[was_failed & ~flag(flags["failed"])][["chapter_id", "snapshot_at"]]
-    rescanned = pd.MultiIndex.from_frame(log[["chapter_id", "snapshot_at"]]).isin(
-        pd.MultiIndex.from_frame(cleared)
-    )
-    restarted = (covered < before.fillna(0)) | rescanned
-    lines = np.where(start | restarted, covered, covered - before.fillna(0))
-    log = log.assign(lines=lines, group=_group_keys(log, by))
-    log = log[log["snapshot_at"] > times[0]]
+    restarted = rows["is_new"].to_numpy(bool) | (covered < before).to_numpy() | rescanned
+    lines = rows.assign(lines=np.where(restarted, covered, covered - before))
+    lines = lines.groupby([_group_keys(lines, by), "idx"])["lines"].sum()
 
-    # Running hours: an interval counts for a group that had a chapter running at either end.
-    running = chapters[flag(chapters["processing"])]
+    # Chapters running per group at each snapshot: the running count's changes, summed.
+    now = (flag(chapters["processing"]) & ~gone).astype("int64")
+    was = flag(chapters["prev_processing"]).astype("int64")
+    changes = chapters.assign(change=now - was)[["chapter_id", "project_id", "idx", "change"]]
     if by == "language_code":
-        running = running.merge(
-            languages[["snapshot_at", "chapter_id", "language_code"]],
-            on=["snapshot_at", "chapter_id"],
-        )
-    pairs = pd.DataFrame({"group": _group_keys(running, by), "at": running["snapshot_at"]})
-    ends = pd.concat([pairs, pairs.assign(at=pairs["at"].map(following))])
-    intervals = ends.dropna().drop_duplicates()
-    intervals["hours"] = (intervals["at"] - intervals["at"].map(previous)).dt.total_seconds() / 3600
-    intervals = intervals.dropna()
-
-    lines_per = log.groupby(["group", "snapshot_at"])["lines"].sum().rename("lines").reset_index()
-    merged = intervals.rename(columns={"at": "snapshot_at"}).merge(
-        lines_per, on=["group", "snapshot_at"], how="left"
-    )
-    merged["lines"] = merged["lines"].fillna(0)
-    local = merged["snapshot_at"].dt.tz_convert(tz) if tz else merged["snapshot_at"]
-    merged["bin"] = _bins(local, freq)
-    return merged.groupby(["group", "bin"], as_index=False)[["lines", "hours"]].sum()
-
-
-def _bins(times: pd.Series, freq: str) -> pd.Series:
-    """The bin of each time: floored to `freq`, calendar frequencies as pandas starts them."""
-    try:
-        return times.dt.floor(freq, ambiguous=False, nonexistent="shift_forward")
-    except ValueError:
-        zone = times.dt.tz
-        naive = times.dt.tz_localize(None).dt.to_period(freq).dt.start_time
-        return naive.dt.tz_localize(zone, ambiguous=False, nonexistent="shift_forward")
+        pairs = obs.languages[["chapter_id", "language_code"]].drop_duplicates()
+        changes = changes.merge(pairs, on="chapter_id")
+    changes = changes.assign(group=_group_keys(changes, by))
+    at_start = changes[changes["idx"] <= first].groupby("group")["change"].sum()
+    inside = changes[(changes["idx"] > first) & (changes["idx"] <= last)]
+    positions = list(range(first, last + 1))
+    steps = inside.pivot_table(index="group", columns="idx", values="change", aggfunc="sum")
+    groups = steps.index.union(at_start.index)
+    steps = steps.reindex(index=groups, columns=positions).fillna(0)
+    steps[first] = at_start.reindex(groups).fillna(0)
+    running = steps.cumsum(axis=1).to_numpy() > 0
+    active = running[:, 1:] | running[:, :-1]
+    group_of, column = np.nonzero(active)
+    times = pd.Series(obs.times)
+    at = np.asarray(positions[1:], dtype="int64")[column]
+    hours = (times.iloc[at].to_numpy() - times.iloc[at - 1].to_numpy()) / pd.Timedelta(hours=1)
+    frame = pd.DataFrame({"group": groups.to_numpy()[group_of], "idx": at, "hours": hours})
+    keys = pd.MultiIndex.from_frame(frame[["group", "idx"]])
+    frame["lines"] = lines.reindex(keys).fillna(0).to_numpy()
+    frame["bin"] = period_starts(times.iloc[at].reset_index(drop=True), freq, tz).to_numpy()
+    return frame.groupby(["group", "bin"], as_index=False)[["lines", "hours"]].sum()
 
 
 def _open_work(
