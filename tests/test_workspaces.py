@@ -83,6 +83,15 @@ def test_every_figure_reads_several_workspaces_with_a_workspace_column(agency, e
     assert set(analysis.cycle_times(stores)["workspace"]) == set(stores)
     assert set(analysis.forecast(stores).columns) >= {"workspace", "project_id", "finish_p50"}
 
+    # Every function that takes a store answers for several with a workspace column.
+    names = ["runs", "cycle_times", "lead_times", "failures", "failure_rates", "finished",
+             "stalled", "stuck", "compare_models", "price_by_language", "burn_down"]  # fmt: skip
+    for name in names:
+        frame = getattr(analysis, name)(stores)
+        assert frame.columns[0] == "workspace", name
+        assert set(frame["workspace"]) <= set(stores), name
+    assert set(analysis.runs(stores)["workspace"]) == set(stores)
+
     prices = analysis.price_per_page(stores)
     assert set(prices) == set(stores) and prices["studio-b"][None] == 1.0
     project_b = agency["studio-b"][1]["id"]
