@@ -70,3 +70,28 @@ def test_a_key_in_a_file_others_can_read_is_refused(tmp_path, monkeypatch):
     config.write_text("[studio-a\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         read_config(config)
+
+
+def test_report_per_workspace_shows_the_agency_spend(two_workspaces, emulator, tmp_path):
+    import pandas as pd
+    from page_images import make_page
+
+    root, config, keys = two_workspaces
+    argv = ["snapshot", "--store", str(root), "--config", str(config),
+            "--workspace", "studio-a", "--workspace", "studio-b"]  # fmt: skip
+    assert main(argv) == 0
+    from toolkit.client import Client
+
+    with Client(base_url=emulator.url, api_key=keys[0]) as client:
+        project = client.list_projects()[0]
+        client.create_chapter(project.id, pages=[make_page(1), make_page(2)])
+    emulator.advance(3600)
+    assert main(argv) == 0
+    out = tmp_path / "report"
+    assert main(["report", "--store", str(root), "--out", str(out),
+                 "--workspace", "studio-a", "--workspace", "studio-b"]) == 0  # fmt: skip
+    for name in ("studio-a", "studio-b"):
+        spend = pd.read_csv(out / name / "spend_this_month.csv").set_index("workspace")
+        assert spend.loc["studio-a", "this_month"] == 2  # two pages in one language
+        assert spend.loc["studio-b", "this_month"] == 0
+        assert (out / name / "burn_down.png").exists()

@@ -98,5 +98,10 @@ def workspace_settings(
         raise ConfigError(
             f"no base URL for workspace {name!r}: set CTS_BASE_URL_{suffix} or CTS_BASE_URL"
         )
-    store = table.get("store") or os.path.join(store_path(store_root), name)
+    store = table.get("store") or workspace_store(name, store_root)
     return WorkspaceSettings(name, normalize_base_url(str(url)), Secret(str(key)), str(store))
+
+
+def workspace_store(name: str, store_root: str | None = None) -> str:
+    """Where a workspace's store is by default: `<store root>/<name>`."""
+    return os.path.join(store_path(store_root), name)

@@ -3,7 +3,7 @@
 ```
 toolkit demo       [--out data/demo] [--hours 24]
 toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
-toolkit report     [--store PATH] [--out DIR]
+toolkit report     [--store PATH] [--out DIR] [--workspace NAME ...]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN]
 toolkit webhooks serve [--host] [--port] [--store PATH]
@@ -16,6 +16,7 @@ A `ToolkitError` ends the command with its message and exit status 1, not a trac
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -74,7 +75,20 @@ def _report(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
     from toolkit.report import write_report
 
-    write_report(store_path(args.store), out=args.out)
+    if not args.workspace:
+        write_report(store_path(args.store), out=args.out)
+        return
+    # One report per workspace, each with the whole agency's spend this month.
+    from toolkit.agency import read_config, workspace_store
+    from toolkit.store import SnapshotStore
+
+    config = read_config(args.config)
+    stores = {
+        name: SnapshotStore(config.get(name, {}).get("store") or workspace_store(name, args.store))
+        for name in args.workspace
+    }
+    for name, store in stores.items():
+        write_report(store, out=os.path.join(args.out, name), workspaces=stores)
 
 
 def _emulator(args: argparse.Namespace) -> None:
@@ -122,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write PNG plots and a summary table")
     report.add_argument("--store", default=None, help="store location (default CTS_STORE)")
     report.add_argument("--out", default="data/report", help="folder for the report")
+    report.add_argument(
+        "--workspace", action="append", metavar="NAME",
+        help="report on a workspace of several (repeat it): its store under --store/NAME, "
+        "its report under --out/NAME, with every named workspace's spend this month",
+    )  # fmt: skip
+    report.add_argument("--config", default=None, help="workspaces config (TOML)")
     report.set_defaults(handler=_report)
 
     emulator = commands.add_parser("emulator", help="serve a local emulator of the service")

@@ -17,6 +17,7 @@ counts are those of the last one.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -80,11 +81,16 @@ def summary(store: SnapshotStore | Observed) -> pd.DataFrame:
 
 
 def write_report(
-    store: SnapshotStore | str | os.PathLike[str], *, out: str | os.PathLike[str], echo: bool = True
+    store: SnapshotStore | str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str],
+    echo: bool = True,
+    workspaces: Mapping[str, SnapshotStore] | None = None,
 ) -> Path:
     """Write the PNG plots and `summary.csv` into `out`; returns the folder.
 
-    echo: print the summary table and where the files went.
+    echo: print the summary table and where the files went. workspaces: the agency's
+    stores by label, for the spend of each this month against last (default: this one).
     """
     import matplotlib.pyplot as plt
 
@@ -108,7 +114,7 @@ def write_report(
     csv = folder / "summary.csv"
     table.to_csv(csv, index=False)
     written.append(csv)
-    outlook = _outlook(obs, folder)
+    outlook = _outlook(obs, folder, workspaces)
     written.extend(outlook)
     if echo:
         first, last = obs.manifest["snapshot_at"].iloc[[0, -1]]
@@ -124,7 +130,9 @@ def write_report(
     return folder
 
 
-def _outlook(obs: Observed, folder: Path) -> list[Path]:
+def _outlook(
+    obs: Observed, folder: Path, workspaces: Mapping[str, SnapshotStore] | None
+) -> list[Path]:
     """The weekly sections beyond the summary: the forecast per project with its
     burn-down, the model comparison, and spend this month against last (docs/analysis.md)."""
     import matplotlib.pyplot as plt
@@ -136,7 +144,7 @@ def _outlook(obs: Observed, folder: Path) -> list[Path]:
     tables = {
         "forecast": analysis.forecast(obs, by="project_id"),
         "model_comparison": analysis.compare_models(obs),
-        "spend_this_month": analysis.monthly_spend(obs),
+        "spend_this_month": analysis.monthly_spend(workspaces or obs),
     }
     forecast = tables["forecast"]
     tables["forecast"] = forecast.drop(columns=["project_id"]).rename(
