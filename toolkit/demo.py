@@ -98,6 +98,7 @@ class Day:
     reuploaded: set[str] = field(default_factory=set)
     held: list[tuple[str, float]] = field(default_factory=list)  # (chapter id, start at hour)
     ledger: dict[str, Any] = field(default_factory=dict)  # the emulator's, at the day's end
+    deliveries: list[dict[str, Any]] = field(default_factory=list)  # its webhook log, too
     baseline_at: Any = None  # when the first snapshot was taken
 
 
@@ -247,6 +248,7 @@ def simulate_day(
                     emulator, client, store, workspace_id, hours=hours, progress=progress
                 )
             day.ledger = emulator.ledger(workspace_id)
+            day.deliveries = emulator.deliveries(workspace_id)
         finally:
             server.stop()
             if receiver is not None:
@@ -310,7 +312,9 @@ def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
     report = Path(write_report(store, out=out))
     spend = analysis.credit_spend(store, freq="1D", by="project_id")
     lines = analysis.throughput(store, freq="1D", by="language_code")
-    failures = analysis.failures(store)
+    runs = analysis.runs(store)
+    rates = analysis.failure_rates(store, by=None)
+    stuck = analysis.stuck(store)
     events = store.history("events")
     chapters = store.latest("chapters")
     files = sorted(p.name for p in report.iterdir() if p.suffix in {".png", ".csv"})
@@ -323,9 +327,21 @@ def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
         f"projects: {int(lines['lines'].sum()):,} lines translated, "
         f"{float(spend['credits'].sum()):,.0f} credits spent "
         f"({float(spend['rework_credits'].sum()):,.0f} of them on re-runs), "
-        f"{len(failures)} failed runs, {day.rescans} re-scans, "
+        f"{len(runs)} runs ({_rate(rates)} failed or stalled), {day.rescans} re-scans, "
         f"{day.reuploads} failed novel chapter(s) uploaded again, "
-        f"{len(events)} webhook events, {day.snapshots} hourly snapshots."
+        f"{len(events)} webhook events, {day.snapshots} hourly snapshots; needing a "
+        f"person now: {_counts(stuck['reason']) if len(stuck) else 'nothing'}."
     )
     say(f"The report is in {report.resolve()}: {', '.join(files)}")
     return report
+
+
+def _rate(rates: Any) -> str:
+    if rates.empty:
+        return "none"
+    row = rates.iloc[0]
+    return f"{int(row['failed']) + int(row['stalled'])} of {int(row['runs'])} ended"
+
+
+def _counts(reasons: Any) -> str:
+    return ", ".join(f"{n} {reason}" for reason, n in reasons.value_counts().items())

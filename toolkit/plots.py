@@ -306,18 +306,28 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
 
 
 def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
-    """How long runs took from start to `needs_review`: a histogram with the median.
+    """How long runs took from start to `needs_review`: a histogram stacked by the kind
+    of run (first runs, re-scans, added pages, held pages started), with the median.
 
     source: a store, or the frame `analysis.cycle_times` returns.
     """
     ax = _axes(ax)
     runs = source if isinstance(source, pd.DataFrame) else analysis.cycle_times(source)
-    hours = runs["hours"].dropna().astype(float).to_numpy()
+    runs = runs[runs["hours"].notna()]
+    hours = runs["hours"].astype(float).to_numpy()
     # Minutes read better than "0.06 h" for runs that take less than a couple of hours.
     unit, scale = ("minutes", 60.0) if len(hours) and hours.max() < 2 else ("hours", 1.0)
     values = hours * scale
     if len(values):
-        ax.hist(values, bins=min(30, max(5, len(values) // 2)), color="#4f8fc0", edgecolor="white")
+        baseline = "going at the baseline"
+        kinds = runs["kind"].astype(object).fillna(baseline) if "kind" in runs else None
+        known = ("first", "rescan", "added_pages", "held_start", baseline)
+        order = [k for k in known if kinds is not None and (kinds == k).any()]
+        groups = [values[(kinds == k).to_numpy()] for k in order] if order else [values]
+        labels = [k.replace("_", " ") for k in order] if order else None
+        colours = ["#4f8fc0", "#e39b3b", "#6aa84f", "#9b6fc3", "#999999"][: len(groups)]
+        edges = np.histogram_bin_edges(values, bins=min(30, max(5, len(values) // 2)))
+        ax.hist(groups, bins=edges, stacked=True, color=colours, edgecolor="white", label=labels)
         median = float(np.median(values))
         ax.axvline(median, color="#d0454c", linestyle="--", label=f"median {median:.1f} {unit}")
         ax.legend(fontsize="small")

@@ -38,7 +38,7 @@ def learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | N
     """The price per page and target language, per project id; `None`: the workspace.
 
     Learned from first charges seen after the baseline (a chapter that had not run
-    before, paying for its pages): the median of credits / (pages x languages). A
+    before, paying for its pages): the most common credits / (pages x languages). A
     project's own price needs two first charges: one alone may hide a second run started
     between the same two snapshots, so a project with one uses the workspace's price.
     """
@@ -57,12 +57,19 @@ def learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | N
         first = (rows["idx"].to_numpy() == 0) & flag(rows["started"]) & (credits > 0) & (pages > 0)
     if not first.any():
         return {}
-    price = credits[first] / (pages[first] * n_languages[first])
+    price = np.round(credits[first] / (pages[first] * n_languages[first]), 9)
     seen = pd.DataFrame({"project_id": rows["project_id"].to_numpy(object)[first], "price": price})
-    prices: dict[str | None, float] = {None: float(np.median(price))}
+    prices: dict[str | None, float] = {None: _typical(seen["price"])}
     for project, group in seen.groupby("project_id")["price"]:
-        prices[str(project)] = float(group.median()) if len(group) >= 2 else prices[None]
+        prices[str(project)] = _typical(group) if len(group) >= 2 else prices[None]
     return prices
+
+
+def _typical(prices: pd.Series) -> float:
+    """The most common price, the lowest of equally common ones: a first charge that
+    also paid for a re-run between the same two snapshots shows a multiple of it."""
+    counts = prices.value_counts()
+    return float(counts[counts == counts.max()].index.min())
 
 
 class Split:

@@ -138,7 +138,8 @@ def _build(obs: Observed) -> pd.DataFrame:
     # chapter had spent pays for its pages once, else of a kind the store cannot tell.
     at_baseline = idx[row] == 0
     spent_so_far = number(rows["credits_spent"])[row]
-    once = ~(spent_so_far > pages * per_page[row] + 1e-6)
+    novel = (rows["project_kind"].astype(object) == "novel").to_numpy(bool)[row]
+    once = novel | ~(spent_so_far > pages * per_page[row] + 1e-6)
     kind = np.where(at_baseline & ~once, np.array(None), kind)
     credits = np.where(at_baseline, 0.0, credits)
     at = times[idx[row]]

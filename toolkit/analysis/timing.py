@@ -68,8 +68,8 @@ def lead_times(
     done_at = mine["finished_at"].where(finished).groupby(mine["chapter_id"]).min()
     first = mine[mine["kind"] == "first"].drop_duplicates("chapter_id").set_index("chapter_id")
     uploaded = first["created_at"].fillna(first["started_at"])
-    until_done = mine["chapter_id"].map(done_at)
-    counted = mine[mine["started_at"] <= until_done]
+    until_done = mine.join(done_at.rename("done_at"), on="chapter_id")["done_at"]
+    counted = mine[(mine["started_at"] <= until_done).fillna(False).to_numpy(bool)]
     failed = counted["outcome"].isin(["failed", "stalled"]).fillna(False)
     frame = pd.DataFrame(
         {

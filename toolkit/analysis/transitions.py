@@ -29,6 +29,12 @@ WITH projects AS (
            arg_max(len(target_languages), idx) AS n_languages
     FROM projects_changes WHERE NOT _deleted GROUP BY project_id
 ),
+chapter_languages AS (
+    -- A chapter runs in the languages it was created with, which its own rows show; the
+    -- project's list may have changed since.
+    SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
+    FROM languages_changes GROUP BY chapter_id
+),
 log AS (
     SELECT idx, chapter_id, project_id, position, title, page_count, started, processing,
            failed, failure_reason, status::VARCHAR AS status, credits_spent,
@@ -44,12 +50,14 @@ log AS (
     FROM chapters_changes
     WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
 )
-SELECT log.*, p.project, p.project_kind, p.model, p.n_languages,
+SELECT log.*, p.project, p.project_kind, p.model,
+       coalesce(l.n_chapter_languages, p.n_languages) AS n_languages,
        (SELECT models[1] FROM languages_changes
         WHERE len(models) > 0 AND project_id IN
               (SELECT project_id FROM projects WHERE model IS NULL)
         LIMIT 1) AS default_model
 FROM log LEFT JOIN projects p USING (project_id)
+         LEFT JOIN chapter_languages l USING (chapter_id)
 WHERE idx = 0 OR deleted OR is_new
    OR coalesce(credits_spent, 0) <> coalesce(prev_credits, 0)
    OR coalesce(page_count, 0) <> coalesce(prev_pages, 0)

@@ -1,0 +1,126 @@
+"""Whole histories against the ledger: a 6-hour day that starts after the uploads, and
+two weeks of snapshots with gaps; every figure from the snapshots alone and with events."""
+
+from __future__ import annotations
+
+import pytest
+from ledger import WEBHOOK, check_runs, events, true_runs
+from page_images import make_page
+
+from toolkit import analysis
+from toolkit.store import SnapshotStore
+
+
+def simulate(
+    emulator, workspace, client, store, *, steps: int, hours: int, gap: range, failing: float
+):
+    """Upload comics and novels at every step but the last, let `hours` pass, snapshot
+    (except during `gap`), re-scan what failed; the baseline right after the first
+    uploads, with their runs going."""
+    ws = workspace["id"]
+    common = {"source_language": "ja", "reading_direction": "rtl", "process_steps": "translate"}
+    comic = emulator.create_project(ws, name="Moon", kind="comic", target_languages=["en", "fr"],
+                                    **common)  # fmt: skip
+    single = emulator.create_project(ws, name="Solo", kind="comic", target_languages=["en"],
+                                     **common)  # fmt: skip
+    novel = emulator.create_project(ws, name="River", kind="novel", target_languages=["en"],
+                                    **common)  # fmt: skip
+    emulator.add_webhook(ws, WEBHOOK, ["chapter.finished", "chapter.failed"], allow_private=True)
+    emulator.set_faults(failure_rate=failing, stall_rate=0.1, seed=13)
+    client.create_chapter(single["id"], pages=[make_page(999)])  # its only chapter
+    for step in range(steps):
+        if step < steps - 1:
+            client.create_chapter(comic["id"], pages=[make_page(step * 3 + i) for i in range(3)])
+            if step % 2 == 0:
+                client.create_chapter(novel["id"], text="A line of the story.\n" * 25)
+        if step == 0:
+            store.take(client)
+        emulator.advance(hours * 3600)
+        if step not in gap:
+            store.take(client)
+        for chapter in client.list_chapters(comic["id"]):
+            if chapter.failed and not chapter.processing:
+                client.rescan_chapter(chapter.id)
+    emulator.advance(3 * 3600)
+    store.take(client)
+
+
+def check_figures(store, emulator, workspace):
+    runs = check_runs(store, emulator, workspace["id"])
+    truth = true_runs(emulator, workspace["id"])
+    seen = set(runs["chapter_id"])
+    ledger = emulator.ledger(workspace["id"])
+    paid_after = {c["chapterId"]: 0 for c in ledger["charges"]}
+    baseline_spent = _baseline_spent(store)
+    for charge in ledger["charges"]:
+        paid_after[charge["chapterId"]] += charge["credits"]
+    # Spend and rework per chapter: the ledger's after the baseline, in whole credits.
+    spend = analysis.credit_spend(store, freq="D", by="chapter_id")
+    per_chapter = spend.groupby("chapter_id")[["credits", "rework_credits"]].sum()
+    for chapter in seen:
+        credits = paid_after[chapter] - baseline_spent.get(chapter, 0)
+        rework = sum(r.credits for r in truth[chapter] if r.rework and r.credits) - sum(
+            r.credits for r in truth[chapter] if r.rework and chapter in baseline_spent
+            and _before_baseline(r, store)
+        )  # fmt: skip
+        got = per_chapter.loc[chapter] if chapter in per_chapter.index else None
+        assert (got["credits"] if got is not None else 0) == credits
+        assert (got["rework_credits"] if got is not None else 0) == rework
+        assert float(rework).is_integer()
+    # Cycle times: every finished run, its duration exact where its start is.
+    cycles = analysis.cycle_times(store)
+    assert len(cycles) == (runs["outcome"] == "finished").sum()
+    for row in cycles[cycles["started_source"] == "created"].itertuples(index=False):
+        (run,) = [r for r in truth[row.chapter_id] if r.finished_at == row.finished_at]
+        assert row.hours == (run.finished_at - run.started_at).total_seconds() / 3600
+    # Lead times: upload to the first finished run, failures and re-scans between.
+    leads = analysis.lead_times(store)
+    for row in leads.itertuples(index=False):
+        done = [r for r in truth[row.chapter_id] if r.outcome == "finished"]
+        assert row.reviewable_at == done[0].finished_at
+        assert row.uploaded_at == truth[row.chapter_id][0].started_at
+        assert row.runs == truth[row.chapter_id].index(done[0]) + 1
+    quantiles = leads.groupby("project")["hours"].quantile(0.9)
+    assert set(quantiles.index) <= {"Moon", "Solo", "River"}
+    return runs
+
+
+def _baseline_spent(store) -> dict[str, float]:
+    manifest = store.snapshots()
+    first = store.history("chapters", until=manifest["snapshot_at"].iloc[0])
+    return dict(zip(first["chapter_id"], first["credits_spent"], strict=True))
+
+
+def _before_baseline(run, store) -> bool:
+    return run.started_at <= store.snapshots()["snapshot_at"].iloc[0]
+
+
+@pytest.mark.parametrize("with_events", [False, True])
+def test_a_six_hour_day_that_starts_after_the_uploads(
+    emulator, workspace, client, tmp_path, with_events
+):
+    store = SnapshotStore(tmp_path / "store")
+    simulate(emulator, workspace, client, store, steps=6, hours=1, gap=range(0), failing=0.5)
+    if with_events:
+        store.record_events(events(emulator))
+    runs = check_figures(store, emulator, workspace)
+    assert (runs["kind"] == "rescan").any()
+    assert analysis.price_estimate(store, runs["project_id"].iloc[0], pages=20, languages=1) == 20
+
+
+@pytest.mark.parametrize("with_events", [False, True])
+def test_two_weeks_with_an_outage(emulator, workspace, client, tmp_path, with_events):
+    store = SnapshotStore(tmp_path / "store")
+    simulate(emulator, workspace, client, store, steps=56, hours=6, gap=range(20, 26),
+             failing=0.2)  # fmt: skip
+    if with_events:
+        store.record_events(events(emulator))
+    runs = check_figures(store, emulator, workspace)
+    assert runs["outcome"].isin(["stalled"]).any()
+    finished = analysis.finished(store, freq="W-MON", by="project_id")
+    assert finished["runs"].sum() == (runs["outcome"] == "finished").sum()
+    weekly = analysis.credit_spend(store, freq="W-MON", tz="Europe/Paris")
+    assert (weekly["period"].dt.day_of_week == 0).all()
+    assert str(weekly["period"].dt.tz) == "Europe/Paris"
+    assert weekly["credits"].sum() == runs["credits"].sum()
+    assert runs["run_id"].is_unique
