@@ -35,6 +35,7 @@ PUBLIC = frozenset(
         "toolkit.batch",
         "toolkit.pricing",
         "toolkit.formatting",
+        "toolkit.agency",  # settings of several workspaces: part of the configuration
     }
 )
 # Data flows from the service towards the pictures: a part imports only parts before it.

@@ -55,9 +55,11 @@ def test_report_writes_plots_and_summary_and_prints_the_table(
     printed = capsys.readouterr().out
     assert "Moonlit Harbor" in printed and "(all projects)" in printed
     assert sorted(p.name for p in out.iterdir()) == [
-        "credit_spend.png", "cycle_times.png", "progress.png", "status_breakdown.png",
+        "burn_down.png", "credit_spend.png", "cycle_times.png", "forecast.csv",
+        "model_comparison.csv", "progress.png", "spend_this_month.csv", "status_breakdown.png",
         "summary.csv", "throughput.png",
     ]  # fmt: skip
+    assert "Model comparison:" in printed and "Spend this month:" in printed
     summary = (out / "summary.csv").read_text()
     row = next(line for line in summary.splitlines() if "Moonlit Harbor" in line).split(",")
     assert row[2:4] == ["1", "1"]  # one chapter, finished

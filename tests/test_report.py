@@ -74,3 +74,17 @@ def test_an_empty_store_is_refused_with_what_to_do(tmp_path):
     with pytest.raises(ToolkitError, match="no snapshots yet; take some first"):
         write_report(tmp_path / "empty", out=tmp_path / "report")
     assert not (tmp_path / "report").exists()
+
+
+def test_the_outlook_sections_agree_with_the_analysis(store, tmp_path):
+    folder = write_report(store, out=tmp_path / "report", echo=False)
+    forecast = pd.read_csv(folder / "forecast.csv")
+    expected = analysis.forecast(store)
+    assert forecast["project"].tolist() == expected["project"].tolist()
+    assert forecast["status"].tolist() == expected["status"].tolist()
+    models = pd.read_csv(folder / "model_comparison.csv")
+    assert models["credits"].sum() == analysis.compare_models(store)["credits"].sum()
+    spend = pd.read_csv(folder / "spend_this_month.csv")
+    assert spend["workspace"].tolist() == ["store", "(all workspaces)"]
+    assert spend["this_month"].iloc[0] == analysis.credit_spend(store)["credits"].sum()
+    assert (folder / "burn_down.png").read_bytes().startswith(b"\x89PNG")

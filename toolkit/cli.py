@@ -2,8 +2,8 @@
 
 ```
 toolkit demo       [--out data/demo] [--hours 24]
-toolkit snapshot   [--store PATH] [--details changed|all|none]
-toolkit report     [--store PATH] [--out DIR] [--html [--days 7]]
+toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
+toolkit report     [--store PATH] [--out DIR] [--html [--days 7]] [--workspace NAME ...]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN]
 toolkit webhooks serve [--host] [--port] [--store PATH]
@@ -17,6 +17,7 @@ A `ToolkitError` ends the command with its message and exit status 1, not a trac
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -35,10 +36,41 @@ def _snapshot(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
     from toolkit.store import SnapshotStore
 
+    if args.workspace:
+        _snapshot_workspaces(args)
+        return
     store = SnapshotStore(store_path(args.store))
     with Client() as client:
         info = store.take(client, details=args.details)
     print(info)
+
+
+def _snapshot_workspaces(args: argparse.Namespace) -> None:
+    """One snapshot per named workspace, each with its own key, into its own store."""
+    import inspect
+
+    from toolkit.agency import read_config, workspace_settings
+    from toolkit.client import Client
+    from toolkit.store import SnapshotStore
+
+    config = read_config(args.config)
+    settings = [workspace_settings(n, config=config, store_root=args.store) for n in args.workspace]
+    # Stores that record a workspace label in their manifest (the Delta Lake store) get it.
+    labelled = "workspace" in inspect.signature(SnapshotStore).parameters
+    failed = []
+    for workspace in settings:
+        try:
+            with Client(workspace.base_url, workspace.api_key) as client:
+                label = {"workspace": workspace.name} if labelled else {}
+                store = SnapshotStore(workspace.store, **label)  # type: ignore[arg-type]
+                info = store.take(client, details=args.details)
+        except ToolkitError as exc:
+            print(f"{workspace.name}: {exc}", file=sys.stderr)
+            failed.append(workspace.name)
+            continue
+        print(f"{workspace.name}: {info}")
+    if failed:
+        raise ToolkitError(f"no snapshot of {', '.join(failed)} (see above); the others were taken")
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -50,8 +82,21 @@ def _report(args: argparse.Namespace) -> None:
     if args.html:
         page = report(store_path(args.store), Path(args.out) / "weekly-report.html", days=args.days)
         print(f"Weekly report written to {page}")
-    else:
+        return
+    if not args.workspace:
         write_report(store_path(args.store), out=args.out)
+        return
+    # One report per workspace, each with the whole agency's spend this month.
+    from toolkit.agency import read_config, workspace_store
+    from toolkit.store import SnapshotStore
+
+    config = read_config(args.config)
+    stores = {
+        name: SnapshotStore(config.get(name, {}).get("store") or workspace_store(name, args.store))
+        for name in args.workspace
+    }
+    for name, store in stores.items():
+        write_report(store, out=os.path.join(args.out, name), workspaces=stores)
 
 
 def _emulator(args: argparse.Namespace) -> None:
@@ -169,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot = commands.add_parser("snapshot", help="take a snapshot of the workspace")
     snapshot.add_argument("--store", default=None, help="store location (default CTS_STORE)")
     snapshot.add_argument("--details", choices=["changed", "all", "none"], default="changed")
+    snapshot.add_argument(
+        "--workspace", action="append", metavar="NAME",
+        help="a workspace of several (repeat it); key from CTS_API_KEY_<NAME> or --config, "
+        "store under --store/NAME",
+    )  # fmt: skip
+    snapshot.add_argument("--config", default=None, help="workspaces config (TOML)")
     snapshot.set_defaults(handler=_snapshot)
 
     report = commands.add_parser("report", help="write PNG plots and a summary table")
@@ -178,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--html", action="store_true", help="one self-contained weekly page instead of PNGs"
     )
     report.add_argument("--days", type=int, default=7, help="days the HTML page covers")
+    report.add_argument(
+        "--workspace", action="append", metavar="NAME",
+        help="report on a workspace of several (repeat it): its store under --store/NAME, "
+        "its report under --out/NAME, with every named workspace's spend this month",
+    )  # fmt: skip
+    report.add_argument("--config", default=None, help="workspaces config (TOML)")
     report.set_defaults(handler=_report)
 
     emulator = commands.add_parser("emulator", help="serve a local emulator of the service")

@@ -15,14 +15,18 @@ a workspace of a hundred projects stays legible.
 
 from __future__ import annotations
 
+import functools
+import itertools
 from typing import TYPE_CHECKING, Any
 
+import matplotlib as mpl
 import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from toolkit import analysis
+from toolkit.analysis import workspaces
 from toolkit.analysis.observed import observe, with_previous
 
 if TYPE_CHECKING:
@@ -334,3 +338,128 @@ def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"Cycle times of {len(values)} finished runs")
     return ax
+
+
+def burn_down(
+    source: SnapshotStore | Observed,
+    *,
+    ax: Axes | None = None,
+    by: analysis.ForecastBy = "project_id",
+    window: str = "7D",
+    freq: str = "1D",
+    top: int = TOP,
+) -> Axes:
+    """Lines still to translate per project (or language), with the forecast from the
+    latest snapshot: the dashed line runs to the p50 finish, the band spans p10 to p90.
+
+    source: a store, or several (a mapping label -> store, or a list). window, freq: as
+    `analysis.forecast` takes them. Groups whose work waits for a person have no band
+    (they have no ETA); their count is in the legend.
+    """
+    ax = _axes(ax)
+    left = _keyed(analysis.burn_down(source, by=by), by)
+    seen = _keyed(analysis.forecast(source, by=by, window=window, freq=freq), by)
+    ranked = seen.sort_values("remaining_lines", ascending=False)["key"].tolist()[:top]
+    colors = itertools.cycle(mpl.rcParams["axes.prop_cycle"].by_key()["color"])
+    for key, color in zip(ranked, colors, strict=False):
+        mine = left[left["key"] == key]
+        ax.plot(_naive(mine["snapshot_at"]), mine["remaining_lines"].astype(float),
+                drawstyle="steps-post", color=color, linewidth=1.8)  # fmt: skip
+        row = seen[seen["key"] == key].iloc[0]
+        label = str(row["label"])
+        if pd.notna(row["finish_p50"]):
+            start, p10, p50, p90 = (
+                pd.Timestamp(row[c]).tz_convert(None) if pd.notna(row[c]) else pd.NaT
+                for c in ("as_of", "finish_p10", "finish_p50", "finish_p90")
+            )
+            height = float(row["remaining_lines"])
+            far = p90 if pd.notna(p90) else p50 + 2 * (p50 - start)  # no p90: open-ended
+            ax.fill([start, p10, far], [height, 0, 0], color=color, alpha=0.18, linewidth=0)
+            ax.plot([start, p50], [height, 0], color=color, linestyle="--", linewidth=1.2)
+            label += f" (p50 {p50:%b %d %H:%M})"
+        if row["needs_action"]:
+            label += f", {row['needs_action']} need action"
+        ax.plot([], [], color=color, label=label)
+    _date_axis(ax)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("lines still to translate (all open work)")
+    ax.set_title(f"Burn-down by {_GROUP_LABELS[by]}: p50 dashed, p10-p90 shaded")
+    _legend(ax, _GROUP_LABELS[by])
+    return ax
+
+
+def _keyed(frame: pd.DataFrame, by: str) -> pd.DataFrame:
+    """`frame` with `key` (the group, within its workspace) and `label` (its name)."""
+    name = {"project_id": "project", "chapter_id": "chapter"}.get(by, by)
+    named = frame[name] if name in frame.columns else frame[by]
+    if "workspace" not in frame.columns:
+        return frame.assign(key=frame[by], label=named.fillna(frame[by]))
+    return frame.assign(
+        key=frame["workspace"] + "/" + frame[by],
+        label=frame["workspace"] + ": " + named.fillna(frame[by]),
+    )
+
+
+# Several workspaces: each plot above also takes a mapping label -> store, or a list of
+# stores (see toolkit.analysis.workspaces), and draws each group as "workspace: name".
+
+
+def _workspace_names(stores: dict[str, Any], frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """`frame` (with `workspace`) with `column` as "workspace: name", `workspace` dropped."""
+    names: dict[tuple[str, str], str] = {}
+    if column == "project_id":
+        for workspace, store in stores.items():
+            projects = observe(store).store.latest("projects")
+            for project, name in zip(projects["project_id"], projects["name"], strict=True):
+                names[(workspace, project)] = name
+    labels = [
+        f"{w}: {names.get((w, g), g)}"
+        for w, g in zip(frame["workspace"], frame[column], strict=True)
+    ]
+    return frame.assign(**{column: labels}).drop(columns="workspace")
+
+
+def _progress_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
+    frames = {
+        workspace: observe(store).store.history("languages")[
+            ["snapshot_at", "project_id", "covered"]
+        ]
+        for workspace, store in stores.items()
+    }
+    return _workspace_names(stores, workspaces.stack(frames), "project_id")
+
+
+def _measure_frame(function: Any, freq: str, by: str) -> Any:
+    def frame_of(
+        stores: dict[str, Any], *, freq: str = freq, by: str = by, **_: Any
+    ) -> pd.DataFrame:
+        return _workspace_names(stores, function(stores, freq, by), by)
+
+    return frame_of
+
+
+def _status_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
+    frames = {w: observe(store).store.latest("chapters") for w, store in stores.items()}
+    return _workspace_names(stores, workspaces.stack(frames), "project_id")
+
+
+def _cycle_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
+    return analysis.cycle_times(stores).drop(columns="workspace")
+
+
+def _several(plot: Any, frame_of: Any) -> Any:
+    @functools.wraps(plot)
+    def wrapper(source: Any, **options: Any) -> Axes:
+        stores = workspaces.labelled(source)
+        if stores is None:
+            return plot(source, **options)
+        return plot(frame_of(stores, **options), **options)
+
+    return wrapper
+
+
+progress = _several(progress, _progress_frame)
+throughput = _several(throughput, _measure_frame(analysis.throughput, "1h", "language_code"))
+credit_spend = _several(credit_spend, _measure_frame(analysis.credit_spend, "1D", "project_id"))
+status_breakdown = _several(status_breakdown, _status_frame)
+cycle_times = _several(cycle_times, _cycle_frame)

@@ -8,14 +8,19 @@ tk.analysis.cycle_times(store); tk.analysis.lead_times(store)
 tk.analysis.failures(store); tk.analysis.failure_rates(store, by="project_id")
 tk.analysis.finished(store, freq="D"); tk.analysis.stalled(store); tk.analysis.stuck(store)
 tk.analysis.price_estimate(store, project_id, pages=20)
+tk.analysis.forecast(store, by="project_id")     # when the open work will be done
+tk.analysis.compare_models(store)                # like-for-like cost, speed, failures
 ```
 
 Every function takes keyword-only `since`, `until` and `tz` (and `freq` where it has
-periods). How each figure is derived is in docs/analysis.md.
+periods). Every function that takes a store also takes several workspaces' stores at
+once (a mapping label -> store, or a list) and then answers with a `workspace` column
+(`toolkit.analysis.workspaces`). How each figure is derived is in docs/analysis.md.
 """
 
 from __future__ import annotations
 
+from toolkit.analysis.forecast import ForecastBy, burn_down, forecast
 from toolkit.analysis.measures import (
     SpendBy,
     ThroughputBy,
@@ -25,20 +30,28 @@ from toolkit.analysis.measures import (
     price_per_page,
     throughput,
 )
+from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.runs import runs
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
+from toolkit.analysis.workspaces import across, monthly_spend
 
 __all__ = [
+    "ForecastBy",
     "RunsBy",
     "SpendBy",
     "ThroughputBy",
+    "burn_down",
+    "compare_models",
     "credit_spend",
     "cycle_times",
     "failure_rates",
     "failures",
     "finished",
+    "forecast",
     "lead_times",
+    "monthly_spend",
+    "price_by_language",
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
@@ -47,3 +60,18 @@ __all__ = [
     "stuck",
     "throughput",
 ]
+
+
+def _takes_a_store(name: str) -> bool:
+    import inspect
+
+    value = globals()[name]
+    if not inspect.isfunction(value) or name == "monthly_spend":
+        return False
+    first = next(iter(inspect.signature(value).parameters), None)
+    return first in ("store", "source")
+
+
+# Several workspaces: every public function whose first parameter is a store.
+for _name in [name for name in __all__ if _takes_a_store(name)]:
+    globals()[_name] = across(globals()[_name])

@@ -2,13 +2,17 @@
 
 The folder gets `progress.png`, `throughput.png`, `credit_spend.png`,
 `status_breakdown.png`, `cycle_times.png` and `summary.csv`: one row per project and a
-"(all projects)" row. Figures count between the store's first snapshot and its last,
-as everything in `toolkit.analysis` does; the chapter counts are those of the last one.
+"(all projects)" row; then the outlook: `burn_down.png` with `forecast.csv` (when each
+project's open work will be done), `model_comparison.csv` (like for like) and
+`spend_this_month.csv` (this month against last). Figures count between the store's
+first snapshot and its last, as everything in `toolkit.analysis` does; the chapter
+counts are those of the last one.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -72,11 +76,16 @@ def summary(store: SnapshotStore | Observed) -> pd.DataFrame:
 
 
 def write_report(
-    store: SnapshotStore | str | os.PathLike[str], *, out: str | os.PathLike[str], echo: bool = True
+    store: SnapshotStore | str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str],
+    echo: bool = True,
+    workspaces: Mapping[str, SnapshotStore] | None = None,
 ) -> Path:
     """Write the PNG plots and `summary.csv` into `out`; returns the folder.
 
-    echo: print the summary table and where the files went.
+    echo: print the summary table and where the files went. workspaces: the agency's
+    stores by label, for the spend of each this month against last (default: this one).
     """
     import matplotlib.pyplot as plt
 
@@ -100,12 +109,18 @@ def write_report(
     csv = folder / "summary.csv"
     table.to_csv(csv, index=False)
     written.append(csv)
+    outlook = _outlook(obs, folder, workspaces)
+    written.extend(outlook)
     if echo:
         first, last = obs.manifest["snapshot_at"].iloc[[0, -1]]
         span = f"from {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
         print(f"{len(obs.manifest)} snapshots {span}")
         with pd.option_context("display.width", 160, "display.max_columns", None):
             print(table.drop(columns="project_id").round(2).to_string(index=False))
+        for path in outlook[1:]:
+            heading = path.stem.replace("_", " ").capitalize()
+            with pd.option_context("display.width", 160, "display.max_columns", None):
+                print(f"\n{heading}:\n{pd.read_csv(path).round(3).to_string(index=False)}")
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
     return folder
 
@@ -130,3 +145,31 @@ def _make_folder(folder: Path) -> None:
             f"the report folder {str(folder)!r} cannot be made ({exc.strerror}); "
             "give --out (out=) a folder you can write to"
         ) from exc
+
+
+def _outlook(
+    obs: Observed, folder: Path, workspaces: Mapping[str, SnapshotStore] | None
+) -> list[Path]:
+    """The weekly sections beyond the summary: the forecast per project with its
+    burn-down, the model comparison, and spend this month against last (docs/analysis.md)."""
+    import matplotlib.pyplot as plt
+
+    ax = plots.burn_down(obs)
+    burn = folder / "burn_down.png"
+    ax.figure.savefig(burn, dpi=110)
+    plt.close(ax.figure)
+    tables = {
+        "forecast": analysis.forecast(obs, by="project_id"),
+        "model_comparison": analysis.compare_models(obs),
+        "spend_this_month": analysis.monthly_spend(workspaces or obs),
+    }
+    forecast = tables["forecast"]
+    tables["forecast"] = forecast.drop(columns=["project_id"]).rename(
+        columns={"as_of": "as_of_utc"}
+    )
+    written = [burn]
+    for name, frame in tables.items():
+        path = folder / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        written.append(path)
+    return written

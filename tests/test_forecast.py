@@ -1,0 +1,150 @@
+"""Forecasts against the emulator: the scenario runs on to the end, and the true finish
+time of each project is then known from the chapters' last activity."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from page_images import make_page
+
+from toolkit import analysis, plots
+from toolkit.store import SnapshotStore
+
+# (pages per chapter, target languages): two chapters each, steady while they translate.
+STEADY = [(40, ["en", "fr"]), (50, ["en", "fr"]), (60, ["en", "fr"]), (80, ["en"]), (100, ["en"])]
+EVERY = 180  # seconds between snapshots
+COMMON = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
+          "process_steps": "translate"}  # fmt: skip
+
+
+@pytest.fixture
+def backlog(emulator, workspace, client, tmp_path):
+    """Five projects translating steadily, and one whose open work all waits for a
+    person; snapshots every 3 minutes for 24 minutes. Returns the store, the steady
+    projects' ids and the chapters that need action, by reason."""
+    ws = workspace["id"]
+    emulator.set_credits(ws, 100_000)
+    stuck = emulator.create_project(ws, name="Waiting", target_languages=["en"], **COMMON)
+    store = SnapshotStore(tmp_path / "store")
+    store.take(client)
+    held = client.create_chapter(stuck["id"], pages=[make_page(9000 + i) for i in range(2)])
+    emulator.advance(600)  # finished
+    store.take(client)
+    client.add_pages(held.id, pages=[make_page(9100)], hold=True)
+    staged = client.create_chapter(stuck["id"], staged=True)
+    emulator.set_faults(failure_rate=1.0, seed=1)
+    failed = client.create_chapter(stuck["id"], pages=[make_page(9200 + i) for i in range(4)])
+    emulator.set_faults(stall_rate=1.0, seed=2)
+    stalled = client.create_chapter(stuck["id"], pages=[make_page(9300 + i) for i in range(4)])
+    emulator.set_faults()
+
+    steady, seed = [], 0
+    for number, (pages, languages) in enumerate(STEADY):
+        project = emulator.create_project(ws, name=f"Steady {number}", target_languages=languages,
+                                          **COMMON)  # fmt: skip
+        steady.append(project["id"])
+        for _ in range(2):
+            client.create_chapter(project["id"], pages=[make_page(seed + i) for i in range(pages)])
+            seed += pages
+    store.take(client)
+    for _ in range(8):
+        emulator.advance(EVERY)
+        store.take(client)
+    flagged = {failed.id: "failed, waiting for a re-scan", stalled.id: "running with no progress",
+               held.id: "held pages never started", staged.id: "staged with no pages"}  # fmt: skip
+    return store, steady, stuck["id"], flagged
+
+
+def _true_finishes(emulator, client, project_ids) -> dict[str, pd.Timestamp]:
+    """Run the emulator on until every steady chapter is done; each project's finish."""
+    for _ in range(40):
+        emulator.advance(600)
+        chapters = {p: client.list_chapters(p) for p in project_ids}
+        if all(not c.processing for listed in chapters.values() for c in listed):
+            break
+    finishes = {}
+    for project, listed in chapters.items():
+        assert all(c.status == "needs_review" and not c.failed for c in listed)
+        finishes[project] = max(pd.Timestamp(c.last_activity_at) for c in listed)
+    return finishes
+
+
+def test_steady_work_finishes_inside_the_band_and_near_the_median(backlog, emulator, client):
+    store, steady, _, _ = backlog
+    # Throughput over the last 18 minutes (after the pages were read), in 3-minute bins.
+    seen = analysis.forecast(store, window="18min", freq="3min", stall_after="10min")
+    seen = seen.set_index("project_id")
+    as_of = store.snapshots()["snapshot_at"].iloc[-1]
+    truth = _true_finishes(emulator, client, steady)
+
+    inside, close = 0, 0
+    for project in steady:
+        row = seen.loc[project]
+        assert row["status"] == "on track" and row["needs_action"] == 0
+        assert row["finish_p10"] <= row["finish_p50"] <= row["finish_p90"]
+        true_left = (truth[project] - as_of).total_seconds()
+        guessed = (row["finish_p50"] - as_of).total_seconds()
+        inside += row["finish_p10"] <= truth[project] <= row["finish_p90"]
+        close += abs(guessed - true_left) <= 0.2 * true_left
+    assert inside >= 0.8 * len(steady)
+    assert close == len(steady)
+
+
+def test_work_that_needs_action_never_gets_an_eta(backlog):
+    store, _, waiting, flagged = backlog
+    by_project = analysis.forecast(store, window="18min", freq="3min", stall_after="10min")
+    row = by_project.set_index("project_id").loc[waiting]
+    assert row["project"] == "Waiting"
+    assert row["open_chapters"] == 0 and row["needs_action"] == 4
+    assert row["status"] == "needs action"
+    assert pd.isna(row["finish_p50"]) and pd.isna(row["finish_p10"]) and pd.isna(row["finish_p90"])
+
+    by_chapter = analysis.forecast(
+        store, by="chapter_id", window="18min", freq="3min", stall_after="10min"
+    ).set_index("chapter_id")
+    for chapter, reason in flagged.items():
+        assert by_chapter.loc[chapter, "needs_action_reason"] == f"1 {reason}"
+        assert pd.isna(by_chapter.loc[chapter, "finish_p50"])
+    # The same chapters as stuck() lists at the latest snapshot.
+    stuck = analysis.stuck(store, threshold="10min")
+    assert set(stuck["chapter_id"]) == set(flagged)
+    going = by_chapter[by_chapter["needs_action"] == 0]
+    assert len(going) == 2 * len(STEADY)
+    assert going["finish_p50"].notna().all()
+
+    by_language = analysis.forecast(store, by="language_code", window="18min", freq="3min",
+                                    stall_after="10min")  # fmt: skip
+    assert set(by_language["language_code"]) == {"en", "fr"}
+    assert by_language.set_index("language_code").loc["en", "needs_action"] == 4
+
+
+def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
+    store, steady, _, _ = backlog
+    times = store.snapshots()["snapshot_at"]
+    earlier = analysis.forecast(store, window="9min", freq="3min", until=times.iloc[5])
+    assert set(earlier["as_of"]) == {times.iloc[5]}
+    later = analysis.forecast(store, window="9min", freq="3min").set_index("project_id")
+    earlier = earlier.set_index("project_id")
+    for project in steady:  # the work left shrinks as time passes
+        assert later.loc[project, "remaining_lines"] < earlier.loc[project, "remaining_lines"]
+
+    left = analysis.burn_down(store).set_index(["snapshot_at", "project_id"])["remaining_lines"]
+    for project in steady:
+        assert left.loc[(times.iloc[-1], project)] == later.loc[project, "remaining_lines"]
+
+    part = analysis.burn_down(store, since=times.iloc[2], until=times.iloc[4], tz="Asia/Tokyo")
+    assert sorted(part["snapshot_at"].unique()) == list(times.iloc[2:4])
+    assert str(part["snapshot_at"].dt.tz) == "Asia/Tokyo"
+
+    ax = plots.burn_down(store, window="9min", freq="3min")
+    bands = [patch for patch in ax.patches if patch.get_alpha()]
+    assert len(bands) == len(steady)  # one band per project on track, none for "Waiting"
+    labels = ax.get_legend_handles_labels()[1]
+    assert any(label.startswith("Waiting") and "need action" in label for label in labels)
+    plt.close(ax.figure)
+
+    empty = analysis.forecast(SnapshotStore(tmp_path / "empty"))
+    assert empty.empty and list(empty.columns)[:2] == ["project_id", "project"]
+    with pytest.raises(ValueError, match="by must be"):
+        analysis.forecast(store, by="model")  # type: ignore[arg-type]

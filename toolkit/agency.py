@@ -1,0 +1,107 @@
+"""Several workspaces: where each one's key, base URL and store come from.
+
+An agency runs several workspaces, each with its own API key. `toolkit snapshot
+--workspace NAME` (as many as needed) finds each one's settings here:
+
+- the key from `CTS_API_KEY_<NAME>` (the name upper-cased, anything but letters and
+  digits as `_`: "studio-a" reads `CTS_API_KEY_STUDIO_A`), or from the config file;
+- the base URL from `CTS_BASE_URL_<NAME>`, else the file, else `CTS_BASE_URL`;
+- the store at `<store root>/<name>` (the root: `--store`, else `CTS_STORE`), or where the
+  file says; a store holds one workspace and is labelled with its name.
+
+The config file (`--config FILE`, else `CTS_WORKSPACES`) is TOML, one table per workspace:
+
+```toml
+[studio-a]
+api_key_env = "STUDIO_A_KEY"        # the variable that holds its key
+store = "data/snapshots/studio-a"
+[studio-b]
+api_key = "cts_..."                 # allowed only in a file no one else can read
+base_url = "https://translate.example.com"
+```
+
+The key is never written to a store, printed or shown in a repr (it stays a `Secret`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolkit.config import Secret, normalize_base_url, store_path
+from toolkit.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class WorkspaceSettings:
+    name: str
+    base_url: str
+    api_key: Secret[str] = field(repr=False)
+    store: str
+
+
+def env_suffix(name: str) -> str:
+    """ "studio-a" -> "STUDIO_A": the suffix of a workspace's environment variables."""
+    return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def read_config(path: str | os.PathLike[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The workspaces config file (`path`, else `CTS_WORKSPACES`); empty when neither."""
+    location = path or os.environ.get("CTS_WORKSPACES")
+    if not location:
+        return {}
+    file = Path(location)
+    try:
+        tables = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"workspaces config {str(file)!r} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"workspaces config {str(file)!r} is not valid TOML: {exc}") from None
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"workspaces config {str(file)!r}: {name!r} must be a table ([{name}])"
+            )
+        shared = os.name == "posix" and file.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+        if "api_key" in table and shared:
+            raise ConfigError(
+                f"workspaces config {str(file)!r} holds an API key and others can read "
+                f"it; run `chmod 600 {file}`, or name a variable with api_key_env instead"
+            )
+    return tables
+
+
+def workspace_settings(
+    name: str, *, config: dict[str, dict[str, Any]] | None = None, store_root: str | None = None
+) -> WorkspaceSettings:
+    """One workspace's settings, from the environment and the config file's tables."""
+    table = (config or {}).get(name, {})
+    suffix = env_suffix(name)
+    key_variable = table.get("api_key_env", f"CTS_API_KEY_{suffix}")
+    key = os.environ.get(key_variable) or table.get("api_key")
+    if not key:
+        raise ConfigError(
+            f"no API key for workspace {name!r}: set {key_variable}, or give it api_key_env "
+            "(or api_key) in the workspaces config file"
+        )
+    url = (
+        os.environ.get(f"CTS_BASE_URL_{suffix}")
+        or table.get("base_url")
+        or os.environ.get("CTS_BASE_URL")
+    )
+    if not url:
+        raise ConfigError(
+            f"no base URL for workspace {name!r}: set CTS_BASE_URL_{suffix} or CTS_BASE_URL"
+        )
+    store = table.get("store") or workspace_store(name, store_root)
+    return WorkspaceSettings(name, normalize_base_url(str(url)), Secret(str(key)), str(store))
+
+
+def workspace_store(name: str, store_root: str | None = None) -> str:
+    """Where a workspace's store is by default: `<store root>/<name>`."""
+    return os.path.join(store_path(store_root), name)
