@@ -34,7 +34,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 
 from toolkit.frames import schema
-from toolkit.store.tables import Tables
+from toolkit.store.tables import WRITER, Tables
 
 
 def layout() -> dict[str, tuple[str, list[str]]]:
@@ -120,6 +120,7 @@ def _merge(
                 mode="overwrite",
                 predicate=predicate,
                 commit_properties=CommitProperties(custom_metadata={"toolkit.operation": "merge"}),
+                writer_properties=WRITER,
             )
         except (CommitFailedError, DeltaError):
             # Another process merged or changed this period meanwhile: leave it.
