@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.config import store_path
-from toolkit.errors import OldStoreLayout
+from toolkit.errors import DamagedStore, OldStoreLayout, StoreError
 from toolkit.frames import Details, Workspace, pull, schema
 from toolkit.store import events as _store_events
 from toolkit.store.ids import new_id
@@ -441,11 +441,16 @@ class SnapshotStore:
         if table is None:
             self._refuse_old_layout()
             return order_manifest(MANIFEST_STORED.empty_table())
-        with self._lock:
-            parts = [
-                schema.conform(part, MANIFEST_STORED)
-                for part in self._tables.read_files("manifest", self._manifest_files)
-            ]
+        try:
+            with self._lock:
+                parts = [
+                    schema.conform(part, MANIFEST_STORED)
+                    for part in self._tables.read_files("manifest", self._manifest_files)
+                ]
+        except StoreError:
+            raise
+        except Exception as error:
+            raise self._damaged(error) from error
         merged = pa.concat_tables(parts) if parts else MANIFEST_STORED.empty_table()
         return order_manifest(merged)
 
@@ -511,8 +516,25 @@ class SnapshotStore:
                 con.register(f"stored_{name}", self._tables.dataset(name, stored_schema(name)))
                 logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self._worked_out)
             return work(logs)
+        except StoreError:
+            raise
+        except Exception as error:
+            raise self._damaged(error) from error
         finally:
             con.close()
+
+    def _damaged(self, error: Exception) -> StoreError:
+        """What a failed read says: the damaged files, found by the check, and what to do."""
+        from toolkit.store.check import check
+
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        found = check(self._tables.root) if self._tables.local else []
+        named = "; ".join(str(f) for f in found if f.kind != "orphaned") or reason
+        return DamagedStore(
+            f"the store {self.root!r} could not be read: {named}. Run `toolkit store check "
+            f"--store {self.root} --repair` to set damaged files aside; the snapshots they "
+            "do not touch then read as before"
+        )
 
 
 def _before(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime | None, int]:

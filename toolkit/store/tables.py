@@ -19,8 +19,10 @@ taking snapshots at once must both commit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,7 +39,7 @@ from deltalake import (
 )
 from deltalake.exceptions import CommitFailedError
 
-from toolkit.errors import StoreError
+from toolkit.errors import DamagedStore, StoreError
 
 APP_PREFIX = "toolkit.snapshot:"
 SNAPSHOT_ID_KEY = "toolkit.snapshot_id"
@@ -71,6 +73,9 @@ def table_config(retention: timedelta) -> dict[str, str]:
         "delta.logRetentionDuration": f"interval {seconds} seconds",
         "delta.deletedFileRetentionDuration": f"interval {seconds} seconds",
         "delta.checkpointInterval": "100",
+        # One application transaction per snapshot: forgotten after the retention, so
+        # checkpoints do not carry a year of them.
+        "delta.setTransactionRetentionDuration": f"interval {seconds} seconds",
     }
 
 
@@ -127,14 +132,23 @@ class Tables:
             table = self._open.get(name)
             fresh = name in self._fresh
             self._fresh.add(name)
-        if table is not None:
-            if not fresh:
-                table.update_incremental()
-            return table
-        self.check_root()
-        if not DeltaTable.is_deltatable(self.uri(name), storage_options=self.storage_options):
-            return None
-        table = DeltaTable(self.uri(name), storage_options=self.storage_options)
+        try:
+            if table is not None:
+                if not fresh:
+                    table.update_incremental()
+                return table
+            self.check_root()
+            if not DeltaTable.is_deltatable(self.uri(name), storage_options=self.storage_options):
+                return None
+            table = DeltaTable(self.uri(name), storage_options=self.storage_options)
+        except StoreError:
+            raise
+        except Exception as error:
+            raise DamagedStore(
+                f"the log of {self.uri(name)} cannot be read ({_first_line(error)}); run "
+                f"`toolkit store check --store {self.root} --repair` to find the damaged "
+                "file and set it aside"
+            ) from error
         with self._lock:
             self._open[name] = table
         return table
@@ -151,12 +165,17 @@ class Tables:
         `transaction` (app id, version) when given."""
         properties = CommitProperties(
             custom_metadata=metadata,
-            app_transactions=[Transaction(*transaction)] if transaction is not None else None,
+            app_transactions=(
+                [Transaction(*transaction, last_updated=int(time.time() * 1000))]
+                if transaction is not None
+                else None
+            ),
             max_commit_retries=COMMIT_RETRIES,
         )
         hooks = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
         for attempt in range(APPEND_ATTEMPTS):
             table = self.get(name)
+            before = self._listing(name)
             target: Any = table if table is not None else self.uri(name)
             try:
                 write_deltalake(
@@ -178,6 +197,7 @@ class Tables:
                 if attempt == APPEND_ATTEMPTS - 1:
                     raise self.failed("write to", name, error) from error
             except Exception as error:
+                self._remove_leftovers(name, before, error)
                 exists = DeltaTable.is_deltatable(
                     self.uri(name), storage_options=self.storage_options
                 )
@@ -188,9 +208,29 @@ class Tables:
         if table is None:
             self.get(name)
 
+    def _listing(self, name: str) -> set[str] | None:
+        folder = self.uri(name)
+        return set(os.listdir(folder)) if self.local and os.path.isdir(folder) else None
+
+    def _remove_leftovers(self, name: str, before: set[str] | None, error: Exception) -> None:
+        """After a write that failed on a full disk, remove the files it left.
+
+        Only then: a file that appeared meanwhile and that no version lists could also
+        be another writer's, about to be committed, and a full disk fails that writer
+        too. Other leftovers go with the daily vacuum, once older than the retention.
+        """
+        if before is None or "no space left" not in str(error).lower():
+            return
+        table = self.get(name)
+        listed = {os.path.basename(uri) for uri in table.file_uris()} if table else set()
+        for leftover in (self._listing(name) or set()) - before - listed:
+            if leftover.endswith(".parquet") or "#" in leftover:
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(self.uri(name), leftover))
+
     def failed(self, doing: str, name: str, error: BaseException) -> StoreError:
         """A store error naming the table's location, in place of a delta-rs error."""
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = _first_line(error)
         lowered = reason.lower()
         if "no space left" in lowered:
             advice = "the disk is full: free some space and take the snapshot again"
@@ -242,3 +282,8 @@ class Tables:
     def files(self, name: str) -> list[str]:
         table = self.get(name)
         return table.file_uris() if table is not None else []
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
