@@ -563,3 +563,15 @@ def test_frames_edited_after_a_write_do_not_change_what_the_store_holds(tmp_path
     store.write(ws, at=hours(1))
     covered = store.history("languages").groupby("snapshot_at")["covered"].max().tolist()
     assert covered == [4, 99]
+
+
+def test_a_workspace_label_is_kept_with_each_snapshot_and_never_a_key(tmp_path, service):
+    store = SnapshotStore(tmp_path, workspace="prod")
+    store.take(service, at=hours(0))
+    store.take(service, at=hours(1), workspace="staging")
+    SnapshotStore(tmp_path).take(service, at=hours(2))
+    labels = SnapshotStore(tmp_path).snapshots()["workspace"]
+    assert str(labels.dtype).startswith("string")
+    assert labels.tolist()[:2] == ["prod", "staging"] and labels.isna().tolist()[2]
+    # Snapshots are still diffed against the one before, whatever its label.
+    assert len(SnapshotStore(tmp_path).history("chapters")) == 3 * 2
