@@ -47,10 +47,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from toolkit.config import store_path
 from toolkit.errors import DamagedStore, OldStoreLayout, StoreError
@@ -63,17 +61,23 @@ from toolkit.store.log import (
     Log,
     arrow,
     connect,
-    diff,
     order_manifest,
     stored_schema,
 )
-from toolkit.store.tables import SNAPSHOT_AT_KEY, SNAPSHOT_ID_KEY, Tables, app_id, version_of
+from toolkit.store.tables import (
+    BASE_ID_KEY,
+    SNAPSHOT_AT_KEY,
+    SNAPSHOT_ID_KEY,
+    Tables,
+    app_id,
+    version_of,
+)
+from toolkit.store.writing import base_of, changes_of, resume, stamp
 
 if TYPE_CHECKING:
     from toolkit.client import Client
 
 T = TypeVar("T")
-BASE_ID_KEY = "toolkit.base_id"
 When: TypeAlias = datetime | pd.Timestamp | str
 
 
@@ -196,13 +200,13 @@ class SnapshotStore:
         }
         manifest = self._manifest()
         snapshot_id = new_id(when)
-        base, base_at, since_full = _before(manifest, snapshot_id)
+        base, base_at, since_full = base_of(manifest, snapshot_id)
         full = base is None or since_full + 1 >= FULL_EVERY
-        before = self._state(base, manifest) if base is not None else None
-        changes = _changes(tables, before, full)
+        previous = self._state(base, manifest) if base is not None else None
+        changes = changes_of(tables, previous, full)
         # Only a store object that has not yet written, or whose last write failed, can be
         # finishing a stopped write: asking the tables costs a read of each one's log.
-        resumed = self._resume(when, manifest, base, changes) if not self._wrote else None
+        resumed = resume(self._tables, when, manifest, base, changes) if not self._wrote else None
         snapshot_id, held = resumed or (snapshot_id, set())
         self._wrote = False
         metadata = {
@@ -212,7 +216,7 @@ class SnapshotStore:
         }
         transaction = (app_id(snapshot_id), version_of(when))
         pending = {
-            name: _stamp(change, snapshot_id, when, stored_schema(name))
+            name: stamp(change, snapshot_id, when, stored_schema(name))
             for name, change in changes.items()
             if change.num_rows and name not in held
         }
@@ -249,40 +253,6 @@ class SnapshotStore:
         if self.auto_compact and base_at is not None and base_at.date() < when.date():
             self._maintain(when)
         return info
-
-    def _resume(
-        self, when: datetime, manifest: pa.Table, base: str | None, changes: dict[str, pa.Table]
-    ) -> tuple[str, set[str]] | None:
-        """The snapshot this write finishes, and the tables already holding it, when a
-        write of the very same rows at `when` stopped before its manifest row (a crash, a
-        full disk): each such table's newest commit is that snapshot, as its application
-        transaction confirms, based on the same snapshot and holding exactly these rows.
-        None otherwise (then the write starts afresh; the rows of the stopped one stay
-        invisible, having no manifest row)."""
-        committed = set(manifest.column("snapshot_id").to_pylist())
-        found: dict[str, str] = {}
-        for name in schema.SNAPSHOT_TABLES:
-            meta = self._tables.last_commit(name)
-            snapshot_id = meta.get(SNAPSHOT_ID_KEY)
-            if (
-                snapshot_id
-                and snapshot_id not in committed
-                and meta.get(SNAPSHOT_AT_KEY) == when.isoformat()
-                and meta.get(BASE_ID_KEY) == (base or "")
-                and self._tables.transaction_version(name, app_id(snapshot_id)) == version_of(when)
-            ):
-                found[name] = snapshot_id
-        if len(set(found.values())) != 1:
-            return None
-        snapshot_id = next(iter(found.values()))
-        for name in found:
-            stored = self._tables.dataset(name, stored_schema(name)).to_table(
-                filter=pc.field("snapshot_id") == snapshot_id
-            )
-            ours = _stamp(changes[name], snapshot_id, when, stored_schema(name))
-            if not schema.conform(stored, stored_schema(name)).equals(ours):
-                return None  # another writer's snapshot at the same time, in progress
-        return snapshot_id, set(found)
 
     def record_events(self, events: Iterable[Mapping[str, Any]]) -> int:
         """Append webhook events (dicts with webhook_id, type, timestamp, data and
@@ -493,7 +463,7 @@ class SnapshotStore:
             cached = self._last[1][table] if self._last and self._last[0] == snapshot_id else None
         if cached is None:
             cached = self._read(table, manifest, lambda log: arrow(log.con, log.state_sql(k)))
-        rows = _stamp(
+        rows = stamp(
             schema.conform(cached, schema.SNAPSHOT_TABLES[table]),
             snapshot_id,
             times[k],
@@ -535,56 +505,6 @@ class SnapshotStore:
             f"--store {self.root} --repair` to set damaged files aside; the snapshots they "
             "do not touch then read as before"
         )
-
-
-def _before(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime | None, int]:
-    """The snapshot a new one is based on (the newest earlier one), its time, and how many
-    snapshots were taken since the last full one. Arrow, not Python rows: a year of hourly
-    snapshots makes the manifest 8,760 rows long, and every write reads it."""
-    ids = manifest.column("snapshot_id")
-    # The manifest is in id order, so the earlier snapshots are its first `count` rows.
-    count = pc.sum(pc.less(ids, pa.scalar(snapshot_id, ids.type))).as_py() or 0
-    if not count:
-        return None, None, 0
-    fulls = pc.fill_null(manifest.column("full").slice(0, count), False)
-    marked = np.flatnonzero(fulls.to_numpy(zero_copy_only=False))
-    since_full = count - 1 - int(marked[-1]) if len(marked) else count
-    return ids[count - 1].as_py(), manifest.column("snapshot_at")[count - 1].as_py(), since_full
-
-
-def _changes(
-    tables: dict[str, pa.Table], before: dict[str, pa.Table] | None, full: bool
-) -> dict[str, pa.Table]:
-    """Each table's rows to store for a snapshot of `tables` based on `before`, sorted by
-    key: the change, or with `full` every row plus the deletions."""
-    changes = {}
-    con = connect()
-    try:
-        for name, table in tables.items():
-            old = before[name] if before is not None else table.schema.empty_table()
-            change = diff(con, name, table, old)
-            if full:
-                target = stored_schema(name).remove(0).remove(0)
-                gone = change.filter(change.column("_deleted"))
-                kept = table.append_column(
-                    "_deleted", pa.array([False] * table.num_rows, pa.bool_())
-                )
-                change = pa.concat_tables(
-                    [schema.conform(kept, target), schema.conform(gone, target)]
-                )
-            changes[name] = change.sort_by(
-                [*((k, "ascending") for k in schema.KEYS[name]), ("_deleted", "ascending")]
-            )
-    finally:
-        con.close()
-    return changes
-
-
-def _stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
-    n = rows.num_rows
-    stamped = rows.append_column("snapshot_id", pa.array([snapshot_id] * n, schema.TEXT))
-    stamped = stamped.append_column("snapshot_at", pa.array([when] * n, schema.TIME))
-    return schema.conform(stamped, target)
 
 
 def _project_filter(log: Log, project_ids: Sequence[str] | None) -> str:

@@ -44,6 +44,7 @@ from toolkit.errors import DamagedStore, StoreError
 APP_PREFIX = "toolkit.snapshot:"
 SNAPSHOT_ID_KEY = "toolkit.snapshot_id"
 SNAPSHOT_AT_KEY = "toolkit.snapshot_at"
+BASE_ID_KEY = "toolkit.base_id"
 # Commits retried when another writer got there first (appends never really conflict).
 COMMIT_RETRIES = 25
 APPEND_ATTEMPTS = 5
