@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from toolkit.store.maintenance import layout
+from toolkit.store.tables import first_line
 
 QUARANTINE = "_quarantine"
 
@@ -77,7 +78,7 @@ def check(
         except Exception as error:
             findings.append(
                 Finding("log", name, os.path.join(folder, "_delta_log"),
-                        f"the table's log cannot be read ({_first_line(error)}); restore it "
+                        f"the table's log cannot be read ({first_line(error)}); restore it "
                         "from a backup")
             )  # fmt: skip
             continue
@@ -175,8 +176,3 @@ def _readable(path: str) -> bool:
         return True
     except Exception:
         return False
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

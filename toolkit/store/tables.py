@@ -146,7 +146,7 @@ class Tables:
             raise
         except Exception as error:
             raise DamagedStore(
-                f"the log of {self.uri(name)} cannot be read ({_first_line(error)}); run "
+                f"the log of {self.uri(name)} cannot be read ({first_line(error)}); run "
                 f"`toolkit store check --store {self.root} --repair` to find the damaged "
                 "file and set it aside"
             ) from error
@@ -231,7 +231,7 @@ class Tables:
 
     def failed(self, doing: str, name: str, error: BaseException) -> StoreError:
         """A store error naming the table's location, in place of a delta-rs error."""
-        reason = _first_line(error)
+        reason = first_line(error)
         lowered = reason.lower()
         if "no space left" in lowered:
             advice = "the disk is full: free some space and take the snapshot again"
@@ -285,6 +285,6 @@ class Tables:
         return table.file_uris() if table is not None else []
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
