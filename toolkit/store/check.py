@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
+from toolkit.errors import StoreError
 from toolkit.store.maintenance import layout
 from toolkit.store.tables import first_line
 
@@ -61,7 +62,14 @@ def check(
 ) -> list[Finding]:
     """Every damaged, missing, orphaned or temporary file of the store at `root` (a local
     folder); with `repair`, each is set aside so the store reads again."""
-    root = os.path.abspath(root)
+    if "://" in root and not root.startswith("file://"):
+        raise StoreError(
+            f"toolkit store check reads local folders; for {root!r} run it on a copy, or "
+            "use your object store's listing with DeltaTable(...).get_add_actions()"
+        )
+    root = os.path.abspath(root.removeprefix("file://"))
+    if not os.path.isdir(root):
+        raise StoreError(f"no store at {root!r}: it is not a folder")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     quarantine = os.path.join(root, QUARANTINE, stamp)
     findings: list[Finding] = []

@@ -498,7 +498,10 @@ class SnapshotStore:
         from toolkit.store.check import check
 
         reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        found = check(self._tables.root) if self._tables.local else []
+        try:
+            found = check(self._tables.root) if self._tables.local else []
+        except (StoreError, OSError):
+            found = []
         named = "; ".join(str(f) for f in found if f.kind != "orphaned") or reason
         return DamagedStore(
             f"the store {self.root!r} could not be read: {named}. Run `toolkit store check "
