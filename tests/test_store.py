@@ -4,12 +4,12 @@ import multiprocessing
 import os
 from datetime import UTC, datetime, timedelta
 
-import duckdb
 import pandas as pd
-import pyarrow.fs as pafs
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from datafakes import T0, FakeService
+from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pandas.testing import assert_frame_equal
@@ -17,8 +17,9 @@ from pandas.testing import assert_frame_equal
 import toolkit as tk
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
-from toolkit.store import files as _store_files
+from toolkit.store import ids as _store_ids
 from toolkit.store import snapshot_store as store_module
+from toolkit.store import tables as _store_tables
 
 
 def hours(n: float) -> datetime:
@@ -87,7 +88,7 @@ def test_manifest_rows_say_what_each_take_did(tmp_path, service):
     manifest = store.snapshots()
     assert list(manifest.columns) == [
         "snapshot_id", "snapshot_at", "details", "requests", "seconds",
-        "rows_projects", "rows_chapters", "rows_languages", "rows_exports",
+        "rows_projects", "rows_chapters", "rows_languages", "rows_exports", "workspace",
     ]  # fmt: skip
     row = manifest.iloc[0]
     assert row["snapshot_id"] == info.snapshot_id
@@ -243,10 +244,12 @@ def test_unchanged_rows_are_not_written_again(tmp_path, service):
 # Crash safety: a write that stops at any step leaves the store as it was.
 
 
-def visible_files(root) -> list[str]:
+def data_files(root) -> list[str]:
+    """Every Parquet data file under the store, referenced by a table or not."""
     return sorted(
         os.path.join(folder, name)
         for folder, _, names in os.walk(root)
+        if "_delta_log" not in folder
         for name in names
         if name.endswith(".parquet")
     )
@@ -262,16 +265,16 @@ def test_a_take_interrupted_at_any_step_leaves_the_store_readable_and_unchanged(
     service.add_chapter("c9", "p2", position=2, languages=("en",))
     service.add_project("p3")
     writes = 0
-    real = _store_files.Files.write
+    real = _store_tables.Tables.append
 
     def counting(self, *args, **kwargs):
         nonlocal writes
         writes += 1
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(_store_files.Files, "write", counting)
+    monkeypatch.setattr(_store_tables.Tables, "append", counting)
     SnapshotStore(tmp_path / "probe").take(service, at=hours(1))
-    steps = writes  # files one snapshot writes, the manifest last
+    steps = writes  # commits one snapshot makes, the manifest last
     assert steps >= 4
 
     for fail_at in range(1, steps + 1):
@@ -284,43 +287,82 @@ def test_a_take_interrupted_at_any_step_leaves_the_store_readable_and_unchanged(
                 raise OSError("disk full (injected)")
             return real(self, *args, **kwargs)
 
-        monkeypatch.setattr(_store_files.Files, "write", failing)
+        monkeypatch.setattr(_store_tables.Tables, "append", failing)
         with pytest.raises(OSError, match="injected"):
-            SnapshotStore(tmp_path).take(service, at=hours(1))
-        monkeypatch.setattr(_store_files.Files, "write", real)
+            # A later hour each time: a rerun of the same hour would finish the snapshot.
+            SnapshotStore(tmp_path).take(service, at=hours(1 + fail_at / 100))
+        monkeypatch.setattr(_store_tables.Tables, "append", real)
         reader = SnapshotStore(tmp_path)
         assert len(reader.snapshots()) == 1
         for table, frame in before.items():
             assert_same(reader.latest(table), frame, table)
         assert len(reader.history("chapters")) == 2
 
-    # Every visible file is a complete Parquet file, and a glob over the store reads.
-    for path in visible_files(tmp_path):
-        pq.read_metadata(path)
-    duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/chapters/**/*.parquet')").fetchall()
-    # The next take works, and compaction clears what the failed ones left.
+    # The next take works and shows everything.
     SnapshotStore(tmp_path).take(service, at=hours(2))
-    assert SnapshotStore(tmp_path).compact(grace=0)["chapters"] >= 2
     reader = SnapshotStore(tmp_path)
     assert len(reader.snapshots()) == 2
     assert "c9" in set(reader.latest("chapters")["chapter_id"])
 
 
+def test_a_take_rerun_after_a_crash_finishes_the_snapshot_it_started(
+    tmp_path, service, monkeypatch
+):
+    store = SnapshotStore(tmp_path)
+    store.take(service, at=hours(0))
+    service.update("c1", covered=9, credits=12)
+    service.add_chapter("c9", "p2", position=2, languages=("en",))
+    ws = tk.pull(service)
+    real = _store_tables.Tables.append
+    written = []
+
+    def crash_before_manifest(self, name, *args, **kwargs):
+        if name == "manifest":
+            raise OSError("killed (injected)")
+        written.append(name)
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(_store_tables.Tables, "append", crash_before_manifest)
+    with pytest.raises(OSError, match="injected"):
+        SnapshotStore(tmp_path).write(ws, at=hours(1))
+    monkeypatch.undo()
+    assert written and len(SnapshotStore(tmp_path).snapshots()) == 1
+    appended = []
+
+    def counting(self, name, *args, **kwargs):
+        appended.append(name)
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(_store_tables.Tables, "append", counting)
+    info = SnapshotStore(tmp_path).write(ws, at=hours(1))  # the same snapshot again
+    assert appended == ["manifest"]  # every table already held it
+    reader = SnapshotStore(tmp_path)
+    for table in schema.SNAPSHOT_TABLES:
+        assert_same(reader.latest(table), stamped(ws, table, info.snapshot_id, hours(1)), table)
+    changes = reader.changes("chapters")
+    assert changes["snapshot_id"].isin(reader.snapshots()["snapshot_id"]).all()
+
+
 def test_a_file_cut_off_mid_write_is_never_visible(tmp_path, service, monkeypatch):
     store = SnapshotStore(tmp_path)
+    store.take(service, at=hours(0))
 
-    def torn(table, out, **kwargs):
-        out.write(b"PAR1 half a file")
+    def torn(*args, **kwargs):
+        folder = tmp_path / "chapters"
+        (folder / "part-00000-torn.parquet").write_bytes(b"PAR1 half a file")
         raise OSError("power cut (injected)")
 
-    monkeypatch.setattr(_store_files.pq, "write_table", torn)
+    monkeypatch.setattr(_store_tables, "write_deltalake", torn)
+    service.update("c1", covered=9)
     with pytest.raises(OSError, match="injected"):
-        store.take(service, at=hours(0))
+        store.take(service, at=hours(1))
     monkeypatch.undo()
-    assert visible_files(tmp_path) == []
-    leftovers = [n for _, _, names in os.walk(tmp_path) for n in names]
-    assert leftovers and all(n.startswith(".") and n.endswith(".parquet.tmp") for n in leftovers)
-    assert SnapshotStore(tmp_path).snapshots().empty
+    reader = SnapshotStore(tmp_path)
+    assert len(reader.snapshots()) == 1
+    assert len(reader.history("chapters")) == 2
+    # The torn file is in no table's log: Delta readers never see it.
+    for table in schema.SNAPSHOT_TABLES:
+        assert not any("torn" in uri for uri in reader._tables.files(table))
 
 
 # Two processes writing into one store.
@@ -354,7 +396,9 @@ def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
     store = SnapshotStore(tmp_path)
     manifest = store.snapshots()
     assert len(manifest) == 2 * count and manifest["snapshot_id"].is_unique
-    assert any("compact-" in path for path in visible_files(tmp_path))
+    # Days went by: the takes merged past days' files as they went.
+    commits = DeltaTable(str(tmp_path / "chapters")).history()
+    assert any(c.get("toolkit.operation") == "merge" for c in commits)
     # Each snapshot shows exactly what its own process saw, though both wrote at once.
     history = store.history("chapters")
     for row in manifest.itertuples():
@@ -364,7 +408,7 @@ def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
         assert sorted(shown["chapter_id"]) == [f"{name}-{i}" for i in range(step + 1)]
 
 
-# Compaction, events, queries, other filesystems.
+# Maintenance, events, queries, other filesystems.
 
 
 def test_compaction_merges_files_and_changes_no_answer(tmp_path, service):
@@ -373,13 +417,10 @@ def test_compaction_merges_files_and_changes_no_answer(tmp_path, service):
         service.update("c1", covered=step)
         store.take(service, at=hours(step * 6))  # spans two days
     before = {t: store.history(t) for t in schema.SNAPSHOT_TABLES}
-    files_before = len(visible_files(tmp_path))
-    merged = store.compact(linger=0)  # delete what was merged away at once
+    files_before = len(store._tables.files("languages"))
+    merged = store.compact()
     assert merged["manifest"] == 6 and merged["languages"] == 6
-    files_after = visible_files(tmp_path)
-    assert len(files_after) < files_before
-    folders = [os.path.dirname(p) for p in files_after]
-    assert len(folders) == len(set(folders))  # one file per folder is left
+    assert files_before == 6 and len(store._tables.files("languages")) == 1  # one a week
     fresh = SnapshotStore(tmp_path)
     for table, frame in before.items():
         assert_frame_equal(fresh.history(table), frame)
@@ -387,92 +428,44 @@ def test_compaction_merges_files_and_changes_no_answer(tmp_path, service):
     assert len(SnapshotStore(tmp_path).snapshots()) == 7
 
 
-def test_takes_compact_past_days_and_the_manifest_as_they_go(tmp_path, service, monkeypatch):
-    monkeypatch.setattr(store_module, "MANIFEST_BATCH", 4)
+def test_takes_merge_past_days_and_weeks_as_they_go(tmp_path, service):
     plain = SnapshotStore(tmp_path / "plain", auto_compact=False)
     store = SnapshotStore(tmp_path / "auto")
-    for step in range(7):
+    for step in range(40):
         service.update("c1", covered=step)
         ws = tk.pull(service)
-        plain.write(ws, at=hours(step * 5))  # 09:00 to 15:00 the next day
-        store.write(ws, at=hours(step * 5))
-    folders: dict[str, list[str]] = {}
-    for table in [*schema.SNAPSHOT_TABLES, "manifest"]:
-        for f in store._files.visible(table):  # merged-away files linger, hidden
-            folders.setdefault(f.folder, []).append(os.path.basename(f.path))
-    first_day = folders[str(tmp_path / "auto" / "languages" / "snapshot_date=2026-03-02")]
-    assert len(first_day) == 1 and first_day[0].startswith("compact-")
-    second_day = folders[str(tmp_path / "auto" / "languages" / "snapshot_date=2026-03-03")]
-    assert len(second_day) == 4 and not any(n.startswith("compact-") for n in second_day)
-    assert len(folders[str(tmp_path / "auto" / "manifest")]) < 7
+        plain.write(ws, at=hours(step * 6))  # ten days, from a Monday
+        store.write(ws, at=hours(step * 6))
+    actions = pa.table(store._tables.get("languages").get_add_actions(flatten=True))
+    spans = sorted(
+        (low.date(), high.date())
+        for low, high in zip(
+            actions["min.snapshot_at"].to_pylist(),
+            actions["max.snapshot_at"].to_pylist(),
+            strict=True,
+        )
+    )
+    # The first week in one file, then a file per past day, then today's small files.
+    assert spans[0] == (hours(0).date(), hours(156).date())
+    assert len(spans) < 40 / 2
     for table in schema.SNAPSHOT_TABLES:
         drop = ["snapshot_id"]  # the two stores gave their snapshots their own ids
         assert_frame_equal(store.history(table).drop(columns=drop),
                            plain.history(table).drop(columns=drop))  # fmt: skip
-    assert SnapshotStore("mock:///x").auto_compact is False  # no lock on object stores
 
 
-def test_merged_files_linger_for_readers_that_listed_them_then_go(tmp_path, service):
+def test_a_reader_on_an_older_version_keeps_its_files_through_a_compaction(tmp_path, service):
     store = SnapshotStore(tmp_path, auto_compact=False)
     for step in range(3):
         service.update("c1", covered=step)
         store.take(service, at=hours(step))
     before = store.history("languages")
-    listed = store._files.visible("languages")  # a reader in another process lists...
-    store.compact()  # ...a compaction merges the folder meanwhile...
-    for f in listed:  # ...and the reader still finds every file it listed
-        pq.read_table(f.path)
+    listed = store._tables.files("languages")  # a reader in another process lists...
+    store.compact()  # ...a compaction merges them meanwhile...
+    for uri in listed:  # ...and the files it listed are still there (retention)
+        pq.read_table(uri)
     assert_frame_equal(SnapshotStore(tmp_path).history("languages"), before)
-    assert len(store._files.visible("languages")) == 1
-    store.compact(linger=0)  # once lingered long enough, a later compaction deletes them
-    assert [os.path.exists(f.path) for f in listed] == [False] * len(listed)
-    assert_frame_equal(SnapshotStore(tmp_path).history("languages"), before)
-
-
-def test_merging_a_merged_file_keeps_what_it_replaced_hidden(tmp_path, service):
-    store = SnapshotStore(tmp_path, auto_compact=False)
-    for step in range(4):
-        service.update("c1", covered=step)
-        store.take(service, at=hours(step))
-        store.compact()  # each merges the last merged file with one new one; none deleted
-    assert len(visible_files(tmp_path / "languages")) > 4  # all still on disk
-    history = SnapshotStore(tmp_path).history("languages", project_ids=["p1"])
-    assert history.groupby("snapshot_at")["covered"].first().tolist() == [0, 1, 2, 3]
-    assert len(store.history("languages")) == 4 * 3
-
-
-def test_a_compaction_stopped_before_deleting_shows_no_row_twice(tmp_path, service, monkeypatch):
-    store = SnapshotStore(tmp_path)
-    for step in range(3):
-        service.update("c1", covered=step)
-        store.take(service, at=hours(step))
-    before = store.history("languages")
-    monkeypatch.setattr(_store_files.Files, "delete", lambda self, paths: None)
-    store.compact()
-    monkeypatch.undo()
-    assert_frame_equal(SnapshotStore(tmp_path).history("languages"), before)
-    assert len(SnapshotStore(tmp_path).snapshots()) == 3
-
-
-def test_compaction_keeps_a_snapshot_that_is_still_being_written(tmp_path, service):
-    store = SnapshotStore(tmp_path)
-    store.take(service, at=hours(0))
-    store.take(service, at=hours(1))
-    # Data files of a take whose manifest row is not written yet.
-    pending = SnapshotStore(tmp_path / "other").take(service, at=hours(2))
-    src = (
-        tmp_path
-        / "other"
-        / "chapters"
-        / "snapshot_date=2026-03-02"
-        / f"{pending.snapshot_id}.parquet"
-    )
-    dst = tmp_path / "chapters" / "snapshot_date=2026-03-02" / src.name
-    dst.write_bytes(src.read_bytes())
-    store.compact()  # default grace: a young uncommitted file is left alone
-    assert dst.exists()
-    store.compact(grace=0)  # an old one is a crash's leftover
-    assert not dst.exists()
+    assert len(store._tables.files("languages")) == 1
 
 
 def test_events_are_recorded_and_read_once_per_webhook_id(tmp_path):
@@ -499,6 +492,7 @@ def test_events_are_recorded_and_read_once_per_webhook_id(tmp_path):
     assert store.history("events", project_ids=["p1"])["webhook_id"].tolist() == ["msg_1"]
     store.compact()
     assert_frame_equal(SnapshotStore(tmp_path).history("events"), events)
+    assert len(store._tables.files("events")) == 1
     with pytest.raises(ValueError, match="webhook_id"):
         store.record_events([{"type": "x", "timestamp": "2026-03-02T10:00:00Z", "data": {}}])
 
@@ -529,20 +523,6 @@ def test_an_empty_store_answers_with_empty_frames(tmp_path):
         store.latest("pages")
 
 
-def test_a_pyarrow_filesystem_uri_works_like_a_folder(service):
-    store = SnapshotStore("mock:///snapshots")
-    assert not store._files.local
-    for step in range(3):
-        service.update("c1", covered=step)
-        store.take(service, at=hours(step))
-    store.compact()
-    history = store.history("languages", project_ids=["p1"])
-    assert history.groupby("snapshot_at")["covered"].first().tolist() == [0, 1, 2]
-    # A second object over the same filesystem reads the same store.
-    other = SnapshotStore("snapshots", filesystem=store._files.fs)
-    assert len(other.snapshots()) == 3
-
-
 def test_default_location_comes_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("CTS_STORE", str(tmp_path / "from-env"))
     assert SnapshotStore().root == str(tmp_path / "from-env")
@@ -550,18 +530,11 @@ def test_default_location_comes_from_the_environment(tmp_path, monkeypatch):
 
 
 def test_snapshot_ids_sort_by_time_then_by_creation():
-    same = [_store_files.new_id(T0) for _ in range(50)]
+    same = [_store_ids.new_id(T0) for _ in range(50)]
     assert same == sorted(same) and len(set(same)) == 50
-    later = _store_files.new_id(T0 + timedelta(microseconds=1))
+    later = _store_ids.new_id(T0 + timedelta(microseconds=1))
     assert later > same[-1]
-    assert _store_files.new_id(T0 - timedelta(days=1)) < same[0]
-
-
-def test_writes_are_fsynced_renames_on_local_disks(tmp_path):
-    files = _store_files.Files(pafs.LocalFileSystem(), str(tmp_path))
-    table = schema.empty_frame(schema.PROJECTS)
-    path = files.write(schema.from_pandas(table, schema.PROJECTS), str(tmp_path / "t"), "x")
-    assert path.endswith("/t/x.parquet") and os.listdir(tmp_path / "t") == ["x.parquet"]
+    assert _store_ids.new_id(T0 - timedelta(days=1)) < same[0]
 
 
 def test_emulator_snapshots_round_trip_through_parquet_unchanged(
@@ -590,3 +563,15 @@ def test_frames_edited_after_a_write_do_not_change_what_the_store_holds(tmp_path
     store.write(ws, at=hours(1))
     covered = store.history("languages").groupby("snapshot_at")["covered"].max().tolist()
     assert covered == [4, 99]
+
+
+def test_a_workspace_label_is_kept_with_each_snapshot_and_never_a_key(tmp_path, service):
+    store = SnapshotStore(tmp_path, workspace="prod")
+    store.take(service, at=hours(0))
+    store.take(service, at=hours(1), workspace="staging")
+    SnapshotStore(tmp_path).take(service, at=hours(2))
+    labels = SnapshotStore(tmp_path).snapshots()["workspace"]
+    assert str(labels.dtype).startswith("string")
+    assert labels.tolist()[:2] == ["prod", "staging"] and labels.isna().tolist()[2]
+    # Snapshots are still diffed against the one before, whatever its label.
+    assert len(SnapshotStore(tmp_path).history("chapters")) == 3 * 2

@@ -8,6 +8,8 @@ toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [-
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN]
 toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
+toolkit store migrate OLD NEW                        # a first-layout store into Delta Lake
+toolkit store check [--store PATH] [--repair]        # damaged, orphaned, temporary files
 ```
 
 Every handler imports what it needs when it runs, so `toolkit --help` stays quick.
@@ -47,22 +49,17 @@ def _snapshot(args: argparse.Namespace) -> None:
 
 def _snapshot_workspaces(args: argparse.Namespace) -> None:
     """One snapshot per named workspace, each with its own key, into its own store."""
-    import inspect
-
     from toolkit.agency import read_config, workspace_settings
     from toolkit.client import Client
     from toolkit.store import SnapshotStore
 
     config = read_config(args.config)
     settings = [workspace_settings(n, config=config, store_root=args.store) for n in args.workspace]
-    # Stores that record a workspace label in their manifest (the Delta Lake store) get it.
-    labelled = "workspace" in inspect.signature(SnapshotStore).parameters
     failed = []
     for workspace in settings:
         try:
             with Client(workspace.base_url, workspace.api_key) as client:
-                label = {"workspace": workspace.name} if labelled else {}
-                store = SnapshotStore(workspace.store, **label)  # type: ignore[arg-type]
+                store = SnapshotStore(workspace.store, workspace=workspace.name)
                 info = store.take(client, details=args.details)
         except ToolkitError as exc:
             print(f"{workspace.name}: {exc}", file=sys.stderr)
@@ -200,6 +197,30 @@ class _Bar:
         self.bar.close()
 
 
+def _store_migrate(args: argparse.Namespace) -> None:
+    from toolkit.store.migrate import migrate
+
+    copied = migrate(args.old, args.new)
+    rows = ", ".join(f"{name} {count:,}" for name, count in copied.items())
+    print(f"migrated {args.old} to {args.new}: rows copied: {rows}")
+
+
+def _store_check(args: argparse.Namespace) -> None:
+    from toolkit.config import store_path
+    from toolkit.store.check import check
+
+    root = store_path(args.store)
+    findings = check(root, repair=args.repair)
+    for finding in findings:
+        print(finding)
+    if not findings:
+        print(f"{root}: every file is sound")
+    elif not args.repair:
+        print(f"{len(findings)} problem(s); `toolkit store check --store {root} --repair` "
+              "moves the files to _quarantine/")  # fmt: skip
+    args.exit_status = 1 if findings and not args.repair else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolkit", description="Work with the Chapter Translation Service."
@@ -268,6 +289,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--store", default=None, help="snapshot store to learn prices from (default CTS_STORE)"
     )
     upload.set_defaults(handler=_upload)
+    store = commands.add_parser("store", help="look after a snapshot store")
+    store_commands = store.add_subparsers(dest="store_command", required=True)
+    migrate = store_commands.add_parser("migrate", help="convert a first-layout store")
+    migrate.add_argument("old", help="the store in the first layout (left unchanged)")
+    migrate.add_argument("new", help="a new folder for the Delta Lake store")
+    migrate.set_defaults(handler=_store_migrate)
+    check = store_commands.add_parser("check", help="find damaged and stray files")
+    check.add_argument("--store", default=None, help="store location (default CTS_STORE)")
+    check.add_argument("--repair", action="store_true", help="move them to _quarantine/")
+    check.set_defaults(handler=_store_check)
     return parser
 
 
@@ -280,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    return 0
+    return int(getattr(args, "exit_status", 0))
 
 
 if __name__ == "__main__":

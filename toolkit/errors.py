@@ -18,6 +18,9 @@ ToolkitError
 │   └── ServerError                      5xx
 ├── WaitTimeout (also TimeoutError)      wait_for_chapter ran out of time
 ├── IncompletePull                       a pull gave up with requests still failing
+├── StoreError (also OSError)            the snapshot store cannot be read or written
+│   ├── OldStoreLayout                   a store in the first layout: migrate it
+│   └── DamagedStore                     a file of the store is damaged or missing
 └── WebhookVerificationError             a webhook delivery failed verification
 ```
 
@@ -46,6 +49,18 @@ class InvalidUpload(ToolkitError, ValueError):
     def __init__(self, message: str, *, item: str | None = None) -> None:
         super().__init__(message)
         self.item = item
+
+
+class StoreError(ToolkitError, OSError):
+    """The snapshot store cannot be read or written here; the message names the path."""
+
+
+class OldStoreLayout(StoreError):
+    """A store written in the first layout (Parquet files and a manifest folder)."""
+
+
+class DamagedStore(StoreError):
+    """A file of the store is damaged or missing; the message says which and what to do."""
 
 
 class TransportError(ToolkitError):

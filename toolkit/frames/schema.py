@@ -115,6 +115,9 @@ MANIFEST = pa.schema(
         ("rows_chapters", COUNT),
         ("rows_languages", COUNT),
         ("rows_exports", COUNT),
+        # A label the user gives the snapshot's workspace (SnapshotStore(..., workspace=)),
+        # shown and filtered on, never part of a key; null when none was given.
+        ("workspace", TEXT),
     ]
 )
 

@@ -1,9 +1,10 @@
-"""SnapshotStore: a workspace's history as a change log, read with DuckDB.
+"""SnapshotStore: a workspace's history as a change log in Delta Lake tables.
 
-The parts: `snapshot_store` (the public facade), `log` (the change-log tables and the
-reads that rebuild whole snapshots), `files` (atomic file writes and listing),
-`compaction` (merging files) and `events` (webhook events). The on-disk format is in
-docs/store.md.
+The parts: `snapshot_store` (the public facade), `log` (the change log and the reads
+that rebuild whole snapshots, in DuckDB), `tables` (the Delta tables: appends, reads,
+errors), `maintenance` (merges, checkpoints, log cleanup, vacuum), `events` (webhook
+events), `ids` (snapshot ids), `check` (`toolkit store check`) and `migrate` (`toolkit
+store migrate`). The on-disk format and how other engines read it are in docs/store.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The store's "events" table: webhook events, appended in batches, read without repeats.
 
-A batch is one file per day received, `events/received_date=YYYY-MM-DD/<batch_id>.parquet`,
-written atomically; there is no manifest, since a batch file is complete once visible.
+A batch is one append (one Delta commit) to the table `events`; there is no manifest,
+since a batch is complete once committed.
 The service may deliver an event more than once, so reading keeps the first copy of
 each `webhook_id` (the earliest received).
 """
@@ -17,8 +17,8 @@ import pyarrow as pa
 
 from toolkit.frames import schema
 from toolkit.frames.pull import project_id_list
-from toolkit.store.files import Files, new_id
 from toolkit.store.log import arrow, connect, utc
+from toolkit.store.tables import Tables
 from toolkit.timestamps import parse_time
 
 if TYPE_CHECKING:
@@ -58,31 +58,26 @@ def event_row(event: Mapping[str, Any], received: datetime) -> dict[str, Any]:
     }
 
 
-def record(files: Files, events: Iterable[Mapping[str, Any]]) -> int:
-    """Write events as one batch file per day received; returns how many were written."""
+def record(tables: Tables, events: Iterable[Mapping[str, Any]]) -> int:
+    """Append events as one commit; returns how many were written."""
     now = datetime.now(UTC)
     rows = [event_row(event, now) for event in events]
-    by_day: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_day.setdefault(f"received_date={row['received_at']:%Y-%m-%d}", []).append(row)
-    for partition, day in by_day.items():
-        table = schema.from_rows(day, schema.EVENTS)
-        files.write(table, files.folder("events", partition), new_id(now))
+    if rows:
+        tables.append("events", schema.from_rows(rows, schema.EVENTS))
     return len(rows)
 
 
 def history(
-    files: Files,
+    tables: Tables,
     *,
     since: Any = None,
     until: Any = None,
     project_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Every event once (the first copy received), oldest first."""
-    listed = files.visible("events")
     con = connect()
     try:
-        con.register("stored", files.dataset(listed, schema.EVENTS))
+        con.register("stored", tables.dataset("events", schema.EVENTS))
         conditions, params = ["true"], []
         if since is not None:
             conditions.append("timestamp >= ?")

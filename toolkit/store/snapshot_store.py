@@ -8,39 +8,27 @@ store.latest("languages"); store.as_of("chapters", when)
 store.query("SELECT project_id, max(credits_spent) FROM chapters GROUP BY 1")
 ```
 
-Layout (hive partitioning, one folder per table):
+Layout: one Delta Lake table per table, `<root>/<name>/` with its `_delta_log/`:
+`projects`, `chapters`, `languages`, `exports` (the change log), `events` (webhook
+events) and `manifest` (one row per snapshot: its commit). DuckDB, Polars, Spark, Trino
+and Databricks read them natively; docs/store.md gives their queries.
 
-```
-<root>/manifest/<snapshot_id>.parquet                          a snapshot's row: its commit
-<root>/<table>/snapshot_date=YYYY-MM-DD/<snapshot_id>.parquet  projects, chapters, languages,
-                                                               exports
-<root>/events/received_date=YYYY-MM-DD/<batch_id>.parquet      webhook events
-<root>/<folder>/compact-<id>.parquet                           merged by compact()
-```
+What a snapshot holds: only the rows that changed since the snapshot it was based on,
+each stamped with `snapshot_id` and `snapshot_at`, plus the rows that went away flagged
+`_deleted`; every `FULL_EVERY`-th snapshot (and the first) holds every row. A year of
+hourly snapshots of a large workspace is then the size of its changes, not 8,760
+copies of it. The reading methods behave as if every snapshot were stored whole
+(`log` explains how); `query` offers both views (`chapters`, and the change log
+`chapters_changes`).
 
-What a snapshot's files hold: only the rows that changed since the snapshot it was
-based on, each stamped with `snapshot_id` and `snapshot_at`, plus the rows that went
-away flagged `_deleted`; every `FULL_EVERY`-th snapshot (and the first) holds every row.
-A year of hourly snapshots of a large workspace is then the size of its changes, not
-8,760 copies of it. The reading methods behave as if every snapshot were stored whole
-(`_store_log` explains how); `query` offers both views (`chapters`, and the change log
-`chapters_changes`). Other engines (Spark, Trino) read the same files: a table's rows
-at a snapshot are the newest row per key at or before it, since the last full snapshot,
-dropping `_deleted`, and only snapshots with a manifest row count.
-
-Files are few and large, as DuckDB likes them: `compact()` merges each folder into one
-sorted file (keyed by snapshot, so uncommitted rows stay invisible), and on a local
-disk `take` does it as it goes, for past days once a new day starts and for the
-manifest every `MANIFEST_BATCH` snapshots. Within a file rows are sorted by key, so a
-chapter's history sits together, compresses well, and a project filter skips row groups.
-
-Writes are atomic: each file appears complete under its final name or not at all (see
-`_store_files`), and the manifest row is written last. Readers ignore every row whose
-snapshot has no manifest row, so a crash at any point leaves the store readable and
-the half-written snapshot invisible. Ids sort by snapshot time and are unique across
-processes, and no file is ever rewritten in place, so two processes taking snapshots
-into one store never overwrite each other; a snapshot written concurrently with another
-is reconciled when read.
+Delta has no commit across tables, so the manifest row, appended last, is still the
+commit: readers ignore every row whose snapshot has no manifest row, and a crash at any
+point leaves the store readable and the half-written snapshot invisible. Each table
+commit records the snapshot as an application transaction, so writing the same
+snapshot again after a crash (same `at`) finishes it instead of starting over. Two
+processes writing at once both commit (Delta retries the loser's commit); ids sort by
+snapshot time and are unique across processes, and a snapshot written concurrently with
+another is reconciled when read. `maintenance` keeps files and log entries few.
 
 Decisions the design leaves open: a naive `at` or `since`/`until` is taken as UTC;
 `latest`, `as_of` and `history` rows carry the id and time of the snapshot they show;
@@ -54,21 +42,20 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import duckdb
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from toolkit.config import store_path
+from toolkit.errors import DamagedStore, OldStoreLayout, StoreError
 from toolkit.frames import Details, Workspace, pull, schema
 from toolkit.frames.pull import project_id_list
 from toolkit.store import events as _store_events
-from toolkit.store.files import Files, new_id, resolve
+from toolkit.store.ids import new_id
 from toolkit.store.log import (
     FULL_EVERY,
     MANIFEST_STORED,
@@ -76,19 +63,24 @@ from toolkit.store.log import (
     When,
     arrow,
     connect,
-    diff,
     order_manifest,
     stored_schema,
     utc,
 )
+from toolkit.store.tables import (
+    BASE_ID_KEY,
+    SNAPSHOT_AT_KEY,
+    SNAPSHOT_ID_KEY,
+    Tables,
+    app_id,
+    version_of,
+)
+from toolkit.store.writing import base_of, changes_of, resume, stamp
 
 if TYPE_CHECKING:
-    import pyarrow.fs as pafs
-
     from toolkit.client import Client
 
 T = TypeVar("T")
-MANIFEST_BATCH = 48  # small manifest files that make take() merge them
 
 
 @dataclass(frozen=True, repr=False)
@@ -104,6 +96,7 @@ class SnapshotInfo:
     rows_chapters: int
     rows_languages: int
     rows_exports: int
+    workspace: str | None = None
 
     def __str__(self) -> str:
         at = self.snapshot_at.strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -119,26 +112,45 @@ class SnapshotInfo:
 
 
 class SnapshotStore:
-    """Snapshots of a workspace in Parquet under `root` (a folder or a pyarrow URI)."""
+    """Snapshots of a workspace in Delta Lake tables under `root` (a folder or a URI such
+    as `s3://bucket/snapshots`; `storage_options` as delta-rs takes them).
+
+    workspace: a label stored with every snapshot this object takes (shown by
+    `snapshots()`), e.g. which service account or environment it was pulled from.
+    auto_compact: merge files and tidy the tables once a day as snapshots are taken
+    (the default); otherwise only `compact()` does it.
+    retention: how long log entries and files no longer in use are kept for readers
+    still on an older version (`vacuum` and the log cleanup honour it).
+    """
 
     def __init__(
         self,
         root: str | os.PathLike[str] | None = None,
         *,
-        filesystem: pafs.FileSystem | None = None,
-        auto_compact: bool | None = None,
+        workspace: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        auto_compact: bool = True,
+        retention: timedelta = timedelta(days=1),
+        filesystem: object | None = None,
     ) -> None:
+        if filesystem is not None:
+            raise TypeError(
+                "SnapshotStore takes a folder or a URI (s3://..., gs://..., az://...) with "
+                "storage_options since the store is Delta Lake, not a pyarrow filesystem"
+            )
         location = store_path(None) if root is None else root
-        fs, base = resolve(location, filesystem)
         self.root = os.fspath(location)
-        self._files = Files(fs, base)
-        # Where no lock can keep compactions apart (object stores), only compact() merges.
-        self.auto_compact = self._files.local if auto_compact is None else auto_compact
+        self.workspace_label = workspace
+        self.auto_compact = auto_compact
+        self._tables = Tables(
+            self.root, storage_options=dict(storage_options or {}), retention=retention
+        )
         self._lock = threading.Lock()
-        self._manifest_files: dict[str, pa.Table] = {}
+        self._manifest_files: dict[str, pa.Table] = {}  # by file: files never change
         # The state this object last wrote, so the next take need not read it back.
         self._last: tuple[str, dict[str, pa.Table]] | None = None
         self._worked_out: dict[tuple[str, str, str | None], pa.Table] = {}
+        self._wrote = False  # this object's last write finished
 
     def __repr__(self) -> str:
         return f"SnapshotStore({self.root!r})"
@@ -153,6 +165,7 @@ class SnapshotStore:
         at: When | None = None,
         concurrency: int | None = None,
         progress: bool | None = None,
+        workspace: str | None = None,
     ) -> SnapshotInfo:
         """Pull the workspace and write it as one snapshot.
 
@@ -160,17 +173,20 @@ class SnapshotStore:
         or moved since the latest snapshot; "all" reads every one; "none" reads none.
         at: the snapshot's time; by default the service's clock (its `Date` header),
         else the local clock.
+        workspace: the snapshot's label (default: the store's `workspace`).
         """
         since = self.workspace() if details == "changed" else None
-        workspace = pull(
+        pulled = pull(
             client, details=details, since=since, concurrency=concurrency, progress=progress
         )
-        return self.write(workspace, at=at)
+        return self._write(pulled, at, workspace or self.workspace_label)
 
     def write(self, workspace: Workspace, *, at: When | None = None) -> SnapshotInfo:
         """Write an already pulled workspace as one snapshot (for backfills and tests)."""
+        return self._write(workspace, at, self.workspace_label)
+
+    def _write(self, workspace: Workspace, at: When | None, label: str | None) -> SnapshotInfo:
         when = utc(at if at is not None else workspace.pulled_at or datetime.now(UTC))
-        snapshot_id = new_id(when)
         # A deep copy: Arrow may share the frames' buffers, and the caller may edit the
         # frames after this returns, while the store keeps these tables as its last state.
         tables = {
@@ -178,36 +194,37 @@ class SnapshotStore:
             for name, table_schema in schema.SNAPSHOT_TABLES.items()
         }
         manifest = self._manifest()
-        base, base_at, since_full = _before(manifest, snapshot_id)
+        snapshot_id = new_id(when)
+        base, base_at, since_full = base_of(manifest, snapshot_id)
         full = base is None or since_full + 1 >= FULL_EVERY
-        before = self._state(base, manifest) if base is not None else None
-
-        partition = f"snapshot_date={when:%Y-%m-%d}"
-        con = connect()
-        try:
-            for name, table in tables.items():
-                old = before[name] if before is not None else table.schema.empty_table()
-                change = diff(con, name, table, old)
-                if full:
-                    # Every row, and the deletions since the base as in any snapshot.
-                    target = stored_schema(name).remove(0).remove(0)
-                    gone = change.filter(change.column("_deleted"))
-                    kept = table.append_column(
-                        "_deleted", pa.array([False] * table.num_rows, pa.bool_())
-                    )
-                    change = pa.concat_tables(
-                        [schema.conform(kept, target), schema.conform(gone, target)]
-                    )
-                if change.num_rows:
-                    rows = _stamp(change, snapshot_id, when, stored_schema(name))
-                    self._files.write(
-                        rows,
-                        self._files.folder(name, partition),
-                        snapshot_id,
-                        sort_by=[(k, "ascending") for k in schema.KEYS[name]],
-                    )
-        finally:
-            con.close()
+        previous = self._state(base, manifest) if base is not None else None
+        changes = changes_of(tables, previous, full)
+        # Only a store object that has not yet written, or whose last write failed, can be
+        # finishing a stopped write: asking the tables costs a read of each one's log.
+        resumed = resume(self._tables, when, manifest, base, changes) if not self._wrote else None
+        snapshot_id, held = resumed or (snapshot_id, set())
+        self._wrote = False
+        metadata = {
+            SNAPSHOT_ID_KEY: snapshot_id,
+            SNAPSHOT_AT_KEY: when.isoformat(),
+            BASE_ID_KEY: base or "",
+        }
+        transaction = (app_id(snapshot_id), version_of(when))
+        pending = {
+            name: stamp(change, snapshot_id, when, stored_schema(name))
+            for name, change in changes.items()
+            if change.num_rows and name not in held
+        }
+        # The tables are independent until the manifest row: commit them side by side
+        # (delta-rs works outside the interpreter lock), which halves a write's time.
+        with ThreadPoolExecutor(max_workers=len(pending) or 1) as pool:
+            done = [
+                pool.submit(self._tables.append, name, rows, metadata=metadata,
+                            transaction=transaction)
+                for name, rows in pending.items()
+            ]  # fmt: skip
+        for future in done:
+            future.result()
 
         info = SnapshotInfo(
             snapshot_id=snapshot_id,
@@ -216,57 +233,41 @@ class SnapshotStore:
             requests=workspace.requests,
             seconds=float(workspace.seconds),
             **{f"rows_{name}": table.num_rows for name, table in tables.items()},
+            workspace=label,
         )
         row = {**info.__dict__, "base_id": base, "full": full}
-        self._files.write(
-            schema.from_rows([row], MANIFEST_STORED), self._files.folder("manifest"), snapshot_id
+        self._tables.append(
+            "manifest",
+            schema.from_rows([row], MANIFEST_STORED),
+            metadata=metadata,
+            transaction=transaction,
         )
         with self._lock:
             self._last = (snapshot_id, tables)
-        if self.auto_compact:
-            self._tidy(when, base_at)
+        self._wrote = True
+        if self.auto_compact and base_at is not None and base_at.date() < when.date():
+            self._maintain(when)
         return info
 
     def record_events(self, events: Iterable[Mapping[str, Any]]) -> int:
         """Append webhook events (dicts with webhook_id, type, timestamp, data and
         optionally received_at) to the table "events"; returns how many were written."""
-        return _store_events.record(self._files, events)
+        self._tables.begin()
+        return _store_events.record(self._tables, events)
 
-    def compact(self, *, grace: float = 3600.0, linger: float = 300.0) -> dict[str, int]:
-        """Merge each folder's small files into one sorted file, atomically.
+    def compact(self) -> dict[str, int]:
+        """Merge every table's files by day (by week for past weeks), checkpoint, clean
+        the log and vacuum, now; returns the number of files merged per table. Takes
+        do this once a day by themselves unless `auto_compact=False`."""
+        return self._maintain(datetime.now(UTC), merge_today=True)
 
-        Files merged away are deleted by a later compaction once `linger` seconds have
-        passed (readers in other processes may still be reading them; 0 deletes them at
-        once). Also deletes temporary and uncommitted files older than `grace` seconds
-        (left by a crash; younger ones may belong to a write in progress). Returns the
-        number of files merged per table.
-        """
-        with self._files.lock(wait=True):
-            return self._compact(grace=grace, linger=linger)
+    def _maintain(self, today: datetime, *, merge_today: bool = False) -> dict[str, int]:
+        from toolkit.store.maintenance import maintain
 
-    def _compact(self, **scope: Any) -> dict[str, int]:
-        from toolkit.store.compaction import compact
-
-        committed = {r["snapshot_id"] for r in self._manifest().to_pylist()}
-        merged = compact(self._files, committed, **scope)
+        merged = maintain(self._tables, today, merge_today=merge_today)
         with self._lock:
             self._manifest_files.clear()
         return merged
-
-    def _tidy(self, when: datetime, base_at: datetime | None) -> None:
-        """Compact as snapshots accrue, so that reads stay quick without a nightly job:
-        a day's folders once a snapshot of a later day is written, the manifest every
-        `MANIFEST_BATCH` snapshots. Skipped while another process compacts."""
-        today = f"{when:%Y-%m-%d}"
-        new_day = base_at is not None and f"{base_at:%Y-%m-%d}" < today
-        with self._lock:
-            small = sum(1 for path in self._manifest_files if "/compact-" not in path)
-        if not (new_day or small >= MANIFEST_BATCH):
-            return
-        with self._files.lock(wait=False) as held:
-            if held:
-                tables = None if new_day else ["manifest"]
-                self._compact(grace=None, tables=tables, before=today)
 
     # Reading
 
@@ -284,8 +285,9 @@ class SnapshotStore:
         """Every snapshot's rows of `table` from `since` to `until` (both included),
         optionally only for some projects; `snapshot_id` and `snapshot_at` lead."""
         if table == "events":
+            self._tables.begin()
             return _store_events.history(
-                self._files, since=since, until=until, project_ids=project_ids
+                self._tables, since=since, until=until, project_ids=project_ids
             )
         result_schema = schema.with_snapshot(schema.table_schema(table))
         manifest = self._manifest()
@@ -396,19 +398,38 @@ class SnapshotStore:
     # Machinery
 
     def _manifest(self) -> pa.Table:
-        """Committed snapshots in order, with `idx`, `linear`, `base_id` and `full`."""
-        files = self._files.visible("manifest")
-        with self._lock:
-            cached = dict(self._manifest_files)
-        tables = []
-        for f in files:
-            if f.path not in cached:
-                cached[f.path] = self._files.read(f.path, MANIFEST_STORED)
-            tables.append(cached[f.path])
-        with self._lock:
-            self._manifest_files = {f.path: cached[f.path] for f in files}
-        merged = pa.concat_tables(tables) if tables else MANIFEST_STORED.empty_table()
+        """Committed snapshots in order, with `idx`, `linear`, `base_id` and `full`.
+        Every reading and writing method starts here, so this starts an operation: each
+        table is brought up to date once in it."""
+        self._tables.begin()
+        table = self._tables.get("manifest")
+        if table is None:
+            self._refuse_old_layout()
+            return order_manifest(MANIFEST_STORED.empty_table())
+        try:
+            with self._lock:
+                parts = [
+                    schema.conform(part, MANIFEST_STORED)
+                    for part in self._tables.read_files("manifest", self._manifest_files)
+                ]
+        except StoreError:
+            raise
+        except Exception as error:
+            raise self._damaged(error) from error
+        merged = pa.concat_tables(parts) if parts else MANIFEST_STORED.empty_table()
         return order_manifest(merged)
+
+    def _refuse_old_layout(self) -> None:
+        """A store in the first layout must not read as an empty one."""
+        if not self._tables.local:
+            return
+        folder = os.path.join(self._tables.root, "manifest")
+        if os.path.isdir(folder) and not os.path.isdir(os.path.join(folder, "_delta_log")):
+            raise OldStoreLayout(
+                f"the store {self.root!r} is in the first layout (Parquet files and a "
+                "manifest folder); convert it once with `toolkit store migrate "
+                f"{self.root} NEW_FOLDER` and use the new folder"
+            )
 
     def _state(self, snapshot_id: str, manifest: pa.Table) -> dict[str, pa.Table]:
         """Every table's rows at one snapshot (from memory when this object wrote it)."""
@@ -437,7 +458,7 @@ class SnapshotStore:
             cached = self._last[1][table] if self._last and self._last[0] == snapshot_id else None
         if cached is None:
             cached = self._read(table, manifest, lambda log: arrow(log.con, log.state_sql(k)))
-        rows = _stamp(
+        rows = stamp(
             schema.conform(cached, schema.SNAPSHOT_TABLES[table]),
             snapshot_id,
             times[k],
@@ -451,49 +472,37 @@ class SnapshotStore:
     def _with_logs(
         self, tables: list[str], manifest: pa.Table, work: Callable[[dict[str, Log]], T]
     ) -> T:
-        """Run `work` on the tables' change logs; tried again when a compaction removed a
-        file between listing and reading."""
-        for attempt in range(3):
-            listed = {name: self._files.visible(name) for name in tables}
-            con = connect()
-            try:
-                con.register("manifest", manifest)
-                logs = {}
-                for name, files in listed.items():
-                    con.register(f"stored_{name}", self._files.dataset(files, stored_schema(name)))
-                    logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self._worked_out)
-                return work(logs)
-            except (OSError, duckdb.Error):
-                vanished = any(
-                    not self._files.exists(f.path) for files in listed.values() for f in files
-                )
-                if not vanished or attempt == 2:
-                    raise
-            finally:
-                con.close()
-        raise AssertionError("unreachable")
+        """Run `work` on the tables' change logs, each at its newest version."""
+        con = connect()
+        try:
+            con.register("manifest", manifest)
+            logs = {}
+            for name in tables:
+                con.register(f"stored_{name}", self._tables.dataset(name, stored_schema(name)))
+                logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self._worked_out)
+            return work(logs)
+        except StoreError:
+            raise
+        except Exception as error:
+            raise self._damaged(error) from error
+        finally:
+            con.close()
 
+    def _damaged(self, error: Exception) -> StoreError:
+        """What a failed read says: the damaged files, found by the check, and what to do."""
+        from toolkit.store.check import check
 
-def _before(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime | None, int]:
-    """The snapshot a new one is based on (the newest earlier one), its time, and how many
-    snapshots were taken since the last full one. Arrow, not Python rows: a year of hourly
-    snapshots makes the manifest 8,760 rows long, and every write reads it."""
-    ids = manifest.column("snapshot_id")
-    # The manifest is in id order, so the earlier snapshots are its first `count` rows.
-    count = pc.sum(pc.less(ids, pa.scalar(snapshot_id, ids.type))).as_py() or 0
-    if not count:
-        return None, None, 0
-    fulls = pc.fill_null(manifest.column("full").slice(0, count), False)
-    marked = np.flatnonzero(fulls.to_numpy(zero_copy_only=False))
-    since_full = count - 1 - int(marked[-1]) if len(marked) else count
-    return ids[count - 1].as_py(), manifest.column("snapshot_at")[count - 1].as_py(), since_full
-
-
-def _stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
-    n = rows.num_rows
-    stamped = rows.append_column("snapshot_id", pa.array([snapshot_id] * n, schema.TEXT))
-    stamped = stamped.append_column("snapshot_at", pa.array([when] * n, schema.TIME))
-    return schema.conform(stamped, target)
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        try:
+            found = check(self._tables.root) if self._tables.local else []
+        except (StoreError, OSError):
+            found = []
+        named = "; ".join(str(f) for f in found if f.kind != "orphaned") or reason
+        return DamagedStore(
+            f"the store {self.root!r} could not be read: {named}. Run `toolkit store check "
+            f"--store {self.root} --repair` to set damaged files aside; the snapshots they "
+            "do not touch then read as before"
+        )
 
 
 def _project_filter(log: Log, project_ids: Sequence[str] | None) -> str:

@@ -1,0 +1,136 @@
+"""Keeping the store's Delta tables small and quick as snapshots accrue.
+
+An hourly `take` appends one small file per changed table. Left alone, a year of them
+is some 35,000 files and as many log entries, and reads slow down. So, once a day (on
+the first snapshot of a new day, or when `compact()` is called):
+
+- **Merge**: a past day's files become one file, and a past week's day files one file,
+  sorted by key then snapshot, so that a chapter's history sits together and
+  compresses well. Each merge is one Delta commit that replaces exactly the rows of
+  that period (`overwrite` with a predicate on the time column): readers see the same
+  rows before and after, and a reader still on the older version keeps its files until
+  `vacuum` removes them `retention` later. A merge that loses a race with another
+  writer's merge is given up; the next day's run does it.
+  Files group by the time column's statistics, so a week file covers one week and a
+  read of a time window skips the others.
+- **Checkpoint** and **log cleanup**: a checkpoint, then log entries older than the
+  retention removed (`cleanup_metadata`); the per-commit cleanup is off (see `tables`).
+- **Vacuum** (`full=True`): data files no longer referenced, and files a crashed write
+  left unreferenced, once older than the retention.
+
+The history never depends on Delta's time travel: every row carries its snapshot, so
+vacuum may remove any old version.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError
+
+from toolkit.frames import schema
+from toolkit.store.tables import WRITER, Tables
+
+
+def layout() -> dict[str, tuple[str, list[str]]]:
+    """Each table's time column (what files are grouped by) and sort columns."""
+    tables = {
+        name: ("snapshot_at", [*schema.KEYS[name], "snapshot_id"])
+        for name in schema.SNAPSHOT_TABLES
+    }
+    tables["events"] = ("received_at", ["received_at", "webhook_id"])
+    tables["manifest"] = ("snapshot_at", ["snapshot_id"])
+    return tables
+
+
+def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> dict[str, int]:
+    """Merge, checkpoint, clean the log and vacuum every table; returns the number of
+    files merged per table. Periods before `today`'s day are merged (and today's too
+    with `merge_today`, as `compact()` does)."""
+    merged: dict[str, int] = {}
+    for name, (column, order) in layout().items():
+        table = tables.get(name)
+        if table is None:
+            continue
+        merged[name] = _merge(table, column, order, today, merge_today=merge_today)
+        table.update_incremental()
+        table.create_checkpoint()
+        table.cleanup_metadata()
+        table.vacuum(
+            retention_hours=int(tables.retention.total_seconds() // 3600),
+            enforce_retention_duration=False,
+            dry_run=False,
+            full=True,
+        )
+    return merged
+
+
+def _periods(
+    table: DeltaTable, column: str, today: datetime, merge_today: bool
+) -> dict[tuple[datetime, datetime], int]:
+    """The table's files grouped by the period (day or week) they fall in entirely."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    lows = actions.column(f"min.{column}").to_pylist()
+    highs = actions.column(f"max.{column}").to_pylist()
+    day = datetime(today.year, today.month, today.day, tzinfo=UTC)
+    week = day - timedelta(days=day.weekday())
+    if merge_today:
+        day = week = day + timedelta(days=1)
+    groups: dict[tuple[datetime, datetime], int] = defaultdict(int)
+    straddling: list[tuple[datetime, datetime]] = []
+    for low, high in zip(lows, highs, strict=True):
+        if low is None or high is None or high >= day:
+            continue
+        low, high = _utc(low), _utc(high)
+        if high < week:
+            start = datetime(low.year, low.month, low.day, tzinfo=UTC)
+            start -= timedelta(days=start.weekday())
+            end = start + timedelta(days=7)
+        else:
+            start = datetime(low.year, low.month, low.day, tzinfo=UTC)
+            end = start + timedelta(days=1)
+        if high < end:
+            groups[(start, end)] += 1
+        else:
+            straddling.append((low, high))
+    return {
+        span: count
+        for span, count in groups.items()
+        if count > 1 and not any(lo < span[1] and hi >= span[0] for lo, hi in straddling)
+    }
+
+
+def _merge(
+    table: DeltaTable, column: str, order: list[str], today: datetime, *, merge_today: bool
+) -> int:
+    merged = 0
+    for (start, end), count in sorted(_periods(table, column, today, merge_today).items()):
+        field = ds.field(column)
+        low, high = pa.scalar(start, schema.TIME), pa.scalar(end, schema.TIME)
+        rows = table.to_pyarrow_dataset().to_table(filter=(field >= low) & (field < high))
+        rows = rows.take(pc.sort_indices(rows, [(c, "ascending") for c in order]))
+        predicate = f"{column} >= '{start.isoformat()}' AND {column} < '{end.isoformat()}'"
+        try:
+            write_deltalake(
+                table,
+                rows,
+                mode="overwrite",
+                predicate=predicate,
+                commit_properties=CommitProperties(custom_metadata={"toolkit.operation": "merge"}),
+                writer_properties=WRITER,
+            )
+        except (CommitFailedError, DeltaError):
+            # Another process merged or changed this period meanwhile: leave it.
+            table.update_incremental()
+            continue
+        merged += count
+    return merged
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -1,0 +1,128 @@
+"""`toolkit store migrate OLD NEW`: a store in the first layout into Delta Lake tables.
+
+The first layout kept hive-partitioned Parquet files (`<table>/snapshot_date=D/<id>.parquet`,
+`events/received_date=D/<batch>.parquet`) and a `manifest/` folder of one-row files, with
+`compact-<id>.parquet` files whose footer lists the files they replace (`toolkit.covers`).
+The change log's rows mean the same in both layouts, so migrating copies them: the rows
+of committed snapshots (those with a manifest row), each table a week at a time (one
+file a week, as maintenance would leave it), the events, and the manifest last, so a
+migration stopped half way leaves a store with no snapshot rather than a wrong one.
+
+Not `deltalake.convert_to_deltalake`: it would register every Parquet file it finds,
+merged-away and uncommitted ones included, and read `snapshot_date` as a string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from toolkit.errors import StoreError
+from toolkit.frames import schema
+from toolkit.store.log import MANIFEST_STORED, stored_schema
+from toolkit.store.maintenance import layout
+from toolkit.store.tables import Tables
+
+COVERS_KEY = b"toolkit.covers"
+
+
+def old_files(root: str, table: str) -> list[str]:
+    """A table's visible files in the first layout: committed names, not temporary ones,
+    and not those a compacted file in the same folder covers."""
+    found: list[str] = []
+    for folder, _, names in os.walk(os.path.join(root, table)):
+        found.extend(
+            os.path.join(folder, name)
+            for name in names
+            if name.endswith(".parquet") and not name.startswith((".", "_"))
+        )
+    covered: set[tuple[str, str]] = set()
+    for path in found:
+        if os.path.basename(path).startswith("compact-"):
+            metadata = pq.read_metadata(path).metadata or {}
+            for stem in json.loads(metadata.get(COVERS_KEY, b"[]")):
+                covered.add((os.path.dirname(path), stem))
+    return sorted(
+        p
+        for p in found
+        if (os.path.dirname(p), os.path.basename(p)[: -len(".parquet")]) not in covered
+    )
+
+
+def is_old_store(root: str) -> bool:
+    manifest = os.path.join(root, "manifest")
+    return os.path.isdir(manifest) and not os.path.isdir(os.path.join(manifest, "_delta_log"))
+
+
+def migrate(old: str, new: str) -> dict[str, int]:
+    """Copy the store at `old` (first layout) into a new Delta store at `new`; returns the
+    rows copied per table."""
+    if not is_old_store(old):
+        raise StoreError(
+            f"{old!r} is not a store in the first layout (no manifest/ folder of Parquet files)"
+        )
+    if os.path.exists(new) and (not os.path.isdir(new) or os.listdir(new)):
+        raise StoreError(f"{new!r} exists and is not an empty folder; give a new folder")
+    tables = Tables(new)
+    manifest = _read(old, "manifest", MANIFEST_STORED)
+    manifest = _first_per_key(manifest, ["snapshot_id"])
+    committed = manifest.column("snapshot_id")
+    copied: dict[str, int] = {}
+    for name in schema.SNAPSHOT_TABLES:
+        rows = _read(old, name, stored_schema(name))
+        rows = rows.filter(pc.is_in(rows.column("snapshot_id"), value_set=committed))
+        # A compaction interrupted in the first layout could leave a row in two files.
+        rows = _first_per_key(rows, [*schema.KEYS[name], "snapshot_id"])
+        copied[name] = _append_by_week(tables, name, rows)
+    events = _read(old, "events", schema.EVENTS)
+    copied["events"] = _append_by_week(tables, "events", events)
+    copied["manifest"] = _append_by_week(tables, "manifest", manifest)
+    return copied
+
+
+def _read(root: str, table: str, file_schema: pa.Schema) -> pa.Table:
+    parts = [schema.conform(pq.read_table(path), file_schema) for path in old_files(root, table)]
+    return pa.concat_tables(parts) if parts else file_schema.empty_table()
+
+
+def _first_per_key(rows: pa.Table, keys: list[str]) -> pa.Table:
+    if rows.num_rows == 0:
+        return rows
+    numbered = rows.append_column("_row", pa.array(range(rows.num_rows), pa.int64()))
+    first = numbered.group_by(keys, use_threads=False).aggregate([("_row", "min")])
+    positions = first.column("_row_min")
+    return rows.take(pc.take(positions, pc.sort_indices(positions)))
+
+
+def _append_by_week(tables: Tables, name: str, rows: pa.Table) -> int:
+    column, order = layout()[name]
+    for week in _weeks(rows, column):
+        part = week.take(pc.sort_indices(week, [(c, "ascending") for c in order]))
+        tables.append(name, part)
+    return int(rows.num_rows)
+
+
+def _weeks(rows: pa.Table, column: str) -> Iterator[pa.Table]:
+    if rows.num_rows == 0:
+        return
+    times = rows.column(column)
+    low = pc.min(times).as_py().astimezone(UTC)
+    high = pc.max(times).as_py().astimezone(UTC)
+    start = datetime(low.year, low.month, low.day, tzinfo=UTC)
+    start -= timedelta(days=start.weekday())
+    while start <= high:
+        end = start + timedelta(days=7)
+        mask = pc.and_(
+            pc.greater_equal(times, pa.scalar(start, times.type)),
+            pc.less(times, pa.scalar(end, times.type)),
+        )
+        week = rows.filter(mask)
+        if week.num_rows:
+            yield week
+        start = end

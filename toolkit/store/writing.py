@@ -1,0 +1,115 @@
+"""Writing a snapshot: what changed since its base, and finishing a stopped write.
+
+`SnapshotStore.write` works out each table's change against the snapshot before
+(`base_of`, `changes_of`), stamps the rows with the snapshot (`stamp`), and appends them;
+`resume` tells whether the same snapshot was being written when a crash or a full disk
+stopped it, so the rerun finishes it instead of leaving its rows orphaned.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toolkit.frames import schema
+from toolkit.store.log import connect, diff, stored_schema
+from toolkit.store.tables import (
+    BASE_ID_KEY,
+    SNAPSHOT_AT_KEY,
+    SNAPSHOT_ID_KEY,
+    Tables,
+    app_id,
+    version_of,
+)
+
+
+def base_of(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime | None, int]:
+    """The snapshot a new one is based on (the newest earlier one), its time, and how many
+    snapshots were taken since the last full one. Arrow, not Python rows: a year of hourly
+    snapshots makes the manifest 8,760 rows long, and every write reads it."""
+    ids = manifest.column("snapshot_id")
+    # The manifest is in id order, so the earlier snapshots are its first `count` rows.
+    count = pc.sum(pc.less(ids, pa.scalar(snapshot_id, ids.type))).as_py() or 0
+    if not count:
+        return None, None, 0
+    fulls = pc.fill_null(manifest.column("full").slice(0, count), False)
+    marked = np.flatnonzero(fulls.to_numpy(zero_copy_only=False))
+    since_full = count - 1 - int(marked[-1]) if len(marked) else count
+    return ids[count - 1].as_py(), manifest.column("snapshot_at")[count - 1].as_py(), since_full
+
+
+def changes_of(
+    tables: dict[str, pa.Table], before: dict[str, pa.Table] | None, full: bool
+) -> dict[str, pa.Table]:
+    """Each table's rows to store for a snapshot of `tables` based on `before`, sorted by
+    key: the change, or with `full` every row plus the deletions."""
+    changes = {}
+    con = connect()
+    try:
+        for name, table in tables.items():
+            old = before[name] if before is not None else table.schema.empty_table()
+            change = diff(con, name, table, old)
+            if full:
+                target = stored_schema(name).remove(0).remove(0)
+                gone = change.filter(change.column("_deleted"))
+                kept = table.append_column(
+                    "_deleted", pa.array([False] * table.num_rows, pa.bool_())
+                )
+                change = pa.concat_tables(
+                    [schema.conform(kept, target), schema.conform(gone, target)]
+                )
+            changes[name] = change.sort_by(
+                [*((k, "ascending") for k in schema.KEYS[name]), ("_deleted", "ascending")]
+            )
+    finally:
+        con.close()
+    return changes
+
+
+def stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
+    n = rows.num_rows
+    stamped = rows.append_column("snapshot_id", pa.array([snapshot_id] * n, schema.TEXT))
+    stamped = stamped.append_column("snapshot_at", pa.array([when] * n, schema.TIME))
+    return schema.conform(stamped, target)
+
+
+def resume(
+    tables: Tables,
+    when: datetime,
+    manifest: pa.Table,
+    base: str | None,
+    changes: dict[str, pa.Table],
+) -> tuple[str, set[str]] | None:
+    """The snapshot this write finishes, and the tables already holding it, when a
+    write of the very same rows at `when` stopped before its manifest row (a crash, a
+    full disk): each such table's newest commit is that snapshot, as its application
+    transaction confirms, based on the same snapshot and holding exactly these rows.
+    None otherwise (then the write starts afresh; the rows of the stopped one stay
+    invisible, having no manifest row)."""
+    committed = set(manifest.column("snapshot_id").to_pylist())
+    found: dict[str, str] = {}
+    for name in schema.SNAPSHOT_TABLES:
+        meta = tables.last_commit(name)
+        snapshot_id = meta.get(SNAPSHOT_ID_KEY)
+        if (
+            snapshot_id
+            and snapshot_id not in committed
+            and meta.get(SNAPSHOT_AT_KEY) == when.isoformat()
+            and meta.get(BASE_ID_KEY) == (base or "")
+            and tables.transaction_version(name, app_id(snapshot_id)) == version_of(when)
+        ):
+            found[name] = snapshot_id
+    if len(set(found.values())) != 1:
+        return None
+    snapshot_id = next(iter(found.values()))
+    for name in found:
+        stored = tables.dataset(name, stored_schema(name)).to_table(
+            filter=pc.field("snapshot_id") == snapshot_id
+        )
+        ours = stamp(changes[name], snapshot_id, when, stored_schema(name))
+        if not schema.conform(stored, stored_schema(name)).equals(ours):
+            return None  # another writer's snapshot at the same time, in progress
+    return snapshot_id, set(found)
