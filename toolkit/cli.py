@@ -198,7 +198,7 @@ class _Bar:
 
 
 def _store_migrate(args: argparse.Namespace) -> None:
-    from toolkit.store.migrate import migrate
+    from toolkit.store import migrate_store as migrate
 
     copied = migrate(args.old, args.new)
     rows = ", ".join(f"{name} {count:,}" for name, count in copied.items())
@@ -207,7 +207,7 @@ def _store_migrate(args: argparse.Namespace) -> None:
 
 def _store_check(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
-    from toolkit.store.check import check
+    from toolkit.store import check_store as check
 
     root = store_path(args.store)
     findings = check(root, repair=args.repair)
