@@ -27,7 +27,7 @@ The method, in the words a production lead would use (docs/analysis.md has the r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Final, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
 TEXT = pd.StringDtype()
-TIME = "datetime64[us, UTC]"
+TIME: Final = "datetime64[us, UTC]"
 DONE = ("needs_review", "reviewed")
 
 COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
