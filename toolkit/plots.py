@@ -220,7 +220,7 @@ def throughput(
     _stacked(ax, wide, _freq_width(freq))
     label = _GROUP_LABELS[group]
     ax.set_ylabel(f"lines translated per {_per(freq)}")
-    ax.set_title(f"Throughput: lines translated per {_per(freq)}, group {label}")
+    ax.set_title(f"Throughput: lines translated per {_per(freq)}, by {label}")
     _legend(ax, label)
     return ax
 
@@ -252,7 +252,7 @@ def credit_spend(
     _stacked(ax, wide, _freq_width(freq), {REWORK: hatched})
     label = _GROUP_LABELS[group]
     ax.set_ylabel(f"credits per {_per(freq)}")
-    ax.set_title(f"Credit spend per {_per(freq)}, group {label} (hatched: paid for re-runs)")
+    ax.set_title(f"Credit spend per {_per(freq)}, by {label} (hatched: paid for re-runs)")
     _legend(ax, label)
     return ax
 

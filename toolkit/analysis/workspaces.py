@@ -115,7 +115,8 @@ def _price_estimate(
 def monthly_spend(
     stores: Mapping[str, SnapshotStore | Observed]
     | Sequence[SnapshotStore | Observed]
-    | SnapshotStore,
+    | SnapshotStore
+    | Observed,
     *,
     until: When | None = None,
     tz: str | None = None,
