@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib as mpl
 import matplotlib.dates as mdates
@@ -74,9 +75,10 @@ def _naive(times: pd.Series) -> pd.Series:
 
 
 def _date_axis(ax: Axes) -> None:
-    locator = mdates.AutoDateLocator(maxticks=10)
+    # matplotlib.dates has no annotations on these constructors.
+    locator = mdates.AutoDateLocator(maxticks=10)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     ax.set_xlabel("time (UTC)")
 
 
@@ -111,7 +113,8 @@ def _stacked(
         bottom = np.zeros(len(wide))
         for name in wide.columns:
             values = wide[name].to_numpy()
-            ax.bar(x, values, width=width * 0.85, bottom=bottom, align="edge", label=str(name),
+            # matplotlib's stubs: on a date axis a Timedelta width is fine (unit conversion).
+            ax.bar(x, values, width=width * 0.85, bottom=bottom, align="edge", label=str(name),  # type: ignore[arg-type]
                    **styles.get(name, {}))  # fmt: skip
             bottom += values
     elif len(wide.columns):
@@ -147,7 +150,9 @@ def _per(freq: str) -> str:
 
 def _freq_width(freq: str) -> pd.Timedelta | None:
     try:
-        return pd.Timedelta(pd.tseries.frequencies.to_offset(freq))
+        # pandas-stubs allow only a Tick; pandas also takes Day (no Tick since pandas 3)
+        # and raises ValueError for the rest (weeks, months).
+        return pd.Timedelta(pd.tseries.frequencies.to_offset(freq))  # type: ignore[arg-type]
     except ValueError:
         return None
 
@@ -159,17 +164,18 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
     """
     ax = _axes(ax)
     if isinstance(source, pd.DataFrame):
-        totals = source.groupby(["snapshot_at", "project_id"], observed=True)["covered"].sum()
-        totals = totals.reset_index()
+        grouped = source.groupby(["snapshot_at", "project_id"], observed=True)["covered"]
+        totals = grouped.sum().reset_index()
     else:
         obs = observe(source)
         log = with_previous(obs.languages, ["chapter_id", "language_code"], ["covered"])
         now = log["covered"].fillna(0).where(~log["deleted"], 0).astype(float)
         log["delta"] = now - log["prev_covered"].fillna(0).astype(float)
-        per = log.groupby(["idx", "project_id"])["delta"].sum().unstack(fill_value=0.0)
+        per = log.groupby(["idx", "project_id"])["delta"].sum().unstack(fill_value=0)
         per = per.reindex(range(len(obs.times)), fill_value=0.0).cumsum()
         per.index = obs.times
-        totals = per.stack().rename("covered").reset_index()
+        # pandas-stubs: stack() is DataFrame | Series; of plain columns it is a Series.
+        totals = cast(pd.Series, per.stack()).rename("covered").reset_index()
         totals.columns = ["snapshot_at", "project_id", "covered"]
     totals["project"] = _project_names(source, totals["project_id"])
     wide = totals.pivot_table(index="snapshot_at", columns="project", values="covered",
@@ -207,12 +213,12 @@ def throughput(
     """
     ax = _axes(ax)
     frame = source if isinstance(source, pd.DataFrame) else analysis.throughput(source, freq, by)
-    by = next(c for c in frame.columns if c not in ("period", "lines"))
-    if by == "project_id":
+    group = str(next(c for c in frame.columns if c not in ("period", "lines")))
+    if group == "project_id":
         frame = frame.assign(project_id=_project_names(source, frame["project_id"]))
-    wide = _wide(frame, "period", by, "lines", top)
+    wide = _wide(frame, "period", group, "lines", top)
     _stacked(ax, wide, _freq_width(freq))
-    label = _GROUP_LABELS[by]
+    label = _GROUP_LABELS[group]
     ax.set_ylabel(f"lines translated per {_per(freq)}")
     ax.set_title(f"Throughput: lines translated per {_per(freq)}, by {label}")
     _legend(ax, label)
@@ -234,17 +240,17 @@ def credit_spend(
     """
     ax = _axes(ax)
     frame = source if isinstance(source, pd.DataFrame) else analysis.credit_spend(source, freq, by)
-    by = next(c for c in frame.columns if c not in ("period", "credits", "rework_credits"))
-    if by == "project_id":
+    group = str(next(c for c in frame.columns if c not in ("period", "credits", "rework_credits")))
+    if group == "project_id":
         frame = frame.assign(project_id=_project_names(source, frame["project_id"]))
     new = frame["credits"].astype(float) - frame["rework_credits"].astype(float)
     frame = frame.assign(new_credits=new)
-    wide = _wide(frame, "period", by, "new_credits", top)
+    wide = _wide(frame, "period", group, "new_credits", top)
     rework = frame.groupby("period")["rework_credits"].sum().astype(float)
     wide[REWORK] = rework.reindex(wide.index, fill_value=0.0)
     hatched = {"hatch": "//", "facecolor": "white", "edgecolor": "#555555"}
     _stacked(ax, wide, _freq_width(freq), {REWORK: hatched})
-    label = _GROUP_LABELS[by]
+    label = _GROUP_LABELS[group]
     ax.set_ylabel(f"credits per {_per(freq)}")
     ax.set_title(f"Credit spend per {_per(freq)}, by {label} (hatched: paid for re-runs)")
     _legend(ax, label)
@@ -323,11 +329,22 @@ def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
         kinds = runs["kind"].astype(object).fillna(baseline) if "kind" in runs else None
         known = ("first", "rescan", "added_pages", "held_start", baseline)
         order = [k for k in known if kinds is not None and (kinds == k).any()]
-        groups = [values[(kinds == k).to_numpy()] for k in order] if order else [values]
+        groups = (
+            [values[(kinds == k).to_numpy()] for k in order]
+            if order and kinds is not None
+            else [values]
+        )
         labels = [k.replace("_", " ") for k in order] if order else None
         colours = ["#4f8fc0", "#e39b3b", "#6aa84f", "#9b6fc3", "#999999"][: len(groups)]
         edges = np.histogram_bin_edges(values, bins=min(30, max(5, len(values) // 2)))
-        ax.hist(groups, bins=edges, stacked=True, color=colours, edgecolor="white", label=labels)
+        ax.hist(
+            groups,
+            bins=edges.tolist(),
+            stacked=True,
+            color=colours,
+            edgecolor="white",
+            label=labels,
+        )
         median = float(np.median(values))
         ax.axvline(median, color="#d0454c", linestyle="--", label=f"median {median:.1f} {unit}")
         ax.legend(fontsize="small")
@@ -368,14 +385,17 @@ def burn_down(
         row = seen[seen["key"] == key].iloc[0]
         label = str(row["label"])
         if pd.notna(row["finish_p50"]):
-            start, p10, p50, p90 = (
+            start = pd.Timestamp(row["as_of"]).tz_convert(None)  # always set
+            p50 = pd.Timestamp(row["finish_p50"]).tz_convert(None)
+            p10, p90 = (
                 pd.Timestamp(row[c]).tz_convert(None) if pd.notna(row[c]) else pd.NaT
-                for c in ("as_of", "finish_p10", "finish_p50", "finish_p90")
+                for c in ("finish_p10", "finish_p90")
             )
             height = float(row["remaining_lines"])
             far = p90 if pd.notna(p90) else p50 + 2 * (p50 - start)  # no p90: open-ended
             ax.fill([start, p10, far], [height, 0, 0], color=color, alpha=0.18, linewidth=0)
-            ax.plot([start, p50], [height, 0], color=color, linestyle="--", linewidth=1.2)
+            # matplotlib's stubs: Timestamps are fine on a date axis (unit conversion).
+            ax.plot([start, p50], [height, 0], color=color, linestyle="--", linewidth=1.2)  # type: ignore[arg-type]
             label += f" (p50 {p50:%b %d %H:%M})"
         if row["needs_action"]:
             label += f", {row['needs_action']} need action"
@@ -444,10 +464,11 @@ def _status_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
 
 
 def _cycle_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
-    return analysis.cycle_times(stores).drop(columns="workspace")
+    # across() takes several workspaces too; its signature keeps the one-store type.
+    return analysis.cycle_times(stores).drop(columns="workspace")  # type: ignore[arg-type]
 
 
-def _several(plot: Any, frame_of: Any) -> Any:
+def _several(plot: Callable[..., Axes], frame_of: Callable[..., pd.DataFrame]) -> Any:
     @functools.wraps(plot)
     def wrapper(source: Any, **options: Any) -> Axes:
         stores = workspaces.labelled(source)

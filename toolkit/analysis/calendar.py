@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 When: TypeAlias = "str | datetime | pd.Timestamp"
-UTC_TIME = "datetime64[us, UTC]"
+UTC_TIME: Final = "datetime64[us, UTC]"
 
 
 def moment(when: When | None, tz: str | None) -> pd.Timestamp | None:
@@ -71,13 +71,15 @@ def period_starts(times: pd.Series, freq: str, tz: str | None = None) -> pd.Seri
         naive = days.map(starts).astype("datetime64[ns]")
     aware = naive.dt.tz_localize(zone, ambiguous=np.zeros(len(naive), bool),
                                  nonexistent="shift_forward")  # fmt: skip
-    return aware.astype(f"datetime64[us, {zone}]")
+    return aware.astype(pd.DatetimeTZDtype("us", zone))
 
 
-def _calendar_start(day: pd.Timestamp, offset: pd.DateOffset) -> pd.Timestamp:
+def _calendar_start(day: pd.Timestamp, offset: pd.offsets.BaseOffset) -> pd.Timestamp:
     name = type(offset).__name__
-    if name == "Week" and offset.weekday is not None:
-        return day - pd.Timedelta(days=(day.weekday() - offset.weekday) % 7)
+    # pandas-stubs leave out Week.weekday (an int, or None for plain weeks).
+    weekday: int | None = getattr(offset, "weekday", None)
+    if isinstance(offset, pd.offsets.Week) and weekday is not None:
+        return day - pd.Timedelta(days=(day.weekday() - weekday) % 7)
     if "End" in name:
         end = offset.rollforward(day)
         return (end - offset) + pd.Timedelta(days=1)
@@ -112,5 +114,5 @@ def with_names(
     ):
         if key in frame.columns and label not in frame.columns and lookup is not None:
             values = frame[key].astype(object).map(lookup)
-            frame.insert(frame.columns.get_loc(key) + 1, label, values.astype(pd.StringDtype()))
+            frame.insert(list(frame.columns).index(key) + 1, label, values.astype(pd.StringDtype()))
     return frame

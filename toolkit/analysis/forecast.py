@@ -27,7 +27,7 @@ The method, in the words a production lead would use (docs/analysis.md has the r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Final, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -37,11 +37,14 @@ from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.analysis.runs import all_runs
 
 if TYPE_CHECKING:
+    from pandas._typing import Scalar
+    from pandas.api.typing import NaTType, NAType
+
     from toolkit.store import SnapshotStore
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
 TEXT = pd.StringDtype()
-TIME = "datetime64[us, UTC]"
+TIME: Final = "datetime64[us, UTC]"
 DONE = ("needs_review", "reviewed")
 
 COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
@@ -93,7 +96,8 @@ def forecast(
     rates = _rates(obs, first=first, last=last, by=by, freq=freq, tz=tz)
     open_rows = _open_work(current, obs.store.as_of("languages", as_of), reasons, by)
     spans = times.iloc[first : last + 1].diff().dropna()
-    interval = spans.median() if len(spans) else pd.Timedelta(0)
+    # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
+    interval = cast(pd.Timedelta, spans.median()) if len(spans) else pd.Timedelta(0)
     frame = _estimate(open_rows, rates, as_of, slack=interval)
     return _shape(_named(frame, obs, by, as_of), by, tz)
 
@@ -115,7 +119,7 @@ def burn_down(
     log = with_previous(obs.languages, ["chapter_id", "language_code"], ["untranslated"])
     now = log["untranslated"].fillna(0).where(~flag(log["deleted"]), 0).astype(float)
     log["delta"] = now - log["prev_untranslated"].fillna(0).astype(float)
-    per = log.groupby(["idx", by])["delta"].sum().unstack(fill_value=0.0)
+    per = log.groupby(["idx", by])["delta"].sum().unstack(fill_value=0)
     per = per.reindex(range(len(obs.times)), fill_value=0.0).cumsum()
     per.index = pd.DatetimeIndex(obs.times, name="snapshot_at")
     low, high = moment(since, tz), moment(until, tz)
@@ -123,7 +127,8 @@ def burn_down(
         per = per[per.index >= low]
     if high is not None:
         per = per[per.index < high]
-    frame = per.stack().rename("remaining_lines").reset_index()
+    # pandas-stubs: stack() is DataFrame | Series; of plain (not multi-level) columns, a Series.
+    frame = cast(pd.Series, per.stack()).rename("remaining_lines").reset_index()
     frame.columns = ["snapshot_at", by, "remaining_lines"]
     frame["snapshot_at"] = frame["snapshot_at"].astype(TIME)
     if tz:
@@ -146,29 +151,32 @@ def needs_action(obs: Observed, *, as_of: pd.Timestamp, stall_after: pd.Timedelt
     ran_pages = _pages_at_last_run(obs, log, as_of)
     reasons: dict[str, str] = {}
     for row in current.itertuples(index=False):
-        processing, failed = _true(row.processing), _true(row.failed)
-        pages = int(row.page_count) if not pd.isna(row.page_count) else 0
-        quiet = as_of - row.last_activity_at if not pd.isna(row.last_activity_at) else None
+        # pandas-stubs type itertuples fields as any scalar; these columns' dtypes are known.
+        chapter_id = cast(str, row.chapter_id)
+        page_count = cast("float | NAType", row.page_count)
+        last_activity = cast("pd.Timestamp | NaTType", row.last_activity_at)
+        processing = _true(cast("bool | NAType", row.processing))
+        failed = _true(cast("bool | NAType", row.failed))
+        pages = int(page_count) if not pd.isna(page_count) else 0
+        quiet = as_of - last_activity if not pd.isna(last_activity) else None
         if failed and not processing:
-            reasons[row.chapter_id] = (
+            reasons[chapter_id] = (
                 "failed, waiting for a re-scan"
                 if pages
                 else "failed; its text needs uploading again as a new chapter"
             )
         elif failed:
-            reasons[row.chapter_id] = "failed earlier; needs a re-scan after this run"
+            reasons[chapter_id] = "failed earlier; needs a re-scan after this run"
         elif processing and quiet is not None and quiet >= stall_after:
-            reasons[row.chapter_id] = "running with no progress"
-        elif not _true(row.started):
-            reasons[row.chapter_id] = (
-                "staged with no pages" if pages == 0 else "staged, never started"
-            )
-        elif not processing and pages > ran_pages.get(row.chapter_id, pages):
-            reasons[row.chapter_id] = "held pages never started"
+            reasons[chapter_id] = "running with no progress"
+        elif not _true(cast("bool | NAType", row.started)):
+            reasons[chapter_id] = "staged with no pages" if pages == 0 else "staged, never started"
+        elif not processing and pages > ran_pages.get(chapter_id, pages):
+            reasons[chapter_id] = "held pages never started"
     return pd.Series(reasons, dtype=TEXT)
 
 
-def _true(value: object) -> bool:
+def _true(value: bool | NAType) -> bool:
     return not pd.isna(value) and bool(value)
 
 
@@ -222,7 +230,7 @@ def _rates(
     )
     restarted = rows["is_new"].to_numpy(bool) | (covered < before).to_numpy() | rescanned
     lines = rows.assign(lines=np.where(restarted, covered, covered - before))
-    lines = lines.groupby([_group_keys(lines, by), "idx"])["lines"].sum()
+    lines_per = lines.groupby([_group_keys(lines, by), "idx"])["lines"].sum()
 
     # Chapters running per group at each snapshot: the running count's changes, summed.
     now = (flag(chapters["processing"]) & ~gone).astype("int64")
@@ -247,7 +255,7 @@ def _rates(
     hours = (times.iloc[at].to_numpy() - times.iloc[at - 1].to_numpy()) / pd.Timedelta(hours=1)
     frame = pd.DataFrame({"group": groups.to_numpy()[group_of], "idx": at, "hours": hours})
     keys = pd.MultiIndex.from_frame(frame[["group", "idx"]])
-    frame["lines"] = lines.reindex(keys).fillna(0).to_numpy()
+    frame["lines"] = lines_per.reindex(keys).fillna(0).to_numpy()
     frame["bin"] = period_starts(times.iloc[at].reset_index(drop=True), freq, tz).to_numpy()
     return frame.groupby(["group", "bin"], as_index=False)[["lines", "hours"]].sum()
 
@@ -266,7 +274,8 @@ def _open_work(
         going = going.merge(open_langs[lang_columns], on="chapter_id")
         held = held.merge(languages[lang_columns], on="chapter_id")
     else:
-        remaining = open_langs.groupby("chapter_id")["untranslated"].agg(
+        # pandas-stubs: agg's function may not return pd.NA, which pandas allows.
+        remaining = open_langs.groupby("chapter_id")["untranslated"].agg(  # type: ignore[type-var]
             lambda values: values.sum() if values.notna().all() else pd.NA
         )
         going = going.assign(untranslated=going["chapter_id"].map(remaining).fillna(0))
@@ -297,13 +306,16 @@ def _estimate(
     `slack` more for what lines do not show (see the module's docstring)."""
     out = open_rows.copy()
     names = ["lines_per_hour", "bins", "finish_p10", "finish_p50", "finish_p90", "status"]
-    columns: dict[str, list[object]] = {name: [] for name in names}
+    columns: dict[str, list[Scalar | NaTType]] = {name: [] for name in names}
     for row in out.itertuples(index=False):
         mine = rates[(rates["group"] == row.group) & (rates["hours"] > 0)]
         per_bin = (mine["lines"] / mine["hours"]).to_numpy(float)
         pooled = mine["lines"].sum() / mine["hours"].sum() if len(mine) else 0.0
-        left = row.remaining_lines
-        p10 = p50 = p90 = pd.NaT
+        # pandas-stubs type itertuples fields as any scalar: a nullable count here.
+        left = cast("float | NAType", row.remaining_lines)
+        p10: pd.Timestamp | NaTType = pd.NaT
+        p50: pd.Timestamp | NaTType = pd.NaT
+        p90: pd.Timestamp | NaTType = pd.NaT
         if row.open_chapters == 0:
             status = "needs action"
         elif pd.isna(left):
@@ -335,13 +347,13 @@ def _named(frame: pd.DataFrame, obs: Observed, by: ForecastBy, as_of: pd.Timesta
         names = dict(zip(projects["project_id"], projects["name"], strict=True))
         return frame.assign(project=frame["project_id"].map(names))
     chapters = obs.store.as_of("chapters", as_of).set_index("chapter_id")
-    projects = obs.store.as_of("projects", as_of).set_index("project_id")["name"]
+    project_names = obs.store.as_of("projects", as_of).set_index("project_id")["name"]
     found = chapters.reindex(frame["chapter_id"])
     title = found["title"].fillna("chapter " + found["position"].astype("string"))
     return frame.assign(
         chapter=title.to_numpy(),
         project_id=found["project_id"].to_numpy(),
-        project=found["project_id"].map(projects).to_numpy(),
+        project=found["project_id"].map(project_names).to_numpy(),
     )
 
 

@@ -50,7 +50,7 @@ def _long(
         sums = sums[(sums[measures] != 0).any(axis=1)] if not fill else sums
     else:
         sums = pd.DataFrame({c: pd.Series(dtype="float64") for c in columns})
-        sums["period"] = sums["period"].astype(f"datetime64[us, {tz or 'UTC'}]")
+        sums["period"] = sums["period"].astype(pd.DatetimeTZDtype("us", tz or "UTC"))
     if fill:
         sums = fill_grid(sums, by, measures, freq=freq, tz=tz)
     result = sums[columns].copy()
@@ -118,7 +118,7 @@ def _standing_through_resets(obs: Observed, resets: pd.DataFrame) -> pd.DataFram
     ).dropna(subset=["row"])
     picked = last["row"].to_numpy("int64")
     live = ~flag(rows["deleted"]).to_numpy()[picked]  # gone before the reset: stays gone
-    standing = rows.iloc[picked[live]].reset_index(drop=True)
+    standing: pd.DataFrame = rows.iloc[picked[live]].reset_index(drop=True)
     at = last["idx"].to_numpy("int64")[live]
     standing["idx"] = pd.array(at, dtype=standing["idx"].dtype)
     times = obs.manifest["snapshot_at"].reset_index(drop=True)
@@ -271,14 +271,13 @@ def price_estimate(
     obs = observe(store)
     projects = obs.store.latest("projects").set_index("project_id")
     known = project_id in projects.index
-    kind = projects.loc[project_id, "kind"] if known else None
+    kinds: dict[object, object] = projects["kind"].to_dict()
+    kind = kinds[project_id] if known else None
     prices = price_per_chapter(obs) if kind == "novel" else price_per_page(obs)
     price = prices.get(project_id)
     if price is None and known:
         alike = [
-            value
-            for other, value in prices.items()
-            if other in projects.index and projects.loc[other, "kind"] == kind
+            value for other, value in prices.items() if other in kinds and kinds[other] == kind
         ]
         price = float(np.median(alike)) if alike else None
     elif price is None:

@@ -8,14 +8,14 @@ report computing every figure can share one `Observed` between them.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import pandas as pd
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-TIME = "datetime64[us, UTC]"
+TIME: Final = "datetime64[us, UTC]"
 
 
 class Observed:

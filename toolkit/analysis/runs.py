@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 TEXT = pd.StringDtype()
-TIME = "datetime64[us, UTC]"
+TIME: Final = "datetime64[us, UTC]"
 STALL = re.compile(r"\bstall", re.IGNORECASE)
 FAR = np.iinfo("int64").max
 COLUMNS = [
@@ -245,7 +245,7 @@ def _ends(
     frame["finished_source"] = np.where(
         settled, np.where(touched, "snapshot", "last_activity"), np.array(None)
     )
-    frame["failure_reason"] = np.where(run_failed, reason[k], None)
+    frame["failure_reason"] = np.where(run_failed, reason[k], np.array(None))
     # Where the end may lie, for matching events: a run that ended before its row's
     # snapshot, between it and the one before; the last run of a row still processing,
     # between that snapshot and the one that showed how it ended.

@@ -29,7 +29,7 @@ from toolkit.analysis.observed import Observed
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
-    from toolkit.store.snapshot_store import When
+    from toolkit.store.log import When
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,7 +39,7 @@ TEXT = pd.StringDtype()
 def label(store: SnapshotStore | Observed) -> str:
     """The workspace label of one store."""
     obs = store if isinstance(store, Observed) else None
-    plain = obs.store if obs is not None else store
+    plain = store.store if isinstance(store, Observed) else store
     given = getattr(plain, "workspace_label", None)
     if isinstance(given, str) and given:
         return given
@@ -88,7 +88,8 @@ def across(function: Callable[P, R]) -> Callable[P, R]:
         if stores is None:
             return function(*args, **kwargs)
         if function.__name__ == "price_estimate":
-            return _price_estimate(function, stores, *args[1:], **kwargs)  # type: ignore[return-value]
+            return _price_estimate(function, stores, *args[1:], **kwargs)
+        # P cannot say "the same arguments with another first one": checked by the tests.
         results = {name: function(store, *args[1:], **kwargs) for name, store in stores.items()}  # type: ignore[arg-type]
         if all(isinstance(result, pd.DataFrame) for result in results.values()):
             return stack(results)  # type: ignore[arg-type,return-value]
@@ -114,7 +115,8 @@ def _price_estimate(
 def monthly_spend(
     stores: Mapping[str, SnapshotStore | Observed]
     | Sequence[SnapshotStore | Observed]
-    | SnapshotStore,
+    | SnapshotStore
+    | Observed,
     *,
     until: When | None = None,
     tz: str | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import io
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -75,6 +75,11 @@ def render(weekly: Weekly, *, title: str) -> str:
 # -- tables -------------------------------------------------------------------------
 
 
+def _number(value: object) -> float:
+    """A numeric cell of an itertuples row: pandas-stubs type those as any scalar."""
+    return cast(float, value)
+
+
 def _credits(value: float) -> str:
     return f"{round(float(value)):,}"
 
@@ -111,13 +116,14 @@ def _summary_table(projects: pd.DataFrame, median_cycle_hours: float) -> str:
     rows = [
         [
             str(row.project),
-            f"{int(row.chapters_finished):,}",
-            f"{int(row.lines):,}",
-            _credits(row.credits),
-            f"{_credits(row.rework_credits)} ({_share(row.rework_credits, row.credits)})",
-            f"{int(row.failed_runs):,}",
-            f"{int(row.stalled_runs):,}",
-            _hours(row.median_cycle_hours),
+            f"{int(_number(row.chapters_finished)):,}",
+            f"{int(_number(row.lines)):,}",
+            _credits(_number(row.credits)),
+            f"{_credits(_number(row.rework_credits))} "
+            f"({_share(_number(row.rework_credits), _number(row.credits))})",
+            f"{int(_number(row.failed_runs)):,}",
+            f"{int(_number(row.stalled_runs)):,}",
+            _hours(_number(row.median_cycle_hours)),
         ]
         for row in projects.itertuples(index=False)
     ]
@@ -143,9 +149,9 @@ def _rework_table(projects: pd.DataFrame) -> str:
     rows = [
         [
             str(row.project),
-            _credits(row.rework_credits),
-            *(_credits(getattr(row, f"rework_{cause}")) for cause in CAUSES),
-            _share(row.rework_credits, row.credits),
+            _credits(_number(row.rework_credits)),
+            *(_credits(_number(getattr(row, f"rework_{cause}"))) for cause in CAUSES),
+            _share(_number(row.rework_credits), _number(row.credits)),
         ]
         for row in projects.itertuples(index=False)
     ]

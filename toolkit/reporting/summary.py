@@ -63,7 +63,9 @@ def summary(store: SnapshotStore | Observed) -> pd.DataFrame:
     table[counts] = table[counts].fillna(0).astype("Int64")
     for column in ("credits", "rework_credits"):
         table[column] = table[column].fillna(0).astype("Float64")
-    total = {column: table[column].sum() for column in [*counts, "credits", "rework_credits"]}
+    total: dict[str, object] = {
+        column: table[column].sum() for column in [*counts, "credits", "rework_credits"]
+    }
     total["name"] = TOTAL
     total["median_cycle_hours"] = runs["hours"].median() if len(runs) else pd.NA
     total["price_per_page_language"] = prices.get(None, pd.NA)
@@ -156,8 +158,10 @@ def _outlook(
 
     ax = plots.burn_down(obs)
     burn = folder / "burn_down.png"
-    ax.figure.savefig(burn, dpi=110)
-    plt.close(ax.figure)
+    figure = ax.get_figure(root=True)
+    assert figure is not None  # burn_down draws on a figure of its own
+    figure.savefig(burn, dpi=110)
+    plt.close(figure)
     tables = {
         "forecast": analysis.forecast(obs, by="project_id"),
         "model_comparison": analysis.compare_models(obs),

@@ -22,7 +22,7 @@ Decisions:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
@@ -181,6 +181,11 @@ def _partial_days(times: pd.Series, start: pd.Timestamp, end: pd.Timestamp) -> p
     return pd.DataFrame(rows, columns=["day", "partial", "covered"])
 
 
+def _number(value: object) -> float:
+    """A numeric cell of an itertuples row: pandas-stubs type those as any scalar."""
+    return cast(float, value)
+
+
 def sentences(weekly: Weekly) -> list[str]:
     """A few plain sentences on the week, one per project with work, busiest first."""
     said = []
@@ -188,16 +193,16 @@ def sentences(weekly: Weekly) -> list[str]:
     for row in table.itertuples(index=False):
         if not (row.credits or row.lines or row.chapters_finished):
             continue
-        finished = int(row.chapters_finished)
+        finished = int(_number(row.chapters_finished))
         text = f"{row.project} finished {finished} chapter{'s' if finished != 1 else ''}"
         if row.rework_credits:
-            share = row.rework_credits / row.credits
+            share = _number(row.rework_credits) / _number(row.credits)
             text += f"; {share:.0%} of its credits paid for re-runs, {_mostly(row)}"
         elif row.credits:
             text += "; none of its credits paid for re-runs"
         trouble = [
-            _count(int(row.failed_runs), "run failed", "runs failed"),
-            _count(int(row.stalled_runs), "run stalled", "runs stalled"),
+            _count(int(_number(row.failed_runs)), "run failed", "runs failed"),
+            _count(int(_number(row.stalled_runs)), "run stalled", "runs stalled"),
         ]
         if any(trouble):
             text += "; " + " and ".join(part for part in trouble if part)
