@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pandas.testing import assert_frame_equal
+from processes import run_together
 
 import toolkit as tk
 from toolkit.frames import schema
@@ -380,19 +381,8 @@ def _writer(root: str, name: str, count: int, start: multiprocessing.synchronize
 
 
 def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
-    context = multiprocessing.get_context("spawn")
-    start = context.Event()
     count = 8
-    workers = [
-        context.Process(target=_writer, args=(str(tmp_path), name, count, start))
-        for name in ("a", "b")
-    ]
-    for worker in workers:
-        worker.start()
-    start.set()
-    for worker in workers:
-        worker.join(timeout=120)
-        assert worker.exitcode == 0
+    run_together(_writer, [(str(tmp_path), name, count) for name in ("a", "b")], timeout=120)
     store = SnapshotStore(tmp_path)
     manifest = store.snapshots()
     assert len(manifest) == 2 * count and manifest["snapshot_id"].is_unique

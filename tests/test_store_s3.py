@@ -3,7 +3,6 @@ run on loopback, with two processes taking snapshots into one store at once."""
 
 from __future__ import annotations
 
-import multiprocessing
 import socket
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 from datafakes import T0, FakeService
+from processes import run_together
 
 from toolkit.store import SnapshotStore
 
@@ -85,18 +85,8 @@ def test_a_store_on_s3_reads_writes_and_maintains_like_a_folder(s3):
 
 def test_two_processes_taking_snapshots_into_one_s3_store_lose_nothing(s3):
     uri = f"s3://{BUCKET}/shared"
-    context = multiprocessing.get_context("spawn")
-    start = context.Event()
     count = 6
-    workers = [
-        context.Process(target=_writer, args=(uri, s3, name, count, start)) for name in ("a", "b")
-    ]
-    for worker in workers:
-        worker.start()
-    start.set()
-    for worker in workers:
-        worker.join(timeout=180)
-        assert worker.exitcode == 0
+    run_together(_writer, [(uri, s3, name, count) for name in ("a", "b")], timeout=180)
     store = SnapshotStore(uri, storage_options=s3)
     manifest = store.snapshots()
     assert len(manifest) == 2 * count and manifest["snapshot_id"].is_unique
