@@ -28,7 +28,8 @@ def _pull(args: argparse.Namespace) -> list[Table]:
 def _history(args: argparse.Namespace) -> list[Table]:
     from tests.bench.bench_history import HistoryOptions, run
 
-    return run(HistoryOptions(hours=24 * 30 if args.quick else 24 * 365, runs=args.runs or 3))
+    hours = 24 * 30 if args.quick else 24 * 365
+    return run(HistoryOptions(hours=hours, runs=args.runs or 3, store=args.store))
 
 
 def _uploads(args: argparse.Namespace) -> list[Table]:
@@ -66,6 +67,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes: a month of history")
     parser.add_argument("--runs", type=int, default=None, help="repeats of each timing")
     parser.add_argument("--full-loop", action="store_true", help="time the naive loop whole")
+    parser.add_argument(
+        "--store", default=None, help="history: keep the store in this folder, or reuse it"
+    )
     parser.add_argument("--out", default=None, help="also write the tables to this file")
     args = parser.parse_args()
     print(f"Machine: {machine()}\n", flush=True)

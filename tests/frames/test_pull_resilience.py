@@ -145,6 +145,28 @@ def test_pace_backs_off_when_latency_rises():
     assert pace.size < high
 
 
+def test_pace_is_not_held_down_by_latency_that_grows_with_its_own_load():
+    # A busy client: past 8 in flight it answers at a fixed rate, so latency grows with
+    # the limit (what a loaded machine's interpreter does). That is not the service
+    # queueing; the pace should keep what the service gives, not settle at a fraction.
+    pace = Pace()
+    for _ in range(3000):
+        pace.observe(200, 0.020 * max(1.0, pace.size / 8), None)
+    assert pace.size >= 24
+
+
+def test_pace_grows_again_after_the_service_settles_at_a_slower_latency():
+    pace = Pace()
+    for _ in range(100):
+        pace.observe(200, 0.020, None)
+    for _ in range(40):
+        pace.observe(200, 0.200, None)
+    low = pace.size
+    for _ in range(2000):
+        pace.observe(200, 0.200, None)
+    assert pace.size > low
+
+
 def test_pace_waits_out_a_retry_after_before_sending_again():
     now = [100.0]
     slept: list[float] = []

@@ -9,9 +9,13 @@ TCP paces a connection:
 - It halves on a 429, a 5xx or a request that got no answer, at most once per round
   (the answers already on their way say nothing new), and waits out a `Retry-After`
   before sending anything else.
-- It shrinks by a quarter when answers slow down: when the recent latency (a moving
-  average) passes twice the fastest seen and 10 ms more. Queueing at the service, or in
-  the client's own interpreter, shows there first.
+- It shrinks by a quarter when answers slow down: when the recent latency (a quick
+  moving average) passes twice the usual latency (a slow one) and 10 ms more. A sharp
+  rise is queueing at the service; a latency that creeps up as the limit grows, or stays
+  high, is not held against it (the slow average follows): on a busy machine the
+  client's own wait for the CPU shows up as latency too, and measured against the
+  fastest answer ever seen it kept the pace at a fraction of what the service could
+  take (the approach of Netflix's concurrency-limits "gradient", simplified).
 - It never goes under 1 or over `CEILING`.
 
 A round is as many answers as the limit when it last moved. `Pace(fixed=n)` keeps `n`
@@ -29,7 +33,8 @@ START = 4
 CEILING = 32
 SLOW_FACTOR = 2.0
 SLOW_MARGIN = 0.010  # seconds: jitter of a fast loopback answer is not a slowdown
-EWMA_WEIGHT = 0.1
+RECENT_WEIGHT = 0.1  # the quick average: about the last 10 answers
+USUAL_WEIGHT = 0.01  # the slow one: about the last 100
 BACK_OFF_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -57,7 +62,7 @@ class Pace:
         self._in_flight = 0
         self._slow_start = True
         self._round_left = 0  # answers to go before the limit may move down again
-        self._fastest: float | None = None
+        self._usual: float | None = None
         self._recent: float | None = None
         self._paused_until = 0.0
         self._changed = threading.Condition()
@@ -104,12 +109,12 @@ class Pace:
             self._changed.notify_all()
 
     def _answered(self, seconds: float) -> None:
-        self._fastest = seconds if self._fastest is None else min(self._fastest, seconds)
-        if self._recent is None:
-            self._recent = seconds
+        if self._recent is None or self._usual is None:
+            self._recent = self._usual = seconds
         else:
-            self._recent += EWMA_WEIGHT * (seconds - self._recent)
-        if self._recent > self._fastest * SLOW_FACTOR + SLOW_MARGIN:
+            self._recent += RECENT_WEIGHT * (seconds - self._recent)
+            self._usual += USUAL_WEIGHT * (seconds - self._usual)
+        if self._recent > self._usual * SLOW_FACTOR + SLOW_MARGIN:
             self._back_off(0.75)
         elif self.fixed is None:
             step = 1.0 if self._slow_start else 1.0 / self.limit
@@ -124,4 +129,4 @@ class Pace:
         self._round_left = self.size
         self.backoffs += 1
         # Latency measured at the old limit says nothing about the new one.
-        self._recent = self._fastest
+        self._recent = self._usual
