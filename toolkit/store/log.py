@@ -172,11 +172,13 @@ def order_manifest(manifest: pa.Table) -> pa.Table:
     first = np.ones(len(ids), dtype=bool)
     first[1:] = ids[1:] != ids[:-1]
     ordered, ids = ordered.filter(pa.array(first)), ids[first]
-    previous = np.empty(len(ids), dtype=object)
-    previous[1:] = ids[:-1]
-    bases = ordered.column("base_id").to_numpy(zero_copy_only=False)
+    bases = ordered.column("base_id")
     # Linear: based on the snapshot just before it (the first: based on none).
-    linear = np.array([b == p for b, p in zip(bases, previous, strict=True)], dtype=bool)
+    previous = pa.concat_arrays([pa.nulls(1, pa.string()), pa.array(ids[:-1], pa.string())])
+    same = pc.equal(bases.cast(pa.string()), previous[: len(ids)])
+    linear = np.array(pc.fill_null(same, False).to_numpy(zero_copy_only=False), dtype=bool)
+    if len(ids):
+        linear[0] = not bases[0].is_valid
     ordered = ordered.append_column("idx", pa.array(np.arange(len(ids)), pa.int64()))
     return ordered.append_column("linear", pa.array(linear, pa.bool_()))
 

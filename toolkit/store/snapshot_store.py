@@ -363,14 +363,19 @@ class SnapshotStore:
             details=row["details"] or "none",
         )
 
-    def query(self, sql: str) -> pd.DataFrame:
+    def query(
+        self, sql: str, *, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
+    ) -> pd.DataFrame:
         """Run DuckDB SQL over the store. Views: `snapshots`; `projects`, `chapters`,
         `languages`, `exports` (every snapshot's rows); `<table>_changes` (the change
-        log, a row per change, `_deleted` marking rows that went away); `events`."""
+        log, a row per change, `_deleted` marking rows that went away); `events`.
+        frames: your own tables by name, to join with the store's in the same query."""
         manifest = self._manifest()
 
         def run(logs: dict[str, Log]) -> pa.Table:
             con = next(iter(logs.values())).con
+            for name, frame in (frames or {}).items():
+                con.register(name, frame)
             last = manifest.num_rows - 1
             for name, log in logs.items():
                 body = (
@@ -408,10 +413,7 @@ class SnapshotStore:
             return order_manifest(MANIFEST_STORED.empty_table())
         try:
             with self._lock:
-                parts = [
-                    schema.conform(part, MANIFEST_STORED)
-                    for part in self._tables.read_files("manifest", self._manifest_files)
-                ]
+                parts = self._tables.read_files("manifest", self._manifest_files, MANIFEST_STORED)
         except StoreError:
             raise
         except Exception as error:

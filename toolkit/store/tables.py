@@ -40,6 +40,7 @@ from deltalake import (
 from deltalake.exceptions import CommitFailedError
 
 from toolkit.errors import DamagedStore, StoreError
+from toolkit.frames.schema import conform
 
 APP_PREFIX = "toolkit.snapshot:"
 SNAPSHOT_ID_KEY = "toolkit.snapshot_id"
@@ -259,14 +260,17 @@ class Tables:
             return ds.dataset(schema.empty_table())
         return table.to_pyarrow_dataset()
 
-    def read_files(self, name: str, cache: dict[str, pa.Table]) -> list[pa.Table]:
-        """The table's data files, each read once: data files never change, so `cache`
-        (by file) keeps what was read before; files no longer in the table leave it."""
+    def read_files(
+        self, name: str, cache: dict[str, pa.Table], schema: pa.Schema
+    ) -> list[pa.Table]:
+        """The table's data files as `schema`, each read once: data files never change,
+        so `cache` (by file) keeps what was read before; files no longer in the table
+        leave it."""
         uris = self.files(name)
         missing = [uri for uri in uris if uri not in cache]
         if missing and self.local:
             for uri in missing:
-                cache[uri] = pq.read_table(uri.removeprefix("file://"))
+                cache[uri] = conform(pq.read_table(uri.removeprefix("file://")), schema)
         elif missing:
             table = self.get(name)
             assert table is not None
@@ -275,7 +279,7 @@ class Tables:
                 found = next((u for u in wanted if u.endswith("/" + fragment.path)), None)
                 found = found or (fragment.path if fragment.path in wanted else None)
                 if found is not None:
-                    cache[found] = fragment.to_table()
+                    cache[found] = conform(fragment.to_table(), schema)
         for uri in [uri for uri in cache if uri not in set(uris)]:
             del cache[uri]
         return [cache[uri] for uri in uris if uri in cache]
