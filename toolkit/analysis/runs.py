@@ -109,7 +109,10 @@ def _build(obs: Observed) -> pd.DataFrame:
     n_languages = _languages(rows)
     learned = prices(obs)
     project = rows["project_id"].astype(object)
-    price = project.map(lambda p: learned.get(p, learned.get(None, np.nan)))
+    workspace_price = learned.get(None, np.nan)
+    price = project.map({k: v for k, v in learned.items() if k is not None}).fillna(
+        workspace_price
+    )
     per_page = n_languages * price.to_numpy("float64")
     split, rise = split_charges(rows, n_languages=n_languages, price=price.to_numpy("float64"))
     paid = pd.Series(split.paid, index=rows["chapter_id"].astype(object).to_numpy())
@@ -218,11 +221,9 @@ def _ends(
     prev_failed = flag(rows["prev_failed"])
     prev_reason = texts(rows["prev_reason"])
     fresh = np.isin(kind, ["first", "rescan"])
-    reason_changed = np.array(
-        [a != b for a, b in zip(reason[k], prev_reason[start_row], strict=True)], bool
-    ) if len(k) else np.zeros(0, bool)  # fmt: skip
+    reason_changed = np.asarray(reason[k] != prev_reason[start_row], bool)
     run_failed = settled & failed[k] & (fresh | ~prev_failed[start_row] | reason_changed)
-    stall = np.array([isinstance(r, str) and bool(STALL.search(r)) for r in reason[k]], bool)
+    stall = stalls(reason[k])
     outcome = np.full(len(frame), None, object)
     outcome[settled] = "finished"
     outcome[run_failed] = np.where(stall[run_failed], "stalled", "failed")
@@ -308,8 +309,7 @@ def _match_events(frame: pd.DataFrame, obs: Observed) -> None:
     reason[ok] = None
     text = reasons[np.maximum(chosen, 0)]
     reason[failed] = np.where(pd.isna(text[failed]), reason[failed], text[failed])
-    stalls = np.array([isinstance(r, str) and bool(STALL.search(r)) for r in reason], bool)
-    outcome[failed] = np.where(stalls[failed], "stalled", "failed")
+    outcome[failed] = np.where(stalls(reason)[failed], "stalled", "failed")
     frame["finished"], frame["finished_source"] = finished, source
     frame["outcome"], frame["failure_reason"] = outcome, reason
     # The run after an event started no earlier than it.
@@ -321,6 +321,14 @@ def _match_events(frame: pd.DataFrame, obs: Observed) -> None:
     frame["started"] = np.where(
         follows & ~frame["from_creation"].to_numpy(), np.maximum(started, previous_end), started
     )
+
+
+def stalls(reasons: np.ndarray) -> np.ndarray:
+    """Whether each failure reason (None for none) says the run stalled: the distinct
+    reasons are few, so each is matched once."""
+    codes, distinct = pd.factorize(pd.Series(reasons, dtype=object), use_na_sentinel=True)
+    matched = np.array([bool(STALL.search(str(r))) for r in distinct] + [False], bool)
+    return np.asarray(matched[codes], bool)
 
 
 def _terminal_events(obs: Observed) -> pd.DataFrame:

@@ -88,6 +88,11 @@ def read_transitions(store: SnapshotStore) -> Transitions:
     if not len(times):
         return Transitions(pd.DataFrame(), times, None)
     rows = store.query(TRANSITIONS_SQL)
+    # Plain objects once: the runs are worked out in numpy, which would otherwise
+    # convert each Arrow-backed text column again at every use.
+    for column in rows.columns:
+        if isinstance(rows[column].dtype, pd.StringDtype):
+            rows[column] = rows[column].astype(object).where(rows[column].notna(), None)
     default = rows["default_model"].dropna()
     return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
 

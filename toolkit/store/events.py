@@ -77,7 +77,7 @@ def history(
     """Every event once (the first copy received), oldest first."""
     con = connect()
     try:
-        con.register("stored", tables.dataset("events", schema.EVENTS))
+        tables.expose(con, "stored", "events", schema.EVENTS)
         conditions, params = ["true"], []
         if since is not None:
             conditions.append("timestamp >= ?")

@@ -183,6 +183,36 @@ def order_manifest(manifest: pa.Table) -> pa.Table:
     return ordered.append_column("linear", pa.array(linear, pa.bool_()))
 
 
+class Snapshots:
+    """The ordered manifest's columns as arrays, made once per manifest: every table's
+    log needs them, and a year of hourly snapshots is 8,760 rows (Python rows of it
+    cost more than a small query)."""
+
+    _last: tuple[pa.Table, Snapshots] | None = None
+
+    def __init__(self, manifest: pa.Table) -> None:
+        self._times = manifest.column("snapshot_at")
+        self.ids: list[str] = manifest.column("snapshot_id").to_pylist()
+        self.bases: list[str | None] = manifest.column("base_id").to_pylist()
+        self.full = np.array(
+            pc.fill_null(manifest.column("full"), False).to_numpy(zero_copy_only=False), bool
+        )
+        self.linear = np.array(manifest.column("linear").to_numpy(zero_copy_only=False), bool)
+        self.position = {snapshot_id: i for i, snapshot_id in enumerate(self.ids)}
+
+    @classmethod
+    def of(cls, manifest: pa.Table) -> Snapshots:
+        last = cls._last
+        if last is None or last[0] is not manifest:
+            last = (manifest, cls(manifest))
+            cls._last = last
+        return last[1]
+
+    def time(self, i: int) -> datetime:
+        when: datetime = self._times[i].as_py()
+        return when
+
+
 class Log:
     """The linear change log of one table, over the stored rows registered as `source`.
 
@@ -207,16 +237,12 @@ class Log:
         self.source = source
         self.keys = schema.KEYS[table]
         self.columns = schema.SNAPSHOT_TABLES[table].names
-        rows = manifest.select(
-            ["snapshot_id", "snapshot_at", "base_id", "full", "idx", "linear"]
-        ).to_pylist()
-        self._rows = rows
-        self._by_id = {r["snapshot_id"]: r for r in rows}
+        self._snapshots = Snapshots.of(manifest)
         self.name = f"log_{table}"
         self._build()
 
     def _build(self) -> None:
-        fixups = [self._fixup(i) for i, r in enumerate(self._rows) if not r["linear"]]
+        fixups = [self._fixup(int(i)) for i in np.flatnonzero(~self._snapshots.linear)]
         fixed = pa.concat_tables(fixups) if fixups else self._empty_fixup()
         self.con.register(f"_fixup_{self.table}", fixed)
         self.con.execute(
@@ -234,13 +260,15 @@ class Log:
         return pa.schema([pa.field("idx", pa.int64()), *stored]).empty_table()
 
     def _chain(self, snapshot_id: str) -> list[str]:
+        snapshots = self._snapshots
         chain: list[str] = []
         current: str | None = snapshot_id
-        while current is not None and current in self._by_id and current not in chain:
+        while current is not None and current in snapshots.position and current not in chain:
             chain.append(current)
-            if self._by_id[current]["full"]:
+            i = snapshots.position[current]
+            if snapshots.full[i]:
                 break
-            current = self._by_id[current]["base_id"]
+            current = snapshots.bases[i]
         return chain
 
     def chain_state(self, snapshot_id: str) -> pa.Table:
@@ -263,35 +291,33 @@ class Log:
             self.con.unregister("_chain")
 
     def _fixup(self, position: int) -> pa.Table:
-        row = self._rows[position]
-        previous_id = self._rows[position - 1]["snapshot_id"] if position else None
-        key = (self.table, row["snapshot_id"], previous_id)
+        ids = self._snapshots.ids
+        previous_id = ids[position - 1] if position else None
+        key = (self.table, ids[position], previous_id)
         if key not in self._cache:
             self._cache[key] = self._work_out(position)
         change = self._cache[key]
         # The position is stamped afresh: a snapshot committed since may have moved it.
-        positions = pa.array([row["idx"]] * change.num_rows, pa.int64())
+        positions = pa.array([position] * change.num_rows, pa.int64())
         return change.set_column(0, "idx", positions)
 
     def _work_out(self, position: int) -> pa.Table:
-        row = self._rows[position]
-        state = schema.conform(
-            self.chain_state(row["snapshot_id"]), schema.SNAPSHOT_TABLES[self.table]
-        )
+        ids = self._snapshots.ids
+        state = schema.conform(self.chain_state(ids[position]), schema.SNAPSHOT_TABLES[self.table])
         if position == 0:
             previous = schema.SNAPSHOT_TABLES[self.table].empty_table()
         else:
             previous = schema.conform(
-                self.chain_state(self._rows[position - 1]["snapshot_id"]),
+                self.chain_state(ids[position - 1]),
                 schema.SNAPSHOT_TABLES[self.table],
             )
         change = diff(self.con, self.table, state, previous)
         n = change.num_rows
         stamped = pa.table(
             {
-                "idx": pa.array([row["idx"]] * n, pa.int64()),
-                "snapshot_id": pa.array([row["snapshot_id"]] * n, pa.string()),
-                "snapshot_at": pa.array([row["snapshot_at"]] * n, schema.TIME),
+                "idx": pa.array([position] * n, pa.int64()),
+                "snapshot_id": pa.array([ids[position]] * n, pa.string()),
+                "snapshot_at": pa.array([self._snapshots.time(position)] * n, schema.TIME),
             }
         )
         for name in change.column_names:
@@ -302,11 +328,9 @@ class Log:
 
     def anchor(self, k: int) -> int:
         """The last full, linear snapshot at or before position `k`."""
-        best = 0
-        for r in self._rows[: k + 1]:
-            if r["full"] and r["linear"]:
-                best = r["idx"]
-        return best
+        snapshots = self._snapshots
+        anchors = np.flatnonzero(snapshots.full[: k + 1] & snapshots.linear[: k + 1])
+        return int(anchors[-1]) if len(anchors) else 0
 
     def _window(self, first: int, last: int) -> str:
         """The times of snapshots `first` to `last`, as a condition on `snapshot_at`.
@@ -315,7 +339,7 @@ class Log:
         on a stored column reaches the Parquet scan, which then skips every day's file
         outside the window instead of reading a year of them.
         """
-        low, high = (self._rows[i]["snapshot_at"] for i in (first, last))
+        low, high = (self._snapshots.time(i) for i in (first, last))
         return (
             f"snapshot_at BETWEEN '{low.isoformat()}'::TIMESTAMPTZ "
             f"AND '{high.isoformat()}'::TIMESTAMPTZ"

@@ -394,10 +394,15 @@ class SnapshotStore:
                 + ", ".join(schema.MANIFEST.names)
                 + " FROM manifest ORDER BY snapshot_id"
             )
-            con.register("events", schema.from_pandas(self.history("events"), schema.EVENTS))
+            if "events" in sql.lower():
+                con.register("events", schema.from_pandas(self.history("events"), schema.EVENTS))
             return arrow(con, sql)
 
-        result = self._with_logs(list(schema.SNAPSHOT_TABLES), manifest, run)
+        # Only the tables the SQL names (opening each costs a read of its log), and
+        # always one, whose connection runs the query.
+        lowered = sql.lower()
+        named = [name for name in schema.SNAPSHOT_TABLES if name in lowered] or ["projects"]
+        result = self._with_logs(named, manifest, run)
         return schema.to_pandas(result, result.schema)
 
     # Machinery
@@ -480,7 +485,7 @@ class SnapshotStore:
             con.register("manifest", manifest)
             logs = {}
             for name in tables:
-                con.register(f"stored_{name}", self._tables.dataset(name, stored_schema(name)))
+                self._tables.expose(con, f"stored_{name}", name, stored_schema(name))
                 logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self._worked_out)
             return work(logs)
         except StoreError:
