@@ -110,9 +110,7 @@ def _build(obs: Observed) -> pd.DataFrame:
     learned = prices(obs)
     project = rows["project_id"].astype(object)
     workspace_price = learned.get(None, np.nan)
-    price = project.map({k: v for k, v in learned.items() if k is not None}).fillna(
-        workspace_price
-    )
+    price = project.map({k: v for k, v in learned.items() if k is not None}).fillna(workspace_price)
     per_page = n_languages * price.to_numpy("float64")
     split, rise = split_charges(rows, n_languages=n_languages, price=price.to_numpy("float64"))
     paid = pd.Series(split.paid, index=rows["chapter_id"].astype(object).to_numpy())
