@@ -210,7 +210,8 @@ class _LoopbackServer:
     def __init__(self) -> None:
         import socket
 
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # TCP named: asyncio turns Nagle off only then (else 44 ms an answer).
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._listener.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._server: Any = None

@@ -16,7 +16,12 @@ Then, on a freshly opened store each time (median of `runs`):
     the same sum as one DuckDB query over the change log (`store.query`);
 (b) the state as of a given hour: `store.as_of("languages", when)` and `("chapters")`;
 (c) lines per language per day: `analysis.throughput(freq="1D")`, and a DuckDB query
-    summing the rises of `covered` (restarting where it fell).
+    summing the rises of `covered` (restarting where it fell);
+(d) the runs: `analysis.runs`, `cycle_times`, `failures` and `lead_times`, against the
+    one DuckDB query they all stand on (`TRANSITIONS_SQL`: the changes of the chapters'
+    log that start or end a run, with the values before them).
+
+An analysis function's target (issue 11) is under 1 s and at most 1.2x its query.
 
 The analysis totals are checked against what the generator spent and translated.
 """
@@ -252,16 +257,34 @@ def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
 
         return read
 
-    questions: list[tuple[str, Callable[[SnapshotStore], None]]] = [
-        ("(a) credits per project per day: analysis.credit_spend", credit_spend),
-        ("(a) the same as one DuckDB query (store.query)", credits_sql),
-        (f"(b) store.as_of('languages', {when:%Y-%m-%d %H:%M})", as_of("languages")),
-        ("(b) store.as_of('chapters', same hour)", as_of("chapters")),
-        ("(c) lines per language per day: analysis.throughput", throughput),
-        ("(c) rises of covered as one DuckDB query", lines_sql),
+    def transitions_sql(store: SnapshotStore) -> None:
+        from toolkit.analysis.transitions import TRANSITIONS_SQL
+
+        store.query(TRANSITIONS_SQL)
+
+    def figure(name: str) -> Callable[[SnapshotStore], None]:
+        def ask(store: SnapshotStore) -> None:
+            checks[name] = len(getattr(analysis, name)(store))
+
+        return ask
+
+    # (label, question, the label of the DuckDB query it is compared with, or None)
+    questions: list[tuple[str, Callable[[SnapshotStore], None], str | None]] = [
+        ("(a) the same as one DuckDB query (store.query)", credits_sql, None),
+        ("(a) credits per project per day: analysis.credit_spend", credit_spend, "(a)"),
+        (f"(b) store.as_of('languages', {when:%Y-%m-%d %H:%M})", as_of("languages"), None),
+        ("(b) store.as_of('chapters', same hour)", as_of("chapters"), None),
+        ("(c) rises of covered as one DuckDB query", lines_sql, None),
+        ("(c) lines per language per day: analysis.throughput", throughput, "(c)"),
+        ("(d) run transitions as one DuckDB query (TRANSITIONS_SQL)", transitions_sql, None),
+        ("(d) analysis.runs", figure("runs"), "(d)"),
+        ("(d) analysis.cycle_times", figure("cycle_times"), "(d)"),
+        ("(d) analysis.failures", figure("failures"), "(d)"),
+        ("(d) analysis.lead_times", figure("lead_times"), "(d)"),
     ]
     table = Table("3. History: questions over the year (a fresh SnapshotStore each run)")
-    for label, question in questions:
+    queries: dict[str, float] = {}
+    for label, question, against in questions:
         times: list[float] = []
         # A question that takes many times its target is not worth repeating to learn so.
         while len(times) < options.runs and sum(times) < SLOW_SECONDS:
@@ -271,7 +294,17 @@ def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
             times.append(time.perf_counter() - began)
         seconds = statistics.median(times)
         runs = f"{len(times)} run{'s' if len(times) > 1 else ''} {spread(times)}"
-        table.verdict(label, f"{seconds:.2f} s", seconds < 2, f"< 2 s; {runs}")
+        if against is None:
+            queries[label[:3]] = seconds
+            table.verdict(label, f"{seconds:.2f} s", seconds < 2, f"< 2 s; {runs}")
+        else:
+            ratio = seconds / queries[against]
+            table.verdict(
+                label,
+                f"{seconds:.2f} s",
+                seconds < 1 and ratio <= 1.2,
+                f"< 1 s and <= 1.2x the query: {ratio:.1f}x; {runs}",
+            )
     table.add(
         "check: credits in analysis = generated",
         f"{checks['credits']:,.0f}",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import socket
 
 import httpx
@@ -27,6 +28,46 @@ def test_the_address_is_known_before_the_app_and_served_until_stopped():
     assert not server.running
     with pytest.raises(httpx.ConnectError):
         httpx.get(server.url + "/")
+
+
+def test_answers_go_out_without_waiting_for_nagle():
+    # Nagle's algorithm holds an answer's second write (uvicorn sends headers and body
+    # apart) until the client's delayed ACK: 44 ms a request here, for every emulator
+    # call in the tests, the demo and the notebooks. The server's end of a connection
+    # must have TCP_NODELAY set (asyncio sets it only on sockets made as TCP).
+    server = BackgroundServer().start(_app())
+    try:
+        with httpx.Client() as client:
+            assert client.get(server.url + "/").text == "hello"
+            ours = [
+                s
+                for s in gc.get_objects()
+                if isinstance(s, socket.socket)
+                and s.fileno() >= 0
+                and s.family in (socket.AF_INET, socket.AF_INET6)
+                and s.type == socket.SOCK_STREAM
+                and _local_port(s) == server.port
+                and _has_peer(s)
+            ]
+            assert ours, "the server's end of the connection was not found"
+            assert all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in ours)
+    finally:
+        server.stop()
+
+
+def _local_port(sock: socket.socket) -> int | None:
+    try:
+        return int(sock.getsockname()[1])
+    except OSError:
+        return None
+
+
+def _has_peer(sock: socket.socket) -> bool:
+    try:
+        sock.getpeername()
+    except OSError:
+        return False
+    return True
 
 
 def test_a_taken_port_is_refused_when_bound():
