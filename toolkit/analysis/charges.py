@@ -26,7 +26,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.transitions import flag, number
+from toolkit.analysis.transitions import flag, is_novel, number
 
 KINDS = ("first", "rescan", "added_pages", "held_start")
 # The order of a rise's runs between two snapshots, as columns of `Split.pages`.
@@ -87,8 +87,8 @@ def split_charges(
     rows: pd.DataFrame, *, n_languages: np.ndarray, price: np.ndarray
 ) -> tuple[Split, np.ndarray]:
     """Split each row's rise into runs; also returns the rise itself (credits)."""
-    chapter = pd.factorize(rows["chapter_id"])[0]
-    step = rows.groupby("chapter_id", sort=False).cumcount().to_numpy()
+    chapter = rows["chapter_code"].to_numpy("int64")  # k-th chapter, k-th row of it
+    step = rows["step"].to_numpy("int64")
     credits, before = number(rows["credits_spent"]), number(rows["prev_credits"])
     new = flag(rows["is_new"])
     baseline = rows["idx"].to_numpy() == 0
@@ -99,7 +99,7 @@ def split_charges(
     cleared = ~new & flag(rows["prev_failed"]) & ~flag(rows["failed"])
     turned_on = ~new & ~flag(rows["prev_processing"]) & flag(rows["processing"])
     deleted = flag(rows["deleted"])
-    novel = (pages == 0) & (rows["project_kind"].astype(object).to_numpy() == "novel")
+    novel = (pages == 0) & is_novel(rows)
     per_page = n_languages * price
 
     split = Split(len(rows))

@@ -31,7 +31,15 @@ import pandas as pd
 from toolkit.analysis.calendar import When, within
 from toolkit.analysis.charges import SLOTS, learn_prices, split_charges
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.transitions import NO_TIME, Transitions, flag, micros, number, texts
+from toolkit.analysis.transitions import (
+    NO_TIME,
+    Transitions,
+    flag,
+    is_novel,
+    micros,
+    number,
+    texts,
+)
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -139,7 +147,7 @@ def _build(obs: Observed) -> pd.DataFrame:
     # chapter had spent pays for its pages once, else of a kind the store cannot tell.
     at_baseline = idx[row] == 0
     spent_so_far = number(rows["credits_spent"])[row]
-    novel = (rows["project_kind"].astype(object) == "novel").to_numpy(bool)[row]
+    novel = is_novel(rows)[row]
     once = novel | ~(spent_so_far > pages * per_page[row] + 1e-6)
     kind = np.where(at_baseline & ~once, np.array(None), kind)
     credits = np.where(at_baseline, 0.0, credits)
@@ -183,7 +191,7 @@ def _end_rows(rows: pd.DataFrame, n_in_row: np.ndarray) -> tuple[np.ndarray, np.
     running at the last snapshot."""
     processing = flag(rows["processing"])
     deleted = flag(rows["deleted"])
-    chapter = pd.factorize(rows["chapter_id"])[0]
+    chapter = rows["chapter_code"].to_numpy("int64")
     ends = ~processing | deleted
     # Later rows that start runs end the one open before them.
     started_here = n_in_row > 0
@@ -227,9 +235,8 @@ def _ends(
     outcome[run_failed] = np.where(stall[run_failed], "stalled", "failed")
     outcome[last & (why == 3)] = "running"
     # last_activity_at is the run's last step unless something touched the chapter after.
-    status = texts(rows["status"])
-    prev_status = texts(rows["prev_status"])
-    reviewed = (status[k] == "reviewed") & (prev_status[k] != "reviewed")
+    became_reviewed = flag(rows["status"] == "reviewed") & ~flag(rows["prev_status"] == "reviewed")
+    reviewed = became_reviewed[k]
     grew_unpaid = (number(rows["page_count"])[k] > number(rows["prev_pages"])[k]) & (
         number(rows["credits_spent"])[k] == number(rows["prev_credits"])[k]
     )
@@ -355,7 +362,8 @@ def _reason(data: Any) -> str | None:
 def _finish(
     frame: pd.DataFrame, rows: pd.DataFrame, found: Transitions, times: np.ndarray
 ) -> pd.DataFrame:
-    chapter_rows = rows.groupby("chapter_id", sort=False).tail(1)
+    last_of_chapter = np.append(rows["step"].to_numpy()[1:] == 0, True)
+    chapter_rows = rows[last_of_chapter]
     titles = (
         chapter_rows["title"]
         .astype(object)
@@ -409,7 +417,7 @@ def _novel_retries(out: pd.DataFrame, rows: pd.DataFrame) -> None:
     """A novel chapter whose text is uploaded again (a new chapter, since a novel cannot
     be re-scanned) at the position of one whose last run failed: its charge is rework.
     The store holds no text, so an upload at another position is not recognised."""
-    novels = rows[rows["project_kind"].astype(object) == "novel"]
+    novels = rows[is_novel(rows)]
     if novels.empty:
         return
     place = novels.groupby("chapter_id", sort=False)[["project_id", "position"]].last()

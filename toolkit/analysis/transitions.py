@@ -69,6 +69,14 @@ ORDER BY chapter_id, idx
 """
 
 
+OBJECT_COLUMNS = ("chapter_id", "project_id", "failure_reason", "prev_reason")
+
+
+def is_novel(rows: pd.DataFrame) -> np.ndarray:
+    """Whether each row's project is a novel (priced by its text, never re-scanned)."""
+    return np.asarray((rows["project_kind"] == "novel").fillna(False).to_numpy(bool), bool)
+
+
 @dataclass(frozen=True)
 class Transitions:
     """The rows `TRANSITIONS_SQL` returns, as numpy arrays, and the snapshot times."""
@@ -88,11 +96,17 @@ def read_transitions(store: SnapshotStore) -> Transitions:
     if not len(times):
         return Transitions(pd.DataFrame(), times, None)
     rows = store.query(TRANSITIONS_SQL)
-    # Plain objects once: the runs are worked out in numpy, which would otherwise
-    # convert each Arrow-backed text column again at every use.
-    for column in rows.columns:
-        if isinstance(rows[column].dtype, pd.StringDtype):
-            rows[column] = rows[column].astype(object).where(rows[column].notna(), None)
+    # The texts numpy works with, as plain objects once (else each use converts the
+    # Arrow-backed column again); the others are compared in Arrow, where it is quick.
+    for column in OBJECT_COLUMNS:
+        rows[column] = rows[column].astype(object).where(rows[column].notna(), None)
+    # The query sorts by chapter, then snapshot: each chapter's rows are together.
+    ids = rows["chapter_id"].to_numpy(object)
+    first = np.ones(len(ids), bool)
+    first[1:] = ids[1:] != ids[:-1]
+    rows["chapter_code"] = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)
+    rows["step"] = np.arange(len(ids)) - starts[rows["chapter_code"].to_numpy()]
     default = rows["default_model"].dropna()
     return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
 
