@@ -500,6 +500,26 @@ def test_sql_queries_see_every_snapshot_and_the_change_log(tmp_path, service):
     assert store.query("SELECT count(*) AS n FROM events")["n"].tolist() == [0]
 
 
+def test_sql_queries_join_the_callers_own_frames(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    for step in range(3):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+    mine = pd.DataFrame({"chapter_id": ["c1"], "team": ["north"]})
+    joined = store.query(
+        "SELECT team, count(*) AS n FROM languages_changes JOIN mine USING (chapter_id) "
+        "GROUP BY team",
+        frames={"mine": mine},
+    )
+    assert joined.to_dict("records") == [{"team": "north", "n": 3}]
+    # The frame is the caller's for that query only; a view that is not there is the
+    # SQL's fault, said as such (not a damaged store), with the views there are.
+    with pytest.raises(tk.QueryError, match=r"mine.*The views are snapshots, projects"):
+        store.query("SELECT * FROM mine")
+    with pytest.raises(tk.QueryError, match="syntax error"):
+        store.query("SELEC 1")
+
+
 def test_an_empty_store_answers_with_empty_frames(tmp_path):
     store = SnapshotStore(tmp_path / "nothing-yet")
     assert_frame_equal(store.snapshots(), schema.empty_frame(schema.MANIFEST))

@@ -63,6 +63,11 @@ class DamagedStore(StoreError):
     """A file of the store is damaged or missing; the message says which and what to do."""
 
 
+class QueryError(ToolkitError, ValueError):
+    """SQL given to `SnapshotStore.query` that DuckDB cannot run (a typo, an unknown view
+    or column): the store itself is fine."""
+
+
 class TransportError(ToolkitError):
     """The request did not get an answer: connection refused or broken, or a timeout.
 

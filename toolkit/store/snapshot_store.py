@@ -47,11 +47,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import duckdb
 import pandas as pd
 import pyarrow as pa
 
 from toolkit.config import store_path
-from toolkit.errors import DamagedStore, OldStoreLayout, StoreError
+from toolkit.errors import DamagedStore, OldStoreLayout, QueryError, StoreError, ToolkitError
 from toolkit.frames import Details, Workspace, pull, schema
 from toolkit.frames.pull import project_id_list
 from toolkit.store import events as _store_events
@@ -73,6 +74,7 @@ from toolkit.store.tables import (
     SNAPSHOT_ID_KEY,
     Tables,
     app_id,
+    first_line,
     version_of,
 )
 from toolkit.store.writing import base_of, changes_of, resume, stamp
@@ -81,6 +83,12 @@ if TYPE_CHECKING:
     from toolkit.client import Client
 
 T = TypeVar("T")
+QUERY_VIEWS = (
+    "snapshots",
+    *schema.SNAPSHOT_TABLES,
+    *(f"{name}_changes" for name in schema.SNAPSHOT_TABLES),
+    "events",
+)
 
 
 @dataclass(frozen=True, repr=False)
@@ -396,7 +404,15 @@ class SnapshotStore:
             )
             if "events" in sql.lower():
                 con.register("events", schema.from_pandas(self.history("events"), schema.EVENTS))
-            return arrow(con, sql)
+            try:
+                return arrow(con, sql)
+            except duckdb.ProgrammingError as error:
+                # The SQL's fault (syntax, a view or column that does not exist), not
+                # the store's: say so, not "damaged".
+                views = ", ".join([*QUERY_VIEWS, *(frames or {})])
+                raise QueryError(
+                    f"the SQL could not run: {first_line(error)}. The views are {views}"
+                ) from error
 
         # Only the tables the SQL names (opening each costs a read of its log), and
         # always one, whose connection runs the query.
@@ -488,7 +504,7 @@ class SnapshotStore:
                 self._tables.expose(con, f"stored_{name}", name, stored_schema(name))
                 logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self._worked_out)
             return work(logs)
-        except StoreError:
+        except ToolkitError:
             raise
         except Exception as error:
             raise self._damaged(error) from error
