@@ -216,3 +216,35 @@ def test_a_one_chapter_project_does_not_learn_its_price_from_a_rerun(
     assert analysis.price_estimate(store, other["id"], pages=20) == 20
     runs, _ = both_ways(store, emulator, workspace)
     assert runs[runs["chapter_id"] == single.id]["kind"].tolist() == ["first", "rescan"]
+
+
+def test_one_store_object_builds_the_runs_once_until_something_is_written(
+    emulator, workspace, project, client, store, monkeypatch
+):
+    # A notebook asks one store for runs, cycle times, failures and lead times in turn:
+    # the runs are worked out once. A snapshot written since, here by another store
+    # object as another process would, is seen at the next question.
+    store.take(client)
+    client.create_chapter(project["id"], pages=pages(0, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    queries: list[str] = []
+    query = SnapshotStore.query
+
+    def counted(self, sql, **options):
+        queries.append(sql)
+        return query(self, sql, **options)
+
+    monkeypatch.setattr(SnapshotStore, "query", counted)
+    first = analysis.runs(store)
+    analysis.cycle_times(store)
+    analysis.failures(store)
+    analysis.lead_times(store)
+    assert len(first) == 1 and len(queries) == 1
+
+    client.create_chapter(project["id"], pages=pages(5, 1))
+    emulator.advance(RUN)
+    SnapshotStore(store.root).take(client)
+    again = analysis.runs(store)
+    assert len(again) == 2 and len(queries) == 2
+    assert analysis.cycle_times(store)["run_id"].tolist() == again["run_id"].tolist()

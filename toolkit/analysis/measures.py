@@ -55,7 +55,8 @@ WITH log AS (
            _deleted AS deleted,
            lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
            coalesce(lag(covered) OVER w, 0) AS prev_covered,
-           coalesce(lag(failed) OVER w, false) AS prev_failed
+           coalesce(lag(failed) OVER w, false) AS prev_failed,
+           lead(idx) OVER w AS next_idx
     FROM languages_changes
     WINDOW w AS (PARTITION BY chapter_id, language_code ORDER BY idx)
 ),
@@ -67,17 +68,13 @@ rises AS (
     FROM log l LEFT JOIN resets r ON r.chapter_id = l.chapter_id AND r.idx = l.idx
     WHERE l.idx > 0 AND NOT l.deleted
 ),
-reset_keys AS (
-    SELECT DISTINCT r.chapter_id, r.idx, l.language_code
-    FROM resets r JOIN log l ON l.chapter_id = r.chapter_id
-),
 standing AS (
-    SELECT k.idx, l.key, l.covered AS lines
-    FROM (SELECT * FROM reset_keys k ANTI JOIN log x
-          ON x.chapter_id = k.chapter_id AND x.language_code = k.language_code
-         AND x.idx = k.idx) k
-    ASOF JOIN log l
-      ON l.chapter_id = k.chapter_id AND l.language_code = k.language_code AND k.idx > l.idx
+    -- The row in force at a re-scan's snapshot that has none there: the one before it
+    -- whose next row (if any) comes after it.
+    SELECT r.idx, l.key, l.covered AS lines
+    FROM resets r JOIN log l
+      ON l.chapter_id = r.chapter_id AND l.idx < r.idx
+     AND coalesce(l.next_idx, 9223372036854775807) > r.idx
     WHERE NOT l.deleted
 )
 SELECT p.period, c.key, sum(c.lines)::BIGINT AS lines

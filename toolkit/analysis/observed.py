@@ -7,6 +7,8 @@ report computing every figure can share one `Observed` between them.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
@@ -48,8 +50,27 @@ class Observed:
         return self.store.history("events")
 
 
+# What was read from each store object, with the store's version it was read at: a
+# notebook asks for cycle times, then failures, then lead times of the same store, and
+# each would otherwise read the logs and build the runs again (seconds on a long
+# history). Anything written since, by this process or another, changes the version.
+_seen: weakref.WeakKeyDictionary[SnapshotStore, tuple[tuple[int | None, ...], Observed]] = (
+    weakref.WeakKeyDictionary()
+)
+_seen_lock = threading.Lock()
+
+
 def observe(source: SnapshotStore | Observed) -> Observed:
-    return source if isinstance(source, Observed) else Observed(source)
+    if isinstance(source, Observed):
+        return source
+    version = source.version()
+    with _seen_lock:
+        found = _seen.get(source)
+        if found is not None and found[0] == version:
+            return found[1]
+        observed = Observed(source)
+        _seen[source] = (version, observed)
+        return observed
 
 
 def with_previous(log: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:

@@ -279,6 +279,17 @@ class SnapshotStore:
 
     # Reading
 
+    def version(self) -> tuple[int | None, ...]:
+        """What the store holds now, as each table's Delta version (None: never
+        written): it changes whenever anyone writes a snapshot, events or a merge, so
+        what was worked out from an equal version still holds."""
+        self._tables.begin()
+        versions = []
+        for name in [*schema.SNAPSHOT_TABLES, "events", "manifest"]:
+            table = self._tables.get(name)
+            versions.append(table.version() if table is not None else None)
+        return tuple(versions)
+
     def snapshots(self) -> pd.DataFrame:
         """The manifest: one row per snapshot, oldest first."""
         return schema.to_pandas(self._manifest(), schema.MANIFEST)
