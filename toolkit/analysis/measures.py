@@ -106,6 +106,7 @@ def periods(
 
 def _shape(
     sums: pd.DataFrame,
+    starts: pd.Series,
     by: str,
     measures: list[str],
     *,
@@ -114,9 +115,11 @@ def _shape(
     fill: bool,
     names: pd.Series | None,
 ) -> pd.DataFrame:
-    """A long frame `period, <by>[, project], <measures>` from sums per period: rows
-    with nothing to show left out unless `fill`, which gives every period from the
-    first to the last and every group."""
+    """A long frame `period, <by>[, project], <measures>` from sums per period code
+    (`periods` gives the codes and their `starts`): rows with nothing to show left out
+    unless `fill`, which gives every period from the first to the last and every group."""
+    sums = sums.assign(period=starts.iloc[sums["period"].to_numpy("int64")].to_numpy())
+    sums["period"] = sums["period"].astype(starts.dtype)
     columns = ["period", by, *measures]
     if not fill:
         sums = sums[(sums[measures] != 0).any(axis=1)]
@@ -153,7 +156,7 @@ def throughput(
     obs = observe(store)
     positions, starts = periods(obs, freq, tz=tz, since=since, until=until)
     if positions.empty:
-        sums = pd.DataFrame({"period": starts.iloc[:0], by: [], "lines": []})
+        sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})
     else:
         found = obs.store.query(
             LINES_SQL.format(key=LINES_KEYS[by]),
@@ -161,14 +164,13 @@ def throughput(
         )
         sums = pd.DataFrame(
             {
-                "period": starts.iloc[found["period"].to_numpy("int64")].to_numpy(),
+                "period": found["period"].to_numpy("int64"),
                 by: found["key"].astype(object).to_numpy(),
                 "lines": found["lines"].astype("int64").to_numpy(),
             }
         )
-        sums["period"] = sums["period"].astype(starts.dtype)
     names = _project_names(obs) if by == "project_id" else None
-    result = _shape(sums, by, ["lines"], freq=freq, tz=tz, fill=fill, names=names)
+    result = _shape(sums, starts, by, ["lines"], freq=freq, tz=tz, fill=fill, names=names)
     result["lines"] = result["lines"].astype("Int64")
     return result
 
@@ -241,10 +243,8 @@ def credit_spend(
         spend = _per_language(obs, spend)
     measures = ["credits", "rework_credits"]
     sums = spend.groupby(["period", by], dropna=False)[measures].sum().reset_index()
-    sums["period"] = starts.iloc[sums["period"].to_numpy("int64")].to_numpy()
-    sums["period"] = sums["period"].astype(starts.dtype)
     names = _project_names(obs) if by == "project_id" else None
-    result = _shape(sums, by, measures, freq=freq, tz=tz, fill=fill, names=names)
+    result = _shape(sums, starts, by, measures, freq=freq, tz=tz, fill=fill, names=names)
     for column in ("credits", "rework_credits"):
         result[column] = result[column].astype("Float64")
     return result
