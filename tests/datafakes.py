@@ -8,13 +8,18 @@ tested on exactly what the client would hand them. Integration tests use the emu
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from toolkit.errors import NotFound
 from toolkit.models import ChapterDetail, ChapterListItem, Project
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def hours(n: float) -> datetime:
+    """`n` hours after T0: the snapshot times the store's unit tests write at."""
+    return T0 + timedelta(hours=n)
 
 
 def iso(when: datetime) -> str:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import multiprocessing
 import os
 from datetime import UTC, datetime, timedelta
 
@@ -8,12 +7,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from datafakes import T0, FakeService
+from datafakes import T0, FakeService, hours
 from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pandas.testing import assert_frame_equal
-from processes import run_together
+from processes import assert_every_snapshot_is_its_writers, run_together, take_as_writer
 
 import toolkit as tk
 from toolkit.frames import schema
@@ -21,10 +20,6 @@ from toolkit.store import SnapshotStore
 from toolkit.store import ids as _store_ids
 from toolkit.store import snapshot_store as store_module
 from toolkit.store import tables as _store_tables
-
-
-def hours(n: float) -> datetime:
-    return T0 + timedelta(hours=n)
 
 
 def fake_workspace(service: FakeService) -> tk.Workspace:
@@ -369,33 +364,14 @@ def test_a_file_cut_off_mid_write_is_never_visible(tmp_path, service, monkeypatc
 # Two processes writing into one store.
 
 
-def _writer(root: str, name: str, count: int, start: multiprocessing.synchronize.Event) -> None:
-    service = FakeService()
-    service.add_project(f"proj-{name}", languages=("en",))
-    start.wait()
-    store = SnapshotStore(root)
-    for step in range(count):
-        service.add_chapter(f"{name}-{step}", f"proj-{name}", position=step + 1, languages=("en",))
-        # Eight hours apart: days go by, so each process also compacts as it goes.
-        store.take(service, details="none", at=hours(8 * step))
-
-
 def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
     count = 8
-    run_together(_writer, [(str(tmp_path), name, count) for name in ("a", "b")], timeout=120)
-    store = SnapshotStore(tmp_path)
-    manifest = store.snapshots()
-    assert len(manifest) == 2 * count and manifest["snapshot_id"].is_unique
+    writers = [(str(tmp_path), None, name, count) for name in ("a", "b")]
+    run_together(take_as_writer, writers, timeout=120)
+    assert_every_snapshot_is_its_writers(SnapshotStore(tmp_path), 2, count)
     # Days went by: the takes merged past days' files as they went.
     commits = DeltaTable(str(tmp_path / "chapters")).history()
     assert any(c.get("toolkit.operation") == "merge" for c in commits)
-    # Each snapshot shows exactly what its own process saw, though both wrote at once.
-    history = store.history("chapters")
-    for row in manifest.itertuples():
-        shown = history[history["snapshot_id"] == row.snapshot_id]
-        name = shown["project_id"].iloc[0].removeprefix("proj-")
-        step = int((row.snapshot_at - T0).total_seconds() // (8 * 3600))
-        assert sorted(shown["chapter_id"]) == [f"{name}-{i}" for i in range(step + 1)]
 
 
 # Maintenance, events, queries, other filesystems.

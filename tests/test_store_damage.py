@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from datafakes import T0, FakeService
+from datafakes import FakeService, hours
 
 from toolkit.cli import main
 from toolkit.errors import DamagedStore, StoreError, ToolkitError
 from toolkit.store import SnapshotStore
-
-
-def hours(n: float):
-    return T0 + timedelta(hours=n)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 from datafakes import T0, FakeService
-from processes import run_together
+from processes import assert_every_snapshot_is_its_writers, run_together, take_as_writer
 
 from toolkit.store import SnapshotStore
 
@@ -56,16 +56,6 @@ def s3():
     server.wait(timeout=30)
 
 
-def _writer(uri: str, options: dict[str, str], name: str, count: int, start) -> None:
-    service = FakeService()
-    service.add_project(f"proj-{name}", languages=("en",))
-    start.wait()
-    store = SnapshotStore(uri, storage_options=options)
-    for step in range(count):
-        service.add_chapter(f"{name}-{step}", f"proj-{name}", position=step + 1, languages=("en",))
-        store.take(service, details="none", at=T0 + timedelta(hours=8 * step))
-
-
 def test_a_store_on_s3_reads_writes_and_maintains_like_a_folder(s3):
     uri = f"s3://{BUCKET}/snapshots"
     service = FakeService()
@@ -86,13 +76,5 @@ def test_a_store_on_s3_reads_writes_and_maintains_like_a_folder(s3):
 def test_two_processes_taking_snapshots_into_one_s3_store_lose_nothing(s3):
     uri = f"s3://{BUCKET}/shared"
     count = 6
-    run_together(_writer, [(uri, s3, name, count) for name in ("a", "b")], timeout=180)
-    store = SnapshotStore(uri, storage_options=s3)
-    manifest = store.snapshots()
-    assert len(manifest) == 2 * count and manifest["snapshot_id"].is_unique
-    history = store.history("chapters")
-    for row in manifest.itertuples():
-        shown = history[history["snapshot_id"] == row.snapshot_id]
-        name = shown["project_id"].iloc[0].removeprefix("proj-")
-        step = int((row.snapshot_at - T0).total_seconds() // (8 * 3600))
-        assert sorted(shown["chapter_id"]) == [f"{name}-{i}" for i in range(step + 1)]
+    run_together(take_as_writer, [(uri, s3, name, count) for name in ("a", "b")], timeout=180)
+    assert_every_snapshot_is_its_writers(SnapshotStore(uri, storage_options=s3), 2, count)

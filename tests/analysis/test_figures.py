@@ -4,18 +4,13 @@ simulated day on the emulator, whose ledger and webhook deliveries are the truth
 from __future__ import annotations
 
 import itertools
-from datetime import timedelta
 
 import pandas as pd
 import pytest
-from datafakes import T0, FakeService, iso
+from datafakes import T0, FakeService, hours, iso
 
 from toolkit import analysis
 from toolkit.store import SnapshotStore
-
-
-def hours(n: float):
-    return T0 + timedelta(hours=n)
 
 
 @pytest.fixture
