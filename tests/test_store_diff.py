@@ -77,3 +77,21 @@ def test_keys_out_of_line_take_the_join() -> None:
     assert _aligned_diff("languages", old.slice(0, 1), old) is None
     unkeyed = old.set_column(0, "chapter_id", pc.if_else(pa.array([True, False]), None, "b"))
     assert _aligned_diff("languages", unkeyed, unkeyed) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(snapshots())
+def test_changed_flags_rows_whose_coverage_or_failure_changed(
+    pair: tuple[pa.Table, pa.Table],
+) -> None:
+    # `_changed` is what lets the analysis skip progress-only rows: a row it misses would
+    # lose lines or runs, so it must be exactly "coverage or failure differs, or gone".
+    new, old = pair
+    before = {row["chapter_id"]: row for row in old.to_pylist()}
+    for row in diff(connect(), "languages", new, old).to_pylist():
+        was = before[row["chapter_id"]]
+        moved = row["covered"] != was["covered"] or row["failed"] != was["failed"]
+        assert row["_changed"] == (row["_deleted"] or moved)
+    for one_sided in (diff(connect(), "languages", new.slice(0, 0), old),
+                      diff(connect(), "languages", new, old.slice(0, 0))):  # fmt: skip
+        assert all(one_sided.column("_changed").to_pylist())  # gone, or new

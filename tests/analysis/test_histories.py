@@ -4,11 +4,15 @@ two weeks of snapshots with gaps; every figure from the snapshots alone and with
 from __future__ import annotations
 
 import pytest
+from deltalake import DeltaTable
 from ledger import WEBHOOK, check_runs, events, true_runs
 from page_images import make_page
+from pandas.testing import assert_frame_equal
 
 from toolkit import analysis
 from toolkit.store import SnapshotStore
+from toolkit.store import log as store_log
+from toolkit.store import writing as store_writing
 
 
 def simulate(
@@ -124,3 +128,42 @@ def test_two_weeks_with_an_outage(emulator, workspace, client, tmp_path, with_ev
     assert str(weekly["period"].dt.tz) == "Europe/Paris"
     assert weekly["credits"].sum() == runs["credits"].sum()
     assert runs["run_id"].is_unique
+
+
+class Twice:
+    """Takes every snapshot into two stores: `flagged` as this toolkit writes it, and
+    `unflagged` as a store written before `_changed` existed (no such column)."""
+
+    def __init__(self, flagged, unflagged, emulator, monkeypatch) -> None:
+        self.flagged, self.unflagged = flagged, unflagged
+        self.emulator, self.monkeypatch = emulator, monkeypatch
+
+    def take(self, client):
+        # Twice a minute apart, so that runs going show progress alone in between.
+        for _ in range(2):
+            self.flagged.take(client)
+            with self.monkeypatch.context() as old_toolkit:
+                for module in (store_log, store_writing):
+                    old_toolkit.setattr(module, "TRACKED", {})
+                self.unflagged.take(client)
+            self.emulator.advance(60)
+
+
+def test_a_store_written_before_the_changed_flag_reads_the_same_figures(
+    emulator, workspace, client, tmp_path, monkeypatch
+):
+    flagged = SnapshotStore(tmp_path / "flagged")
+    unflagged = SnapshotStore(tmp_path / "unflagged")
+    twice = Twice(flagged, unflagged, emulator, monkeypatch)
+    simulate(emulator, workspace, client, twice, steps=6, hours=1, gap=range(0), failing=0.5)
+    assert (
+        "_changed"
+        not in DeltaTable(str(tmp_path / "unflagged" / "chapters")).schema().to_arrow().names
+    )
+    # The flag leaves rows out in the new store (progress alone), none in the old one.
+    assert not flagged.changes("chapters")["_changed"].all()
+    assert unflagged.changes("chapters")["_changed"].isna().all()
+    assert_frame_equal(analysis.runs(flagged), analysis.runs(unflagged))
+    for figure in (analysis.throughput, analysis.credit_spend):
+        assert_frame_equal(figure(flagged, freq="1h"), figure(unflagged, freq="1h"))
+    check_figures(flagged, emulator, workspace)

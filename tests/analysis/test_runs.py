@@ -229,13 +229,13 @@ def test_one_store_object_builds_the_runs_once_until_something_is_written(
     emulator.advance(RUN)
     store.take(client)
     queries: list[str] = []
-    query = SnapshotStore.query
+    query = SnapshotStore.query_arrow
 
     def counted(self, sql, **options):
         queries.append(sql)
         return query(self, sql, **options)
 
-    monkeypatch.setattr(SnapshotStore, "query", counted)
+    monkeypatch.setattr(SnapshotStore, "query_arrow", counted)
     first = analysis.runs(store)
     analysis.cycle_times(store)
     analysis.failures(store)

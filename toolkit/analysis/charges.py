@@ -88,7 +88,6 @@ def split_charges(
 ) -> tuple[Split, np.ndarray]:
     """Split each row's rise into runs; also returns the rise itself (credits)."""
     chapter = rows["chapter_code"].to_numpy("int64")  # k-th chapter, k-th row of it
-    step = rows["step"].to_numpy("int64")
     credits, before = number(rows["credits_spent"]), number(rows["prev_credits"])
     new = flag(rows["is_new"])
     baseline = rows["idx"].to_numpy() == 0
@@ -104,10 +103,16 @@ def split_charges(
 
     split = Split(len(rows))
     paid = np.zeros(chapter.max() + 1 if len(chapter) else 0)
-    order = np.argsort(step, kind="stable")
-    bounds = np.searchsorted(step[order], np.arange(step.max() + 2 if len(step) else 1))
+    # Only a rise, a new chapter, a trashed one and the baseline change what was paid:
+    # the walk visits those rows (a year has some 40 a chapter, not hundreds), and the
+    # rows between carry what the row before them left.
+    moves = baseline | new | deleted | (rise > 0)
+    visited = np.flatnonzero(moves)
+    rank = _rank_within(chapter[visited])
+    order = visited[np.argsort(rank, kind="stable")]
+    bounds = np.searchsorted(np.sort(rank), np.arange(rank.max() + 2 if len(rank) else 1))
     for low, high in itertools.pairwise(bounds):
-        at = order[low:high]  # every chapter's k-th row
+        at = order[low:high]  # every chapter's k-th row that moves
         paid_before = np.where(new[at], 0.0, paid[chapter[at]])
         with np.errstate(invalid="ignore", divide="ignore"):
             # The baseline: what was spent paid for the pages it could.
@@ -130,6 +135,7 @@ def split_charges(
         after = np.where(baseline[at], at_start, after)
         paid[chapter[at]] = np.where(deleted[at], 0.0, after)
         split.paid[at] = paid[chapter[at]]
+    split.paid = _carried(split.paid, moves, chapter)
 
     # A novel's rise is its one run (a novel cannot be re-scanned); a rise without a
     # price to read it by is one run; so is a sign of a run without a rise (a store
@@ -158,6 +164,24 @@ def split_charges(
     split.count[going, 0] = 1
     split.pages[going, 0] = pages[going]
     return split, rise
+
+
+def _rank_within(groups: np.ndarray) -> np.ndarray:
+    """Each element's position among the equal values before it (`groups` sorted)."""
+    starts = np.flatnonzero(np.diff(groups, prepend=np.int64(-1)) != 0) if len(groups) else groups
+    run = np.repeat(starts, np.diff(np.append(starts, len(groups))))
+    ranked: np.ndarray = np.arange(len(groups)) - run
+    return ranked
+
+
+def _carried(values: np.ndarray, set_at: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """`values` where `set_at`, elsewhere the value of the last row set before in the
+    same group (0 when none); rows are in group order."""
+    last = np.maximum.accumulate(np.where(set_at, np.arange(len(values)), -1))
+    found = last >= 0
+    same = found & (groups[np.maximum(last, 0)] == groups)
+    carried: np.ndarray = np.where(same, values[np.maximum(last, 0)], 0.0)
+    return carried
 
 
 def _split_rows(

@@ -47,7 +47,9 @@ def _resets(obs: Observed) -> pd.DataFrame:
 # cleared, or a re-scan of the chapter was seen at that snapshot: `resets`) it counts
 # in full. A re-scan that ended with the coverage a language had before leaves no row
 # of that language at all: its row in force before the reset counts in full there
-# (`standing`).
+# (`standing`). Only rows flagged `_changed` are read (coverage or failure changed, new
+# or gone): a row that changed elsewhere adds no lines, and at a reset it counts the
+# coverage in force, which `standing` counts from the flagged row before it.
 LINES_SQL = """
 WITH log AS (
     SELECT idx, chapter_id, language_code, {key} AS key,
@@ -57,7 +59,7 @@ WITH log AS (
            coalesce(lag(covered) OVER w, 0) AS prev_covered,
            coalesce(lag(failed) OVER w, false) AS prev_failed,
            lead(idx) OVER w AS next_idx
-    FROM languages_changes
+    FROM languages_changes WHERE _changed IS NOT false
     WINDOW w AS (PARTITION BY chapter_id, language_code ORDER BY idx)
 ),
 rises AS (

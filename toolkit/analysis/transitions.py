@@ -1,12 +1,15 @@
 """The chapter changes that can start or end a run, read in one DuckDB query.
 
 A chapter's change log has a row whenever anything about it changed, mostly progress
-(`last_activity_at`). A run starts where `credits_spent` rises (or, in stores without
-charges, where `processing` turns on or `failed` is cleared) and ends where `processing`
-turns off; only those rows, the baseline and deletions are read back, each with its
-previous values beside it, so a year of hourly snapshots comes back as the few rows
-that matter. The projects' names, models and languages ride along in the same query:
-every `store.query` opens the store's logs once, and opening is much of the cost.
+(`last_activity_at`). The query reads only the rows the store flags `_changed` (new,
+gone, or changed in a column followed here; null, "may have changed", in stores written
+before the flag), a third of them, and compares each with the one before among those,
+which holds the same followed values as the row just before it. A run starts where
+`credits_spent` rises (or, in stores without charges, where `processing` turns on or
+`failed` is cleared) and ends where `processing` turns off; only those rows, the
+baseline and deletions are read back, each with its previous values beside it. The
+projects' names, models and languages ride along in the same query: every
+`store.query` opens the store's logs once, and opening is much of the cost.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -33,7 +38,7 @@ chapter_languages AS (
     -- A chapter runs in the languages it was created with, which its own rows show; the
     -- project's list may have changed since.
     SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
-    FROM languages_changes GROUP BY chapter_id
+    FROM languages_changes WHERE _changed IS NOT false GROUP BY chapter_id
 ),
 log AS (
     SELECT idx, chapter_id, project_id, position, title, page_count, started, processing,
@@ -47,7 +52,7 @@ log AS (
            lag(failed) OVER w AS prev_failed,
            lag(failure_reason) OVER w AS prev_reason,
            lag(status::VARCHAR) OVER w AS prev_status
-    FROM chapters_changes
+    FROM chapters_changes WHERE _changed IS NOT false
     WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
 )
 SELECT log.*, p.project, p.project_kind, p.model,
@@ -67,9 +72,6 @@ WHERE idx = 0 OR deleted OR is_new
    OR status IS DISTINCT FROM prev_status
 ORDER BY chapter_id, idx
 """
-
-
-OBJECT_COLUMNS = ("chapter_id", "project_id", "failure_reason", "prev_reason")
 
 
 def is_novel(rows: pd.DataFrame) -> np.ndarray:
@@ -95,13 +97,9 @@ def read_transitions(store: SnapshotStore) -> Transitions:
     times = _micros(manifest["snapshot_at"])
     if not len(times):
         return Transitions(pd.DataFrame(), times, None)
-    rows = store.query(TRANSITIONS_SQL)
-    # The texts numpy works with, as plain objects once (else each use converts the
-    # Arrow-backed column again); the others are compared in Arrow, where it is quick.
-    for column in OBJECT_COLUMNS:
-        rows[column] = rows[column].astype(object).where(rows[column].notna(), None)
+    rows = _frame(store.query_arrow(TRANSITIONS_SQL))
     # The query sorts by chapter, then snapshot: each chapter's rows are together.
-    ids = rows["chapter_id"].to_numpy(object)
+    ids = rows["chapter_id"].cat.codes.to_numpy()
     first = np.ones(len(ids), bool)
     first[1:] = ids[1:] != ids[:-1]
     rows["chapter_code"] = np.cumsum(first) - 1
@@ -109,6 +107,27 @@ def read_transitions(store: SnapshotStore) -> Transitions:
     rows["step"] = np.arange(len(ids)) - starts[rows["chapter_code"].to_numpy()]
     default = rows["default_model"].dropna()
     return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    """The query's rows as plain numpy columns, texts as categoricals: a year's hundreds
+    of thousands of rows convert in milliseconds so, where pandas' own conversion (a
+    Python object per text and per nullable flag) takes a second. Flags come back with
+    null as false, as `flag` reads them."""
+    columns: dict[str, object] = {}
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            encoded = column.dictionary_encode()
+            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+            columns[name] = pd.Categorical.from_codes(
+                codes, categories=pd.Index(encoded.dictionary.to_pylist(), dtype=object)
+            )
+        elif pa.types.is_boolean(column.type):
+            columns[name] = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
+        else:
+            columns[name] = column.to_pandas()
+    return pd.DataFrame(columns)
 
 
 def _micros(times: pd.Series) -> np.ndarray:

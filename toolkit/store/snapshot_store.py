@@ -389,6 +389,14 @@ class SnapshotStore:
         `languages`, `exports` (every snapshot's rows); `<table>_changes` (the change
         log, a row per change, `_deleted` marking rows that went away); `events`.
         frames: your own tables by name, to join with the store's in the same query."""
+        result = self.query_arrow(sql, frames=frames)
+        return schema.to_pandas(result, result.schema)
+
+    def query_arrow(
+        self, sql: str, *, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
+    ) -> pa.Table:
+        """`query`, answered as an Arrow table (no conversion to pandas: for results of
+        millions of rows that are read column by column)."""
         manifest = self._manifest()
 
         def run(logs: dict[str, Log]) -> pa.Table:
@@ -429,8 +437,7 @@ class SnapshotStore:
         # always one, whose connection runs the query.
         lowered = sql.lower()
         named = [name for name in schema.SNAPSHOT_TABLES if name in lowered] or ["projects"]
-        result = self._with_logs(named, manifest, run)
-        return schema.to_pandas(result, result.schema)
+        return self._with_logs(named, manifest, run)
 
     # Machinery
 

@@ -51,6 +51,8 @@ BASE_ID_KEY = "toolkit.base_id"
 # Commits retried when another writer got there first (appends never really conflict).
 COMMIT_RETRIES = 25
 APPEND_ATTEMPTS = 5
+# The types of columns a table may lack (added to the store after it was written).
+_DUCKDB_TYPES = {pa.bool_(): "BOOLEAN"}
 # zstd, as the first layout used: a third smaller than delta-rs's default snappy here.
 WRITER = WriterProperties(compression="ZSTD")
 
@@ -181,11 +183,15 @@ class Tables:
             table = self.get(name)
             before = self._listing(name)
             target: Any = table if table is not None else self.uri(name)
+            present = {f.name for f in table.schema().fields} if table is not None else set()
+            # A table written before a column was added to the store gains it.
+            grows = table is not None and bool(set(rows.schema.names) - present)
             try:
                 write_deltalake(
                     target,
                     rows,
                     mode="append",
+                    schema_mode="merge" if grows else None,
                     configuration=table_config(self.retention) if table is None else None,
                     storage_options=self.storage_options if table is None else None,
                     commit_properties=properties,
@@ -276,21 +282,24 @@ class Tables:
         """
         table = self.get(name)
         files = table.file_uris() if table is not None else []
-        if table is None or not files or not self._plain(table, schema):
-            con.register(view, self.dataset(name, schema))
-            return
-        listed = ", ".join("'" + uri.replace("'", "''") + "'" for uri in files)
-        columns = ", ".join('"' + field.name + '"' for field in schema)
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {columns} "
-            f"FROM read_parquet([{listed}], union_by_name = true)"
-        )
+        present = {field.name for field in table.schema().fields} if table is not None else set()
+        # A column the table never had (one added to the store since it was written)
+        # reads as null.
+        columns = ", ".join(
+            f'"{field.name}"' if field.name in present or table is None
+            else f'CAST(NULL AS {_DUCKDB_TYPES[field.type]}) AS "{field.name}"'
+            for field in schema
+        )  # fmt: skip
+        if table is None or not files or not self._plain(table):
+            con.register(f"{view}_dataset", self.dataset(name, schema))
+            source = f"{view}_dataset"
+        else:
+            listed = ", ".join("'" + uri.replace("'", "''") + "'" for uri in files)
+            source = f"read_parquet([{listed}], union_by_name = true)"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {columns} FROM {source}")
 
-    def _plain(self, table: DeltaTable, schema: pa.Schema) -> bool:
-        if not self.local or table.protocol().min_reader_version > 1:
-            return False
-        present = {field.name for field in table.schema().fields}
-        return all(field.name in present for field in schema)
+    def _plain(self, table: DeltaTable) -> bool:
+        return self.local and table.protocol().min_reader_version <= 1
 
     def read_files(
         self, name: str, cache: dict[str, pa.Table], schema: pa.Schema

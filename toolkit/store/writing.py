@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.frames import schema
-from toolkit.store.log import connect, diff, stored_schema
+from toolkit.store.log import CHANGED, DELETED, TRACKED, connect, diff, stored_schema
 from toolkit.store.tables import (
     BASE_ID_KEY,
     SNAPSHOT_AT_KEY,
@@ -54,10 +54,10 @@ def changes_of(
             change = diff(con, name, table, old)
             if full:
                 target = stored_schema(name).remove(0).remove(0)
-                gone = change.filter(change.column("_deleted"))
-                kept = table.append_column(
-                    "_deleted", pa.array([False] * table.num_rows, pa.bool_())
-                )
+                gone = change.filter(change.column(DELETED))
+                kept = table.append_column(DELETED, pa.array([False] * table.num_rows, pa.bool_()))
+                if name in TRACKED:
+                    kept = kept.append_column(CHANGED, _changed_in(table, change, name))
                 change = pa.concat_tables(
                     [schema.conform(kept, target), schema.conform(gone, target)]
                 )
@@ -67,6 +67,19 @@ def changes_of(
     finally:
         con.close()
     return changes
+
+
+def _changed_in(table: pa.Table, change: pa.Table, name: str) -> pa.Array:
+    """For each row of `table`, whether `change` (its diff) flags it `_changed`."""
+    keys = list(schema.KEYS[name])
+    flagged = change.filter(pc.and_(pc.invert(change.column(DELETED)), change.column(CHANGED)))
+    numbered = table.select(keys).append_column(
+        "_row", pa.array(np.arange(table.num_rows), pa.int64())
+    )
+    hits = numbered.join(flagged.select(keys), keys=keys, join_type="inner")
+    marks = np.zeros(table.num_rows, dtype=bool)
+    marks[hits.column("_row").to_numpy()] = True
+    return pa.array(marks)
 
 
 def stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
