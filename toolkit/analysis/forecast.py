@@ -34,7 +34,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import When, moment, period_starts
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
-from toolkit.analysis.runs import all_runs
+from toolkit.analysis.runs import all_runs, paid_pages
 
 if TYPE_CHECKING:
     from pandas._typing import Scalar
@@ -191,9 +191,9 @@ def _pages_at_last_run(obs: Observed, log: pd.DataFrame, as_of: pd.Timestamp) ->
     paid = credits > credits.groupby(log["chapter_id"]).shift(1).fillna(0)
     ran = log[flag(log["processing"]) | paid].groupby("chapter_id").tail(1)
     pages = dict(zip(ran["chapter_id"], ran["page_count"].fillna(0).astype(int), strict=True))
-    seen = all_runs(obs)  # also works out obs.memo["paid_pages"]
-    if as_of == obs.times[-1] and "paid_pages" in obs.memo:
-        from_runs = cast(pd.Series, obs.memo["paid_pages"]).dropna()
+    seen = all_runs(obs)
+    if as_of == obs.times[-1]:
+        from_runs = paid_pages(obs).dropna()
     else:
         seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
         from_runs = seen.groupby("chapter_id")["pages"].sum()

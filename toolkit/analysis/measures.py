@@ -10,7 +10,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import When, period_starts, within
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.runs import all_runs, prices
+from toolkit.analysis.runs import all_runs, prices, rescans_seen
 from toolkit.analysis.timing import fill_grid
 
 if TYPE_CHECKING:
@@ -30,15 +30,7 @@ def _check(name: str, value: str, allowed: Sequence[str]) -> None:
 def _resets(obs: Observed) -> pd.DataFrame:
     """`chapter_id, idx` (snapshot position) where a chapter's counts restarted: a
     re-scan was seen there (it clears `failed` and pays again for the pages)."""
-    runs = all_runs(obs)
-    rescans = runs[(runs["kind"] == "rescan").fillna(False)]
-    frame = pd.DataFrame(
-        {
-            "chapter_id": rescans["chapter_id"].astype("str").array,
-            "idx": rescans["seen_idx"].to_numpy("int64"),
-        }
-    )
-    return frame.drop_duplicates(ignore_index=True)
+    return rescans_seen(obs).drop_duplicates(ignore_index=True)
 
 
 # The lines of each change of a chapter-language, summed per period in DuckDB: only the

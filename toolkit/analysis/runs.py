@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.analysis.calendar import When, within
-from toolkit.analysis.charges import SLOTS, learn_prices, split_charges
+from toolkit.analysis.charges import SLOTS, Split, learn_prices, split_charges
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.transitions import (
     NO_TIME,
@@ -75,6 +77,7 @@ def runs(
     failed), `finished_source` (`event`, `last_activity` or `snapshot`), `outcome`
     (`finished`, `failed`, `stalled`, `running`; null where the store cannot tell) and
     `failure_reason`. `since`/`until` keep runs that started in [since, until).
+    Sorted by start (unknown starts last), then chapter, then run number.
     docs/analysis.md says how each field is derived and what the store cannot know.
     """
     frame = all_runs(observe(store))
@@ -109,20 +112,69 @@ def _languages(rows: pd.DataFrame) -> np.ndarray:
     return np.asarray(np.maximum(number(rows["n_languages"]), 1.0), "float64")
 
 
+class Charges(NamedTuple):
+    """The transition rows' rises split into runs (`split_charges`), with the price per
+    page (all target languages) each row was read at."""
+
+    split: Split
+    rise: np.ndarray
+    per_page: np.ndarray
+
+
+def charges(obs: Observed) -> Charges:
+    if "charges" not in obs.memo:
+        rows = transitions(obs).rows
+        n_languages = _languages(rows)
+        learned = prices(obs)
+        workspace_price = learned.get(None, np.nan)
+        own = {k: v for k, v in learned.items() if k is not None}
+        # By project code: a price per project, then one take for the rows.
+        projects = rows["project_id"].cat
+        price = np.array(
+            [own.get(str(p), workspace_price) for p in projects.categories] + [workspace_price]
+        )[projects.codes.to_numpy()]
+        split, rise = split_charges(rows, n_languages=n_languages, price=price)
+        obs.memo["charges"] = Charges(split, rise, n_languages * price)
+    return cast(Charges, obs.memo["charges"])
+
+
+def paid_pages(obs: Observed) -> pd.Series:
+    """Pages each chapter (by id) has paid for at the last snapshot: run at least once;
+    held pages not yet."""
+    found = transitions(obs)
+    if found.empty:
+        return pd.Series(dtype="float64")
+    rows = found.rows
+    last = np.append(rows["step"].to_numpy()[1:] == 0, True)
+    ids = rows["chapter_id"].astype(object).to_numpy()[last]
+    return pd.Series(charges(obs).split.paid[last], index=ids)
+
+
+def rescans_seen(obs: Observed) -> pd.DataFrame:
+    """`chapter_id, idx`: where a re-scan of a chapter was seen (the snapshot position
+    whose rise paid for it), without building the runs."""
+    found = transitions(obs)
+    if found.empty:
+        return pd.DataFrame({"chapter_id": pd.Series(dtype=object), "idx": np.zeros(0, "int64")})
+    count = charges(obs).split.count
+    seen = (count[:, SLOTS.index("rescan")] + count[:, len(SLOTS) - 1]) > 0
+    rows = found.rows
+    return pd.DataFrame(
+        {
+            "chapter_id": rows["chapter_id"].astype(object).to_numpy()[seen],
+            "idx": rows["idx"].to_numpy("int64")[seen],
+        }
+    )
+
+
 def _build(obs: Observed) -> pd.DataFrame:
     found = transitions(obs)
     if found.empty:
         return _empty()
-    rows = found.rows.reset_index(drop=True)
+    rows = found.rows
     n_languages = _languages(rows)
-    learned = prices(obs)
     project = rows["project_id"].astype(object)
-    workspace_price = learned.get(None, np.nan)
-    price = project.map({k: v for k, v in learned.items() if k is not None}).fillna(workspace_price)
-    per_page = n_languages * price.to_numpy("float64")
-    split, rise = split_charges(rows, n_languages=n_languages, price=price.to_numpy("float64"))
-    paid = pd.Series(split.paid, index=rows["chapter_id"].astype(object).to_numpy())
-    obs.memo["paid_pages"] = paid.groupby(level=0, sort=False).last()
+    split, rise, per_page = charges(obs)
 
     # One run per (row, slot, repeat), in the order they ran between the two snapshots.
     counts = split.count.ravel()
@@ -362,55 +414,81 @@ def _reason(data: Any) -> str | None:
 def _finish(
     frame: pd.DataFrame, rows: pd.DataFrame, found: Transitions, times: np.ndarray
 ) -> pd.DataFrame:
+    """The runs frame: texts taken from the rows' categories by code, in Arrow (a year
+    has some 200,000 runs; maps of Python strings cost a second), sorted by start, then
+    chapter and run number."""
+    row = frame["row"].to_numpy("int64")
+    chapter = rows["chapter_code"].to_numpy("int64")
     last_of_chapter = np.append(rows["step"].to_numpy()[1:] == 0, True)
-    chapter_rows = rows[last_of_chapter]
-    titles = (
-        chapter_rows["title"]
-        .astype(object)
-        .where(chapter_rows["title"].notna(), "Chapter " + chapter_rows["position"].astype(str))
+    titles, positions = rows["title"][last_of_chapter], rows["position"][last_of_chapter]
+    labels = (
+        titles.astype(object)
+        .where(titles.notna(), "Chapter " + positions.astype(str))
+        .to_numpy(object)
     )
-    label = dict(zip(chapter_rows["chapter_id"], titles, strict=True))
-    project_names = rows.drop_duplicates("project_id").set_index("project_id")["project"]
-    models = rows.drop_duplicates("project_id").set_index("project_id")["model"].astype(object)
-    models = models.where(models.notna(), found.default_model)
-    n_runs = frame.groupby("chapter_id", sort=False).cumcount() + 1
+    run_chapter = chapter[row]
+    first_of_chapter = np.ones(len(row), bool)
+    first_of_chapter[1:] = run_chapter[1:] != run_chapter[:-1]
+    number = np.arange(len(row)) - np.maximum.accumulate(
+        np.where(first_of_chapter, np.arange(len(row)), 0)
+    )
+    models = _text_of(rows["model"], row)
+    default = pa.scalar(found.default_model, pa.string())
+    models = pc.if_else(pc.is_null(models), default, models)
+    chapter_ids = _text_of(rows["chapter_id"], row)
+    run_ids = pc.binary_join_element_wise(chapter_ids, pa.array(number + 1).cast(pa.string()), "/")
     out = pd.DataFrame(
         {
-            "run_id": frame["chapter_id"] + "/" + n_runs.astype(str),
-            "chapter_id": frame["chapter_id"],
-            "chapter": frame["chapter_id"].map(label),
-            "project_id": frame["project_id"],
-            "project": frame["project_id"].map(project_names),
-            "kind": frame["kind"],
+            "run_id": _text(run_ids),
+            "chapter_id": _text(chapter_ids),
+            "chapter": _text(pa.array(labels[run_chapter], pa.string(), from_pandas=True)),
+            "project_id": _text(_text_of(rows["project_id"], row)),
+            "project": _text(_text_of(rows["project"], row)),
+            "kind": _text(frame["kind"].to_numpy(object)),
             "pages": frame["pages"].round().astype("int64"),
             "languages": frame["languages"].astype("int64"),
-            "models": frame["project_id"].map(models),
+            "models": _text(models),
             "credits": frame["credits"],
             "rework": np.where(frame["kind"] == "rescan", frame["credits"], 0.0),
             "started_at": _times(frame["started"].to_numpy()),
-            "started_source": np.where(
-                frame["from_creation"].to_numpy(bool),
-                "created",
-                np.where(frame["started"].to_numpy() == NO_TIME, np.array(None), "snapshot"),
+            "started_source": _text(
+                np.where(
+                    frame["from_creation"].to_numpy(bool),
+                    "created",
+                    np.where(frame["started"].to_numpy() == NO_TIME, np.array(None), "snapshot"),
+                )
             ),
             "finished_at": _times(frame["finished"].to_numpy()),
-            "finished_source": frame["finished_source"],
-            "outcome": frame["outcome"],
-            "failure_reason": frame["failure_reason"],
+            "finished_source": _text(frame["finished_source"].to_numpy(object)),
+            "outcome": _text(frame["outcome"].to_numpy(object)),
+            "failure_reason": _text(frame["failure_reason"].to_numpy(object)),
             "seen_idx": frame["seen_idx"],
             "seen_at": _times(times[frame["seen_idx"].to_numpy()]),
             "created_at": _times(frame["created"].to_numpy()),
         }
     )
     _novel_retries(out, rows)
-    for column in ("run_id", "chapter_id", "chapter", "project_id", "project", "kind", "models",
-                   "started_source", "finished_source", "outcome", "failure_reason"):  # fmt: skip
-        out[column] = out[column].astype(TEXT)
     for column in ("pages", "languages", "seen_idx"):
         out[column] = out[column].astype("Int64")
     for column in ("credits", "rework"):
         out[column] = out[column].astype("Float64")
-    return out.sort_values(["started_at", "run_id"], ignore_index=True)
+    started = frame["started"].to_numpy()
+    order = np.lexsort((number, run_chapter, np.where(started == NO_TIME, FAR, started)))
+    return out.take(order).reset_index(drop=True)
+
+
+def _text_of(column: pd.Series, at: np.ndarray) -> pa.Array:
+    """A categorical column's texts at rows `at`, as Arrow strings."""
+    codes = np.asarray(column.cat.codes.to_numpy("int64")[at])
+    categories = pa.array(column.cat.categories.to_numpy(object), pa.string())
+    return pc.take(categories, pa.array(codes, mask=codes < 0))
+
+
+def _text(values: pa.Array | np.ndarray) -> pd.arrays.ArrowStringArray:
+    """Texts as the toolkit's string dtype, straight from Arrow."""
+    if isinstance(values, np.ndarray):
+        values = pa.array(values, pa.string(), from_pandas=True)
+    return pd.arrays.ArrowStringArray(values)
 
 
 def _novel_retries(out: pd.DataFrame, rows: pd.DataFrame) -> None:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import When, within
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.runs import all_runs
+from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.timing import RunsBy, check_by
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def stuck(
     what = np.where(novel, "upload its text again as a new chapter", "re-scan it to retry")
     add(failed, "failed", failed["failure_reason"].fillna("failed").astype(str) + " (" + what + ")",
         failed["last_activity_at"])  # fmt: skip
-    paid = cast(pd.Series, obs.memo.get("paid_pages", pd.Series(dtype="float64")))
+    paid = paid_pages(obs)
     started = latest["started"].fillna(False).astype(bool)
     pages = latest["page_count"].fillna(0).astype("int64")
     unpaid = pages - latest["chapter_id"].map(paid).fillna(pages).astype("int64")
@@ -189,8 +189,6 @@ def stuck(
 def _latest_chapters(obs: Observed) -> pd.DataFrame:
     if "latest_chapters" not in obs.memo:
         obs.memo["latest_chapters"] = obs.store.latest("chapters")
-    if "paid_pages" not in obs.memo:
-        all_runs(obs)  # works out the pages each chapter has paid for
     return cast(pd.DataFrame, obs.memo["latest_chapters"])
 
 
