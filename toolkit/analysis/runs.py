@@ -287,7 +287,7 @@ def _ends(
     outcome[run_failed] = np.where(stall[run_failed], "stalled", "failed")
     outcome[last & (why == 3)] = "running"
     # last_activity_at is the run's last step unless something touched the chapter after.
-    became_reviewed = flag(rows["status"] == "reviewed") & ~flag(rows["prev_status"] == "reviewed")
+    became_reviewed = flag(rows["reviewed"]) & ~flag(rows["prev_reviewed"])
     reviewed = became_reviewed[k]
     grew_unpaid = (number(rows["page_count"])[k] > number(rows["prev_pages"])[k]) & (
         number(rows["credits_spent"])[k] == number(rows["prev_credits"])[k]

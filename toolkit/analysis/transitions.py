@@ -41,9 +41,10 @@ chapter_languages AS (
     FROM languages_changes WHERE _changed IS NOT false GROUP BY chapter_id
 ),
 log AS (
-    SELECT idx, chapter_id, project_id, position, title, page_count, started, processing,
+    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
            failed, failure_reason, status::VARCHAR AS status, credits_spent,
            last_activity_at, created_at, _deleted AS deleted,
+           lag(idx) OVER w IS NULL AS first_row,
            lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
            lag(credits_spent) OVER w AS prev_credits,
            lag(page_count) OVER w AS prev_pages,
@@ -55,12 +56,26 @@ log AS (
     FROM chapters_changes WHERE _changed IS NOT false
     WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
 )
-SELECT log.*, p.project, p.project_kind, p.model,
+-- What is the same on every row of a chapter (its id, project, names, the service's
+-- default model) comes on its first row only: texts are most of what a query hands
+-- over, and a year has hundreds of thousands of rows.
+SELECT idx, page_count, started, processing, failed, failure_reason, credits_spent,
+       last_activity_at, created_at, deleted, is_new, prev_credits, prev_pages,
+       prev_started, prev_processing, prev_failed, prev_reason,
+       status = 'reviewed' AS reviewed, prev_status = 'reviewed' AS prev_reviewed,
+       p.project_kind = 'novel' AS novel,
        coalesce(l.n_chapter_languages, p.n_languages) AS n_languages,
-       (SELECT models[1] FROM languages_changes
-        WHERE len(models) > 0 AND project_id IN
-              (SELECT project_id FROM projects WHERE model IS NULL)
-        LIMIT 1) AS default_model
+       CASE WHEN first_row THEN chapter_id END AS chapter_id,
+       CASE WHEN first_row THEN project_id END AS project_id,
+       CASE WHEN first_row THEN p.project END AS project,
+       CASE WHEN first_row THEN p.model END AS model,
+       title, position,
+       CASE WHEN first_row THEN
+           (SELECT models[1] FROM languages_changes
+            WHERE len(models) > 0 AND project_id IN
+                  (SELECT project_id FROM projects WHERE model IS NULL)
+            LIMIT 1)
+       END AS default_model
 FROM log LEFT JOIN projects p USING (project_id)
          LEFT JOIN chapter_languages l USING (chapter_id)
 WHERE idx = 0 OR deleted OR is_new
@@ -70,13 +85,13 @@ WHERE idx = 0 OR deleted OR is_new
    OR coalesce(failed, false) <> coalesce(prev_failed, false)
    OR failure_reason IS DISTINCT FROM prev_reason
    OR status IS DISTINCT FROM prev_status
-ORDER BY chapter_id, idx
+ORDER BY log.chapter_id, idx
 """
 
 
 def is_novel(rows: pd.DataFrame) -> np.ndarray:
     """Whether each row's project is a novel (priced by its text, never re-scanned)."""
-    return np.asarray((rows["project_kind"] == "novel").fillna(False).to_numpy(bool), bool)
+    return flag(rows["novel"])
 
 
 @dataclass(frozen=True)
@@ -98,15 +113,29 @@ def read_transitions(store: SnapshotStore) -> Transitions:
     if not len(times):
         return Transitions(pd.DataFrame(), times, None)
     rows = _frame(store.query_arrow(TRANSITIONS_SQL))
-    # The query sorts by chapter, then snapshot: each chapter's rows are together.
-    ids = rows["chapter_id"].cat.codes.to_numpy()
-    first = np.ones(len(ids), bool)
-    first[1:] = ids[1:] != ids[:-1]
-    rows["chapter_code"] = np.cumsum(first) - 1
+    # The query sorts by chapter, then snapshot: each chapter's rows are together, and
+    # its first row holds what is the same on all of them.
+    first = rows["chapter_id"].notna().to_numpy()
+    chapter = np.cumsum(first) - 1
+    rows["chapter_code"] = chapter
     starts = np.flatnonzero(first)
-    rows["step"] = np.arange(len(ids)) - starts[rows["chapter_code"].to_numpy()]
+    rows["step"] = np.arange(len(rows)) - starts[chapter]
+    for column in PER_CHAPTER:
+        rows[column] = _spread(rows[column], first, chapter)
     default = rows["default_model"].dropna()
     return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
+
+
+PER_CHAPTER = ("chapter_id", "project_id", "project", "model")
+
+
+def _spread(column: pd.Series, first: np.ndarray, chapter: np.ndarray) -> pd.Series:
+    """A text given on each chapter's first row, on every row of the chapter (by code:
+    no text is copied)."""
+    dtype = column.dtype
+    assert isinstance(dtype, pd.CategoricalDtype)
+    codes = np.asarray(column.cat.codes.to_numpy()[first][chapter], "int64")
+    return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype), copy=False)
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
