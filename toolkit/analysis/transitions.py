@@ -166,11 +166,15 @@ def _micros(times: pd.Series) -> np.ndarray:
 
 def flag(values: pd.Series) -> np.ndarray:
     """A nullable boolean column as plain bools, null as False."""
+    if values.dtype == np.dtype(bool):
+        return np.asarray(values.to_numpy(), bool)  # the transitions' flags: no copy
     return np.asarray(values.fillna(False).to_numpy(bool), bool)
 
 
 def number(values: pd.Series) -> np.ndarray:
     """A nullable count as floats, null as 0."""
+    if isinstance(values.dtype, np.dtype) and values.dtype.kind in "iuf":
+        return np.asarray(np.nan_to_num(values.to_numpy("float64"), nan=0.0), "float64")
     return np.asarray(values.astype("Float64").fillna(0).to_numpy("float64"), "float64")
 
 
