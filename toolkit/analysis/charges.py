@@ -59,17 +59,22 @@ def learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | N
         return {}
     price = np.round(credits[first] / (pages[first] * n_languages[first]), 9)
     seen = pd.DataFrame({"project_id": rows["project_id"].to_numpy(object)[first], "price": price})
-    prices: dict[str | None, float] = {None: _typical(seen["price"])}
-    for project, group in seen.groupby("project_id")["price"]:
-        prices[str(project)] = _typical(group) if len(group) >= 2 else prices[None]
+    workspace = _typical(seen.assign(project_id=""))[""]
+    prices: dict[str | None, float] = {None: workspace}
+    samples = seen["project_id"].value_counts().to_dict()
+    for project, typical in _typical(seen).items():
+        prices[str(project)] = typical if samples[project] >= 2 else workspace
     return prices
 
 
-def _typical(prices: pd.Series) -> float:
-    """The most common price, the lowest of equally common ones: a first charge that
-    also paid for a re-run between the same two snapshots shows a multiple of it."""
-    counts = prices.value_counts()
-    return float(counts[counts == counts.max()].index.min())
+def _typical(seen: pd.DataFrame) -> dict[object, float]:
+    """Per project id, the most common price, the lowest of equally common ones: a first
+    charge that also paid for a re-run between the same two snapshots shows a multiple
+    of it. (One count of every project and price, not a count per project.)"""
+    counts = seen.groupby(["project_id", "price"]).size().rename("n").reset_index()
+    counts = counts.sort_values(["project_id", "n", "price"], ascending=[True, False, True])
+    best = counts.drop_duplicates("project_id")
+    return dict(zip(best["project_id"], best["price"].astype(float), strict=True))
 
 
 class Split:

@@ -41,6 +41,7 @@ from toolkit.analysis.transitions import (
     micros,
     number,
     texts,
+    unconsolidated,
 )
 
 if TYPE_CHECKING:
@@ -173,7 +174,6 @@ def _build(obs: Observed) -> pd.DataFrame:
         return _empty()
     rows = found.rows
     n_languages = _languages(rows)
-    project = rows["project_id"].astype(object)
     split, rise, per_page = charges(obs)
 
     # One run per (row, slot, repeat), in the order they ran between the two snapshots.
@@ -211,10 +211,9 @@ def _build(obs: Observed) -> pd.DataFrame:
     started = np.where(from_creation, created, np.where(at_baseline, NO_TIME, before))
 
     end_row, end_kind = _end_rows(rows, n_in_row)
-    frame = pd.DataFrame(
+    frame = unconsolidated(
         {
-            "chapter_id": rows["chapter_id"].astype(object).to_numpy()[row],
-            "project_id": project.to_numpy()[row],
+            "chapter": rows["chapter_id"].cat.codes.to_numpy("int64")[row],
             "kind": kind,
             "pages": pages,
             "languages": n_languages[row],
@@ -228,10 +227,11 @@ def _build(obs: Observed) -> pd.DataFrame:
             "created": created,
             "window_low": before,
             "window_high": at,
-        }
+        },
+        len(row),
     )
     _ends(frame, rows, times, end_row[row], end_kind[row])
-    _match_events(frame, obs)
+    _match_events(frame, obs, rows["chapter_id"].cat.categories)
     # Runs between the same two snapshots ran one after another.
     frame["started"] = frame.groupby("row", sort=False)["started"].cummax()
     return _finish(frame, rows, found, times)
@@ -318,23 +318,24 @@ def _ends(
     frame["skip"] = np.where(in_row, frame["ordinal"] + prev_open, 0)
 
 
-def _match_events(frame: pd.DataFrame, obs: Observed) -> None:
+def _match_events(frame: pd.DataFrame, obs: Observed, chapters: pd.Index) -> None:
     """Each run's `chapter.finished` / `chapter.failed` event, where the store has it:
-    the chapter's events in the run's window, in order, one per run."""
+    the chapter's events in the run's window, in order, one per run. `frame["chapter"]`
+    is each run's chapter as a position in `chapters`."""
     events = _terminal_events(obs)
     frame["event"] = -1
+    event_code = chapters.get_indexer(pd.Index(events["chapter_id"]))
+    events = events[event_code >= 0].reset_index(drop=True)
+    event_code = event_code[event_code >= 0]
     if events.empty or frame.empty:
         return
-    codes, uniques = pd.factorize(
-        pd.concat([events["chapter_id"].astype(object), frame["chapter_id"]], ignore_index=True)
-    )
-    event_code, run_code = codes[: len(events)], codes[len(events) :]
+    run_code = frame["chapter"].to_numpy("int64")
     stamp = events["at"].to_numpy()
     low_time = int(min(stamp.min(), frame["window_low"].min())) - 1
     span = (
         int(max(stamp.max(), frame["window_high"].clip(upper=stamp.max() + 1).max())) - low_time + 2
     )
-    if span * (len(uniques) + 1) >= FAR:
+    if span * (len(chapters) + 1) >= FAR:
         raise OverflowError("too many chapters and too long a history to match events")
 
     def key(code: np.ndarray, when: np.ndarray) -> np.ndarray:

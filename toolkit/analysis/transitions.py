@@ -14,8 +14,9 @@ projects' names, models and languages ride along in the same query: every
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -156,7 +157,17 @@ def _frame(table: pa.Table) -> pd.DataFrame:
             columns[name] = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
         else:
             columns[name] = column.to_pandas()
-    return pd.DataFrame(columns)
+    return unconsolidated(columns, table.num_rows)
+
+
+def unconsolidated(columns: Mapping[str, Any], n: int) -> pd.DataFrame:
+    """A frame of these columns, each kept as its own array: `pd.DataFrame(dict)` copies
+    columns of one dtype into a 2-D block, which for hundreds of thousands of rows costs
+    more than anything done with them afterwards."""
+    frame = pd.DataFrame(index=pd.RangeIndex(n))
+    for name, values in columns.items():
+        frame[name] = values
+    return frame
 
 
 def _micros(times: pd.Series) -> np.ndarray:
