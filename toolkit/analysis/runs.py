@@ -275,13 +275,14 @@ def _ends(
     start_row = frame["row"].to_numpy()
     kind = frame["kind"].to_numpy()
     failed = flag(rows["failed"])
-    reason = texts(rows["failure_reason"])
+    # The reasons only where runs end and start (a third of the rows, as Python texts).
+    reason = texts(rows["failure_reason"].take(k))
     prev_failed = flag(rows["prev_failed"])
-    prev_reason = texts(rows["prev_reason"])
+    prev_reason = texts(rows["prev_reason"].take(start_row))
     fresh = np.isin(kind, ["first", "rescan"])
-    reason_changed = np.asarray(reason[k] != prev_reason[start_row], bool)
+    reason_changed = np.asarray(reason != prev_reason, bool)
     run_failed = settled & failed[k] & (fresh | ~prev_failed[start_row] | reason_changed)
-    stall = stalls(reason[k])
+    stall = stalls(reason)
     outcome = np.full(len(frame), None, object)
     outcome[settled] = "finished"
     outcome[run_failed] = np.where(stall[run_failed], "stalled", "failed")
@@ -303,7 +304,7 @@ def _ends(
     frame["finished_source"] = np.where(
         settled, np.where(touched, "snapshot", "last_activity"), np.array(None)
     )
-    frame["failure_reason"] = np.where(run_failed, reason[k], np.array(None))
+    frame["failure_reason"] = np.where(run_failed, reason, np.array(None))
     # Where the end may lie, for matching events: a run that ended before its row's
     # snapshot, between it and the one before; the last run of a row still processing,
     # between that snapshot and the one that showed how it ended.
@@ -433,6 +434,12 @@ def _finish(
     number = np.arange(len(row)) - np.maximum.accumulate(
         np.where(first_of_chapter, np.arange(len(row)), 0)
     )
+    # In the order of the result from here on: permuting numpy columns is cheap, the
+    # finished frame's texts are not.
+    started = frame["started"].to_numpy()
+    order = np.lexsort((number, run_chapter, np.where(started == NO_TIME, FAR, started)))
+    frame = frame.take(order).reset_index(drop=True)
+    row, run_chapter, number = row[order], run_chapter[order], number[order]
     models = _text_of(rows["model"], row)
     default = pa.scalar(found.default_model, pa.string())
     models = pc.if_else(pc.is_null(models), default, models)
@@ -473,9 +480,7 @@ def _finish(
         out[column] = out[column].astype("Int64")
     for column in ("credits", "rework"):
         out[column] = out[column].astype("Float64")
-    started = frame["started"].to_numpy()
-    order = np.lexsort((number, run_chapter, np.where(started == NO_TIME, FAR, started)))
-    return out.take(order).reset_index(drop=True)
+    return out
 
 
 def _text_of(column: pd.Series, at: np.ndarray) -> pa.Array:
