@@ -18,8 +18,10 @@ import toolkit as tk
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
 from toolkit.store import ids as _store_ids
+from toolkit.store import log as store_log
 from toolkit.store import snapshot_store as store_module
 from toolkit.store import tables as _store_tables
+from toolkit.store import writing as store_writing
 
 
 def fake_workspace(service: FakeService) -> tk.Workspace:
@@ -235,6 +237,34 @@ def test_unchanged_rows_are_not_written_again(tmp_path, service):
     changes = store.query("SELECT snapshot_at, chapter_id FROM languages_changes ORDER BY 1, 2")
     second = changes[changes["snapshot_at"] == pd.Timestamp(hours(1))]
     assert second["chapter_id"].tolist() == ["c1", "c1"]  # both languages of c1, nothing else
+
+
+def test_a_store_written_before_the_changed_flag_gains_it_and_reads_as_before(
+    tmp_path, service, monkeypatch
+):
+    # Stores written by an earlier toolkit have no `_changed` column: the next snapshot
+    # adds it (a Delta schema change), older rows read it as null, "may have changed".
+    with monkeypatch.context() as old_toolkit:
+        for module in (store_log, store_writing):
+            old_toolkit.setattr(module, "TRACKED", {})
+        old = SnapshotStore(tmp_path)
+        old.take(service, at=hours(0))
+        service.update("c1", covered=5)
+        old.take(service, at=hours(1))
+    assert "_changed" not in DeltaTable(str(tmp_path / "languages")).schema().to_arrow().names
+    store = SnapshotStore(tmp_path)
+    service.update("c1", covered=6)
+    store.take(service, at=hours(2))
+    service.update("c1", untranslated=2)  # not a column `_changed` follows
+    store.take(service, at=hours(3))
+    assert "_changed" in DeltaTable(str(tmp_path / "languages")).schema().to_arrow().names
+    changes = SnapshotStore(tmp_path).changes("languages", project_ids=["p1"])
+    flags = changes.groupby("idx")["_changed"].agg(lambda f: f.tolist()).to_dict()
+    assert flags[0] == [pd.NA, pd.NA] and flags[1] == [pd.NA, pd.NA]
+    assert flags[2] == [True, True] and flags[3] == [False, False]
+    latest = SnapshotStore(tmp_path).latest("languages")
+    assert_same(latest, stamped(fake_workspace(service), "languages", latest["snapshot_id"][0],
+                                hours(3)), "languages")  # fmt: skip
 
 
 # Crash safety: a write that stops at any step leaves the store as it was.
