@@ -441,15 +441,17 @@ def _finish(
     frame = frame.take(order).reset_index(drop=True)
     row, run_chapter, number = row[order], run_chapter[order], number[order]
     models = _text_of(rows["model"], row)
-    default = pa.scalar(found.default_model, pa.string())
+    default = pa.scalar(found.default_model, pa.large_string())
     models = pc.if_else(pc.is_null(models), default, models)
     chapter_ids = _text_of(rows["chapter_id"], row)
-    run_ids = pc.binary_join_element_wise(chapter_ids, pa.array(number + 1).cast(pa.string()), "/")
+    run_ids = pc.binary_join_element_wise(
+        chapter_ids, pa.array(number + 1).cast(pa.large_string()), pa.scalar("/", pa.large_string())
+    )
     out = pd.DataFrame(
         {
             "run_id": _text(run_ids),
             "chapter_id": _text(chapter_ids),
-            "chapter": _text(pa.array(labels[run_chapter], pa.string(), from_pandas=True)),
+            "chapter": _text(labels[run_chapter]),
             "project_id": _text(_text_of(rows["project_id"], row)),
             "project": _text(_text_of(rows["project"], row)),
             "kind": _text(frame["kind"].to_numpy(object)),
@@ -486,14 +488,17 @@ def _finish(
 def _text_of(column: pd.Series, at: np.ndarray) -> pa.Array:
     """A categorical column's texts at rows `at`, as Arrow strings."""
     codes = np.asarray(column.cat.codes.to_numpy("int64")[at])
-    categories = pa.array(column.cat.categories.to_numpy(object), pa.string())
+    categories = pa.array(column.cat.categories.to_numpy(object), pa.large_string())
     return pc.take(categories, pa.array(codes, mask=codes < 0))
 
 
 def _text(values: pa.Array | np.ndarray) -> pd.arrays.ArrowStringArray:
-    """Texts as the toolkit's string dtype, straight from Arrow."""
+    """Texts as the toolkit's string dtype, straight from Arrow (as large strings, which
+    pandas keeps them as: no second copy)."""
     if isinstance(values, np.ndarray):
-        values = pa.array(values, pa.string(), from_pandas=True)
+        values = pa.array(values, pa.large_string(), from_pandas=True)
+    elif values.type != pa.large_string():
+        values = values.cast(pa.large_string())
     return pd.arrays.ArrowStringArray(values)
 
 
