@@ -277,8 +277,9 @@ class Tables:
         this store writes) is read by DuckDB's own Parquet reader over the files of the
         table's current version: on a year of history some three times faster than
         through an Arrow dataset, and it still skips files by their statistics. Other
-        tables (object stores, tables an engine wrote with newer reader features, or
-        lacking a column) go through delta-rs's Arrow dataset.
+        tables (object stores, tables an engine wrote with newer reader features) go
+        through delta-rs's Arrow dataset. Either way a column of `schema` the table
+        never had reads as null.
         """
         table = self.get(name)
         files = table.file_uris() if table is not None else []
