@@ -26,7 +26,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.transitions import flag, is_novel, number
+from toolkit.analysis.transitions import flag, is_novel, number, rank_within
 
 KINDS = ("first", "rescan", "added_pages", "held_start")
 # The order of a rise's runs between two snapshots, as columns of `Split.pages`.
@@ -113,7 +113,7 @@ def split_charges(
     # rows between carry what the row before them left.
     moves = baseline | new | deleted | (rise > 0)
     visited = np.flatnonzero(moves)
-    rank = _rank_within(chapter[visited])
+    rank = rank_within(chapter[visited])
     order = visited[np.argsort(rank, kind="stable")]
     bounds = np.searchsorted(np.sort(rank), np.arange(rank.max() + 2 if len(rank) else 1))
     for low, high in itertools.pairwise(bounds):
@@ -169,14 +169,6 @@ def split_charges(
     split.count[going, 0] = 1
     split.pages[going, 0] = pages[going]
     return split, rise
-
-
-def _rank_within(groups: np.ndarray) -> np.ndarray:
-    """Each element's position among the equal values before it (`groups` sorted)."""
-    starts = np.flatnonzero(np.diff(groups, prepend=np.int64(-1)) != 0) if len(groups) else groups
-    run = np.repeat(starts, np.diff(np.append(starts, len(groups))))
-    ranked: np.ndarray = np.arange(len(groups)) - run
-    return ranked
 
 
 def _carried(values: np.ndarray, set_at: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -191,10 +191,10 @@ def _pages_at_last_run(obs: Observed, log: pd.DataFrame, as_of: pd.Timestamp) ->
     paid = credits > credits.groupby(log["chapter_id"]).shift(1).fillna(0)
     ran = log[flag(log["processing"]) | paid].groupby("chapter_id").tail(1)
     pages = dict(zip(ran["chapter_id"], ran["page_count"].fillna(0).astype(int), strict=True))
-    seen = all_runs(obs)
     if as_of == obs.times[-1]:
         from_runs = paid_pages(obs).dropna()
     else:
+        seen = all_runs(obs)
         seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
         from_runs = seen.groupby("chapter_id")["pages"].sum()
     pages.update({str(c): int(n) for c, n in from_runs.items()})

@@ -38,8 +38,11 @@ from toolkit.analysis.transitions import (
     Transitions,
     flag,
     is_novel,
+    last_of_chapter,
     micros,
     number,
+    rank_within,
+    read_transitions,
     texts,
     unconsolidated,
 )
@@ -94,9 +97,7 @@ def all_runs(obs: Observed) -> pd.DataFrame:
 
 def transitions(obs: Observed) -> Transitions:
     if "transitions" not in obs.memo:
-        from toolkit.analysis.transitions import read_transitions
-
-        obs.memo["transitions"] = read_transitions(obs.store)
+        obs.memo["transitions"] = read_transitions(obs)
     return cast(Transitions, obs.memo["transitions"])
 
 
@@ -146,7 +147,7 @@ def paid_pages(obs: Observed) -> pd.Series:
     if found.empty:
         return pd.Series(dtype="float64")
     rows = found.rows
-    last = np.append(rows["step"].to_numpy()[1:] == 0, True)
+    last = last_of_chapter(rows)
     ids = rows["chapter_id"].astype(object).to_numpy()[last]
     return pd.Series(charges(obs).split.paid[last], index=ids)
 
@@ -157,8 +158,8 @@ def rescans_seen(obs: Observed) -> pd.DataFrame:
     found = transitions(obs)
     if found.empty:
         return pd.DataFrame({"chapter_id": pd.Series(dtype=object), "idx": np.zeros(0, "int64")})
-    count = charges(obs).split.count
-    seen = (count[:, SLOTS.index("rescan")] + count[:, len(SLOTS) - 1]) > 0
+    rescan_slots = np.array(SLOTS) == "rescan"  # before and after new pages
+    seen = charges(obs).split.count[:, rescan_slots].sum(axis=1) > 0
     rows = found.rows
     return pd.DataFrame(
         {
@@ -182,8 +183,7 @@ def _build(obs: Observed) -> pd.DataFrame:
     slot = np.repeat(np.tile(np.arange(len(SLOTS)), len(rows)), counts)
     pages = np.repeat(split.pages.ravel(), counts)
     n_in_row = np.bincount(row, minlength=len(rows))
-    first_of_row = np.concatenate([[0], np.cumsum(n_in_row)[:-1]])
-    ordinal = np.arange(len(row)) - first_of_row[row]
+    ordinal = rank_within(row)
     last = ordinal == n_in_row[row] - 1
 
     # Whole credits: each run's share by its pages; the rise's remainder to its last run.
@@ -421,19 +421,15 @@ def _finish(
     chapter and run number."""
     row = frame["row"].to_numpy("int64")
     chapter = rows["chapter_code"].to_numpy("int64")
-    last_of_chapter = np.append(rows["step"].to_numpy()[1:] == 0, True)
-    titles, positions = rows["title"][last_of_chapter], rows["position"][last_of_chapter]
+    last = last_of_chapter(rows)
+    titles, positions = rows["title"][last], rows["position"][last]
     labels = (
         titles.astype(object)
         .where(titles.notna(), "Chapter " + positions.astype(str))
         .to_numpy(object)
     )
     run_chapter = chapter[row]
-    first_of_chapter = np.ones(len(row), bool)
-    first_of_chapter[1:] = run_chapter[1:] != run_chapter[:-1]
-    number = np.arange(len(row)) - np.maximum.accumulate(
-        np.where(first_of_chapter, np.arange(len(row)), 0)
-    )
+    number = rank_within(run_chapter)
     # In the order of the result from here on: permuting numpy columns is cheap, the
     # finished frame's texts are not.
     started = frame["started"].to_numpy()
@@ -497,8 +493,6 @@ def _text(values: pa.Array | np.ndarray) -> pd.arrays.ArrowStringArray:
     pandas keeps them as: no second copy)."""
     if isinstance(values, np.ndarray):
         values = pa.array(values, pa.large_string(), from_pandas=True)
-    elif values.type != pa.large_string():
-        values = values.cast(pa.large_string())
     return pd.arrays.ArrowStringArray(values)
 
 

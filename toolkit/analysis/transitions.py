@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 if TYPE_CHECKING:
-    from toolkit.store import SnapshotStore
+    from toolkit.analysis.observed import Observed
 
 TRANSITIONS_SQL = """
 WITH projects AS (
@@ -108,19 +108,17 @@ class Transitions:
         return bool(self.rows.empty)
 
 
-def read_transitions(store: SnapshotStore) -> Transitions:
-    manifest = store.snapshots()
-    times = _micros(manifest["snapshot_at"])
+def read_transitions(obs: Observed) -> Transitions:
+    times = _micros(obs.manifest["snapshot_at"])  # the manifest the question already read
     if not len(times):
         return Transitions(pd.DataFrame(), times, None)
-    rows = _frame(store.query_arrow(TRANSITIONS_SQL))
+    rows = _frame(obs.store.query_arrow(TRANSITIONS_SQL))
     # The query sorts by chapter, then snapshot: each chapter's rows are together, and
     # its first row holds what is the same on all of them.
     first = rows["chapter_id"].notna().to_numpy()
     chapter = np.cumsum(first) - 1
     rows["chapter_code"] = chapter
-    starts = np.flatnonzero(first)
-    rows["step"] = np.arange(len(rows)) - starts[chapter]
+    rows["step"] = rank_within(chapter)
     for column in PER_CHAPTER:
         rows[column] = _spread(rows[column], first, chapter)
     default = rows["default_model"].dropna()
@@ -128,6 +126,22 @@ def read_transitions(store: SnapshotStore) -> Transitions:
 
 
 PER_CHAPTER = ("chapter_id", "project_id", "project", "model")
+
+
+def rank_within(groups: np.ndarray) -> np.ndarray:
+    """Each element's position among the equal values before it (`groups` sorted): a
+    chapter's k-th row, a row's k-th run."""
+    first = np.ones(len(groups), bool)
+    first[1:] = groups[1:] != groups[:-1]
+    ranked: np.ndarray = np.arange(len(groups)) - np.maximum.accumulate(
+        np.where(first, np.arange(len(groups)), 0)
+    )
+    return ranked
+
+
+def last_of_chapter(rows: pd.DataFrame) -> np.ndarray:
+    """Whether each transition row is its chapter's last."""
+    return np.append(rows["step"].to_numpy()[1:] == 0, True)
 
 
 def _spread(column: pd.Series, first: np.ndarray, chapter: np.ndarray) -> pd.Series:
