@@ -56,8 +56,15 @@ def old_files(root: str, table: str) -> list[str]:
 
 
 def is_old_store(root: str) -> bool:
+    """A local store in the first layout: a `manifest/` folder without `_delta_log/`,
+    holding the first layout's files. Not Delta's `part-` files: a store another process
+    is creating has its manifest's first data file a moment before its log."""
     manifest = os.path.join(root, "manifest")
-    return os.path.isdir(manifest) and not os.path.isdir(os.path.join(manifest, "_delta_log"))
+    if not os.path.isdir(manifest) or os.path.isdir(os.path.join(manifest, "_delta_log")):
+        return False
+    return any(
+        name.endswith(".parquet") and not name.startswith("part-") for name in os.listdir(manifest)
+    )
 
 
 def migrate(old: str, new: str) -> dict[str, int]:

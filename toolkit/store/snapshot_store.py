@@ -68,6 +68,7 @@ from toolkit.store.log import (
     stored_schema,
     utc,
 )
+from toolkit.store.migrate import is_old_store
 from toolkit.store.tables import (
     BASE_ID_KEY,
     SNAPSHOT_AT_KEY,
@@ -462,10 +463,7 @@ class SnapshotStore:
 
     def _refuse_old_layout(self) -> None:
         """A store in the first layout must not read as an empty one."""
-        if not self._tables.local:
-            return
-        folder = os.path.join(self._tables.root, "manifest")
-        if os.path.isdir(folder) and not os.path.isdir(os.path.join(folder, "_delta_log")):
+        if self._tables.local and is_old_store(self._tables.root):
             raise OldStoreLayout(
                 f"the store {self.root!r} is in the first layout (Parquet files and a "
                 "manifest folder); convert it once with `toolkit store migrate "
