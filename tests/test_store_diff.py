@@ -85,13 +85,22 @@ def test_changed_flags_rows_whose_coverage_or_failure_changed(
     pair: tuple[pa.Table, pa.Table],
 ) -> None:
     # `_changed` is what lets the analysis skip progress-only rows: a row it misses would
-    # lose lines or runs, so it must be exactly "coverage or failure differs, or gone".
+    # lose lines or runs, so it must be exactly "coverage or failure differs, or gone";
+    # `_previous` is what the analysis compares a flagged row with, so it must be the
+    # row's coverage and failure at the snapshot before.
     new, old = pair
     before = {row["chapter_id"]: row for row in old.to_pylist()}
     for row in diff(connect(), "languages", new, old).to_pylist():
         was = before[row["chapter_id"]]
         moved = row["covered"] != was["covered"] or row["failed"] != was["failed"]
         assert row["_changed"] == (row["_deleted"] or moved)
-    for one_sided in (diff(connect(), "languages", new.slice(0, 0), old),
-                      diff(connect(), "languages", new, old.slice(0, 0))):  # fmt: skip
-        assert all(one_sided.column("_changed").to_pylist())  # gone, or new
+        followed = {"existed": True, "covered": was["covered"], "failed": was["failed"]}
+        assert row["_previous"] == (followed if row["_changed"] else None)
+    gone = diff(connect(), "languages", new.slice(0, 0), old).to_pylist()
+    assert all(row["_changed"] for row in gone)
+    assert [row["_previous"] for row in gone] == [
+        {"existed": True, "covered": row["covered"], "failed": row["failed"]} for row in gone
+    ]  # a deletion: the row as it was
+    fresh = diff(connect(), "languages", new, old.slice(0, 0)).to_pylist()
+    assert all(row["_changed"] and row["_previous"] == {"existed": False, "covered": None,
+               "failed": None} for row in fresh)  # fmt: skip

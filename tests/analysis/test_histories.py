@@ -12,6 +12,7 @@ from pandas.testing import assert_frame_equal
 from toolkit import analysis
 from toolkit.store import SnapshotStore
 from toolkit.store import log as store_log
+from toolkit.store import snapshot_store as store_snapshots
 from toolkit.store import writing as store_writing
 
 
@@ -130,40 +131,72 @@ def test_two_weeks_with_an_outage(emulator, workspace, client, tmp_path, with_ev
     assert runs["run_id"].is_unique
 
 
-class Twice:
-    """Takes every snapshot into two stores: `flagged` as this toolkit writes it, and
-    `unflagged` as a store written before `_changed` existed (no such column)."""
+def _without(column: str):
+    """`stored_schema` of a toolkit whose stores had no `column`."""
+    current = store_log.stored_schema
 
-    def __init__(self, flagged, unflagged, emulator, monkeypatch) -> None:
-        self.flagged, self.unflagged = flagged, unflagged
+    def stored_schema(table: str):
+        found = current(table)
+        return found.remove(found.get_field_index(column)) if column in found.names else found
+
+    return stored_schema
+
+
+class Formats:
+    """Takes every snapshot into one store per format a toolkit has written: `current`;
+    `flag_only`, from before `_previous` (rows flagged `_changed`, no previous values);
+    `legacy`, from before `_changed` (neither column); and `mixed`, written as `legacy`
+    for its first snapshots and as `current` after."""
+
+    def __init__(self, root, emulator, monkeypatch) -> None:
+        self.stores = {
+            name: SnapshotStore(root / name) for name in ("current", "flag_only", "legacy", "mixed")
+        }
         self.emulator, self.monkeypatch = emulator, monkeypatch
+        self.taken = 0
 
     def take(self, client):
         # Twice a minute apart, so that runs going show progress alone in between.
         for _ in range(2):
-            self.flagged.take(client)
-            with self.monkeypatch.context() as old_toolkit:
-                for module in (store_log, store_writing):
-                    old_toolkit.setattr(module, "TRACKED", {})
-                self.unflagged.take(client)
+            for name, store in self.stores.items():
+                with self.monkeypatch.context() as old_toolkit:
+                    if name == "legacy" or (name == "mixed" and self.taken < 6):
+                        for module in (store_log, store_writing):
+                            old_toolkit.setattr(module, "TRACKED", {})
+                    elif name == "flag_only":
+                        for module in (store_log, store_writing, store_snapshots):
+                            old_toolkit.setattr(module, "stored_schema", _without("_previous"))
+                    store.take(client)
+            self.taken += 1
             self.emulator.advance(60)
 
 
-def test_a_store_written_before_the_changed_flag_reads_the_same_figures(
+def test_stores_written_by_earlier_toolkits_read_the_same_figures(
     emulator, workspace, client, tmp_path, monkeypatch
 ):
-    flagged = SnapshotStore(tmp_path / "flagged")
-    unflagged = SnapshotStore(tmp_path / "unflagged")
-    twice = Twice(flagged, unflagged, emulator, monkeypatch)
-    simulate(emulator, workspace, client, twice, steps=6, hours=1, gap=range(0), failing=0.5)
-    assert (
-        "_changed"
-        not in DeltaTable(str(tmp_path / "unflagged" / "chapters")).schema().to_arrow().names
-    )
-    # The flag leaves rows out in the new store (progress alone), none in the old one.
-    assert not flagged.changes("chapters")["_changed"].all()
-    assert unflagged.changes("chapters")["_changed"].isna().all()
-    assert_frame_equal(analysis.runs(flagged), analysis.runs(unflagged))
-    for figure in (analysis.throughput, analysis.credit_spend):
-        assert_frame_equal(figure(flagged, freq="1h"), figure(unflagged, freq="1h"))
-    check_figures(flagged, emulator, workspace)
+    formats = Formats(tmp_path, emulator, monkeypatch)
+    simulate(emulator, workspace, client, formats, steps=6, hours=1, gap=range(0), failing=0.5)
+    stores = formats.stores
+    columns = {
+        name: DeltaTable(str(tmp_path / name / "chapters")).schema().to_arrow().names
+        for name in stores
+    }
+    assert "_changed" not in columns["legacy"] and "_previous" not in columns["flag_only"]
+    changes = {name: store.changes("chapters") for name, store in stores.items()}
+    # The flag leaves rows out in the new stores (progress alone), none in the old one;
+    # previous values are kept on the flagged rows of the current one only.
+    assert not changes["current"]["_changed"].all()
+    assert changes["legacy"]["_changed"].isna().all()
+    flagged = changes["current"][changes["current"]["_changed"]]
+    assert flagged["_previous"].notna().all()
+    assert changes["flag_only"]["_previous"].isna().all()
+    mixed = changes["mixed"]
+    assert mixed["_changed"].isna().any() and mixed["_previous"].notna().any()
+    expected = analysis.runs(stores["current"])
+    for name in ("flag_only", "legacy", "mixed"):
+        assert_frame_equal(analysis.runs(stores[name]), expected, obj=name)
+        for figure in (analysis.throughput, analysis.credit_spend):
+            assert_frame_equal(
+                figure(stores[name], freq="1h"), figure(stores["current"], freq="1h"), obj=name
+            )
+    check_figures(stores["current"], emulator, workspace)

@@ -2,9 +2,10 @@
 
 A chapter's change log has a row whenever anything about it changed, mostly progress
 (`last_activity_at`). The query reads only the rows the store flags `_changed` (new,
-gone, or changed in a column followed here; null, "may have changed", in stores written
-before the flag), a third of them, and compares each with the one before among those,
-which holds the same followed values as the row just before it. A run starts where
+gone, or changed in a column followed here), a third of them, each with the values it
+changed from, which the store keeps beside it (`_previous`). Rows of stores written
+before the store kept those (null there) are compared in a window with the flagged row
+before them, which holds the same followed values as the row just before. A run starts where
 `credits_spent` rises (or, in stores without charges, where `processing` turns on or
 `failed` is cleared) and ends where `processing` turns off; only those rows, the
 baseline and deletions are read back, each with its previous values beside it. The
@@ -41,11 +42,31 @@ chapter_languages AS (
     SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
     FROM languages_changes WHERE _changed IS NOT false GROUP BY chapter_id
 ),
+legacy AS (
+    -- Chapters with rows written before the store kept `_previous`: those are compared
+    -- with the flagged row before them in a window. A store written since has none, and
+    -- the window, the costliest step of this query, then sorts nothing.
+    SELECT DISTINCT chapter_id FROM chapters_changes
+    WHERE _changed IS NULL OR (_changed AND _previous IS NULL)
+),
 log AS (
     SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
            failed, failure_reason, status::VARCHAR AS status, credits_spent,
            last_activity_at, created_at, _deleted AS deleted,
-           lag(idx) OVER w IS NULL AS first_row,
+           NOT _previous.existed AS is_new,
+           _previous.credits_spent AS prev_credits,
+           _previous.page_count AS prev_pages,
+           _previous.started AS prev_started,
+           _previous.processing AS prev_processing,
+           _previous.failed AS prev_failed,
+           _previous.failure_reason AS prev_reason,
+           _previous.status AS prev_status
+    FROM chapters_changes
+    WHERE _changed AND chapter_id NOT IN (SELECT chapter_id FROM legacy)
+    UNION ALL
+    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
+           failed, failure_reason, status::VARCHAR AS status, credits_spent,
+           last_activity_at, created_at, _deleted AS deleted,
            lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
            lag(credits_spent) OVER w AS prev_credits,
            lag(page_count) OVER w AS prev_pages,
@@ -54,24 +75,25 @@ log AS (
            lag(failed) OVER w AS prev_failed,
            lag(failure_reason) OVER w AS prev_reason,
            lag(status::VARCHAR) OVER w AS prev_status
-    FROM chapters_changes WHERE _changed IS NOT false
+    FROM chapters_changes
+    WHERE _changed IS NOT false AND chapter_id IN (SELECT chapter_id FROM legacy)
     WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
 )
--- What is the same on every row of a chapter (its id, project, names, the service's
--- default model) comes on its first row only: texts are most of what a query hands
--- over, and a year has hundreds of thousands of rows.
+-- What is the same on every row of a chapter (its project, names, the service's default
+-- model) comes only on rows where it appeared, its first among them: texts are most of
+-- what a query hands over, and a year has hundreds of thousands of rows.
 SELECT idx, page_count, started, processing, failed, failure_reason, credits_spent,
        last_activity_at, created_at, deleted, is_new, prev_credits, prev_pages,
        prev_started, prev_processing, prev_failed, prev_reason,
        status = 'reviewed' AS reviewed, prev_status = 'reviewed' AS prev_reviewed,
        p.project_kind = 'novel' AS novel,
        coalesce(l.n_chapter_languages, p.n_languages) AS n_languages,
-       CASE WHEN first_row THEN chapter_id END AS chapter_id,
-       CASE WHEN first_row THEN project_id END AS project_id,
-       CASE WHEN first_row THEN p.project END AS project,
-       CASE WHEN first_row THEN p.model END AS model,
+       log.chapter_id,
+       CASE WHEN is_new THEN project_id END AS project_id,
+       CASE WHEN is_new THEN p.project END AS project,
+       CASE WHEN is_new THEN p.model END AS model,
        title, position,
-       CASE WHEN first_row THEN
+       CASE WHEN is_new THEN
            (SELECT models[1] FROM languages_changes
             WHERE len(models) > 0 AND project_id IN
                   (SELECT project_id FROM projects WHERE model IS NULL)
@@ -115,7 +137,9 @@ def read_transitions(obs: Observed) -> Transitions:
     rows = _frame(obs.store.query_arrow(TRANSITIONS_SQL))
     # The query sorts by chapter, then snapshot: each chapter's rows are together, and
     # its first row holds what is the same on all of them.
-    first = rows["chapter_id"].notna().to_numpy()
+    ids = rows["chapter_id"].cat.codes.to_numpy()
+    first = np.ones(len(ids), bool)
+    first[1:] = ids[1:] != ids[:-1]
     chapter = np.cumsum(first) - 1
     rows["chapter_code"] = chapter
     rows["step"] = rank_within(chapter)
@@ -125,7 +149,7 @@ def read_transitions(obs: Observed) -> Transitions:
     return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
 
 
-PER_CHAPTER = ("chapter_id", "project_id", "project", "model")
+PER_CHAPTER = ("project_id", "project", "model")
 
 
 def rank_within(groups: np.ndarray) -> np.ndarray:

@@ -37,6 +37,8 @@ from toolkit.frames import schema
 
 DELETED = "_deleted"
 CHANGED = "_changed"
+PREVIOUS = "_previous"
+EXISTED = "existed"
 FULL_EVERY = 168  # a week of hourly snapshots
 # The columns `_changed` follows, by table: what runs and lines are read from. Most
 # changes of a chapter or a language are progress alone (`last_activity_at`, a count
@@ -51,6 +53,19 @@ TRACKED: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 When: TypeAlias = datetime | pd.Timestamp | str
 
+
+def previous_type(table: str) -> pa.StructType:
+    """`_previous`: whether the row's key existed at the snapshot before (`existed`),
+    and its followed columns there."""
+    columns = schema.SNAPSHOT_TABLES[table]
+    return pa.struct(
+        [
+            pa.field(EXISTED, pa.bool_()),
+            *(pa.field(c, columns.field(c).type) for c in TRACKED[table]),
+        ]
+    )
+
+
 MANIFEST_STORED = pa.schema(
     [*schema.MANIFEST, pa.field("base_id", schema.TEXT), pa.field("full", schema.FLAG)]
 )
@@ -58,12 +73,18 @@ MANIFEST_STORED = pa.schema(
 
 def stored_schema(table: str) -> pa.Schema:
     """A snapshot table's file schema: snapshot columns, the table's, `_deleted`, and for
-    the tables in `TRACKED` `_changed`: the row is new or gone, or differs from the
-    snapshot before in a tracked column. Stores written before `_changed` existed read
-    it as null, which every reader takes as "may have changed"."""
+    the tables in `TRACKED` `_changed` (the row is new or gone, or differs from the
+    snapshot before in a tracked column) and `_previous` (on a `_changed` row, whether
+    the key existed at the snapshot before and its tracked columns there; null on other
+    rows). Stores written before these existed read them as null: "may have changed",
+    "not recorded"."""
     base = schema.with_snapshot(schema.SNAPSHOT_TABLES[table])
     base = base.append(pa.field(DELETED, schema.FLAG))
-    return base.append(pa.field(CHANGED, schema.FLAG)) if table in TRACKED else base
+    if table not in TRACKED:
+        return base
+    return base.append(pa.field(CHANGED, schema.FLAG)).append(
+        pa.field(PREVIOUS, previous_type(table))
+    )
 
 
 def q(name: str) -> str:
@@ -109,9 +130,16 @@ def diff(con: duckdb.DuckDBPyConnection, table: str, new: pa.Table, old: pa.Tabl
     values = [c for c in columns if c not in keys]
     on = " AND ".join(f"n.{q(k)} IS NOT DISTINCT FROM o.{q(k)}" for k in keys)
     changed = " OR ".join(f"n.{q(c)} IS DISTINCT FROM o.{q(c)}" for c in values) or "false"
-    tracked = " OR ".join(f"n.{q(c)} IS DISTINCT FROM o.{q(c)}" for c in TRACKED.get(table, ()))
+    followed = TRACKED.get(table, ())
+    tracked = " OR ".join(f"n.{q(c)} IS DISTINCT FROM o.{q(c)}" for c in followed)
+    fields = ", ".join(f"{q(c)} := o.{q(c)}" for c in followed)
     flags = (
-        (f", o._present IS NULL OR {tracked} AS {CHANGED}", f", true AS {CHANGED}")
+        (
+            f", o._present IS NULL OR {tracked} AS {CHANGED}, CASE WHEN o._present IS NULL "
+            f"OR {tracked} THEN struct_pack({EXISTED} := o._present IS NOT NULL, {fields}) "
+            f"END AS {PREVIOUS}",
+            f", true AS {CHANGED}, struct_pack({EXISTED} := true, {fields}) AS {PREVIOUS}",
+        )
         if table in TRACKED
         else ("", "")
     )
@@ -132,6 +160,11 @@ def diff(con: duckdb.DuckDBPyConnection, table: str, new: pa.Table, old: pa.Tabl
     finally:
         con.unregister("_new")
         con.unregister("_old")
+    if table in TRACKED:
+        index = result.schema.get_field_index(PREVIOUS)
+        result = result.set_column(
+            index, PREVIOUS, result.column(PREVIOUS).cast(previous_type(table))
+        )
     return result
 
 
@@ -161,7 +194,20 @@ def _aligned_diff(table: str, new: pa.Table, old: pa.Table) -> pa.Table | None:
     rows = rows.append_column(DELETED, pa.array(np.zeros(rows.num_rows, dtype=bool)))
     if table in TRACKED:
         rows = rows.append_column(CHANGED, pa.array(tracked[changed]))
+        rows = rows.append_column(PREVIOUS, _previous(old, tracked, changed, table))
     return rows
+
+
+def _previous(old: pa.Table, tracked: np.ndarray, kept: np.ndarray, table: str) -> pa.Array:
+    """`_previous` of the kept rows of an aligned diff: the old row's tracked columns
+    where they changed (every key existed before), else null."""
+    values = old.select(list(TRACKED[table])).filter(pa.array(kept))
+    existed = pa.array(np.ones(values.num_rows, dtype=bool))  # the keys line up
+    return pa.StructArray.from_arrays(
+        [existed, *(column.combine_chunks() for column in values.columns)],
+        fields=list(previous_type(table)),
+        mask=pa.array(~tracked[kept]),
+    )
 
 
 def _differs(a: pa.Array, b: pa.Array) -> np.ndarray:

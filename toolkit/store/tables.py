@@ -51,10 +51,13 @@ BASE_ID_KEY = "toolkit.base_id"
 # Commits retried when another writer got there first (appends never really conflict).
 COMMIT_RETRIES = 25
 APPEND_ATTEMPTS = 5
-# The types of columns a table may lack (added to the store after it was written).
-_DUCKDB_TYPES = {pa.bool_(): "BOOLEAN"}
 # zstd, as the first layout used: a third smaller than delta-rs's default snappy here.
 WRITER = WriterProperties(compression="ZSTD")
+
+
+def _duckdb_type(con: duckdb.DuckDBPyConnection, field: pa.Field) -> str:
+    """The DuckDB type a column of this Arrow type reads as (DuckDB's own answer)."""
+    return str(con.from_arrow(pa.schema([field]).empty_table()).types[0])
 
 
 def app_id(snapshot_id: str) -> str:
@@ -288,7 +291,7 @@ class Tables:
         # reads as null.
         columns = ", ".join(
             f'"{field.name}"' if field.name in present or table is None
-            else f'CAST(NULL AS {_DUCKDB_TYPES[field.type]}) AS "{field.name}"'
+            else f'CAST(NULL AS {_duckdb_type(con, field)}) AS "{field.name}"'
             for field in schema
         )  # fmt: skip
         if table is None or not files or not self._plain(table):

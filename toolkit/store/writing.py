@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.frames import schema
-from toolkit.store.log import CHANGED, DELETED, TRACKED, connect, diff, stored_schema
+from toolkit.store.log import CHANGED, DELETED, PREVIOUS, TRACKED, connect, diff, stored_schema
 from toolkit.store.tables import (
     BASE_ID_KEY,
     SNAPSHOT_AT_KEY,
@@ -57,7 +57,8 @@ def changes_of(
                 gone = change.filter(change.column(DELETED))
                 kept = table.append_column(DELETED, pa.array([False] * table.num_rows, pa.bool_()))
                 if name in TRACKED:
-                    kept = kept.append_column(CHANGED, _changed_in(table, change, name))
+                    changed, previous = _changed_in(table, change, name)
+                    kept = kept.append_column(CHANGED, changed).append_column(PREVIOUS, previous)
                 change = pa.concat_tables(
                     [schema.conform(kept, target), schema.conform(gone, target)]
                 )
@@ -69,17 +70,26 @@ def changes_of(
     return changes
 
 
-def _changed_in(table: pa.Table, change: pa.Table, name: str) -> pa.Array:
-    """For each row of `table`, whether `change` (its diff) flags it `_changed`."""
+def _changed_in(table: pa.Table, change: pa.Table, name: str) -> tuple[pa.Array, pa.Array]:
+    """For each row of `table`, its `_changed` and `_previous` as `change` (its diff)
+    has them: false and null for rows the diff does not flag."""
     keys = list(schema.KEYS[name])
     flagged = change.filter(pc.and_(pc.invert(change.column(DELETED)), change.column(CHANGED)))
     numbered = table.select(keys).append_column(
         "_row", pa.array(np.arange(table.num_rows), pa.int64())
     )
-    hits = numbered.join(flagged.select(keys), keys=keys, join_type="inner")
+    changed = flagged.select(keys).append_column(
+        "_flagged", pa.array(np.arange(flagged.num_rows), pa.int64())
+    )
+    hits = numbered.join(changed, keys=keys, join_type="inner")  # no struct in a join
+    rows = hits.column("_row").to_numpy()
     marks = np.zeros(table.num_rows, dtype=bool)
-    marks[hits.column("_row").to_numpy()] = True
-    return pa.array(marks)
+    marks[rows] = True
+    # Each flagged row's `_previous` at its row of `table`, null elsewhere.
+    where = np.full(table.num_rows, -1, dtype="int64")
+    where[rows] = hits.column("_flagged").to_numpy()
+    previous = flagged.column(PREVIOUS).combine_chunks().take(pa.array(where, mask=where < 0))
+    return pa.array(marks), previous
 
 
 def stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
