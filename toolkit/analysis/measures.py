@@ -224,15 +224,11 @@ def credit_spend(
     period[positions["idx"].to_numpy()] = positions["period"].to_numpy()
     seen = period[runs["seen_idx"].to_numpy("int64")]
     kept = seen >= 0
-    spend = pd.DataFrame(
-        {
-            "chapter_id": runs["chapter_id"].astype(object).to_numpy()[kept],
-            "project_id": runs["project_id"].astype(object).to_numpy()[kept],
-            "period": seen[kept],
-            "credits": runs["credits"].astype("float64").to_numpy()[kept],
-            "rework_credits": runs["rework"].astype("float64").to_numpy()[kept],
-        }
-    )
+    # The runs' own text columns, filtered: no texts made anew for 200,000 runs.
+    spend = runs.loc[kept, ["chapter_id", "project_id"]].reset_index(drop=True)
+    spend["period"] = seen[kept]
+    spend["credits"] = runs["credits"].astype("float64").to_numpy()[kept]
+    spend["rework_credits"] = runs["rework"].astype("float64").to_numpy()[kept]
     if by == "language_code":
         spend = _per_language(obs, spend)
     measures = ["credits", "rework_credits"]

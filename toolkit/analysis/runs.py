@@ -36,6 +36,7 @@ from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.transitions import (
     NO_TIME,
     Transitions,
+    as_column,
     flag,
     is_novel,
     last_of_chapter,
@@ -179,9 +180,11 @@ def _build(obs: Observed) -> pd.DataFrame:
 
     # One run per (row, slot, repeat), in the order they ran between the two snapshots.
     counts = split.count.ravel()
-    row = np.repeat(np.repeat(np.arange(len(rows)), len(SLOTS)), counts)
-    slot = np.repeat(np.tile(np.arange(len(SLOTS)), len(rows)), counts)
-    pages = np.repeat(split.pages.ravel(), counts)
+    paying = np.flatnonzero(counts)  # (row, slot) pairs with runs: a few in twenty
+    repeats = counts[paying]
+    row = np.repeat(paying // len(SLOTS), repeats)
+    slot = np.repeat(paying % len(SLOTS), repeats)
+    pages = np.repeat(split.pages.ravel()[paying], repeats)
     n_in_row = np.bincount(row, minlength=len(rows))
     ordinal = rank_within(row)
     last = ordinal == n_in_row[row] - 1
@@ -299,12 +302,12 @@ def _ends(
     # last_activity_at outside that interval is not its end.
     inside = (activity > times[np.maximum(idx[k] - 1, 0)]) & (activity <= times[idx[k]])
     touched = reviewed | grew_unpaid | ~inside
-    frame["outcome"] = outcome
+    frame["outcome"] = as_column(outcome)
     frame["finished"] = np.where(settled, np.where(touched, times[idx[k]], activity), NO_TIME)
-    frame["finished_source"] = np.where(
-        settled, np.where(touched, "snapshot", "last_activity"), np.array(None)
+    frame["finished_source"] = as_column(
+        np.where(settled, np.where(touched, "snapshot", "last_activity"), np.array(None))
     )
-    frame["failure_reason"] = np.where(run_failed, reason, np.array(None))
+    frame["failure_reason"] = as_column(np.where(run_failed, reason, np.array(None)))
     # Where the end may lie, for matching events: a run that ended before its row's
     # snapshot, between it and the one before; the last run of a row still processing,
     # between that snapshot and the one that showed how it ended.
@@ -369,8 +372,8 @@ def _match_events(frame: pd.DataFrame, obs: Observed, chapters: pd.Index) -> Non
     text = reasons[np.maximum(chosen, 0)]
     reason[failed] = np.where(pd.isna(text[failed]), reason[failed], text[failed])
     outcome[failed] = np.where(stalls(reason)[failed], "stalled", "failed")
-    frame["finished"], frame["finished_source"] = finished, source
-    frame["outcome"], frame["failure_reason"] = outcome, reason
+    frame["finished"], frame["finished_source"] = finished, as_column(source)
+    frame["outcome"], frame["failure_reason"] = as_column(outcome), as_column(reason)
     # The run after an event started no earlier than it.
     same_row = frame["row"].to_numpy()
     previous_end = np.roll(np.where(hit, finished, NO_TIME), 1)
@@ -523,9 +526,9 @@ def _novel_retries(out: pd.DataFrame, rows: pd.DataFrame) -> None:
 
 
 def _times(values: np.ndarray) -> pd.Series:
-    series = pd.Series(values.astype("int64"))
-    stamped = pd.to_datetime(series.where(series != NO_TIME), unit="us", utc=True)
-    return stamped.astype(TIME)
+    # NO_TIME is numpy's NaT: the microseconds are the times, with no float detour.
+    stamped = pd.Series(np.asarray(values, "int64").view("datetime64[us]"))
+    return stamped.dt.tz_localize("UTC")
 
 
 def _empty() -> pd.DataFrame:

@@ -204,8 +204,17 @@ def unconsolidated(columns: Mapping[str, Any], n: int) -> pd.DataFrame:
     more than anything done with them afterwards."""
     frame = pd.DataFrame(index=pd.RangeIndex(n))
     for name, values in columns.items():
-        frame[name] = values
+        frame[name] = as_column(values)
     return frame
+
+
+def as_column(values: Any) -> Any:
+    """Values to set as a working frame's column as they are: pandas turns an object
+    array of texts into its string dtype on the way in (some 30 ms for a year's runs),
+    which reading them back as objects undoes again."""
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        return pd.Series(values, dtype=object, copy=False)
+    return values
 
 
 def _micros(times: pd.Series) -> np.ndarray:
