@@ -26,7 +26,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.transitions import flag, is_novel, number, rank_within
+from toolkit.analysis.transitions import codes, flag, is_novel, number, rank_within
 
 KINDS = ("first", "rescan", "added_pages", "held_start")
 # The order of a rise's runs between two snapshots, as columns of `Split.pages`.
@@ -147,13 +147,14 @@ def split_charges(
     # whose rows carry no charges): the kind then follows the flags.
     live = ~baseline & ~deleted
     unpriced = live & (rise > 0) & (np.isnan(per_page) | novel)
-    reason, prev_reason = rows["failure_reason"], rows["prev_reason"]
+    reason, prev_reason = codes(rows["failure_reason"]), codes(rows["prev_reason"])
     failed_again = (
         ~new
         & flag(rows["failed"])
         & flag(rows["prev_failed"])
-        & (reason.notna() & prev_reason.notna()).to_numpy(bool)
-        & (reason.astype(object) != prev_reason.astype(object)).to_numpy(bool)
+        & (reason >= 0)
+        & (prev_reason >= 0)
+        & (reason != prev_reason)
     )
     started_now = new & flag(rows["started"])
     signed = live & (rise == 0) & (turned_on | cleared | started_now | failed_again)

@@ -37,6 +37,7 @@ from toolkit.analysis.transitions import (
     NO_TIME,
     Transitions,
     as_column,
+    codes,
     flag,
     is_novel,
     last_of_chapter,
@@ -278,12 +279,11 @@ def _ends(
     start_row = frame["row"].to_numpy()
     kind = frame["kind"].to_numpy()
     failed = flag(rows["failed"])
-    # The reasons only where runs end and start (a third of the rows, as Python texts).
-    reason = texts(rows["failure_reason"].take(k))
+    # The reasons where runs end, as Python texts (taken by code).
+    reason = texts(rows["failure_reason"], k)
     prev_failed = flag(rows["prev_failed"])
-    prev_reason = texts(rows["prev_reason"].take(start_row))
     fresh = np.isin(kind, ["first", "rescan"])
-    reason_changed = np.asarray(reason != prev_reason, bool)
+    reason_changed = codes(rows["failure_reason"])[k] != codes(rows["prev_reason"])[start_row]
     run_failed = settled & failed[k] & (fresh | ~prev_failed[start_row] | reason_changed)
     stall = stalls(reason)
     outcome = np.full(len(frame), None, object)

@@ -145,6 +145,10 @@ def read_transitions(obs: Observed) -> Transitions:
     rows["step"] = rank_within(chapter)
     for column in PER_CHAPTER:
         rows[column] = _spread(rows[column], first, chapter)
+    # One set of categories for both reasons: equal reasons have equal codes.
+    reasons = rows["failure_reason"].cat.categories.union(rows["prev_reason"].cat.categories)
+    for column in ("failure_reason", "prev_reason"):
+        rows[column] = rows[column].cat.set_categories(reasons)
     default = rows["default_model"].dropna()
     return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
 
@@ -236,9 +240,17 @@ def number(values: pd.Series) -> np.ndarray:
     return np.asarray(values.astype("Float64").fillna(0).to_numpy("float64"), "float64")
 
 
-def texts(values: pd.Series) -> np.ndarray:
-    """A nullable text column as an object array, null as None."""
-    return np.asarray(values.astype(object).where(values.notna(), None).to_numpy(object), object)
+def texts(values: pd.Series, at: np.ndarray) -> np.ndarray:
+    """A categorical text column's values at rows `at`, as an object array, null as
+    None (taken by code: no text is converted)."""
+    categories = np.array([*values.cat.categories, None], object)
+    codes = values.cat.codes.to_numpy()[at]
+    return np.asarray(categories[codes], object)  # code -1, null: the None at the end
+
+
+def codes(values: pd.Series) -> np.ndarray:
+    """A categorical column's codes (-1 for null)."""
+    return np.asarray(values.cat.codes.to_numpy(), "int64")
 
 
 def micros(values: pd.Series) -> np.ndarray:
