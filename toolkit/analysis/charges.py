@@ -12,16 +12,17 @@ started). Each kind of run pays for a known set of pages in every target languag
 So with the price per page and language, a rise is a sum of page counts, and the
 chapter's page count before and after, and how many pages it had paid for, say which
 sum it is. Where two readings fit, the one the flags support wins (only a re-scan clears
-`failed`). How many pages a chapter has paid for carries from one charge to the next, so
-this walks each chapter's changes in order; chapters are independent, so it walks every
-chapter's k-th change at once, a few hundred numpy steps for a year.
+`failed`). A first run and added pages pay for pages known without what was paid before;
+only a rise that holds more (re-scans, held pages started) is read against how many pages
+the chapter had paid for, which carries from one charge to the next. So the rises are
+read all at once, what was paid is a running sum per chapter, and only those other
+rises are walked in order: each chapter's k-th of them at once, some twenty numpy steps
+for a year.
 
 The price is learned from first runs only (see `learn_prices`).
 """
 
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 import pandas as pd
@@ -107,39 +108,71 @@ def split_charges(
     per_page = n_languages * price
 
     split = Split(len(rows))
-    paid = np.zeros(chapter.max() + 1 if len(chapter) else 0)
-    # Only a rise, a new chapter, a trashed one and the baseline change what was paid:
-    # the walk visits those rows (a year has some 40 a chapter, not hundreds), and the
-    # rows between carry what the row before them left.
+    # Only a rise, a new chapter, a trashed one and the baseline change what was paid;
+    # the rows between carry what the row before them left.
     moves = baseline | new | deleted | (rise > 0)
-    visited = np.flatnonzero(moves)
-    rank = rank_within(chapter[visited])
-    order = visited[np.argsort(rank, kind="stable")]
-    bounds = np.searchsorted(np.sort(rank), np.arange(rank.max() + 2 if len(rank) else 1))
-    for low, high in itertools.pairwise(bounds):
-        at = order[low:high]  # every chapter's k-th row that moves
-        paid_before = np.where(new[at], 0.0, paid[chapter[at]])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            # The baseline: what was spent paid for the pages it could.
-            at_start = np.where(
-                np.isnan(per_page[at]),
-                pages[at] * (credits[at] > 0),
-                np.minimum(pages[at], np.floor(credits[at] / per_page[at] + EPS)),
-            )
-            units = rise[at] / per_page[at]
-        after = _split_rows(
-            split,
-            at,
-            paid=paid_before,
-            units=units,
-            pages=pages[at],
-            pages_before=pages_before[at],
-            started_before=started_before[at],
-            cleared=cleared[at],
+    at = np.flatnonzero(moves)  # in chapter order, then snapshot order
+    with np.errstate(invalid="ignore", divide="ignore"):
+        units = rise[at] / per_page[at]
+        units = np.where(np.isnan(units), 0.0, units)  # no price: read by the flags below
+        # The baseline: what was spent paid for the pages it could.
+        at_start = np.where(
+            np.isnan(per_page[at]),
+            pages[at] * (credits[at] > 0),
+            np.minimum(pages[at], np.floor(credits[at] / per_page[at] + EPS)),
         )
-        after = np.where(baseline[at], at_start, after)
-        paid[chapter[at]] = np.where(deleted[at], 0.0, after)
-        split.paid[at] = paid[chapter[at]]
+    # A first run and added pages pay for pages known without what was paid before;
+    # what a rise holds beyond them (re-scans, held pages started) is read against it.
+    first, added, rest = _known_part(
+        units, pages=pages[at], pages_before=pages_before[at], started_before=started_before[at]
+    )
+    s, c = split.pages, split.count
+    s[at, 0], c[at, 0] = first, first > EPS
+    s[at, 2], c[at, 2] = added, added > EPS
+    # Within a chapter, what was paid restarts at a new chapter (from nothing), after the
+    # baseline (what it had spent) and after a deletion (nothing); between restarts it
+    # grows by each row's first run, added pages and held pages started.
+    chapter_at = chapter[at]
+    reset = np.where(baseline[at], at_start, 0.0)
+    ends_segment = baseline[at] | deleted[at]
+    chapter_first = np.ones(len(at), bool)
+    chapter_first[1:] = chapter_at[1:] != chapter_at[:-1]
+    after_reset = np.append(False, ends_segment[:-1])
+    starts = chapter_first | new[at] | after_reset
+    segment = np.cumsum(starts) - 1
+    reset_before = np.append(0.0, reset[:-1])
+    start_value = np.where(after_reset & ~chapter_first & ~new[at], reset_before, 0.0)
+    start_value = start_value[starts][segment]
+    held = np.zeros(len(at))
+
+    def paid_before(increments: np.ndarray) -> np.ndarray:
+        grown = np.cumsum(increments) - increments
+        offset: np.ndarray = start_value + grown - grown[starts][segment]
+        return offset
+
+    # Rows that hold more than that, walked in order: each chapter's k-th such row at
+    # once (a few a chapter, where the walk over every row took some 40 steps a year).
+    known = paid_before(first + added)
+    held_so_far = np.zeros(segment[-1] + 1 if len(at) else 0)
+    read = np.flatnonzero(rest > EPS)
+    rank = rank_within(chapter_at[read])
+    for k in range(rank.max() + 1 if len(rank) else 0):
+        i = read[rank == k]
+        before = known[i] + held_so_far[segment[i]]
+        held[i] = _split_rows(
+            split,
+            at[i],
+            paid=before,
+            first=first[i],
+            added=added[i],
+            rest=rest[i],
+            pages_before=pages_before[at[i]],
+            started_before=started_before[at[i]],
+            cleared=cleared[at[i]],
+        )
+        held_so_far[segment[i]] += held[i]
+    after = paid_before(first + added + held) + first + added + held
+    split.paid[at] = np.where(ends_segment, reset, after)
     split.paid = _carried(split.paid, moves, chapter)
 
     # A novel's rise is its one run (a novel cannot be re-scanned); a rise without a
@@ -182,27 +215,35 @@ def _carried(values: np.ndarray, set_at: np.ndarray, groups: np.ndarray) -> np.n
     return carried
 
 
+def _known_part(
+    units: np.ndarray, *, pages: np.ndarray, pages_before: np.ndarray, started_before: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What of each rise (in page units) pays for a first run and for added pages, and
+    the rest."""
+    # The first run pays for every page the chapter has.
+    first = np.where(~started_before & (units > EPS), np.minimum(units, pages), 0.0)
+    # Pages added since the snapshot before run at once unless held.
+    grown = np.where(started_before, np.maximum(pages - pages_before, 0.0), 0.0)
+    added = np.minimum(units - first, grown)
+    return first, added, units - first - added
+
+
 def _split_rows(
     split: Split,
     at: np.ndarray,
     *,
     paid: np.ndarray,
-    units: np.ndarray,
-    pages: np.ndarray,
+    first: np.ndarray,
+    added: np.ndarray,
+    rest: np.ndarray,
     pages_before: np.ndarray,
     started_before: np.ndarray,
     cleared: np.ndarray,
 ) -> np.ndarray:
-    """Fill `split` for rows `at` (one per chapter); returns the pages paid after."""
-    units = np.where(np.isnan(units), 0.0, units)
-    # The first run pays for every page the chapter has.
-    first = np.where(~started_before & (units > EPS), np.minimum(units, pages), 0.0)
-    units = units - first
+    """Fill `split` for rows `at` (one per chapter) whose rise holds more than a first
+    run and added pages (`rest`), with `paid` the pages paid before the first run;
+    returns the held pages started."""
     paid = paid + first
-    # Pages added since the snapshot before run at once unless held.
-    grown = np.where(started_before, np.maximum(pages - pages_before, 0.0), 0.0)
-    added = np.minimum(units, grown)
-    rest = units - added
     held_before = np.maximum(pages_before - paid, 0.0) * started_before
 
     # What is left is re-scans (of the pages paid before the new ones, or after), held
@@ -247,8 +288,6 @@ def _split_rows(
     rescans_first = rescan_before | rescan_then_held
 
     s, c = split.pages, split.count
-    s[at, 0], c[at, 0] = first, first > EPS
-    s[at, 2], c[at, 2] = added, added > EPS
     s[at, 3], c[at, 3] = held, held > EPS
     with np.errstate(invalid="ignore", divide="ignore"):
         k_before = np.where(
@@ -267,5 +306,4 @@ def _split_rows(
     s[at, 4] = np.select([rescan_after | held_then_rescan, odd], [after_size, rest], 0.0)
     c[at, 1] = k_before.astype("int64")
     c[at, 4] = np.where(odd, 1, k_after).astype("int64")
-    paid_after: np.ndarray = paid_after_added + held
-    return paid_after
+    return np.asarray(held, "float64")
