@@ -42,17 +42,22 @@ chapter_languages AS (
     SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
     FROM languages_changes WHERE _changed IS NOT false GROUP BY chapter_id
 ),
+flagged AS MATERIALIZED (
+    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
+           failed, failure_reason, status::VARCHAR AS status, credits_spent,
+           last_activity_at, created_at, _deleted, _changed, _previous
+    FROM chapters_changes WHERE _changed IS NOT false
+),
 legacy AS (
     -- Chapters with rows written before the store kept `_previous`: those are compared
     -- with the flagged row before them in a window. A store written since has none, and
     -- the window, the costliest step of this query, then sorts nothing.
-    SELECT DISTINCT chapter_id FROM chapters_changes
-    WHERE _changed IS NULL OR (_changed AND _previous IS NULL)
+    SELECT DISTINCT chapter_id FROM flagged WHERE _changed IS NULL OR _previous IS NULL
 ),
 log AS (
     SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
-           failed, failure_reason, status::VARCHAR AS status, credits_spent,
-           last_activity_at, created_at, _deleted AS deleted,
+           failed, failure_reason, status, credits_spent, last_activity_at, created_at,
+           _deleted AS deleted,
            NOT _previous.existed AS is_new,
            _previous.credits_spent AS prev_credits,
            _previous.page_count AS prev_pages,
@@ -61,12 +66,11 @@ log AS (
            _previous.failed AS prev_failed,
            _previous.failure_reason AS prev_reason,
            _previous.status AS prev_status
-    FROM chapters_changes
-    WHERE _changed AND chapter_id NOT IN (SELECT chapter_id FROM legacy)
+    FROM flagged WHERE chapter_id NOT IN (SELECT chapter_id FROM legacy)
     UNION ALL
     SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
-           failed, failure_reason, status::VARCHAR AS status, credits_spent,
-           last_activity_at, created_at, _deleted AS deleted,
+           failed, failure_reason, status, credits_spent, last_activity_at, created_at,
+           _deleted AS deleted,
            lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
            lag(credits_spent) OVER w AS prev_credits,
            lag(page_count) OVER w AS prev_pages,
@@ -74,9 +78,8 @@ log AS (
            lag(processing) OVER w AS prev_processing,
            lag(failed) OVER w AS prev_failed,
            lag(failure_reason) OVER w AS prev_reason,
-           lag(status::VARCHAR) OVER w AS prev_status
-    FROM chapters_changes
-    WHERE _changed IS NOT false AND chapter_id IN (SELECT chapter_id FROM legacy)
+           lag(status) OVER w AS prev_status
+    FROM flagged WHERE chapter_id IN (SELECT chapter_id FROM legacy)
     WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
 )
 -- What is the same on every row of a chapter (its project, names, the service's default
