@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.analysis.calendar import When, within
-from toolkit.analysis.charges import SLOTS, Split, learn_prices, split_charges
+from toolkit.analysis.charges import KINDS, SLOTS, Split, learn_prices, split_charges
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.transitions import (
     NO_TIME,
@@ -56,6 +56,15 @@ TEXT = pd.StringDtype()
 TIME: Final = "datetime64[us, UTC]"
 STALL = re.compile(r"\bstall", re.IGNORECASE)
 FAR = np.iinfo("int64").max
+# The words of the coded columns, by code (-1: null): a year has some 200,000 runs, and
+# codes are what numpy handles fast; the texts are made once, for the result.
+OUTCOMES = ("finished", "failed", "stalled", "running")
+FINISHED, FAILED, STALLED, RUNNING = range(len(OUTCOMES))
+END_SOURCES = ("event", "last_activity", "snapshot")
+EVENT, LAST_ACTIVITY, SNAPSHOT = range(len(END_SOURCES))
+START_SOURCES = ("created", "snapshot")
+SLOT_KINDS = np.array([KINDS.index(slot) for slot in SLOTS])
+FIRST, RESCAN = KINDS.index("first"), KINDS.index("rescan")
 COLUMNS = [
     "run_id", "chapter_id", "chapter", "project_id", "project", "kind", "pages", "languages",
     "models", "credits", "rework", "started_at", "started_source", "finished_at",
@@ -196,7 +205,7 @@ def _build(obs: Observed) -> pd.DataFrame:
     spent = np.bincount(row, weights=credits, minlength=len(rows))
     credits = credits + np.where(last, (rise - spent)[row], 0.0)
 
-    kind = np.array(SLOTS, object)[slot]
+    kind = SLOT_KINDS[slot]
     times = found.times
     idx = rows["idx"].to_numpy("int64")
     # A run going at the first snapshot was charged before it: a first run if what the
@@ -205,13 +214,13 @@ def _build(obs: Observed) -> pd.DataFrame:
     spent_so_far = number(rows["credits_spent"])[row]
     novel = is_novel(rows)[row]
     once = novel | ~(spent_so_far > pages * per_page[row] + 1e-6)
-    kind = np.where(at_baseline & ~once, np.array(None), kind)
+    kind = np.where(at_baseline & ~once, -1, kind)
     credits = np.where(at_baseline, 0.0, credits)
     at = times[idx[row]]
     before = times[np.maximum(idx[row] - 1, 0)]
     new = flag(rows["is_new"])[row]
     created = micros(rows["created_at"])[row]
-    from_creation = (kind == "first") & new & (created != NO_TIME)
+    from_creation = (kind == FIRST) & new & (created != NO_TIME)
     started = np.where(from_creation, created, np.where(at_baseline, NO_TIME, before))
 
     end_row, end_kind = _end_rows(rows, n_in_row)
@@ -282,14 +291,14 @@ def _ends(
     # The reasons where runs end, as Python texts (taken by code).
     reason = texts(rows["failure_reason"], k)
     prev_failed = flag(rows["prev_failed"])
-    fresh = np.isin(kind, ["first", "rescan"])
+    fresh = np.isin(kind, [FIRST, RESCAN])
     reason_changed = codes(rows["failure_reason"])[k] != codes(rows["prev_reason"])[start_row]
     run_failed = settled & failed[k] & (fresh | ~prev_failed[start_row] | reason_changed)
     stall = stalls(reason)
-    outcome = np.full(len(frame), None, object)
-    outcome[settled] = "finished"
-    outcome[run_failed] = np.where(stall[run_failed], "stalled", "failed")
-    outcome[last & (why == 3)] = "running"
+    outcome = np.full(len(frame), -1)
+    outcome[settled] = FINISHED
+    outcome[run_failed] = np.where(stall[run_failed], STALLED, FAILED)
+    outcome[last & (why == 3)] = RUNNING
     # last_activity_at is the run's last step unless something touched the chapter after.
     became_reviewed = flag(rows["reviewed"]) & ~flag(rows["prev_reviewed"])
     reviewed = became_reviewed[k]
@@ -302,11 +311,9 @@ def _ends(
     # last_activity_at outside that interval is not its end.
     inside = (activity > times[np.maximum(idx[k] - 1, 0)]) & (activity <= times[idx[k]])
     touched = reviewed | grew_unpaid | ~inside
-    frame["outcome"] = as_column(outcome)
+    frame["outcome"] = outcome
     frame["finished"] = np.where(settled, np.where(touched, times[idx[k]], activity), NO_TIME)
-    frame["finished_source"] = as_column(
-        np.where(settled, np.where(touched, "snapshot", "last_activity"), np.array(None))
-    )
+    frame["finished_source"] = np.where(settled, np.where(touched, SNAPSHOT, LAST_ACTIVITY), -1)
     frame["failure_reason"] = as_column(np.where(run_failed, reason, np.array(None)))
     # Where the end may lie, for matching events: a run that ended before its row's
     # snapshot, between it and the one before; the last run of a row still processing,
@@ -360,20 +367,20 @@ def _match_events(frame: pd.DataFrame, obs: Observed, chapters: pd.Index) -> Non
     kinds = events["type"].to_numpy(object)
     reasons = events["reason"].to_numpy(object)
     finished = frame["finished"].to_numpy().copy()
-    source = frame["finished_source"].to_numpy(object).copy()
-    outcome = frame["outcome"].to_numpy(object).copy()
+    source = frame["finished_source"].to_numpy().copy()
+    outcome = frame["outcome"].to_numpy().copy()
     reason = frame["failure_reason"].to_numpy(object).copy()
     finished[hit] = stamp[chosen[hit]]
-    source[hit] = "event"
+    source[hit] = EVENT
     failed = hit & (kinds[np.maximum(chosen, 0)] == "chapter.failed")
     ok = hit & ~failed
-    outcome[ok] = "finished"
+    outcome[ok] = FINISHED
     reason[ok] = None
     text = reasons[np.maximum(chosen, 0)]
     reason[failed] = np.where(pd.isna(text[failed]), reason[failed], text[failed])
-    outcome[failed] = np.where(stalls(reason)[failed], "stalled", "failed")
-    frame["finished"], frame["finished_source"] = finished, as_column(source)
-    frame["outcome"], frame["failure_reason"] = as_column(outcome), as_column(reason)
+    outcome[failed] = np.where(stalls(reason)[failed], STALLED, FAILED)
+    frame["finished"], frame["finished_source"] = finished, source
+    frame["outcome"], frame["failure_reason"] = outcome, as_column(reason)
     # The run after an event started no earlier than it.
     same_row = frame["row"].to_numpy()
     previous_end = np.roll(np.where(hit, finished, NO_TIME), 1)
@@ -426,10 +433,9 @@ def _finish(
     chapter = rows["chapter_code"].to_numpy("int64")
     last = last_of_chapter(rows)
     titles, positions = rows["title"][last], rows["position"][last]
-    labels = (
-        titles.astype(object)
-        .where(titles.notna(), "Chapter " + positions.astype(str))
-        .to_numpy(object)
+    labels = pa.array(  # by chapter code
+        titles.astype(object).where(titles.notna(), "Chapter " + positions.astype(str)),
+        pa.large_string(),
     )
     run_chapter = chapter[row]
     number = rank_within(run_chapter)
@@ -450,26 +456,29 @@ def _finish(
         {
             "run_id": _text(run_ids),
             "chapter_id": _text(chapter_ids),
-            "chapter": _text(labels[run_chapter]),
+            "chapter": _text(labels.take(pa.array(run_chapter))),
             "project_id": _text(_text_of(rows["project_id"], row)),
             "project": _text(_text_of(rows["project"], row)),
-            "kind": _text(frame["kind"].to_numpy(object)),
+            "kind": _coded(frame["kind"].to_numpy(), KINDS),
             "pages": frame["pages"].round().astype("int64"),
             "languages": frame["languages"].astype("int64"),
             "models": _text(models),
             "credits": frame["credits"],
-            "rework": np.where(frame["kind"] == "rescan", frame["credits"], 0.0),
+            "rework": np.where(frame["kind"] == RESCAN, frame["credits"], 0.0),
             "started_at": _times(frame["started"].to_numpy()),
-            "started_source": _text(
+            "started_source": _coded(
                 np.where(
                     frame["from_creation"].to_numpy(bool),
-                    "created",
-                    np.where(frame["started"].to_numpy() == NO_TIME, np.array(None), "snapshot"),
-                )
+                    START_SOURCES.index("created"),
+                    np.where(
+                        frame["started"].to_numpy() == NO_TIME, -1, START_SOURCES.index("snapshot")
+                    ),
+                ),
+                START_SOURCES,
             ),
             "finished_at": _times(frame["finished"].to_numpy()),
-            "finished_source": _text(frame["finished_source"].to_numpy(object)),
-            "outcome": _text(frame["outcome"].to_numpy(object)),
+            "finished_source": _coded(frame["finished_source"].to_numpy(), END_SOURCES),
+            "outcome": _coded(frame["outcome"].to_numpy(), OUTCOMES),
             "failure_reason": _text(frame["failure_reason"].to_numpy(object)),
             "seen_idx": frame["seen_idx"],
             "seen_at": _times(times[frame["seen_idx"].to_numpy()]),
@@ -489,6 +498,12 @@ def _text_of(column: pd.Series, at: np.ndarray) -> pa.Array:
     codes = np.asarray(column.cat.codes.to_numpy("int64")[at])
     categories = pa.array(column.cat.categories.to_numpy(object), pa.large_string())
     return pc.take(categories, pa.array(codes, mask=codes < 0))
+
+
+def _coded(codes: np.ndarray, words: tuple[str, ...]) -> pd.arrays.ArrowStringArray:
+    """Texts from codes into `words` (-1: null)."""
+    vocabulary = pa.array(words, pa.large_string())
+    return _text(vocabulary.take(pa.array(codes, pa.int64(), mask=codes < 0)))
 
 
 def _text(values: pa.Array | np.ndarray) -> pd.arrays.ArrowStringArray:
