@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -50,6 +52,15 @@ def within(
     if high is not None:
         keep &= times < high
     return frame[keep.fillna(False).to_numpy(bool)].reset_index(drop=True)
+
+
+def sorted_by(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """`frame` sorted by `columns`, ascending, nulls last, ties in their order, with a
+    fresh index: `sort_values(columns, ignore_index=True)`, ordered in Arrow (pandas
+    sorts a text column by factorizing it first: a tenth of a second on a year's runs)."""
+    keys = pa.table({column: pa.array(frame[column], from_pandas=True) for column in columns})
+    order = pc.sort_indices(keys, [(column, "ascending") for column in columns])
+    return frame.take(order.to_numpy()).reset_index(drop=True)
 
 
 def period_starts(times: pd.Series, freq: str, tz: str | None = None) -> pd.Series:

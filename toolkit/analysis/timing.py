@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 
-from toolkit.analysis.calendar import When, period_starts, within
+from toolkit.analysis.calendar import When, period_starts, sorted_by, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs
 
@@ -45,7 +45,7 @@ def cycle_times(
     frame["run_id"] = done["run_id"]
     frame["started_source"] = done["started_source"]
     frame["finished_source"] = done["finished_source"]
-    frame = frame.sort_values(["finished_at", "run_id"], ignore_index=True)
+    frame = sorted_by(frame, ["finished_at", "run_id"])
     return within(frame, "finished_at", since=since, until=until, tz=tz)
 
 
@@ -87,7 +87,7 @@ def lead_times(
     frame["runs"] = frame["runs"].astype("Int64")
     frame["failed_runs"] = frame["failed_runs"].astype("Int64")
     frame["chapter_id"] = frame["chapter_id"].astype(pd.StringDtype())
-    frame = frame.sort_values(["reviewable_at", "chapter_id"], ignore_index=True)
+    frame = sorted_by(frame, ["reviewable_at", "chapter_id"])
     return within(frame, "reviewable_at", since=since, until=until, tz=tz)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, within
+from toolkit.analysis.calendar import When, sorted_by, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.timing import RunsBy, check_by
@@ -45,7 +45,7 @@ def failures(
             "run_kind": bad["kind"],
         }
     )
-    frame = frame.sort_values(["seen_at", "run_id"], ignore_index=True)
+    frame = sorted_by(frame, ["seen_at", "run_id"])
     return within(frame, "seen_at", since=since, until=until, tz=tz)
 
 
