@@ -112,8 +112,9 @@ def _shape(
     """A long frame `period, <by>[, project], <measures>` from sums per period code
     (`periods` gives the codes and their `starts`): rows with nothing to show left out
     unless `fill`, which gives every period from the first to the last and every group."""
-    sums = sums.assign(period=starts.iloc[sums["period"].to_numpy("int64")].to_numpy())
-    sums["period"] = sums["period"].astype(starts.dtype)
+    # The period starts taken by code as they are (tz-aware: to_numpy would make a
+    # Python object per row).
+    sums = sums.assign(period=starts.take(sums["period"].to_numpy("int64")).array)
     columns = ["period", by, *measures]
     if not fill:
         sums = sums[(sums[measures] != 0).any(axis=1)]
