@@ -20,7 +20,8 @@ def test_command_serves_the_demo_until_interrupted(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONWARNINGS": "error"},
+        # faulthandler: a process that will not stop says where each thread is (SIGABRT).
+        env={**os.environ, "PYTHONWARNINGS": "error", "PYTHONFAULTHANDLER": "1"},
     )
     try:
         output = []
@@ -38,6 +39,11 @@ def test_command_serves_the_demo_until_interrupted(tmp_path):
         assert names == {"Moonlit Harbor", "Seoul Nights", "River of Stars"}
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            stuck = process.communicate(timeout=30)[0]
+            raise AssertionError(f"the emulator did not stop on Ctrl-C:\n{stuck}") from None
         process.stdout.close()
     assert process.returncode in (0, 130)

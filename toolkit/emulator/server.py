@@ -135,10 +135,12 @@ class Emulator:
         if self._stopped:
             return
         self._stopped = True
-        if self._background is not None:
-            self._background.stop()
+        # Our own admin client first: a connection still open to the server is one its
+        # shutdown would wait for.
         if self._http is not None:
             self._http.close()
+        if self._background is not None:
+            self._background.stop()
         self.services.scheduler.stop()
         self.services.deliveries.close()
         self._db.close()

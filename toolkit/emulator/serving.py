@@ -79,7 +79,13 @@ class BackgroundServer:
         self, app: Any, *, name: str = "asgi-server", timeout: float = 30.0, **options: Any
     ) -> BackgroundServer:
         """Serve `app`; returns once it accepts connections. `options` go to `uvicorn.Config`."""
-        options = {"log_level": "warning", "access_log": False, **options}
+        # A shutdown waits at most 5 s for requests still open, then cancels them.
+        options = {
+            "log_level": "warning",
+            "access_log": False,
+            "timeout_graceful_shutdown": 5,
+            **options,
+        }
         self._server = _Server(uvicorn.Config(app, **options))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, name=name, daemon=True
