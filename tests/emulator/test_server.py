@@ -22,6 +22,9 @@ def test_command_serves_the_demo_until_interrupted(tmp_path):
         text=True,
         # faulthandler: a process that will not stop says where each thread is (SIGABRT).
         env={**os.environ, "PYTHONWARNINGS": "error", "PYTHONFAULTHANDLER": "1"},
+        # Started as some runners start commands, with SIGINT ignored: Ctrl-C must still
+        # stop it (a child inherits the ignoring, and Python keeps it).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         output = []

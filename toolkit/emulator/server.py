@@ -297,6 +297,9 @@ def run_server(
     emulator.start(host=host, port=port)
     # A service manager stops with SIGTERM: shut down as cleanly as on Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C stops the server even when whatever started us ignored SIGINT (a child
+    # inherits that, and Python then leaves it ignored): seen under a test runner.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         pace = f"{speed:g} simulated s per real s" if clock == "realtime" else "advance it by hand"
         print(f"Chapter Translation Service emulator on {emulator.url}  (clock: {clock}, {pace})")
