@@ -49,11 +49,6 @@ flagged AS MATERIALIZED (
            last_activity_at, created_at, _deleted, _changed, _previous
     FROM chapters_changes WHERE _changed IS NOT false
 ),
-named AS (
-    -- A chapter's title and number as its last flagged row has them.
-    SELECT chapter_id, arg_max(title, idx) AS title, arg_max(position, idx) AS position
-    FROM flagged GROUP BY chapter_id
-),
 legacy AS (
     -- Chapters with rows written before the store kept `_previous`: those are compared
     -- with the flagged row before them in a window. A store written since has none, and
@@ -61,8 +56,8 @@ legacy AS (
     SELECT DISTINCT chapter_id FROM flagged WHERE _changed IS NULL OR _previous IS NULL
 ),
 log AS (
-    SELECT idx, chapter_id, project_id, page_count, started, processing, failed,
-           failure_reason, status, credits_spent, last_activity_at, created_at,
+    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
+           failed, failure_reason, status, credits_spent, last_activity_at, created_at,
            _deleted AS deleted,
            NOT _previous.existed AS is_new,
            _previous.credits_spent AS prev_credits,
@@ -74,8 +69,8 @@ log AS (
            _previous.status AS prev_status
     FROM flagged WHERE chapter_id NOT IN (SELECT chapter_id FROM legacy)
     UNION ALL
-    SELECT idx, chapter_id, project_id, page_count, started, processing, failed,
-           failure_reason, status, credits_spent, last_activity_at, created_at,
+    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
+           failed, failure_reason, status, credits_spent, last_activity_at, created_at,
            _deleted AS deleted,
            lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
            lag(credits_spent) OVER w AS prev_credits,
@@ -88,9 +83,9 @@ log AS (
     FROM flagged WHERE chapter_id IN (SELECT chapter_id FROM legacy)
     WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
 )
--- What is the same on every row of a chapter (its project, names, title, the service's
--- default model) comes only on rows where it appeared, its first among them: texts are
--- most of what a query hands over, and a year has hundreds of thousands of rows. A row
+-- What is the same on every row of a chapter (its project, names, the service's default
+-- model) comes only on rows where it appeared, its first among them: texts are most of
+-- what a query hands over, and a year has hundreds of thousands of rows. A row
 -- whose status alone changed (a review, most of all) starts and ends no run, and is
 -- left out: the status a run ended with is read from the row where it ended.
 SELECT idx, page_count, started, processing, failed, failure_reason, credits_spent,
@@ -103,8 +98,7 @@ SELECT idx, page_count, started, processing, failed, failure_reason, credits_spe
        CASE WHEN is_new THEN project_id END AS project_id,
        CASE WHEN is_new THEN p.project END AS project,
        CASE WHEN is_new THEN p.model END AS model,
-       CASE WHEN is_new THEN n.title END AS title,
-       CASE WHEN is_new THEN n.position END AS position,
+       title, position,
        CASE WHEN is_new THEN
            (SELECT models[1] FROM languages_changes
             WHERE len(models) > 0 AND project_id IN
@@ -113,7 +107,6 @@ SELECT idx, page_count, started, processing, failed, failure_reason, credits_spe
        END AS default_model
 FROM log LEFT JOIN projects p USING (project_id)
          LEFT JOIN chapter_languages l USING (chapter_id)
-         LEFT JOIN named n USING (chapter_id)
 WHERE idx = 0 OR deleted OR is_new
    OR coalesce(credits_spent, 0) <> coalesce(prev_credits, 0)
    OR coalesce(page_count, 0) <> coalesce(prev_pages, 0)
@@ -157,9 +150,6 @@ def read_transitions(obs: Observed) -> Transitions:
     rows["step"] = rank_within(chapter)
     for column in PER_CHAPTER:
         rows[column] = _spread(rows[column], first, chapter)
-    rows["position"] = pd.Series(rows["position"].to_numpy("float64")[first][chapter]).astype(
-        "Int64"
-    )
     # One set of categories for both reasons: equal reasons have equal codes.
     reasons = rows["failure_reason"].cat.categories.union(rows["prev_reason"].cat.categories)
     for column in ("failure_reason", "prev_reason"):
@@ -168,7 +158,7 @@ def read_transitions(obs: Observed) -> Transitions:
     return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
 
 
-PER_CHAPTER = ("project_id", "project", "model", "title")
+PER_CHAPTER = ("project_id", "project", "model")
 
 
 def rank_within(groups: np.ndarray) -> np.ndarray:
