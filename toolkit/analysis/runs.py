@@ -443,7 +443,13 @@ def _finish(
     # finished frame's texts are not.
     started = frame["started"].to_numpy()
     order = np.lexsort((number, run_chapter, np.where(started == NO_TIME, FAR, started)))
-    frame = frame.take(order).reset_index(drop=True)
+    # The columns the result needs, in its order (numpy takes, not a frame's).
+    run = {
+        name: frame[name].to_numpy()[order]
+        for name in ("kind", "pages", "languages", "credits", "started", "from_creation",
+                     "finished", "finished_source", "outcome", "failure_reason", "seen_idx",
+                     "created")
+    }  # fmt: skip
     row, run_chapter, number = row[order], run_chapter[order], number[order]
     models = _text_of(rows["model"], row)
     default = pa.scalar(found.default_model, pa.large_string())
@@ -452,6 +458,8 @@ def _finish(
     run_ids = pc.binary_join_element_wise(
         chapter_ids, pa.array(number + 1).cast(pa.large_string()), pa.scalar("/", pa.large_string())
     )
+    started = run["started"]
+    credits = np.asarray(run["credits"], "float64")
     out = pd.DataFrame(
         {
             "run_id": _text(run_ids),
@@ -459,37 +467,31 @@ def _finish(
             "chapter": _text(labels.take(pa.array(run_chapter))),
             "project_id": _text(_text_of(rows["project_id"], row)),
             "project": _text(_text_of(rows["project"], row)),
-            "kind": _coded(frame["kind"].to_numpy(), KINDS),
-            "pages": frame["pages"].round().astype("int64"),
-            "languages": frame["languages"].astype("int64"),
+            "kind": _coded(run["kind"], KINDS),
+            "pages": pd.array(np.round(run["pages"]).astype("int64"), dtype="Int64"),
+            "languages": pd.array(run["languages"].astype("int64"), dtype="Int64"),
             "models": _text(models),
-            "credits": frame["credits"],
-            "rework": np.where(frame["kind"] == RESCAN, frame["credits"], 0.0),
-            "started_at": _times(frame["started"].to_numpy()),
+            "credits": pd.array(credits, dtype="Float64"),
+            "rework": pd.array(np.where(run["kind"] == RESCAN, credits, 0.0), dtype="Float64"),
+            "started_at": _times(started),
             "started_source": _coded(
                 np.where(
-                    frame["from_creation"].to_numpy(bool),
+                    run["from_creation"].astype(bool),
                     START_SOURCES.index("created"),
-                    np.where(
-                        frame["started"].to_numpy() == NO_TIME, -1, START_SOURCES.index("snapshot")
-                    ),
+                    np.where(started == NO_TIME, -1, START_SOURCES.index("snapshot")),
                 ),
                 START_SOURCES,
             ),
-            "finished_at": _times(frame["finished"].to_numpy()),
-            "finished_source": _coded(frame["finished_source"].to_numpy(), END_SOURCES),
-            "outcome": _coded(frame["outcome"].to_numpy(), OUTCOMES),
-            "failure_reason": _text(frame["failure_reason"].to_numpy(object)),
-            "seen_idx": frame["seen_idx"],
-            "seen_at": _times(times[frame["seen_idx"].to_numpy()]),
-            "created_at": _times(frame["created"].to_numpy()),
+            "finished_at": _times(run["finished"]),
+            "finished_source": _coded(run["finished_source"], END_SOURCES),
+            "outcome": _coded(run["outcome"], OUTCOMES),
+            "failure_reason": _text(np.asarray(run["failure_reason"], object)),
+            "seen_idx": pd.array(run["seen_idx"].astype("int64"), dtype="Int64"),
+            "seen_at": _times(times[run["seen_idx"]]),
+            "created_at": _times(run["created"]),
         }
     )
     _novel_retries(out, rows)
-    for column in ("pages", "languages", "seen_idx"):
-        out[column] = out[column].astype("Int64")
-    for column in ("credits", "rework"):
-        out[column] = out[column].astype("Float64")
     return out
 
 
@@ -518,9 +520,10 @@ def _novel_retries(out: pd.DataFrame, rows: pd.DataFrame) -> None:
     """A novel chapter whose text is uploaded again (a new chapter, since a novel cannot
     be re-scanned) at the position of one whose last run failed: its charge is rework.
     The store holds no text, so an upload at another position is not recognised."""
-    novels = rows[is_novel(rows)]
-    if novels.empty:
+    novel = is_novel(rows)
+    if not novel.any():
         return
+    novels = rows[novel]
     place = novels.groupby("chapter_id", sort=False)[["project_id", "position"]].last()
     last_runs = out.groupby("chapter_id", sort=False).tail(1).set_index("chapter_id")
     failed = last_runs["outcome"].isin(["failed", "stalled"])
