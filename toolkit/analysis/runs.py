@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, cast
 
 import numpy as np
@@ -497,15 +498,19 @@ def _finish(
 
 def _text_of(column: pd.Series, at: np.ndarray) -> pa.Array:
     """A categorical column's texts at rows `at`, as Arrow strings."""
-    codes = np.asarray(column.cat.codes.to_numpy("int64")[at])
-    categories = pa.array(column.cat.categories.to_numpy(object), pa.large_string())
-    return pc.take(categories, pa.array(codes, mask=codes < 0))
+    return _by_code(codes(column)[at], column.cat.categories)
 
 
-def _coded(codes: np.ndarray, words: tuple[str, ...]) -> pd.arrays.ArrowStringArray:
+def _coded(coded: np.ndarray, words: tuple[str, ...]) -> pd.arrays.ArrowStringArray:
     """Texts from codes into `words` (-1: null)."""
-    vocabulary = pa.array(words, pa.large_string())
-    return _text(vocabulary.take(pa.array(codes, pa.int64(), mask=codes < 0)))
+    return _text(_by_code(coded, words))
+
+
+def _by_code(coded: np.ndarray, words: Sequence[str] | pd.Index) -> pa.Array:
+    """Each code's word as Arrow large strings (-1: null): the words are few, the codes
+    many, and a take copies each text once."""
+    vocabulary = pa.array(list(words), pa.large_string())
+    return vocabulary.take(pa.array(coded, pa.int64(), mask=np.asarray(coded) < 0))
 
 
 def _text(values: pa.Array | np.ndarray) -> pd.arrays.ArrowStringArray:

@@ -5,8 +5,8 @@ A chapter's change log has a row whenever anything about it changed, mostly prog
 gone, or changed in a column followed here), a third of them, each with the values it
 changed from, which the store keeps beside it (`_previous`). Rows of stores written
 before the store kept those (null there) are compared in a window with the flagged row
-before them, which holds the same followed values as the row just before. A run starts where
-`credits_spent` rises (or, in stores without charges, where `processing` turns on or
+before them, which holds the same followed values as the row just before. A run starts
+where `credits_spent` rises (or, in stores without charges, where `processing` turns on or
 `failed` is cleared) and ends where `processing` turns off; only those rows, the
 baseline, deletions and changes of the failure are read back (a change of status alone,
 two thirds of the flagged rows, is not), each with its previous values beside it. The

@@ -121,7 +121,7 @@ def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = (
 def diff(con: duckdb.DuckDBPyConnection, table: str, new: pa.Table, old: pa.Table) -> pa.Table:
     """Rows of `new` that `old` lacks or holds differently, and `old`'s rows `new` lacks
     (flagged deleted). Both hold the table's columns; the result adds `_deleted` (and
-    `_changed` for a tracked table)."""
+    `_changed` and `_previous` for a tracked table)."""
     aligned = _aligned_diff(table, new, old)
     if aligned is not None:
         return aligned

@@ -55,6 +55,11 @@ APPEND_ATTEMPTS = 5
 WRITER = WriterProperties(compression="ZSTD")
 
 
+def _columns(table: DeltaTable) -> set[str]:
+    """The names of the columns the table's schema has now."""
+    return {field.name for field in table.schema().fields}
+
+
 def _duckdb_type(con: duckdb.DuckDBPyConnection, field: pa.Field) -> str:
     """The DuckDB type a column of this Arrow type reads as (DuckDB's own answer)."""
     return str(con.from_arrow(pa.schema([field]).empty_table()).types[0])
@@ -186,9 +191,8 @@ class Tables:
             table = self.get(name)
             before = self._listing(name)
             target: Any = table if table is not None else self.uri(name)
-            present = {f.name for f in table.schema().fields} if table is not None else set()
             # A table written before a column was added to the store gains it.
-            grows = table is not None and bool(set(rows.schema.names) - present)
+            grows = table is not None and bool(set(rows.schema.names) - _columns(table))
             try:
                 write_deltalake(
                     target,
@@ -286,7 +290,7 @@ class Tables:
         """
         table = self.get(name)
         files = table.file_uris() if table is not None else []
-        present = {field.name for field in table.schema().fields} if table is not None else set()
+        present = _columns(table) if table is not None else set()
         # A column the table never had (one added to the store since it was written)
         # reads as null.
         columns = ", ".join(

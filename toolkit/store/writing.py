@@ -82,14 +82,11 @@ def _changed_in(table: pa.Table, change: pa.Table, name: str) -> tuple[pa.Array,
         "_flagged", pa.array(np.arange(flagged.num_rows), pa.int64())
     )
     hits = numbered.join(changed, keys=keys, join_type="inner")  # no struct in a join
-    rows = hits.column("_row").to_numpy()
-    marks = np.zeros(table.num_rows, dtype=bool)
-    marks[rows] = True
-    # Each flagged row's `_previous` at its row of `table`, null elsewhere.
+    # Each row of `table`: its flagged row in `change`, -1 where none.
     where = np.full(table.num_rows, -1, dtype="int64")
-    where[rows] = hits.column("_flagged").to_numpy()
+    where[hits.column("_row").to_numpy()] = hits.column("_flagged").to_numpy()
     previous = flagged.column(PREVIOUS).combine_chunks().take(pa.array(where, mask=where < 0))
-    return pa.array(marks), previous
+    return pa.array(where >= 0), previous
 
 
 def stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
