@@ -424,6 +424,30 @@ def test_compaction_merges_files_and_changes_no_answer(tmp_path, service):
     assert len(SnapshotStore(tmp_path).snapshots()) == 7
 
 
+def test_merged_files_keep_the_flagged_rows_first(tmp_path, service):
+    # Runs and line counts are read from the `_changed` rows alone; a merged file that
+    # holds them together lets a reader skip the rest.
+    store = SnapshotStore(tmp_path, auto_compact=False)
+    for step in range(8):
+        if step % 2:
+            service.update("c1", activity=hours(step), untranslated=9 - step)  # progress
+        else:
+            service.update("c1", covered=step, credits=step)
+        store.take(service, at=hours(step))
+    before = store.history("chapters")
+    store.compact()
+    for table in ("chapters", "languages"):
+        (merged,) = store._tables.files(table)
+        rows = pq.read_table(merged.removeprefix("file://")).to_pandas()
+        flagged = rows["_changed"].fillna(True).to_numpy()
+        assert 0 < flagged.sum() < len(rows)
+        assert not flagged[int(flagged.sum()) :].any()  # every flagged row comes first
+        keys = [*schema.KEYS[table], "snapshot_id"]
+        for part in (rows[flagged], rows[~flagged]):
+            assert part[keys].equals(part[keys].sort_values(keys))
+    assert_frame_equal(SnapshotStore(tmp_path).history("chapters"), before)
+
+
 def test_takes_merge_past_days_and_weeks_as_they_go(tmp_path, service):
     plain = SnapshotStore(tmp_path / "plain", auto_compact=False)
     store = SnapshotStore(tmp_path / "auto")

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from toolkit.errors import StoreError
 from toolkit.frames import schema
 from toolkit.store.log import MANIFEST_STORED, stored_schema
-from toolkit.store.maintenance import layout
+from toolkit.store.maintenance import in_layout_order, layout
 from toolkit.store.tables import Tables
 
 COVERS_KEY = b"toolkit.covers"
@@ -108,10 +108,8 @@ def _first_per_key(rows: pa.Table, keys: list[str]) -> pa.Table:
 
 
 def _append_by_week(tables: Tables, name: str, rows: pa.Table) -> int:
-    column, order = layout()[name]
-    for week in _weeks(rows, column):
-        part = week.take(pc.sort_indices(week, [(c, "ascending") for c in order]))
-        tables.append(name, part)
+    for week in _weeks(rows, layout()[name][0]):
+        tables.append(name, in_layout_order(week, name))
     return int(rows.num_rows)
 
 
