@@ -468,6 +468,10 @@ def test_takes_merge_past_days_and_weeks_as_they_go(tmp_path, service):
     # The first week in one file, then a file per past day, then today's small files.
     assert spans[0] == (hours(0).date(), hours(156).date())
     assert len(spans) < 40 / 2
+    # The manifest, read whole by every question, keeps its whole past in one file.
+    manifest = pa.table(store._tables.get("manifest").get_add_actions(flatten=True))
+    ends = [high.date() for high in manifest["max.snapshot_at"].to_pylist()]
+    assert sum(end < hours(39 * 6).date() for end in ends) == 1
     for table in schema.SNAPSHOT_TABLES:
         drop = ["snapshot_id"]  # the two stores gave their snapshots their own ids
         assert_frame_equal(store.history(table).drop(columns=drop),
@@ -528,6 +532,15 @@ def test_sql_queries_see_every_snapshot_and_the_change_log(tmp_path, service):
     top = store.query("SELECT max(covered) AS m FROM languages WHERE chapter_id = 'c1'")
     assert top["m"].tolist() == [2]
     assert store.query("SELECT count(*) AS n FROM events")["n"].tolist() == [0]
+    # A view is made when the SQL names it, whatever its quoting and comments.
+    commented = store.query(
+        "-- one row per chapter\n"
+        "SELECT '--' AS dashes, count(*) AS n FROM \"chapters\" -- of chapters_changes\n"
+        "WHERE snapshot_at = (SELECT max(snapshot_at) FROM snapshots)"
+    )
+    assert commented.to_dict("records") == [{"dashes": "--", "n": 2}]
+    same_line = store.query("SELECT 'a--b' AS t, count(*) AS n FROM languages_changes")
+    assert same_line["t"].tolist() == ["a--b"] and same_line["n"].iloc[0] >= 3
 
 
 def test_sql_queries_join_the_callers_own_frames(tmp_path, service):

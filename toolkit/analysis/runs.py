@@ -452,13 +452,11 @@ def _finish(
                      "created")
     }  # fmt: skip
     row, run_chapter, number = row[order], run_chapter[order], number[order]
-    models = _text_of(rows["model"], row)
-    default = pa.scalar(found.default_model, pa.large_string())
-    models = pc.if_else(pc.is_null(models), default, models)
+    models = _text_of(rows["model"], row, null=found.default_model)
     chapter_ids = _text_of(rows["chapter_id"], row)
-    run_ids = pc.binary_join_element_wise(
-        chapter_ids, pa.array(number + 1).cast(pa.large_string()), pa.scalar("/", pa.large_string())
-    )
+    # `<chapter_id>/<n>`: the "/<n>" taken by number (few), not made per run.
+    endings = _by_code(number, [f"/{n}" for n in range(1, int(number.max(initial=0)) + 2)])
+    run_ids = pc.binary_join_element_wise(chapter_ids, endings, pa.scalar("", pa.large_string()))
     started = run["started"]
     credits = np.asarray(run["credits"], "float64")
     out = pd.DataFrame(
@@ -496,9 +494,13 @@ def _finish(
     return out
 
 
-def _text_of(column: pd.Series, at: np.ndarray) -> pa.Array:
-    """A categorical column's texts at rows `at`, as Arrow strings."""
-    return _by_code(codes(column)[at], column.cat.categories)
+def _text_of(column: pd.Series, at: np.ndarray, *, null: str | None = None) -> pa.Array:
+    """A categorical column's texts at rows `at`, as Arrow strings; nulls as `null`."""
+    coded, words = codes(column)[at], list(column.cat.categories)
+    if null is not None:
+        coded = np.where(coded < 0, len(words), coded)
+        words.append(null)
+    return _by_code(coded, words)
 
 
 def _coded(coded: np.ndarray, words: tuple[str, ...]) -> pd.arrays.ArrowStringArray:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
 TRANSITIONS_SQL = """
-WITH projects AS (
+WITH by_project AS (
     SELECT project_id,
            arg_max(name, idx) AS project,
            arg_max(kind, idx) AS project_kind,
@@ -102,10 +102,10 @@ SELECT idx, page_count, started, processing, failed, failure_reason, credits_spe
        CASE WHEN is_new THEN
            (SELECT models[1] FROM languages_changes
             WHERE len(models) > 0 AND project_id IN
-                  (SELECT project_id FROM projects WHERE model IS NULL)
+                  (SELECT project_id FROM by_project WHERE model IS NULL)
             LIMIT 1)
        END AS default_model
-FROM log LEFT JOIN projects p USING (project_id)
+FROM log LEFT JOIN by_project p USING (project_id)
          LEFT JOIN chapter_languages l USING (chapter_id)
 WHERE idx = 0 OR deleted OR is_new
    OR coalesce(credits_spent, 0) <> coalesce(prev_credits, 0)

@@ -127,7 +127,7 @@ def _check_data(table: DeltaTable, folder: str, name: str, grace: timedelta) -> 
     for action in actions:
         path = os.path.join(folder, action["path"])
         listed.add(os.path.normpath(path))
-        column = layout()[name][0]
+        column = layout()[name].time
         low, high = action.get(f"min.{column}"), action.get(f"max.{column}")
         held = f"rows of snapshots from {low} to {high}" if low else "rows"
         if not os.path.exists(path):

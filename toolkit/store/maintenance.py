@@ -8,14 +8,15 @@ the first snapshot of a new day, or when `compact()` is called):
   sorted by key then snapshot, so that a chapter's history sits together and
   compresses well; in the tables with `_changed`, its flagged rows come first (a run
   or a line count is read from those alone, and a reader skips the rest of the file
-  sooner: on a year, the runs' query reads its rows in half the time). Each merge is
-  one Delta commit that replaces exactly the rows of that period (`overwrite` with a
-  predicate on the time column): readers see the same
-  rows before and after, and a reader still on the older version keeps its files until
-  `vacuum` removes them `retention` later. A merge that loses a race with another
-  writer's merge is given up; the next day's run does it.
-  Files group by the time column's statistics, so a week file covers one week and a
-  read of a time window skips the others.
+  sooner: on a year, the runs' query reads its rows in half the time). The manifest
+  and the projects, small and read whole, keep their whole past in one file. Each
+  merge is one Delta commit that replaces exactly the rows of that period
+  (`overwrite` with a predicate on the time column): readers see the same rows before
+  and after, and a reader still on the older version keeps its files until `vacuum`
+  removes them `retention` later. A merge that loses a race with another writer's
+  merge is given up; the next day's run does it. Files group by the time column's
+  statistics, so a week file covers one week and a read of a time window skips the
+  others.
 - **Checkpoint** and **log cleanup**: a checkpoint, then log entries older than the
   retention removed (`cleanup_metadata`); the per-commit cleanup is off (see `tables`).
 - **Vacuum** (`full=True`): data files no longer referenced, and files a crashed write
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,28 +43,37 @@ from toolkit.store.log import CHANGED, TRACKED
 from toolkit.store.tables import WRITER, Tables
 
 SortKeys = list[tuple[str, str, str]]  # column, order, where nulls go
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def layout() -> dict[str, tuple[str, SortKeys]]:
-    """Each table's time column (what files are grouped by) and sort keys."""
-    tables: dict[str, tuple[str, SortKeys]] = {}
+class Layout(NamedTuple):
+    time: str  # the column files are grouped by
+    order: SortKeys  # of the rows in a merged file
+    whole: bool  # the whole past in one file, not a file a week
+
+
+def layout() -> dict[str, Layout]:
+    """How each table's files are merged. The manifest and the projects are small and
+    read whole by every question: their past is one file (a year of weeks is fifty
+    files, and opening each costs more than reading it)."""
+    tables: dict[str, Layout] = {}
     for name in schema.SNAPSHOT_TABLES:
         # Null `_changed` (rows older than the flag) counts as flagged.
         flagged_first = [(CHANGED, "descending", "at_start")] if name in TRACKED else []
         keys = [(column, "ascending", "at_end") for column in [*schema.KEYS[name], "snapshot_id"]]
-        tables[name] = ("snapshot_at", flagged_first + keys)
-    tables["events"] = (
+        tables[name] = Layout("snapshot_at", flagged_first + keys, whole=name == "projects")
+    tables["events"] = Layout(
         "received_at",
         [("received_at", "ascending", "at_end"), ("webhook_id", "ascending", "at_end")],
+        whole=False,
     )
-    tables["manifest"] = ("snapshot_at", [("snapshot_id", "ascending", "at_end")])
+    tables["manifest"] = Layout("snapshot_at", [("snapshot_id", "ascending", "at_end")], whole=True)
     return tables
 
 
 def in_layout_order(rows: pa.Table, name: str) -> pa.Table:
     """Rows of table `name` in the order its merged files keep them (`layout`)."""
-    order = layout()[name][1]
-    return rows.take(pc.sort_indices(rows, order))
+    return rows.take(pc.sort_indices(rows, layout()[name].order))
 
 
 def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> dict[str, int]:
@@ -70,11 +81,11 @@ def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> d
     files merged per table. Periods before `today`'s day are merged (and today's too
     with `merge_today`, as `compact()` does)."""
     merged: dict[str, int] = {}
-    for name, (column, _) in layout().items():
+    for name in layout():
         table = tables.get(name)
         if table is None:
             continue
-        merged[name] = _merge(table, name, column, today, merge_today=merge_today)
+        merged[name] = _merge(table, name, today, merge_today=merge_today)
         table.update_incremental()
         table.create_checkpoint()
         table.cleanup_metadata()
@@ -88,12 +99,13 @@ def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> d
 
 
 def _periods(
-    table: DeltaTable, column: str, today: datetime, merge_today: bool
+    table: DeltaTable, kept: Layout, today: datetime, merge_today: bool
 ) -> dict[tuple[datetime, datetime], int]:
-    """The table's files grouped by the period (day or week) they fall in entirely."""
+    """The table's files grouped by the period (day, week, or the whole past) they fall
+    in entirely."""
     actions = pa.table(table.get_add_actions(flatten=True))
-    lows = actions.column(f"min.{column}").to_pylist()
-    highs = actions.column(f"max.{column}").to_pylist()
+    lows = actions.column(f"min.{kept.time}").to_pylist()
+    highs = actions.column(f"max.{kept.time}").to_pylist()
     day = datetime(today.year, today.month, today.day, tzinfo=UTC)
     week = day - timedelta(days=day.weekday())
     if merge_today:
@@ -104,7 +116,9 @@ def _periods(
         if low is None or high is None or high >= day:
             continue
         low, high = _utc(low), _utc(high)
-        if high < week:
+        if kept.whole:
+            start, end = EPOCH, day
+        elif high < week:
             start = datetime(low.year, low.month, low.day, tzinfo=UTC)
             start -= timedelta(days=start.weekday())
             end = start + timedelta(days=7)
@@ -122,9 +136,10 @@ def _periods(
     }
 
 
-def _merge(table: DeltaTable, name: str, column: str, today: datetime, *, merge_today: bool) -> int:
+def _merge(table: DeltaTable, name: str, today: datetime, *, merge_today: bool) -> int:
     merged = 0
-    for (start, end), count in sorted(_periods(table, column, today, merge_today).items()):
+    column = layout()[name].time
+    for (start, end), count in sorted(_periods(table, layout()[name], today, merge_today).items()):
         field = ds.field(column)
         low, high = pa.scalar(start, schema.TIME), pa.scalar(end, schema.TIME)
         rows = table.to_pyarrow_dataset().to_table(filter=(field >= low) & (field < high))

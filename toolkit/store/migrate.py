@@ -108,7 +108,7 @@ def _first_per_key(rows: pa.Table, keys: list[str]) -> pa.Table:
 
 
 def _append_by_week(tables: Tables, name: str, rows: pa.Table) -> int:
-    for week in _weeks(rows, layout()[name][0]):
+    for week in _weeks(rows, layout()[name].time):
         tables.append(name, in_layout_order(week, name))
     return int(rows.num_rows)
 

@@ -40,6 +40,7 @@ as they were taken (the service's `Date` header counts whole seconds).
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -285,11 +286,12 @@ class SnapshotStore:
         written): it changes whenever anyone writes a snapshot, events or a merge, so
         what was worked out from an equal version still holds."""
         self._tables.begin()
-        versions = []
-        for name in [*schema.SNAPSHOT_TABLES, "events", "manifest"]:
-            table = self._tables.get(name)
-            versions.append(table.version() if table is not None else None)
-        return tuple(versions)
+        names = [*schema.SNAPSHOT_TABLES, "events", "manifest"]
+        # Side by side: opening a table reads its log outside the interpreter lock, and a
+        # fresh store opens all six here.
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            tables = list(pool.map(self._tables.get, names))
+        return tuple(table.version() if table is not None else None for table in tables)
 
     def snapshots(self) -> pd.DataFrame:
         """The manifest: one row per snapshot, oldest first."""
@@ -399,30 +401,38 @@ class SnapshotStore:
         """`query`, answered as an Arrow table (no conversion to pandas: for results of
         millions of rows that are read column by column)."""
         manifest = self._manifest()
+        lowered = _without_comments(sql).lower()
+
+        def mentions(view: str) -> bool:
+            return re.search(rf"\b{view}\b", lowered) is not None
 
         def run(logs: dict[str, Log]) -> pa.Table:
             con = next(iter(logs.values())).con
             for name, frame in (frames or {}).items():
                 con.register(name, frame)
             last = manifest.num_rows - 1
+            # Only the views the SQL names: making one costs DuckDB a look at every
+            # file under it (some 5 ms each on a year).
             for name, log in logs.items():
-                body = (
-                    log.history_sql(0, last)
-                    if last >= 0
-                    else f"SELECT * FROM {log.name} WHERE false"
-                )
-                con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {body}")
-                # Unordered, like any SQL view: sorting millions of change rows first
-                # would cost a query that only aggregates them a second or more.
-                con.execute(
-                    f"CREATE OR REPLACE TEMP VIEW {name}_changes AS SELECT * FROM {log.name}"
-                )
+                if mentions(name):
+                    body = (
+                        log.history_sql(0, last)
+                        if last >= 0
+                        else f"SELECT * FROM {log.name} WHERE false"
+                    )
+                    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {body}")
+                if mentions(f"{name}_changes"):
+                    # Unordered, like any SQL view: sorting millions of change rows
+                    # first would cost a query that only aggregates them a second or more.
+                    con.execute(
+                        f"CREATE OR REPLACE TEMP VIEW {name}_changes AS SELECT * FROM {log.name}"
+                    )
             con.execute(
                 "CREATE OR REPLACE TEMP VIEW snapshots AS SELECT "
                 + ", ".join(schema.MANIFEST.names)
                 + " FROM manifest ORDER BY snapshot_id"
             )
-            if "events" in sql.lower():
+            if mentions("events"):
                 con.register("events", schema.from_pandas(self.history("events"), schema.EVENTS))
             try:
                 return arrow(con, sql)
@@ -436,8 +446,9 @@ class SnapshotStore:
 
         # Only the tables the SQL names (opening each costs a read of its log), and
         # always one, whose connection runs the query.
-        lowered = sql.lower()
-        named = [name for name in schema.SNAPSHOT_TABLES if name in lowered] or ["projects"]
+        named = [
+            name for name in schema.SNAPSHOT_TABLES if mentions(name) or mentions(f"{name}_changes")
+        ] or ["projects"]
         return self._with_logs(named, manifest, run)
 
     # Machinery
@@ -552,3 +563,12 @@ def _project_filter(log: Log, project_ids: Sequence[str] | None) -> str:
         pa.table({"project_id": pa.array(project_id_list(project_ids), pa.string())}),
     )
     return "project_id IN (SELECT project_id FROM _project_ids)"
+
+
+# A quoted text or name (kept), or a `--` comment (dropped).
+_QUOTED_OR_COMMENT = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")|--[^\n]*""")
+
+
+def _without_comments(sql: str) -> str:
+    """The SQL without its `--` comments, which name no view."""
+    return _QUOTED_OR_COMMENT.sub(lambda found: found.group(1) or "", sql)
