@@ -193,9 +193,9 @@ def _frame(table: pa.Table) -> pd.DataFrame:
     reads them."""
     columns: dict[str, object] = {}
     for name in table.column_names:
-        column = table.column(name).combine_chunks()
+        column = table.column(name)  # chunks: numpy joins them once, on the way out
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            encoded = column.dictionary_encode()
+            encoded = column.combine_chunks().dictionary_encode()
             codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
             columns[name] = pd.Categorical.from_codes(
                 codes, categories=pd.Index(encoded.dictionary.to_pylist(), dtype=object)
