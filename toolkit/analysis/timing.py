@@ -38,13 +38,11 @@ def cycle_times(
     kind, started_at, finished_at, hours, run_id, started_source, finished_source`;
     `since`/`until` bound `finished_at`. A failed or stalled run is in `failures`."""
     runs = all_runs(observe(store))
-    done = runs[(runs["outcome"] == "finished").fillna(False) & runs["finished_at"].notna()]
-    frame = done[["chapter_id", "chapter", "project_id", "project", "kind",
-                  "started_at", "finished_at"]].copy()  # fmt: skip
-    frame["hours"] = _hours(frame["finished_at"], frame["started_at"])
-    frame["run_id"] = done["run_id"]
-    frame["started_source"] = done["started_source"]
-    frame["finished_source"] = done["finished_source"]
+    done = (runs["outcome"] == "finished").fillna(False) & runs["finished_at"].notna()
+    # The columns first, then the rows: filtering a year's 200,000 runs costs by column.
+    frame = runs[["chapter_id", "chapter", "project_id", "project", "kind", "started_at",
+                  "finished_at", "run_id", "started_source", "finished_source"]][done]  # fmt: skip
+    frame.insert(7, "hours", _hours(frame["finished_at"], frame["started_at"]))
     frame = sorted_by(frame, ["finished_at", "run_id"])
     return within(frame, "finished_at", since=since, until=until, tz=tz)
 
