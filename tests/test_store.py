@@ -468,7 +468,8 @@ def test_takes_merge_past_days_and_weeks_as_they_go(tmp_path, service):
     # The first week in one file, then a file per past day, then today's small files.
     assert spans[0] == (hours(0).date(), hours(156).date())
     assert len(spans) < 40 / 2
-    # The manifest, read whole by every question, keeps its whole past in one file.
+    # The manifest, read whole by every question, keeps a file a month: this month's
+    # past days in one file.
     manifest = pa.table(store._tables.get("manifest").get_add_actions(flatten=True))
     ends = [high.date() for high in manifest["max.snapshot_at"].to_pylist()]
     assert sum(end < hours(39 * 6).date() for end in ends) == 1
@@ -476,6 +477,29 @@ def test_takes_merge_past_days_and_weeks_as_they_go(tmp_path, service):
         drop = ["snapshot_id"]  # the two stores gave their snapshots their own ids
         assert_frame_equal(store.history(table).drop(columns=drop),
                            plain.history(table).drop(columns=drop))  # fmt: skip
+
+
+def test_the_manifest_keeps_a_file_a_month(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    start = datetime(2026, 3, 29, 12, tzinfo=UTC)
+    for step in range(12):  # six days across the end of March
+        service.update("c1", covered=step)
+        store.take(service, at=start + timedelta(hours=12 * step))
+    manifest = pa.table(store._tables.get("manifest").get_add_actions(flatten=True))
+    spans = sorted(
+        (low.date(), high.date())
+        for low, high in zip(
+            manifest["min.snapshot_at"].to_pylist(),
+            manifest["max.snapshot_at"].to_pylist(),
+            strict=True,
+        )
+    )
+    today = (start + timedelta(hours=12 * 11)).date()
+    march = [span for span in spans if span[1] < datetime(2026, 4, 1).date()]
+    april = [span for span in spans if span[0] >= datetime(2026, 4, 1).date() and span[1] < today]
+    assert march == [(start.date(), datetime(2026, 3, 31).date())]
+    assert len(april) == 1
+    assert len(store.snapshots()) == 12
 
 
 def test_a_reader_on_an_older_version_keeps_its_files_through_a_compaction(tmp_path, service):

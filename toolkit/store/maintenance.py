@@ -9,7 +9,7 @@ the first snapshot of a new day, or when `compact()` is called):
   compresses well; in the tables with `_changed`, its flagged rows come first (a run
   or a line count is read from those alone, and a reader skips the rest of the file
   sooner: on a year, the runs' query reads its rows in half the time). The manifest
-  and the projects, small and read whole, keep their whole past in one file. Each
+  and the projects, small and read whole, keep a file a month instead. Each
   merge is one Delta commit that replaces exactly the rows of that period
   (`overwrite` with a predicate on the time column): readers see the same rows before
   and after, and a reader still on the older version keeps its files until `vacuum`
@@ -43,31 +43,33 @@ from toolkit.store.log import CHANGED, TRACKED
 from toolkit.store.tables import WRITER, Tables
 
 SortKeys = list[tuple[str, str, str]]  # column, order, where nulls go
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class Layout(NamedTuple):
     time: str  # the column files are grouped by
     order: SortKeys  # of the rows in a merged file
-    whole: bool  # the whole past in one file, not a file a week
+    monthly: bool  # a past month's files into one, not a past week's
 
 
 def layout() -> dict[str, Layout]:
     """How each table's files are merged. The manifest and the projects are small and
-    read whole by every question: their past is one file (a year of weeks is fifty
-    files, and opening each costs more than reading it)."""
+    read whole by every question: a file a month (a year of week files is fifty files,
+    and opening each costs more than reading it; one file for all would put the whole
+    history's commits in one file, lost together if it were damaged)."""
     tables: dict[str, Layout] = {}
     for name in schema.SNAPSHOT_TABLES:
         # Null `_changed` (rows older than the flag) counts as flagged.
         flagged_first = [(CHANGED, "descending", "at_start")] if name in TRACKED else []
         keys = [(column, "ascending", "at_end") for column in [*schema.KEYS[name], "snapshot_id"]]
-        tables[name] = Layout("snapshot_at", flagged_first + keys, whole=name == "projects")
+        tables[name] = Layout("snapshot_at", flagged_first + keys, monthly=name == "projects")
     tables["events"] = Layout(
         "received_at",
         [("received_at", "ascending", "at_end"), ("webhook_id", "ascending", "at_end")],
-        whole=False,
+        monthly=False,
     )
-    tables["manifest"] = Layout("snapshot_at", [("snapshot_id", "ascending", "at_end")], whole=True)
+    tables["manifest"] = Layout(
+        "snapshot_at", [("snapshot_id", "ascending", "at_end")], monthly=True
+    )
     return tables
 
 
@@ -101,7 +103,7 @@ def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> d
 def _periods(
     table: DeltaTable, kept: Layout, today: datetime, merge_today: bool
 ) -> dict[tuple[datetime, datetime], int]:
-    """The table's files grouped by the period (day, week, or the whole past) they fall
+    """The table's files grouped by the period (day, week, or month) they fall
     in entirely."""
     actions = pa.table(table.get_add_actions(flatten=True))
     lows = actions.column(f"min.{kept.time}").to_pylist()
@@ -116,8 +118,10 @@ def _periods(
         if low is None or high is None or high >= day:
             continue
         low, high = _utc(low), _utc(high)
-        if kept.whole:
-            start, end = EPOCH, day
+        if kept.monthly:
+            # This month's so far until it ends: the span never reaches today's rows.
+            start = datetime(low.year, low.month, 1, tzinfo=UTC)
+            end = min((start + timedelta(days=31)).replace(day=1), day)
         elif high < week:
             start = datetime(low.year, low.month, low.day, tzinfo=UTC)
             start -= timedelta(days=start.weekday())
