@@ -103,8 +103,7 @@ def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> d
 def _periods(
     table: DeltaTable, kept: Layout, today: datetime, merge_today: bool
 ) -> dict[tuple[datetime, datetime], int]:
-    """The table's files grouped by the period (day, week, or month) they fall
-    in entirely."""
+    """The table's files grouped by the period (day, week or month) each lies in whole."""
     actions = pa.table(table.get_add_actions(flatten=True))
     lows = actions.column(f"min.{kept.time}").to_pylist()
     highs = actions.column(f"max.{kept.time}").to_pylist()
@@ -142,8 +141,9 @@ def _periods(
 
 def _merge(table: DeltaTable, name: str, today: datetime, *, merge_today: bool) -> int:
     merged = 0
-    column = layout()[name].time
-    for (start, end), count in sorted(_periods(table, layout()[name], today, merge_today).items()):
+    kept = layout()[name]
+    column = kept.time
+    for (start, end), count in sorted(_periods(table, kept, today, merge_today).items()):
         field = ds.field(column)
         low, high = pa.scalar(start, schema.TIME), pa.scalar(end, schema.TIME)
         rows = table.to_pyarrow_dataset().to_table(filter=(field >= low) & (field < high))
