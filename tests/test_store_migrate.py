@@ -21,8 +21,10 @@ from toolkit.frames import schema
 from toolkit.store import SnapshotStore
 from toolkit.store.log import MANIFEST_STORED, stored_schema
 
-# The first layout's manifest had no workspace label.
-OLD_MANIFEST = MANIFEST_STORED.remove(MANIFEST_STORED.get_field_index("workspace"))
+# The first layout's manifest had no workspace label, nor the mark of kept `_previous`.
+OLD_MANIFEST = pa.schema(
+    [field for field in MANIFEST_STORED if field.name not in ("workspace", "keeps_previous")]
+)
 
 
 def write_first_layout(store: SnapshotStore, root: Path) -> None:

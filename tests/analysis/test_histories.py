@@ -146,12 +146,13 @@ class Formats:
     """Takes every snapshot into one store per format a toolkit has written: `current`;
     `flag_only`, from before `_previous` (rows flagged `_changed`, no previous values);
     `legacy`, from before `_changed` (neither column); and `mixed`, written as `legacy`
-    for its first snapshots and as `current` after."""
+    for its first snapshots and as `current` after. (The other way round cannot happen:
+    a toolkit from before `_previous` cannot append to a table that has it.)"""
+
+    NAMES = ("current", "flag_only", "legacy", "mixed")
 
     def __init__(self, root, emulator, monkeypatch) -> None:
-        self.stores = {
-            name: SnapshotStore(root / name) for name in ("current", "flag_only", "legacy", "mixed")
-        }
+        self.stores = {name: SnapshotStore(root / name) for name in self.NAMES}
         self.emulator, self.monkeypatch = emulator, monkeypatch
         self.taken = 0
 
@@ -192,6 +193,9 @@ def test_stores_written_by_earlier_toolkits_read_the_same_figures(
     assert changes["flag_only"]["_previous"].isna().all()
     mixed = changes["mixed"]
     assert mixed["_changed"].isna().any() and mixed["_previous"].notna().any()
+    # Only a store every snapshot of which kept `_previous` is read without the window.
+    keeps = {name: store.keeps_previous() for name, store in stores.items()}
+    assert keeps == {"current": True, "flag_only": False, "legacy": False, "mixed": False}
     expected = analysis.runs(stores["current"])
     for name in ("flag_only", "legacy", "mixed"):
         assert_frame_equal(analysis.runs(stores[name]), expected, obj=name)

@@ -5,7 +5,9 @@ A chapter's change log has a row whenever anything about it changed, mostly prog
 gone, or changed in a column followed here), a third of them, each with the values it
 changed from, which the store keeps beside it (`_previous`). Rows of stores written
 before the store kept those (null there) are compared in a window with the flagged row
-before them, which holds the same followed values as the row just before. A run starts
+before them, which holds the same followed values as the row just before; the manifest
+says whether a store has any (`keeps_previous`), and a store without them is read with
+no window at all. A run starts
 where `credits_spent` rises (or, in stores without charges, where `processing` turns on or
 `failed` is cleared) and ends where `processing` turns off; only those rows, the
 baseline, deletions and changes of the failure are read back (a change of status alone,
@@ -28,7 +30,64 @@ import pyarrow.compute as pc
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-TRANSITIONS_SQL = """
+_FLAGGED = """
+    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
+           failed, failure_reason, status::VARCHAR AS status, credits_spent,
+           last_activity_at, created_at, _deleted, _changed, _previous
+    FROM chapters_changes WHERE _changed IS NOT false
+"""
+_COLUMNS = """idx, chapter_id, project_id, title, position, page_count, started, processing,
+           failed, failure_reason, status, credits_spent, last_activity_at, created_at,
+           _deleted AS deleted"""
+# Each flagged row with the followed values it changed from, as the store kept them...
+_FROM_PREVIOUS = f"""
+    SELECT {_COLUMNS},
+           NOT _previous.existed AS is_new,
+           _previous.credits_spent AS prev_credits,
+           _previous.page_count AS prev_pages,
+           _previous.started AS prev_started,
+           _previous.processing AS prev_processing,
+           _previous.failed AS prev_failed,
+           _previous.failure_reason AS prev_reason,
+           _previous.status AS prev_status
+    FROM flagged"""
+# ...or, for rows written before the store kept them, from the flagged row before.
+_FROM_WINDOW = f"""
+    SELECT {_COLUMNS},
+           lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
+           lag(credits_spent) OVER w AS prev_credits,
+           lag(page_count) OVER w AS prev_pages,
+           lag(started) OVER w AS prev_started,
+           lag(processing) OVER w AS prev_processing,
+           lag(failed) OVER w AS prev_failed,
+           lag(failure_reason) OVER w AS prev_reason,
+           lag(status) OVER w AS prev_status
+    FROM flagged"""
+_WINDOW = "WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)"
+
+
+def transitions_sql(*, keeps_previous: bool) -> str:
+    """The query; `keeps_previous`: every snapshot of the store kept `_previous` (see
+    `SnapshotStore.keeps_previous`), so no row needs the window."""
+    if keeps_previous:
+        flagged = f"flagged AS ({_FLAGGED})"
+        log = f"log AS ({_FROM_PREVIOUS}\n)"
+    else:
+        # Chapters with rows written before the store kept `_previous` go through the
+        # window, the costliest step; the others do not. The flagged rows are read once
+        # for both.
+        flagged = f"""flagged AS MATERIALIZED ({_FLAGGED}),
+legacy AS (
+    SELECT DISTINCT chapter_id FROM flagged WHERE _changed IS NULL OR _previous IS NULL
+)"""
+        log = f"""log AS ({_FROM_PREVIOUS} WHERE chapter_id NOT IN (SELECT chapter_id FROM legacy)
+    UNION ALL{_FROM_WINDOW} WHERE chapter_id IN (SELECT chapter_id FROM legacy)
+    {_WINDOW}
+)"""
+    return _TEMPLATE.format(flagged=flagged, log=log)
+
+
+_TEMPLATE = """
 WITH by_project AS (
     SELECT project_id,
            arg_max(name, idx) AS project,
@@ -43,46 +102,8 @@ chapter_languages AS (
     SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
     FROM languages_changes WHERE _changed IS NOT false GROUP BY chapter_id
 ),
-flagged AS MATERIALIZED (
-    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
-           failed, failure_reason, status::VARCHAR AS status, credits_spent,
-           last_activity_at, created_at, _deleted, _changed, _previous
-    FROM chapters_changes WHERE _changed IS NOT false
-),
-legacy AS (
-    -- Chapters with rows written before the store kept `_previous`: those are compared
-    -- with the flagged row before them in a window. A store written since has none, and
-    -- the window, the costliest step of this query, then sorts nothing.
-    SELECT DISTINCT chapter_id FROM flagged WHERE _changed IS NULL OR _previous IS NULL
-),
-log AS (
-    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
-           failed, failure_reason, status, credits_spent, last_activity_at, created_at,
-           _deleted AS deleted,
-           NOT _previous.existed AS is_new,
-           _previous.credits_spent AS prev_credits,
-           _previous.page_count AS prev_pages,
-           _previous.started AS prev_started,
-           _previous.processing AS prev_processing,
-           _previous.failed AS prev_failed,
-           _previous.failure_reason AS prev_reason,
-           _previous.status AS prev_status
-    FROM flagged WHERE chapter_id NOT IN (SELECT chapter_id FROM legacy)
-    UNION ALL
-    SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
-           failed, failure_reason, status, credits_spent, last_activity_at, created_at,
-           _deleted AS deleted,
-           lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
-           lag(credits_spent) OVER w AS prev_credits,
-           lag(page_count) OVER w AS prev_pages,
-           lag(started) OVER w AS prev_started,
-           lag(processing) OVER w AS prev_processing,
-           lag(failed) OVER w AS prev_failed,
-           lag(failure_reason) OVER w AS prev_reason,
-           lag(status) OVER w AS prev_status
-    FROM flagged WHERE chapter_id IN (SELECT chapter_id FROM legacy)
-    WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
-)
+{flagged},
+{log}
 -- What is the same on every row of a chapter (its project, names, the service's default
 -- model) comes only on rows where it appeared, its first among them: texts are most of
 -- what a query hands over, and a year has hundreds of thousands of rows. A row
@@ -115,6 +136,8 @@ WHERE idx = 0 OR deleted OR is_new
    OR failure_reason IS DISTINCT FROM prev_reason
 ORDER BY log.chapter_id, idx
 """
+# The query that reads any store (the benchmark's reference for the run figures).
+TRANSITIONS_SQL = transitions_sql(keeps_previous=False)
 
 
 def is_novel(rows: pd.DataFrame) -> np.ndarray:
@@ -124,7 +147,7 @@ def is_novel(rows: pd.DataFrame) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Transitions:
-    """The rows `TRANSITIONS_SQL` returns, as numpy arrays, and the snapshot times."""
+    """The rows the transitions query returns, as numpy arrays, and the snapshot times."""
 
     rows: pd.DataFrame
     times: np.ndarray  # snapshot_at by position, as int64 microseconds since the epoch
@@ -139,7 +162,8 @@ def read_transitions(obs: Observed) -> Transitions:
     times = _micros(obs.manifest["snapshot_at"])  # the manifest the question already read
     if not len(times):
         return Transitions(pd.DataFrame(), times, None)
-    rows = _frame(obs.store.query_arrow(TRANSITIONS_SQL))
+    sql = transitions_sql(keeps_previous=obs.store.keeps_previous())
+    rows = _frame(obs.store.query_arrow(sql))
     # The query sorts by chapter, then snapshot: each chapter's rows are together, and
     # its first row holds what is the same on all of them.
     ids = rows["chapter_id"].cat.codes.to_numpy()

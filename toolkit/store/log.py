@@ -66,8 +66,15 @@ def previous_type(table: str) -> pa.StructType:
     )
 
 
+# `keeps_previous`: the snapshot's `_changed` rows carry `_previous` (null in manifests
+# written before: a reader then also compares rows the old way).
 MANIFEST_STORED = pa.schema(
-    [*schema.MANIFEST, pa.field("base_id", schema.TEXT), pa.field("full", schema.FLAG)]
+    [
+        *schema.MANIFEST,
+        pa.field("base_id", schema.TEXT),
+        pa.field("full", schema.FLAG),
+        pa.field("keeps_previous", schema.FLAG),
+    ]
 )
 
 

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.config import store_path
 from toolkit.errors import DamagedStore, OldStoreLayout, QueryError, StoreError, ToolkitError
@@ -61,6 +62,7 @@ from toolkit.store.ids import new_id
 from toolkit.store.log import (
     FULL_EVERY,
     MANIFEST_STORED,
+    PREVIOUS,
     Log,
     When,
     arrow,
@@ -245,7 +247,8 @@ class SnapshotStore:
             **{f"rows_{name}": table.num_rows for name, table in tables.items()},
             workspace=label,
         )
-        row = {**info.__dict__, "base_id": base, "full": full}
+        keeps_previous = PREVIOUS in stored_schema("chapters").names
+        row = {**info.__dict__, "base_id": base, "full": full, "keeps_previous": keeps_previous}
         self._tables.append(
             "manifest",
             schema.from_rows([row], MANIFEST_STORED),
@@ -296,6 +299,12 @@ class SnapshotStore:
     def snapshots(self) -> pd.DataFrame:
         """The manifest: one row per snapshot, oldest first."""
         return schema.to_pandas(self._manifest(), schema.MANIFEST)
+
+    def keeps_previous(self) -> bool:
+        """Whether every snapshot's `_changed` rows carry `_previous`: false when an
+        earlier toolkit wrote any of them (its manifest rows lack the mark)."""
+        marks = pc.fill_null(self._manifest().column("keeps_previous"), False)
+        return bool(pc.all(marks).as_py())
 
     def history(
         self,
