@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pandas as pd
 import pyarrow as pa
@@ -448,6 +448,13 @@ def test_merged_files_keep_the_flagged_rows_first(tmp_path, service):
     assert_frame_equal(SnapshotStore(tmp_path).history("chapters"), before)
 
 
+def file_spans(store: SnapshotStore, table: str) -> list[tuple[date, date]]:
+    """The first and last snapshot day of each of the table's files, in order."""
+    actions = pa.table(store._tables.get(table).get_add_actions(flatten=True))
+    lows, highs = actions["min.snapshot_at"].to_pylist(), actions["max.snapshot_at"].to_pylist()
+    return sorted((low.date(), high.date()) for low, high in zip(lows, highs, strict=True))
+
+
 def test_takes_merge_past_days_and_weeks_as_they_go(tmp_path, service):
     plain = SnapshotStore(tmp_path / "plain", auto_compact=False)
     store = SnapshotStore(tmp_path / "auto")
@@ -456,23 +463,13 @@ def test_takes_merge_past_days_and_weeks_as_they_go(tmp_path, service):
         ws = tk.pull(service)
         plain.write(ws, at=hours(step * 6))  # ten days, from a Monday
         store.write(ws, at=hours(step * 6))
-    actions = pa.table(store._tables.get("languages").get_add_actions(flatten=True))
-    spans = sorted(
-        (low.date(), high.date())
-        for low, high in zip(
-            actions["min.snapshot_at"].to_pylist(),
-            actions["max.snapshot_at"].to_pylist(),
-            strict=True,
-        )
-    )
+    spans = file_spans(store, "languages")
     # The first week in one file, then a file per past day, then today's small files.
     assert spans[0] == (hours(0).date(), hours(156).date())
     assert len(spans) < 40 / 2
     # The manifest, read whole by every question, keeps a file a month: this month's
     # past days in one file.
-    manifest = pa.table(store._tables.get("manifest").get_add_actions(flatten=True))
-    ends = [high.date() for high in manifest["max.snapshot_at"].to_pylist()]
-    assert sum(end < hours(39 * 6).date() for end in ends) == 1
+    assert sum(high < hours(39 * 6).date() for _, high in file_spans(store, "manifest")) == 1
     for table in schema.SNAPSHOT_TABLES:
         drop = ["snapshot_id"]  # the two stores gave their snapshots their own ids
         assert_frame_equal(store.history(table).drop(columns=drop),
@@ -485,15 +482,7 @@ def test_the_manifest_keeps_a_file_a_month(tmp_path, service):
     for step in range(12):  # six days across the end of March
         service.update("c1", covered=step)
         store.take(service, at=start + timedelta(hours=12 * step))
-    manifest = pa.table(store._tables.get("manifest").get_add_actions(flatten=True))
-    spans = sorted(
-        (low.date(), high.date())
-        for low, high in zip(
-            manifest["min.snapshot_at"].to_pylist(),
-            manifest["max.snapshot_at"].to_pylist(),
-            strict=True,
-        )
-    )
+    spans = file_spans(store, "manifest")
     today = (start + timedelta(hours=12 * 11)).date()
     march = [span for span in spans if span[1] < datetime(2026, 4, 1).date()]
     april = [span for span in spans if span[0] >= datetime(2026, 4, 1).date() and span[1] < today]
