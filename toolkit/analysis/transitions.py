@@ -9,11 +9,11 @@ before them, which holds the same followed values as the row just before; the ma
 says whether a store has any (`keeps_previous`), and a store without them is read with
 no window at all. A run starts where `credits_spent` rises (or, in stores without
 charges, where `processing` turns on or `failed` is cleared) and ends where
-`processing` turns off; only those rows, the
-baseline, deletions and changes of the failure are read back (a change of status alone,
-two thirds of the flagged rows, is not), each with its previous values beside it. The
-projects' names, models and languages ride along in the same query: every
-`store.query` opens the store's logs once, and opening is much of the cost.
+`processing` turns off; only those rows, the baseline, deletions and changes of the
+failure are read back (a change of status alone, two thirds of the flagged rows, is
+not), each with its previous values beside it. The projects' names, models and
+languages ride along in the same query: every `store.query` opens the store's logs
+once, and opening is much of the cost.
 """
 
 from __future__ import annotations
