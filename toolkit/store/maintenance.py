@@ -42,7 +42,10 @@ from toolkit.frames import schema
 from toolkit.store.log import CHANGED, TRACKED
 from toolkit.store.tables import WRITER, Tables
 
-SortKeys = list[tuple[str, str, str]]  # column, order, where nulls go
+SortKeys = list[tuple[str, str]]  # column, "ascending" or "descending"
+# A sort key, not a stored column: `_changed` with null (rows older than the flag) read
+# as true. (pyarrow before 25 places nulls for all keys at once, not per key.)
+FLAGGED = "_flagged"
 
 
 class Layout(NamedTuple):
@@ -58,24 +61,23 @@ def layout() -> dict[str, Layout]:
     history's commits in one file, lost together if it were damaged)."""
     tables: dict[str, Layout] = {}
     for name in schema.SNAPSHOT_TABLES:
-        # Null `_changed` (rows older than the flag) counts as flagged.
-        flagged_first = [(CHANGED, "descending", "at_start")] if name in TRACKED else []
-        keys = [(column, "ascending", "at_end") for column in [*schema.KEYS[name], "snapshot_id"]]
+        flagged_first = [(FLAGGED, "descending")] if name in TRACKED else []
+        keys = [(column, "ascending") for column in [*schema.KEYS[name], "snapshot_id"]]
         tables[name] = Layout("snapshot_at", flagged_first + keys, monthly=name == "projects")
     tables["events"] = Layout(
-        "received_at",
-        [("received_at", "ascending", "at_end"), ("webhook_id", "ascending", "at_end")],
-        monthly=False,
+        "received_at", [("received_at", "ascending"), ("webhook_id", "ascending")], monthly=False
     )
-    tables["manifest"] = Layout(
-        "snapshot_at", [("snapshot_id", "ascending", "at_end")], monthly=True
-    )
+    tables["manifest"] = Layout("snapshot_at", [("snapshot_id", "ascending")], monthly=True)
     return tables
 
 
 def in_layout_order(rows: pa.Table, name: str) -> pa.Table:
     """Rows of table `name` in the order its merged files keep them (`layout`)."""
-    return rows.take(pc.sort_indices(rows, layout()[name].order))
+    order = layout()[name].order
+    keys = rows
+    if (FLAGGED, "descending") in order:
+        keys = rows.append_column(FLAGGED, pc.fill_null(rows.column(CHANGED), True))
+    return rows.take(pc.sort_indices(keys, order))
 
 
 def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> dict[str, int]:
