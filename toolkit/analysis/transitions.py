@@ -136,8 +136,6 @@ WHERE idx = 0 OR deleted OR is_new
    OR failure_reason IS DISTINCT FROM prev_reason
 ORDER BY log.chapter_id, idx
 """
-# The query that reads any store (the benchmark's reference for the run figures).
-TRANSITIONS_SQL = transitions_sql(keeps_previous=False)
 
 
 def is_novel(rows: pd.DataFrame) -> np.ndarray:
