@@ -69,6 +69,13 @@ _WINDOW = "WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)"
 def transitions_sql(*, keeps_previous: bool) -> str:
     """The query; `keeps_previous`: every snapshot of the store kept `_previous` (see
     `SnapshotStore.keeps_previous`), so no row needs the window."""
+    return f"WITH {transitions_ctes(keeps_previous=keeps_previous)}\n{_SELECT}"
+
+
+def transitions_ctes(*, keeps_previous: bool) -> str:
+    """The CTEs the query stands on, for queries that go on from the transitions:
+    `by_project`, `chapter_languages`, `default_model`, `flagged` and `log` (every
+    flagged row with its previous values; `MOVING` keeps those that start or end runs)."""
     if keeps_previous:
         flagged = f"flagged AS ({_FLAGGED})"
         log = f"log AS ({_FROM_PREVIOUS}\n)"
@@ -84,11 +91,10 @@ legacy AS (
     UNION ALL{_FROM_WINDOW} WHERE chapter_id IN (SELECT chapter_id FROM legacy)
     {_WINDOW}
 )"""
-    return _TEMPLATE.format(flagged=flagged, log=log)
+    return _CTES.format(flagged=flagged, log=log)
 
 
-_TEMPLATE = """
-WITH by_project AS (
+_CTES = """by_project AS (
     SELECT project_id,
            arg_max(name, idx) AS project,
            arg_max(kind, idx) AS project_kind,
@@ -102,13 +108,27 @@ chapter_languages AS (
     SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
     FROM languages_changes WHERE _changed IS NOT false GROUP BY chapter_id
 ),
+default_model AS (
+    -- The service's default model, as the languages of a project without one name it.
+    SELECT models[1] AS name FROM languages_changes
+    WHERE len(models) > 0
+      AND project_id IN (SELECT project_id FROM by_project WHERE model IS NULL)
+    LIMIT 1
+),
 {flagged},
-{log}
--- What is the same on every row of a chapter (its project, names, the service's default
--- model) comes only on rows where it appeared, its first among them: texts are most of
--- what a query hands over, and a year has hundreds of thousands of rows. A row
--- whose status alone changed (a review, most of all) starts and ends no run, and is
--- left out: the status a run ended with is read from the row where it ended.
+{log}"""
+# A row whose status alone changed (a review, most of all) starts and ends no run, and
+# is left out: the status a run ended with is read from the row where it ended.
+MOVING = """(idx = 0 OR deleted OR is_new
+   OR coalesce(credits_spent, 0) <> coalesce(prev_credits, 0)
+   OR coalesce(page_count, 0) <> coalesce(prev_pages, 0)
+   OR coalesce(processing, false) <> coalesce(prev_processing, false)
+   OR coalesce(failed, false) <> coalesce(prev_failed, false)
+   OR failure_reason IS DISTINCT FROM prev_reason)"""
+# What is the same on every row of a chapter (its project, names, the service's default
+# model) comes only on rows where it appeared, its first among them: texts are most of
+# what a query hands over, and a year has hundreds of thousands of rows.
+_SELECT = f"""
 SELECT idx, page_count, started, processing, failed, failure_reason, credits_spent,
        last_activity_at, created_at, deleted, is_new, prev_credits, prev_pages,
        prev_started, prev_processing, prev_failed, prev_reason,
@@ -120,20 +140,10 @@ SELECT idx, page_count, started, processing, failed, failure_reason, credits_spe
        CASE WHEN is_new THEN p.project END AS project,
        CASE WHEN is_new THEN p.model END AS model,
        title, position,
-       CASE WHEN is_new THEN
-           (SELECT models[1] FROM languages_changes
-            WHERE len(models) > 0 AND project_id IN
-                  (SELECT project_id FROM by_project WHERE model IS NULL)
-            LIMIT 1)
-       END AS default_model
+       CASE WHEN is_new THEN (SELECT name FROM default_model) END AS default_model
 FROM log LEFT JOIN by_project p USING (project_id)
          LEFT JOIN chapter_languages l USING (chapter_id)
-WHERE idx = 0 OR deleted OR is_new
-   OR coalesce(credits_spent, 0) <> coalesce(prev_credits, 0)
-   OR coalesce(page_count, 0) <> coalesce(prev_pages, 0)
-   OR coalesce(processing, false) <> coalesce(prev_processing, false)
-   OR coalesce(failed, false) <> coalesce(prev_failed, false)
-   OR failure_reason IS DISTINCT FROM prev_reason
+WHERE {MOVING}
 ORDER BY log.chapter_id, idx
 """
 
