@@ -10,12 +10,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from ledger import WEBHOOK, check_runs, events
-from page_images import make_page
+from scenarios import RUN, pages, rescans_and_added_pages_in_one_interval
 
 from toolkit import analysis
 from toolkit.store import SnapshotStore
-
-RUN = 600  # seconds: long enough for a 5-page run in two languages to finish
 
 
 @pytest.fixture
@@ -33,10 +31,6 @@ def store(tmp_path):
     return SnapshotStore(tmp_path / "store")
 
 
-def pages(first: int, count: int) -> list[bytes]:
-    return [make_page(first + i) for i in range(count)]
-
-
 def both_ways(store, emulator, workspace, **options):
     """Check the runs from the snapshots alone, then with the events stored."""
     bare = check_runs(store, emulator, workspace["id"], **options)
@@ -49,20 +43,7 @@ def test_rescans_and_added_pages_inside_one_interval_each_have_a_row(
     emulator, workspace, project, client, store
 ):
     store.take(client)  # the baseline: nothing yet
-    one = client.create_chapter(project["id"], pages=pages(0, 3))
-    two = client.create_chapter(project["id"], pages=pages(10, 2))
-    emulator.advance(RUN)
-    store.take(client)
-    # Between two snapshots: one chapter re-scanned then given pages, the other given
-    # pages then re-scanned (which pays for them again).
-    client.rescan_chapter(one.id)
-    emulator.advance(RUN)
-    client.add_pages(one.id, pages(20, 2))
-    client.add_pages(two.id, pages(30, 1))
-    emulator.advance(RUN)
-    client.rescan_chapter(two.id)
-    emulator.advance(RUN)
-    store.take(client)
+    one, two = rescans_and_added_pages_in_one_interval(emulator, client, store, project["id"])
 
     bare, exact = both_ways(store, emulator, workspace)
     kinds = bare.groupby("chapter_id")["kind"].apply(list).to_dict()

@@ -1,0 +1,36 @@
+"""Steps of the run scenarios that more than one test drives the emulator through."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from page_images import make_page
+
+from toolkit.store import SnapshotStore
+
+RUN = 600  # seconds: long enough for a 5-page run in two languages to finish
+
+
+def pages(first: int, count: int) -> list[bytes]:
+    return [make_page(first + i) for i in range(count)]
+
+
+def rescans_and_added_pages_in_one_interval(
+    emulator: Any, client: Any, store: SnapshotStore, project_id: str, *, first_page: int = 0
+) -> tuple[Any, Any]:
+    """Two chapters run and are snapshotted; then, before the next snapshot, one is
+    re-scanned and given pages, the other given pages and re-scanned (which pays for
+    them again). Returns the two chapters."""
+    one = client.create_chapter(project_id, pages=pages(first_page, 3))
+    two = client.create_chapter(project_id, pages=pages(first_page + 10, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    client.rescan_chapter(one.id)
+    emulator.advance(RUN)
+    client.add_pages(one.id, pages(first_page + 20, 2))
+    client.add_pages(two.id, pages(first_page + 30, 1))
+    emulator.advance(RUN)
+    client.rescan_chapter(two.id)
+    emulator.advance(RUN)
+    store.take(client)
+    return one, two

@@ -1,0 +1,102 @@
+"""The history benchmark's reference queries compute the same figures as the analysis.
+
+Issue 11 holds each run figure to at most 1.2x the best single DuckDB query for the same
+figure; `tests/bench/reference_runs.py` is that query (the runs worked out entirely in
+DuckDB, and each figure's last step on them). A comparison is only fair if the query
+gives the very frame the function gives, so this drives the emulator through the cases
+where the two could part (re-scans and added pages inside one interval, held pages, a
+failure re-scanned, a chapter trashed while it ran, an outage, a novel uploaded again
+after failing) and compares every figure, from the snapshots alone and with the events.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from ledger import WEBHOOK, events
+from scenarios import RUN, pages, rescans_and_added_pages_in_one_interval
+
+from tests.bench.reference_runs import REFERENCES, reference_runs
+from toolkit import analysis
+from toolkit.store import SnapshotStore
+
+FIGURES = {
+    "runs": {},
+    "cycle_times": {},
+    "failures": {},
+    "lead_times": {},
+    "credit_spend": {"freq": "1D"},
+    "throughput": {"freq": "1D"},
+}
+
+
+@pytest.fixture
+def store(emulator, workspace, client, tmp_path):
+    """A store that saw every awkward case, snapshots taken at chosen moments."""
+    emulator.add_webhook(workspace["id"], WEBHOOK, ["chapter.finished", "chapter.failed"],
+                         allow_private=True)  # fmt: skip
+    comic = emulator.create_project(
+        workspace["id"], name="Moonlit Harbor", kind="comic", source_language="ja",
+        reading_direction="rtl", process_steps="translate", target_languages=["en", "fr"],
+    )  # fmt: skip
+    novel = emulator.create_project(
+        workspace["id"], name="River of Stars", kind="novel", source_language="zh",
+        reading_direction="ltr", process_steps="translate", target_languages=["en", "es"],
+    )  # fmt: skip
+    store = SnapshotStore(tmp_path / "store")
+    going = client.create_chapter(comic["id"], pages=pages(0, 2))
+    store.take(client)  # the baseline, one run going
+    rescans_and_added_pages_in_one_interval(emulator, client, store, comic["id"], first_page=10)
+    # Held pages, a re-scan that leaves them waiting, then they start and all re-run.
+    held = client.add_pages(going.id, pages(50, 3), hold=True)
+    store.take(client)
+    client.rescan_chapter(going.id)
+    emulator.advance(RUN)
+    store.take(client)
+    client.start_chapter(going.id, page_ids=[p.id for p in held.pages])
+    emulator.advance(RUN)
+    client.rescan_chapter(going.id)
+    emulator.advance(RUN)
+    store.take(client)
+    # Failures, re-scanned; an outage with no snapshot for six hours.
+    emulator.set_faults(failure_rate=0.5, seed=11)
+    for round_ in range(4):
+        chapter = client.create_chapter(comic["id"], pages=pages(60 + round_ * 10, 2))
+        emulator.advance(RUN)
+        store.take(client)
+        if client.get_chapter(chapter.id).failed:
+            client.rescan_chapter(chapter.id)
+        emulator.advance(6 * 3600 if round_ == 1 else 60)
+    # A novel that fails, trashed and uploaded again at its position; a comic chapter
+    # trashed while it runs.
+    emulator.set_faults(failure_rate=1.0, seed=1)
+    failed = client.create_chapter(novel["id"], text="A line of the story.\n" * 30, position=4)
+    emulator.advance(RUN)
+    store.take(client)
+    emulator.set_faults()
+    emulator.trash_chapter(failed.id)
+    client.create_chapter(novel["id"], text="A line of the story.\n" * 30, position=4)
+    running = client.create_chapter(comic["id"], pages=pages(120, 3))
+    emulator.advance(5)
+    store.take(client)
+    emulator.trash_chapter(running.id)
+    emulator.advance(RUN)
+    store.take(client)
+    return store
+
+
+@pytest.mark.parametrize("with_events", [False, True])
+def test_each_reference_query_gives_the_figure_of_its_function(store, emulator, with_events):
+    if with_events:
+        store.record_events(events(emulator))
+    found = analysis.runs(store)
+    assert set(found["kind"].dropna()) == {"first", "rescan", "added_pages", "held_start"}
+    assert {"failed", "finished"} <= set(found["outcome"].dropna())
+    assert found["rework"].sum() > 0
+    for name, options in FIGURES.items():
+        figure = getattr(analysis, name)(SnapshotStore(store.root), **options)
+        reference = reference_runs(SnapshotStore(store.root), last=REFERENCES[name])
+        assert len(figure), name
+        pd.testing.assert_frame_equal(
+            reference.reset_index(drop=True), figure.reset_index(drop=True), obj=name
+        )
