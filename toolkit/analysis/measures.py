@@ -10,7 +10,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import When, period_starts, within
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.runs import all_runs, prices, rescans_seen
+from toolkit.analysis.runs import all_runs, prices, rescans_seen, run_table, transitions
 from toolkit.analysis.timing import fill_grid
 
 if TYPE_CHECKING:
@@ -171,9 +171,15 @@ def throughput(
 
 
 def _project_names(obs: Observed) -> pd.Series:
-    runs = all_runs(obs)
-    named = runs.drop_duplicates("project_id").set_index("project_id")["project"]
-    return named.astype(object)
+    """Each project's name by id, as the runs name them (from the chapters' rows: no
+    runs frame is needed)."""
+    rows = transitions(obs).rows
+    if rows.empty:
+        return pd.Series(dtype=object)
+    named = pd.DataFrame(
+        {"project_id": rows["project_id"].astype(object), "project": rows["project"].astype(object)}
+    )
+    return named.drop_duplicates("project_id").set_index("project_id")["project"]
 
 
 def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
@@ -219,26 +225,44 @@ def credit_spend(
     """
     _check("by", by, ("project_id", "language_code", "chapter_id"))
     obs = observe(store)
-    runs = all_runs(obs)
+    runs = run_table(obs)
     positions, starts = periods(obs, freq, tz=tz, since=since, until=until)
     period = np.full(len(obs.manifest), -1, dtype="int64")
     period[positions["idx"].to_numpy()] = positions["period"].to_numpy()
-    seen = period[runs["seen_idx"].to_numpy("int64")]
+    seen = period[runs.seen_idx]
     kept = seen >= 0
-    # The runs' own text columns, filtered: no texts made anew for 200,000 runs.
-    spend = runs.loc[kept, ["chapter_id", "project_id"]].reset_index(drop=True)
-    spend["period"] = seen[kept]
-    spend["credits"] = runs["credits"].astype("float64").to_numpy()[kept]
-    spend["rework_credits"] = runs["rework"].astype("float64").to_numpy()[kept]
+    # The runs' chapters and projects by code (categoricals): no text is made for the
+    # 200,000 runs of a year, only for the sums.
+    spend = pd.DataFrame(
+        {
+            "period": seen[kept],
+            "chapter_id": _at_runs(obs, "chapter_id", runs.row[kept]),
+            "project_id": _at_runs(obs, "project_id", runs.row[kept]),
+            "credits": runs.credits[kept],
+            "rework_credits": runs.rework[kept],
+        }
+    )
     if by == "language_code":
-        spend = _per_language(obs, spend)
+        spend = _per_language(obs, spend.astype({"project_id": object}))
     measures = ["credits", "rework_credits"]
-    sums = spend.groupby(["period", by], dropna=False)[measures].sum().reset_index()
+    sums = spend.groupby(["period", by], dropna=False, observed=True)[measures].sum()
+    sums = sums.reset_index()
     names = _project_names(obs) if by == "project_id" else None
     result = _shape(sums, starts, by, measures, freq=freq, tz=tz, fill=fill, names=names)
     for column in ("credits", "rework_credits"):
         result[column] = result[column].astype("Float64")
     return result
+
+
+def _at_runs(obs: Observed, column: str, rows: np.ndarray) -> pd.Series:
+    """A text column of the transition rows (a categorical) at the given rows."""
+    if not len(rows):
+        return pd.Series(dtype="category")
+    values = transitions(obs).rows[column]
+    dtype = values.dtype
+    assert isinstance(dtype, pd.CategoricalDtype)
+    codes = np.asarray(values.cat.codes.to_numpy()[rows], "int64")
+    return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype), copy=False)
 
 
 def _per_language(obs: Observed, spend: pd.DataFrame) -> pd.DataFrame:

@@ -103,8 +103,37 @@ def runs(
 def all_runs(obs: Observed) -> pd.DataFrame:
     """The runs with the snapshot that first showed each (`seen_idx`, `seen_at`)."""
     if "runs" not in obs.memo:
-        obs.memo["runs"] = _build(obs)
+        table = run_table(obs)
+        obs.memo["runs"] = _frame_of(table, transitions(obs)) if len(table.row) else _empty()
     return cast(pd.DataFrame, obs.memo["runs"])
+
+
+class RunTable(NamedTuple):
+    """The runs as numpy arrays in the order of `runs`' frame, before their texts are
+    made (a figure that sums them needs none: a year has some 200,000 runs). Codes as
+    in `KINDS`, `OUTCOMES`, `END_SOURCES`; times in microseconds, `NO_TIME` for none."""
+
+    row: np.ndarray  # the transition row whose snapshot first showed the run
+    number: np.ndarray  # its place among its chapter's runs, from 0
+    kind: np.ndarray
+    pages: np.ndarray
+    languages: np.ndarray
+    credits: np.ndarray
+    rework: np.ndarray
+    started: np.ndarray
+    from_creation: np.ndarray
+    finished: np.ndarray
+    finished_source: np.ndarray
+    outcome: np.ndarray
+    failure_reason: np.ndarray  # texts, None for none
+    seen_idx: np.ndarray
+    created: np.ndarray
+
+
+def run_table(obs: Observed) -> RunTable:
+    if "run_table" not in obs.memo:
+        obs.memo["run_table"] = _build(obs)
+    return cast(RunTable, obs.memo["run_table"])
 
 
 def transitions(obs: Observed) -> Transitions:
@@ -181,10 +210,10 @@ def rescans_seen(obs: Observed) -> pd.DataFrame:
     )
 
 
-def _build(obs: Observed) -> pd.DataFrame:
+def _build(obs: Observed) -> RunTable:
     found = transitions(obs)
     if found.empty:
-        return _empty()
+        return RunTable(*(np.zeros(0, "int64") for _ in RunTable._fields))
     rows = found.rows
     n_languages = _languages(rows)
     split, rise, per_page = charges(obs)
@@ -248,7 +277,7 @@ def _build(obs: Observed) -> pd.DataFrame:
     _match_events(frame, obs, rows["chapter_id"].cat.categories)
     # Runs between the same two snapshots ran one after another.
     frame["started"] = frame.groupby("row", sort=False)["started"].cummax()
-    return _finish(frame, rows, found, times)
+    return _in_order(frame, rows)
 
 
 def _end_rows(rows: pd.DataFrame, n_in_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -424,13 +453,47 @@ def _reason(data: Any) -> str | None:
     return str(value) if value is not None else None
 
 
-def _finish(
-    frame: pd.DataFrame, rows: pd.DataFrame, found: Transitions, times: np.ndarray
-) -> pd.DataFrame:
-    """The runs frame: texts taken from the rows' categories by code, in Arrow (a year
-    has some 200,000 runs; maps of Python strings cost a second), sorted by start, then
-    chapter and run number."""
+def _in_order(frame: pd.DataFrame, rows: pd.DataFrame) -> RunTable:
+    """The runs sorted by start (unknown starts last), then chapter and run number,
+    with their rework (a re-scan's whole charge; a novel uploaded again after failing)."""
     row = frame["row"].to_numpy("int64")
+    run_chapter = rows["chapter_code"].to_numpy("int64")[row]
+    number = rank_within(run_chapter)
+    # In the order of the result from here on: permuting numpy columns is cheap, the
+    # finished frame's texts are not.
+    started = frame["started"].to_numpy()
+    order = np.lexsort((number, run_chapter, np.where(started == NO_TIME, FAR, started)))
+
+    def ordered(name: str) -> np.ndarray:
+        return np.asarray(frame[name].to_numpy()[order])
+
+    kind = ordered("kind")
+    credits = np.asarray(ordered("credits"), "float64")
+    table = RunTable(
+        row=row[order],
+        number=number[order],
+        kind=kind,
+        pages=ordered("pages"),
+        languages=ordered("languages"),
+        credits=credits,
+        rework=np.where(kind == RESCAN, credits, 0.0),
+        started=ordered("started"),
+        from_creation=ordered("from_creation").astype(bool),
+        finished=ordered("finished"),
+        finished_source=ordered("finished_source"),
+        outcome=ordered("outcome"),
+        failure_reason=np.asarray(ordered("failure_reason"), object),
+        seen_idx=ordered("seen_idx").astype("int64"),
+        created=ordered("created"),
+    )
+    _novel_retries(table, rows)
+    return table
+
+
+def _frame_of(table: RunTable, found: Transitions) -> pd.DataFrame:
+    """The runs frame: texts taken from the rows' categories by code, in Arrow (maps of
+    Python strings would cost a second on a year's runs)."""
+    rows, row, number = found.rows, table.row, table.number
     chapter = rows["chapter_code"].to_numpy("int64")
     last = last_of_chapter(rows)
     titles, positions = rows["title"][last], rows["position"][last]
@@ -438,60 +501,43 @@ def _finish(
         titles.astype(object).where(titles.notna(), "Chapter " + positions.astype(str)),
         pa.large_string(),
     )
-    run_chapter = chapter[row]
-    number = rank_within(run_chapter)
-    # In the order of the result from here on: permuting numpy columns is cheap, the
-    # finished frame's texts are not.
-    started = frame["started"].to_numpy()
-    order = np.lexsort((number, run_chapter, np.where(started == NO_TIME, FAR, started)))
-    # The columns the result needs, in its order (numpy takes, not a frame's).
-    run = {
-        name: frame[name].to_numpy()[order]
-        for name in ("kind", "pages", "languages", "credits", "started", "from_creation",
-                     "finished", "finished_source", "outcome", "failure_reason", "seen_idx",
-                     "created")
-    }  # fmt: skip
-    row, run_chapter, number = row[order], run_chapter[order], number[order]
     models = _text_of(rows["model"], row, null=found.default_model)
     chapter_ids = _text_of(rows["chapter_id"], row)
     # `<chapter_id>/<n>`: the "/<n>" taken by number (few), not made per run.
     endings = _by_code(number, [f"/{n}" for n in range(1, int(number.max(initial=0)) + 2)])
     run_ids = pc.binary_join_element_wise(chapter_ids, endings, pa.scalar("", pa.large_string()))
-    started = run["started"]
-    credits = np.asarray(run["credits"], "float64")
-    out = pd.DataFrame(
+    started = table.started
+    return pd.DataFrame(
         {
             "run_id": _text(run_ids),
             "chapter_id": _text(chapter_ids),
-            "chapter": _text(labels.take(pa.array(run_chapter))),
+            "chapter": _text(labels.take(pa.array(chapter[row]))),
             "project_id": _text(_text_of(rows["project_id"], row)),
             "project": _text(_text_of(rows["project"], row)),
-            "kind": _coded(run["kind"], KINDS),
-            "pages": pd.array(np.round(run["pages"]).astype("int64"), dtype="Int64"),
-            "languages": pd.array(run["languages"].astype("int64"), dtype="Int64"),
+            "kind": _coded(table.kind, KINDS),
+            "pages": pd.array(np.round(table.pages).astype("int64"), dtype="Int64"),
+            "languages": pd.array(table.languages.astype("int64"), dtype="Int64"),
             "models": _text(models),
-            "credits": pd.array(credits, dtype="Float64"),
-            "rework": pd.array(np.where(run["kind"] == RESCAN, credits, 0.0), dtype="Float64"),
+            "credits": pd.array(table.credits, dtype="Float64"),
+            "rework": pd.array(table.rework, dtype="Float64"),
             "started_at": _times(started),
             "started_source": _coded(
                 np.where(
-                    run["from_creation"].astype(bool),
+                    table.from_creation,
                     START_SOURCES.index("created"),
                     np.where(started == NO_TIME, -1, START_SOURCES.index("snapshot")),
                 ),
                 START_SOURCES,
             ),
-            "finished_at": _times(run["finished"]),
-            "finished_source": _coded(run["finished_source"], END_SOURCES),
-            "outcome": _coded(run["outcome"], OUTCOMES),
-            "failure_reason": _text(np.asarray(run["failure_reason"], object)),
-            "seen_idx": pd.array(run["seen_idx"].astype("int64"), dtype="Int64"),
-            "seen_at": _times(times[run["seen_idx"]]),
-            "created_at": _times(run["created"]),
+            "finished_at": _times(table.finished),
+            "finished_source": _coded(table.finished_source, END_SOURCES),
+            "outcome": _coded(table.outcome, OUTCOMES),
+            "failure_reason": _text(table.failure_reason),
+            "seen_idx": pd.array(table.seen_idx, dtype="Int64"),
+            "seen_at": _times(found.times[table.seen_idx]),
+            "created_at": _times(table.created),
         }
     )
-    _novel_retries(out, rows)
-    return out
 
 
 def _text_of(column: pd.Series, at: np.ndarray, *, null: str | None = None) -> pa.Array:
@@ -523,7 +569,7 @@ def _text(values: pa.Array | np.ndarray) -> pd.arrays.ArrowStringArray:
     return pd.arrays.ArrowStringArray(values)
 
 
-def _novel_retries(out: pd.DataFrame, rows: pd.DataFrame) -> None:
+def _novel_retries(table: RunTable, rows: pd.DataFrame) -> None:
     """A novel chapter whose text is uploaded again (a new chapter, since a novel cannot
     be re-scanned) at the position of one whose last run failed: its charge is rework.
     The store holds no text, so an upload at another position is not recognised."""
@@ -532,10 +578,21 @@ def _novel_retries(out: pd.DataFrame, rows: pd.DataFrame) -> None:
         return
     novels = rows[novel]
     place = novels.groupby("chapter_id", sort=False)[["project_id", "position"]].last()
+    # The runs of novel chapters, in the runs' order, as a small frame.
+    chapter_ids = rows["chapter_id"].astype(object).to_numpy()[table.row]
+    mine = np.flatnonzero(pd.Index(place.index).get_indexer(chapter_ids) >= 0)
+    out = pd.DataFrame(
+        {
+            "chapter_id": chapter_ids[mine],
+            "first": table.kind[mine] == KINDS.index("first"),
+            "failed": np.isin(table.outcome[mine], [FAILED, STALLED]),
+            "finished_at": _times(table.finished[mine]),
+            "started_at": _times(table.started[mine]),
+        }
+    )
     last_runs = out.groupby("chapter_id", sort=False).tail(1).set_index("chapter_id")
-    failed = last_runs["outcome"].isin(["failed", "stalled"])
-    firsts = out[(out["kind"] == "first") & out["chapter_id"].isin(place.index)]
-    for i, run in firsts.iterrows():
+    for i in np.flatnonzero(out["first"].to_numpy()):
+        run = out.iloc[i]
         project, position = place.loc[run["chapter_id"]]
         earlier = place[
             (place["project_id"] == project)
@@ -543,10 +600,10 @@ def _novel_retries(out: pd.DataFrame, rows: pd.DataFrame) -> None:
             & (place.index != run["chapter_id"])
         ]
         for other in earlier.index:
-            if other in failed.index and failed[other]:
+            if other in last_runs.index and last_runs.loc[other, "failed"]:
                 ended = last_runs.loc[other, "finished_at"]
                 if pd.isna(ended) or ended <= run["started_at"]:
-                    out.loc[i, "rework"] = run["credits"]
+                    table.rework[mine[i]] = table.credits[mine[i]]
                     break
 
 
