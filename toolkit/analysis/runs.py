@@ -130,6 +130,27 @@ class RunTable(NamedTuple):
     created: np.ndarray
 
 
+def runs_kept(obs: Observed, keep: np.ndarray) -> pd.DataFrame:
+    """The rows of `all_runs` that `keep` (a mask over `run_table`) selects, with texts
+    made only for them when the whole frame is not at hand: a figure on a few of a
+    year's 200,000 runs (its failures, the chapters whose first run was seen) then costs
+    the runs, not their texts."""
+    if "runs" in obs.memo:
+        return all_runs(obs)[keep].reset_index(drop=True)
+    if not keep.any():
+        return _empty()
+    table = run_table(obs)
+    return _frame_of(RunTable(*(column[keep] for column in table)), transitions(obs))
+
+
+def run_chapters(obs: Observed) -> np.ndarray:
+    """Each run's chapter (of `run_table`), as a code: equal chapters, equal codes."""
+    table = run_table(obs)
+    if not len(table.row):
+        return table.row
+    return np.asarray(transitions(obs).rows["chapter_code"].to_numpy()[table.row], "int64")
+
+
 def run_table(obs: Observed) -> RunTable:
     if "run_table" not in obs.memo:
         obs.memo["run_table"] = _build(obs)

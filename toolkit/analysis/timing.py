@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
 import pandas as pd
 
 from toolkit.analysis.calendar import When, period_starts, sorted_by, within
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.runs import all_runs
+from toolkit.analysis.runs import FIRST, all_runs, run_chapters, run_table, runs_kept
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -59,9 +60,10 @@ def lead_times(
     between included: `chapter_id, chapter, project_id, project, uploaded_at,
     reviewable_at, hours, runs, failed_runs`. A chapter not yet reviewable has no row;
     `since`/`until` bound `reviewable_at`."""
-    runs = all_runs(observe(store))
-    seen_first = runs.loc[runs["kind"] == "first", "chapter_id"]
-    mine = runs[runs["chapter_id"].isin(seen_first)].sort_values(["chapter_id", "started_at"])
+    obs = observe(store)
+    chapter = run_chapters(obs)
+    seen_first = np.isin(chapter, chapter[run_table(obs).kind == FIRST])
+    mine = runs_kept(obs, seen_first).sort_values(["chapter_id", "started_at"])
     finished = (mine["outcome"] == "finished").fillna(False) & mine["finished_at"].notna()
     done_at = mine["finished_at"].where(finished).groupby(mine["chapter_id"]).min()
     first = mine[mine["kind"] == "first"].drop_duplicates("chapter_id").set_index("chapter_id")

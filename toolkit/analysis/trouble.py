@@ -9,7 +9,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import When, sorted_by, within
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.runs import all_runs, paid_pages
+from toolkit.analysis.runs import FAILED, STALLED, all_runs, paid_pages, run_table, runs_kept
 from toolkit.analysis.timing import RunsBy, check_by
 
 if TYPE_CHECKING:
@@ -30,8 +30,8 @@ def failures(
     it stopped progressing), `seen_at` (its `chapter.failed` event, else the chapter's
     `last_activity_at` when a snapshot first showed it failed), `failure_reason`,
     `run_id`, `run_kind` (the run's kind). `since`/`until` bound `seen_at`."""
-    runs = all_runs(observe(store))
-    bad = runs[runs["outcome"].isin(["failed", "stalled"]).fillna(False)]
+    obs = observe(store)
+    bad = runs_kept(obs, np.isin(run_table(obs).outcome, [FAILED, STALLED]))
     frame = pd.DataFrame(
         {
             "chapter_id": bad["chapter_id"],
