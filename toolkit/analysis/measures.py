@@ -12,6 +12,7 @@ from toolkit.analysis.calendar import When, period_starts, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, prices, rescans_seen, run_table, transitions
 from toolkit.analysis.timing import fill_grid
+from toolkit.analysis.transitions import taken
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -258,11 +259,7 @@ def _at_runs(obs: Observed, column: str, rows: np.ndarray) -> pd.Series:
     """A text column of the transition rows (a categorical) at the given rows."""
     if not len(rows):
         return pd.Series(dtype="category")
-    values = transitions(obs).rows[column]
-    dtype = values.dtype
-    assert isinstance(dtype, pd.CategoricalDtype)
-    codes = np.asarray(values.cat.codes.to_numpy()[rows], "int64")
-    return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype), copy=False)
+    return taken(transitions(obs).rows[column], rows)
 
 
 def _per_language(obs: Observed, spend: pd.DataFrame) -> pd.DataFrame:

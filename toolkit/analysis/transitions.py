@@ -180,8 +180,9 @@ def read_transitions(obs: Observed) -> Transitions:
     chapter = np.cumsum(first) - 1
     rows["chapter_code"] = chapter
     rows["step"] = rank_within(chapter)
-    for column in PER_CHAPTER:
-        rows[column] = _spread(rows[column], first, chapter)
+    chapter_first_row = np.flatnonzero(first)[chapter]
+    for column in PER_CHAPTER:  # given on each chapter's first row: on all its rows
+        rows[column] = taken(rows[column], chapter_first_row)
     # One set of categories for both reasons: equal reasons have equal codes.
     reasons = rows["failure_reason"].cat.categories.union(rows["prev_reason"].cat.categories)
     for column in ("failure_reason", "prev_reason"):
@@ -209,12 +210,11 @@ def last_of_chapter(rows: pd.DataFrame) -> np.ndarray:
     return np.append(rows["step"].to_numpy()[1:] == 0, True)
 
 
-def _spread(column: pd.Series, first: np.ndarray, chapter: np.ndarray) -> pd.Series:
-    """A text given on each chapter's first row, on every row of the chapter (by code:
-    no text is copied)."""
+def taken(column: pd.Series, at: np.ndarray) -> pd.Series:
+    """A categorical column's values at rows `at`, taken by code (no text is copied)."""
     dtype = column.dtype
     assert isinstance(dtype, pd.CategoricalDtype)
-    codes = np.asarray(column.cat.codes.to_numpy()[first][chapter], "int64")
+    codes = np.asarray(column.cat.codes.to_numpy()[at], "int64")
     return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype), copy=False)
 
 
