@@ -238,7 +238,7 @@ def _size_table(root: str, options: HistoryOptions, written: Written) -> Table:
 def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
     import pandas as pd
 
-    from tests.bench.reference_runs import REFERENCES, reference_runs
+    from tests.bench.reference_runs import ASKED_WITH, REFERENCES, reference_runs
     from toolkit import SnapshotStore, analysis
 
     when = START + timedelta(hours=options.hours * 0.55, minutes=30)
@@ -258,10 +258,8 @@ def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
         return read
 
     def figure(name: str) -> Callable[[SnapshotStore], None]:
-        options = {"freq": "1D"} if name in ("credit_spend", "throughput") else {}
-
         def ask(store: SnapshotStore) -> None:
-            frames[name] = getattr(analysis, name)(store, **options)
+            frames[name] = getattr(analysis, name)(store, **ASKED_WITH.get(name, {}))
 
         return ask
 
