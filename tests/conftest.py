@@ -2,12 +2,34 @@
 
 Every fixture is function-scoped, so no test depends on another's state or order; the
 emulator's clock is manual, so time passes only through `emulator.advance(seconds)`.
+Every emulator starts at `epoch`, never at the wall-clock time: a test marked
+`@pytest.mark.epochs` runs once at each instant of `EPOCHS` (docs/testing.md).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
+from epochs import EPOCHS, SUITE_START
 from page_images import make_page
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("epochs") and "epoch" in metafunc.fixturenames:
+        metafunc.parametrize("epoch", list(EPOCHS.values()), ids=list(EPOCHS), indirect=True)
+
+
+@pytest.fixture
+def epoch(request: pytest.FixtureRequest) -> datetime:
+    """The instant every emulator of the test starts at (several with `mark.epochs`)."""
+    return getattr(request, "param", SUITE_START)
+
+
+@pytest.fixture
+def cts_start(epoch: datetime) -> datetime:
+    """The plugin's emulators start at the suite's instant too."""
+    return epoch
 
 
 @pytest.fixture(name="make_page")
@@ -23,10 +45,10 @@ def pages() -> list[bytes]:
 
 
 @pytest.fixture
-def emulator():
+def emulator(epoch):
     from toolkit.emulator import Emulator
 
-    with Emulator(clock="manual") as emu:
+    with Emulator(clock="manual", start=epoch) as emu:
         yield emu
 
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from epochs import SUITE_START
 
 from toolkit.cli import main
 from toolkit.demo import MARKER, plan, prepare_out, run_demo, simulate_day
@@ -13,9 +14,10 @@ from toolkit.errors import ToolkitError
 from toolkit.store import SnapshotStore
 
 
-def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys):
+@pytest.mark.epochs
+def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys, epoch):
     out = tmp_path / "demo"
-    assert main(["demo", "--out", str(out), "--hours", "3"]) == 0
+    assert main(["demo", "--out", str(out), "--hours", "3", "--start", epoch.isoformat()]) == 0
 
     store = SnapshotStore(str(out / "snapshots"))
     snapshots = store.snapshots().sort_values("snapshot_at")
@@ -44,9 +46,9 @@ def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys):
     assert "summary.csv" in last[1] and "progress.png" in last[1]
 
 
-def test_the_day_has_failures_and_rescans(tmp_path: Path):
+def test_the_day_has_failures_and_rescans(tmp_path: Path, epoch):
     store = SnapshotStore(str(tmp_path / "snapshots"))
-    day = simulate_day(store, hours=3, progress=False)
+    day = simulate_day(store, hours=3, progress=False, start=epoch)
     assert day.rescans > 0
     rescans = [c for c in day.ledger["charges"] if c["reason"] == "rescan"]
     assert len(rescans) == day.rescans
@@ -65,7 +67,7 @@ def test_plan_spreads_uploads_over_the_day():
 def test_demo_refuses_a_folder_it_did_not_write(tmp_path: Path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(ToolkitError, match="not written by an earlier demo"):
-        run_demo(out=tmp_path, hours=1)
+        run_demo(out=tmp_path, hours=1, start=SUITE_START)
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
@@ -79,7 +81,7 @@ def test_demo_empties_its_own_earlier_output(tmp_path: Path):
 
 def test_demo_refuses_no_time_at_all(tmp_path: Path):
     with pytest.raises(ToolkitError, match="more than 0"):
-        run_demo(out=tmp_path / "demo", hours=0)
+        run_demo(out=tmp_path / "demo", hours=0, start=SUITE_START)
     assert not (tmp_path / "demo").exists()
 
 

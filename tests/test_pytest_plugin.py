@@ -40,6 +40,13 @@ def test_faults_make_runs_fail(cts_client, cts_project, cts_pages, cts_advance, 
     assert cts_client.get_chapter(chapter.id).failed
     assert [e["type"] for e in cts_webhooks.events] == ["chapter.failed"]
 
+def test_the_clock_starts_at_a_named_instant_not_the_wall_clock(cts_emulator, cts_client,
+                                                                cts_project, cts_pages):
+    from datetime import UTC, datetime
+    assert cts_emulator.now() == datetime(2026, 1, 7, 9, 0, tzinfo=UTC)
+    chapter = cts_client.create_chapter(cts_project().id, pages=cts_pages(1))
+    assert chapter.created_at == datetime(2026, 1, 7, 9, 0, tzinfo=UTC)
+
 class TestFewCredits:
     @pytest.fixture
     def cts_credits(self):
@@ -52,6 +59,15 @@ class TestFewCredits:
         with pytest.raises(tk.InsufficientCredits):
             cts_client.create_chapter(project.id, pages=cts_pages(2))
         assert cts_workspace.api_key not in repr(cts_workspace)
+
+class TestNewYearsEve:
+    @pytest.fixture
+    def cts_start(self):
+        from datetime import UTC, datetime
+        return datetime(2026, 12, 31, 23, 30, tzinfo=UTC)
+
+    def test_the_test_names_its_instant(self, cts_advance):
+        assert cts_advance(3600).isoformat() == "2027-01-01T00:30:00+00:00"
 
 @pytest.fixture
 def anyio_backend():
@@ -81,7 +97,7 @@ def test_the_fixtures_work_in_a_project_that_only_installs_the_toolkit(pytester)
     # so it sees the session before any fixture of the plugin has run.
     pytester.makepyfile(test_a_plain=NOT_USING_ANY, test_b_integration=USING_EVERY_FIXTURE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error", "-v")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(["*test_a_plain.py::test_nothing_of_the_toolkit_runs PASSED*"])
 
 
@@ -94,7 +110,7 @@ def test_importing_the_plugin_imports_nothing_heavy():
 
 def test_every_fixture_is_prefixed_so_it_cannot_clash():
     fixtures = [name for name, value in vars(plugin).items() if _is_fixture(value)]
-    assert len(fixtures) == 10
+    assert len(fixtures) == 11
     assert all(name.startswith("cts_") for name in fixtures), fixtures
 
 

@@ -76,9 +76,9 @@ FIGURES = {
 }
 
 
-def test_migrating_the_demo_store_keeps_every_snapshot_event_and_figure(tmp_path, capsys):
+def test_migrating_the_demo_store_keeps_every_snapshot_event_and_figure(tmp_path, capsys, epoch):
     original = SnapshotStore(tmp_path / "delta")
-    simulate_day(original, hours=3, progress=False)
+    simulate_day(original, hours=3, progress=False, start=epoch)
     old, new = tmp_path / "first-layout", tmp_path / "migrated"
     write_first_layout(original, old)
 

@@ -1,11 +1,11 @@
 """The `toolkit` command: a thin layer over the public API.
 
 ```
-toolkit demo       [--out data/demo] [--hours 24]
+toolkit demo       [--out data/demo] [--hours 24] [--start ISO]
 toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
 toolkit report     [--store PATH] [--out DIR] [--html [--days 7]] [--workspace NAME ...]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
-                   [--seed demo|none] [--state FILE] [--admin-token TOKEN]
+                   [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
 toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 toolkit store migrate OLD NEW                        # a first-layout store into Delta Lake
@@ -22,15 +22,29 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from toolkit.errors import InvalidUpload, ToolkitError
+
+START_HELP = "the instant the emulator's clock starts at (default: now), e.g. 2026-10-25T00:30Z"
+
+
+def _instant(text: str) -> datetime:
+    """An ISO 8601 instant with its zone, for `--start`."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no time zone: add Z for UTC")
+    return when
 
 
 def _demo(args: argparse.Namespace) -> None:
     from toolkit.demo import run_demo
 
-    run_demo(out=args.out, hours=args.hours)
+    run_demo(out=args.out, hours=args.hours, start=args.start)
 
 
 def _snapshot(args: argparse.Namespace) -> None:
@@ -107,6 +121,7 @@ def _emulator(args: argparse.Namespace) -> None:
         seed=args.seed,
         state=args.state,
         admin_token=args.admin_token,
+        start=args.start,
     )
 
 
@@ -230,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="run a simulated day on a local emulator")
     demo.add_argument("--out", default="data/demo", help="where the report goes")
     demo.add_argument("--hours", type=float, default=24, help="simulated hours to run")
+    demo.add_argument("--start", type=_instant, default=None, help=START_HELP)
     demo.set_defaults(handler=_demo)
 
     snapshot = commands.add_parser("snapshot", help="take a snapshot of the workspace")
@@ -266,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulator.add_argument("--seed", choices=["demo", "none"], default="none")
     emulator.add_argument("--state", default=":memory:", help="SQLite file for its state")
     emulator.add_argument("--admin-token", default=None, help="token for /_emulator routes")
+    emulator.add_argument("--start", type=_instant, default=None, help=START_HELP)
     emulator.set_defaults(handler=_emulator)
 
     webhooks = commands.add_parser("webhooks", help="webhook receiver")

@@ -33,6 +33,8 @@ from toolkit import samples
 from toolkit.errors import ToolkitError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from toolkit.client import Client
     from toolkit.emulator import Emulator
     from toolkit.models import Project
@@ -156,10 +158,13 @@ def operate(hour: int, client: Client, projects: Projects, day: Day) -> None:
                 day.rescans += 1
 
 
-def run_demo(*, out: str | Path = "data/demo", hours: float = 24) -> Path:
+def run_demo(
+    *, out: str | Path = "data/demo", hours: float = 24, start: datetime | None = None
+) -> Path:
     """Run a simulated day on a local emulator and write its report to `out`.
 
-    Returns the report's folder. Needs no account and no network beyond loopback.
+    The day starts at `start` (default: now). Returns the report's folder. Needs no
+    account and no network beyond loopback.
     """
     from toolkit.store import SnapshotStore
 
@@ -167,7 +172,7 @@ def run_demo(*, out: str | Path = "data/demo", hours: float = 24) -> Path:
     _check_hours(hours)
     prepare_out(out)
     store = SnapshotStore(str(out / "snapshots"))
-    day = simulate_day(store, hours=hours, seen_path=out / "receiver.sqlite")
+    day = simulate_day(store, hours=hours, seen_path=out / "receiver.sqlite", start=start)
     return finish(store, out, day, hours=hours)
 
 
@@ -177,11 +182,12 @@ def simulate_day(
     hours: float = 24,
     seen_path: str | Path | None = None,
     progress: bool = True,
+    start: datetime | None = None,
 ) -> Day:
     """Run the simulated day into `store` (snapshots and webhook events); no report.
 
-    Starts and stops its own emulator and receiver. The notebooks use it to build a
-    history when no service is configured.
+    Starts and stops its own emulator and receiver, its clock at `start` (default: now).
+    The notebooks use it to build a history when no service is configured.
     """
     from toolkit.client import Client
     from toolkit.emulator import Emulator
@@ -189,7 +195,7 @@ def simulate_day(
     from toolkit.webhooks import Receiver
 
     _check_hours(hours)
-    with Emulator(clock="manual") as emulator:
+    with Emulator(clock="manual", start=start) as emulator:
         seeded = emulator.seed_demo()
         workspace_id = seeded["workspaceId"]
         emulator.set_credits(workspace_id, 100_000)

@@ -13,11 +13,14 @@ def test_a_chapter_is_translated(cts_client, cts_project, cts_pages, cts_advance
 ```
 
 Every fixture is function-scoped, so tests share nothing and run in any order. The
-emulator's clock is manual: time passes only through `cts_advance(seconds)`, which
+emulator's clock is manual and starts at `cts_start` (2026-01-07 09:00 UTC unless you
+define your own `cts_start` fixture), never at the wall-clock time, so a test passes or
+fails the same at any hour: time passes only through `cts_advance(seconds)`, which
 returns once every run step and webhook delivery due by then has happened.
 
 | fixture | gives |
 |---|---|
+| `cts_start` | the instant the emulator's clock starts at; override it to name yours |
 | `cts_emulator` | a running `toolkit.emulator.Emulator` on loopback (manual clock) |
 | `cts_workspace` | a fresh workspace: `.id`, `.name`, `.api_key`, `.base_url` |
 | `cts_credits` | the workspace's starting credits (10,000); override it to change them |
@@ -35,13 +38,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from toolkit.client import AsyncClient, Client
     from toolkit.emulator import Emulator
     from toolkit.models import Project
@@ -60,11 +62,21 @@ class EmulatedWorkspace:
     base_url: str
 
 
+# A Wednesday morning: a test that lets a few hours pass crosses no day, week or month.
+DEFAULT_START = datetime(2026, 1, 7, 9, 0, tzinfo=UTC)
+
+
 @pytest.fixture
-def cts_emulator() -> Iterator[Emulator]:
+def cts_start() -> datetime:
+    """The instant `cts_emulator`'s clock starts at; define your own to name another."""
+    return DEFAULT_START
+
+
+@pytest.fixture
+def cts_emulator(cts_start: datetime) -> Iterator[Emulator]:
     from toolkit.emulator import Emulator
 
-    with Emulator(clock="manual") as emulator:
+    with Emulator(clock="manual", start=cts_start) as emulator:
         yield emulator
 
 

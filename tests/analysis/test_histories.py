@@ -100,6 +100,7 @@ def _before_baseline(run, store) -> bool:
     return run.started_at <= store.snapshots()["snapshot_at"].iloc[0]
 
 
+@pytest.mark.epochs
 @pytest.mark.parametrize("with_events", [False, True])
 def test_a_six_hour_day_that_starts_after_the_uploads(
     emulator, workspace, client, tmp_path, with_events

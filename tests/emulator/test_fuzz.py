@@ -16,6 +16,7 @@ from __future__ import annotations
 import hypothesis
 import pytest
 import schemathesis
+from epochs import SUITE_START
 from page_images import make_page
 from schemathesis.config import SchemathesisConfig
 
@@ -34,7 +35,7 @@ CHECKS = (
 @pytest.fixture(scope="module")
 def fuzzed():
     """An emulator with a comic and a novel project, and chapters in several states."""
-    with Emulator(clock="manual") as emu:
+    with Emulator(clock="manual", start=SUITE_START) as emu:
         workspace = emu.create_workspace("Fuzzed", credits=5_000)
         projects = [
             emu.create_project(

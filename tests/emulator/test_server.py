@@ -10,10 +10,12 @@ import sys
 import time
 
 from emulator_helpers import plain_client
+from epochs import SUITE_START
 
 
 def test_command_serves_the_demo_until_interrupted(tmp_path):
     command = [sys.executable, "-m", "toolkit.cli", "emulator", "--port", "0", "--seed", "demo"]
+    command += ["--start", SUITE_START.isoformat()]
     command += ["--clock", "realtime", "--speed", "60", "--state", str(tmp_path / "demo.sqlite")]
     process = subprocess.Popen(
         command,

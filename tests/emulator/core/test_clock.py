@@ -7,6 +7,7 @@ from datetime import datetime
 
 import pytest
 from emulator_helpers import create_chapter, list_item, plain_client
+from epochs import SUITE_START
 
 from toolkit.emulator import Emulator
 
@@ -37,7 +38,7 @@ def test_times_shown_are_the_clocks(emulator, api, comic_project, pages):
 
 
 def _history(make_page) -> list[tuple[float, str, int]]:
-    with Emulator() as emu:
+    with Emulator(start=SUITE_START) as emu:
         ws = emu.create_workspace("Det", credits=1_000)
         project = emu.create_project(
             ws["id"],
@@ -76,7 +77,7 @@ def test_an_hour_on_several_chapters_advances_fast(emulator, api, comic_project,
 
 
 def test_realtime_clock_runs_by_itself(make_page):
-    with Emulator(clock="realtime", speed=600) as emu:
+    with Emulator(clock="realtime", speed=600, start=SUITE_START) as emu:
         ws = emu.create_workspace("Live", credits=100)
         project = emu.create_project(
             ws["id"],

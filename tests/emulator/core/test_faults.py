@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from emulator_helpers import add_pages, create_chapter, error_of, list_item, plain_client, settle
+from epochs import SUITE_START
 
 from toolkit.emulator import Emulator
 
@@ -75,7 +76,7 @@ def test_failed_stays_true_while_added_pages_run(emulator, api, comic_project, p
 
 
 def _fates(seed: int, runs: int, make_page) -> list[bool]:
-    with Emulator() as emu:
+    with Emulator(start=SUITE_START) as emu:
         ws = emu.create_workspace("Fates", credits=1_000)
         project = emu.create_project(
             ws["id"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from emulator_helpers import add_pages, create_chapter, plain_client, settle
+from epochs import SUITE_START
 
 from toolkit.emulator import Emulator
 
@@ -26,7 +27,7 @@ def _snapshot(emu, api, workspace_id):
 
 def test_restart_keeps_everything_and_resumes_runs(tmp_path, make_page):
     state = str(tmp_path / "emulator.sqlite")
-    with Emulator(state=state, admin_token="admin") as emu:
+    with Emulator(state=state, admin_token="admin", start=SUITE_START) as emu:
         ws = emu.create_workspace("Kept", credits=500)
         comic = emu.create_project(
             ws["id"],
@@ -59,7 +60,7 @@ def test_restart_keeps_everything_and_resumes_runs(tmp_path, make_page):
             clock_before = emu.now()
         assert before["details"][running["id"]]["processing"] is True
 
-    with Emulator(state=state, admin_token="admin") as emu:
+    with Emulator(state=state, admin_token="admin", start=SUITE_START) as emu:
         assert emu.now() >= clock_before
         with plain_client(f"{emu.url}/api/v1", ws["apiKey"]) as api:
             assert _snapshot(emu, api, ws["id"]) == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from emulator_helpers import error_of, plain_client
+from epochs import SUITE_START
 
 from toolkit.emulator import AdminCallError
 
@@ -49,7 +50,7 @@ def test_api_keys_do_not_open_admin_routes(raw, workspace):
 def test_given_admin_token_is_used():
     from toolkit.emulator import Emulator
 
-    with Emulator(admin_token="let-me-in") as emu:
+    with Emulator(admin_token="let-me-in", start=SUITE_START) as emu:
         assert emu.admin_token == "let-me-in"
         with plain_client(emu.url, "let-me-in") as client:
             assert client.get("/_emulator/clock").status_code == 200

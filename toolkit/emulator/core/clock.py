@@ -2,8 +2,9 @@
 
 `manual` stands still until `set()` moves it (the admin clock route does, step by step,
 so that each run step and delivery happens at its own simulated time). `realtime` runs at
-`speed` simulated seconds per real second from the moment it was made. Both start at the
-wall-clock time of start-up unless told otherwise.
+`speed` simulated seconds per real second from the moment it was made. Both start at
+`start` (tests name their instant, so nothing depends on the hour they run at), else at
+the wall-clock time of start-up.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class Clock:
             raise ValueError(f"clock must be 'manual' or 'realtime', not {mode!r}")
         if speed <= 0:
             raise ValueError(f"speed must be positive, not {speed}")
+        if start is not None and start.tzinfo is None:
+            raise ValueError(f"start must carry its time zone (UTC, say), not {start.isoformat()}")
         self.mode: ClockMode = mode
         self.speed = speed
         self._start = (start or datetime.now(UTC)).astimezone(UTC)
