@@ -72,7 +72,8 @@ def period_starts(times: pd.Series, freq: str, tz: str | None = None) -> pd.Seri
             f"freq={freq!r} is not a pandas offset alias; use e.g. 'h', 'D', 'W-MON', 'MS'"
         ) from error
     zone = tz or "UTC"
-    local = pd.to_datetime(times, utc=True).dt.tz_convert(zone).dt.tz_localize(None)
+    utc = pd.to_datetime(times, utc=True)
+    local = utc.dt.tz_convert(zone).dt.tz_localize(None)
     if isinstance(offset, pd.offsets.Tick):
         naive = local.dt.floor(offset)
     else:
@@ -80,9 +81,24 @@ def period_starts(times: pd.Series, freq: str, tz: str | None = None) -> pd.Seri
         unique = pd.Series(days.dropna().unique())
         starts = {day: _calendar_start(day, offset) for day in unique}
         naive = days.map(starts).astype("datetime64[ns]")
-    aware = naive.dt.tz_localize(zone, ambiguous=np.zeros(len(naive), bool),
-                                 nonexistent="shift_forward")  # fmt: skip
-    return aware.astype(pd.DatetimeTZDtype("us", zone))
+    return _localized(naive, utc, zone).astype(pd.DatetimeTZDtype("us", zone))
+
+
+def _localized(naive: pd.Series, times: pd.Series, zone: str) -> pd.Series:
+    """Local period starts made aware. Where a start's local time happens twice (the
+    hour repeated when summer time ends), it is the latest of the two that is not after
+    the time it holds: 02:30+01:00 is in the period 02:00+01:00, 02:30+02:00 in
+    02:00+02:00, two real hours with two labels, not one."""
+
+    def aware(summer: bool) -> pd.Series:
+        flags = np.full(len(naive), summer)
+        localized: pd.Series = naive.dt.tz_localize(
+            zone, ambiguous=flags, nonexistent="shift_forward"
+        )
+        return localized
+
+    summer, winter = aware(True), aware(False)  # equal where the time is not repeated
+    return winter.where((winter > summer) & (winter <= times), summer)
 
 
 def _calendar_start(day: pd.Timestamp, offset: pd.offsets.BaseOffset) -> pd.Timestamp:
