@@ -8,7 +8,7 @@ toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [-
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
 toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
-toolkit store migrate OLD NEW                        # a first-layout store into Delta Lake
+toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
 toolkit store check [--store PATH] [--repair]        # damaged, orphaned, temporary files
 ```
 
@@ -213,8 +213,15 @@ class _Bar:
 
 
 def _store_migrate(args: argparse.Namespace) -> None:
+    from toolkit.store import SnapshotStore
     from toolkit.store import migrate_store as migrate
 
+    if args.new is None:
+        done = SnapshotStore(args.old).upgrade()
+        for line in done:
+            print(line)
+        print(f"upgraded {args.old}" if done else f"{args.old} is already in the current layout")
+        return
     copied = migrate(args.old, args.new)
     rows = ", ".join(f"{name} {count:,}" for name, count in copied.items())
     print(f"migrated {args.old} to {args.new}: rows copied: {rows}")
@@ -308,9 +315,15 @@ def build_parser() -> argparse.ArgumentParser:
     upload.set_defaults(handler=_upload)
     store = commands.add_parser("store", help="look after a snapshot store")
     store_commands = store.add_subparsers(dest="store_command", required=True)
-    migrate = store_commands.add_parser("migrate", help="convert a first-layout store")
-    migrate.add_argument("old", help="the store in the first layout (left unchanged)")
-    migrate.add_argument("new", help="a new folder for the Delta Lake store")
+    migrate = store_commands.add_parser(
+        "migrate", help="upgrade a store an earlier toolkit wrote, in place or into NEW"
+    )
+    migrate.add_argument("old", metavar="PATH", help="the store an earlier toolkit wrote")
+    migrate.add_argument(
+        "new", nargs="?", metavar="NEW",
+        help="a new folder for a copy of a first-layout store (PATH left unchanged); "
+        "without it PATH is upgraded in place",
+    )  # fmt: skip
     migrate.set_defaults(handler=_store_migrate)
     check = store_commands.add_parser("check", help="find damaged and stray files")
     check.add_argument("--store", default=None, help="store location (default CTS_STORE)")

@@ -3,8 +3,10 @@
 The parts: `snapshot_store` (the public facade), `log` (the change log and the reads
 that rebuild whole snapshots, in DuckDB), `tables` (the Delta tables: appends, reads,
 errors), `maintenance` (merges, checkpoints, log cleanup, vacuum), `events` (webhook
-events), `ids` (snapshot ids), `check` (`toolkit store check`) and `migrate` (`toolkit
-store migrate`). The on-disk format and how other engines read it are in docs/store.md.
+events), `ids` (snapshot ids), `check` (`toolkit store check`), `migrate` (a
+first-layout store into Delta tables) and `upgrade` (an earlier toolkit's Delta store
+to the current layout; both run by `toolkit store migrate` or the next take). The
+on-disk format and how other engines read it are in docs/store.md.
 """
 
 from __future__ import annotations
