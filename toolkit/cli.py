@@ -9,7 +9,7 @@ toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [-
 toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
-toolkit store check [--store PATH] [--repair]        # damaged, orphaned, temporary files
+toolkit store check [--store PATH] [--repair]        # damage, said in snapshots
 ```
 
 Every handler imports what it needs when it runs, so `toolkit --help` stays quick.
@@ -229,18 +229,21 @@ def _store_migrate(args: argparse.Namespace) -> None:
 
 def _store_check(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
-    from toolkit.store import check_store as check
+    from toolkit.store import check_report
 
     root = store_path(args.store)
-    findings = check(root, repair=args.repair)
-    for finding in findings:
+    report = check_report(root, repair=args.repair)
+    for finding in report.findings:
         print(finding)
-    if not findings:
-        print(f"{root}: every file is sound")
-    elif not args.repair:
-        print(f"{len(findings)} problem(s); `toolkit store check --store {root} --repair` "
-              "moves the files to _quarantine/")  # fmt: skip
-    args.exit_status = 1 if findings and not args.repair else 0
+    for note in report.notes:
+        print(f"note: {note}")
+    left = [f for f in report.findings if not (args.repair and f.repairable)]
+    if not report.findings:
+        print(f"{root}: every snapshot reads as it was taken")
+    elif left and not args.repair:
+        print(f"{len(left)} problem(s); `toolkit store check --store {root} --repair` "
+              "does what each line says")  # fmt: skip
+    args.exit_status = 1 if left else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -325,9 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
         "without it PATH is upgraded in place",
     )  # fmt: skip
     migrate.set_defaults(handler=_store_migrate)
-    check = store_commands.add_parser("check", help="find damaged and stray files")
+    check = store_commands.add_parser(
+        "check", help="which snapshots damage makes read wrong or loses"
+    )
     check.add_argument("--store", default=None, help="store location (default CTS_STORE)")
-    check.add_argument("--repair", action="store_true", help="move them to _quarantine/")
+    check.add_argument("--repair", action="store_true", help="do what each finding says")
     check.set_defaults(handler=_store_check)
     return parser
 

@@ -10,10 +10,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from datafakes import FakeService, hours
+from deltalake import DeltaTable
+from pandas.testing import assert_frame_equal
 
 from toolkit.cli import main
 from toolkit.errors import DamagedStore, StoreError, ToolkitError
+from toolkit.frames import schema
 from toolkit.store import SnapshotStore
+from toolkit.store import snapshot_store as store_module
 
 
 @pytest.fixture
@@ -86,62 +90,132 @@ def test_a_full_disk_names_the_store_and_leaves_no_file_behind(tmp_path, service
         subprocess.run(["umount", str(disk)], check=False)
 
 
-def test_a_truncated_data_file_is_named_checked_and_repaired(tmp_path, service, capsys):
-    root = tmp_path / "store"
-    three_snapshots(root, service)
-    damaged = data_file_of(root, "languages", 1)
-    damaged.write_bytes(damaged.read_bytes()[:40])  # cut off mid-file
+# The damage matrix: each kind of damage on a small store of ten hourly snapshots, a
+# full one every four. After `check` and `--repair`, every snapshot left reads exactly
+# as it was taken, and every one gone is named lost by a finding.
 
-    with pytest.raises(DamagedStore) as caught:
-        SnapshotStore(root).history("languages")
-    message = str(caught.value)
-    assert damaged.name in message and "toolkit store check" in message and "--repair" in message
+
+def ten_snapshots(root: Path, service: FakeService, monkeypatch) -> dict[str, dict]:
+    """The store, and what each snapshot read when taken: its rows per table."""
+    monkeypatch.setattr(store_module, "FULL_EVERY", 4)
+    store = SnapshotStore(root, auto_compact=False)
+    for step in range(10):
+        service.update("c1", covered=step + 1, credits=step * 2)
+        if step == 5:
+            service.add_chapter("c2", "p1", position=2, covered=0, credits=1)
+        store.take(service, at=hours(step))
+    return reading(root)
+
+
+def reading(root: Path) -> dict[str, dict]:
+    store = SnapshotStore(root)
+    read: dict[str, dict] = {}
+    for table in schema.SNAPSHOT_TABLES:
+        for snapshot_id, rows in store.history(table).groupby("snapshot_id"):
+            read.setdefault(str(snapshot_id), {})[table] = rows.reset_index(drop=True)
+    for snapshot_id in store.snapshots()["snapshot_id"]:
+        read.setdefault(snapshot_id, {})
+    return read
+
+
+def newest_commit(root: Path, table: str) -> Path:
+    return sorted((root / table / "_delta_log").glob("*.json"))[-1]
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+def checkpoint(root: Path, table: str) -> None:
+    DeltaTable(str(root / table)).create_checkpoint()
+    (checkpoint,) = (root / table / "_delta_log").glob("*.checkpoint.parquet")
+    truncate(checkpoint)
+
+
+def foreign_delete(root: Path, table: str) -> None:
+    DeltaTable(str(root / table)).delete("chapter_id = 'c2'")
+
+
+DAMAGE = {
+    "a data file truncated": lambda root: truncate(data_file_of(root, "languages", 6)),
+    "a data file deleted": lambda root: data_file_of(root, "chapters", 2).unlink(),
+    "a manifest file truncated": lambda root: truncate(data_file_of(root, "manifest", 5)),
+    "the newest commit of a table truncated": lambda root: truncate(
+        newest_commit(root, "chapters")
+    ),
+    "the newest manifest commit garbage": lambda root: newest_commit(root, "manifest").write_bytes(
+        b"\x00garbage{"
+    ),
+    "a checkpoint truncated": lambda root: checkpoint(root, "languages"),
+    "a DELETE by another engine": lambda root: foreign_delete(root, "chapters"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damage_is_named_and_repair_leaves_no_snapshot_reading_wrong(
+    tmp_path, service, monkeypatch, capsys, damage
+):
+    root = tmp_path / "store"
+    taken = ten_snapshots(root, service, monkeypatch)
+    DAMAGE[damage](root)
 
     assert main(["store", "check", "--store", str(root)]) == 1
     report = capsys.readouterr().out
-    assert f"damaged: {damaged}" in report and "--repair" in report
+    assert report.count("--repair") >= 2  # each finding says what repair does
     assert main(["store", "check", "--store", str(root), "--repair"]) == 0
-    assert "moved to" in capsys.readouterr().out
-    assert not damaged.exists()
-    assert list((root / "_quarantine").rglob(damaged.name))  # set aside, not deleted
-    store = SnapshotStore(root)
-    # The snapshot before the damaged one reads as before.
-    as_of = store.as_of("languages", hours(0))
-    assert as_of["covered"].tolist() == [1, 1]
+    repaired = capsys.readouterr().out
+    assert "repaired: " in repaired
     assert main(["store", "check", "--store", str(root)]) == 0
-    assert "every file is sound" in capsys.readouterr().out
-
-
-def test_a_garbage_newest_manifest_commit_is_dropped_by_repair(tmp_path, service, capsys):
-    root = tmp_path / "store"
-    three_snapshots(root, service)
-    log = root / "manifest" / "_delta_log"
-    newest = sorted(p for p in log.glob("*.json"))[-1]
-    newest.write_bytes(b"\x00garbage{")
-    with pytest.raises(DamagedStore, match="manifest") as caught:
-        SnapshotStore(root).snapshots()
-    assert "toolkit store check" in str(caught.value)
-    assert main(["store", "check", "--store", str(root)]) == 1
-    assert f"log: {newest}" in capsys.readouterr().out
-    assert main(["store", "check", "--store", str(root), "--repair"]) == 0
     capsys.readouterr()
+
+    now = reading(root)
+    for snapshot_id, rows in now.items():
+        for table, frame in rows.items():
+            assert_frame_equal(frame, taken[snapshot_id][table], obj=f"{snapshot_id} {table}")
+    lost = set(taken) - set(now)
+    for snapshot_id in lost:  # every snapshot gone is named
+        named = snapshot_id in repaired or "snapshots from" in repaired
+        assert named or "is lost (take it again)" in repaired
+    if damage == "a checkpoint truncated":
+        assert not lost  # rebuilt from the JSON log: every snapshot back
+    if damage == "the newest manifest commit garbage":
+        assert len(lost) == 1
+
+
+def test_a_healthy_store_after_its_daily_merge_checks_clean(tmp_path, service, capsys):
+    root = tmp_path / "store"
     store = SnapshotStore(root)
-    assert len(store.snapshots()) == 2  # the third snapshot's commit was the damaged one
-    assert store.latest("languages")["covered"].tolist() == [2, 2]
+    for step in range(0, 60, 6):  # ten snapshots over two and a half days: merges
+        service.update("c1", covered=step + 1)
+        store.take(service, at=hours(step))
+    store.compact()
+    for path in root.rglob("*.parquet"):
+        os.utime(path, (0, 0))  # older than the grace period, not yet vacuumed
+    assert main(["store", "check", "--store", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "every snapshot reads as it was taken" in out
+    assert main(["store", "check", "--store", str(root), "--repair"]) == 0
+    assert not (root / "_quarantine").exists()  # nothing set aside
 
 
-def test_an_empty_manifest_commit_and_a_stray_parquet_file_are_found(tmp_path, service, capsys):
+def test_an_older_damaged_commit_is_named_once_and_not_silently_read(tmp_path, service, capsys):
     root = tmp_path / "store"
     three_snapshots(root, service)
-    stray = root / "chapters" / "part-00000-stray.parquet"
-    stray.write_bytes(data_file_of(root, "chapters", 0).read_bytes())
-    os.utime(stray, (0, 0))  # older than the grace period
-    newest = sorted((root / "manifest" / "_delta_log").glob("*.json"))[-1]
-    newest.write_bytes(b"")
-    assert main(["store", "check", "--store", str(root)]) == 1
-    report = capsys.readouterr().out
-    assert f"orphaned: {stray}" in report and f"log: {newest}" in report
+    older = sorted((root / "languages" / "_delta_log").glob("*.json"))[0]
+    older.write_bytes(b"{not json")
+    with pytest.raises(DamagedStore, match="toolkit store check"):
+        SnapshotStore(root).history("languages")
+    assert main(["store", "check", "--store", str(root), "--repair"]) == 1
+    out = capsys.readouterr().out
+    assert out.count(str(older)) == 1 and "restore this file from a backup" in out
+
+
+def test_repair_empties_a_quarantine_older_than_it_keeps(tmp_path, service, capsys):
+    root = tmp_path / "store"
+    three_snapshots(root, service)
+    old = root / "_quarantine" / "20200101T000000Z"
+    old.mkdir(parents=True)
+    os.utime(old, (0, 0))
     assert main(["store", "check", "--store", str(root), "--repair"]) == 0
-    capsys.readouterr()
-    assert not stray.exists()
-    assert len(SnapshotStore(root).history("chapters")) == 2
+    assert "quarantine kept 7 days: 1 older folder(s) deleted" in capsys.readouterr().out
+    assert not old.exists()

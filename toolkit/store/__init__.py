@@ -12,8 +12,9 @@ on-disk format and how other engines read it are in docs/store.md.
 from __future__ import annotations
 
 from toolkit.store.check import check as check_store
+from toolkit.store.check import check_report
 from toolkit.store.log import utc
 from toolkit.store.migrate import migrate as migrate_store
 from toolkit.store.snapshot_store import SnapshotInfo, SnapshotStore
 
-__all__ = ["SnapshotInfo", "SnapshotStore", "check_store", "migrate_store", "utc"]
+__all__ = ["SnapshotInfo", "SnapshotStore", "check_report", "check_store", "migrate_store", "utc"]

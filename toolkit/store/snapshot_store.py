@@ -583,11 +583,11 @@ class SnapshotStore:
             found = check(self._tables.root) if self._tables.local else []
         except (StoreError, OSError):
             found = []
-        named = "; ".join(str(f) for f in found if f.kind != "orphaned") or reason
+        named = "; ".join(str(f) for f in found) or reason
         return DamagedStore(
             f"the store {self.root!r} could not be read: {named}. Run `toolkit store check "
-            f"--store {self.root} --repair` to set damaged files aside; the snapshots they "
-            "do not touch then read as before"
+            f"--store {self.root}` to see which snapshots it touches and what `--repair` "
+            "does about each"
         )
 
 
