@@ -183,6 +183,7 @@ class Formats:
             self.emulator.advance(60)
 
 
+@pytest.mark.epochs
 def test_stores_written_by_earlier_toolkits_read_the_same_figures(
     emulator, workspace, client, tmp_path, monkeypatch, capsys
 ):
