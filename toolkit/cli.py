@@ -8,8 +8,8 @@ toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [-
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
 toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
-toolkit store migrate OLD NEW                        # a first-layout store into Delta Lake
-toolkit store check [--store PATH] [--repair]        # damaged, orphaned, temporary files
+toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
+toolkit store check [--store PATH] [--repair]        # damage, said in snapshots
 ```
 
 Every handler imports what it needs when it runs, so `toolkit --help` stays quick.
@@ -213,8 +213,15 @@ class _Bar:
 
 
 def _store_migrate(args: argparse.Namespace) -> None:
+    from toolkit.store import SnapshotStore
     from toolkit.store import migrate_store as migrate
 
+    if args.new is None:
+        done = SnapshotStore(args.old).upgrade()
+        for line in done:
+            print(line)
+        print(f"upgraded {args.old}" if done else f"{args.old} is already in the current layout")
+        return
     copied = migrate(args.old, args.new)
     rows = ", ".join(f"{name} {count:,}" for name, count in copied.items())
     print(f"migrated {args.old} to {args.new}: rows copied: {rows}")
@@ -222,18 +229,21 @@ def _store_migrate(args: argparse.Namespace) -> None:
 
 def _store_check(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
-    from toolkit.store import check_store as check
+    from toolkit.store import check_report
 
     root = store_path(args.store)
-    findings = check(root, repair=args.repair)
-    for finding in findings:
+    report = check_report(root, repair=args.repair)
+    for finding in report.findings:
         print(finding)
-    if not findings:
-        print(f"{root}: every file is sound")
-    elif not args.repair:
-        print(f"{len(findings)} problem(s); `toolkit store check --store {root} --repair` "
-              "moves the files to _quarantine/")  # fmt: skip
-    args.exit_status = 1 if findings and not args.repair else 0
+    for note in report.notes:
+        print(f"note: {note}")
+    left = [f for f in report.findings if not (args.repair and f.repairable)]
+    if not report.findings:
+        print(f"{root}: every snapshot reads as it was taken")
+    elif left and not args.repair:
+        print(f"{len(left)} problem(s); `toolkit store check --store {root} --repair` "
+              "does what each line says")  # fmt: skip
+    args.exit_status = 1 if left else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -308,13 +318,21 @@ def build_parser() -> argparse.ArgumentParser:
     upload.set_defaults(handler=_upload)
     store = commands.add_parser("store", help="look after a snapshot store")
     store_commands = store.add_subparsers(dest="store_command", required=True)
-    migrate = store_commands.add_parser("migrate", help="convert a first-layout store")
-    migrate.add_argument("old", help="the store in the first layout (left unchanged)")
-    migrate.add_argument("new", help="a new folder for the Delta Lake store")
+    migrate = store_commands.add_parser(
+        "migrate", help="upgrade a store an earlier toolkit wrote, in place or into NEW"
+    )
+    migrate.add_argument("old", metavar="PATH", help="the store an earlier toolkit wrote")
+    migrate.add_argument(
+        "new", nargs="?", metavar="NEW",
+        help="a new folder for a copy of a first-layout store (PATH left unchanged); "
+        "without it PATH is upgraded in place",
+    )  # fmt: skip
     migrate.set_defaults(handler=_store_migrate)
-    check = store_commands.add_parser("check", help="find damaged and stray files")
+    check = store_commands.add_parser(
+        "check", help="which snapshots damage makes read wrong or loses"
+    )
     check.add_argument("--store", default=None, help="store location (default CTS_STORE)")
-    check.add_argument("--repair", action="store_true", help="move them to _quarantine/")
+    check.add_argument("--repair", action="store_true", help="do what each finding says")
     check.set_defaults(handler=_store_check)
     return parser
 

@@ -10,10 +10,13 @@ from page_images import make_page
 from pandas.testing import assert_frame_equal
 
 from toolkit import analysis
+from toolkit.cli import main
+from toolkit.errors import OldStoreLayout
 from toolkit.store import SnapshotStore
 from toolkit.store import log as store_log
 from toolkit.store import snapshot_store as store_snapshots
 from toolkit.store import writing as store_writing
+from toolkit.store.snapshot_store import StoreUpgraded
 
 
 def simulate(
@@ -162,19 +165,27 @@ class Formats:
         for _ in range(2):
             for name, store in self.stores.items():
                 with self.monkeypatch.context() as old_toolkit:
+                    if name != "current" and not (name == "mixed" and self.taken >= 6):
+                        # An earlier toolkit neither upgrades a store nor refuses one.
+                        old_toolkit.setattr(store_snapshots, "is_current", lambda m: True)
                     if name == "legacy" or (name == "mixed" and self.taken < 6):
                         for module in (store_log, store_writing):
                             old_toolkit.setattr(module, "TRACKED", {})
                     elif name == "flag_only":
                         for module in (store_log, store_writing, store_snapshots):
                             old_toolkit.setattr(module, "stored_schema", _without("_previous"))
-                    store.take(client)
+                    if name == "mixed" and self.taken == 6:
+                        with pytest.warns(StoreUpgraded, match="chapters: .* given `_changed`"):
+                            store.take(client)  # the current toolkit's first take upgrades
+                    else:
+                        store.take(client)
             self.taken += 1
             self.emulator.advance(60)
 
 
+@pytest.mark.epochs
 def test_stores_written_by_earlier_toolkits_read_the_same_figures(
-    emulator, workspace, client, tmp_path, monkeypatch
+    emulator, workspace, client, tmp_path, monkeypatch, capsys
 ):
     formats = Formats(tmp_path, emulator, monkeypatch)
     simulate(emulator, workspace, client, formats, steps=6, hours=1, gap=range(0), failing=0.5)
@@ -184,19 +195,25 @@ def test_stores_written_by_earlier_toolkits_read_the_same_figures(
         for name in stores
     }
     assert "_changed" not in columns["legacy"] and "_previous" not in columns["flag_only"]
+    # The mixed store was upgraded by the current toolkit's first take; the others are
+    # refused until `toolkit store migrate` upgrades them, saying what it did.
+    for name in ("legacy", "flag_only"):
+        with pytest.raises(OldStoreLayout, match=f"toolkit store migrate {tmp_path / name}"):
+            stores[name].changes("chapters")
+        assert main(["store", "migrate", str(tmp_path / name)]) == 0
+        assert "given `_changed` and `_previous`" in capsys.readouterr().out
+        assert main(["store", "migrate", str(tmp_path / name)]) == 0
+        assert "already in the current layout" in capsys.readouterr().out
     changes = {name: store.changes("chapters") for name, store in stores.items()}
-    # The flag leaves rows out in the new stores (progress alone), none in the old one;
-    # previous values are kept on the flagged rows of the current one only.
-    assert not changes["current"]["_changed"].all()
-    assert changes["legacy"]["_changed"].isna().all()
-    flagged = changes["current"][changes["current"]["_changed"]]
-    assert flagged["_previous"].notna().all()
-    assert changes["flag_only"]["_previous"].isna().all()
-    mixed = changes["mixed"]
-    assert mixed["_changed"].isna().any() and mixed["_previous"].notna().any()
-    # Only a store every snapshot of which kept `_previous` is read without the window.
-    keeps = {name: store.keeps_previous() for name, store in stores.items()}
-    assert keeps == {"current": True, "flag_only": False, "legacy": False, "mixed": False}
+    # Every store now flags the same rows and keeps the values they changed from.
+    expected_changes = changes["current"][["idx", "chapter_id", "_changed", "_previous"]]
+    assert not expected_changes["_changed"].all()
+    assert expected_changes.loc[expected_changes["_changed"], "_previous"].notna().all()
+    for name in ("flag_only", "legacy", "mixed"):
+        assert_frame_equal(
+            changes[name][["idx", "chapter_id", "_changed", "_previous"]], expected_changes,
+            obj=name,
+        )  # fmt: skip
     expected = analysis.runs(stores["current"])
     for name in ("flag_only", "legacy", "mixed"):
         assert_frame_equal(analysis.runs(stores[name]), expected, obj=name)

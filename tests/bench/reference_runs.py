@@ -71,11 +71,10 @@ _BEST = f"""CASE WHEN rest <= {EPS} THEN -1
 _HELD = "CASE best WHEN 2 THEN rest WHEN 3 THEN held_before WHEN 4 THEN held_before ELSE 0 END"
 
 
-def runs_sql(*, keeps_previous: bool, events: bool) -> str:
-    """The query; `keeps_previous` as for `transitions_sql`; `events`: the
-    `terminal_events` table is registered (and has rows)."""
+def runs_sql(*, events: bool) -> str:
+    """The query; `events`: the `terminal_events` table is registered (and has rows)."""
     return _RUNS.format(
-        transitions=transitions_ctes(keeps_previous=keeps_previous),
+        transitions=transitions_ctes(),
         moving=MOVING,
         readings=_readings("paid", "held_before"),
         best=_BEST,
@@ -544,7 +543,7 @@ def reference_runs(store: SnapshotStore, *, last: str = "") -> pd.DataFrame:
     events = _terminal_events(store)
     if events is not None:
         frames["terminal_events"] = events
-    sql = runs_sql(keeps_previous=store.keeps_previous(), events=events is not None)
+    sql = runs_sql(events=events is not None)
     if last.startswith(","):  # more CTEs, then the figure
         sql = f"WITH runs AS ({sql}){last}"
     elif last:

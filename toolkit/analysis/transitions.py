@@ -3,17 +3,14 @@
 A chapter's change log has a row whenever anything about it changed, mostly progress
 (`last_activity_at`). The query reads only the rows the store flags `_changed` (new,
 gone, or changed in a column followed here), a third of them, each with the values it
-changed from, which the store keeps beside it (`_previous`). Rows of stores written
-before the store kept those (null there) are compared in a window with the flagged row
-before them, which holds the same followed values as the row just before; the manifest
-says whether a store has any (`keeps_previous`), and a store without them is read with
-no window at all. A run starts where `credits_spent` rises (or, in stores without
-charges, where `processing` turns on or `failed` is cleared) and ends where
-`processing` turns off; only those rows, the baseline, deletions and changes of the
-failure are read back (a change of status alone, two thirds of the flagged rows, is
-not), each with its previous values beside it. The projects' names, models and
-languages ride along in the same query: every `store.query` opens the store's logs
-once, and opening is much of the cost.
+changed from, which the store keeps beside it (`_previous`; stores written before it
+kept them are upgraded before they are read, see `toolkit.store.upgrade`). A run
+starts where `credits_spent` rises (or, in stores without charges, where `processing`
+turns on or `failed` is cleared) and ends where `processing` turns off; only those
+rows, the baseline, deletions and changes of the failure are read back (a change of
+status alone, two thirds of the flagged rows, is not), each with its previous values
+beside it. The projects' names, models and languages ride along in the same query:
+every `store.query` opens the store's logs once, and opening is much of the cost.
 """
 
 from __future__ import annotations
@@ -39,7 +36,7 @@ _FLAGGED = """
 _COLUMNS = """idx, chapter_id, project_id, title, position, page_count, started, processing,
            failed, failure_reason, status, credits_spent, last_activity_at, created_at,
            _deleted AS deleted"""
-# Each flagged row with the followed values it changed from, as the store kept them...
+# Each flagged row with the followed values it changed from, as the store kept them.
 _FROM_PREVIOUS = f"""
     SELECT {_COLUMNS},
            NOT _previous.existed AS is_new,
@@ -51,47 +48,18 @@ _FROM_PREVIOUS = f"""
            _previous.failure_reason AS prev_reason,
            _previous.status AS prev_status
     FROM flagged"""
-# ...or, for rows written before the store kept them, from the flagged row before.
-_FROM_WINDOW = f"""
-    SELECT {_COLUMNS},
-           lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
-           lag(credits_spent) OVER w AS prev_credits,
-           lag(page_count) OVER w AS prev_pages,
-           lag(started) OVER w AS prev_started,
-           lag(processing) OVER w AS prev_processing,
-           lag(failed) OVER w AS prev_failed,
-           lag(failure_reason) OVER w AS prev_reason,
-           lag(status) OVER w AS prev_status
-    FROM flagged"""
-_WINDOW = "WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)"
 
 
-def transitions_sql(*, keeps_previous: bool) -> str:
-    """The query; `keeps_previous`: every snapshot of the store kept `_previous` (see
-    `SnapshotStore.keeps_previous`), so no row needs the window."""
-    return f"WITH {transitions_ctes(keeps_previous=keeps_previous)}\n{_SELECT}"
+def transitions_sql() -> str:
+    """The query."""
+    return f"WITH {transitions_ctes()}\n{_SELECT}"
 
 
-def transitions_ctes(*, keeps_previous: bool) -> str:
+def transitions_ctes() -> str:
     """The CTEs the query stands on, for queries that go on from the transitions:
     `by_project`, `chapter_languages`, `default_model`, `flagged` and `log` (every
     flagged row with its previous values; `MOVING` keeps those that start or end runs)."""
-    if keeps_previous:
-        flagged = f"flagged AS ({_FLAGGED})"
-        log = f"log AS ({_FROM_PREVIOUS}\n)"
-    else:
-        # Chapters with rows written before the store kept `_previous` go through the
-        # window, the costliest step; the others do not. The flagged rows are read once
-        # for both.
-        flagged = f"""flagged AS MATERIALIZED ({_FLAGGED}),
-legacy AS (
-    SELECT DISTINCT chapter_id FROM flagged WHERE _changed IS NULL OR _previous IS NULL
-)"""
-        log = f"""log AS ({_FROM_PREVIOUS} WHERE chapter_id NOT IN (SELECT chapter_id FROM legacy)
-    UNION ALL{_FROM_WINDOW} WHERE chapter_id IN (SELECT chapter_id FROM legacy)
-    {_WINDOW}
-)"""
-    return _CTES.format(flagged=flagged, log=log)
+    return _CTES.format(flagged=f"flagged AS ({_FLAGGED})", log=f"log AS ({_FROM_PREVIOUS}\n)")
 
 
 _CTES = """by_project AS (
@@ -170,7 +138,7 @@ def read_transitions(obs: Observed) -> Transitions:
     times = _micros(obs.manifest["snapshot_at"])  # the manifest the question already read
     if not len(times):
         return Transitions(pd.DataFrame(), times, None)
-    sql = transitions_sql(keeps_previous=obs.store.keeps_previous())
+    sql = transitions_sql()
     rows = _frame(obs.store.query_arrow(sql))
     # The query sorts by chapter, then snapshot: each chapter's rows are together, and
     # its first row holds what is the same on all of them.

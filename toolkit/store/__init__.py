@@ -3,15 +3,18 @@
 The parts: `snapshot_store` (the public facade), `log` (the change log and the reads
 that rebuild whole snapshots, in DuckDB), `tables` (the Delta tables: appends, reads,
 errors), `maintenance` (merges, checkpoints, log cleanup, vacuum), `events` (webhook
-events), `ids` (snapshot ids), `check` (`toolkit store check`) and `migrate` (`toolkit
-store migrate`). The on-disk format and how other engines read it are in docs/store.md.
+events), `ids` (snapshot ids), `check` (`toolkit store check`), `migrate` (a
+first-layout store into Delta tables) and `upgrade` (an earlier toolkit's Delta store
+to the current layout; both run by `toolkit store migrate` or the next take). The
+on-disk format and how other engines read it are in docs/store.md.
 """
 
 from __future__ import annotations
 
 from toolkit.store.check import check as check_store
+from toolkit.store.check import check_report
 from toolkit.store.log import utc
 from toolkit.store.migrate import migrate as migrate_store
 from toolkit.store.snapshot_store import SnapshotInfo, SnapshotStore
 
-__all__ = ["SnapshotInfo", "SnapshotStore", "check_store", "migrate_store", "utc"]
+__all__ = ["SnapshotInfo", "SnapshotStore", "check_report", "check_store", "migrate_store", "utc"]

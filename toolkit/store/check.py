@@ -1,67 +1,101 @@
-"""`toolkit store check [--store PATH] [--repair]`: find damaged, orphaned and temporary
-files in a store, and with `--repair` set them aside in `<root>/_quarantine/`.
+"""`toolkit store check [--store PATH] [--repair]`: what is damaged in a store, said in
+snapshots, and with `--repair` what can be done about it.
 
-What is checked, table by table (`<root>/<table>/`):
+Each finding is said once, with the snapshots it touches (from when to when) and what
+`--repair` does about it:
 
-- **log**: every commit file in `_delta_log/` parses as JSON lines. A damaged commit
-  that is the newest is quarantined (the commit is dropped: if it was a manifest row,
-  that snapshot becomes invisible, as if its take had stopped); a damaged one older
-  than the newest cannot be dropped, and the report says to restore it from a backup.
-- **damaged** / **missing**: every data file the table's current version lists exists
-  and has a readable Parquet footer. A damaged one is quarantined and the reference to
-  it removed from the table (`DeltaTable.repair`); the report names the snapshots whose
-  rows it held, by time: their states, and those after them up to the next full
-  snapshot, lack those rows. Every other snapshot reads as before.
-- **orphaned**: Parquet files no version of the table lists (a write stopped by a crash
-  or a full disk, a file copied in by hand), older than `grace`; younger ones may belong
-  to a write in progress and are left alone.
-- **temporary**: staging files (`*.tmp`, `*#<n>`) older than `grace`.
+- **checkpoint**: a checkpoint (or `_last_checkpoint`) that does not read. Repair sets
+  it aside: the table is read from its JSON commits again, every snapshot comes back.
+- **log**: a commit file that does not parse. The newest can be dropped (repair does;
+  the snapshots it held are then lost, named); an older one cannot, and the table
+  reads only once the file is restored from a backup.
+- **lost** (a data file the table lists is missing or not a readable Parquet file) and
+  **foreign** (a commit no toolkit made, such as a `DELETE` run with another engine):
+  the snapshots whose rows the file held or the commit changed would read other than
+  they were taken, and so would the ones after them up to the next full snapshot
+  (their states are built on those rows). Repair removes the file from its table and
+  those snapshots from the manifest: they are named lost, and every other snapshot
+  reads exactly as taken. Restore the file (or undo the commit) from a backup instead
+  to keep them.
 
-Nothing committed is ever deleted: repair moves files, keeping their paths under
-`_quarantine/<time>/`.
+Not damage: files no version lists any more (merged away, waiting for the daily vacuum)
+and files of a write that stopped (vacuum removes them after the retention). They are
+counted in a note, never moved. Repair moves what it sets aside to
+`<root>/_quarantine/<time>/` and deletes quarantine folders older than
+`QUARANTINE_DAYS`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from deltalake import DeltaTable
+from deltalake import CommitProperties, DeltaTable
 
 from toolkit.errors import StoreError
+from toolkit.frames import schema
+from toolkit.store.log import MANIFEST_STORED
 from toolkit.store.maintenance import layout
-from toolkit.store.tables import first_line
+from toolkit.store.tables import SNAPSHOT_AT_KEY, first_line
 
 QUARANTINE = "_quarantine"
+QUARANTINE_DAYS = 7
+# The commits of the toolkit's own maintenance that carry no metadata of ours.
+MAINTENANCE = {"VACUUM START", "VACUUM END", "FSCK", "CREATE TABLE"}
+OPERATION_KEY = "toolkit.operation"
+# On a repair's manifest commit: the foreign commits it dealt with ("table:version").
+SETTLED_KEY = "toolkit.settled"
+Span = tuple[datetime, datetime]
 
 
 @dataclass
 class Finding:
-    """One file that is not as it should be, and what to do about it."""
+    """One thing wrong with the store, the snapshots it touches, and what repair does."""
 
-    kind: str  # log | damaged | missing | orphaned | temporary
+    kind: str  # checkpoint | log | lost | foreign
     table: str
     path: str
-    advice: str
+    what: str
+    repair: str
     repairable: bool = False
-    moved_to: str | None = None
+    spans: list[Span] = field(default_factory=list)  # times of the rows it touches
+    lost: list[tuple[str, datetime]] = field(default_factory=list)  # (id, time)
+    also: list[str] = field(default_factory=list)  # more files repair sets aside
+    done: str | None = None
 
     def __str__(self) -> str:
-        done = f"; moved to {self.moved_to}" if self.moved_to else ""
-        return f"{self.kind}: {self.path} ({self.table}): {self.advice}{done}"
+        touched = f"; {_snapshots(self.lost)} read wrong" if self.lost and not self.done else ""
+        then = f"repaired: {self.done}" if self.done else f"--repair {self.repair}"
+        return f"{self.kind}: {self.path} ({self.table}): {self.what}{touched}. {then}"
+
+
+@dataclass
+class Report:
+    findings: list[Finding]
+    notes: list[str]
 
 
 def check(
     root: str, *, repair: bool = False, grace: timedelta = timedelta(hours=1)
 ) -> list[Finding]:
-    """Every damaged, missing, orphaned or temporary file of the store at `root` (a local
-    folder); with `repair`, each is set aside so the store reads again."""
+    """What is wrong with the store at `root` (a local folder); with `repair`, what can
+    be done is done. `check_report` also gives the notes."""
+    return check_report(root, repair=repair, grace=grace).findings
+
+
+def check_report(
+    root: str, *, repair: bool = False, grace: timedelta = timedelta(hours=1)
+) -> Report:
     if "://" in root and not root.startswith("file://"):
         raise StoreError(
             f"toolkit store check reads local folders; for {root!r} run it on a copy, or "
@@ -70,103 +104,348 @@ def check(
     root = os.path.abspath(root.removeprefix("file://"))
     if not os.path.isdir(root):
         raise StoreError(f"no store at {root!r}: it is not a folder")
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    quarantine = os.path.join(root, QUARANTINE, stamp)
+    quarantine = os.path.join(root, QUARANTINE, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     findings: list[Finding] = []
+    notes: list[str] = []
     for name in layout():
         folder = os.path.join(root, name)
-        if not os.path.isdir(os.path.join(folder, "_delta_log")):
-            continue
-        table_findings = _check_log(folder, name)
-        if repair:
-            _set_aside([f for f in table_findings if f.repairable], root, quarantine)
-        findings.extend(table_findings)
-        try:
-            table = DeltaTable(folder)
-        except Exception as error:
+        if os.path.isdir(os.path.join(folder, "_delta_log")):
+            findings.extend(_check_table(folder, name, repair, quarantine, grace, notes))
+    _name_lost(root, findings, repair)
+    if repair:
+        notes.extend(_empty_old_quarantine(root))
+    return Report(findings, notes)
+
+
+def _check_table(
+    folder: str, name: str, repair: bool, quarantine: str, grace: timedelta, notes: list[str]
+) -> list[Finding]:
+    findings = _check_checkpoints(folder, name) + _check_log(folder, name)
+    for finding in findings:
+        if finding.kind == "log" and finding.repairable:
+            finding.spans = _dropped_span(finding.path, folder)
+            if name == "manifest":
+                finding.what += (
+                    f": the snapshot it committed, taken after {_time(finding.spans[0][0])}"
+                    if finding.spans
+                    else ""
+                ) + ", is lost (take it again)"
+    if repair:
+        for finding in findings:
+            if finding.repairable:
+                _set_aside(finding, quarantine)
+    try:
+        table = DeltaTable(folder)
+    except Exception as error:
+        if not findings:
             findings.append(
                 Finding("log", name, os.path.join(folder, "_delta_log"),
-                        f"the table's log cannot be read ({first_line(error)}); restore it "
-                        "from a backup")
+                        f"the table's log cannot be read ({first_line(error)})",
+                        "cannot rebuild it: restore the folder from a backup")
             )  # fmt: skip
-            continue
-        data = _check_data(table, folder, name, grace)
-        if repair:
-            _set_aside([f for f in data if f.repairable], root, quarantine)
-            if any(f.kind in ("damaged", "missing") for f in data):
-                table.repair(dry_run=False)
-        findings.extend(data)
+        return findings
+    data = _check_data(table, folder, name)
+    findings.extend(data)
+    findings.extend(_foreign_commits(folder, name, _settled(os.path.dirname(folder))))
+    if repair and data:
+        for finding in data:
+            _set_aside(finding, quarantine)
+        table.repair(
+            dry_run=False,
+            commit_properties=CommitProperties(custom_metadata={OPERATION_KEY: "repair"}),
+        )
+    waiting = _unlisted(table, folder, grace)
+    if waiting:
+        notes.append(
+            f"{name}: {waiting} file(s) no version lists (merged away or left by a "
+            "stopped write) wait for the daily vacuum; not damage"
+        )
     return findings
+
+
+def _check_checkpoints(folder: str, name: str) -> list[Finding]:
+    log = os.path.join(folder, "_delta_log")
+    bad = [
+        os.path.join(log, n)
+        for n in sorted(os.listdir(log))
+        if ".checkpoint" in n and n.endswith(".parquet") and not _readable(os.path.join(log, n))
+    ]
+    pointer = os.path.join(log, "_last_checkpoint")
+    if not bad and (not os.path.exists(pointer) or _parses(pointer)):
+        return []
+    first = min((n for n in os.listdir(log) if n.endswith(".json")), default="")
+    rebuilt = first.startswith("0" * 20)
+    finding = Finding(
+        "checkpoint", name, bad[0] if bad else pointer,
+        "a checkpoint of the table's log does not read, so the table does not",
+        "sets it aside with `_last_checkpoint`: the table is read from its commits again "
+        "and every snapshot comes back"
+        if rebuilt
+        else "cannot rebuild it (the commits before it were cleaned up): restore the "
+        "checkpoint from a backup",
+        repairable=rebuilt,
+    )  # fmt: skip
+    if bad:
+        finding.also = [*bad[1:], pointer]
+    return [finding]
 
 
 def _check_log(folder: str, name: str) -> list[Finding]:
     log = os.path.join(folder, "_delta_log")
     commits = sorted(n for n in os.listdir(log) if n.endswith(".json") and n[:20].isdigit())
-    damaged = [n for n in commits if not _parses(os.path.join(log, n))]
-    findings = []
     newest = commits[-1] if commits else None
-    for n in damaged:
+    findings = []
+    for n in commits:
+        if _parses(os.path.join(log, n)):
+            continue
         path = os.path.join(log, n)
         if n == newest:
             findings.append(
-                Finding("log", name, path, "the newest commit is damaged; repair drops it "
-                        "(the snapshot it held becomes invisible: take it again)", repairable=True)
+                Finding("log", name, path, "the newest commit does not parse",
+                        "drops it: the snapshots whose rows it held are lost", repairable=True)
             )  # fmt: skip
         else:
             findings.append(
-                Finding("log", name, path, "a commit older than the newest is damaged; "
-                        "restore this file from a backup")
+                Finding("log", name, path, "a commit older than the newest does not parse: "
+                        "the table reads only once it is restored",
+                        "cannot rebuild it: restore this file from a backup")
             )  # fmt: skip
     return findings
 
 
-def _check_data(table: DeltaTable, folder: str, name: str, grace: timedelta) -> list[Finding]:
+def _check_data(table: DeltaTable, folder: str, name: str) -> list[Finding]:
     findings = []
-    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
-    listed = set()
-    for action in actions:
+    column = layout()[name].time
+    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
         path = os.path.join(folder, action["path"])
-        listed.add(os.path.normpath(path))
-        column = layout()[name].time
+        if os.path.exists(path) and _readable(path):
+            continue
         low, high = action.get(f"min.{column}"), action.get(f"max.{column}")
-        held = f"rows of snapshots from {low} to {high}" if low else "rows"
-        if not os.path.exists(path):
-            findings.append(
-                Finding("missing", name, path, f"listed by the table but gone: its {held} are "
-                        "lost; repair removes it from the table", repairable=True)
-            )  # fmt: skip
-        elif not _readable(path):
-            findings.append(
-                Finding("damaged", name, path, f"not a readable Parquet file: its {held} are "
-                        "lost; repair sets it aside and removes it from the table", repairable=True)
-            )  # fmt: skip
+        spans = [(_utc(low), _utc(high))] if low is not None and high is not None else []
+        gone = "missing" if not os.path.exists(path) else "not a readable Parquet file"
+        rows = "events" if name == "events" else "rows"
+        when = "".join(f" from {_time(lo)} to {_time(hi)}" for lo, hi in spans)
+        findings.append(
+            Finding("lost", name, path, f"a data file the table lists is {gone}: its {rows}"
+                    f"{when} are lost", "removes it from the table and the snapshots that "
+                    "read it from the manifest (restore the file from a backup instead to "
+                    "keep them)", repairable=True, spans=spans)
+        )  # fmt: skip
+    return findings
+
+
+def _commits(folder: str) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    log = os.path.join(folder, "_delta_log")
+    for n in sorted(os.listdir(log)):
+        if n.endswith(".json") and n[:20].isdigit():
+            try:
+                with open(os.path.join(log, n), encoding="utf-8") as handle:
+                    actions = [json.loads(line) for line in handle if line.strip()]
+            except (OSError, ValueError):
+                continue  # a damaged commit is its own finding
+            yield int(n[:20]), actions
+
+
+def _settled(root: str) -> set[str]:
+    """The foreign commits an earlier repair dealt with."""
+    found: set[str] = set()
+    manifest = os.path.join(root, "manifest")
+    if os.path.isdir(os.path.join(manifest, "_delta_log")):
+        for _, actions in _commits(manifest):
+            for action in actions:
+                settled = action.get("commitInfo", {}).get(SETTLED_KEY)
+                found.update(json.loads(str(settled)) if settled else [])
+    return found
+
+
+def _foreign_commits(folder: str, name: str, settled: set[str]) -> list[Finding]:
+    """Commits no toolkit made: a write that changed rows without the manifest knowing."""
+    column = layout()[name].time
+    spans: dict[str, Span] = {}
+    findings = []
+    for version, actions in _commits(folder):
+        info: dict[str, Any] = {}
+        for action in actions:
+            if "commitInfo" in action:
+                info = action["commitInfo"]
+            elif "add" in action:
+                add = action["add"]
+                stats = json.loads(add.get("stats") or "{}")
+                low = stats.get("minValues", {}).get(column)
+                high = stats.get("maxValues", {}).get(column)
+                if low and high:
+                    spans[add["path"]] = (_parse(low), _parse(high))
+        ours = SNAPSHOT_AT_KEY in info or OPERATION_KEY in info or version == 0
+        if ours or info.get("operation") in MAINTENANCE or f"{name}:{version}" in settled:
+            continue
+        removed = [a["remove"]["path"] for a in actions if "remove" in a]
+        touched = [spans[p] for p in removed if p in spans]
+        touched += [spans[a["add"]["path"]] for a in actions if "add" in a
+                    and a["add"]["path"] in spans]  # fmt: skip
+        if not touched:
+            continue
+        low, high = min(s[0] for s in touched), max(s[1] for s in touched)
+        operation = info.get("operation", "a write")
+        findings.append(
+            Finding("foreign", name, os.path.join(folder, "_delta_log", f"{version:020}.json"),
+                    f"commit {version} ({operation}) was not made by the toolkit and changed "
+                    f"rows from {_time(low)} to {_time(high)}", "removes the snapshots that "
+                    "read those rows from the manifest (to keep them, restore the table to "
+                    f"version {version - 1} first: `DeltaTable(...).restore({version - 1})`)",
+                    repairable=True, spans=[(low, high)])
+        )  # fmt: skip
+    return findings
+
+
+def _name_lost(root: str, findings: list[Finding], repair: bool) -> None:
+    """Name the snapshots each finding makes read wrong: those with rows in its spans and
+    the ones after them up to the next full snapshot; with `repair`, remove them from
+    the manifest (one commit)."""
+    if not any(f.spans for f in findings):
+        return
+    manifest = _readable_manifest(os.path.join(root, "manifest"))
+    ids = manifest.column("snapshot_id").to_pylist()
+    times = [_utc(t) for t in manifest.column("snapshot_at").to_pylist()]
+    full = pc.fill_null(manifest.column("full"), False).to_pylist()
+    every: set[str] = set()
+    for finding in findings:
+        hit: list[tuple[str, datetime]] = []
+        for low, high in finding.spans:
+            # A manifest file's own rows are what was lost (they are not read any more);
+            # elsewhere the snapshots with rows in the span. Then the ones after, built
+            # on those rows, up to the next full snapshot.
+            inside = (
+                []
+                if finding.table == "manifest"
+                else [i for i, t in enumerate(times) if low <= t <= high]
+            )
+            later = [i for i, t in enumerate(times) if t > high]
+            for i in later:
+                if full[i]:
+                    break
+                inside.append(i)
+            hit.extend((ids[i], times[i]) for i in inside)
+        finding.lost = sorted(set(hit), key=lambda x: x[0])
+        every.update(i for i, _ in finding.lost)
+    if repair and every:
+        table = DeltaTable(os.path.join(root, "manifest"))
+        listed = ", ".join("'" + i.replace("'", "''") + "'" for i in sorted(every))
+        foreign = [
+            f"{f.table}:{int(os.path.basename(f.path)[:20])}"
+            for f in findings
+            if f.kind == "foreign"
+        ]
+        metadata = {OPERATION_KEY: "repair", SETTLED_KEY: json.dumps(foreign)}
+        table.delete(
+            f"snapshot_id IN ({listed})",
+            commit_properties=CommitProperties(custom_metadata=metadata),
+        )
+    for finding in findings:
+        if repair and finding.repairable:
+            gone = f"{_snapshots(finding.lost)} removed from the manifest" if finding.lost else ""
+            finding.done = ", ".join(x for x in (finding.done, gone) if x) or finding.done
+
+
+def _readable_manifest(folder: str) -> pa.Table:
+    """The manifest's rows from the files that read (a damaged one is its own finding)."""
+    try:
+        table = DeltaTable(folder)
+    except Exception:
+        return MANIFEST_STORED.empty_table()
+    parts = []
+    for uri in table.file_uris():
+        with contextlib.suppress(Exception):
+            parts.append(schema.conform(pq.read_table(uri.removeprefix("file://")),
+                                        MANIFEST_STORED))  # fmt: skip
+    rows = pa.concat_tables(parts) if parts else MANIFEST_STORED.empty_table()
+    return rows.sort_by("snapshot_id")
+
+
+def _dropped_span(path: str, folder: str) -> list[Span]:
+    """The times of the rows a dropped newest commit held: its snapshot's, when its
+    first line still reads; none for a merge (it replaced rows with the same rows);
+    else every snapshot after the newest the remaining commits hold."""
+    with contextlib.suppress(OSError, ValueError), open(path, encoding="utf-8") as handle:
+        info = json.loads(handle.readline()).get("commitInfo", {})
+        if info.get(OPERATION_KEY) == "merge":
+            return []
+        if SNAPSHOT_AT_KEY in info:
+            at = _parse(str(info[SNAPSHOT_AT_KEY]))
+            return [(at, at)]
+    return [(_newest_snapshot_time(folder), datetime.max.replace(tzinfo=UTC))]
+
+
+def _newest_snapshot_time(folder: str) -> datetime:
+    """Just after the newest snapshot the table's remaining commits hold."""
+    newest = datetime.min.replace(tzinfo=UTC)
+    for _, actions in _commits(folder):
+        for action in actions:
+            at = action.get("commitInfo", {}).get(SNAPSHOT_AT_KEY)
+            if at:
+                newest = max(newest, _parse(str(at)))
+    return newest + timedelta(microseconds=1)
+
+
+def _unlisted(table: DeltaTable, folder: str, grace: timedelta) -> int:
+    listed = {os.path.normpath(u.removeprefix("file://")) for u in table.file_uris()}
     limit = time.time() - grace.total_seconds()
+    count = 0
     for current, folders, names in os.walk(folder):
         folders[:] = [f for f in folders if f != "_delta_log"]
         for n in names:
             path = os.path.normpath(os.path.join(current, n))
-            if path in listed or os.path.getmtime(path) > limit:
-                continue
-            if n.endswith(".tmp") or "#" in n:
-                findings.append(Finding("temporary", name, path, "left by a stopped write",
-                                        repairable=True))  # fmt: skip
-            elif n.endswith(".parquet"):
-                findings.append(
-                    Finding("orphaned", name, path, "in no version of the table (a stopped "
-                            "write, or merged away and not yet vacuumed)", repairable=True)
-                )  # fmt: skip
-    return findings
+            if path not in listed and os.path.getmtime(path) <= limit:
+                count += 1
+    return count
 
 
-def _set_aside(findings: list[Finding], root: str, quarantine: str) -> None:
-    for finding in findings:
-        if not os.path.exists(finding.path):
-            finding.moved_to = "(nothing to move)"
-            continue
-        target = os.path.join(quarantine, os.path.relpath(finding.path, root))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.move(finding.path, target)
-        finding.moved_to = target
+def _set_aside(finding: Finding, quarantine: str) -> None:
+    root = os.path.dirname(os.path.dirname(quarantine))
+    moved = []
+    for path in [finding.path, *finding.also]:
+        if os.path.exists(path):
+            target = os.path.join(quarantine, os.path.relpath(path, root))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.move(path, target)
+            moved.append(target)
+    finding.done = f"moved to {moved[0]}" if moved else "removed from the table"
+
+
+def _empty_old_quarantine(root: str) -> list[str]:
+    folder = os.path.join(root, QUARANTINE)
+    if not os.path.isdir(folder):
+        return []
+    limit = time.time() - QUARANTINE_DAYS * 86400
+    removed = 0
+    for n in os.listdir(folder):
+        path = os.path.join(folder, n)
+        if os.path.isdir(path) and os.path.getmtime(path) < limit:
+            shutil.rmtree(path)
+            removed += 1
+    kept = f"quarantine kept {QUARANTINE_DAYS} days"
+    return [f"{kept}: {removed} older folder(s) deleted"] if removed else []
+
+
+def _snapshots(lost: list[tuple[str, datetime]]) -> str:
+    if not lost:
+        return ""
+    first, last = lost[0][1], lost[-1][1]
+    if len(lost) == 1:
+        return f"1 snapshot ({_time(first)}: {lost[0][0]})"
+    return f"{len(lost)} snapshots from {_time(first)} to {_time(last)}"
+
+
+def _time(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _utc(value: object) -> datetime:
+    assert isinstance(value, datetime)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _parse(text: str) -> datetime:
+    return _utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
 
 def _parses(path: str) -> bool:

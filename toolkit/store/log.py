@@ -66,8 +66,8 @@ def previous_type(table: str) -> pa.StructType:
     )
 
 
-# `keeps_previous`: the snapshot's `_changed` rows carry `_previous` (null in manifests
-# written before: a reader then also compares rows the old way).
+# `keeps_previous`: the snapshot's rows carry `_changed` and `_previous`; true on every
+# row of a current store (an earlier toolkit's store is upgraded before it is read).
 MANIFEST_STORED = pa.schema(
     [
         *schema.MANIFEST,
@@ -83,8 +83,8 @@ def stored_schema(table: str) -> pa.Schema:
     the tables in `TRACKED` `_changed` (the row is new or gone, or differs from the
     snapshot before in a tracked column) and `_previous` (on a `_changed` row, whether
     the key existed at the snapshot before and its tracked columns there; null on other
-    rows). Stores written before these existed read them as null: "may have changed",
-    "not recorded"."""
+    rows). Stores written before these existed are upgraded before they are read
+    (`upgrade`)."""
     base = schema.with_snapshot(schema.SNAPSHOT_TABLES[table])
     base = base.append(pa.field(DELETED, schema.FLAG))
     if table not in TRACKED:

@@ -29,6 +29,7 @@ vacuum may remove any old version.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
@@ -72,12 +73,42 @@ def layout() -> dict[str, Layout]:
 
 
 def in_layout_order(rows: pa.Table, name: str) -> pa.Table:
-    """Rows of table `name` in the order its merged files keep them (`layout`)."""
+    """Rows of table `name` in the order its merged files keep them (`layout`): the
+    flagged rows first when the rows have the flag (a table an earlier toolkit wrote
+    may not, until the store is upgraded), then by key and snapshot."""
     order = layout()[name].order
     keys = rows
-    if (FLAGGED, "descending") in order:
+    if CHANGED in rows.column_names:
         keys = rows.append_column(FLAGGED, pc.fill_null(rows.column(CHANGED), True))
+    else:
+        order = [key for key in order if key[0] != FLAGGED]
     return rows.take(pc.sort_indices(keys, order))
+
+
+def spans(
+    rows: pa.Table, column: str, *, monthly: bool
+) -> Iterator[tuple[datetime, datetime, pa.Table]]:
+    """The rows a week (Monday to Monday, UTC) or a month at a time, by `column`, with
+    each period's bounds: how a migration or an upgrade writes them, as merges keep
+    them."""
+    if rows.num_rows == 0:
+        return
+    times = rows.column(column)
+    low = _utc(pc.min(times).as_py())
+    high = _utc(pc.max(times).as_py())
+    start = datetime(low.year, low.month, 1 if monthly else low.day, tzinfo=UTC)
+    if not monthly:
+        start -= timedelta(days=start.weekday())
+    while start <= high:
+        end = (start + timedelta(days=31)).replace(day=1) if monthly else start + timedelta(days=7)
+        mask = pc.and_(
+            pc.greater_equal(times, pa.scalar(start, times.type)),
+            pc.less(times, pa.scalar(end, times.type)),
+        )
+        part = rows.filter(mask)
+        if part.num_rows:
+            yield start, end, part
+        start = end
 
 
 def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""`toolkit store migrate OLD NEW`: a store in the first layout into Delta Lake tables.
+"""`toolkit store migrate PATH [NEW]`: a store in the first layout into Delta Lake tables.
 
 The first layout kept hive-partitioned Parquet files (`<table>/snapshot_date=D/<id>.parquet`,
 `events/received_date=D/<batch>.parquet`) and a `manifest/` folder of one-row files, with
@@ -8,6 +8,12 @@ of committed snapshots (those with a manifest row), each table a week at a time 
 file a week, as maintenance would leave it), the events, and the manifest last, so a
 migration stopped half way leaves a store with no snapshot rather than a wrong one.
 
+In place (`migrate_in_place`, which a take runs by itself on such a store): the old
+folders move under `<root>/_first_layout/` (a rename each), the tables are written
+where they were, the manifest last. Stopped half way, the store is still seen as in the
+first layout (its manifest is no Delta table), and the next attempt moves what was not
+moved yet, drops the Delta tables the stopped one began and copies again.
+
 Not `deltalake.convert_to_deltalake`: it would register every Parquet file it finds,
 merged-away and uncommitted ones included, and read `snapshot_date` as a string.
 """
@@ -16,8 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+import shutil
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,10 +31,13 @@ import pyarrow.parquet as pq
 from toolkit.errors import StoreError
 from toolkit.frames import schema
 from toolkit.store.log import MANIFEST_STORED, stored_schema
-from toolkit.store.maintenance import in_layout_order, layout
+from toolkit.store.maintenance import in_layout_order, layout, spans
 from toolkit.store.tables import Tables
+from toolkit.store.upgrade import upgrade
 
 COVERS_KEY = b"toolkit.covers"
+FIRST_LAYOUT = "_first_layout"  # where a migration in place keeps the old folders
+FOLDERS = (*schema.SNAPSHOT_TABLES, "events", "manifest")  # the manifest moves last
 
 
 def old_files(root: str, table: str) -> list[str]:
@@ -57,14 +65,35 @@ def old_files(root: str, table: str) -> list[str]:
 
 def is_old_store(root: str) -> bool:
     """A local store in the first layout: a `manifest/` folder without `_delta_log/`,
-    holding the first layout's files. Not Delta's `part-` files: a store another process
-    is creating has its manifest's first data file a moment before its log."""
+    holding the first layout's files, or a migration in place that has not committed its
+    manifest yet. Not Delta's `part-` files: a store another process is creating has its
+    manifest's first data file a moment before its log."""
     manifest = os.path.join(root, "manifest")
-    if not os.path.isdir(manifest) or os.path.isdir(os.path.join(manifest, "_delta_log")):
+    if _is_delta(manifest):
         return False
-    return any(
+    if os.path.isdir(os.path.join(root, FIRST_LAYOUT, "manifest")):
+        return True
+    return os.path.isdir(manifest) and any(
         name.endswith(".parquet") and not name.startswith("part-") for name in os.listdir(manifest)
     )
+
+
+def _is_delta(folder: str) -> bool:
+    return os.path.isdir(os.path.join(folder, "_delta_log"))
+
+
+def migrate_in_place(root: str) -> dict[str, int]:
+    """Convert the first-layout store at `root` where it is, keeping its old folders
+    under `<root>/_first_layout/`; returns the rows copied per table."""
+    kept = os.path.join(root, FIRST_LAYOUT)
+    os.makedirs(kept, exist_ok=True)
+    for name in FOLDERS:
+        folder = os.path.join(root, name)
+        if _is_delta(folder):
+            shutil.rmtree(folder)  # begun by a migration that stopped before its manifest
+        elif os.path.isdir(folder) and not os.path.exists(os.path.join(kept, name)):
+            os.rename(folder, os.path.join(kept, name))
+    return migrate(kept, root)
 
 
 def migrate(old: str, new: str) -> dict[str, int]:
@@ -74,7 +103,8 @@ def migrate(old: str, new: str) -> dict[str, int]:
         raise StoreError(
             f"{old!r} is not a store in the first layout (no manifest/ folder of Parquet files)"
         )
-    if os.path.exists(new) and (not os.path.isdir(new) or os.listdir(new)):
+    # Empty, or the store a migration in place converts (its old folders set aside).
+    if os.path.exists(new) and (not os.path.isdir(new) or set(os.listdir(new)) - {FIRST_LAYOUT}):
         raise StoreError(f"{new!r} exists and is not an empty folder; give a new folder")
     tables = Tables(new)
     manifest = _read(old, "manifest", MANIFEST_STORED)
@@ -90,6 +120,7 @@ def migrate(old: str, new: str) -> dict[str, int]:
     events = _read(old, "events", schema.EVENTS)
     copied["events"] = _append_by_week(tables, "events", events)
     copied["manifest"] = _append_by_week(tables, "manifest", manifest)
+    upgrade(tables)  # rows from before `_changed` and `_previous` gain them
     return copied
 
 
@@ -108,26 +139,6 @@ def _first_per_key(rows: pa.Table, keys: list[str]) -> pa.Table:
 
 
 def _append_by_week(tables: Tables, name: str, rows: pa.Table) -> int:
-    for week in _weeks(rows, layout()[name].time):
+    for _, _, week in spans(rows, layout()[name].time, monthly=False):
         tables.append(name, in_layout_order(week, name))
     return int(rows.num_rows)
-
-
-def _weeks(rows: pa.Table, column: str) -> Iterator[pa.Table]:
-    if rows.num_rows == 0:
-        return
-    times = rows.column(column)
-    low = pc.min(times).as_py().astimezone(UTC)
-    high = pc.max(times).as_py().astimezone(UTC)
-    start = datetime(low.year, low.month, low.day, tzinfo=UTC)
-    start -= timedelta(days=start.weekday())
-    while start <= high:
-        end = start + timedelta(days=7)
-        mask = pc.and_(
-            pc.greater_equal(times, pa.scalar(start, times.type)),
-            pc.less(times, pa.scalar(end, times.type)),
-        )
-        week = rows.filter(mask)
-        if week.num_rows:
-            yield week
-        start = end

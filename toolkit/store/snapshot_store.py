@@ -42,6 +42,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -51,7 +52,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from toolkit.config import store_path
 from toolkit.errors import DamagedStore, OldStoreLayout, QueryError, StoreError, ToolkitError
@@ -71,7 +71,7 @@ from toolkit.store.log import (
     stored_schema,
     utc,
 )
-from toolkit.store.migrate import is_old_store
+from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
 from toolkit.store.tables import (
     BASE_ID_KEY,
     SNAPSHOT_AT_KEY,
@@ -81,6 +81,7 @@ from toolkit.store.tables import (
     first_line,
     version_of,
 )
+from toolkit.store.upgrade import is_current, upgrade, upgrade_message
 from toolkit.store.writing import base_of, changes_of, resume, stamp
 
 if TYPE_CHECKING:
@@ -93,6 +94,11 @@ QUERY_VIEWS = (
     *(f"{name}_changes" for name in schema.SNAPSHOT_TABLES),
     "events",
 )
+
+
+class StoreUpgraded(UserWarning):
+    """A take upgraded a store written by an earlier toolkit; the message says what
+    was done."""
 
 
 @dataclass(frozen=True, repr=False)
@@ -163,6 +169,7 @@ class SnapshotStore:
         self._last: tuple[str, dict[str, pa.Table]] | None = None
         self._worked_out: dict[tuple[str, str, str | None], pa.Table] = {}
         self._wrote = False  # this object's last write finished
+        self._upgrading = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SnapshotStore({self.root!r})"
@@ -187,6 +194,7 @@ class SnapshotStore:
         else the local clock.
         workspace: the snapshot's label (default: the store's `workspace`).
         """
+        self._manifest(writing=True)  # a store of an earlier toolkit is upgraded first
         since = self.workspace() if details == "changed" else None
         pulled = pull(
             client, details=details, since=since, concurrency=concurrency, progress=progress
@@ -205,7 +213,7 @@ class SnapshotStore:
             name: schema.from_pandas(workspace.table(name).copy(deep=True), table_schema)
             for name, table_schema in schema.SNAPSHOT_TABLES.items()
         }
-        manifest = self._manifest()
+        manifest = self._manifest(writing=True)
         snapshot_id = new_id(when)
         base, base_at, since_full = base_of(manifest, snapshot_id)
         full = base is None or since_full + 1 >= FULL_EVERY
@@ -300,11 +308,24 @@ class SnapshotStore:
         """The manifest: one row per snapshot, oldest first."""
         return schema.to_pandas(self._manifest(), schema.MANIFEST)
 
-    def keeps_previous(self) -> bool:
-        """Whether every snapshot's `_changed` rows carry `_previous`: false when an
-        earlier toolkit wrote any of them (its manifest rows lack the mark)."""
-        marks = pc.fill_null(self._manifest().column("keeps_previous"), False)
-        return bool(pc.all(marks).as_py())
+    def upgrade(self) -> list[str]:
+        """Bring a store written by an earlier toolkit to the current layout, once
+        (`toolkit store migrate PATH`; a take does it by itself); returns what was done,
+        a line per table, nothing when the store was current."""
+        with self._upgrading:
+            done = []
+            if self._tables.local and is_old_store(self._tables.root):
+                copied = migrate_in_place(self._tables.root)
+                rows = ", ".join(f"{name} {count:,}" for name, count in copied.items())
+                done.append(
+                    f"converted from the first layout (rows copied: {rows}; the old files are "
+                    f"kept in {os.path.join(self._tables.root, FIRST_LAYOUT)})"
+                )
+            done += upgrade(self._tables)
+        with self._lock:
+            self._manifest_files.clear()
+            self._worked_out.clear()
+        return done
 
     def history(
         self,
@@ -462,15 +483,30 @@ class SnapshotStore:
 
     # Machinery
 
-    def _manifest(self) -> pa.Table:
+    def _manifest(self, *, writing: bool = False) -> pa.Table:
         """Committed snapshots in order, with `idx`, `linear`, `base_id` and `full`.
         Every reading and writing method starts here, so this starts an operation: each
-        table is brought up to date once in it."""
-        self._tables.begin()
-        table = self._tables.get("manifest")
-        if table is None:
-            self._refuse_old_layout()
+        table is brought up to date once in it. A store written by an earlier toolkit is
+        upgraded first when `writing`, refused otherwise: it reads only once upgraded."""
+        manifest = self._committed()
+        if manifest is not None and is_current(manifest):
+            return manifest
+        first_layout = manifest is None and self._tables.local and is_old_store(self._tables.root)
+        if manifest is None and not first_layout:
             return order_manifest(MANIFEST_STORED.empty_table())
+        if not writing:
+            raise OldStoreLayout(upgrade_message(self.root))
+        done = self.upgrade()
+        warnings.warn(
+            StoreUpgraded(f"upgraded the store {self.root!r}: " + "; ".join(done)), stacklevel=3
+        )
+        return self._manifest()
+
+    def _committed(self) -> pa.Table | None:
+        """The manifest's rows in order; None when there is no manifest table."""
+        self._tables.begin()
+        if self._tables.get("manifest") is None:
+            return None
         try:
             with self._lock:
                 parts = self._tables.read_files("manifest", self._manifest_files, MANIFEST_STORED)
@@ -480,15 +516,6 @@ class SnapshotStore:
             raise self._damaged(error) from error
         merged = pa.concat_tables(parts) if parts else MANIFEST_STORED.empty_table()
         return order_manifest(merged)
-
-    def _refuse_old_layout(self) -> None:
-        """A store in the first layout must not read as an empty one."""
-        if self._tables.local and is_old_store(self._tables.root):
-            raise OldStoreLayout(
-                f"the store {self.root!r} is in the first layout (Parquet files and a "
-                "manifest folder); convert it once with `toolkit store migrate "
-                f"{self.root} NEW_FOLDER` and use the new folder"
-            )
 
     def _state(self, snapshot_id: str, manifest: pa.Table) -> dict[str, pa.Table]:
         """Every table's rows at one snapshot (from memory when this object wrote it)."""
@@ -556,11 +583,11 @@ class SnapshotStore:
             found = check(self._tables.root) if self._tables.local else []
         except (StoreError, OSError):
             found = []
-        named = "; ".join(str(f) for f in found if f.kind != "orphaned") or reason
+        named = "; ".join(str(f) for f in found) or reason
         return DamagedStore(
             f"the store {self.root!r} could not be read: {named}. Run `toolkit store check "
-            f"--store {self.root} --repair` to set damaged files aside; the snapshots they "
-            "do not touch then read as before"
+            f"--store {self.root}` to see which snapshots it touches and what `--repair` "
+            "does about each"
         )
 
 

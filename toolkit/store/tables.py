@@ -160,8 +160,8 @@ class Tables:
         except Exception as error:
             raise DamagedStore(
                 f"the log of {self.uri(name)} cannot be read ({first_line(error)}); run "
-                f"`toolkit store check --store {self.root} --repair` to find the damaged "
-                "file and set it aside"
+                f"`toolkit store check --store {self.root}` to see which snapshots it "
+                "touches and what `--repair` does about each"
             ) from error
         with self._lock:
             self._open[name] = table

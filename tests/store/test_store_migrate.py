@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -19,7 +20,9 @@ from toolkit.demo import simulate_day
 from toolkit.errors import OldStoreLayout
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
+from toolkit.store import migrate as store_migrate
 from toolkit.store.log import MANIFEST_STORED, stored_schema
+from toolkit.store.snapshot_store import StoreUpgraded
 
 # The first layout's manifest had no workspace label, nor the mark of kept `_previous`.
 OLD_MANIFEST = pa.schema(
@@ -110,3 +113,41 @@ def test_migrate_refuses_what_it_cannot_convert(tmp_path, capsys):
     (busy / "something").write_text("x")
     assert main(["store", "migrate", str(old), str(busy)]) == 1
     assert "not an empty folder" in capsys.readouterr().err
+
+
+def test_a_first_layout_store_is_converted_in_place_by_migrate_or_by_the_next_write(
+    tmp_path, capsys, monkeypatch
+):
+    original = SnapshotStore(tmp_path / "delta")
+    simulate_day(original, hours=2, progress=False)
+    by_command, by_write = tmp_path / "by-command", tmp_path / "by-write"
+    write_first_layout(original, by_command)
+    write_first_layout(original, by_write)
+
+    # A conversion stopped before its manifest leaves a store still refused and still
+    # converted by the next attempt.
+    def stop(tables, name, rows):
+        raise OSError("killed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_migrate, "_append_by_week", stop)
+        with pytest.raises(OSError, match="killed"):
+            main(["store", "migrate", str(by_command)])
+    with pytest.raises(OldStoreLayout, match=f"toolkit store migrate {by_command}"):
+        SnapshotStore(by_command).snapshots()
+    assert main(["store", "migrate", str(by_command)]) == 0
+    out = capsys.readouterr().out
+    assert "converted from the first layout" in out and "_first_layout" in out
+    assert (by_command / "_first_layout" / "manifest").is_dir()  # the old files, kept
+
+    with pytest.warns(StoreUpgraded, match="converted from the first layout"):
+        SnapshotStore(by_write).write(original.workspace(), at=original.snapshots()
+                                      ["snapshot_at"].iloc[-1] + pd.Timedelta(hours=1))  # fmt: skip
+    for converted in (SnapshotStore(by_command), SnapshotStore(by_write)):
+        expected = original.snapshots()
+        assert_frame_equal(converted.snapshots().iloc[: len(expected)], expected)
+        for table in schema.SNAPSHOT_TABLES:
+            last = expected["snapshot_at"].iloc[-1]
+            assert_frame_equal(converted.history(table, until=last), original.history(table))
+    for name, figure in FIGURES.items():
+        assert_frame_equal(figure(SnapshotStore(by_command)), figure(original), obj=name)

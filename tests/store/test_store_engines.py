@@ -14,7 +14,7 @@ from toolkit.cli import main
 from toolkit.store import SnapshotStore
 from toolkit.store import snapshot_store as store_module
 
-DOCS = Path(__file__).parent.parent / "docs" / "store.md"
+DOCS = Path(__file__).parents[2] / "docs" / "store.md"
 BLOCK = re.compile(r"<!-- engine: (\w+) -->\n```python\n(.*?)```", re.S)
 COLUMNS = ["chapter_id", "page_count", "credits_spent", "processing", "last_activity_at"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from toolkit.store import SnapshotStore
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]  # datafakes.py
 WRITER = """
 import sys
 from datetime import timedelta

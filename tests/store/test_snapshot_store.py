@@ -15,6 +15,7 @@ from pandas.testing import assert_frame_equal
 from processes import assert_every_snapshot_is_its_writers, run_together, take_as_writer
 
 import toolkit as tk
+from toolkit.errors import OldStoreLayout
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
 from toolkit.store import ids as _store_ids
@@ -22,6 +23,7 @@ from toolkit.store import log as store_log
 from toolkit.store import snapshot_store as store_module
 from toolkit.store import tables as _store_tables
 from toolkit.store import writing as store_writing
+from toolkit.store.snapshot_store import StoreUpgraded
 
 
 def fake_workspace(service: FakeService) -> tk.Workspace:
@@ -239,32 +241,60 @@ def test_unchanged_rows_are_not_written_again(tmp_path, service):
     assert second["chapter_id"].tolist() == ["c1", "c1"]  # both languages of c1, nothing else
 
 
-def test_a_store_written_before_the_changed_flag_gains_it_and_reads_as_before(
+def old_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Write as a toolkit from before `_changed` did: no flag, no upgrade."""
+    for module in (store_log, store_writing):
+        monkeypatch.setattr(module, "TRACKED", {})
+    monkeypatch.setattr(store_module, "is_current", lambda manifest: True)
+
+
+def test_a_store_written_before_the_changed_flag_is_upgraded_by_the_next_take(
     tmp_path, service, monkeypatch
 ):
-    # Stores written by an earlier toolkit have no `_changed` column: the next snapshot
-    # adds it (a Delta schema change), older rows read it as null, "may have changed".
-    with monkeypatch.context() as old_toolkit:
-        for module in (store_log, store_writing):
-            old_toolkit.setattr(module, "TRACKED", {})
+    # A store an earlier toolkit wrote has no `_changed`: a reader refuses it, saying how
+    # to upgrade; the next take upgrades it first, and the rows then carry the flags
+    # as if the current toolkit had written them.
+    with monkeypatch.context() as patched:
+        old_toolkit(patched)
         old = SnapshotStore(tmp_path)
         old.take(service, at=hours(0))
         service.update("c1", covered=5)
         old.take(service, at=hours(1))
+        service.update("c1", untranslated=2)  # not a column `_changed` follows
+        old.take(service, at=hours(2))
     assert "_changed" not in DeltaTable(str(tmp_path / "languages")).schema().to_arrow().names
+    with pytest.raises(OldStoreLayout, match=f"toolkit store migrate {tmp_path}"):
+        SnapshotStore(tmp_path).history("languages")
     store = SnapshotStore(tmp_path)
     service.update("c1", covered=6)
-    store.take(service, at=hours(2))
-    service.update("c1", untranslated=2)  # not a column `_changed` follows
-    store.take(service, at=hours(3))
+    with pytest.warns(StoreUpgraded, match="languages: .* given `_changed` and `_previous`"):
+        store.take(service, at=hours(3))
     assert "_changed" in DeltaTable(str(tmp_path / "languages")).schema().to_arrow().names
     changes = SnapshotStore(tmp_path).changes("languages", project_ids=["p1"])
     flags = changes.groupby("idx")["_changed"].agg(lambda f: f.tolist()).to_dict()
-    assert flags[0] == [pd.NA, pd.NA] and flags[1] == [pd.NA, pd.NA]
-    assert flags[2] == [True, True] and flags[3] == [False, False]
+    assert flags == {0: [True, True], 1: [True, True], 2: [False, False], 3: [True, True]}
+    previous = changes.set_index("idx")["_previous"]
+    assert [p["existed"] for p in previous.loc[0]] == [False, False]
+    assert [p["covered"] for p in previous.loc[3]] == [5, 5]
     latest = SnapshotStore(tmp_path).latest("languages")
     assert_same(latest, stamped(fake_workspace(service), "languages", latest["snapshot_id"][0],
                                 hours(3)), "languages")  # fmt: skip
+
+
+def test_the_first_take_of_a_day_merges_a_store_an_earlier_toolkit_wrote(
+    tmp_path, service, monkeypatch
+):
+    # The daily merge used to sort by `_changed` in tables that had none yet (a take
+    # that changed no language left `languages` without the column) and crashed.
+    with monkeypatch.context() as patched:
+        old_toolkit(patched)
+        SnapshotStore(tmp_path).take(service, at=hours(0))
+        service.update("c1", covered=5)
+        SnapshotStore(tmp_path).take(service, at=hours(1))
+    service.update("c1", credits=20)  # chapters only
+    with pytest.warns(StoreUpgraded):
+        SnapshotStore(tmp_path).take(service, at=hours(24))
+    assert SnapshotStore(tmp_path).latest("chapters")["credits_spent"].tolist()[0] == 20
 
 
 # Crash safety: a write that stops at any step leaves the store as it was.
