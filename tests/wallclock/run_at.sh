@@ -13,4 +13,8 @@ python="${PYTHON:-$root/.venv/bin/python}"
 export TZ=UTC
 export FAKETIME_DONT_FAKE_MONOTONIC=1     # thread waits hang when monotonic time is faked
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"   # sitecustomize: time.sleep via select
-exec faketime -f "@$instant" "$python" -m pytest -p no:cacheprovider "$@"
+# An offset from the real clock, not "@INSTANT": with "@", every process starts its own
+# clock at INSTANT, so a child started later would be behind its parent (and a webhook
+# signed by one would be out of the other's five minutes).
+offset=$(( $(date -u -d "$instant" +%s) - $(date -u +%s) ))
+exec faketime -f "${offset}s" "$python" -m pytest -p no:cacheprovider "$@"

@@ -111,16 +111,17 @@ def spans(
         start = end
 
 
-def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> dict[str, int]:
+def maintain(tables: Tables, today: datetime | None) -> dict[str, int]:
     """Merge, checkpoint, clean the log and vacuum every table; returns the number of
-    files merged per table. Periods before `today`'s day are merged (and today's too
-    with `merge_today`, as `compact()` does)."""
+    files merged per table. Periods before `today`'s day are merged; every period with
+    `today=None`, as `compact()` does (whatever this machine's clock says: a store may
+    hold times ahead of it)."""
     merged: dict[str, int] = {}
     for name in layout():
         table = tables.get(name)
         if table is None:
             continue
-        merged[name] = _merge(table, name, today, merge_today=merge_today)
+        merged[name] = _merge(table, name, today)
         table.update_incremental()
         table.create_checkpoint()
         table.cleanup_metadata()
@@ -134,16 +135,17 @@ def maintain(tables: Tables, today: datetime, *, merge_today: bool = False) -> d
 
 
 def _periods(
-    table: DeltaTable, kept: Layout, today: datetime, merge_today: bool
+    table: DeltaTable, kept: Layout, today: datetime | None
 ) -> dict[tuple[datetime, datetime], int]:
     """The table's files grouped by the period (day, week or month) each lies in whole."""
     actions = pa.table(table.get_add_actions(flatten=True))
     lows = actions.column(f"min.{kept.time}").to_pylist()
     highs = actions.column(f"max.{kept.time}").to_pylist()
-    day = datetime(today.year, today.month, today.day, tzinfo=UTC)
-    week = day - timedelta(days=day.weekday())
-    if merge_today:
-        day = week = day + timedelta(days=1)
+    if today is None:
+        day = week = datetime.max.replace(tzinfo=UTC)  # every period is past
+    else:
+        day = datetime(today.year, today.month, today.day, tzinfo=UTC)
+        week = day - timedelta(days=day.weekday())
     groups: dict[tuple[datetime, datetime], int] = defaultdict(int)
     straddling: list[tuple[datetime, datetime]] = []
     for low, high in zip(lows, highs, strict=True):
@@ -172,11 +174,11 @@ def _periods(
     }
 
 
-def _merge(table: DeltaTable, name: str, today: datetime, *, merge_today: bool) -> int:
+def _merge(table: DeltaTable, name: str, today: datetime | None) -> int:
     merged = 0
     kept = layout()[name]
     column = kept.time
-    for (start, end), count in sorted(_periods(table, kept, today, merge_today).items()):
+    for (start, end), count in sorted(_periods(table, kept, today).items()):
         field = ds.field(column)
         low, high = pa.scalar(start, schema.TIME), pa.scalar(end, schema.TIME)
         rows = table.to_pyarrow_dataset().to_table(filter=(field >= low) & (field < high))

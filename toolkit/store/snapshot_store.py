@@ -280,12 +280,12 @@ class SnapshotStore:
         """Merge every table's files by day (by week for past weeks), checkpoint, clean
         the log and vacuum, now; returns the number of files merged per table. Takes
         do this once a day by themselves unless `auto_compact=False`."""
-        return self._maintain(datetime.now(UTC), merge_today=True)
+        return self._maintain(None)
 
-    def _maintain(self, today: datetime, *, merge_today: bool = False) -> dict[str, int]:
+    def _maintain(self, today: datetime | None) -> dict[str, int]:
         from toolkit.store.maintenance import maintain
 
-        merged = maintain(self._tables, today, merge_today=merge_today)
+        merged = maintain(self._tables, today)
         with self._lock:
             self._manifest_files.clear()
         return merged
