@@ -151,3 +151,24 @@ def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
     assert empty.empty and list(empty.columns)[:2] == ["project_id", "project"]
     with pytest.raises(ValueError, match="by must be"):
         analysis.forecast(store, by="model")  # type: ignore[arg-type]
+
+
+def test_work_whose_lines_were_never_fetched_is_remaining_unknown(
+    emulator, workspace, client, tmp_path
+):
+    # A store taken without details (the year benchmark's) knows no `untranslated`.
+    project = emulator.create_project(workspace["id"], name="Unfetched", target_languages=["en"],
+                                      **COMMON)  # fmt: skip
+    store = SnapshotStore(tmp_path / "store")
+    store.take(client, details="none")
+    for number in range(3):
+        client.create_chapter(project["id"], pages=[make_page(number * 9 + i) for i in range(9)])
+        emulator.advance(120)
+        store.take(client, details="none")
+    for by in ("project_id", "chapter_id", "language_code"):
+        found = analysis.forecast(store, by=by, window="1h", freq="2min")
+        going = found[found["open_chapters"] > 0]
+        assert len(going) > 0, by
+        assert going["remaining_lines"].isna().all(), by
+        assert (going["status"] == "remaining unknown").all(), by
+        assert going["finish_p50"].isna().all(), by

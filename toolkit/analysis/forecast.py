@@ -278,7 +278,11 @@ def _open_work(
         remaining = open_langs.groupby("chapter_id")["untranslated"].agg(  # type: ignore[type-var]
             lambda values: values.sum() if values.notna().all() else pd.NA
         )
-        going = going.assign(untranslated=going["chapter_id"].map(remaining).fillna(0))
+        # A chapter with no open language has nothing left; one whose lines were never
+        # fetched (a store taken without details) has an unknown number left, not 0.
+        left = going["chapter_id"].map(remaining.astype("Float64"))
+        known = going["chapter_id"].isin(remaining.index)
+        going = going.assign(untranslated=left.where(known, 0.0))
     going = going.assign(group=_group_keys(going, by))
     held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
     rows = []
