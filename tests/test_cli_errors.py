@@ -1,13 +1,28 @@
-"""Bad settings and paths end a command with one line `toolkit <command>: ...` and exit 1;
-through the Python API they raise a `ToolkitError` subclass naming what is wrong."""
+"""A command that stops says why in one line `toolkit <command>: ...` on stderr, never a
+traceback: exit 1 for bad settings and paths (through the Python API, a `ToolkitError`
+subclass naming what is wrong), exit 2 when something it depends on failed: the service
+never answered, the store could not be read or written."""
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
+from datafakes import FakeService, hours
+from page_images import make_folder
 from scripted import KEY
 
 import toolkit as tk
 from toolkit import cli
+from toolkit.store import SnapshotStore
+
+ROOT = Path(__file__).resolve().parent.parent
 
 BAD_URLS = {
     "an IPv6 address without its ]": ("http://[::1", "closing"),
@@ -51,3 +66,131 @@ def test_report_out_under_a_file_is_a_toolkit_error_naming_it(tmp_path):
     taken.write_text("keep me")
     with pytest.raises(tk.ToolkitError, match=r"report\.txt.* is a file"):
         write_report(tmp_path / "store", out=taken / "inside")
+
+
+# -- the service never answers ----------------------------------------------------------
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (taken from the OS, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", [["snapshot"], ["upload", "scans", "--project", "P", "--yes"]])
+def test_a_service_that_never_answers_stops_the_command_within_a_minute_in_one_line(
+    tmp_path, command
+):
+    make_folder(tmp_path / "scans", {1: 1})
+    base_url = f"http://127.0.0.1:{closed_port()}"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CTS_BASE_URL": base_url,
+        "CTS_API_KEY": KEY,
+        "CTS_STORE": str(tmp_path / "store"),
+    }
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkit.cli", *command],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert time.monotonic() - started < 60  # the product's bound, not a measurement
+    assert done.returncode == 2
+    name = command[0]
+    assert done.stderr.startswith(f"toolkit {name}: no answer from {base_url}: ")
+    assert done.stderr.count("\n") == 1 and "Connection refused" in done.stderr
+    assert "CTS_BASE_URL" in done.stderr and KEY not in done.stderr
+
+
+class Service(FakeService):
+    """A fake service the command uses in place of its client."""
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def test_a_pull_that_loses_the_service_shows_each_retry_on_stderr(monkeypatch, tmp_path, capsys):
+    service = Service()
+    service.add_project("p1", languages=("en",))
+    service.add_chapter("c1", "p1", position=1, languages=("en",))
+    service._sleep = lambda seconds: None  # the pauses between passes, not slept
+    answered = service.get_chapter
+    lost = [tk.TransportError("GET /chapters/c1 got no answer (ConnectError)")] * 2
+
+    def get_chapter(chapter_id: str):
+        if lost:
+            raise lost.pop()
+        return answered(chapter_id)
+
+    service.get_chapter = get_chapter  # type: ignore[method-assign]
+    monkeypatch.setattr(cli, "_client", lambda args: service)
+    assert cli.main(["snapshot", "--store", str(tmp_path / "store"), "--details", "all"]) == 0
+    retries = capsys.readouterr().err.splitlines()
+    assert retries == [
+        "toolkit snapshot: 1 of 1 requests for chapter details failed (no answer (1)); "
+        f"trying again in {pause} s"
+        for pause in (1, 2)
+    ]
+
+
+# -- the store cannot be read or written ------------------------------------------------
+
+
+def test_a_damaged_events_file_read_by_report_is_one_line_naming_the_check(tmp_path, capsys):
+    root = tmp_path / "store"
+    service = FakeService()
+    service.add_project("p1", languages=("en",))
+    service.add_chapter("c1", "p1", position=1, languages=("en",))
+    store = SnapshotStore(root, auto_compact=False)
+    for step in range(2):
+        store.take(service, at=hours(step))
+    event = {"webhook_id": "msg_1", "type": "chapter.finished", "timestamp": hours(1),
+             "data": {"chapterId": "c1", "projectId": "p1"}}  # fmt: skip
+    store.record_events([event])
+    damaged = next((root / "events").glob("*.parquet"))
+    damaged.write_bytes(damaged.read_bytes()[:40])  # cut off mid-file
+
+    assert cli.main(["report", "--store", str(root), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"toolkit report: the store {root} could not be read")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert damaged.name in err and f"toolkit store check --store {root}" in err
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),
+        "DeltaError",  # what delta-rs raises: its text names the OS error
+    ],
+    ids=["OSError", "DeltaError"],
+)
+def test_a_full_disk_during_maintenance_is_one_line_and_exit_2(
+    monkeypatch, tmp_path, capsys, fault
+):
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    if fault == "DeltaError":
+        fault = DeltaError("Generic error: No space left on device (os error 28)")
+    root = tmp_path / "store"
+    service = Service()
+    service.add_project("p1", languages=("en",))
+    service.add_chapter("c1", "p1", position=1, languages=("en",))
+    SnapshotStore(root).take(service, at=hours(0))
+    service.date = hours(24)  # the next day's first snapshot merges the day before
+
+    def full(table: DeltaTable, *args: object, **kwargs: object) -> None:
+        raise fault
+
+    monkeypatch.setattr(DeltaTable, "create_checkpoint", full)
+    monkeypatch.setattr(cli, "_client", lambda args: service)
+    assert cli.main(["snapshot", "--store", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"toolkit snapshot: the disk of the store {root} is full")
+    assert err.count("\n") == 1 and "free some space" in err

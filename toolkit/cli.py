@@ -13,19 +13,34 @@ toolkit store check [--store PATH] [--repair]        # damage, said in snapshots
 ```
 
 Every handler imports what it needs when it runs, so `toolkit --help` stays quick.
-A `ToolkitError` ends the command with its message and exit status 1, not a traceback.
+An error ends the command with one line `toolkit <command>: ...` on stderr, never a
+traceback (`_stopped` says which line and status): exit status 1 when the command
+refused (a setting, a path, what the service refused), 2 when something it depends on
+failed (the service never answered, the store could not be read or written).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolkit.errors import InvalidUpload, ToolkitError
+from toolkit.errors import (
+    DamagedStore,
+    IncompletePull,
+    InvalidUpload,
+    ToolkitError,
+    TransportError,
+)
+
+if TYPE_CHECKING:
+    from toolkit.client import Client
 
 START_HELP = "the instant the emulator's clock starts at (default: now), e.g. 2026-10-25T00:30Z"
 
@@ -47,8 +62,16 @@ def _demo(args: argparse.Namespace) -> None:
     run_demo(out=args.out, hours=args.hours, start=args.start)
 
 
-def _snapshot(args: argparse.Namespace) -> None:
+def _client(args: argparse.Namespace, base_url: str | None = None, api_key: Any = None) -> Client:
+    """The command's client; its base URL is kept for the line that says it got no answer."""
     from toolkit.client import Client
+
+    client = Client(base_url, api_key)
+    args.base_url = client.base_url
+    return client
+
+
+def _snapshot(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
     from toolkit.store import SnapshotStore
 
@@ -56,7 +79,7 @@ def _snapshot(args: argparse.Namespace) -> None:
         _snapshot_workspaces(args)
         return
     store = SnapshotStore(store_path(args.store))
-    with Client() as client:
+    with _client(args) as client:
         info = store.take(client, details=args.details)
     print(info)
 
@@ -64,7 +87,6 @@ def _snapshot(args: argparse.Namespace) -> None:
 def _snapshot_workspaces(args: argparse.Namespace) -> None:
     """One snapshot per named workspace, each with its own key, into its own store."""
     from toolkit.agency import read_config, workspace_settings
-    from toolkit.client import Client
     from toolkit.store import SnapshotStore
 
     config = read_config(args.config)
@@ -72,11 +94,11 @@ def _snapshot_workspaces(args: argparse.Namespace) -> None:
     failed = []
     for workspace in settings:
         try:
-            with Client(workspace.base_url, workspace.api_key) as client:
+            with _client(args, workspace.base_url, workspace.api_key) as client:
                 store = SnapshotStore(workspace.store, workspace=workspace.name)
                 info = store.take(client, details=args.details)
         except ToolkitError as exc:
-            print(f"{workspace.name}: {exc}", file=sys.stderr)
+            print(f"{workspace.name}: {_stopped(exc, args)[0]}", file=sys.stderr)
             failed.append(workspace.name)
             continue
         print(f"{workspace.name}: {info}")
@@ -134,10 +156,9 @@ def _webhooks_serve(args: argparse.Namespace) -> None:
 def _upload(args: argparse.Namespace) -> None:
     """Plan, price, ask, send with a progress bar, sum up: `toolkit.batch` does the work."""
     from toolkit.batch import plan_upload, upload
-    from toolkit.client import Client
     from toolkit.formatting import text_table
 
-    with Client() as client:
+    with _client(args) as client:
         plan = plan_upload(client, args.dir, project=args.project, store=_price_store(args.store))
         if plan.items:
             print(text_table(plan.rows()))
@@ -337,15 +358,115 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stopped(exc: Exception, args: argparse.Namespace) -> tuple[str, int]:
+    """The line a command ends with when `exc` stops it, and its exit status.
+
+    Errors the toolkit raises say what to do in their own words; the few foreign ones a
+    damaged or full store lets through (an `OSError`, delta-rs, DuckDB) are told here.
+    Anything else is a bug, and `main` lets its traceback show.
+    """
+    if isinstance(exc, TransportError):
+        base_url = getattr(args, "base_url", None) or "the service"
+        return f"no answer from {base_url}: {_cause(exc)}", 2
+    if isinstance(exc, ToolkitError):
+        failed = isinstance(exc, DamagedStore | IncompletePull) or _disk_full(exc)
+        return str(exc), 2 if failed else 1
+    store = _store_named(args)
+    reason = _first_line(exc)
+    if _disk_full(exc):
+        return (
+            f"the disk of the store {store} is full ({reason}): free some space and run "
+            "the command again",
+            2,
+        )
+    if isinstance(exc, OSError) and exc.filename:
+        return (
+            f"could not use {exc.filename}: {exc.strerror or reason}; check the path and "
+            "that you may write there",
+            2,
+        )
+    return (
+        f"the store {store} could not be read or written ({type(exc).__name__}: {reason}); "
+        f"`toolkit store check --store {store}` names damaged files and `--repair` sets "
+        "them aside",
+        2,
+    )
+
+
+def _foreign_store_errors() -> tuple[type[Exception], ...]:
+    """What a damaged or full store raises past the toolkit: the OS's, delta-rs' and DuckDB's
+    errors (those modules are loaded only if a command used them)."""
+    found: list[type[Exception]] = [OSError]
+    if "deltalake" in sys.modules:
+        from deltalake.exceptions import DeltaError
+
+        found.append(DeltaError)
+    if "duckdb" in sys.modules:
+        import duckdb
+
+        found.append(duckdb.Error)
+    return tuple(found)
+
+
+def _cause(exc: TransportError) -> str:
+    """Why a request got no answer, from the network error under it, and what to do."""
+    under = exc.__cause__
+    why = f"{type(under).__name__}: {_first_line(under)}" if under is not None else str(exc)
+    if exc.reason and exc.advice:
+        return f"{exc.reason} ({why}); {exc.advice}"
+    return str(exc)
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """True when `exc` or an error under it says the disk is full."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
+            return True
+        if "no space left" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _store_named(args: argparse.Namespace) -> str:
+    from toolkit.config import store_path
+
+    return store_path(getattr(args, "store", None))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _warnings_shown(command: str) -> Iterator[None]:
+    """The toolkit's warnings (a pull's retries) as lines of the command on stderr."""
+    shown = logging.StreamHandler(sys.stderr)
+    shown.setLevel(logging.WARNING)
+    shown.setFormatter(logging.Formatter(f"toolkit {command}: %(message)s"))
+    logger = logging.getLogger("toolkit")
+    logger.addHandler(shown)
+    try:
+        yield
+    finally:
+        logger.removeHandler(shown)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.handler(args)
-    except ToolkitError as exc:
-        print(f"toolkit {args.command}: {exc}", file=sys.stderr)
-        return 1
+        with _warnings_shown(args.command):
+            args.handler(args)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if not isinstance(exc, (ToolkitError, *_foreign_store_errors())):
+            raise
+        line, status = _stopped(exc, args)
+        print(f"toolkit {args.command}: {line}", file=sys.stderr)
+        return status
     return int(getattr(args, "exit_status", 0))
 
 

@@ -8,8 +8,12 @@ built once around it. Rates are medians of `runs` passes.
 The receiver runs in this process under uvicorn on loopback; a separate process signs
 and POSTs `deliveries` events, `concurrency` at a time, each with a new id. Every event
 is committed to the receiver's SQLite (`synchronous=FULL`) before its 2xx, and, in the
-second variant, handed to a `SnapshotStore` too. Both variants check that every event
-arrived exactly once.
+second variant, handed to a `SnapshotStore` too (in groups: the Delta commits of its
+events table are counted). Both variants check that every event arrived exactly once.
+
+Slow senders: 8 connections each announce a 1 MiB delivery and send 4 KiB of it every
+0.25 s; the receiver's process RSS is sampled meanwhile (`/proc/self/statm`, Linux), and
+each sender's answer (408 after the receiver's 10 s body limit) and when it came.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ def run(options: WebhookOptions) -> list[Table]:
         with ClientProcess() as sender:
             for with_store, count in ((False, options.deliveries), (True, options.deliveries // 4)):
                 _receiver_rate(table, sender, folder, options, count=count, with_store=with_store)
+        _slow_senders(table, folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return [table]
@@ -150,12 +155,18 @@ def _receiver_rate(
         kept = len(store.history("events")) if store is not None else len(receiver.events())
     finally:
         receiver.close()
+    commits = ""
+    if store is not None:
+        from deltalake import DeltaTable
+
+        versions = DeltaTable(f"{folder}/{variant}-store/events").version() + 1
+        commits = f" in {versions:,} Delta commits"
     label = "receiver + SnapshotStore" if with_store else "receiver, SQLite inbox only"
     table.add(
         f"{label}: deliveries a second",
         f"{count / sent['seconds']:,.0f}",
         f"{count:,} signed POSTs, {options.concurrency} at a time; "
-        f"{sent['ok']:,} answered 2xx, {kept:,} events kept",
+        f"{sent['ok']:,} answered 2xx, {kept:,} events kept{commits}",
     )
     if sent["ok"] != count or kept != count:
         raise RuntimeError(f"{label}: {sent['ok']} answered 2xx and {kept} kept of {count}")
@@ -190,3 +201,79 @@ def send_deliveries(url: str, count: int, *, concurrency: int) -> dict[str, Any]
         with ThreadPoolExecutor(concurrency) as pool:
             answers = list(pool.map(send, range(count)))
         return {"seconds": time.perf_counter() - began, "ok": sum(answers)}
+
+
+# -- slow senders ---------------------------------------------------------------------------
+
+SLOW_SENDERS = 8
+SLOW_BODY = 1 << 20
+SLOW_CHUNK = 4096
+SLOW_EVERY = 0.25
+SLOW_GIVE_UP = 15.0  # seconds a sender dribbles before it gives up waiting for an answer
+
+
+def _slow_senders(table: Table, folder: str) -> None:
+    import threading
+
+    from toolkit.webhooks import Receiver
+
+    receiver = Receiver(SECRET, seen_path=f"{folder}/slow.sqlite")
+    answers: list[tuple[str, float]] = []
+    try:
+        with serving(receiver) as url:
+            port = int(url.rsplit(":", 1)[1])
+            before = _rss_mib()
+            threads = [
+                threading.Thread(target=_dribble, args=(port, n, answers))
+                for n in range(SLOW_SENDERS)
+            ]
+            for thread in threads:
+                thread.start()
+            peak = before
+            while any(thread.is_alive() for thread in threads):
+                peak = max(peak, _rss_mib())
+                time.sleep(0.1)
+            after = _rss_mib()
+    finally:
+        receiver.close()
+    statuses = sorted({status for status, _ in answers})
+    seconds = [at for _, at in answers]
+    table.add(
+        f"receiver RSS, {SLOW_SENDERS} slow senders: before / peak / after",
+        f"{before:.0f} / {peak:.0f} / {after:.0f} MiB",
+        f"each announces 1 MiB, sends {SLOW_CHUNK // 1024} KiB every {SLOW_EVERY} s; "
+        f"answers {', '.join(statuses) or 'none'} after {spread(seconds) if seconds else '-'}",
+    )
+
+
+def _dribble(port: int, number: int, answers: list[tuple[str, float]]) -> None:
+    """One slow sender: a signed head announcing `SLOW_BODY` bytes, then a trickle."""
+    import socket
+
+    _, headers = signed(number)
+    headers = {**headers, "content-length": str(SLOW_BODY)}
+    head = "POST / HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    began = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=SLOW_EVERY) as sender:
+        sender.sendall(head.encode() + b"\r\n")
+        while time.perf_counter() - began < SLOW_GIVE_UP:
+            try:
+                sender.sendall(b" " * SLOW_CHUNK)
+                answer = sender.recv(64)
+            except TimeoutError:
+                continue  # no answer yet: send the next piece
+            except OSError:
+                answer = b"HTTP/1.1 closed"
+            status = answer.split(b" ")[1].decode() if answer else "closed"
+            answers.append((status, time.perf_counter() - began))
+            return
+        answers.append(("none", time.perf_counter() - began))
+
+
+def _rss_mib() -> float:
+    """This process's resident memory now, in MiB (Linux)."""
+    import os
+
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / (1 << 20)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import gc
+import logging
 import socket
+import time
 
 import httpx
 import pytest
@@ -76,3 +78,30 @@ def test_a_taken_port_is_refused_when_bound():
         taken.listen()
         with pytest.raises(OSError):
             BackgroundServer(port=taken.getsockname()[1])
+
+
+def test_a_client_gone_mid_upload_is_one_line_in_the_emulator_log(
+    emulator, workspace, comic_project, caplog
+):
+    port = int(emulator.url.rsplit(":", 1)[1])
+    head = (
+        f"POST /api/v1/projects/{comic_project['id']}/chapters HTTP/1.1\r\n"
+        f"host: 127.0.0.1:{port}\r\nauthorization: Bearer {workspace['apiKey']}\r\n"
+        "content-type: multipart/form-data; boundary=cut\r\ncontent-length: 100000\r\n\r\n"
+        '--cut\r\ncontent-disposition: form-data; name="pages"; filename="p1.png"\r\n\r\n'
+    )
+    with caplog.at_level(logging.WARNING):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as client:
+            client.sendall(head.encode() + b"\x89PNG")  # and then it is gone
+        deadline = time.monotonic() + 10  # the server's thread logs it: wait for the line
+        while not caplog.records and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # A call after it: the server has moved on, and any traceback has been logged.
+        chapters = httpx.get(
+            f"{emulator.url}/api/v1/projects/{comic_project['id']}/chapters",
+            headers={"authorization": f"Bearer {workspace['apiKey']}"},
+        )
+    (line,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "disconnected before its request was read" in line.getMessage()
+    assert line.exc_info is None and "\n" not in line.getMessage()
+    assert chapters.json() == []  # nothing was created

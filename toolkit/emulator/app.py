@@ -13,7 +13,7 @@ from email.utils import format_datetime
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -100,6 +100,17 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error(exc.status_code, message)
 
 
+async def _disconnected(request: Request, exc: Exception) -> Response:
+    # Nothing of the call was kept (a page is kept only once its call succeeds), and no
+    # one is left to answer: one line in the log, not a traceback.
+    log.warning(
+        "the client disconnected before its request was read: %s %s (nothing was done)",
+        request.method,
+        request.url.path,
+    )
+    return Response(status_code=400)
+
+
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.error("emulator error on %s %s", request.method, request.url.path, exc_info=exc)
     return error(500, f"the emulator failed: {type(exc).__name__}: {exc}")
@@ -117,6 +128,7 @@ def build_app(services: Services) -> Starlette:
         exception_handlers={
             EmulatorError: _emulator_error,
             HTTPException: _http_error,
+            ClientDisconnect: _disconnected,
             Exception: _unexpected,
         },
     )

@@ -18,14 +18,20 @@ Decisions the design leaves open:
   (5xx, 429, no answer) does not end the pull: the answers in hand are kept and the
   failed requests are sent again in another pass, after a pause (1 s, doubling, at most
   30 s), until they all succeed or the pull's deadline (15 minutes by default) has
-  passed; then `IncompletePull` says how many failed and why. Any other error (a refused
-  key, a 400) ends the pull at once: sending it again would not help.
+  passed; then `IncompletePull` says how many failed and why. Each such pause is logged
+  as a warning (the command shows it on stderr). Any other error (a refused key, a 400)
+  ends the pull at once: sending it again would not help.
+- Until the service has answered once, no answer (a refused connection, an unknown host,
+  a failed TLS handshake) ends the pull after the client's own retries with the client's
+  `TransportError`: a wrong address or a service that is down would otherwise be retried
+  silently for the whole deadline.
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
+import logging
 import math
 import threading
 import time
@@ -49,6 +55,8 @@ from toolkit.timestamps import parse_http_date
 if TYPE_CHECKING:
     from toolkit.client import Client
     from toolkit.models import ChapterDetail, ChapterListItem, Project
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -159,6 +167,7 @@ class Fetcher:
         """Every id's answer, sending the failed ones again until the deadline."""
         found: dict[str, R] = {}
         pending, failed = list(ids), {}
+        answered = False
         for number in itertools.count():
             if self.requests == 0 and len(pending) > 1:
                 # The first answer's Date header stamps the pull: send it alone, since
@@ -169,10 +178,17 @@ class Fetcher:
                 failed = self._pass(method, pending, found)
             if not failed:
                 return found
+            answered = answered or self.requests > 0 or _any_answer(failed)
+            if not answered and all(isinstance(e, TransportError) for e in failed.values()):
+                raise next(iter(failed.values()))
             pause = min(PASS_PAUSE_CAP, PASS_PAUSE * 2**number)
             if self._clock() + pause > self._deadline:
                 raise _incomplete(failed, len(ids), what, number + 1, self.seconds)
             pending = [item for item in pending if item in failed]
+            logger.warning(
+                "%d of %d requests for %s failed (%s); trying again in %.0f s",
+                *(len(pending), len(ids), what, _reasons(failed), pause),
+            )
             with self._lock:
                 self.pace.retries += len(pending)
                 if self._bar is not None:
@@ -221,11 +237,20 @@ class _NotSent(Exception):
 PASSING = (ServerError, RateLimited, TransportError, _NotSent)
 
 
+def _any_answer(failed: dict[str, Exception]) -> bool:
+    """True when the service answered any of the failed requests (with an error status)."""
+    return any(isinstance(error, ApiError) for error in failed.values())
+
+
+def _reasons(failed: dict[str, Exception]) -> str:
+    reasons = Counter(_reason(error) for error in failed.values())
+    return ", ".join(f"{reason} ({count})" for reason, count in reasons.most_common())
+
+
 def _incomplete(
     failed: dict[str, Exception], total: int, what: str, passes: int, seconds: float
 ) -> IncompletePull:
-    reasons = Counter(_reason(error) for error in failed.values())
-    why = ", ".join(f"{reason} ({count})" for reason, count in reasons.most_common())
+    why = _reasons(failed)
     return IncompletePull(
         f"the pull gave up after {passes} pass{'es' * (passes > 1)} and {seconds:.0f} s: "
         f"{len(failed)} of {total} requests for {what} failed: {why}. Nothing was returned "

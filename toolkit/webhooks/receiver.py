@@ -9,6 +9,7 @@ What it answers, keeps and hands to the store is in docs/webhooks.md.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from toolkit.config import Secret, held
 from toolkit.errors import ConfigError, WebhookVerificationError
 from toolkit.timestamps import parse_time
+from toolkit.webhooks.groups import WINDOW, CommitGroups
 from toolkit.webhooks.inbox import Inbox
 from toolkit.webhooks.verification import TOLERANCE, check_signature, parse_payload, secret_key
 
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_BODY = 1 << 20
+# Seconds a sender has for a whole body: a slow one must not hold a connection forever.
+BODY_TIMEOUT = 10.0
 KEEP_FORWARDED = timedelta(days=7)
 
 
@@ -46,9 +50,12 @@ class Receiver:
 
     It verifies each delivery, keeps each new event durably before answering 2xx,
     answers a repeated `webhook-id` with 2xx without keeping it again, and hands events to
-    `store.record_events` (a `SnapshotStore`, or anything with that method). Without a
-    store, `events()` lists what arrived. `seen_path` is the SQLite file of handled ids
-    (in memory when None: repeats are then recognised only while the process lives)::
+    `store.record_events` (a `SnapshotStore`, or anything with that method) in groups:
+    one call for the events that arrived within `commit_window` seconds, each answered
+    once its group's call has returned. Without a store, `events()` lists what arrived.
+    `seen_path` is the SQLite file of handled ids (in memory when None: repeats are then
+    recognised only while the process lives). A body that has not arrived whole within
+    `body_timeout` seconds is answered 408::
 
         app = Receiver(secret, store=tk.SnapshotStore("data/snapshots"),
                        seen_path="data/snapshots/_receiver.sqlite")
@@ -62,6 +69,8 @@ class Receiver:
         seen_path: str | os.PathLike[str] | None = None,
         *,
         tolerance: int = TOLERANCE,
+        body_timeout: float = BODY_TIMEOUT,
+        commit_window: float = WINDOW,
     ) -> None:
         secret = held(secret)  # rebound at once: a traceback's locals show the holder only
         try:
@@ -70,13 +79,16 @@ class Receiver:
             raise ConfigError(str(exc)) from None
         self.store = store
         self.tolerance = tolerance
+        self.body_timeout = body_timeout
         self._inbox = Inbox(seen_path)
         self._forwarding = threading.Lock()
+        self._groups = CommitGroups(self._flush_quietly, window=commit_window)
         self.app = self._build_app()
 
     def _build_app(self) -> Starlette:
         from starlette.applications import Starlette
         from starlette.exceptions import HTTPException
+        from starlette.requests import ClientDisconnect
         from starlette.routing import Route
 
         async def http_error(request: Request, exc: Exception) -> Response:
@@ -85,10 +97,18 @@ class Receiver:
                 return _refusal(405, "webhook deliveries are sent with POST", allow="POST")
             return _refusal(exc.status_code, str(exc.detail))
 
+        async def disconnected(request: Request, exc: Exception) -> Response:
+            # Nothing was kept and no one is left to answer: a line, not a traceback.
+            log.warning(
+                "a sender disconnected before its whole body arrived (POST %s); nothing was kept",
+                request.url.path,
+            )
+            return _refusal(400, "the sender disconnected")
+
         return Starlette(
             routes=[Route("/{path:path}", self._respond, methods=["POST"])],
             lifespan=self._lifespan,
-            exception_handlers={HTTPException: http_error},
+            exception_handlers={HTTPException: http_error, ClientDisconnect: disconnected},
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -117,7 +137,12 @@ class Receiver:
         from starlette.concurrency import run_in_threadpool
         from starlette.responses import JSONResponse
 
-        body = await _read_body(request)
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                body = await _read_body(request)
+        except TimeoutError:
+            message = f"the body did not arrive whole within {self.body_timeout:g} s"
+            return _refusal(408, f"{message}; send it again")
         if body is None:
             return _refusal(413, f"the body is over {MAX_BODY} bytes")
         try:
@@ -130,13 +155,10 @@ class Receiver:
             return _refusal(400, str(exc))
         if event["type"] == "ping":
             return JSONResponse({"ok": True})
-        fresh = await run_in_threadpool(self._keep, event)
+        fresh = await run_in_threadpool(self._inbox.add, event)
+        if fresh and self.store is not None:
+            await self._groups.wait()
         return JSONResponse({"webhookId": webhook_id, "repeat": not fresh})
-
-    def _keep(self, event: dict[str, Any]) -> bool:
-        fresh = self._inbox.add(event)
-        self._flush_quietly()
-        return fresh
 
     def _flush_quietly(self) -> None:
         # The event is already safe in SQLite: a failing store must not turn into a
@@ -157,7 +179,10 @@ class Receiver:
 def _refusal(status: int, message: str, *, allow: str | None = None) -> Response:
     from starlette.responses import JSONResponse
 
-    headers = {"Allow": allow} if allow else None
+    headers = {"Allow": allow} if allow else {}
+    if status in (408, 413):
+        # The rest of the body may still be on its way: close rather than read it.
+        headers["Connection"] = "close"
     return JSONResponse({"error": {"status": status, "message": message}}, status, headers)
 
 
