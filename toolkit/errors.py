@@ -11,6 +11,7 @@ ToolkitError
 │   ├── InsufficientCredits              402
 │   ├── NotFound                         404
 │   ├── Conflict                         409
+│   │   └── UnconfirmedCreate            a lost create's chapter number is taken, not surely by it
 │   ├── PayloadTooLarge                  413
 │   ├── UnsupportedMediaType             415
 │   ├── Unprocessable                    422
@@ -32,6 +33,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
 
 
@@ -128,6 +131,31 @@ class NotFound(ApiError):
 
 class Conflict(ApiError):
     """409: a chapter number is taken, or the chapter is still processing."""
+
+
+class UnconfirmedCreate(Conflict):
+    """409 on the repeat of a create whose answer was lost, and the chapter at that number
+    is not certainly the one the lost attempt made: it may be someone else's, and then the
+    pages or text were not uploaded.
+
+    `chapter_id`, `position` and `created_at` name the chapter found at that number (None
+    when the service did not say); the message says why it was not taken as ours and what
+    to check.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        chapter_id: str | None = None,
+        position: int | None = None,
+        created_at: datetime | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.chapter_id = chapter_id
+        self.position = position
+        self.created_at = created_at
 
 
 class PayloadTooLarge(ApiError):

@@ -12,7 +12,7 @@ from scripted import BASE_URL, KEY, Script, scripted_client
 
 from toolkit.client import Client
 from toolkit.client.retry import RetryPolicy, parse_retry_after
-from toolkit.errors import Conflict, RateLimited, ServerError, TransportError
+from toolkit.errors import RateLimited, ServerError, TransportError, UnconfirmedCreate
 
 OK_PROJECTS = httpx.Response(200, json=[{"id": "p1", "name": "Moon"}])
 
@@ -176,7 +176,10 @@ def test_a_lost_answer_then_a_clash_with_someone_elses_chapter_is_a_conflict():
         httpx.Response(200, json=theirs),
     )
     client, _ = scripted_client(script)
-    with client, pytest.raises(Conflict, match="has 12 pages, not the 0 sent: not ours"):
+    with (
+        client,
+        pytest.raises(UnconfirmedCreate, match="has 12 pages, not the 0 sent: it is someone"),
+    ):
         client.create_chapter("p1", staged=True, position=5)
 
 

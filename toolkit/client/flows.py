@@ -10,7 +10,6 @@ import logging
 from collections.abc import Generator, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -34,7 +33,7 @@ from toolkit.client.uploads import (
     check_text,
     prepare_pages,
 )
-from toolkit.errors import ApiError
+from toolkit.errors import ApiError, UnconfirmedCreate
 from toolkit.models import (
     AddedPages,
     ChapterDetail,
@@ -44,6 +43,7 @@ from toolkit.models import (
     RescanResult,
     StartResult,
 )
+from toolkit.timestamps import parse_http_date
 
 logger = logging.getLogger("toolkit.client")
 
@@ -74,9 +74,9 @@ class Outcome:
     maybe_acted: bool  # an earlier attempt may have reached the service
     note: str | None = None
 
-    def error(self, spec: RequestSpec, *, note: str | None = None) -> ApiError:
+    def error(self, spec: RequestSpec, *, note: str | None = None, **details: Any) -> ApiError:
         note = " ".join(n for n in (self.note, note) if n) or None
-        return api_error(self.response, spec, attempts=self.attempts, note=note)
+        return api_error(self.response, spec, attempts=self.attempts, note=note, **details)
 
 
 def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[Outcome]:
@@ -234,69 +234,119 @@ def create_chapter(
     if outcome.response.is_success:
         return parse_one(NewChapter, outcome.response, spec)
     if outcome.response.status_code == 409 and outcome.maybe_acted and number is not None:
-        sent = _Sent(len(upload) if upload else None, staged, policy.monotonic() - started)
+        sent = _Sent(form, len(upload) if upload else 0, policy.monotonic() - started)
         return (yield from _reconcile(spec, outcome, policy, sent))
     raise outcome.error(spec)
 
 
 @dataclass(frozen=True)
 class _Sent:
-    """What a create sent, and how long its attempts took (local seconds)."""
+    """What a create sent, and how long its attempts took (seconds on the policy's clock)."""
 
-    pages: int | None  # None for text or staged
-    staged: bool
+    form: Form
+    pages: int  # 0 for text or staged
     seconds: float
+
+    @property
+    def lost(self) -> str:
+        """What was not uploaded, when the chapter found is someone else's."""
+        return {
+            "pages": "your pages were not uploaded",
+            "staged": "no chapter was made for you",
+            "text": "your text was not uploaded",
+        }[self.form]
 
 
 def _reconcile(
     spec: RequestSpec, outcome: Outcome, policy: RetryPolicy, sent: _Sent
 ) -> Flow[NewChapter]:
-    """After a lost answer and a 409 on the repeat, find the chapter our first try made."""
+    """After a lost answer and a 409 on the repeat, find the chapter our first try made.
+
+    It is adopted only when it is certainly ours; else `UnconfirmedCreate` names it.
+    """
     assert spec.project_id is not None
     chapters = yield from list_chapters(spec.project_id, policy)
     found = next((c for c in chapters if c.position == spec.position), None)
     if found is None:
         raise outcome.error(spec)
-    not_ours = _not_ours(found, outcome.response, sent)
-    if not_ours:
-        raise outcome.error(spec, note=f"An earlier attempt's answer was lost, but {not_ours}")
+    earliest = earliest_arrival(outcome.response, sent.seconds)
+    doubt = _not_certainly_ours(found, earliest, sent)
+    if doubt is not None:
+        raise outcome.error(
+            spec,
+            note=f"An earlier attempt's answer was lost, and {doubt}",
+            error_class=UnconfirmedCreate,
+            reason=f"chapter {found.position} is taken, perhaps not by this upload",
+            advice=(
+                f"look at chapter {found.position} before sending again; if it is not yours, "
+                "pick another chapter number"
+            ),
+            chapter_id=found.id,
+            position=found.position,
+            created_at=found.created_at,
+        )
     logger.info(
-        "chapter %s of project %s was created by an attempt whose answer was lost",
-        spec.position,
-        spec.project_id,
+        "chapter %s of project %s (%s) was created by an attempt whose answer was lost",
+        *(spec.position, spec.project_id, found.id),
     )
     return NewChapter.from_json(found.raw)
 
 
-def _not_ours(found: ChapterListItem, answer: httpx.Response, sent: _Sent) -> str | None:
-    """Why the chapter found at our position is not the one our lost attempt made, or None."""
-    number = found.position
-    service_now = _service_date(answer)
-    if service_now is None or found.created_at is None:
+def earliest_arrival(answer: httpx.Response, seconds: float) -> datetime | None:
+    """The earliest our first attempt can have reached the service, on the service's clock.
+
+    The repeat's answer came at its `Date` or up to a second later (`Date` has whole
+    seconds, rounded down); the first attempt left `seconds` before that answer came. The
+    result is floored to the second, so that a `createdAt` written in whole seconds
+    compares fairly too. None without a readable `Date`.
+    """
+    service_now = parse_http_date(answer.headers.get("date"))
+    if service_now is None:
+        return None
+    return (service_now - timedelta(seconds=seconds)).replace(microsecond=0)
+
+
+def _not_certainly_ours(
+    found: ChapterListItem, earliest: datetime | None, sent: _Sent
+) -> str | None:
+    """Why the chapter found at our number may not be the one our lost attempt made, or
+    None when it certainly is. Rules: docs/client.md ("A create whose answer was lost")."""
+    created = found.created_at
+    named = f"chapter {found.position} (id {found.id!r}, created {_when(created)})"
+    if earliest is None or created is None:
+        missing = "no Date header" if earliest is None else "no createdAt"
         return (
-            f"the client cannot tell whether chapter {number} is the one it made (the service "
-            "gave no Date header or no createdAt); check list_chapters before sending again"
+            f"the client cannot tell whether {named} is the one it made (the service gave "
+            f"{missing}): look at it with get_chapter({found.id!r}) before sending again"
         )
-    left = service_now - timedelta(seconds=sent.seconds)
-    if found.created_at < left:
+    if created < earliest:
         return (
-            f"chapter {number} was created at {found.created_at:%Y-%m-%d %H:%M:%S} UTC, "
-            f"before this create's first attempt left (about {left:%H:%M:%S} UTC by the "
-            "service's clock): it is not ours"
+            f"{named} was made before this create's first attempt could reach the service "
+            f"({_when(earliest)} at the earliest, by the service's clock): it is someone "
+            f"else's, and {sent.lost}"
         )
-    expected = 0 if sent.staged else sent.pages
-    if expected is not None and found.page_count != expected:
-        return f"chapter {number} has {found.page_count} pages, not the {expected} sent: not ours"
-    if sent.staged and found.started:
-        return f"chapter {number} has been started, unlike the staged one sent: not ours"
+    mismatch = _mismatch(found, sent)
+    if mismatch is not None:
+        return f"{named} {mismatch}: it is someone else's, and {sent.lost}"
     return None
 
 
-def _service_date(response: httpx.Response) -> datetime | None:
-    try:
-        return parsedate_to_datetime(response.headers["date"]).astimezone(UTC)
-    except (KeyError, TypeError, ValueError):
-        return None
+def _mismatch(found: ChapterListItem, sent: _Sent) -> str | None:
+    """How the chapter found differs from what was sent, as far as the list shows it."""
+    if sent.form == "text":
+        return None  # a novel chapter's list item shows nothing of its text's length
+    if found.page_count != sent.pages:
+        return f"has {found.page_count} pages, not the {sent.pages} sent"
+    if sent.form == "staged" and found.started:
+        return "has been started, unlike the staged one sent"
+    return None
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return "at a time the service did not give"
+    moment = moment.astimezone(UTC)
+    return f"{moment:%Y-%m-%d %H:%M:%S}.{moment.microsecond // 1000:03d} UTC"
 
 
 def add_pages(

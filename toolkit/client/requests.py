@@ -245,9 +245,18 @@ def _explain(status: int, spec: RequestSpec) -> Explanation:
 
 
 def api_error(
-    response: httpx.Response, spec: RequestSpec, *, attempts: int = 1, note: str | None = None
+    response: httpx.Response,
+    spec: RequestSpec,
+    *,
+    attempts: int = 1,
+    note: str | None = None,
+    error_class: type[ApiError] | None = None,
+    **details: Any,
 ) -> ApiError:
-    """The `ApiError` subclass for an error answer, with a message a person can act on."""
+    """The `ApiError` subclass for an error answer, with a message a person can act on.
+
+    `error_class` (with its own `details`) replaces the class the status picks.
+    """
     status = response.status_code
     said = server_message(response)
     explained = _explain(status, spec)
@@ -263,13 +272,14 @@ def api_error(
     reason = explained.reason
     if explained.quote_service and said:
         reason += f" ({said})"
-    cls = error_class_for(status)
+    cls = error_class or error_class_for(status)
     parts: dict[str, Any] = {
         "status": status,
         "server_message": said,
         "response": response,
         "reason": reason,
         "advice": explained.advice,
+        **details,
     }
     if cls is RateLimited:
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
