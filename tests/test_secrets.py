@@ -136,3 +136,31 @@ def test_a_bad_receiver_secret_is_refused_without_showing_it():
     with pytest.raises(tk.ConfigError) as caught:
         Receiver(bad)
     assert "nobody-may-see-this" not in shown(caught.value)
+
+
+@pytest.mark.parametrize("client_class", [tk.Client, tk.AsyncClient], ids=lambda c: c.__name__)
+def test_a_plain_key_is_held_from_the_first_line_of_the_clients_init(monkeypatch, client_class):
+    monkeypatch.delenv("CTS_BASE_URL", raising=False)
+    with pytest.raises(tk.ConfigError, match="no base URL") as caught:
+        client_class(None, KEY)  # the key is fine: the base URL is missing
+    text = shown(caught.value)
+    assert KEY not in text
+    assert "api_key=Secret('" in text  # the holder is what the frames show
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ["whsec_" + "!" * 20 + "nobody-may-see-this", "whsec_nobody-may-see-this=="],
+    ids=["not-base64", "bad-padding"],
+)
+def test_a_malformed_webhook_secret_is_held_in_the_signing_primitive(secret):
+    from toolkit import _signing
+
+    with pytest.raises(ValueError, match="not 'whsec_' followed by base64") as caught:
+        _signing.secret_key(secret)
+    text = shown(caught.value)
+    assert "nobody-may-see-this" not in text
+    assert "secret=Secret('" in text
+    with pytest.raises(ValueError) as caught:
+        _signing.sign(secret, "msg_1", 1700000000, b"{}")
+    assert "nobody-may-see-this" not in shown(caught.value)

@@ -25,7 +25,7 @@ from toolkit.client.requests import BearerAuth, RequestSpec, scrubbed
 from toolkit.client.retry import RetryPolicy, parse_retry_after
 from toolkit.client.uploads import PageSource
 from toolkit.client.waiting import wait_for_chapter as _wait_flow
-from toolkit.config import Secret, Settings
+from toolkit.config import Secret, Settings, held
 from toolkit.models import (
     AddedPages,
     ChapterDetail,
@@ -56,6 +56,7 @@ class _BaseClient:
         max_retry_after: float | None,
         retry: RetryPolicy | None,
     ) -> None:
+        api_key = held(api_key) if api_key else None
         self._settings = Settings.resolve(base_url, api_key)
         policy = retry or RetryPolicy()
         if max_retries is not None:
@@ -193,6 +194,7 @@ class Client(_BaseClient):
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        api_key = held(api_key) if api_key else None  # first: a traceback's locals show the holder
         super().__init__(
             base_url,
             api_key,
@@ -337,6 +339,7 @@ class AsyncClient(_BaseClient):
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        api_key = held(api_key) if api_key else None  # first: a traceback's locals show the holder
         super().__init__(
             base_url,
             api_key,
