@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -31,3 +32,41 @@ def test_http_dates_in_utc_and_unreadable_ones_are_none():
     assert shifted is not None and shifted.tzinfo == UTC
     assert parse_http_date("soon") is None
     assert parse_http_date(None) is None
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    """The process's local zone set to one that is not UTC, as on a laptop in New York."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Mon, 23 Nov 2026 16:00:00 GMT",  # IMF-fixdate, what RFC 9110 asks servers to send
+        "Mon, 23 Nov 2026 16:00:00 -0000",  # RFC 5322's "zone unknown": still UTC here
+        "Mon, 23 Nov 2026 16:00:00 +0000",
+        "Mon, 23 Nov 2026 16:00:00 UT",
+        "Mon, 23 Nov 2026 11:00:00 -0500",
+        "Monday, 23-Nov-26 16:00:00 GMT",  # obsolete RFC 850 form
+        "Mon Nov 23 16:00:00 2026",  # obsolete asctime form, always UTC
+    ],
+)
+def test_every_http_date_form_is_utc_whatever_the_local_zone(new_york, value):
+    assert time.localtime(0).tm_gmtoff != 0  # the zone really is not UTC
+    parsed = parse_http_date(value)
+    assert parsed == datetime(2026, 11, 23, 16, 0, 0, tzinfo=UTC)
+    assert parsed is not None and parsed.tzinfo == UTC
+
+
+def test_the_lost_create_bound_reads_minus_zero_as_utc_too(new_york):
+    import httpx
+
+    from toolkit.client.flows import earliest_arrival
+
+    answer = httpx.Response(409, headers={"Date": "Mon, 23 Nov 2026 16:00:00 -0000"})
+    assert earliest_arrival(answer, 0.0) == datetime(2026, 11, 23, 16, 0, 0, tzinfo=UTC)

@@ -30,7 +30,14 @@ def parse_millis(value: Any) -> datetime | None:
 
 
 def parse_http_date(value: Any) -> datetime | None:
-    """An HTTP date (`Date`, `Retry-After`) in UTC; None when absent or unreadable."""
+    """An HTTP date (`Date`, `Retry-After`) in UTC; None when absent or unreadable.
+
+    The one reader of HTTP dates. Every form RFC 9110 allows reads as UTC whatever the
+    machine's zone: IMF-fixdate (`GMT`), the obsolete RFC 850 and asctime forms, and
+    numeric zones; `-0000` ("zone unknown" in RFC 5322), which the standard library
+    leaves naive, is UTC here, never local time. A two-digit RFC 850 year is read as the
+    standard library does (00-68 -> 20xx, 69-99 -> 19xx), right for any date sent today.
+    """
     if value is None:
         return None
     try:

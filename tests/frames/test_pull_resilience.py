@@ -3,23 +3,28 @@ within a deadline, say how many failed and why when they give up; and pace thems
 
 from __future__ import annotations
 
-import dataclasses
-
 import httpx
 import pytest
-from datafakes import FakeService
+from datafakes import FakeService, project_json
 from pandas.testing import assert_frame_equal
 
 import toolkit as tk
+from toolkit.frames.fetcher import Fetcher
 from toolkit.frames.pacing import CEILING, START, Pace
 
 
 @pytest.fixture
 def busy_workspace(emulator, workspace, comic_project, novel_project, client):
+    """A client of a workspace with 40 chapters whose retry waits (and so the pull's) pass
+    on a clock of their own, unslept, without jitter: 0.25 + 0.5 + 1 + 2 s for a request
+    that fails five times. Set through the public `RetryPolicy` only."""
     for number in range(20):
         client.create_chapter(comic_project["id"], staged=True)
         client.create_chapter(novel_project["id"], text=f"第{number}章。")
-    return client
+    clock = Clock()
+    retry = tk.RetryPolicy(jitter=lambda: 0.0, monotonic=clock, sleep=clock.sleep)
+    with tk.Client(emulator.url, workspace["apiKey"], retry=retry) as quiet:
+        yield quiet
 
 
 class Clock:
@@ -35,17 +40,8 @@ class Clock:
         self.now += seconds
 
 
-def quiet(client: tk.Client) -> tk.Client:
-    """The client's retry waits (and so the pull's) pass on a clock of their own, unslept,
-    without jitter: 0.25 + 0.5 + 1 + 2 s for a request that fails five times."""
-    clock = Clock()
-    client._monotonic, client._sleep = clock, clock.sleep
-    client._retry = dataclasses.replace(client._retry, jitter=lambda: 0.0)
-    return client
-
-
 def test_a_pull_completes_at_half_503s_with_the_default_settings(emulator, busy_workspace):
-    client = quiet(busy_workspace)
+    client = busy_workspace
     clean = tk.pull(client, details="all")
     emulator.set_faults(error_rate=0.5, latency_ms=20, seed=7)
     faulty = tk.pull(client, details="all")
@@ -56,14 +52,15 @@ def test_a_pull_completes_at_half_503s_with_the_default_settings(emulator, busy_
 
 
 def test_when_it_gives_up_it_says_how_many_failed_and_why(emulator, busy_workspace):
-    client = quiet(busy_workspace)
+    client = busy_workspace
     emulator.set_faults(error_rate=1.0)  # nothing gets through
     with pytest.raises(tk.IncompletePull) as caught:
         tk.pull(client, details="all", deadline=60)
     message = str(caught.value)
     # Each pass takes 3.75 s of retries; after pauses of 1, 2, 4, 8 and 16 s the sixth
-    # ends at 53.5 s, and the next pause (30 s) would pass the deadline.
-    assert "gave up after 6 passes" in message
+    # ends at 53.5 s, and the next pause (30 s) would pass the deadline. All of it on the
+    # policy's clock: the pull times itself by it too.
+    assert "gave up after 6 passes and 54 s" in message
     assert "1 of 1 requests for projects failed: answered 503 (1)" in message
     assert caught.value.failed and all(
         isinstance(error, tk.ServerError) for error in caught.value.failed.values()
@@ -84,7 +81,7 @@ def test_failed_requests_are_sent_again_in_another_pass_and_answers_are_kept():
         return plain(chapter_id)
 
     service.get_chapter = get_chapter
-    service._sleep = lambda seconds: None  # the pause between passes, not slept
+    service.retry = tk.RetryPolicy(sleep=lambda seconds: None)  # passes' pauses, unslept
     ws = tk.pull(service, progress=False)
     assert ws.languages["untranslated"].notna().all()
     assert sorted(calls) == sorted([f"c{i}" for i in range(6)] + ["c2", "c4"])
@@ -104,7 +101,7 @@ def test_an_error_that_retrying_cannot_fix_ends_the_pull_at_once():
 
 
 def test_the_progress_bar_shows_retries(emulator, busy_workspace, capsys):
-    client = quiet(busy_workspace)
+    client = busy_workspace
     emulator.set_faults(error_rate=0.5, seed=3)
     tk.pull(client, details="all", progress=True)
     assert "retries=" in capsys.readouterr().err
@@ -189,16 +186,38 @@ def test_a_fixed_concurrency_does_not_move():
     assert pace.size == 8
 
 
-def test_the_client_tells_the_pace_of_every_attempt_with_its_retry_after():
+def test_the_client_tells_its_on_attempt_hook_of_every_attempt_with_its_retry_after():
     seen = []
     answers = iter(
         [httpx.Response(503, headers={"Retry-After": "2"}), httpx.Response(200, json=[])]
     )
     client = tk.Client(
-        "https://cts.example.com", "k", transport=httpx.MockTransport(lambda r: next(answers))
+        "https://cts.example.com",
+        "k",
+        transport=httpx.MockTransport(lambda r: next(answers)),
+        retry=tk.RetryPolicy(sleep=lambda s: None),
+        on_attempt=lambda status, seconds, after: seen.append((status, after)),
     )
-    client._sleep = lambda s: None
-    client._attempt_hook = lambda status, seconds, after: seen.append((status, after))
     with client:
         client.list_projects()
     assert seen == [(503, 2.0), (200, None)]
+
+
+def test_a_pull_paces_itself_through_the_public_hook_and_leaves_the_callers_in_place():
+    seen = []
+
+    def mine(status, seconds, after):
+        seen.append(status)
+
+    answer = httpx.Response(200, json=[project_json("p1")])
+    client = tk.Client(
+        "https://cts.example.com",
+        "k",
+        transport=httpx.MockTransport(lambda request: answer),
+        on_attempt=mine,
+    )
+    with client, Fetcher(client) as fetcher:
+        assert client.on_attempt != mine  # the pull's pace listens while it runs
+        fetcher.projects()
+        assert fetcher.pace.limit > START  # it heard of the clean answer
+    assert client.on_attempt is mine and seen == [200]  # the caller's hook was told too

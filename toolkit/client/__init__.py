@@ -9,9 +9,17 @@ docs/client.md gives the rules.
 
 from __future__ import annotations
 
-from toolkit.client.clients import AsyncClient, Client
+from toolkit.client.clients import AsyncClient, AttemptHook, Client
 from toolkit.client.retry import RetryPolicy
 from toolkit.client.uploads import check_image, check_text, prepare_pages
 
 # The upload checks are public: a panel or a folder upload checks a file before sending.
-__all__ = ["AsyncClient", "Client", "RetryPolicy", "check_image", "check_text", "prepare_pages"]
+__all__ = [
+    "AsyncClient",
+    "AttemptHook",
+    "Client",
+    "RetryPolicy",
+    "check_image",
+    "check_text",
+    "prepare_pages",
+]

@@ -40,6 +40,7 @@ from toolkit.timestamps import parse_http_date
 T = TypeVar("T")
 USER_AGENT = "toolkit-python/0.1"
 PollHook = Callable[[ChapterDetail], object]
+# on_attempt(status, seconds, retry_after): status None when no answer came.
 AttemptHook = Callable[[int | None, float, float | None], object]
 
 
@@ -55,6 +56,7 @@ class _BaseClient:
         max_retries: int | None,
         max_retry_after: float | None,
         retry: RetryPolicy | None,
+        on_attempt: AttemptHook | None,
     ) -> None:
         api_key = held(api_key) if api_key else None
         self._settings = Settings.resolve(base_url, api_key)
@@ -67,8 +69,7 @@ class _BaseClient:
         self._kinds: dict[str, str | None] = {}
         self._timeout = timeout
         self._last_date: str | None = None
-        # Told of every attempt (status or None, seconds, Retry-After): a pull paces itself by it.
-        self._attempt_hook: AttemptHook | None = None
+        self.on_attempt = on_attempt
 
     @property
     def timeout(self) -> float | None:
@@ -83,6 +84,11 @@ class _BaseClient:
     @property
     def max_retries(self) -> int:
         return self._retry.max_retries
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy, with the clock (`monotonic`, `sleep`) the client waits by."""
+        return self._retry
 
     @property
     def last_response_date(self) -> datetime | None:
@@ -102,10 +108,10 @@ class _BaseClient:
         return response
 
     def _observe(self, answer: httpx.Response | None, started: float) -> None:
-        hook = self._attempt_hook
+        hook = self.on_attempt
         if hook is None:
             return
-        seconds = time.monotonic() - started
+        seconds = self._retry.monotonic() - started
         if answer is None:
             hook(None, seconds, None)
         else:
@@ -180,7 +186,10 @@ class Client(_BaseClient):
     try; a `Retry-After` over `max_retry_after` seconds fails at once instead of waiting.
     `retry` is a whole `RetryPolicy` (backoff, jitter, the clock waited by); the two
     options above, when given, override its fields. `transport` replaces httpx's network
-    layer (tests use it to inject faults).
+    layer (tests use it to inject faults). `on_attempt(status, seconds, retry_after)`, also
+    settable as an attribute, is told of every attempt as it ends: its status (None when no
+    answer came), its seconds on the policy's clock and any `Retry-After` in seconds; a
+    pull paces itself by it.
     """
 
     def __init__(
@@ -193,6 +202,7 @@ class Client(_BaseClient):
         max_retry_after: float | None = None,
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
+        on_attempt: AttemptHook | None = None,
     ) -> None:
         api_key = held(api_key) if api_key else None  # first: a traceback's locals show the holder
         super().__init__(
@@ -202,6 +212,7 @@ class Client(_BaseClient):
             max_retries=max_retries,
             max_retry_after=max_retry_after,
             retry=retry,
+            on_attempt=on_attempt,
         )
         self._sleep: Callable[[float], object] = self._retry.sleep or time.sleep
         self._http = httpx.Client(transport=transport, **self._http_options())
@@ -231,7 +242,7 @@ class Client(_BaseClient):
         if isinstance(step, Sleep):
             self._sleep(step.seconds)
             return None
-        started = time.monotonic()
+        started = self._retry.monotonic()
         try:
             response = self._http.send(self._build(self._http, step.spec))
         except httpx.TransportError as exc:
@@ -338,6 +349,7 @@ class AsyncClient(_BaseClient):
         max_retry_after: float | None = None,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        on_attempt: AttemptHook | None = None,
     ) -> None:
         api_key = held(api_key) if api_key else None  # first: a traceback's locals show the holder
         super().__init__(
@@ -347,6 +359,7 @@ class AsyncClient(_BaseClient):
             max_retries=max_retries,
             max_retry_after=max_retry_after,
             retry=retry,
+            on_attempt=on_attempt,
         )
         self._sleep: Callable[[float], object] = self._retry.sleep or asyncio.sleep
         self._http = httpx.AsyncClient(transport=transport, **self._http_options())
@@ -378,7 +391,7 @@ class AsyncClient(_BaseClient):
             if inspect.isawaitable(waited):
                 await waited
             return None
-        started = time.monotonic()
+        started = self._retry.monotonic()
         try:
             response = await self._http.send(self._build(self._http, step.spec))
         except httpx.TransportError as exc:

@@ -6,8 +6,11 @@ connections, and a thread pool works the same in a script and inside Jupyter (wh
 kernel thread already runs an event loop, so `asyncio.run` there would fail).
 
 How many requests are in flight is up to a `Pace` (`toolkit.frames.pacing`), which the
-client tells of every attempt: it starts modestly, grows while answers are fast and
-clean, and backs off on 429s, 5xxs and slow answers. `concurrency=n` fixes it at n.
+client tells of every attempt through its public `on_attempt` hook: it starts modestly,
+grows while answers are fast and clean, and backs off on 429s, 5xxs and slow answers.
+`concurrency=n` fixes it at n. The fetcher times itself, keeps its deadline and pauses on
+the clock of the client's `RetryPolicy` (`monotonic`, `sleep`), so a policy with a fake
+clock fakes the whole pull.
 
 Decisions the design leaves open:
 
@@ -53,7 +56,7 @@ from toolkit.frames.pacing import Pace
 from toolkit.timestamps import parse_http_date
 
 if TYPE_CHECKING:
-    from toolkit.client import Client
+    from toolkit.client import AttemptHook, Client, RetryPolicy
     from toolkit.models import ChapterDetail, ChapterListItem, Project
 
 logger = logging.getLogger(__name__)
@@ -106,35 +109,42 @@ class Fetcher:
         self.progress = progress
         self.requests = 0
         self.pulled_at: datetime | None = None
-        # The client's own clock and sleep, so that a test that moves one moves ours too.
-        self._sleep: Callable[[float], object] = getattr(client, "_sleep", time.sleep)
-        self._clock: Callable[[], float] = getattr(client, "_monotonic", time.monotonic)
+        # The client's own clock, so that a policy with a fake clock moves ours too.
+        policy: RetryPolicy | None = getattr(client, "retry", None)
+        self._clock: Callable[[], float] = policy.monotonic if policy else time.monotonic
+        self._sleep: Callable[[float], object] = (policy and policy.sleep) or time.sleep
         self.pace = Pace(fixed=concurrency, clock=self._clock, sleep=self._sleep)
         self._deadline = math.inf if deadline is None else self._clock() + deadline
         self._lock = threading.Lock()
-        self._started = time.perf_counter()
+        self._started = self._clock()
         self._bar: Any = None
         # A client that reports its attempts paces the pull; for anything else, each call.
-        self._hooked = hasattr(client, "_attempt_hook")
+        self._hooked = hasattr(client, "on_attempt")
+        self._outer_hook: AttemptHook | None = None
 
     def __enter__(self) -> Fetcher:
         if self._hooked:
-            self.client._attempt_hook = self.pace.observe
+            self._outer_hook, self.client.on_attempt = self.client.on_attempt, self._observe
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self._hooked:
-            self.client._attempt_hook = None
+            self.client.on_attempt = self._outer_hook
+
+    def _observe(self, status: int | None, seconds: float, retry_after: float | None) -> None:
+        self.pace.observe(status, seconds, retry_after)
+        if self._outer_hook is not None:  # a hook the caller set is still told
+            self._outer_hook(status, seconds, retry_after)
 
     @property
     def seconds(self) -> float:
-        return time.perf_counter() - self._started
+        return self._clock() - self._started
 
     def _call(self, method: Callable[[T], R], argument: T) -> R:
-        started = time.monotonic()
+        started = self._clock()
         result = method(argument)
         if not self._hooked:
-            self.pace.observe(200, time.monotonic() - started, None)
+            self.pace.observe(200, self._clock() - started, None)
         with self._lock:
             self.requests += 1
             if self.requests == 1:
