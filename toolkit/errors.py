@@ -16,7 +16,8 @@ ToolkitError
 │   ├── UnsupportedMediaType             415
 │   ├── Unprocessable                    422
 │   ├── RateLimited                      429
-│   └── ServerError                      5xx
+│   ├── ServerError                      5xx
+│   └── UnexpectedAnswer                 an answer that is not what the spec describes
 ├── WaitTimeout (also TimeoutError)      wait_for_chapter ran out of time
 ├── IncompletePull                       a pull gave up with requests still failing
 ├── StoreError (also OSError)            the snapshot store cannot be read or written
@@ -180,6 +181,21 @@ class RateLimited(ApiError):
 
 class ServerError(ApiError):
     """5xx: the service failed."""
+
+
+class UnexpectedAnswer(ApiError):
+    """The service answered (often 200) with something the spec does not describe: a body
+    that is not JSON, a field of another type, a status the toolkit does not know.
+
+    `route` is the request (`GET /projects`), `field` the path of the field in the JSON
+    (`languages[0].status`; `body` for the whole body) and `value` what was sent.
+    """
+
+    def __init__(self, message: str, *, route: str, field: str, value: Any, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.route = route
+        self.field = field
+        self.value = value
 
 
 class WaitTimeout(ToolkitError, TimeoutError):

@@ -5,10 +5,17 @@ attributes are the snake_case form of the JSON field names (`creditsSpent` ->
 `credits_spent`), ISO 8601 times become timezone-aware `datetime`s, and
 `lastChapterAt` (milliseconds since 1970) becomes one too. A field the service leaves
 out is `None`; a field this module does not know is kept in `.raw`, never an error.
+
+A known field whose value is not of the type the spec gives raises `UnexpectedValue`
+(the client names the route): text is text, a flag is a JSON boolean (never 0 or 1), a
+count a whole number within 64 bits (never `true`), a time readable ISO 8601, a list a
+list, a status one the toolkit knows. Rules and reasons: docs/client.md ("Strict answers").
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -25,22 +32,162 @@ _STORAGE_KEY = re.compile(r"^sourceImage\w*Key$")
 R = TypeVar("R", bound="Resource")
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "missing"
+
+
+MISSING: Any = _Missing()  # the value of a field the service should have sent and did not
+
+
+class UnexpectedValue(ValueError):
+    """A field whose value is not what the spec describes; `field` is its path in the JSON
+    (`languages[1].status`), `value` what was sent, `expected` what the spec gives."""
+
+    def __init__(self, field: str, value: Any, expected: str) -> None:
+        told = "missing" if value is MISSING else f"{_shown(value)}, not {expected}"
+        super().__init__(f"{field} is {told}")
+        self.field, self.value, self.expected = field, value, expected
+
+    def under(self, outer: str) -> UnexpectedValue:
+        joined = self.field if self.field.startswith("[") else "." + self.field
+        return UnexpectedValue(outer + joined, self.value, self.expected)
+
+
+def _shown(value: Any) -> str:
+    """The value as JSON writes it (`true`, `null`), cut to 80 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Wrong(Exception):
+    """Raised by a field parser; `from_json` turns it into `UnexpectedValue`."""
+
+
+def _expects(what: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    def mark(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        parse.expected = what  # type: ignore[attr-defined]
+        return parse
+
+    return mark
+
+
+@_expects("text or null")
+def _text(value: Any) -> Any:
+    if value is None or type(value) is str:
+        return value
+    raise _Wrong
+
+
+@_expects("text")
+def _required_text(value: Any) -> Any:
+    if type(value) is str:
+        return value
+    raise _Wrong
+
+
+@_expects("true, false or null")
+def _flag(value: Any) -> Any:
+    if value is None or type(value) is bool:
+        return value
+    raise _Wrong
+
+
+@_expects("a whole number within 64 bits, or null")
+def _whole(value: Any) -> Any:
+    if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
+        return value
+    if type(value) is float and value.is_integer() and INT64_MIN <= value <= INT64_MAX:
+        return int(value)
+    raise _Wrong
+
+
+@_expects("a number within 64 bits, or null")
+def _number(value: Any) -> Any:
+    if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
+        return value
+    if type(value) is float and math.isfinite(value):
+        return value
+    raise _Wrong
+
+
+@_expects("an ISO 8601 time or null")
+def _iso_time(value: Any) -> Any:
+    if value is None or type(value) is str:
+        return parse_time(value)
+    raise _Wrong
+
+
+@_expects("milliseconds since 1970 or null")
+def _millis(value: Any) -> Any:
+    if value is None or type(value) in (int, float):
+        return parse_millis(_number(value))
+    raise _Wrong
+
+
+@_expects(f"a status the toolkit knows ({', '.join(STATUS_ORDER)}) or null")
+def _status(value: Any) -> Any:
+    if value is None or value in STATUS_ORDER:
+        return value
+    raise _Wrong
+
+
+@_expects("a list of texts")
+def _texts(value: Any) -> Any:
+    if type(value) is list and all(type(item) is str for item in value):
+        return value
+    raise _Wrong
+
+
+def _any(value: Any) -> Any:
+    return value
+
+
+# Each annotation a resource field has, and how its JSON value is read.
+_BY_TYPE: dict[str, Callable[[Any], Any]] = {
+    "str": _required_text,
+    "str | None": _text,
+    "Literal['comic', 'novel'] | None": _text,  # a kind not known here is kept as sent
+    "bool | None": _flag,
+    "int | None": _whole,
+    "float | None": _number,
+    "ChapterStatus | None": _status,
+    "list[str]": _texts,
+    "Any": _any,
+}
+
+
 def camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
 
 
 def _time() -> Any:
-    return field(default=None, metadata={"parse": parse_time})
+    return field(default=None, metadata={"parse": _iso_time})
 
 
 def _nested(cls: type[Resource], *, many: bool = True) -> Any:
+    @_expects("a list of objects" if many else "an object or null")
     def parse(value: Any) -> Any:
-        if value is None:
-            return [] if many else None
-        if many:
-            return [cls.from_json(item) for item in value]
-        return cls.from_json(value)
+        if many and type(value) is list:
+            found = []
+            for number, item in enumerate(value):
+                if not isinstance(item, Mapping):
+                    raise UnexpectedValue(f"[{number}]", item, "an object")
+                try:
+                    found.append(cls.from_json(item))
+                except UnexpectedValue as inner:
+                    raise inner.under(f"[{number}]") from None
+            return found
+        if not many and (value is None or isinstance(value, Mapping)):
+            return None if value is None else cls.from_json(value)
+        raise _Wrong
 
     return field(default_factory=list if many else lambda: None, metadata={"parse": parse})
 
@@ -55,14 +202,23 @@ class Resource:
 
     @classmethod
     def from_json(cls: type[R], raw: Mapping[str, Any]) -> R:
+        """The resource from the service's JSON; `UnexpectedValue` for a known field whose
+        value is not of the spec's type (an unknown field is only kept in `.raw`)."""
         values: dict[str, Any] = {"raw": dict(raw)}
         for name, key, parse in _plan(cls):
             if key in raw:
-                values[name] = parse(raw[key]) if parse else raw[key]
+                value = raw[key]
+                try:
+                    values[name] = parse(value)
+                except UnexpectedValue as inner:
+                    raise inner.under(key) from None
+                except (_Wrong, ValueError, OverflowError):
+                    expected = getattr(parse, "expected", "what the spec describes")
+                    raise UnexpectedValue(key, value, expected) from None
         return cls(**values)
 
 
-FieldPlan = tuple[tuple[str, str, Callable[[Any], Any] | None], ...]
+FieldPlan = tuple[tuple[str, str, Callable[[Any], Any]], ...]
 _PLANS: dict[type, FieldPlan] = {}
 
 
@@ -72,7 +228,11 @@ def _plan(cls: type[Resource]) -> FieldPlan:
     plan = _PLANS.get(cls)
     if plan is None:
         plan = _PLANS[cls] = tuple(
-            (f.name, cls._renames.get(f.name, camel(f.name)), f.metadata.get("parse"))
+            (
+                f.name,
+                cls._renames.get(f.name, camel(f.name)),
+                f.metadata.get("parse") or _BY_TYPE[str(f.type)],
+            )
             for f in fields(cls)
             if f.name != "raw"
         )
@@ -104,7 +264,7 @@ class Project(Resource):
     deleted_at: datetime | None = _time()
     target_languages: list[TargetLanguage] = _nested(TargetLanguage)
     chapter_count: int | None = None
-    last_chapter_at: datetime | None = field(default=None, metadata={"parse": parse_millis})
+    last_chapter_at: datetime | None = field(default=None, metadata={"parse": _millis})
 
     @property
     def language_codes(self) -> list[str]:

@@ -140,7 +140,7 @@ def test_a_busy_chapter_says_to_wait_for_it():
 
 def test_an_answer_that_is_not_json_is_an_api_error_with_a_hint():
     client, _ = scripted_client(Script(httpx.Response(200, text="<html>login</html>")))
-    with client, pytest.raises(tk.ApiError, match="not JSON; is the base URL"):
+    with client, pytest.raises(tk.UnexpectedAnswer, match="not JSON; check that the base URL"):
         client.list_projects()
 
 

@@ -37,7 +37,7 @@ def test_every_route_answers_through_the_async_client():
     script = Script(
         httpx.Response(200, json=[{"id": "p1", "name": "Moon", "kind": "comic"}]),
         httpx.Response(200, json={"id": "p1", "kind": "comic"}),
-        httpx.Response(200, json=[{"id": "c1", "position": 1, "creditsSpent": 6}]),
+        httpx.Response(200, json=[{"id": "c1", "position": 1, "creditsSpent": 6, "languages": []}]),
         httpx.Response(200, json={"id": "c1", "processing": False, "project": {"kind": "comic"}}),
         httpx.Response(200, json={"id": "c2", "position": 2, "pages": [{"id": "g"}]}),
         httpx.Response(200, json={"id": "c2", "processing": False, "project": {"kind": "comic"}}),
@@ -104,7 +104,7 @@ def test_errors_are_the_same_classes_and_messages():
 def test_a_lost_create_answer_is_reconciled_by_the_async_client_too():
     chapter_list = [
         {"id": "c7", "projectId": "p1", "position": 7, "pageCount": 1, "title": None,
-         "createdAt": "2026-11-23T18:00:00.250Z"}
+         "createdAt": "2026-11-23T18:00:00.250Z", "languages": []}
     ]  # fmt: skip
     clash = {"error": {"message": "a chapter with that number exists"}}
     script = Script(

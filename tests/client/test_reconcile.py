@@ -30,7 +30,14 @@ def taken(at: datetime = SERVICE_NOW, *, date: bool = True) -> httpx.Response:
 
 
 def listing(created: datetime | None, *, pages: int = 1, started: bool = True) -> httpx.Response:
-    item = {"id": "c5", "projectId": "p1", "position": 5, "pageCount": pages, "started": started}
+    item = {
+        "id": "c5",
+        "projectId": "p1",
+        "position": 5,
+        "pageCount": pages,
+        "started": started,
+        "languages": [],
+    }
     if created is not None:
         item["createdAt"] = created.isoformat().replace("+00:00", "Z")
     return httpx.Response(200, json=[item])

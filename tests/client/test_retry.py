@@ -167,7 +167,15 @@ def test_a_create_with_a_position_that_keeps_failing_says_it_may_exist():
 
 
 def test_a_lost_answer_then_a_clash_with_someone_elses_chapter_is_a_conflict():
-    theirs = [{"id": "c9", "position": 5, "pageCount": 12, "createdAt": "2026-11-23T18:00:00Z"}]
+    theirs = [
+        {
+            "id": "c9",
+            "position": 5,
+            "pageCount": 12,
+            "createdAt": "2026-11-23T18:00:00Z",
+            "languages": [],
+        }
+    ]
     clash = {"error": {"message": "a chapter with that number exists"}}
     script = Script(
         COMIC,

@@ -48,6 +48,8 @@ from toolkit.timestamps import parse_http_date
 logger = logging.getLogger("toolkit.client")
 
 T = TypeVar("T")
+# Without these a chapter list item's language rows would be lost without a word.
+CHAPTER_REQUIRED = ("languages",)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,8 @@ def get_project(project_id: str, policy: RetryPolicy, kinds: Kinds | None = None
 def list_chapters(project_id: str, policy: RetryPolicy) -> Flow[list[ChapterListItem]]:
     path = f"/projects/{path_id(project_id, 'project_id')}/chapters"
     spec = RequestSpec("GET", path, "list_chapters", project_id=project_id, repeatable=True)
-    return parse_many(ChapterListItem, (yield from call(spec, policy)), spec)
+    answer = yield from call(spec, policy)
+    return parse_many(ChapterListItem, answer, spec, required=CHAPTER_REQUIRED)
 
 
 def get_chapter(

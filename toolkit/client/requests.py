@@ -14,8 +14,14 @@ import httpx
 
 from toolkit.client.retry import never_sent, parse_retry_after
 from toolkit.config import Secret
-from toolkit.errors import ApiError, RateLimited, TransportError, error_class_for
-from toolkit.models import Resource
+from toolkit.errors import (
+    ApiError,
+    RateLimited,
+    TransportError,
+    UnexpectedAnswer,
+    error_class_for,
+)
+from toolkit.models import MISSING, Resource, UnexpectedValue
 
 R = TypeVar("R", bound=Resource)
 
@@ -335,36 +341,81 @@ def scrubbed(error: httpx.TransportError) -> httpx.TransportError:
     return error
 
 
+_UNEXPECTED_ADVICE = (
+    "check that the base URL is the service's; if it is, the service has changed: "
+    "upgrade the toolkit, or report the answer"
+)
+
+
+def unexpected(
+    response: httpx.Response, spec: RequestSpec, field: str, value: Any, expected: str
+) -> UnexpectedAnswer:
+    """An `UnexpectedAnswer` naming the route, the field and the value."""
+    route = f"{spec.method} {spec.path}"
+    what = str(UnexpectedValue(field, value, expected))
+    return UnexpectedAnswer(
+        f"{route} answered {response.status_code} with an answer the toolkit cannot use: "
+        f"{what}; {_UNEXPECTED_ADVICE}",
+        route=route,
+        field=field,
+        value=value,
+        status=response.status_code,
+        response=response,
+        reason=f"the service's answer is not what the toolkit expects ({what})",
+        advice=_UNEXPECTED_ADVICE,
+    )
+
+
 def json_body(response: httpx.Response, spec: RequestSpec) -> Any:
     try:
         return response.json()
-    except ValueError as exc:
-        raise ApiError(
-            f"{spec.method} {spec.path} answered {response.status_code} with a body that is "
-            "not JSON; is the base URL the service's?",
-            status=response.status_code,
-            response=response,
-        ) from exc
+    except ValueError:
+        text = response.text
+        raise unexpected(response, spec, "body", text, "JSON") from None
 
 
-def parse_one(model: type[R], response: httpx.Response, spec: RequestSpec) -> R:
+def parse_one(
+    model: type[R], response: httpx.Response, spec: RequestSpec, *, required: Sequence[str] = ()
+) -> R:
+    """The answer as one `model`; `UnexpectedAnswer` for one the spec does not describe.
+
+    `required` names fields the route must send (a chapter's `languages`): without them
+    rows would be lost without a word.
+    """
     body = json_body(response, spec)
     if not isinstance(body, Mapping):
-        raise _shape_error(response, spec, "an object")
-    return model.from_json(body)
+        raise unexpected(response, spec, "body", body, "an object")
+    return _parsed(model, body, response, spec, required, "")
 
 
-def parse_many(model: type[R], response: httpx.Response, spec: RequestSpec) -> list[R]:
+def parse_many(
+    model: type[R], response: httpx.Response, spec: RequestSpec, *, required: Sequence[str] = ()
+) -> list[R]:
     body = json_body(response, spec)
-    if not isinstance(body, list) or not all(isinstance(item, Mapping) for item in body):
-        raise _shape_error(response, spec, "a list of objects")
-    return [model.from_json(item) for item in body]
+    if not isinstance(body, list):
+        raise unexpected(response, spec, "body", body, "a list of objects")
+    found = []
+    for number, item in enumerate(body):
+        if not isinstance(item, Mapping):
+            raise unexpected(response, spec, f"[{number}]", item, "an object")
+        found.append(_parsed(model, item, response, spec, required, f"[{number}]"))
+    return found
 
 
-def _shape_error(response: httpx.Response, spec: RequestSpec, expected: str) -> ApiError:
-    return ApiError(
-        f"{spec.method} {spec.path} answered {response.status_code} with JSON that is not "
-        f"{expected}; is the base URL the service's?",
-        status=response.status_code,
-        response=response,
-    )
+def _parsed(
+    model: type[R],
+    item: Mapping[str, Any],
+    response: httpx.Response,
+    spec: RequestSpec,
+    required: Sequence[str],
+    where: str,
+) -> R:
+    for name in required:
+        if name not in item:
+            path = f"{where}.{name}" if where else name
+            raise unexpected(response, spec, path, MISSING, "sent")
+    try:
+        return model.from_json(item)
+    except UnexpectedValue as wrong:
+        field = wrong.under(where).field if where else wrong.field
+        raise unexpected(response, spec, field, wrong.value, wrong.expected) from None
