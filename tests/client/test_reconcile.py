@@ -259,3 +259,10 @@ def test_one_second_case_with_another_page_count_still_raises(
     lossy, _ = lossy_client(emulator, workspace)
     with lossy, pytest.raises(tk.UnconfirmedCreate, match="has 2 pages, not the 1 sent"):
         lossy.create_chapter(comic_project["id"], [make_page(1)], position=5)
+
+
+def test_a_clash_with_no_chapter_at_that_number_on_the_list_says_so():
+    empty = httpx.Response(200, json=[])
+    with pytest.raises(tk.Conflict, match="shows no chapter 5 now") as caught:
+        create(lost_then(COMIC, taken(), empty), pages=[make_page(1)])
+    assert not isinstance(caught.value, tk.UnconfirmedCreate)

@@ -271,7 +271,14 @@ def _reconcile(
     chapters = yield from list_chapters(spec.project_id, policy)
     found = next((c for c in chapters if c.position == spec.position), None)
     if found is None:
-        raise outcome.error(spec)
+        raise outcome.error(
+            spec,
+            note=(
+                f"An earlier attempt's answer was lost, and the chapter list shows no chapter "
+                f"{spec.position} now (put in the trash meanwhile?): look at the project's "
+                "chapters before sending again"
+            ),
+        )
     earliest = earliest_arrival(outcome.response, sent.seconds)
     doubt = _not_certainly_ours(found, earliest, sent)
     if doubt is not None:
