@@ -20,7 +20,7 @@ def service_failing(*errors: Exception) -> tuple[FakeService, list[float]]:
     service.add_project("p1", languages=("en",))
     service.add_chapter("c1", "p1", position=1, languages=("en",))
     pauses: list[float] = []
-    service._sleep = pauses.append  # type: ignore[attr-defined]
+    service.retry = tk.RetryPolicy(sleep=pauses.append)  # type: ignore[attr-defined]
     answered, left = service.list_projects, list(errors)
 
     def list_projects():
