@@ -60,6 +60,20 @@ class TestFewCredits:
             cts_client.create_chapter(project.id, pages=cts_pages(2))
         assert cts_workspace.api_key not in repr(cts_workspace)
 
+def test_retries_wait_on_the_emulators_clock(cts_emulator, cts_client, cts_project, cts_faults):
+    cts_project("Flaky")
+    cts_faults(error_rate=0.5, seed=3)  # half the requests answered 503
+    before = cts_emulator.now()
+    for _ in range(10):
+        assert [p.name for p in cts_client.list_projects()] == ["Flaky"]
+    waited = (cts_emulator.now() - before).total_seconds()
+    assert waited > 0  # the backoff passed as simulated time, not the test's own
+
+def test_waiting_for_a_chapter_passes_simulated_time(cts_client, cts_project, cts_pages):
+    chapter = cts_client.create_chapter(cts_project().id, pages=cts_pages(2))
+    detail = cts_client.wait_for_chapter(chapter.id, timeout=3600)
+    assert (detail.processing, detail.status) == (False, "needs_review")
+
 class TestNewYearsEve:
     @pytest.fixture
     def cts_start(self):
@@ -78,6 +92,15 @@ async def test_the_async_client(cts_async_client, cts_project):
     project = cts_project("Async")
     async with cts_async_client as client:
         assert [p.id for p in await client.list_projects()] == [project.id]
+
+@pytest.mark.anyio
+async def test_the_async_client_used_without_async_with(cts_async_client, cts_project):
+    project = cts_project("Left open")
+    assert [p.id for p in await cts_async_client.list_projects()] == [project.id]
+
+def test_a_later_test_sees_no_socket_left_open():
+    import gc
+    gc.collect()  # a leaked socket would warn here, and -W error makes that a failure
 """
 
 
@@ -97,7 +120,7 @@ def test_the_fixtures_work_in_a_project_that_only_installs_the_toolkit(pytester)
     # so it sees the session before any fixture of the plugin has run.
     pytester.makepyfile(test_a_plain=NOT_USING_ANY, test_b_integration=USING_EVERY_FIXTURE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error", "-v")
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=11)
     result.stdout.fnmatch_lines(["*test_a_plain.py::test_nothing_of_the_toolkit_runs PASSED*"])
 
 

@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and editors
     from toolkit import analysis, emulator, plots, webhooks, widgets
     from toolkit.client import AsyncClient, Client, RetryPolicy
     from toolkit.frames import (
+        UnknownStatus,
         Workspace,
         chapters_frame,
         exports_frame,
@@ -75,6 +76,7 @@ _LAZY: dict[str, str] = {
     "RetryPolicy": "toolkit.client",
     "SnapshotInfo": "toolkit.store",
     "SnapshotStore": "toolkit.store",
+    "UnknownStatus": "toolkit.frames",
     "Workspace": "toolkit.frames",
     "chapters_frame": "toolkit.frames",
     "exports_frame": "toolkit.frames",
@@ -123,6 +125,7 @@ __all__ = [
     "TransportError",
     "UnconfirmedCreate",
     "UnexpectedAnswer",
+    "UnknownStatus",
     "Unprocessable",
     "UnsupportedMediaType",
     "WaitTimeout",

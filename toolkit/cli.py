@@ -27,6 +27,7 @@ import errno
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -442,14 +443,22 @@ def _first_line(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def _warnings_shown(command: str) -> Iterator[None]:
-    """The toolkit's warnings (a pull's retries) as lines of the command on stderr."""
+    """The toolkit's warnings (a pull's retries, a status it does not know) as lines of
+    the command on stderr, without Python's file and line."""
     shown = logging.StreamHandler(sys.stderr)
     shown.setLevel(logging.WARNING)
     shown.setFormatter(logging.Formatter(f"toolkit {command}: %(message)s"))
     logger = logging.getLogger("toolkit")
     logger.addHandler(shown)
+
+    def show(message: Warning | str, *_: object, **__: object) -> None:
+        print(f"toolkit {command}: warning: {message}", file=sys.stderr)
+
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # a command shows warnings; it does not raise them
+            warnings.showwarning = show
+            yield
     finally:
         logger.removeHandler(shown)
 

@@ -25,7 +25,7 @@ returns once every run step and webhook delivery due by then has happened.
 | `cts_workspace` | a fresh workspace: `.id`, `.name`, `.api_key`, `.base_url` |
 | `cts_credits` | the workspace's starting credits (10,000); override it to change them |
 | `cts_project` | a factory: `cts_project(kind="comic", target_languages=["en"], ...)` |
-| `cts_client` | a `tk.Client` bound to the workspace |
+| `cts_client` | a `tk.Client` bound to the workspace; its retries wait on the emulator's clock |
 | `cts_async_client` | a `tk.AsyncClient` bound to it; use it as `async with cts_async_client:` |
 | `cts_advance` | `cts_advance(seconds)`: move the clock on; returns the new time |
 | `cts_faults` | `cts_faults(failure_rate=, stall_rate=, latency_ms=, error_rate=, seed=)` |
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from toolkit.client import AsyncClient, Client
+    from toolkit.client import AsyncClient, Client, RetryPolicy
     from toolkit.emulator import Emulator
     from toolkit.models import Project
     from toolkit.webhooks import Receiver
@@ -123,29 +123,58 @@ def cts_project(cts_emulator: Emulator, cts_workspace: EmulatedWorkspace) -> Cal
     return create
 
 
+def _on_the_emulators_clock(emulator: Emulator) -> RetryPolicy:
+    """Retries and waits that pass on the emulator's clock: a wait moves simulated time
+    on at once (as a test would with `cts_advance`), never the test's real time."""
+    from toolkit.client import RetryPolicy
+
+    return RetryPolicy(
+        jitter=lambda: 0.5,  # the same waits on every run
+        sleep=emulator.advance,
+        monotonic=lambda: emulator.clock.now().timestamp(),
+    )
+
+
 @pytest.fixture
-def cts_client(cts_workspace: EmulatedWorkspace) -> Iterator[Client]:
+def cts_client(cts_emulator: Emulator, cts_workspace: EmulatedWorkspace) -> Iterator[Client]:
+    """A `Client` of the workspace; its retries and `wait_for_chapter` wait on the
+    emulator's clock."""
     from toolkit.client import Client
 
-    with Client(base_url=cts_workspace.base_url, api_key=cts_workspace.api_key) as client:
+    with Client(
+        base_url=cts_workspace.base_url,
+        api_key=cts_workspace.api_key,
+        retry=_on_the_emulators_clock(cts_emulator),
+    ) as client:
         yield client
 
 
 @pytest.fixture
-def cts_async_client(cts_workspace: EmulatedWorkspace) -> Iterator[AsyncClient]:
-    """An `AsyncClient`; open it in your test's event loop with `async with`.
+def cts_async_client(
+    cts_emulator: Emulator, cts_workspace: EmulatedWorkspace
+) -> Iterator[AsyncClient]:
+    """An `AsyncClient`; `async with cts_async_client as client:` in your test's loop.
 
-    It is made here, outside any loop, and binds to the loop that first uses it; a
-    client left open is closed after the test.
+    It is made here, outside any loop, and binds to the loop that first uses it. It
+    keeps no connection open between requests, so a test that never closes it leaves
+    no socket behind (pytest cannot close one in the test's loop once that has ended);
+    it is closed after the test all the same. Its waits pass on the emulator's clock.
     """
     import asyncio
 
+    import httpx
+
     from toolkit.client import AsyncClient
 
-    client = AsyncClient(base_url=cts_workspace.base_url, api_key=cts_workspace.api_key)
+    client = AsyncClient(
+        base_url=cts_workspace.base_url,
+        api_key=cts_workspace.api_key,
+        retry=_on_the_emulators_clock(cts_emulator),
+        transport=httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0)),
+    )
     yield client
-    # Closing is a no-op for a client already closed; one left open by a finished loop
-    # may not close in a new loop, and there is nothing more to do for it then.
+    # A no-op for a client already closed; one bound to a finished loop may refuse a
+    # new loop, and holds no connection then.
     with contextlib.suppress(RuntimeError):
         asyncio.run(client.aclose())
 

@@ -4,6 +4,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from datafakes import T0, FakeService, iso
 from pandas.testing import assert_frame_equal
@@ -247,3 +248,42 @@ def test_an_async_client_is_refused_with_what_to_pass_instead():
 
     with pytest.raises(TypeError, match=r"pass tk\.Client"):
         tk.pull(Async())
+
+
+def test_a_status_the_toolkit_does_not_know_is_kept_warned_once_and_not_done(service, tmp_path):
+    service.update("c2", status="teleporting")  # the chapter and its languages
+    with pytest.warns(tk.UnknownStatus, match="'teleporting'") as caught:
+        workspace = tk.pull(service)
+    assert len(caught) == 1  # one warning for the pull, however many rows
+    for table in (workspace.chapters, workspace.languages):
+        statuses = table.set_index("chapter_id")["status"]
+        assert set(statuses.loc[["c2"]]) == {"teleporting"}
+        assert list(statuses.cat.categories) == ["teleporting", *schema.STATUS_DTYPE.categories]
+        assert statuses.loc["c2"] < "translating" if table is workspace.chapters else True
+    # The store keeps the text, and the analysis counts the chapter as not done.
+    store = tk.SnapshotStore(tmp_path / "store")
+    with pytest.warns(tk.UnknownStatus):
+        store.take(service, at=T0 + timedelta(minutes=10))
+    kept = store.latest("chapters").set_index("chapter_id")
+    assert kept.loc["c2", "status"] == "teleporting"
+    assert kept.loc["c1", "status"] == "needs_review"
+    opened = tk.analysis.forecast(store)
+    assert opened.set_index("project_id").loc["p1", "open_chapters"] == 1  # c2, not c1
+
+
+def test_the_command_shows_the_warning_as_one_line(monkeypatch, capsys):
+    from toolkit import cli
+    from toolkit.frames.pull import warn_of_unknown_statuses
+
+    def snapshot(args):
+        warn_of_unknown_statuses(
+            frames.chapter_rows([]).append_column("x", pa.array([])).drop(["x"])
+        )
+        warn_of_unknown_statuses(pa.table({"status": ["teleporting", None]}))
+
+    monkeypatch.setattr(cli, "_snapshot", snapshot)
+    assert cli.main(["snapshot"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("toolkit snapshot: warning: the service sent a status")
+    assert "'teleporting'" in err[0] and "counted as not done" in err[0]

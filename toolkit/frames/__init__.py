@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from toolkit.frames.pull import (
     Details,
+    UnknownStatus,
     Workspace,
     chapter_rows,
     chapters_frame,
@@ -22,6 +23,7 @@ from toolkit.frames.pull import (
 
 __all__ = [
     "Details",
+    "UnknownStatus",
     "Workspace",
     "chapter_rows",
     "chapters_frame",

@@ -12,6 +12,7 @@ The `*_rows` functions build Arrow from resources already fetched (no I/O); the
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,9 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.frames import schema
 from toolkit.frames.fetcher import DEFAULT_DEADLINE, Fetcher
+from toolkit.models import STATUS_ORDER
 
 if TYPE_CHECKING:
     from toolkit.client import Client
@@ -70,8 +73,26 @@ def _whole(value: Any, what: str) -> int | None:
     return int(value)
 
 
-def _status(value: Any) -> str | None:
-    return value if value in schema.STATUS_DTYPE.categories else None
+class UnknownStatus(UserWarning):
+    """The service sent a chapter or language status this toolkit does not know; it is
+    kept as sent and counted as not done."""
+
+
+def warn_of_unknown_statuses(*tables: pa.Table) -> None:
+    """One warning for every status the toolkit does not know in `tables`, if any."""
+    seen = set()
+    for table in tables:
+        seen |= set(pc.unique(table.column("status")).drop_null().to_pylist())
+    unknown = sorted(seen - set(STATUS_ORDER))
+    if unknown:
+        warnings.warn(
+            UnknownStatus(
+                f"the service sent a status this toolkit does not know: "
+                f"{', '.join(map(repr, unknown))}; it is kept as sent and counted as not done "
+                "(neither needs_review nor reviewed). A newer toolkit may know what it means."
+            ),
+            stacklevel=3,
+        )
 
 
 def project_rows(projects: Iterable[Project]) -> pa.Table:
@@ -109,7 +130,7 @@ def chapter_rows(items: Iterable[ChapterListItem]) -> pa.Table:
             "processing": c.processing,
             "failed": c.failed,
             "failure_reason": c.failure_reason,
-            "status": _status(c.status),
+            "status": c.status,
             "credits_spent": _whole(c.credits_spent, f"creditsSpent of chapter {c.id}"),
             "last_activity_at": c.last_activity_at,
             "created_at": c.created_at,
@@ -149,7 +170,7 @@ def language_rows(
                     "chapter_id": c.id,
                     "project_id": c.project_id,
                     "language_code": lang.language_code,
-                    "status": _status(lang.status),
+                    "status": lang.status,
                     "covered": _whole(lang.covered, "covered"),
                     "untranslated": _whole(left, "untranslated"),
                     "failed": lang.failed,
@@ -190,7 +211,9 @@ def chapters_frame(
     """One row per chapter of the given projects, or of every project (`schema.CHAPTERS`)."""
     with Fetcher(client, concurrency=concurrency) as fetcher:
         items = _chapter_items(fetcher, project_ids)
-    return schema.to_pandas(chapter_rows(items), schema.CHAPTERS)
+    chapters = chapter_rows(items)
+    warn_of_unknown_statuses(chapters)
+    return schema.to_pandas(chapters, schema.CHAPTERS)
 
 
 def languages_frame(
@@ -208,7 +231,9 @@ def languages_frame(
     with Fetcher(client, concurrency=concurrency) as fetcher:
         items = _chapter_items(fetcher, project_ids)
         found = fetcher.details([c.id for c in items]) if details else None
-    return schema.to_pandas(language_rows(items, found), schema.LANGUAGES)
+    languages = language_rows(items, found)
+    warn_of_unknown_statuses(languages)
+    return schema.to_pandas(languages, schema.LANGUAGES)
 
 
 def exports_frame(
@@ -268,10 +293,11 @@ def pull(
         if details == "changed" and since is not None:
             wanted, carried = _changed(items, since)
         found = fetcher.details(wanted)
-    languages = language_rows(items, found, carried)
+    chapters, languages = chapter_rows(items), language_rows(items, found, carried)
+    warn_of_unknown_statuses(chapters, languages)  # once per pull, so once per snapshot
     return Workspace(
         projects=schema.to_pandas(project_rows(projects), schema.PROJECTS),
-        chapters=schema.to_pandas(chapter_rows(items), schema.CHAPTERS),
+        chapters=schema.to_pandas(chapters, schema.CHAPTERS),
         languages=schema.to_pandas(languages, schema.LANGUAGES),
         exports=schema.to_pandas(export_rows(items), schema.EXPORTS),
         pulled_at=fetcher.pulled_at,

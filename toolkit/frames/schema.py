@@ -23,6 +23,15 @@ TIME = pa.timestamp("us", tz="UTC")
 TEXT_LIST = pa.list_(pa.string())
 
 STATUS_DTYPE = pd.CategoricalDtype(list(STATUS_ORDER), ordered=True)
+
+
+def status_dtype(values: pd.Series) -> pd.CategoricalDtype:
+    """`STATUS_DTYPE`, with any status the toolkit does not know kept as its text and
+    ordered before `translating`: whatever it means, the toolkit cannot count it done."""
+    unknown = sorted(set(values.dropna()) - set(STATUS_ORDER))
+    return pd.CategoricalDtype([*unknown, *STATUS_ORDER], ordered=True) if unknown else STATUS_DTYPE
+
+
 _DTYPE_TAG = b"toolkit.dtype"
 
 
@@ -196,7 +205,7 @@ def to_pandas(table: pa.Table, schema: pa.Schema) -> pd.DataFrame:
     frame: pd.DataFrame = table.to_pandas(types_mapper=_pandas_dtype)
     for field in schema:
         if field.metadata and field.metadata.get(_DTYPE_TAG) == b"status":
-            frame[field.name] = frame[field.name].astype(STATUS_DTYPE)
+            frame[field.name] = frame[field.name].astype(status_dtype(frame[field.name]))
         elif pa.types.is_timestamp(field.type):
             # Arrow hands times over as read-only views, which pandas 3 fails to assign
             # into; a copy makes the frame as editable as any other.
