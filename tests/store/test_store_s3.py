@@ -3,6 +3,9 @@ run on loopback, with two processes taking snapshots into one store at once."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -78,3 +81,56 @@ def test_two_processes_taking_snapshots_into_one_s3_store_lose_nothing(s3):
     count = 6
     run_together(take_as_writer, [(uri, s3, name, count) for name in ("a", "b")], timeout=180)
     assert_every_snapshot_is_its_writers(SnapshotStore(uri, storage_options=s3), 2, count)
+
+
+def test_three_writers_on_s3_one_killed_mid_write_lose_nothing_committed(s3):
+    uri = f"s3://{BUCKET}/killed"
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    steady = [
+        context.Process(target=take_as_writer, args=(uri, s3, name, 4, start)) for name in "ab"
+    ]
+    victim = context.Process(target=take_as_writer, args=(uri, s3, "v", 40, start))
+    for worker in [*steady, victim]:
+        worker.start()
+    start.set()
+    reader = SnapshotStore(uri, storage_options=s3)
+    for _ in range(600):  # until the victim has committed two snapshots, then mid-write
+        if victim.exitcode is not None or _taken_by(reader, "v") >= 2:
+            break
+        time.sleep(0.1)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(timeout=30)
+    for worker in steady:
+        worker.join(timeout=180)
+        assert worker.exitcode == 0
+    assert victim.exitcode == -signal.SIGKILL  # it was stopped, not finished
+
+    store = SnapshotStore(uri, storage_options=s3)
+    taken = {name: _taken_by(store, name) for name in "abv"}
+    assert taken["a"] == taken["b"] == 4 and 2 <= taken["v"] < 40
+    # Every committed snapshot shows exactly what its own process saw; the victim's
+    # are its first takes, in order; the take it was killed in is nowhere.
+    manifest, history = store.snapshots(), store.history("chapters")
+    for row in manifest.itertuples():
+        shown = history[history["snapshot_id"] == row.snapshot_id]
+        name = shown["project_id"].iloc[0].removeprefix("proj-")
+        step = int((row.snapshot_at - T0).total_seconds() // (8 * 3600))
+        assert sorted(shown["chapter_id"]) == sorted(f"{name}-{i}" for i in range(step + 1))
+    victims = manifest[
+        manifest["snapshot_id"].isin(history.loc[history["project_id"] == "proj-v", "snapshot_id"])
+    ]
+    assert sorted(victims["snapshot_at"]) == [
+        T0 + timedelta(hours=8 * i) for i in range(taken["v"])
+    ]
+    # The store takes snapshots after the kill as before.
+    service = FakeService()
+    service.add_project("proj-after", languages=("en",))
+    store.take(service, details="none", at=T0 + timedelta(days=30))
+    assert _taken_by(SnapshotStore(uri, storage_options=s3), "after") == 1
+
+
+def _taken_by(store: SnapshotStore, writer: str) -> int:
+    """How many committed snapshots show the writer's project."""
+    chapters = store.history("projects")
+    return int(chapters.loc[chapters["project_id"] == f"proj-{writer}", "snapshot_id"].nunique())
