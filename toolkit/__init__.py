@@ -8,7 +8,9 @@ with tk.Client() as client:              # CTS_BASE_URL and CTS_API_KEY from the
 ```
 
 Names are loaded on first use, so `import toolkit` stays quick; `__all__` lists every
-public name and a test keeps it in step with what resolves.
+public name and a test keeps it in step with what resolves. `toolkit.__version__` is the
+installed distribution's version (`chapter-translation-toolkit`: the name `toolkit` is
+someone else's in the package index).
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and editors
         pull,
     )
     from toolkit.store import SnapshotInfo, SnapshotStore
+
+    __version__: str
+
+_DISTRIBUTION = "chapter-translation-toolkit"
 
 _LAZY: dict[str, str] = {
     "AsyncClient": "toolkit.client",
@@ -148,7 +154,19 @@ __all__ = [
 ]
 
 
+def _installed_version() -> str:
+    # Read on first use: importlib.metadata alone would add tens of ms to `import toolkit`.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(_DISTRIBUTION)
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return _installed_version()
     if name in _SUBMODULES:
         return importlib.import_module(f"toolkit.{name}")
     if name in _LAZY:

@@ -10,6 +10,7 @@ toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
 toolkit store check [--store PATH] [--repair]        # damage, said in snapshots
+toolkit --version                                    # the installed version
 ```
 
 Every handler imports what it needs when it runs, so `toolkit --help` stays quick.
@@ -32,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import toolkit
 from toolkit.errors import (
     DamagedStore,
     IncompletePull,
@@ -272,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolkit", description="Work with the Chapter Translation Service."
     )
+    parser.add_argument("--version", action="version", version=f"toolkit {toolkit.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="run a simulated day on a local emulator")
