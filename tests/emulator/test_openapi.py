@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urljoin
 
 import httpx
 import pytest
 from emulator_helpers import page_parts, plain_client, settle
+from jsonschema import Draft202012Validator
 from openapi_answers import AnswerChecker
 from openapi_spec_validator import validate
 from starlette.requests import Request
@@ -39,13 +41,42 @@ def test_the_description_is_valid_openapi_3_1():
     validate(document)
 
 
-def test_it_is_served_without_a_key_naming_the_emulator_as_server(emulator, raw):
+def test_it_is_served_without_a_key_with_a_server_relative_to_where_it_is_read(emulator, raw):
     answer = raw.get("/openapi.json")
     assert answer.status_code == 200
     served = answer.json()
-    assert served["servers"][0]["variables"]["baseUrl"]["default"] == emulator.url
-    assert served["paths"] == description()["paths"]
+    assert served == description()  # the same for every emulator: no address in it
     validate(served)
+    api = urljoin(str(answer.url), served["servers"][0]["url"])
+    assert api == f"{emulator.url}/api/v1"
+    assert raw.get(f"{api}/projects").status_code == 401  # the routes are there
+
+
+def _form_errors(fields: dict[str, object]) -> list[str]:
+    form = description()["components"]["schemas"]["NewChapterForm"]
+    return [error.message for error in Draft202012Validator(form).iter_errors(fields)]
+
+
+@pytest.mark.parametrize("form", [{"pages": ["p1"]}, {"staged": "1"}, {"text": "A line."}])
+def test_the_create_form_takes_each_of_its_three_forms(form):
+    assert _form_errors({**form, "position": 3}) == []
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"pages": ["p1"], "text": "A line."}, {"pages": ["p1"], "staged": "1"}, {"position": 3}, {}],
+)
+def test_the_create_form_refuses_two_forms_at_once_or_none(fields):
+    assert _form_errors(fields) != []
+
+
+def test_the_storage_key_is_any_vendor_word_and_last_chapter_at_says_milliseconds():
+    schemas = description()["components"]["schemas"]
+    added = schemas["AddedPage"]["allOf"][1]
+    assert "required" not in added
+    assert set(added["patternProperties"]) == {"^sourceImage.+Key$"}
+    last = schemas["ProjectListItem"]["allOf"][1]["properties"]["lastChapterAt"]
+    assert last["format"] == "unix-ms"
 
 
 def test_every_api_route_is_described_and_nothing_else():

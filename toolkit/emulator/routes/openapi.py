@@ -2,10 +2,10 @@
 
 The description is a JSON file in this package (`openapi.json`, also readable with
 `description()` without starting an emulator). It is written from the spec; what the
-emulator decides where the spec is silent is marked `x-emulator-decision`. The served
-copy names the emulator's own address as its server, so a tool pointed at
-`{base_url}/openapi.json` (schemathesis, a client generator) calls this emulator. No
-key is needed: the document holds nothing secret.
+emulator decides where the spec is silent is marked `x-emulator-decision`. Its server is
+relative (`/api/v1`), so the document served at `{base_url}/openapi.json` is the same
+for every emulator and a tool that reads it there (schemathesis, a client generator)
+calls that emulator. No key is needed: the document holds nothing secret.
 """
 
 from __future__ import annotations
@@ -28,17 +28,13 @@ def _stored() -> dict[str, Any]:
     return loaded
 
 
-def description(base_url: str | None = None) -> dict[str, Any]:
-    """The OpenAPI document; with `base_url`, its server is `{base_url}/api/v1`."""
-    document = copy.deepcopy(_stored())
-    if base_url is not None:
-        server = document["servers"][0]
-        server["variables"]["baseUrl"]["default"] = base_url.rstrip("/")
-    return document
+def description() -> dict[str, Any]:
+    """The OpenAPI document, a fresh copy each call (callers may edit it)."""
+    return copy.deepcopy(_stored())
 
 
 def openapi_json(request: Request) -> JSONResponse:
-    return JSONResponse(description(str(request.base_url)))
+    return JSONResponse(_stored())
 
 
 routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
