@@ -382,13 +382,14 @@ class SnapshotStore:
         return schema.to_pandas(self._read(table, manifest, read), log_schema)
 
     def latest(self, table: str) -> pd.DataFrame:
-        """The rows of `table` at the newest snapshot."""
+        """The rows of `table` at the newest snapshot, ordered by the table's key."""
         if table == "events":
             return self.history("events")
         return self._at(table, self._manifest(), None)
 
     def as_of(self, table: str, when: When) -> pd.DataFrame:
-        """The rows of `table` at the newest snapshot taken at or before `when`."""
+        """The rows of `table` at the newest snapshot taken at or before `when`, ordered by
+        the table's key."""
         if table == "events":
             return self.history("events", until=when)
         return self._at(table, self._manifest(), utc(when))
@@ -550,6 +551,8 @@ class SnapshotStore:
             times[k],
             result_schema,
         )
+        # By key: the files' order depends on which snapshot last changed each row.
+        rows = rows.sort_by([(key, "ascending") for key in schema.KEYS[table]])
         return schema.to_pandas(rows, result_schema)
 
     def _read(self, table: str, manifest: pa.Table, read: Callable[[Log], T]) -> T:
