@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from epochs import SUITE_START
+from html_page import Page
 
 from toolkit.cli import main
 from toolkit.demo import MARKER, plan, prepare_out, run_demo, simulate_day
 from toolkit.errors import ToolkitError
+from toolkit.formatting import count
+from toolkit.reporting.figures import FIGURES, WORDS
 from toolkit.store import SnapshotStore
 
 
@@ -39,11 +45,79 @@ def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys, e
     assert len(pictures) >= 3 and tables
     assert all(p.stat().st_size > 1000 for p in pictures)
 
-    last = capsys.readouterr().out.strip().splitlines()[-2:]
-    assert last[0].startswith("It shows 3 simulated hours of ")
+    printed = capsys.readouterr().out
+    last = printed.strip().splitlines()[-2:]
+    assert last[0].startswith("It shows 3 simulated hours (")
     assert "credits spent" in last[0] and "webhook events" in last[0]
-    assert last[1].startswith(f"The report is in {out.resolve()}: ")
-    assert "summary.csv" in last[1] and "progress.png" in last[1]
+    assert (
+        last[1] == f"The weekly page to read and forward: {(out / 'weekly-report.html').resolve()}"
+    )
+    assert printed.count("summary.csv") == 1  # the files are listed once
+    assert "_pages" not in last[0] and "(s)" not in last[0]  # words, not codes
+
+
+def test_every_surface_of_the_demo_shows_the_same_figures(tmp_path: Path, capsys):
+    out = tmp_path / "demo"
+    run_demo(out=out, hours=3, start=SUITE_START)
+    printed = capsys.readouterr().out
+    figures = json.loads((out / "figures.json").read_text())
+
+    # figures.json: the contract's shape; counts and credits are integers.
+    store = SnapshotStore(str(out / "snapshots"))
+    times = store.snapshots()["snapshot_at"]
+    assert figures["period"] == {
+        "start": times.iloc[0].isoformat(),
+        "end": times.iloc[-1].isoformat(),
+        "partial_days": ["2026-11-18"],
+    }
+    assert [list(p) for p in figures["projects"]] == [["project_id", "project", *FIGURES]] * 3
+    assert list(figures["totals"]) == list(FIGURES)
+    assert all(isinstance(v, int) for row in values_by(figures) for v in row)
+    expected = {p["project"]: [p[k] for k in FIGURES] for p in figures["projects"]}
+    expected["total"] = [figures["totals"][k] for k in FIGURES]
+    assert expected["total"] == [sum(column) for column in zip(*values_by(figures), strict=True)]
+    assert figures["totals"]["credits"] > 0 and figures["totals"]["lines"] > 0
+
+    # summary.csv
+    csv = pd.read_csv(out / "summary.csv").set_index("project")
+    csv = csv.rename(index={"(all projects)": "total"})
+    assert {name: csv.loc[name, list(FIGURES)].tolist() for name in expected} == expected
+
+    # The weekly page's project table (the first table naming a project).
+    page = Page((out / "weekly-report.html").read_text(encoding="utf-8"))
+    rows: dict[str, list[str]] = {}
+    for row in page.rows:
+        rows.setdefault("total" if row[0] == "All projects" else row[0], row[1:])
+    assert rows["Project"][: len(FIGURES)] == [WORDS[k].capitalize() for k in FIGURES]
+    shown = {name: [int(cell.split()[0].replace(",", "")) for cell in rows[name][: len(FIGURES)]]
+             for name in expected}  # fmt: skip
+    assert shown == expected
+
+    # The terminal's table, and the closing sentence.
+    table = printed[printed.index("\nproject ") + 1 :].splitlines()[1:]
+    terminal = {}
+    for line in table[: len(expected)]:
+        cells = re.split(r"\s{2,}", line.strip())
+        name = "total" if cells[0] == "(all projects)" else cells[0]
+        terminal[name] = [int(cell.replace(",", "")) for cell in cells[1 : len(FIGURES) + 1]]
+    assert terminal == expected
+    closing = printed.strip().splitlines()[-2]
+    total = figures["totals"]
+    for phrase in (
+        f"{count(total['chapters_finished'], 'chapter')} finished",
+        f"{count(total['lines'], 'line')} translated",
+        f"{count(total['credits'], 'credit')} spent "
+        f"({total['rework_credits']:,} of them on re-runs)",
+        f"{count(total['runs_failed'], 'run')} failed and {count(total['runs_stalled'], 'run')} "
+        "stalled",
+        f"needing a person now: {count(total['needs_action'], 'chapter')}.",
+    ):
+        assert phrase in closing
+
+
+def values_by(figures: dict) -> list[list[int]]:
+    """Each project's figures as a row, in FIGURES order."""
+    return [[p[k] for k in FIGURES] for p in figures["projects"]]
 
 
 def test_the_day_has_failures_and_rescans(tmp_path: Path, epoch):

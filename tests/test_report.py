@@ -10,12 +10,12 @@ import toolkit as tk
 from toolkit import analysis
 from toolkit.errors import ToolkitError
 from toolkit.reporting import PLOTS, summary, write_report
+from toolkit.reporting.figures import figures
 from toolkit.store import SnapshotStore
 
 COLUMNS = [
-    "project_id", "name", "chapters", "chapters_finished", "chapters_failed",
-    "lines_translated", "credits", "rework_credits", "failed_runs", "median_cycle_hours",
-    "price_per_page_language",
+    "project_id", "project", "chapters_finished", "runs_failed", "runs_stalled", "credits",
+    "rework_credits", "lines", "open_lines", "needs_action", "median_cycle_hours",
 ]  # fmt: skip
 
 
@@ -45,23 +45,23 @@ def test_the_report_folder_holds_every_plot_and_the_summary(store, tmp_path, cap
     table = pd.read_csv(folder / "summary.csv")
     assert list(table.columns) == COLUMNS
     printed = capsys.readouterr().out
-    assert "4 snapshots from 2026-03-02 09:00 to 2026-03-02 12:00 UTC" in printed
+    assert "Figures, 2 Mar 09:00-12:00 UTC (3 snapshots after the baseline)" in printed
+    assert "runs failed, stalls apart" in printed
     assert "Moonlit Harbor" in printed and f"Report written to {folder}" in printed
 
 
 def test_the_summary_agrees_with_the_analysis(store):
-    table = summary(store).set_index("name")
+    table = summary(figures(store)).set_index("project")
     assert list(table.index) == ["Moonlit Harbor", "Star Courier", "(all projects)"]
     moon, star, total = table.loc["Moonlit Harbor"], table.loc["Star Courier"], table.iloc[-1]
-    assert (moon["chapters"], moon["chapters_finished"], moon["chapters_failed"]) == (1, 1, 0)
-    assert (moon["lines_translated"], moon["credits"], moon["rework_credits"]) == (18, 6, 0)
-    assert (star["credits"], star["rework_credits"], star["failed_runs"]) == (4, 2, 1)
-    assert star["lines_translated"] == 5 + 1  # 5 before the failure, 1 after the re-scan
+    assert (moon["chapters_finished"], moon["runs_failed"], moon["runs_stalled"]) == (1, 0, 0)
+    assert (moon["lines"], moon["credits"], moon["rework_credits"]) == (18, 6, 0)
+    assert (star["credits"], star["rework_credits"], star["runs_failed"]) == (4, 2, 1)
+    assert star["lines"] == 5 + 1  # 5 before the failure, 1 after the re-scan
     assert moon["median_cycle_hours"] == 2.0
-    assert total["lines_translated"] == analysis.throughput(store)["lines"].sum()
+    assert total["lines"] == analysis.throughput(store)["lines"].sum()
     assert total["credits"] == analysis.credit_spend(store)["credits"].sum() == 10
     assert pd.isna(total["project_id"])
-    assert table["price_per_page_language"].tolist() == [1.0, 1.0, 1.0]
 
 
 def test_a_store_path_works_and_echo_can_be_off(store, tmp_path, capsys):
@@ -85,6 +85,8 @@ def test_the_outlook_sections_agree_with_the_analysis(store, tmp_path):
     models = pd.read_csv(folder / "model_comparison.csv")
     assert models["credits"].sum() == analysis.compare_models(store)["credits"].sum()
     spend = pd.read_csv(folder / "spend_this_month.csv")
-    assert spend["workspace"].tolist() == ["store", "(all workspaces)"]
+    assert spend["workspace"].tolist() == ["default", "(all workspaces)"]
+    # The store has no history before this month: last month is no data, not 0.
+    assert spend["last_month"].isna().all() and spend["change"].isna().all()
     assert spend["this_month"].iloc[0] == analysis.credit_spend(store)["credits"].sum()
     assert (folder / "burn_down.png").read_bytes().startswith(b"\x89PNG")

@@ -6,12 +6,11 @@ import base64
 import shutil
 import subprocess
 import sys
-from datetime import timedelta
-from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
-from datafakes import T0, FakeService
+from html_page import Page
+from report_stores import two_days
 
 import toolkit as tk
 from toolkit.cli import main
@@ -19,35 +18,10 @@ from toolkit.errors import ToolkitError
 from toolkit.reporting.weekly import gather, sentences
 from toolkit.store import SnapshotStore
 
-STALLED = "The run stalled with no progress for 2 hours and was abandoned; retry it."
-FAILED = "The run failed while translating page 2 into fr; re-scan the chapter."
-
 
 @pytest.fixture
 def store(tmp_path) -> SnapshotStore:
-    """Two days from Mon 09:00 to Tue 11:00: a chapter that finishes, one that stalls and
-    one that fails, both re-scanned and finished the next day; a project with no work."""
-    service = FakeService()
-    service.add_project("p1", name="Moonlit Harbor", languages=("en", "fr"))
-    service.add_project("p2", name="Star Courier", languages=("en",))
-    service.add_project("p3", name="Quiet Isles", languages=("en",))
-    store = SnapshotStore(tmp_path / "store")
-    store.write(tk.pull(service), at=T0)
-    service.add_chapter("c1", "p1", pages=3, credits=6, covered=4, created=T0)
-    service.add_chapter("c2", "p2", pages=2, credits=2, covered=5, languages=("en",), created=T0)
-    service.add_chapter("c3", "p1", position=2, pages=2, credits=4, covered=2, created=T0)
-    store.write(tk.pull(service), at=T0 + timedelta(hours=1))
-    service.update("c1", covered=9, processing=False, status="needs_review")
-    service.update("c2", failed=True, processing=False, reason=STALLED)
-    service.update("c3", failed=True, processing=False, reason=FAILED)
-    store.write(tk.pull(service), at=T0 + timedelta(hours=2))
-    service.update("c2", failed=False, processing=True, reason=None, credits=4, covered=1)
-    service.update("c3", failed=False, processing=True, reason=None, credits=8, covered=1)
-    store.write(tk.pull(service), at=T0 + timedelta(hours=3))
-    service.update("c2", processing=False, status="needs_review", covered=6)
-    service.update("c3", processing=False, status="needs_review", covered=7)
-    store.write(tk.pull(service), at=T0 + timedelta(days=1, hours=2))
-    return store
+    return two_days(tmp_path / "store")
 
 
 def test_the_figures_per_project(store):
@@ -60,9 +34,9 @@ def test_the_figures_per_project(store):
     )
     assert (moon["chapters_finished"], moon["credits"], moon["rework_credits"]) == (2, 14, 4)
     assert (moon["rework_failed"], moon["rework_stalled"], moon["rework_rescan"]) == (4, 0, 0)
-    assert (moon["failed_runs"], moon["stalled_runs"]) == (1, 0)
+    assert (moon["runs_failed"], moon["runs_stalled"]) == (1, 0)
     assert (star["chapters_finished"], star["credits"], star["rework_stalled"]) == (1, 4, 2)
-    assert (star["failed_runs"], star["stalled_runs"]) == (0, 1)
+    assert (star["runs_failed"], star["runs_stalled"]) == (0, 1)
     assert quiet[["chapters_finished", "credits", "lines"]].tolist() == [0, 0, 0]
     assert weekly.projects["lines"].sum() == tk.analysis.throughput(store)["lines"].sum()
 
@@ -78,53 +52,14 @@ def test_the_sentences(store):
 
 def test_partial_days_and_the_window(store):
     weekly = gather(store)
-    assert weekly.partial["covered"].tolist() == ["from 09:00 UTC", "until 11:00 UTC"]
-    assert weekly.partial["partial"].tolist() == [True, True]
+    days = weekly.period.days
+    assert days["covered"].tolist() == ["from 09:00 UTC", "until 11:00 UTC"]
+    assert days["partial"].tolist() == [True, True]
     only_tuesday = gather(store, since="2026-03-03")
-    assert only_tuesday.start == pd.Timestamp("2026-03-03", tz="UTC")
+    assert only_tuesday.period.start == pd.Timestamp("2026-03-03", tz="UTC")
     assert only_tuesday.projects.set_index("project").loc["Star Courier", "credits"] == 0
-    assert only_tuesday.snapshots == 1
-    assert only_tuesday.partial["covered"].tolist() == ["until 11:00 UTC"]
-
-
-class Page(HTMLParser):
-    """What a reader sees of the page: texts, table rows, images and any outside link."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.rows: list[list[str]] = []
-        self.items: list[str] = []
-        self.images: list[str] = []
-        self.outside: list[str] = []
-        self.title = ""
-        self._tag, self._cell = "", ""
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        attributes = dict(attrs)
-        self._tag = tag
-        if tag == "tr":
-            self.rows.append([])
-        if tag in ("td", "th", "li"):
-            self._cell = ""
-        if tag == "img":
-            self.images.append(attributes["src"])
-        for name in ("src", "href"):
-            if name in attributes and not attributes[name].startswith("data:"):
-                self.outside.append(attributes[name])
-        if tag in ("link", "script", "iframe"):
-            self.outside.append(tag)
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th"):
-            self.rows[-1].append(self._cell.strip())
-        if tag == "li":
-            self.items.append(self._cell.strip())
-
-    def handle_data(self, data):
-        self._cell += data
-        if self._tag == "title":
-            self.title += data
+    assert only_tuesday.period.snapshots == 1
+    assert only_tuesday.period.days["covered"].tolist() == ["until 11:00 UTC"]
 
 
 def test_the_page_is_self_contained_and_says_what_the_figures_say(store, tmp_path):
@@ -139,16 +74,17 @@ def test_the_page_is_self_contained_and_says_what_the_figures_say(store, tmp_pat
     rows: dict[str, list[str]] = {}
     for row in page.rows:  # the first table naming a row wins (the summary)
         rows.setdefault(row[0], row[1:])
-    assert rows["Moonlit Harbor"][:4] == ["2", "36", "14", "4 (29%)"]  # 18 lines a chapter
-    assert rows["All projects"][2:4] == ["18", "6 (33%)"]
-    assert rows["Project"][-1] == "Median cycle"
+    # finished, failed, stalled, credits, re-run credits, lines (18 a chapter)
+    assert rows["Moonlit Harbor"][:6] == ["2", "1", "0", "14", "4 (29%)", "36"]
+    assert rows["All projects"][3:5] == ["18", "6 (33%)"]
+    assert rows["Project"][-1] == "Median run time"
     assert rows["Mon 02 Mar *"][-1] == "from 09:00 UTC"
     assert rows["Tue 03 Mar *"][-1] == "until 11:00 UTC"
 
 
 def test_hours_are_rounded_and_minutes_shown_under_an_hour(store, tmp_path):
     page = Page(tk.report(store, tmp_path / "week.html").read_text(encoding="utf-8"))
-    cycle = {row[0]: row[-1] for row in page.rows if len(row) == 8}
+    cycle = {row[0]: row[-1] for row in page.rows if len(row) == 10}
     # Runs of 2 h and 24 h: a re-scan first seen at 12:00 started after the 11:00
     # snapshot, its earliest possible start (docs/analysis.md, "runs").
     assert cycle["Moonlit Harbor"] == "13.0 h"

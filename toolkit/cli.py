@@ -3,7 +3,7 @@
 ```
 toolkit demo       [--out data/demo] [--hours 24] [--start ISO]
 toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
-toolkit report     [--store PATH] [--out DIR] [--html [--days 7]] [--workspace NAME ...]
+toolkit report     [--store PATH] [--out DIR] [--html | --json] [--days 7] [--workspace NAME ...]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
 toolkit webhooks serve [--host] [--port] [--store PATH]
@@ -119,8 +119,12 @@ def _report(args: argparse.Namespace) -> None:
         page = report(store_path(args.store), Path(args.out) / "weekly-report.html", days=args.days)
         print(f"Weekly report written to {page}")
         return
+    if args.json:
+        path = report(store_path(args.store), args.out, format="json", days=args.days)
+        print(f"Figures written to {path}")
+        return
     if not args.workspace:
-        write_report(store_path(args.store), out=args.out)
+        write_report(store_path(args.store), out=args.out, days=args.days)
         return
     # One report per workspace, each with the whole agency's spend this month.
     from toolkit.agency import read_config, workspace_store
@@ -132,7 +136,7 @@ def _report(args: argparse.Namespace) -> None:
         for name in args.workspace
     }
     for name, store in stores.items():
-        write_report(store, out=os.path.join(args.out, name), workspaces=stores)
+        write_report(store, out=os.path.join(args.out, name), workspaces=stores, days=args.days)
 
 
 def _emulator(args: argparse.Namespace) -> None:
@@ -297,10 +301,14 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write PNG plots and a summary table")
     report.add_argument("--store", default=None, help="store location (default CTS_STORE)")
     report.add_argument("--out", default="data/report", help="folder for the report")
-    report.add_argument(
+    shape = report.add_mutually_exclusive_group()
+    shape.add_argument(
         "--html", action="store_true", help="one self-contained weekly page instead of PNGs"
     )
-    report.add_argument("--days", type=int, default=7, help="days the HTML page covers")
+    shape.add_argument(
+        "--json", action="store_true", help="only the figures, as --out/figures.json"
+    )
+    report.add_argument("--days", type=int, default=7, help="days the page or figures cover")
     report.add_argument(
         "--workspace", action="append", metavar="NAME",
         help="report on a workspace of several (repeat it): its store under --store/NAME, "

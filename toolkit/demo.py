@@ -4,7 +4,8 @@ The emulator (manual clock, the demo workspace) and the webhook `Receiver` run o
 loopback. The sample chapters in `data/samples` are uploaded through the public
 `Client` over the day, faults make some runs fail or stall, an operator's routine
 re-scans failed chapters every hour, a snapshot is taken every simulated hour, and
-`write_report` turns the store into plots and a summary table.
+`write_report` turns the store into plots, `summary.csv` and `figures.json`; the demo
+ends by pointing at the weekly page (`weekly-report.html`) of the same figures.
 
 Decisions where DESIGN is silent:
 - The demo uses the seeded workspace's projects (a full-process comic, a second comic,
@@ -272,43 +273,45 @@ def _steps(hours: float) -> list[float]:
 
 
 def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
-    """Write the report and say where it is and what it shows."""
-    from toolkit import analysis
-    from toolkit.reporting import write_report
+    """Write the report and the weekly page; say what they show and where the page is.
 
-    report = Path(write_report(store, out=out))
-    spend = analysis.credit_spend(store, freq="1D", by="project_id")
-    lines = analysis.throughput(store, freq="1D", by="language_code")
-    runs = analysis.runs(store)
-    rates = analysis.failure_rates(store, by=None)
-    stuck = analysis.stuck(store)
-    events = store.history("events")
+    Every figure said comes from `toolkit.reporting.figures`, as in `summary.csv`,
+    `figures.json` and the page."""
+    from toolkit.formatting import count
+    from toolkit.reporting import report, write_report
+    from toolkit.reporting.figures import figures
+
+    folder = Path(write_report(store, out=out))  # prints the figures and the file list
+    page = report(store, folder / "weekly-report.html")
+    figs = figures(store)
+    total = figs.totals
     chapters = store.latest("chapters")
-    files = sorted(p.name for p in report.iterdir() if p.suffix in {".png", ".csv"})
-    projects = chapters["project_id"].nunique()
     say: Callable[[str], None] = print
-    # `write_report` has printed its table; these closing lines are the demo's own.
     say("")
     say(
-        f"It shows {hours:g} simulated hours of {len(chapters)} chapters in {projects} "
-        f"projects: {int(lines['lines'].sum()):,} lines translated, "
-        f"{float(spend['credits'].sum()):,.0f} credits spent "
-        f"({float(spend['rework_credits'].sum()):,.0f} of them on re-runs), "
-        f"{len(runs)} runs ({_rate(rates)} failed or stalled), {day.rescans} re-scans, "
-        f"{day.reuploads} failed novel chapter(s) uploaded again, "
-        f"{len(events)} webhook events, {day.snapshots} hourly snapshots; needing a "
-        f"person now: {_counts(stuck['reason']) if len(stuck) else 'nothing'}."
+        f"It shows {hours:g} simulated hours ({figs.period.label()}) of "
+        f"{count(len(chapters), 'chapter')} in "
+        f"{count(chapters['project_id'].nunique(), 'project')}: "
+        f"{_figure(total['chapters_finished'], 'chapter')} finished, "
+        f"{_figure(total['lines'], 'line')} translated, "
+        f"{_figure(total['credits'], 'credit')} spent "
+        f"({_figure(total['rework_credits'])} of them on re-runs), "
+        f"{_figure(total['runs_failed'], 'run')} failed and "
+        f"{_figure(total['runs_stalled'], 'run')} stalled; "
+        f"{count(day.rescans, 're-scan')}, "
+        f"{count(day.reuploads, 'failed novel chapter')} uploaded again, "
+        f"{count(len(store.history('events')), 'webhook event')}, "
+        f"{count(day.snapshots, 'hourly snapshot')}; needing a person now: "
+        f"{_figure(total['needs_action'], 'chapter')}."
     )
-    say(f"The report is in {report.resolve()}: {', '.join(files)}")
-    return report
+    say(f"The weekly page to read and forward: {page.resolve()}")
+    return folder
 
 
-def _rate(rates: Any) -> str:
-    if rates.empty:
-        return "none"
-    row = rates.iloc[0]
-    return f"{int(row['failed']) + int(row['stalled'])} of {int(row['runs'])} ended"
+def _figure(value: int | None, noun: str | None = None) -> str:
+    """A figure in a sentence: `3 chapters` (`3` without a noun), or `no data`."""
+    from toolkit.formatting import count
 
-
-def _counts(reasons: Any) -> str:
-    return ", ".join(f"{n} {reason}" for reason, n in reasons.value_counts().items())
+    if value is None:
+        return "no data"
+    return count(value, noun) if noun else f"{value:,}"

@@ -248,6 +248,10 @@ def test_spend_today_and_this_week_from_the_store(emulator, comic_project, clien
     dash.snapshot_button.click()
     assert dash.message.tone == "success", dash.message.text
     assert "Spent today: <b>6</b> credits; this week: <b>6</b> credits" in dash.spend.value
+    # The next day, before any snapshot of it: today has no data, which is not 0.
+    emulator.advance(24 * 3600)
+    dash.refresh()
+    assert "Spent today: no data (no snapshot yet); this week: " in dash.spend.value
 
 
 def test_the_dashboard_takes_a_snapshot_on_request(

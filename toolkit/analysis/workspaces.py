@@ -36,8 +36,9 @@ R = TypeVar("R")
 TEXT = pd.StringDtype()
 
 
-def label(store: SnapshotStore | Observed) -> str:
-    """The workspace label of one store."""
+def label(store: SnapshotStore | Observed, *, default: str | None = None) -> str:
+    """The workspace label of one store: the one given, else the one its snapshots
+    record, else `default`, else (to tell several stores apart) its folder's name."""
     obs = store if isinstance(store, Observed) else None
     plain = store.store if isinstance(store, Observed) else store
     given = getattr(plain, "workspace_label", None)
@@ -48,6 +49,8 @@ def label(store: SnapshotStore | Observed) -> str:
         recorded = manifest["workspace"].dropna()
         if len(recorded):
             return str(recorded.iloc[-1])
+    if default is not None:
+        return default
     return os.path.basename(os.path.normpath(str(plain.root))) or str(plain.root)
 
 
@@ -127,11 +130,14 @@ def monthly_spend(
 
     "This month" is the calendar month (in `tz`, UTC by default) of `until` (by default
     each store's latest snapshot, the latest of them for all); spend so far, so early in
-    a month it reads low against a whole last month.
+    a month it reads low against a whole last month. A month in which a workspace has
+    no snapshot after its first (the baseline) has no data: null, never 0, and so is the
+    change and the total of a column with a null in it. A single store is labelled by
+    its given or recorded workspace, else `default`.
     """
     from toolkit.analysis.measures import credit_spend  # the plain one, for one store
 
-    several = labelled(stores) or {label(stores): stores}  # type: ignore[arg-type]
+    several = labelled(stores) or {label(stores, default="default"): stores}  # type: ignore[arg-type]
     daily = {name: credit_spend(store, freq="1h") for name, store in several.items()}
     frame = stack(daily)
     times = frame["period"].dt.tz_convert(tz) if tz else frame["period"]
@@ -148,20 +154,34 @@ def monthly_spend(
     last = (times >= last_start) & (times < this_start)
     names = list(several)
     out = pd.DataFrame({"workspace": names})
-    for column, mask in (("this_month", this), ("last_month", last)):
+    counted = {name: _counted(store, tz) for name, store in several.items()}
+    months = (("this_month", this, this_start, end + pd.Timedelta(microseconds=1)),
+              ("last_month", last, last_start, this_start))  # fmt: skip
+    for column, mask, low, high in months:
         part = frame[mask]
-        out[column] = out["workspace"].map(part.groupby("workspace")["credits"].sum()).fillna(0)
-        rework = part.groupby("workspace")["rework_credits"].sum()
-        out[f"{column}_rework"] = out["workspace"].map(rework).fillna(0)
-    total = {"workspace": "(all workspaces)", **out.drop(columns="workspace").sum().to_dict()}
-    out = pd.concat([out, pd.DataFrame([total])], ignore_index=True)
-    out["change"] = out["this_month"] - out["last_month"]
+        seen = out["workspace"].map(
+            {name: bool(((t >= low) & (t < high)).any()) for name, t in counted.items()}
+        )
+        for measure, name in (("credits", column), ("rework_credits", f"{column}_rework")):
+            values = out["workspace"].map(part.groupby("workspace")[measure].sum()).fillna(0)
+            out[name] = values.astype("Float64").mask(~seen.to_numpy(bool))  # no data: null
+    sums = {c: out[c].sum(skipna=False) for c in out.columns if c != "workspace"}
+    out = pd.concat([out, pd.DataFrame([{"workspace": "(all workspaces)", **sums}])],
+                    ignore_index=True)  # fmt: skip
+    out["change"] = out["this_month"].astype("Float64") - out["last_month"].astype("Float64")
     out["workspace"] = out["workspace"].astype(TEXT)
     columns = ["this_month", "last_month", "change", "this_month_rework", "last_month_rework"]
     out[columns] = out[columns].astype("Float64")
     out["month"] = pd.array([f"{this_start:%Y-%m}"] * len(out), dtype=TEXT)
     out["previous_month"] = pd.array([f"{last_start:%Y-%m}"] * len(out), dtype=TEXT)
     return out[["workspace", "month", "previous_month", *columns]]
+
+
+def _counted(store: SnapshotStore | Observed, tz: str | None) -> pd.Series:
+    """The times of the snapshots whose changes count (all but the first), in `tz`."""
+    manifest = store.manifest if isinstance(store, Observed) else store.snapshots()
+    times = manifest["snapshot_at"].iloc[1:]
+    return times.dt.tz_convert(tz) if tz else times
 
 
 def _latest(store: SnapshotStore | Observed) -> pd.Timestamp | None:

@@ -1,45 +1,64 @@
-"""The weekly report: one self-contained HTML page a lead can mail (docs/weekly-report.md)."""
+"""`tk.report`: the weekly report as one self-contained HTML page a lead can mail
+(docs/weekly-report.md), or its figures as `figures.json` (docs/figures.md)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
 from toolkit.analysis.observed import Observed
 from toolkit.errors import ToolkitError
+from toolkit.reporting.figures import figures, write_json
 from toolkit.reporting.page import render
 from toolkit.reporting.weekly import gather
 from toolkit.store import SnapshotStore
 
+DEFAULT_NAMES = {"html": "weekly-report.html", "json": "figures.json"}
+
 
 def report(
     store: SnapshotStore | str | os.PathLike[str],
-    out: str | os.PathLike[str] = "weekly-report.html",
+    out: str | os.PathLike[str] | None = None,
     *,
+    format: Literal["html", "json"] = "html",
     since: pd.Timestamp | str | None = None,
     until: pd.Timestamp | str | None = None,
     days: int = 7,
     title: str | None = None,
 ) -> Path:
-    """Write the weekly report as one self-contained HTML page; returns its path.
+    """Write the weekly report; returns the file's path.
 
-    The window is the `days` days up to the last snapshot, or `since`..`until` (UTC
-    when no zone is given). `out` is the page's path; its folder is made if need be.
+    format: "html", one self-contained page (`out` its path, default
+    `weekly-report.html`), or "json", the period's figures (`out` the folder to write
+    `figures.json` into, or a path ending in `.json`; default `figures.json`). The window
+    is the `days` days up to the last snapshot, or `since`..`until` (UTC when no zone is
+    given). Missing folders are made.
     """
+    if format not in ("html", "json"):
+        raise ToolkitError(f'format must be "html" or "json", not {format!r}')
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
-    path = Path(out)
+    path = Path(out) if out is not None else Path(f"{DEFAULT_NAMES[format]}")
+    if format == "json" and path.suffix != ".json":
+        path = path / DEFAULT_NAMES["json"]
     if path.is_dir():
         raise ToolkitError(
             f"{str(path)!r} is a folder; give the page's file name, such as "
-            f"{str(path / 'weekly-report.html')!r}"
+            f"{str(path / DEFAULT_NAMES[format])!r}"
         )
     try:
-        weekly = gather(Observed(source), since=since, until=until, days=days)
+        if format == "json":
+            figs = figures(Observed(source), since=since, until=until, days=days)
+        else:
+            weekly = gather(Observed(source), since=since, until=until, days=days)
     except ValueError as exc:
         raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
-    page = render(weekly, title=title or f"Translation week to {weekly.end:%d %b %Y}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    if format == "json":
+        return write_json(figs, path)
+    end = weekly.period.end
+    heading = f"Translation week to {end:%d %b %Y}" if end is not None else "Translation week"
+    path.write_text(render(weekly, title=title or heading), encoding="utf-8")
     return path

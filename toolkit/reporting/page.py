@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Mapping
 from html import escape
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
 from toolkit import plots
+from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
 from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences
 
 if TYPE_CHECKING:
@@ -43,18 +45,21 @@ p.note { color: #666; font-size: 0.9em; }
 
 
 def render(weekly: Weekly, *, title: str) -> str:
-    window = f"{weekly.start:%a %d %b %Y} to {weekly.end:%a %d %b %Y %H:%M} UTC"
+    when = weekly.period
+    last = f"{when.end:%a %d %b %Y %H:%M} UTC" if when.end is not None else "no snapshot"
+    window = f"{when.start:%a %d %b %Y %H:%M} to {last}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        f'<p class="when">{escape(window)} &middot; {weekly.snapshots} snapshots</p>',
+        f'<p class="when">{escape(window)} &middot; {when.snapshots} snapshots</p>',
         '<ul class="story">',
         *(f"<li>{escape(sentence)}</li>" for sentence in sentences(weekly)),
         "</ul>",
-        "<h2>Projects</h2>",
-        _summary_table(weekly.projects, weekly.median_cycle_hours),
+        f"<h2>Projects, {escape(when.label())}</h2>",
+        _summary_table(weekly.figures),
+        _at_end_note(weekly.figures),
         "<h2>Re-runs by project</h2>",
         _rework_table(weekly.projects),
         _image(_rework_plot(weekly.projects), "Re-run credits by project and cause"),
@@ -81,7 +86,7 @@ def _number(value: object) -> float:
 
 
 def _credits(value: float) -> str:
-    return f"{round(float(value)):,}"
+    return "–" if pd.isna(value) else f"{round(float(value)):,}"
 
 
 def _hours(value: float) -> str:
@@ -93,7 +98,7 @@ def _hours(value: float) -> str:
 
 
 def _share(part: float, whole: float) -> str:
-    return f"{part / whole:.0%}" if whole else "–"
+    return "–" if pd.isna(part) or pd.isna(whole) or not whole else f"{part / whole:.0%}"
 
 
 def _table(header: list[str], rows: list[list[str]], *, classes: list[str] | None = None) -> str:
@@ -110,38 +115,45 @@ def _table(header: list[str], rows: list[list[str]], *, classes: list[str] | Non
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _summary_table(projects: pd.DataFrame, median_cycle_hours: float) -> str:
-    header = ["Project", "Chapters finished", "Lines translated", "Credits",
-              "Re-run credits", "Failed runs", "Stalled runs", "Median cycle"]  # fmt: skip
+def _count(value: object) -> str:
+    """A count or credits figure of `figures`: whole, a dash where there is no data."""
+    return "–" if value is None or pd.isna(cast(float, value)) else f"{int(cast(int, value)):,}"
+
+
+def _summary_table(figs: Figures) -> str:
+    header = ["Project", *(WORDS[name].capitalize() for name in FIGURES),
+              WORDS["median_cycle_hours"].capitalize()]  # fmt: skip
     rows = [
-        [
-            str(row.project),
-            f"{int(_number(row.chapters_finished)):,}",
-            f"{int(_number(row.lines)):,}",
-            _credits(_number(row.credits)),
-            f"{_credits(_number(row.rework_credits))} "
-            f"({_share(_number(row.rework_credits), _number(row.credits))})",
-            f"{int(_number(row.failed_runs)):,}",
-            f"{int(_number(row.stalled_runs)):,}",
-            _hours(_number(row.median_cycle_hours)),
-        ]
-        for row in projects.itertuples(index=False)
+        [str(row["project"]), *_figure_cells(row), _hours(_number(row["median_cycle_hours"]))]
+        for row in figs.projects.to_dict("records")
     ]
-    total = projects.sum(numeric_only=True)
-    rows.append(
-        [
-            "All projects",
-            f"{int(total['chapters_finished']):,}",
-            f"{int(total['lines']):,}",
-            _credits(total["credits"]),
-            f"{_credits(total['rework_credits'])} "
-            f"({_share(total['rework_credits'], total['credits'])})",
-            f"{int(total['failed_runs']):,}",
-            f"{int(total['stalled_runs']):,}",
-            _hours(median_cycle_hours),
-        ]
-    )
+    total = figs.totals
+    median = total["median_cycle_hours"]
+    rows.append(["All projects", *_figure_cells(total),
+                 _hours(float("nan") if median is None else median)])  # fmt: skip
     return _table(header, rows, classes=[""] * (len(rows) - 1) + ["total"])
+
+
+def _figure_cells(row: Mapping[Any, object]) -> list[str]:
+    """One cell per figure; re-run credits with their share of the credits."""
+    cells = [_count(row[name]) for name in FIGURES]
+    rework, spent = row["rework_credits"], row["credits"]
+    if cells[FIGURES.index("rework_credits")] != "–":
+        share = _share(_number(rework), _number(spent))
+        cells[FIGURES.index("rework_credits")] += f" ({share})"
+    return cells
+
+
+def _at_end_note(figs: Figures) -> str:
+    when = figs.period
+    if when.end is None:
+        return ""
+    counted = " and ".join(WORDS[name] for name in AT_END)
+    return (
+        f'<p class="note">{escape(counted.capitalize())}: at the last snapshot, '
+        f"{when.end:%a %d %b %H:%M} UTC. The other figures: over the period. A dash: no "
+        "data (no snapshot in the period). docs/figures.md defines each figure.</p>"
+    )
 
 
 def _rework_table(projects: pd.DataFrame) -> str:
@@ -160,7 +172,7 @@ def _rework_table(projects: pd.DataFrame) -> str:
 
 def _daily_table(weekly: Weekly) -> str:
     per_day = weekly.days.groupby("day")[["lines", "credits", "rework_credits"]].sum()
-    marks = weekly.partial.set_index("day")
+    marks = weekly.period.days.set_index("day")
     rows, classes = [], []
     for day, row in per_day.iterrows():
         partial = bool(marks["partial"].get(day, False))
@@ -190,7 +202,7 @@ def _figure() -> tuple[Figure, Axes]:
 
 
 def _day_labels(weekly: Weekly, days: list[pd.Timestamp]) -> tuple[list[str], list[bool]]:
-    marks = weekly.partial.set_index("day")["partial"]
+    marks = weekly.period.days.set_index("day")["partial"]
     partial = [bool(marks.get(day, False)) for day in days]
     labels = [f"{day:%a %d}" + ("*" if p else "") for day, p in zip(days, partial, strict=True)]
     return labels, partial
@@ -223,7 +235,9 @@ def _daily_plot(weekly: Weekly, measure: str) -> Figure:
         ax.set_ylabel("credits")
         ax.set_title("Credits spent per day")
     ax.set_xticks(x, labels)
-    ax.legend(loc="upper left", fontsize="small", frameon=False)
+    if ax.get_legend_handles_labels()[0]:
+        # Beside the bars, never on them.
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return figure
 
@@ -239,7 +253,8 @@ def _rework_plot(projects: pd.DataFrame) -> Figure:
         left += values
     ax.set_xlabel("re-run credits")
     ax.set_title("Credits paid for re-runs, by cause")
-    ax.legend(loc="lower right", fontsize="small", frameon=False)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return figure
 

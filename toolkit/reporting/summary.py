@@ -1,12 +1,12 @@
-"""The store's figures for a lead as a folder: PNG plots and a summary table.
+"""The store's figures for a lead as a folder: PNG plots, the figures, the outlook.
 
 The folder gets `progress.png`, `throughput.png`, `credit_spend.png`,
-`status_breakdown.png`, `cycle_times.png` and `summary.csv`: one row per project and a
-"(all projects)" row; then the outlook: `burn_down.png` with `forecast.csv` (when each
-project's open work will be done), `model_comparison.csv` (like for like) and
-`spend_this_month.csv` (this month against last). Figures count between the store's
-first snapshot and its last, as everything in `toolkit.analysis` does; the chapter
-counts are those of the last one.
+`status_breakdown.png`, `cycle_times.png`; the period's figures (`figures.py`, the same
+numbers the weekly page shows) as `summary.csv` (one row per project and an
+"(all projects)" row; an empty cell is no data) and `figures.json`; then the outlook:
+`burn_down.png` with `forecast.csv` (when each project's open work will be done),
+`model_comparison.csv` (like for like) and `spend_this_month.csv` (this month against
+last).
 """
 
 from __future__ import annotations
@@ -20,61 +20,40 @@ import pandas as pd
 from toolkit import analysis, plots
 from toolkit.analysis.observed import Observed
 from toolkit.errors import ConfigError, ToolkitError
+from toolkit.formatting import hours, text_table, whole
+from toolkit.reporting.figures import FIGURES, WORDS, Figures, figures, label, write_json
 from toolkit.store import SnapshotStore
 
 PLOTS = ("progress", "throughput", "credit_spend", "status_breakdown", "cycle_times")
 TOTAL = "(all projects)"
 
 
-def summary(store: SnapshotStore | Observed) -> pd.DataFrame:
-    """One row per project (and a total): what a production lead reports on."""
-    obs = store if isinstance(store, Observed) else Observed(store)
-    projects = obs.store.latest("projects")[["project_id", "name"]]
-    chapters = obs.store.latest("chapters")
-    finished = chapters["status"].isin(["needs_review", "reviewed"]) & ~chapters["failed"].fillna(
-        False
-    )
-    per = pd.DataFrame(
-        {
-            "chapters": chapters.groupby("project_id").size(),
-            "chapters_finished": finished.groupby(chapters["project_id"]).sum(),
-            "chapters_failed": chapters["failed"]
-            .fillna(False)
-            .groupby(chapters["project_id"])
-            .sum(),
-        }
-    )
-    lines = analysis.throughput(obs, freq="1D", by="project_id")
-    per["lines_translated"] = lines.groupby("project_id")["lines"].sum()
-    spend = analysis.credit_spend(obs, freq="1D", by="project_id")
-    per["credits"] = spend.groupby("project_id")["credits"].sum()
-    per["rework_credits"] = spend.groupby("project_id")["rework_credits"].sum()
-    per["failed_runs"] = analysis.failures(obs).groupby("project_id").size()
-    runs = analysis.cycle_times(obs)
-    per["median_cycle_hours"] = runs.groupby("project_id")["hours"].median()
-    prices = analysis.price_per_page(obs)
-    per["price_per_page_language"] = pd.Series(
-        {project: price for project, price in prices.items() if project is not None},
-        dtype="Float64",
-    )
-
-    table = projects.set_index("project_id").join(per, how="outer")
-    counts = ["chapters", "chapters_finished", "chapters_failed", "lines_translated", "failed_runs"]
-    table[counts] = table[counts].fillna(0).astype("Int64")
-    for column in ("credits", "rework_credits"):
-        table[column] = table[column].fillna(0).astype("Float64")
-    total: dict[str, object] = {
-        column: table[column].sum() for column in [*counts, "credits", "rework_credits"]
-    }
-    total["name"] = TOTAL
-    total["median_cycle_hours"] = runs["hours"].median() if len(runs) else pd.NA
-    total["price_per_page_language"] = prices.get(None, pd.NA)
-    last = pd.DataFrame([total], index=[TOTAL])[table.columns].astype(table.dtypes)
-    table = pd.concat([table.sort_values("name"), last])
-    table.index.name = "project_id"
-    table = table.reset_index()
-    table["project_id"] = table["project_id"].astype("string").mask(table["name"] == TOTAL)
+def summary(figs: Figures) -> pd.DataFrame:
+    """The figures as one row per project and a total row: `summary.csv`."""
+    total = pd.DataFrame([{"project_id": pd.NA, "project": TOTAL, **figs.totals}])
+    table = pd.concat([figs.projects, total.astype(figs.projects.dtypes)], ignore_index=True)
     return table
+
+
+def text_summary(figs: Figures) -> str:
+    """The figures for a terminal: what each column counts and over which period."""
+    when = figs.period
+    rows = [
+        {
+            "project": str(row["project"]),
+            **{WORDS[name]: whole(row[name]) or "-" for name in FIGURES},
+            WORDS["median_cycle_hours"]: hours(row["median_cycle_hours"]) or "-",
+        }
+        for row in summary(figs).to_dict("records")
+    ]
+    at_end = label("open_lines", when).removeprefix(WORDS["open_lines"] + " ")
+    lines = [
+        f"Figures, {when.label()} ({when.snapshots} snapshots after the baseline); "
+        f"lines still to translate and chapters that need a person {at_end}; "
+        '"-": no data (docs/figures.md):',
+        text_table(rows),
+    ]
+    return "\n".join(lines)
 
 
 def write_report(
@@ -83,11 +62,13 @@ def write_report(
     out: str | os.PathLike[str],
     echo: bool = True,
     workspaces: Mapping[str, SnapshotStore] | None = None,
+    days: int = 7,
 ) -> Path:
     """Write the PNG plots and `summary.csv` into `out`; returns the folder.
 
     echo: print the summary table and where the files went. workspaces: the agency's
     stores by label, for the spend of each this month against last (default: this one).
+    days: the figures cover the `days` days up to the last snapshot (`figures.period`).
     """
     import matplotlib.pyplot as plt
 
@@ -107,22 +88,19 @@ def write_report(
         ax.figure.savefig(path, dpi=110)
         plt.close(ax.figure)
         written.append(path)
-    table = summary(obs)
+    figs = figures(obs, days=days)
     csv = folder / "summary.csv"
-    table.to_csv(csv, index=False)
-    written.append(csv)
+    summary(figs).to_csv(csv, index=False)
+    written.extend([csv, write_json(figs, folder / "figures.json")])
     outlook = _outlook(obs, folder, workspaces)
     written.extend(outlook)
     if echo:
-        first, last = obs.manifest["snapshot_at"].iloc[[0, -1]]
-        span = f"from {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
-        print(f"{len(obs.manifest)} snapshots {span}")
-        with pd.option_context("display.width", 160, "display.max_columns", None):
-            print(table.drop(columns="project_id").round(2).to_string(index=False))
+        print(text_summary(figs))
         for path in outlook[1:]:
             heading = path.stem.replace("_", " ").capitalize()
             with pd.option_context("display.width", 160, "display.max_columns", None):
-                print(f"\n{heading}:\n{pd.read_csv(path).round(3).to_string(index=False)}")
+                table = pd.read_csv(path).round(3).to_string(index=False, na_rep="-")
+                print(f"\n{heading}:\n{table}")
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
     return folder
 

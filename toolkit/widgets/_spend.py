@@ -1,15 +1,16 @@
 """The Dashboard's spend line: credits spent today and this week, from the snapshot store.
 
 The service keeps no spend history that a key can read, so the figures come from the
-store's snapshots (`tk.analysis.credit_spend`), workspace-wide, up to the latest
-snapshot; the line says how recent that is. Days are UTC days and weeks start on
-Monday (the analysis' periods); "today" is the service's today when its clock is known.
+store's snapshots, counted as every report counts them (`toolkit.reporting.figures`),
+workspace-wide, up to the latest snapshot; the line says how recent that is. Days are
+UTC days and weeks start on Monday; "today" is the service's today when its clock is
+known. A day or week with no snapshot after the store's first says "no data", not 0.
 The figure is computed again only when a new snapshot or a new day comes.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from toolkit.formatting import whole
@@ -45,17 +46,22 @@ class SpendLine:
             self._text, self._key = self._compute(today, last), key
         return self._text
 
-    def _compute(self, today: Any, last: datetime) -> str:
-        from toolkit import analysis
+    def _compute(self, today: date, last: datetime) -> str:
+        assert self.store is not None
+        monday = today - timedelta(days=today.weekday())
+        on_day, in_week = (self._credits(day) for day in (today, monday))
+        return (
+            f"Spent today: {on_day}; this week: {in_week} "
+            f"(whole workspace, UTC days, up to the snapshot of {last:%Y-%m-%d %H:%M} UTC)."
+        )
+
+    def _credits(self, since: date) -> str:
+        import pandas as pd
+
+        from toolkit.reporting import period, spend
 
         assert self.store is not None
-        spend = analysis.credit_spend(self.store, freq="1D", by="project_id")
-        days = spend["period"].dt.date
-        monday = today - timedelta(days=today.weekday())
-        on_day = spend.loc[days == today, "credits"].sum()
-        in_week = spend.loc[(days >= monday) & (days <= today), "credits"].sum()
-        return (
-            f"Spent today: <b>{whole(on_day)}</b> credits; this week: <b>{whole(in_week)}</b> "
-            f"credits (whole workspace, UTC days, up to the snapshot of "
-            f"{last:%Y-%m-%d %H:%M} UTC)."
-        )
+        when = period(self.store, since=pd.Timestamp(since, tz="UTC"))
+        if not when.has_data:
+            return "no data (no snapshot yet)"
+        return f"<b>{whole(spend(self.store, when)['credits'].sum())}</b> credits"

@@ -1,0 +1,40 @@
+"""Snapshot stores the report tests share (importable from any test directory)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from datafakes import T0, FakeService
+
+import toolkit as tk
+from toolkit.store import SnapshotStore
+
+STALLED = "The run stalled with no progress for 2 hours and was abandoned; retry it."
+FAILED = "The run failed while translating page 2 into fr; re-scan the chapter."
+
+
+def two_days(root: Path) -> SnapshotStore:
+    """Two days from Mon 09:00 to Tue 11:00: a chapter that finishes, one that stalls and
+    one that fails, both re-scanned and finished the next day; a project with no work."""
+    service = FakeService()
+    service.add_project("p1", name="Moonlit Harbor", languages=("en", "fr"))
+    service.add_project("p2", name="Star Courier", languages=("en",))
+    service.add_project("p3", name="Quiet Isles", languages=("en",))
+    store = SnapshotStore(root)
+    store.write(tk.pull(service), at=T0)
+    service.add_chapter("c1", "p1", pages=3, credits=6, covered=4, created=T0)
+    service.add_chapter("c2", "p2", pages=2, credits=2, covered=5, languages=("en",), created=T0)
+    service.add_chapter("c3", "p1", position=2, pages=2, credits=4, covered=2, created=T0)
+    store.write(tk.pull(service), at=T0 + timedelta(hours=1))
+    service.update("c1", covered=9, processing=False, status="needs_review")
+    service.update("c2", failed=True, processing=False, reason=STALLED)
+    service.update("c3", failed=True, processing=False, reason=FAILED)
+    store.write(tk.pull(service), at=T0 + timedelta(hours=2))
+    service.update("c2", failed=False, processing=True, reason=None, credits=4, covered=1)
+    service.update("c3", failed=False, processing=True, reason=None, credits=8, covered=1)
+    store.write(tk.pull(service), at=T0 + timedelta(hours=3))
+    service.update("c2", processing=False, status="needs_review", covered=6)
+    service.update("c3", processing=False, status="needs_review", covered=7)
+    store.write(tk.pull(service), at=T0 + timedelta(days=1, hours=2))
+    return store

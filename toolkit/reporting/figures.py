@@ -1,0 +1,286 @@
+"""The headline figures of a period, defined and computed once (docs/figures.md).
+
+```python
+figs = figures(store)                  # the 7 days up to the last snapshot
+figs = figures(store, since="2026-11-19", until="2026-11-26")
+figs.projects                          # one row per project: project_id, project, FIGURES...
+figs.totals["runs_failed"]             # the workspace's; None where there is no data
+label("runs_failed", figs.period)      # "runs failed, stalls apart, 19-26 Nov"
+```
+
+Every surface reads its figures here: the report folder's `summary.csv`, `figures.json`
+and terminal table, the weekly page, the demo's closing lines and the Dashboard's spend.
+
+The period is [since, until): by default `until` is just after the last snapshot and
+`since` the midnight (UTC) that makes it `days` calendar days long; it never starts
+before the store's first snapshot, the baseline, which counts for nothing. Figures over
+the period are counted as `toolkit.analysis` counts them: a change between two
+snapshots belongs to the later one, a run to the moment it finished or failed. A period
+with no snapshot after the baseline has no data: its figures are None, never 0. Open
+lines and chapters that need a person are counts at the period's last snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import pandas as pd
+
+from toolkit import analysis
+from toolkit.analysis.observed import Observed, observe
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+FIGURES = ("chapters_finished", "runs_failed", "runs_stalled", "credits", "rework_credits",
+           "lines", "open_lines", "needs_action")  # fmt: skip
+# What each figure counts, in a reader's words; a surface adds the period (`label`).
+WORDS = {
+    "chapters_finished": "chapters finished",
+    "runs_failed": "runs failed, stalls apart",
+    "runs_stalled": "runs stalled",
+    "credits": "credits spent",
+    "rework_credits": "credits spent on re-runs",
+    "lines": "lines translated",
+    "open_lines": "lines still to translate",
+    "needs_action": "chapters that need a person",
+    "median_cycle_hours": "median run time",
+}
+AT_END = ("open_lines", "needs_action")  # counted at the last snapshot, not over the period
+DAY = pd.Timedelta(days=1)
+TICK = pd.Timedelta(microseconds=1)
+TIME: Final = "datetime64[us, UTC]"
+
+
+@dataclass(frozen=True)
+class Period:
+    """The time the figures cover: [since, until), shown as start..end."""
+
+    since: pd.Timestamp  # the lower bound asked for (a midnight by default)
+    until: pd.Timestamp  # the upper bound, exclusive
+    start: pd.Timestamp  # the first moment counted: since, or the baseline if later
+    end: pd.Timestamp | None  # the last snapshot counted (None: no snapshot in the period)
+    snapshots: int  # snapshots after the baseline inside the period; 0 means no data
+    days: pd.DataFrame  # day, partial (bool), covered (which hours of it the snapshots span)
+
+    @property
+    def has_data(self) -> bool:
+        return self.snapshots > 0
+
+    @property
+    def partial_days(self) -> list[date]:
+        return [day.date() for day in self.days.loc[self.days["partial"], "day"]]
+
+    def label(self) -> str:
+        """`19-26 Nov`, `28 Nov-3 Dec`, `28 Dec 2026-3 Jan 2027`; one day with its hours:
+        `19 Nov 09:01-12:01 UTC`."""
+        if self.end is None:  # no snapshot in it: the period asked for
+            first, last = self.since, self.until - TICK
+        else:
+            first, last = self.start, self.end
+        if first.date() == last.date():
+            return f"{first.day} {first:%b} {first:%H:%M}-{last:%H:%M} UTC"
+        if (first.year, first.month) == (last.year, last.month):
+            return f"{first.day}-{last.day} {last:%b}"
+        if first.year == last.year:
+            return f"{first.day} {first:%b}-{last.day} {last:%b}"
+        return f"{first.day} {first:%b %Y}-{last.day} {last:%b %Y}"
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The figures of one period, per project and for the whole workspace."""
+
+    period: Period
+    projects: pd.DataFrame  # project_id, project, FIGURES (Int64), median_cycle_hours
+    totals: dict[str, Any]  # FIGURES as int or None, median_cycle_hours as float or None
+
+
+def label(figure: str, when: Period) -> str:
+    """What `figure` counts and over which period: `runs failed, stalls apart, 19-26 Nov`;
+    a count at the period's end names that moment: `lines still to translate at 26 Nov
+    12:01 UTC`."""
+    if figure in AT_END and when.end is not None:
+        return f"{WORDS[figure]} at {when.end.day} {when.end:%b %H:%M} UTC"
+    return f"{WORDS[figure]}, {when.label()}"
+
+
+def period(
+    store: SnapshotStore | Observed,
+    *,
+    since: pd.Timestamp | str | None = None,
+    until: pd.Timestamp | str | None = None,
+    days: int = 7,
+) -> Period:
+    """The period `figures` counts over (see the module's docstring)."""
+    obs = observe(store)
+    times = pd.Series(obs.times, dtype=TIME)
+    if times.empty:
+        raise ValueError(
+            "it has no snapshots yet; take some first (`toolkit snapshot`, or "
+            "store.take(client)), an hour or so apart"
+        )
+    stop = _utc(until) if until is not None else times.iloc[-1] + TICK
+    before = times[times < stop]
+    end = before.iloc[-1] if len(before) else None
+    anchor = end if end is not None else stop
+    begin = _utc(since) if since is not None else (anchor - pd.Timedelta(days=days)).ceil("D")
+    if since is None:  # by default, never before the day of the baseline
+        begin = max(begin, times.iloc[0].floor("D"))
+    inside = times[(times > times.iloc[0]) & (times >= begin) & (times < stop)]
+    end = end if end is not None and end >= begin else None
+    start = max(begin, times.iloc[0])
+    return Period(
+        since=begin,
+        until=stop,
+        start=start,
+        end=end,
+        snapshots=len(inside),
+        days=_coverage(times.iloc[0], start, end),
+    )
+
+
+def _utc(value: pd.Timestamp | str) -> pd.Timestamp:
+    stamp = pd.Timestamp(value)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+def _coverage(first: pd.Timestamp, start: pd.Timestamp, end: pd.Timestamp | None) -> pd.DataFrame:
+    """Each day of the period, whether the snapshots span it, and which hours they cover.
+    A day is partial when history starts after its midnight or ends before the next."""
+    rows = []
+    if end is not None:
+        for day in pd.date_range(start.floor("D"), end.floor("D"), freq="D"):
+            begins_late, ends_early = first > day, end < day + DAY
+            covered = "whole day"
+            if begins_late and ends_early:
+                covered = f"{first:%H:%M}-{end:%H:%M} UTC"
+            elif begins_late:
+                covered = f"from {first:%H:%M} UTC"
+            elif ends_early:
+                covered = f"until {end:%H:%M} UTC"
+            rows.append((day, begins_late or ends_early, covered))
+    frame = pd.DataFrame(rows, columns=["day", "partial", "covered"])
+    frame["day"] = frame["day"].astype(TIME)
+    frame["partial"] = frame["partial"].astype(bool)
+    return frame
+
+
+def spend(store: SnapshotStore | Observed, when: Period) -> pd.DataFrame:
+    """Credits and re-run credits per project over `when` (index project_id), as floats."""
+    frame = analysis.credit_spend(
+        observe(store), freq="1D", by="project_id", since=when.since, until=when.until
+    )
+    return frame.groupby("project_id")[["credits", "rework_credits"]].sum()
+
+
+def figures(
+    store: SnapshotStore | Observed,
+    *,
+    since: pd.Timestamp | str | None = None,
+    until: pd.Timestamp | str | None = None,
+    days: int = 7,
+) -> Figures:
+    """The headline figures of a period, per project and in total (docs/figures.md)."""
+    obs = observe(store)
+    when = period(obs, since=since, until=until, days=days)
+    names = _names(obs)
+    table = pd.DataFrame(index=pd.Index(names.index, name="project_id", dtype="string"))
+    runs = analysis.cycle_times(obs, since=when.since, until=when.until)
+    if not when.has_data:
+        runs = runs.iloc[:0]
+    else:
+        failures = analysis.failures(obs, since=when.since, until=when.until)
+        lines = analysis.throughput(
+            obs, freq="1D", by="project_id", since=when.since, until=when.until
+        )
+        per = {
+            "chapters_finished": runs.groupby("project_id")["chapter_id"].nunique(),
+            "runs_failed": failures[failures["kind"] == "failed"].groupby("project_id").size(),
+            "runs_stalled": failures[failures["kind"] == "stalled"].groupby("project_id").size(),
+            **spend(obs, when).to_dict("series"),
+            "lines": lines.groupby("project_id")["lines"].sum(),
+        }
+        for name, values in per.items():
+            table = table.join(values.rename(name), how="outer")
+            table[name] = _whole(table[name].fillna(0))
+    if when.end is not None:
+        outlook = analysis.forecast(obs, by="project_id", until=when.end).set_index("project_id")
+        outlook = outlook[["remaining_lines", "needs_action"]].set_axis(list(AT_END), axis=1)
+        table = table.join(outlook, how="outer")
+        # A project absent from the forecast has no open work: 0, not unknown.
+        absent = ~table.index.isin(outlook.index)
+        for name in AT_END:
+            table[name] = _whole(table[name].mask(absent, 0))
+    for name in FIGURES:
+        if name not in table.columns:
+            table[name] = pd.array([pd.NA] * len(table), dtype="Int64")
+    table["median_cycle_hours"] = runs.groupby("project_id")["hours"].median().astype("Float64")
+    table.insert(0, "project", names.reindex(table.index).fillna(table.index.to_series()))
+    table = table.reset_index().sort_values(["project", "project_id"], ignore_index=True)
+    table = table[["project_id", "project", *FIGURES, "median_cycle_hours"]]
+    totals: dict[str, Any] = {name: _sum(table[name]) for name in FIGURES}
+    totals["median_cycle_hours"] = float(runs["hours"].median()) if len(runs) else None
+    return Figures(period=when, projects=table, totals=totals)
+
+
+def _names(obs: Observed) -> pd.Series:
+    projects = obs.store.latest("projects")
+    return pd.Series(
+        projects["name"].astype("string").to_numpy(),
+        index=pd.Index(projects["project_id"].astype("string"), name="project_id"),
+        dtype="string",
+    )
+
+
+def _whole(values: pd.Series) -> pd.Series:
+    """Counts and credits as whole numbers (halves up, as `formatting.whole` shows them)."""
+    numbers = pd.to_numeric(values, errors="coerce").astype("Float64")
+    return pd.Series(np.floor(numbers + 0.5), index=values.index).astype("Int64")
+
+
+def _sum(column: pd.Series) -> int | None:
+    """The total of a figure: unknown (None) when any project's is unknown."""
+    return None if column.isna().any() else int(column.sum())
+
+
+# -- figures.json (contract) ---------------------------------------------------------
+
+
+def as_json(figs: Figures) -> dict[str, Any]:
+    """`figures.json`'s content: period, projects, totals; no data is null."""
+    when = figs.period
+    projects = [
+        {key: _plain(row[key]) for key in ("project_id", "project", *FIGURES)}
+        for row in figs.projects.to_dict("records")
+    ]
+    return {
+        "period": {
+            "start": when.start.isoformat(),
+            "end": when.end.isoformat() if when.end is not None else None,
+            "partial_days": [day.isoformat() for day in when.partial_days],
+        },
+        "projects": projects,
+        "totals": {key: figs.totals[key] for key in FIGURES},
+    }
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, np.integer | int):
+        return int(value)
+    return str(value)
+
+
+def write_json(figs: Figures, path: str | os.PathLike[str]) -> Path:
+    """Write `as_json(figs)` to `path` (by convention `figures.json`); returns it."""
+    path = Path(path)
+    path.write_text(json.dumps(as_json(figs), indent=2) + "\n", encoding="utf-8")
+    return path
