@@ -8,9 +8,13 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import pytest
 from datafakes import T0, FakeService
+from matplotlib.lines import Line2D
+from report_stores import two_days
 
 import toolkit as tk
 from toolkit import analysis, plots
+from toolkit.reporting.page import daily_plot
+from toolkit.reporting.weekly import gather
 from toolkit.store import SnapshotStore
 
 HELPERS = ["progress", "throughput", "credit_spend", "status_breakdown", "cycle_times"]
@@ -130,3 +134,33 @@ def test_an_empty_store_still_gives_a_labelled_figure(tmp_path):
     for name in HELPERS:
         ax = getattr(plots, name)(store)
         assert ax.get_title()
+
+
+def test_a_project_keeps_its_colour_in_every_plot(tmp_path):
+    store = two_days(tmp_path / "store")  # three projects, one without any work
+    colors = plots.project_colors(["Star Courier", "Moonlit Harbor", "Quiet Isles"])
+    assert list(colors.values()) == list(plots.PALETTE[:3])  # in name order
+    # A plot that shows some projects colours them as one that shows all of them.
+    assert plots.project_colors(["Quiet Isles", "Star Courier", "Moonlit Harbor"]) == colors
+    drawn = {
+        "progress": plots.progress(store),
+        "throughput": plots.throughput(store, by="project_id", freq="1h"),
+        "credit_spend": plots.credit_spend(store, freq="1h"),
+        "weekly page": daily_plot(gather(store), "lines").axes[0],
+    }
+    for name, ax in drawn.items():
+        handles, labels = ax.get_legend_handles_labels()
+        seen = {label.split(",")[0]: handle for handle, label in zip(handles, labels, strict=True)}
+        shown = {label: seen[label] for label in colors if label in seen}
+        assert shown, name
+        for label, handle in shown.items():
+            assert matplotlib.colors.same_color(drawn_color(handle), colors[label]), (name, label)
+
+
+def drawn_color(handle):
+    """The colour of a legend handle: a line's, bars', or an area's."""
+    if hasattr(handle, "patches"):
+        return handle.patches[0].get_facecolor()
+    if isinstance(handle, Line2D):
+        return handle.get_color()
+    return handle.get_facecolor()[0]

@@ -153,3 +153,31 @@ def test_the_page_opens_in_headless_chromium(store, tmp_path):
     assert heading == "Translation week to 03 Mar 2026"
     assert errors == []
     assert (tmp_path / "week.png").stat().st_size > 20_000
+
+
+def test_no_legend_sits_on_the_data(store):
+    from toolkit.reporting.page import daily_plot
+
+    for measure in ("lines", "credits"):
+        figure = daily_plot(gather(store), measure)
+        figure.canvas.draw()
+        ax = figure.axes[0]
+        legend = ax.get_legend().get_window_extent()
+        assert legend.x0 >= ax.get_window_extent().x1, measure  # beside the bars
+
+
+def test_this_period_against_the_previous_one(store, tmp_path):
+    # Tuesday against Monday: both have snapshots, so each change is computed.
+    tuesday = gather(store, since="2026-03-03")
+    assert tuesday.previous.period.label() == "2 Mar 09:00-12:00 UTC"
+    page = Page(tk.report(store, tmp_path / "tue.html", since="2026-03-03").read_text())
+    changes = {row[0]: row[1:] for row in page.rows if len(row) == 4}
+    now, before = tuesday.figures.totals, tuesday.previous.totals
+    assert changes["Credits spent"] == [
+        str(now["credits"]), str(before["credits"]), f"{now['credits'] - before['credits']:+,}"
+    ]  # fmt: skip
+    # The whole history against the days before it, which have no snapshot: no change.
+    page = Page(tk.report(store, tmp_path / "all.html").read_text())
+    changes = {row[0]: row[1:] for row in page.rows if len(row) == 4}
+    assert changes["Credits spent"] == ["18", "–", "–"]
+    assert changes["Lines translated"][1:] == ["–", "–"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib as mpl
@@ -52,6 +52,9 @@ _GROUP_LABELS = {
     "chapter_id": "chapter",
     "model": "model",
 }
+# Project colours, in turn (red stays for failures, grey for "other").
+PALETTE = ("#4f8fc0", "#e39b3b", "#6aa84f", "#9b6fc3", "#3bb2b0", "#d46a9f", "#c9a227",
+           "#5b6bd0", "#8c6d4f", "#7fbf7f")  # fmt: skip
 STATUS_COLORS = {
     "translating": "#f2b134",
     "needs_review": "#4f8fc0",
@@ -127,9 +130,35 @@ def _stacked(
     _date_axis(ax)
 
 
+def _project_styles(
+    source: Source, group: str, shown: Iterable[object]
+) -> dict[str, dict[str, Any]]:
+    """Each project's colour as a style, when the groups are projects."""
+    if group != "project_id":
+        return {}
+    colors = _colors(source, [name for name in shown if name != OTHER])
+    return {name: {"color": color} for name, color in colors.items()}
+
+
 def _legend(ax: Axes, title: str) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(title=title, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
+def project_colors(names: Iterable[object]) -> dict[str, str]:
+    """One colour per project, the same in every plot and on the weekly page: the
+    projects, in name order, take the palette's colours in turn. Pass every project of
+    the store (not only those a plot shows), so that a project keeps its colour."""
+    ordered = sorted({str(name) for name in names})
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(ordered)}
+
+
+def _colors(source: Source, shown: Iterable[object]) -> dict[str, str]:
+    """`project_colors` over the store's projects (a frame: the projects it shows)."""
+    names = [str(name) for name in shown]
+    if not isinstance(source, pd.DataFrame) and workspaces.labelled(source) is None:
+        names += [str(n) for n in observe(source).store.latest("projects")["name"].dropna()]
+    return project_colors(names)
 
 
 def _project_names(source: Source, project_ids: pd.Series) -> list[str]:
@@ -186,8 +215,11 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
         wide[OTHER] = wide[ranked[top:]].sum(axis=1)
         ranked = [*ranked[:top], OTHER]
     x = _naive(pd.Series(wide.index))
+    colors = _colors(source, ranked)
     for name in ranked:
-        style: dict[str, Any] = {"color": OTHER_COLOR, "linestyle": "--"} if name == OTHER else {}
+        style: dict[str, Any] = (
+            {"color": OTHER_COLOR, "linestyle": "--"} if name == OTHER else {"color": colors[name]}
+        )
         ax.plot(x, wide[name].to_numpy(), drawstyle="steps-post", label=str(name), linewidth=1.8,
                 **style)  # fmt: skip
     _date_axis(ax)
@@ -217,7 +249,7 @@ def throughput(
     if group == "project_id":
         frame = frame.assign(project_id=_project_names(source, frame["project_id"]))
     wide = _wide(frame, "period", group, "lines", top)
-    _stacked(ax, wide, _freq_width(freq))
+    _stacked(ax, wide, _freq_width(freq), _project_styles(source, group, wide.columns))
     label = _GROUP_LABELS[group]
     ax.set_ylabel(f"lines translated per {_per(freq)}")
     ax.set_title(f"Throughput: lines translated per {_per(freq)}, by {label}")
@@ -249,7 +281,8 @@ def credit_spend(
     rework = frame.groupby("period")["rework_credits"].sum().astype(float)
     wide[REWORK] = rework.reindex(wide.index, fill_value=0.0)
     hatched = {"hatch": "//", "facecolor": "white", "edgecolor": "#555555"}
-    _stacked(ax, wide, _freq_width(freq), {REWORK: hatched})
+    styles = _project_styles(source, group, [c for c in wide.columns if c != REWORK])
+    _stacked(ax, wide, _freq_width(freq), {**styles, REWORK: hatched})
     label = _GROUP_LABELS[group]
     ax.set_ylabel(f"credits per {_per(freq)}")
     ax.set_title(f"Credit spend per {_per(freq)}, by {label} (hatched: paid for re-runs)")
@@ -377,8 +410,11 @@ def burn_down(
     left = _keyed(analysis.burn_down(source, by=by), by)
     seen = _keyed(analysis.forecast(source, by=by, window=window, freq=freq), by)
     ranked = seen.sort_values("remaining_lines", ascending=False)["key"].tolist()[:top]
-    colors = itertools.cycle(mpl.rcParams["axes.prop_cycle"].by_key()["color"])
-    for key, color in zip(ranked, colors, strict=False):
+    turn = itertools.cycle(mpl.rcParams["axes.prop_cycle"].by_key()["color"])
+    labels = seen.set_index("key")["label"].astype(str)
+    named = _colors(source, labels) if by == "project_id" else {}
+    for key, cycled in zip(ranked, turn, strict=False):
+        color = named.get(labels[key], cycled)
         mine = left[left["key"] == key]
         ax.plot(_naive(mine["snapshot_at"]), mine["remaining_lines"].astype(float),
                 drawstyle="steps-post", color=color, linewidth=1.8)  # fmt: skip

@@ -60,13 +60,15 @@ def render(weekly: Weekly, *, title: str) -> str:
         f"<h2>Projects, {escape(when.label())}</h2>",
         _summary_table(weekly.figures),
         _at_end_note(weekly.figures),
+        f"<h2>Against the previous period, {escape(weekly.previous.period.label())}</h2>",
+        _change_table(weekly.figures, weekly.previous),
         "<h2>Re-runs by project</h2>",
         _rework_table(weekly.projects),
         _image(_rework_plot(weekly.projects), "Re-run credits by project and cause"),
         "<h2>Day by day</h2>",
         _daily_table(weekly),
-        _image(_daily_plot(weekly, "lines"), "Lines translated per day and project"),
-        _image(_daily_plot(weekly, "credits"), "Credits per day, new work and re-runs"),
+        _image(daily_plot(weekly, "lines"), "Lines translated per day and project"),
+        _image(daily_plot(weekly, "credits"), "Credits per day, new work and re-runs"),
         '<p class="note">* partial day: the snapshots do not span it, so its figures are '
         "a part-day's. Every figure is counted between snapshots, in the day of the later "
         "one.</p>",
@@ -144,6 +146,17 @@ def _figure_cells(row: Mapping[Any, object]) -> list[str]:
     return cells
 
 
+def _change_table(now: Figures, before: Figures) -> str:
+    """Each figure's total in both periods, and the change where both have data."""
+    header = ["Figure", now.period.label(), before.period.label(), "Change"]
+    rows = []
+    for name in FIGURES:
+        this, last = now.totals[name], before.totals[name]
+        change = "–" if this is None or last is None else f"{this - last:+,}"
+        rows.append([WORDS[name].capitalize(), _count(this), _count(last), change])
+    return _table(header, rows)
+
+
 def _at_end_note(figs: Figures) -> str:
     when = figs.period
     if when.end is None:
@@ -208,7 +221,7 @@ def _day_labels(weekly: Weekly, days: list[pd.Timestamp]) -> tuple[list[str], li
     return labels, partial
 
 
-def _daily_plot(weekly: Weekly, measure: str) -> Figure:
+def daily_plot(weekly: Weekly, measure: str) -> Figure:
     figure, ax = _figure()
     days = sorted(weekly.days["day"].unique())
     labels, partial = _day_labels(weekly, days)
@@ -219,9 +232,11 @@ def _daily_plot(weekly: Weekly, measure: str) -> Figure:
             index="day", columns="project", values="lines", aggfunc="sum"
         ).reindex(days, fill_value=0)
         bottom = np.zeros(len(days))
+        colors = plots.project_colors(weekly.projects["project"])
         for project in wide.columns:
             values = wide[project].to_numpy()
-            ax.bar(x, values, bottom=bottom, label=str(project), hatch=hatch, edgecolor="white")
+            ax.bar(x, values, bottom=bottom, label=str(project), hatch=hatch, edgecolor="white",
+                   color=colors[str(project)])  # fmt: skip
             bottom += values
         ax.set_ylabel("lines")
         ax.set_title("Lines translated per day")

@@ -8,6 +8,8 @@ this module adds what only the page shows: the days and the causes of re-runs.
 
 Decisions:
 
+- The previous period is the one of the same length (in whole days) just before this
+  one; a change is shown only where both periods have data.
 - Rework is put down to a cause per chapter: the kind of the chapter's latest failure
   seen by the end of the day the re-run was paid (`stalled` or `failed`, as
   `analysis.failures` tells them); a re-run of a chapter that had not failed is `rescan`.
@@ -36,6 +38,7 @@ class Weekly:
     """What the report shows; frames carry project names beside ids."""
 
     figures: Figures  # the headline figures of the period, as every surface shows them
+    previous: Figures  # the same figures over the period of the same length before it
     projects: pd.DataFrame  # figures.projects with rework_<cause> for each cause
     days: pd.DataFrame  # day, project_id, project, lines, credits, rework_credits
     observed: Observed
@@ -60,6 +63,8 @@ def gather(
         )
     figs = figures(obs, since=since, until=until, days=days)
     when = figs.period
+    span = (when.until - when.since).ceil("D")  # whole days, as long as this period
+    previous = figures(obs, since=when.since - span, until=when.since)
     names = figs.projects.set_index("project_id")["project"]
     lines = analysis.throughput(obs, "1D", "project_id", since=when.since, until=when.until)
     spend = analysis.credit_spend(obs, "1D", "project_id", since=when.since, until=when.until)
@@ -75,6 +80,7 @@ def gather(
     projects[list(causes.columns)] = projects[list(causes.columns)].fillna(0)
     return Weekly(
         figures=figs,
+        previous=previous,
         projects=projects.reset_index(),
         days=daily.sort_values(["day", "project"]).reset_index(drop=True),
         observed=obs,
