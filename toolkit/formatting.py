@@ -3,6 +3,8 @@
 ```python
 tk.table(frame)          # a pandas Styler with the rules below, for a notebook cell
 count(1, "page")         # "1 page"; count(3, "page") -> "3 pages"
+card("Client", {...})    # the HTML that Client, Workspace, SnapshotStore and SnapshotInfo
+                         # show in a notebook (`_repr_html_`); their plain reprs stay short
 ```
 
 The rules, written once: a missing value shows as blank (never `<NA>` or `NaN`);
@@ -52,6 +54,19 @@ def text_table(rows: Sequence[Mapping[str, str]]) -> str:
     cells = [headers, *([row[h] for h in headers] for row in rows)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def card(title: str, rows: Mapping[str, str]) -> str:
+    """An object's summary as a small HTML table, for Jupyter's `_repr_html_`: the title
+    above, then one row per item. Everything is escaped."""
+    from html import escape
+
+    cells = "".join(
+        f'<tr><th style="text-align:left;padding:1px 10px 1px 0">{escape(name)}</th>'
+        f'<td style="text-align:left">{escape(value)}</td></tr>'
+        for name, value in rows.items()
+    )
+    return f"<div><b>{escape(title)}</b><table>{cells}</table></div>"
 
 
 def _missing(value: Any) -> bool:

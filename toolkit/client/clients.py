@@ -103,6 +103,16 @@ class _BaseClient:
         settings = getattr(self, "_settings", None)
         return f"<{type(self).__name__} base_url={settings.base_url if settings else None!r}>"
 
+    def _repr_html_(self) -> str:
+        from toolkit.formatting import card
+
+        settings = getattr(self, "_settings", None)
+        # The key is never shown, not even in part: only that one is set.
+        return card(type(self).__name__, {
+            "base URL": str(settings.base_url) if settings else "not set",
+            "API key": "set (not shown)" if settings else "not set",
+        })  # fmt: skip
+
     def _note(self, response: httpx.Response) -> httpx.Response:
         self._last_date = response.headers.get("date", self._last_date)
         return response

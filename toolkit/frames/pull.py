@@ -64,6 +64,14 @@ class Workspace:
         sizes = ", ".join(f"{len(self.table(name))} {name}" for name in schema.SNAPSHOT_TABLES)
         return f"<Workspace {sizes}; {self.requests} requests in {self.seconds:.1f} s>"
 
+    def _repr_html_(self) -> str:
+        from toolkit.formatting import card, count, moment
+
+        rows = {name: count(len(self.table(name)), "row") for name in schema.SNAPSHOT_TABLES}
+        rows["pulled at"] = moment(self.pulled_at) or "unknown"
+        rows["requests"] = f"{self.requests:,} in {self.seconds:.1f} s (details={self.details})"
+        return card("Workspace", rows)
+
 
 def _whole(value: Any, what: str) -> int | None:
     if value is None:

@@ -128,6 +128,19 @@ class SnapshotInfo:
     def __repr__(self) -> str:
         return f"<SnapshotInfo {self}>"
 
+    def _repr_html_(self) -> str:
+        from toolkit.formatting import card, count, moment
+
+        return card(f"Snapshot {self.snapshot_id}", {
+            "taken at": f"{moment(self.snapshot_at)} UTC",
+            "rows": f"{count(self.rows_projects, 'project')}, "
+            f"{count(self.rows_chapters, 'chapter')}, "
+            f"{count(self.rows_languages, 'chapter language')}, "
+            f"{count(self.rows_exports, 'file')}",
+            "requests": f"{self.requests:,} in {self.seconds:.1f} s (details={self.details})",
+            "workspace": self.workspace or "default",
+        })  # fmt: skip
+
 
 class SnapshotStore:
     """Snapshots of a workspace in Delta Lake tables under `root` (a folder or a URI such
@@ -173,6 +186,30 @@ class SnapshotStore:
 
     def __repr__(self) -> str:
         return f"SnapshotStore({self.root!r})"
+
+    def _repr_html_(self) -> str:
+        """The store in a notebook: where, which workspace, how many snapshots over which
+        span, and its size on disk (a local store)."""
+        from toolkit.formatting import card, count, moment, size
+
+        manifest = self.snapshots()
+        times = manifest["snapshot_at"]
+        span = f"{moment(times.iloc[0])} to {moment(times.iloc[-1])} UTC" if len(times) else "-"
+        local = not re.match(r"^[a-z][a-z0-9+.-]*://", self.root) and os.path.isdir(self.root)
+        on_disk = sum(
+            os.path.getsize(os.path.join(folder, name))
+            for folder, _, names in os.walk(self.root)
+            for name in names
+        ) if local else None  # fmt: skip
+        recorded = list(manifest["workspace"].dropna()) if "workspace" in manifest.columns else []
+        label = self.workspace_label or (str(recorded[-1]) if recorded else "default")
+        return card("SnapshotStore", {
+            "location": self.root,
+            "workspace": label,
+            "snapshots": count(len(manifest), "snapshot"),
+            "span": span,
+            "size": size(on_disk) if on_disk is not None else "not measured (remote)",
+        })  # fmt: skip
 
     # Writing
 
