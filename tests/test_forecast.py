@@ -6,8 +6,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
+from datafakes import T0, FakeService
 from page_images import make_page
 
+import toolkit as tk
 from toolkit import analysis, plots
 from toolkit.store import SnapshotStore
 
@@ -172,3 +174,19 @@ def test_work_whose_lines_were_never_fetched_is_remaining_unknown(
         assert going["remaining_lines"].isna().all(), by
         assert (going["status"] == "remaining unknown").all(), by
         assert going["finish_p50"].isna().all(), by
+
+
+def test_a_group_whose_only_work_needs_a_person_without_details(tmp_path):
+    # Taken without details and with nothing going, the group's remaining lines are an
+    # empty sum: none, not an unreadable text.
+    service = FakeService()
+    service.add_project("p1", name="Stopped", languages=("en", "fr"))
+    service.add_chapter("c1", "p1", failed=True, processing=False, reason="The run failed.")
+    store = SnapshotStore(tmp_path / "store")
+    for hour in range(2):
+        store.write(tk.pull(service, details="none"), at=T0 + pd.Timedelta(hours=hour))
+    for by in ("project_id", "language_code"):
+        found = analysis.forecast(store, by=by)
+        assert (found["status"] == "needs action").all(), by
+        assert found["remaining_lines"].dtype == "Int64" and (found["remaining_lines"] == 0).all()
+        assert (found["needs_action"] == 1).all(), by

@@ -282,7 +282,7 @@ def _open_work(
         # fetched (a store taken without details) has an unknown number left, not 0.
         left = going["chapter_id"].map(remaining.astype("Float64"))
         known = going["chapter_id"].isin(remaining.index)
-        going = going.assign(untranslated=left.where(known, 0.0))
+        going = going.assign(untranslated=left.where(known, 0.0).astype("Float64"))
     going = going.assign(group=_group_keys(going, by))
     held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
     rows = []
