@@ -177,11 +177,12 @@ def test_work_whose_lines_were_never_fetched_is_remaining_unknown(
 
 
 def test_a_group_whose_only_work_needs_a_person_without_details(tmp_path):
-    # Taken without details and with nothing going, the group's remaining lines are an
-    # empty sum: none, not an unreadable text.
+    # Taken without details, no language left to translate and nothing going: the
+    # group's remaining lines are an empty sum, 0, not an unreadable text.
     service = FakeService()
     service.add_project("p1", name="Stopped", languages=("en", "fr"))
-    service.add_chapter("c1", "p1", failed=True, processing=False, reason="The run failed.")
+    service.add_chapter("c1", "p1", processing=False, status="needs_review", credits=8,
+                        failed=True, reason="The run failed.")  # fmt: skip
     store = SnapshotStore(tmp_path / "store")
     for hour in range(2):
         store.write(tk.pull(service, details="none"), at=T0 + pd.Timedelta(hours=hour))
@@ -189,4 +190,4 @@ def test_a_group_whose_only_work_needs_a_person_without_details(tmp_path):
         found = analysis.forecast(store, by=by)
         assert (found["status"] == "needs action").all(), by
         assert found["remaining_lines"].dtype == "Int64" and (found["remaining_lines"] == 0).all()
-        assert (found["needs_action"] == 1).all(), by
+        assert (found["needs_action"] == 1).all(), by  # c1, waiting for a re-scan
