@@ -4,6 +4,7 @@ disk or a write that fails give a `StoreError` naming the path, never a tracebac
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from datafakes import FakeService, hours
 from deltalake import DeltaTable
 from pandas.testing import assert_frame_equal
 
+from toolkit.analysis import credit_spend
 from toolkit.cli import main
 from toolkit.errors import DamagedStore, StoreError, ToolkitError
 from toolkit.frames import schema
@@ -95,15 +97,18 @@ def test_a_full_disk_names_the_store_and_leaves_no_file_behind(tmp_path, service
 # as it was taken, and every one gone is named lost by a finding.
 
 
-def ten_snapshots(root: Path, service: FakeService, monkeypatch) -> dict[str, dict]:
-    """The store, and what each snapshot read when taken: its rows per table."""
+def ten_snapshots(
+    root: Path, service: FakeService, monkeypatch, *, merged: bool = False
+) -> dict[str, dict]:
+    """The store, and what each snapshot read when taken: its rows per table. `merged`:
+    six hours apart over three days, each day's files merged by the next day's take."""
     monkeypatch.setattr(store_module, "FULL_EVERY", 4)
-    store = SnapshotStore(root, auto_compact=False)
+    store = SnapshotStore(root, auto_compact=merged)
     for step in range(10):
         service.update("c1", covered=step + 1, credits=step * 2)
         if step == 5:
             service.add_chapter("c2", "p1", position=2, covered=0, credits=1)
-        store.take(service, at=hours(step))
+        store.take(service, at=hours(step * 6 if merged else step))
     return reading(root)
 
 
@@ -126,10 +131,24 @@ def truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
 
 
-def checkpoint(root: Path, table: str) -> None:
+def first_line_only(path: Path) -> None:
+    """Truncated at a line's end: the commit still parses, but adds nothing."""
+    path.write_text(path.read_text().splitlines()[0] + "\n")
+
+
+def checkpoint(root: Path, table: str, *, pointer: bool = False) -> None:
     DeltaTable(str(root / table)).create_checkpoint()
     (checkpoint,) = (root / table / "_delta_log").glob("*.checkpoint.parquet")
     truncate(checkpoint)
+    if pointer:
+        truncate(root / table / "_delta_log" / "_last_checkpoint")
+
+
+def merged_file_lost(root: Path) -> None:
+    """The chapters file the daily merge made of the first day, deleted."""
+    actions = pa.table(DeltaTable(str(root / "chapters")).get_add_actions(flatten=True))
+    (path,) = [a["path"] for a in actions.to_pylist() if a["max.snapshot_at"] == hours(12)]
+    (root / "chapters" / path).unlink()
 
 
 def foreign_delete(root: Path, table: str) -> None:
@@ -147,24 +166,92 @@ DAMAGE = {
         b"\x00garbage{"
     ),
     "a checkpoint truncated": lambda root: checkpoint(root, "languages"),
+    "a checkpoint and _last_checkpoint truncated": lambda root: checkpoint(
+        root, "chapters", pointer=True
+    ),
     "a DELETE by another engine": lambda root: foreign_delete(root, "chapters"),
+    "the newest chapters commit deleted": lambda root: newest_commit(root, "chapters").unlink(),
+    "the newest chapters commit truncated to its first line": lambda root: first_line_only(
+        newest_commit(root, "chapters")
+    ),
+    "the newest manifest commit deleted": lambda root: newest_commit(root, "manifest").unlink(),
+    "a merged data file lost": merged_file_lost,
+}
+# Each damage is one finding, of this kind.
+KIND = {
+    "a data file truncated": "lost",
+    "a data file deleted": "lost",
+    "a manifest file truncated": "lost",
+    "the newest commit of a table truncated": "log",
+    "the newest manifest commit garbage": "log",
+    "a checkpoint truncated": "checkpoint",
+    "a checkpoint and _last_checkpoint truncated": "checkpoint",
+    "a DELETE by another engine": "foreign",
+    "the newest chapters commit deleted": "missing",
+    "the newest chapters commit truncated to its first line": "commit",
+    "the newest manifest commit deleted": "uncommitted",
+    "a merged data file lost": "lost",
+}
+# Damages after which every snapshot is back, and those after which exactly one is lost.
+NONE_LOST = {"a checkpoint truncated", "a checkpoint and _last_checkpoint truncated"}
+ONE_LOST = {
+    "the newest manifest commit garbage",
+    "the newest manifest commit deleted",
+    "the newest chapters commit deleted",
+    "the newest chapters commit truncated to its first line",
 }
 
 
+def findings_in(report: str) -> list[str]:
+    return [line for line in report.splitlines() if line.split(":")[0] in KIND.values()]
+
+
+def named(snapshot_id: str, at: object, report: str) -> bool:
+    """Whether the check's report names a snapshot: by id, or within a range it gives."""
+    if snapshot_id in report:
+        return True
+    for line in findings_in(report):
+        found = re.search(r"(\d+) snapshots from (\S+ \S+) UTC to (\S+ \S+) UTC", line)
+        if found and found.group(2) <= f"{at:%Y-%m-%d %H:%M:%S}" <= found.group(3):
+            return True
+    return False
+
+
+def assert_reads_as_taken_or_refuses(root: Path, taken: dict[str, dict], report: str) -> None:
+    """Before repair a read raises, or every snapshot it shows reads as taken and every
+    one it does not show is named by the check."""
+    try:
+        now = reading(root)
+    except StoreError:
+        return
+    for snapshot_id, rows in now.items():
+        for table, frame in rows.items():
+            assert_frame_equal(frame, taken[snapshot_id][table], obj=f"{snapshot_id} {table}")
+    for snapshot_id in set(taken) - set(now):
+        assert named(snapshot_id, taken_at(taken, snapshot_id), report), snapshot_id
+
+
+def taken_at(taken: dict[str, dict], snapshot_id: str) -> object:
+    return taken[snapshot_id]["projects"]["snapshot_at"].iloc[0]
+
+
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_damage_is_named_and_repair_leaves_no_snapshot_reading_wrong(
+def test_damage_is_named_once_and_no_snapshot_reads_other_than_taken(
     tmp_path, service, monkeypatch, capsys, damage
 ):
     root = tmp_path / "store"
-    taken = ten_snapshots(root, service, monkeypatch)
+    taken = ten_snapshots(root, service, monkeypatch, merged=damage == "a merged data file lost")
     DAMAGE[damage](root)
 
     assert main(["store", "check", "--store", str(root)]) == 1
     report = capsys.readouterr().out
-    assert report.count("--repair") >= 2  # each finding says what repair does
+    (finding,) = findings_in(report)  # one finding, not one per symptom
+    assert finding.startswith(KIND[damage] + ": ") and "--repair" in finding
+    assert_reads_as_taken_or_refuses(root, taken, report)
+
     assert main(["store", "check", "--store", str(root), "--repair"]) == 0
     repaired = capsys.readouterr().out
-    assert "repaired: " in repaired
+    assert len(findings_in(repaired)) == 1 and "repaired: " in repaired
     assert main(["store", "check", "--store", str(root)]) == 0
     capsys.readouterr()
 
@@ -174,12 +261,43 @@ def test_damage_is_named_and_repair_leaves_no_snapshot_reading_wrong(
             assert_frame_equal(frame, taken[snapshot_id][table], obj=f"{snapshot_id} {table}")
     lost = set(taken) - set(now)
     for snapshot_id in lost:  # every snapshot gone is named
-        named = snapshot_id in repaired or "snapshots from" in repaired
-        assert named or "is lost (take it again)" in repaired
-    if damage == "a checkpoint truncated":
+        assert named(snapshot_id, taken_at(taken, snapshot_id), report + repaired), snapshot_id
+    if damage in NONE_LOST:
         assert not lost  # rebuilt from the JSON log: every snapshot back
-    if damage == "the newest manifest commit garbage":
+    if damage in ONE_LOST:
         assert len(lost) == 1
+    if damage == "a merged data file lost":
+        # The first day and the snapshot built on it are lost; the later ones, c2
+        # included, read as taken, and no credit is counted under no project.
+        assert len(lost) == 4 and len(now) == 6
+        spend = credit_spend(SnapshotStore(root), freq="1D")
+        assert spend["project_id"].notna().all() and set(spend["project_id"]) == {"p1"}
+    # A new snapshot after the repair commits and reads as usual.
+    service.update("c1", credits=99)
+    store = SnapshotStore(root, auto_compact=False)
+    store.take(service, at=hours(100))
+    assert store.latest("chapters").set_index("chapter_id").loc["c1", "credits_spent"] == 99
+
+
+def test_a_damaged_newest_commit_is_refused_at_read_not_read_with_old_values(
+    tmp_path, service, monkeypatch
+):
+    root = tmp_path / "store"
+    ten_snapshots(root, service, monkeypatch)
+    newest_commit(root, "chapters").unlink()
+    store = SnapshotStore(root)
+    with pytest.raises(DamagedStore, match=r"toolkit store check --store .* --repair") as caught:
+        store.latest("chapters")
+    newest = store.snapshots()["snapshot_id"].iloc[-1]
+    assert newest in str(caught.value) and "missing" in str(caught.value)
+
+
+def test_a_delete_by_another_engine_is_refused_at_read(tmp_path, service, monkeypatch):
+    root = tmp_path / "store"
+    ten_snapshots(root, service, monkeypatch)
+    foreign_delete(root, "chapters")
+    with pytest.raises(DamagedStore, match=r"\(DELETE\) was not made by the toolkit"):
+        SnapshotStore(root).history("chapters")
 
 
 def test_a_healthy_store_after_its_daily_merge_checks_clean(tmp_path, service, capsys):

@@ -18,6 +18,13 @@ Each finding is said once, with the snapshots it touches (from when to when) and
   reads exactly as taken. Restore the file (or undo the commit) from a backup instead
   to keep them.
 
+- **missing**, **commit**, **unbased** (a snapshot's commits disagree with its
+  manifest row, see `ledger`): repair removes it and the ones built on it; and
+  **uncommitted** (a snapshot's rows without a manifest row): repair records it lost.
+
+Repair records what it settled in its manifest commit's metadata, so it is not
+reported again. Each damage is one finding.
+
 Not damage: files no version lists any more (merged away, waiting for the daily vacuum)
 and files of a write that stopped (vacuum removes them after the retention). They are
 counted in a note, never moved. Repair moves what it sets aside to
@@ -40,22 +47,23 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from toolkit.errors import StoreError
 from toolkit.frames import schema
+from toolkit.store.ledger import OPERATION_KEY, SETTLED_KEY, Ledger, Problem
 from toolkit.store.log import MANIFEST_STORED
 from toolkit.store.maintenance import layout
-from toolkit.store.tables import SNAPSHOT_AT_KEY, first_line
+from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
 
 QUARANTINE = "_quarantine"
 QUARANTINE_DAYS = 7
-# The commits of the toolkit's own maintenance that carry no metadata of ours.
-MAINTENANCE = {"VACUUM START", "VACUUM END", "FSCK", "CREATE TABLE"}
-OPERATION_KEY = "toolkit.operation"
-# On a repair's manifest commit: the foreign commits it dealt with ("table:version").
-SETTLED_KEY = "toolkit.settled"
 Span = tuple[datetime, datetime]
+# What repair does about a snapshot whose commits do not match what it recorded.
+REMOVES = (
+    "removes {them}, and the ones after up to the next full snapshot (built on {its} rows), "
+    "from the manifest"
+)
 
 
 @dataclass
@@ -74,7 +82,8 @@ class Finding:
     done: str | None = None
 
     def __str__(self) -> str:
-        touched = f"; {_snapshots(self.lost)} read wrong" if self.lost and not self.done else ""
+        wrong = "not read" if self.kind == "uncommitted" else "read wrong"
+        touched = f"; {_snapshots(self.lost)} {wrong}" if self.lost and not self.done else ""
         then = f"repaired: {self.done}" if self.done else f"--repair {self.repair}"
         return f"{self.kind}: {self.path} ({self.table}): {self.what}{touched}. {then}"
 
@@ -111,7 +120,8 @@ def check_report(
         folder = os.path.join(root, name)
         if os.path.isdir(os.path.join(folder, "_delta_log")):
             findings.extend(_check_table(folder, name, repair, quarantine, grace, notes))
-    _name_lost(root, findings, repair)
+    uncommitted = _check_ledger(root, findings)
+    _name_lost(root, findings, uncommitted, repair)
     if repair:
         notes.extend(_empty_old_quarantine(root))
     return Report(findings, notes)
@@ -146,7 +156,6 @@ def _check_table(
         return findings
     data = _check_data(table, folder, name)
     findings.extend(data)
-    findings.extend(_foreign_commits(folder, name, _settled(os.path.dirname(folder))))
     if repair and data:
         for finding in data:
             _set_aside(finding, quarantine)
@@ -246,79 +255,125 @@ def _commits(folder: str) -> Iterator[tuple[int, list[dict[str, Any]]]]:
             yield int(n[:20]), actions
 
 
-def _settled(root: str) -> set[str]:
-    """The foreign commits an earlier repair dealt with."""
-    found: set[str] = set()
-    manifest = os.path.join(root, "manifest")
-    if os.path.isdir(os.path.join(manifest, "_delta_log")):
-        for _, actions in _commits(manifest):
-            for action in actions:
-                settled = action.get("commitInfo", {}).get(SETTLED_KEY)
-                found.update(json.loads(str(settled)) if settled else [])
-    return found
+def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
+    """Where the manifest and the tables' logs disagree (`ledger`): missing, changed and
+    foreign commits, snapshots built on one without a manifest row. Tables with a
+    damaged log or checkpoint are left out (that finding says it). Returns the
+    snapshots with table commits but no manifest row, one finding each, apart."""
+    damaged = {f.table for f in findings if f.kind in ("checkpoint", "log")}
+    names = [n for n in schema.SNAPSHOT_TABLES if n not in damaged]
+    tables = Tables(root)
+    tables.begin()
+    try:
+        manifest = _readable_manifest(os.path.join(root, "manifest"))
+        problems = Ledger(tables).verify(manifest, names)
+    except StoreError:
+        return []
+    at = [_utc(t) for t in manifest.column("snapshot_at").to_pylist()]
+    times = dict(zip(manifest.column("snapshot_id").to_pylist(), at, strict=True))
+    uncommitted: dict[str, Finding] = {}
+    for problem in problems:
+        log = os.path.join(root, problem.table, "_delta_log")
+        if problem.version is not None:
+            log = os.path.join(log, f"{problem.version:020}.json")
+        path = log
+        if problem.kind == "uncommitted":
+            _add_uncommitted(uncommitted, problem, path)
+        elif problem.kind == "foreign":
+            assert problem.version is not None
+            findings.append(_foreign(root, problem, path))
+        else:
+            spans = [(times[i], times[i]) for i in problem.snapshot_ids if i in times]
+            them = "it" if len(spans) == 1 else "them"
+            findings.append(
+                Finding(problem.kind, problem.table, path, problem.what,
+                        REMOVES.format(them=them, its="its" if them == "it" else "their")
+                        + " (restore the table's log from a backup first to keep "
+                        f"{them})", repairable=True, spans=spans)
+            )  # fmt: skip
+    return list(uncommitted.values())
 
 
-def _foreign_commits(folder: str, name: str, settled: set[str]) -> list[Finding]:
-    """Commits no toolkit made: a write that changed rows without the manifest knowing."""
+def _add_uncommitted(found: dict[str, Finding], problem: Problem, path: str) -> None:
+    """One finding per snapshot without a manifest row, naming every table holding it."""
+    (snapshot_id,) = problem.snapshot_ids
+    finding = found.get(snapshot_id)
+    if finding is not None:
+        finding.table += f", {problem.table}"
+        return
+    at = _commit_time(path)
+    when = f" taken {_time(at)}" if at else ""
+    found[snapshot_id] = Finding(
+        "uncommitted", problem.table, path,
+        f"snapshot {snapshot_id}{when} has rows in the tables but no manifest row: a take "
+        "stopped before committing it, or the manifest's commit of it was lost; it is not "
+        "read", "records it as lost (take a snapshot again to have that time)",
+        repairable=True, lost=[(snapshot_id, at or datetime.min.replace(tzinfo=UTC))],
+    )  # fmt: skip
+
+
+def _commit_time(path: str) -> datetime | None:
+    with contextlib.suppress(OSError, ValueError), open(path, encoding="utf-8") as handle:
+        at = json.loads(handle.readline()).get("commitInfo", {}).get(SNAPSHOT_AT_KEY)
+        return _parse(str(at)) if at else None
+    return None
+
+
+def _foreign(root: str, problem: Problem, path: str) -> Finding:
+    """A foreign commit, with the times of the rows it removed or added."""
+    assert problem.version is not None
+    version, name = problem.version, problem.table
     column = layout()[name].time
     spans: dict[str, Span] = {}
-    findings = []
-    for version, actions in _commits(folder):
-        info: dict[str, Any] = {}
+    touched: list[Span] = []
+    for number, actions in _commits(os.path.join(root, name)):
         for action in actions:
-            if "commitInfo" in action:
-                info = action["commitInfo"]
-            elif "add" in action:
-                add = action["add"]
+            add = action.get("add")
+            if add:
                 stats = json.loads(add.get("stats") or "{}")
                 low = stats.get("minValues", {}).get(column)
                 high = stats.get("maxValues", {}).get(column)
                 if low and high:
                     spans[add["path"]] = (_parse(low), _parse(high))
-        ours = SNAPSHOT_AT_KEY in info or OPERATION_KEY in info or version == 0
-        if ours or info.get("operation") in MAINTENANCE or f"{name}:{version}" in settled:
-            continue
-        removed = [a["remove"]["path"] for a in actions if "remove" in a]
-        touched = [spans[p] for p in removed if p in spans]
-        touched += [spans[a["add"]["path"]] for a in actions if "add" in a
-                    and a["add"]["path"] in spans]  # fmt: skip
-        if not touched:
-            continue
-        low, high = min(s[0] for s in touched), max(s[1] for s in touched)
-        operation = info.get("operation", "a write")
-        findings.append(
-            Finding("foreign", name, os.path.join(folder, "_delta_log", f"{version:020}.json"),
-                    f"commit {version} ({operation}) was not made by the toolkit and changed "
-                    f"rows from {_time(low)} to {_time(high)}", "removes the snapshots that "
-                    "read those rows from the manifest (to keep them, restore the table to "
-                    f"version {version - 1} first: `DeltaTable(...).restore({version - 1})`)",
-                    repairable=True, spans=[(low, high)])
-        )  # fmt: skip
-    return findings
+            if number == version:
+                path_of = (action.get("remove") or action.get("add") or {}).get("path")
+                if path_of in spans:
+                    touched.append(spans[path_of])
+    if not touched:  # its files' statistics were cleaned from the log: say all of it
+        touched = [(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))]
+    low, high = min(s[0] for s in touched), max(s[1] for s in touched)
+    return Finding(
+        "foreign", name, path,
+        f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
+        "removes the snapshots that read those rows from the manifest (to keep them, "
+        f"restore the table to version {version - 1} first: "
+        f"`DeltaTable(...).restore({version - 1})`)",
+        repairable=True, spans=[(low, high)],
+    )  # fmt: skip
 
 
-def _name_lost(root: str, findings: list[Finding], repair: bool) -> None:
+def _name_lost(
+    root: str, findings: list[Finding], uncommitted: list[Finding], repair: bool
+) -> None:
     """Name the snapshots each finding makes read wrong: those with rows in its spans and
     the ones after them up to the next full snapshot; with `repair`, remove them from
-    the manifest (one commit)."""
-    if not any(f.spans for f in findings):
-        return
+    the manifest and record what was settled (one commit). A snapshot without a manifest
+    row whose time a lost manifest file or commit covers is that finding's, not its own."""
     manifest = _readable_manifest(os.path.join(root, "manifest"))
     ids = manifest.column("snapshot_id").to_pylist()
     times = [_utc(t) for t in manifest.column("snapshot_at").to_pylist()]
     full = pc.fill_null(manifest.column("full"), False).to_pylist()
     every: set[str] = set()
     for finding in findings:
+        if not finding.spans:
+            continue
         hit: list[tuple[str, datetime]] = []
         for low, high in finding.spans:
-            # A manifest file's own rows are what was lost (they are not read any more);
-            # elsewhere the snapshots with rows in the span. Then the ones after, built
-            # on those rows, up to the next full snapshot.
-            inside = (
-                []
-                if finding.table == "manifest"
-                else [i for i, t in enumerate(times) if low <= t <= high]
-            )
+            # A manifest file's or commit's own rows are what was lost (they are not read
+            # any more); elsewhere the snapshots with rows in the span. Then the ones
+            # after, built on those rows, up to the next full snapshot.
+            own = finding.table == "manifest" and finding.kind in ("lost", "log")
+            inside = [] if own else [i for i, t in enumerate(times) if low <= t <= high]
             later = [i for i, t in enumerate(times) if t > high]
             for i in later:
                 if full[i]:
@@ -327,23 +382,45 @@ def _name_lost(root: str, findings: list[Finding], repair: bool) -> None:
             hit.extend((ids[i], times[i]) for i in inside)
         finding.lost = sorted(set(hit), key=lambda x: x[0])
         every.update(i for i, _ in finding.lost)
-    if repair and every:
-        table = DeltaTable(os.path.join(root, "manifest"))
-        listed = ", ".join("'" + i.replace("'", "''") + "'" for i in sorted(every))
-        foreign = [
+    for orphan in uncommitted:
+        at = orphan.lost[0][1]
+        owner = next((f for f in findings if f.table == "manifest" and f.kind in ("lost", "log")
+                      and any(lo <= at <= hi for lo, hi in f.spans)), None)  # fmt: skip
+        if owner is not None:
+            owner.lost = sorted({*owner.lost, *orphan.lost}, key=lambda x: x[0])
+        else:
+            findings.append(orphan)
+    if repair:
+        settled = [f"snapshot:{i}" for f in findings if f.repairable for i, _ in f.lost]
+        settled += [
             f"{f.table}:{int(os.path.basename(f.path)[:20])}"
             for f in findings
             if f.kind == "foreign"
         ]
-        metadata = {OPERATION_KEY: "repair", SETTLED_KEY: json.dumps(foreign)}
-        table.delete(
-            f"snapshot_id IN ({listed})",
-            commit_properties=CommitProperties(custom_metadata=metadata),
-        )
+        if settled:
+            _settle(root, every, settled)
     for finding in findings:
         if repair and finding.repairable:
-            gone = f"{_snapshots(finding.lost)} removed from the manifest" if finding.lost else ""
-            finding.done = ", ".join(x for x in (finding.done, gone) if x) or finding.done
+            removed = every & {i for i, _ in finding.lost}
+            gone = f"{_snapshots(finding.lost)} " + (
+                "removed from the manifest" if removed else "recorded as lost"
+            )
+            finding.done = ", ".join(x for x in (finding.done, gone if finding.lost else "") if x)
+            finding.done = finding.done or "recorded"
+
+
+def _settle(root: str, remove: set[str], settled: list[str]) -> None:
+    """One manifest commit removing snapshots `remove` and recording `settled` (what
+    this repair dealt with, so that readers and later checks pass it)."""
+    table = DeltaTable(os.path.join(root, "manifest"))
+    metadata = {OPERATION_KEY: "repair", SETTLED_KEY: json.dumps(sorted(set(settled)))}
+    properties = CommitProperties(custom_metadata=metadata)
+    if remove:
+        listed = ", ".join("'" + i.replace("'", "''") + "'" for i in sorted(remove))
+        table.delete(f"snapshot_id IN ({listed})", commit_properties=properties)
+    else:  # nothing to remove: an empty commit carries the record
+        write_deltalake(table, MANIFEST_STORED.empty_table(), mode="append",
+                        commit_properties=properties)  # fmt: skip
 
 
 def _readable_manifest(folder: str) -> pa.Table:

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.frames import schema
+from toolkit.store.ledger import COMMITS_TYPE
 
 DELETED = "_deleted"
 CHANGED = "_changed"
@@ -74,6 +75,8 @@ MANIFEST_STORED = pa.schema(
         pa.field("base_id", schema.TEXT),
         pa.field("full", schema.FLAG),
         pa.field("keeps_previous", schema.FLAG),
+        # Per table, the version of the snapshot's commit and what it added (`ledger`).
+        pa.field("commits", COMMITS_TYPE),
     ]
 )
 

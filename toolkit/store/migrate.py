@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from toolkit.errors import StoreError
 from toolkit.frames import schema
+from toolkit.store.ledger import COMMITS, COMMITS_TYPE
 from toolkit.store.log import MANIFEST_STORED, stored_schema
 from toolkit.store.maintenance import in_layout_order, layout, spans
 from toolkit.store.tables import Tables
@@ -109,6 +110,10 @@ def migrate(old: str, new: str) -> dict[str, int]:
     tables = Tables(new)
     manifest = _read(old, "manifest", MANIFEST_STORED)
     manifest = _first_per_key(manifest, ["snapshot_id"])
+    # The rows are copied into new commits: what the snapshots committed in the old
+    # store says nothing of them (`ledger`).
+    at = manifest.schema.get_field_index(COMMITS)
+    manifest = manifest.set_column(at, COMMITS, pa.nulls(manifest.num_rows, COMMITS_TYPE))
     committed = manifest.column("snapshot_id")
     copied: dict[str, int] = {}
     for name in schema.SNAPSHOT_TABLES:
@@ -140,5 +145,5 @@ def _first_per_key(rows: pa.Table, keys: list[str]) -> pa.Table:
 
 def _append_by_week(tables: Tables, name: str, rows: pa.Table) -> int:
     for _, _, week in spans(rows, layout()[name].time, monthly=False):
-        tables.append(name, in_layout_order(week, name))
+        tables.append(name, in_layout_order(week, name), metadata={"toolkit.operation": "migrate"})
     return int(rows.num_rows)

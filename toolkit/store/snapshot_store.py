@@ -59,6 +59,7 @@ from toolkit.frames import Details, Workspace, pull, schema
 from toolkit.frames.pull import project_id_list
 from toolkit.store import events as _store_events
 from toolkit.store.ids import new_id
+from toolkit.store.ledger import COMMITS, Ledger, witness_of
 from toolkit.store.log import (
     FULL_EVERY,
     MANIFEST_STORED,
@@ -182,6 +183,8 @@ class SnapshotStore:
         self._last: tuple[str, dict[str, pa.Table]] | None = None
         self._worked_out: dict[tuple[str, str, str | None], pa.Table] = {}
         self._wrote = False  # this object's last write finished
+        self._ledger = Ledger(self._tables)
+        self._verified: set[tuple[object, ...]] = set()  # (tables, their versions)
         self._upgrading = threading.Lock()
 
     def __repr__(self) -> str:
@@ -272,16 +275,21 @@ class SnapshotStore:
             for name, change in changes.items()
             if change.num_rows and name not in held
         }
+
         # The tables are independent until the manifest row: commit them side by side
         # (delta-rs works outside the interpreter lock), which halves a write's time.
-        with ThreadPoolExecutor(max_workers=len(pending) or 1) as pool:
-            done = [
-                pool.submit(self._tables.append, name, rows, metadata=metadata,
-                            transaction=transaction)
-                for name, rows in pending.items()
-            ]  # fmt: skip
-        for future in done:
-            future.result()
+        def commit(name: str) -> dict[str, Any]:
+            if name in pending:
+                version = self._tables.append(
+                    name, pending[name], metadata=metadata, transaction=transaction
+                )
+            else:  # held since the stopped write: its newest commit
+                version = self._tables.last_commit(name)["version"]
+            return witness_of(self._tables, name, version, snapshot_id, changes[name].num_rows)
+
+        written = [*pending, *held]
+        with ThreadPoolExecutor(max_workers=len(written) or 1) as pool:
+            commits = dict(zip(written, pool.map(commit, written), strict=True))
 
         info = SnapshotInfo(
             snapshot_id=snapshot_id,
@@ -293,7 +301,13 @@ class SnapshotStore:
             workspace=label,
         )
         keeps_previous = PREVIOUS in stored_schema("chapters").names
-        row = {**info.__dict__, "base_id": base, "full": full, "keeps_previous": keeps_previous}
+        row = {
+            **info.__dict__,
+            "base_id": base,
+            "full": full,
+            "keeps_previous": keeps_previous,
+            COMMITS: {name: commits.get(name) for name in schema.SNAPSHOT_TABLES},
+        }
         self._tables.append(
             "manifest",
             schema.from_rows([row], MANIFEST_STORED),
@@ -601,6 +615,7 @@ class SnapshotStore:
         """Run `work` on the tables' change logs, each at its newest version."""
         con = connect()
         try:
+            self._verify(manifest, tables)
             con.register("manifest", manifest)
             logs = {}
             for name in tables:
@@ -613,6 +628,30 @@ class SnapshotStore:
             raise self._damaged(error) from error
         finally:
             con.close()
+
+    def _verify(self, manifest: pa.Table, tables: list[str]) -> None:
+        """Refuse to read tables whose logs do not hold what the snapshots committed
+        (`ledger`): a commit missing, changed or made by another engine. Checked once per
+        version of the tables; reads no data file."""
+        names = [*tables, "manifest"]
+        found = [self._tables.get(name) for name in names]
+        key = (*names, *(t.version() if t is not None else None for t in found))
+        if key in self._verified:
+            return
+        problems = [p for p in self._ledger.verify(manifest, tables) if p.kind != "uncommitted"]
+        if problems:
+            times = dict(zip(manifest.column("snapshot_id").to_pylist(),
+                             manifest.column("snapshot_at").to_pylist(), strict=True))  # fmt: skip
+            named = "; ".join(
+                p.what + _affected([(i, times[i]) for i in p.snapshot_ids if i in times])
+                for p in problems
+            )
+            raise DamagedStore(
+                f"the store {self.root!r} would read wrong: {named}. Run `toolkit store check "
+                f"--store {self.root} --repair` to name every snapshot it touches and remove "
+                "them, so that the others read as taken"
+            )
+        self._verified.add(key)
 
     def _damaged(self, error: Exception) -> StoreError:
         """What a failed read says: the damaged files, found by the check, and what to do."""
@@ -629,6 +668,16 @@ class SnapshotStore:
             f"--store {self.root}` to see which snapshots it touches and what `--repair` "
             "does about each"
         )
+
+
+def _affected(snapshots: list[tuple[str, datetime]]) -> str:
+    """Which snapshots read wrong, said in a few words."""
+    if not snapshots:
+        return ""
+    at = [when.strftime("%Y-%m-%d %H:%M:%S UTC") for _, when in snapshots]
+    if len(snapshots) == 1:
+        return f" (snapshot {snapshots[0][0]} taken {at[0]} reads wrong)"
+    return f" ({len(snapshots)} snapshots taken {at[0]} to {at[-1]} read wrong)"
 
 
 def _project_filter(log: Log, project_ids: Sequence[str] | None) -> str:

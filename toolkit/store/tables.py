@@ -174,9 +174,9 @@ class Tables:
         *,
         metadata: dict[str, str] | None = None,
         transaction: tuple[str, int] | None = None,
-    ) -> None:
+    ) -> int:
         """Append `rows` to table `name` (created on first use) as one commit, recording
-        `transaction` (app id, version) when given."""
+        `transaction` (app id, version) when given; returns the commit's version."""
         properties = CommitProperties(
             custom_metadata=metadata,
             app_transactions=(
@@ -223,7 +223,12 @@ class Tables:
             with self._lock:
                 self._fresh.discard(name)
         if table is None:
-            self.get(name)
+            # Created by this append: delta-rs wrote version 0, or another writer
+            # created the table first and this append landed after.
+            created = self.get(name)
+            assert created is not None
+            return created.version()
+        return table.version()  # delta-rs moved the table to the version it committed
 
     def _listing(self, name: str) -> set[str] | None:
         folder = self.uri(name)

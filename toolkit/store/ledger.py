@@ -1,0 +1,340 @@
+"""What each snapshot committed, per table, and the check that the tables still hold it.
+
+A snapshot's manifest row records in `commits`, for each table it wrote, the Delta
+version of its commit and what that commit added: rows, data files and their bytes (from
+the commit's `add` actions). Every store commit also carries the snapshot's id in its
+commit metadata. So the manifest and the tables witness each other, and a reader checks
+both against the tables' logs, never reading a data file:
+
+- **missing**: a snapshot committed a table's rows as a version the table's log does not
+  reach (the newest commit deleted);
+- **commit**: the commit at a recorded version does not add what the snapshot recorded
+  (truncated, rewritten) or belongs to another snapshot;
+- **foreign**: a commit no toolkit made (another engine's `DELETE`, say);
+- **unbased**: a snapshot built on another that has no manifest row (the manifest's
+  commit of that one was lost);
+- **uncommitted**: a table commit of a snapshot without a manifest row. A take stopped
+  before its manifest row leaves one, and so does a lost manifest commit; it reads as
+  though the snapshot was never taken, so readers pass it and `check` names it.
+
+Only the commits still in the log (log cleanup keeps a retention's worth) are checked;
+each is read once per store object, since a commit never changes. Commits that an
+earlier repair dealt with (`SETTLED_KEY` on the manifest's repair commits: foreign
+commits as `table:version`, snapshots named lost as `snapshot:<id>`) are not findings.
+Snapshots taken before `commits` existed have it null and are checked only for foreign
+and uncommitted commits. On an object store only *missing* is checked (the log's files
+are read directly on a local disk only; see `read_commit`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toolkit.frames import schema
+from toolkit.store.tables import SNAPSHOT_AT_KEY, SNAPSHOT_ID_KEY, Tables
+
+COMMITS = "commits"
+OPERATION_KEY = "toolkit.operation"
+# On a repair's manifest commit: the commits and snapshots it dealt with.
+SETTLED_KEY = "toolkit.settled"
+# Commits delta-rs makes for the toolkit's own maintenance without its metadata.
+MAINTENANCE = {"VACUUM START", "VACUUM END", "FSCK", "CREATE TABLE"}
+WITNESS = pa.struct(
+    [
+        pa.field("version", pa.int64()),
+        pa.field("rows", pa.int64()),
+        pa.field("files", pa.int64()),
+        pa.field("bytes", pa.int64()),
+    ]
+)
+COMMITS_TYPE = pa.struct([pa.field(name, WITNESS) for name in schema.SNAPSHOT_TABLES])
+Kind = Literal["missing", "commit", "foreign", "unbased", "uncommitted"]
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a table's log: its commit info, the snapshot it names, and what its
+    `add` actions added (rows, files, bytes)."""
+
+    version: int
+    info: dict[str, Any]
+    rows: int | None
+    files: int | None
+    bytes: int | None
+    removes: int = 0
+
+    @property
+    def snapshot_id(self) -> str | None:
+        found = self.info.get(SNAPSHOT_ID_KEY)
+        return str(found) if found else None
+
+    def witness(self) -> dict[str, int | None]:
+        """What a manifest row records of this commit."""
+        return {"version": self.version, "rows": self.rows, "files": self.files,
+                "bytes": self.bytes}  # fmt: skip
+
+    def by_toolkit(self) -> bool:
+        """Whether a toolkit made this commit (a snapshot's, or its own maintenance)."""
+        info = self.info
+        return (
+            SNAPSHOT_AT_KEY in info
+            or OPERATION_KEY in info
+            or info.get("operation") in MAINTENANCE
+            or self.version == 0
+        )
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A disagreement between the manifest and a table's log. `snapshot_ids`: the
+    snapshots it makes read wrong (for `uncommitted`, the one not committed)."""
+
+    kind: Kind
+    table: str
+    version: int | None
+    snapshot_ids: tuple[str, ...]
+    what: str
+
+
+# In an `add` action: the file's size, and its row count inside the stats text. Matched
+# rather than parsed: a year's log is read on the first look at a store, and decoding
+# every file's statistics cost most of that.
+_SIZE = re.compile(r'"size":(\d+)')
+_RECORDS = re.compile(r'numRecords\\?":(\d+)')
+
+
+def parse_commit(version: int, text: str) -> Commit:
+    """A commit file's text as a Commit; ValueError when its commit info does not parse."""
+    info: dict[str, Any] = {}
+    rows = files = size = removes = 0
+    for line in text.splitlines():
+        if line.startswith('{"add"'):
+            files += 1
+            found_size, found_rows = _SIZE.search(line), _RECORDS.search(line)
+            size += int(found_size.group(1)) if found_size else 0
+            rows += int(found_rows.group(1)) if found_rows else 0
+        elif line.startswith('{"remove"'):
+            removes += 1
+        elif line.startswith('{"commitInfo"'):
+            info = json.loads(line)["commitInfo"]
+    return Commit(version, info, rows, files, size, removes)
+
+
+def read_commit(tables: Tables, name: str, version: int) -> Commit | None:
+    """Commit `version` of table `name`; None when it is not in the log, or the store is
+    not on a local disk (delta-rs gives no commit's actions, and its `history()` numbers
+    the commits of a table another writer moved on wrongly)."""
+    if not tables.local:
+        return None
+    path = os.path.join(tables.uri(name), "_delta_log", f"{version:020}.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_commit(version, handle.read())
+    except (OSError, ValueError):
+        return None
+
+
+def witness_of(
+    tables: Tables, name: str, version: int, snapshot_id: str, rows: int
+) -> dict[str, Any]:
+    """The record of snapshot `snapshot_id`'s commit of `rows` rows to table `name`,
+    which delta-rs reports as `version`. On an object store: the version and the rows
+    (the commit's files are not read there)."""
+    if not tables.local:
+        return {"version": version, "rows": rows, "files": None, "bytes": None}
+    commit = read_commit(tables, name, version)
+    if commit is not None and commit.snapshot_id == snapshot_id:
+        return commit.witness()
+    # Another writer committed at the same moment: find the commit naming the snapshot.
+    table = tables.get(name)
+    if table is not None:
+        table.update_incremental()
+        for found in range(table.version(), max(table.version() - 100, -1), -1):
+            commit = read_commit(tables, name, found)
+            if commit is not None and commit.snapshot_id == snapshot_id:
+                return commit.witness()
+    raise LookupError(f"no commit of snapshot {snapshot_id} in {tables.uri(name)}")
+
+
+class Ledger:
+    """Each table's retained commits, read once, and the check of a manifest against
+    them."""
+
+    def __init__(self, tables: Tables) -> None:
+        self._tables = tables
+        self._seen: dict[str, dict[int, Commit]] = {}
+        self._lock = threading.Lock()
+
+    def commits(self, name: str) -> dict[int, Commit]:
+        """The commits still in table `name`'s log, by version (a commit that does not
+        parse is left out: delta-rs refuses the table before this is asked)."""
+        table = self._tables.get(name)
+        if table is None or not self._tables.local:
+            return {}  # see `read_commit`
+        newest = table.version()
+        with self._lock:
+            seen = self._seen.setdefault(name, {})
+            known = max(seen, default=-1)
+        if known >= newest:
+            return seen
+        log = os.path.join(self._tables.uri(name), "_delta_log")
+        versions = (
+            range(known + 1, newest + 1)
+            if seen
+            else sorted(int(n[:20]) for n in os.listdir(log) if _is_commit(n))
+        )
+        found = [read_commit(self._tables, name, v) for v in versions if v <= newest]
+        with self._lock:
+            seen.update({c.version: c for c in found if c is not None})
+            return seen
+
+    def settled(self) -> set[str]:
+        """What earlier repairs dealt with: `table:version` and `snapshot:<id>`."""
+        found: set[str] = set()
+        for commit in self.commits("manifest").values():
+            listed = commit.info.get(SETTLED_KEY)
+            if listed:
+                found.update(json.loads(str(listed)))
+        return found
+
+    def verify(self, manifest: pa.Table, names: list[str]) -> list[Problem]:
+        """Where the manifest (its rows in snapshot order) and the logs of tables
+        `names` disagree."""
+        settled = self.settled()
+        problems = _unbased(manifest)
+        for name in names:
+            if self._tables.get(name) is not None:
+                problems += self._verify_table(manifest, name, settled)
+        return problems
+
+    def _verify_table(self, manifest: pa.Table, name: str, settled: set[str]) -> list[Problem]:
+        table = self._tables.get(name)
+        assert table is not None
+        newest = table.version()
+        commits = self.commits(name)
+        ids = manifest.column("snapshot_id").to_pylist()
+        position = {snapshot_id: i for i, snapshot_id in enumerate(ids)}
+        recorded = _recorded(manifest, name)
+        problems: list[Problem] = []
+        beyond = np.flatnonzero(recorded["version"] > newest)
+        if len(beyond):
+            first = int(recorded["version"][beyond].min())
+            problems.append(
+                Problem("missing", name, first, tuple(ids[i] for i in beyond),
+                        f"the log of {name} ends at version {newest}, but {_count(beyond)} "
+                        f"committed rows to it as version {first} or later: those commits "
+                        "are missing")
+            )  # fmt: skip
+        oldest = min(commits, default=newest + 1)
+        # Each recorded version still in the log must be that snapshot's commit, adding
+        # what the snapshot recorded. Compared as arrays: a manifest of a year is long.
+        inside = np.flatnonzero((recorded["version"] >= oldest) & (recorded["version"] <= newest))
+        if len(inside):
+            span = range(oldest, newest + 1)
+            holders = [c.snapshot_id if (c := commits.get(v)) else None for v in span]
+            theirs = {
+                k: np.array([_known(getattr(commits.get(v), k, None)) for v in span])
+                for k in ("rows", "files", "bytes")
+            }
+            at = recorded["version"][inside] - oldest
+            wrong = np.array([holders[a] != ids[i] for a, i in zip(at, inside, strict=True)])
+            for k in theirs:
+                mine, got = recorded[k][inside], theirs[k][at]
+                wrong |= (mine >= 0) & (got >= 0) & (mine != got)
+            for i in inside[wrong]:
+                problems.append(self._mismatch(name, commits, ids[i], recorded, int(i)))
+        for version, commit in sorted(commits.items()):
+            snapshot_id = commit.snapshot_id
+            if snapshot_id is not None:
+                if snapshot_id not in position and f"snapshot:{snapshot_id}" not in settled:
+                    problems.append(
+                        Problem("uncommitted", name, version, (snapshot_id,),
+                                f"commit {version} of {name} holds rows of snapshot "
+                                f"{snapshot_id}, which has no manifest row")
+                    )  # fmt: skip
+            elif not commit.by_toolkit() and f"{name}:{version}" not in settled:
+                if commit.removes == 0 and not commit.rows:
+                    continue  # changed no rows (a property, an optimize of nothing)
+                operation = commit.info.get("operation", "a write")
+                problems.append(
+                    Problem("foreign", name, version, (),
+                            f"commit {version} of {name} ({operation}) was not made by the "
+                            "toolkit: the rows it removed or added were never a snapshot's")
+                )  # fmt: skip
+        return problems
+
+    @staticmethod
+    def _mismatch(
+        name: str,
+        commits: dict[int, Commit],
+        snapshot_id: str,
+        recorded: dict[str, np.ndarray],
+        i: int,
+    ) -> Problem:
+        version = int(recorded["version"][i])
+        commit = commits.get(version)
+        if commit is None or commit.snapshot_id != snapshot_id:
+            holder = commit.snapshot_id if commit is not None else None
+            return Problem(
+                "commit", name, version, (snapshot_id,),
+                f"commit {version} of {name}, where snapshot {snapshot_id} committed its "
+                f"rows, is {'missing' if commit is None else 'not its'}"
+                + (f" (it holds snapshot {holder})" if holder else ""),
+            )  # fmt: skip
+        return Problem(
+            "commit", name, version, (snapshot_id,),
+            f"commit {version} of {name} adds {commit.rows} rows in {commit.files} file(s), "
+            f"but snapshot {snapshot_id} committed {recorded['rows'][i]} rows in "
+            f"{recorded['files'][i]}: the commit was changed or truncated",
+        )  # fmt: skip
+
+
+def _known(value: int | None) -> int:
+    return -1 if value is None else value
+
+
+def _is_commit(name: str) -> bool:
+    return name.endswith(".json") and len(name) == 25 and name[:20].isdigit()
+
+
+def _recorded(manifest: pa.Table, name: str) -> dict[str, np.ndarray]:
+    """The manifest's record of table `name`: version, rows, files, bytes per snapshot
+    (-1 where none was recorded)."""
+    if COMMITS not in manifest.column_names:
+        empty = np.full(manifest.num_rows, -1, dtype="int64")
+        return {k: empty for k in ("version", "rows", "files", "bytes")}
+    witness = pc.struct_field(manifest.column(COMMITS), name)
+    return {
+        k: pc.fill_null(pc.struct_field(witness, k), -1).to_numpy(zero_copy_only=False)
+        for k in ("version", "rows", "files", "bytes")
+    }
+
+
+def _unbased(manifest: pa.Table) -> list[Problem]:
+    """Snapshots stored as a change from a snapshot that has no manifest row."""
+    ids = manifest.column("snapshot_id").to_pylist()
+    known = set(ids)
+    bases = manifest.column("base_id").to_pylist()
+    full = pc.fill_null(manifest.column("full"), False).to_pylist()
+    problems = []
+    for snapshot_id, base, whole in zip(ids, bases, full, strict=True):
+        if base and not whole and base not in known:
+            problems.append(
+                Problem("unbased", "manifest", None, (snapshot_id,),
+                        f"snapshot {snapshot_id} holds its change from snapshot {base}, "
+                        "which has no manifest row (its manifest commit was lost)")
+            )  # fmt: skip
+    return problems
+
+
+def _count(positions: np.ndarray) -> str:
+    return "1 snapshot" if len(positions) == 1 else f"{len(positions)} snapshots"
