@@ -48,6 +48,8 @@ OPERATION_KEY = "toolkit.operation"
 SETTLED_KEY = "toolkit.settled"
 # Commits delta-rs makes for the toolkit's own maintenance without its metadata.
 MAINTENANCE = {"VACUUM START", "VACUUM END", "FSCK", "CREATE TABLE"}
+# Commits kept in memory per table (a week of hourly snapshots and their maintenance).
+KEPT = 2000
 WITNESS = pa.struct(
     [
         pa.field("version", pa.int64()),
@@ -195,6 +197,10 @@ class Ledger:
         found = [read_commit(self._tables, name, v) for v in versions if v <= newest]
         with self._lock:
             seen.update({c.version: c for c in found if c is not None})
+            # A process that lives for months keeps only the newest: older ones were
+            # checked when they were new.
+            for version in [v for v in seen if v <= newest - KEPT]:
+                del seen[version]
             return seen
 
     def settled(self) -> set[str]:
