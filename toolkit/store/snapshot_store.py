@@ -39,6 +39,7 @@ as they were taken (the service's `Date` header counts whole seconds).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -306,7 +307,7 @@ class SnapshotStore:
             "base_id": base,
             "full": full,
             "keeps_previous": keeps_previous,
-            COMMITS: {name: commits.get(name) for name in schema.SNAPSHOT_TABLES},
+            COMMITS: json.dumps({name: commits.get(name) for name in schema.SNAPSHOT_TABLES}),
         }
         self._tables.append(
             "manifest",
