@@ -442,9 +442,10 @@ def _disk_full(exc: BaseException) -> bool:
 
 
 def _store_named(args: argparse.Namespace) -> str:
+    """The store the command works on: `store migrate`'s PATH, else --store or CTS_STORE."""
     from toolkit.config import store_path
 
-    return store_path(getattr(args, "store", None))
+    return getattr(args, "old", None) or store_path(getattr(args, "store", None))
 
 
 def _first_line(exc: BaseException) -> str:

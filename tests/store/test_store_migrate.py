@@ -132,7 +132,8 @@ def test_a_first_layout_store_is_converted_in_place_by_migrate_or_by_the_next_wr
     with monkeypatch.context() as patched:
         patched.setattr(store_migrate, "_append_by_week", stop)
         assert main(["store", "migrate", str(by_command)]) == 2  # a one-line error, exit 2
-    assert "killed" in capsys.readouterr().err
+    stopped = capsys.readouterr().err
+    assert "killed" in stopped and f"the store {by_command} " in stopped  # the PATH given
     with pytest.raises(OldStoreLayout, match=f"toolkit store migrate {by_command}"):
         SnapshotStore(by_command).snapshots()
     assert main(["store", "migrate", str(by_command)]) == 0
