@@ -3,7 +3,8 @@
 Every fixture is function-scoped, so no test depends on another's state or order; the
 emulator's clock is manual, so time passes only through `emulator.advance(seconds)`.
 Every emulator starts at `epoch`, never at the wall-clock time: a test marked
-`@pytest.mark.epochs` runs once at each instant of `EPOCHS` (docs/testing.md).
+`@pytest.mark.epochs` runs once at each instant of `EPOCHS`, or at those it names
+(docs/testing.md).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from page_images import make_page
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if metafunc.definition.get_closest_marker("epochs") and "epoch" in metafunc.fixturenames:
-        metafunc.parametrize("epoch", list(EPOCHS.values()), ids=list(EPOCHS), indirect=True)
+    marker = metafunc.definition.get_closest_marker("epochs")
+    if marker and "epoch" in metafunc.fixturenames:
+        names = list(marker.args) or list(EPOCHS)  # `epochs("before-midnight")`: some
+        metafunc.parametrize("epoch", [EPOCHS[n] for n in names], ids=names, indirect=True)
 
 
 @pytest.fixture

@@ -94,7 +94,6 @@ def test_steady_work_finishes_inside_the_band_and_near_the_median(backlog, emula
     assert close == len(steady)
 
 
-@pytest.mark.epochs
 def test_work_that_needs_action_never_gets_an_eta(backlog):
     store, _, waiting, flagged = backlog
     by_project = analysis.forecast(store, window="18min", freq="3min", stall_after="10min")
@@ -123,7 +122,6 @@ def test_work_that_needs_action_never_gets_an_eta(backlog):
     assert by_language.set_index("language_code").loc["en", "needs_action"] == 4
 
 
-@pytest.mark.epochs
 def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
     store, steady, _, _ = backlog
     times = store.snapshots()["snapshot_at"]

@@ -183,7 +183,7 @@ class Formats:
             self.emulator.advance(60)
 
 
-@pytest.mark.epochs
+@pytest.mark.epochs("morning", "before-midnight")  # the upgrade, then the daily merge
 def test_stores_written_by_earlier_toolkits_read_the_same_figures(
     emulator, workspace, client, tmp_path, monkeypatch, capsys
 ):
