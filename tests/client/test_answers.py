@@ -188,7 +188,10 @@ def play(row: Row) -> tuple[tk.Client, Callable[[tk.Client], Any]]:
 
 
 def row_id(row: Row) -> str:
-    shown = row.body[:20] if row.body is not None else json.dumps(row.value, default=str)[:30]
+    if row.value is DELETE:
+        shown = "(missing)"
+    else:
+        shown = row.body[:20] if row.body is not None else json.dumps(row.value, default=str)[:30]
     return f"{row.route}:{row.path or 'body'}={shown}"
 
 
