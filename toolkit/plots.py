@@ -84,7 +84,9 @@ def _naive(times: pd.Series) -> pd.Series:
 
 def _date_axis(ax: Axes) -> None:
     # matplotlib.dates has no annotations on these constructors.
-    locator = mdates.AutoDateLocator(maxticks=10)  # type: ignore[no-untyped-call]
+    # minticks 3: a span of 4-5 hours (a short history and its forecast) has too few
+    # whole hours for the default 5, and matplotlib then warns and falls back.
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=10)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     ax.set_xlabel("time (UTC)")
