@@ -12,6 +12,7 @@ import pytest
 from epochs import SUITE_START
 from html_page import Page
 
+from toolkit import analysis
 from toolkit.cli import main
 from toolkit.demo import MARKER, plan, prepare_out, run_demo, simulate_day
 from toolkit.errors import ToolkitError
@@ -70,7 +71,7 @@ def test_every_surface_of_the_demo_shows_the_same_figures(tmp_path: Path, capsys
         "end": times.iloc[-1].isoformat(),
         "partial_days": ["2026-11-18"],
     }
-    assert [list(p) for p in figures["projects"]] == [["project_id", "project", *FIGURES]] * 3
+    assert [list(p) for p in figures["projects"]] == [["project_id", "project", *FIGURES]] * 4
     assert list(figures["totals"]) == list(FIGURES)
     assert all(isinstance(v, int) for row in values_by(figures) for v in row)
     expected = {p["project"]: [p[k] for k in FIGURES] for p in figures["projects"]}
@@ -104,6 +105,7 @@ def test_every_surface_of_the_demo_shows_the_same_figures(tmp_path: Path, capsys
     closing = printed.strip().splitlines()[-2]
     total = figures["totals"]
     for phrase in (
+        f"{count(4, 'project')}:",
         f"{count(total['chapters_finished'], 'chapter')} finished",
         f"{count(total['lines'], 'line')} translated",
         f"{count(total['credits'], 'credit')} spent "
@@ -113,6 +115,28 @@ def test_every_surface_of_the_demo_shows_the_same_figures(tmp_path: Path, capsys
         f"needing a person now: {count(total['needs_action'], 'chapter')}.",
     ):
         assert phrase in closing
+
+    # Every feature at work: the steady project's forecast has a finish and a band.
+    forecast = pd.read_csv(out / "forecast.csv").set_index("project")
+    steady = forecast.loc["Seoul Nights"]
+    assert steady["status"] == "on track" and steady["remaining_lines"] > 0
+    as_of, p10, p50, p90 = (
+        pd.Timestamp(steady[c]) for c in ("as_of_utc", "finish_p10", "finish_p50", "finish_p90")
+    )
+    assert as_of < p10 <= p50 < p90
+    # Two models on comparable work: the comparison reaches a verdict on each measure.
+    models = pd.read_csv(out / "model_comparison.csv")
+    compared = models[(models["kind"] == "comic") & (models["process_steps"] == "translate")]
+    assert set(compared["model"]) == {"cts-webtoon-mt-2", "cts-emulator-mt-1"}
+    verdict = compared["verdict"].iloc[0]
+    assert [part.split(":")[0] for part in verdict.split("; ")] == ["price", "speed", "failures"]
+    # Work waiting for a person: a comic chapter to re-scan, held pages never started.
+    waiting = analysis.stuck(store)
+    failed = waiting[waiting["reason"] == "failed"]
+    assert failed["detail"].str.endswith("(re-scan it to retry)").any()
+    assert (waiting["reason"] == "held_pages").any()
+    assert forecast.loc["Moonlit Harbor", "needs_action_reason"].count("waiting for a re-scan")
+    assert "held pages never started" in forecast.loc["Seoul Nights", "needs_action_reason"]
 
 
 def values_by(figures: dict) -> list[list[int]]:
@@ -132,7 +156,8 @@ def test_the_day_has_failures_and_rescans(tmp_path: Path, epoch):
 def test_plan_spreads_uploads_over_the_day():
     schedule = plan(24)
     assert len(schedule[0]) == 3 and set(schedule) == set(range(24))
-    assert {"comic", "second_comic", "novel", "staged"} <= {
+    assert all("other_model" in kinds for kinds in schedule.values())  # a run an hour
+    assert {"comic", "other_model", "novel", "staged"} <= {
         k for ks in schedule.values() for k in ks
     }
     assert set(plan(2.5)) == {0, 1, 2}
@@ -169,4 +194,9 @@ def test_projects_are_created_when_the_workspace_lacks_them(emulator, workspace,
         "novel",
     )
     assert projects.comic.process_steps == "full"
-    assert len(client.list_projects()) == 3
+    # Comparable work on another model, for the model comparison.
+    other, second = projects.other_model, projects.second_comic
+    assert (other.kind, other.process_steps) == (second.kind, second.process_steps)
+    assert other.language_codes == second.language_codes
+    assert other.translation_model != second.translation_model
+    assert len(client.list_projects()) == 4

@@ -3,7 +3,8 @@
 ```
 toolkit demo       [--out data/demo] [--hours 24] [--start ISO]
 toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
-toolkit report     [--store PATH] [--out DIR] [--html | --json] [--days 7] [--workspace NAME ...]
+toolkit report     [--store PATH] [--out DIR] [--html | --json] [--tz ZONE] [--days 7]
+                   [--workspace NAME ...]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
 toolkit webhooks serve [--host] [--port] [--store PATH]
@@ -116,13 +117,23 @@ def _report(args: argparse.Namespace) -> None:
     from toolkit.reporting import report, write_report
 
     if args.html:
-        page = report(store_path(args.store), Path(args.out) / "weekly-report.html", days=args.days)
+        page = report(
+            store_path(args.store),
+            Path(args.out) / "weekly-report.html",
+            days=args.days,
+            tz=args.tz,
+        )
         print(f"Weekly report written to {page}")
         return
     if args.json:
-        path = report(store_path(args.store), args.out, format="json", days=args.days)
+        path = report(store_path(args.store), args.out, format="json", days=args.days, tz=args.tz)
         print(f"Figures written to {path}")
         return
+    if args.tz is not None:
+        raise ToolkitError(
+            "--tz sets the zone of the weekly page's days (--html) and of figures.json "
+            "(--json); the PNG report is in UTC: add --html or --json, or leave --tz out"
+        )
     if not args.workspace:
         write_report(store_path(args.store), out=args.out, days=args.days)
         return
@@ -309,6 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="only the figures, as --out/figures.json"
     )
     report.add_argument("--days", type=int, default=7, help="days the page or figures cover")
+    report.add_argument(
+        "--tz", default=None, metavar="ZONE",
+        help="zone of the page's days and times, e.g. Europe/Paris (default UTC)",
+    )  # fmt: skip
     report.add_argument(
         "--workspace", action="append", metavar="NAME",
         help="report on a workspace of several (repeat it): its store under --store/NAME, "

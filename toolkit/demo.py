@@ -9,12 +9,21 @@ ends by pointing at the weekly page (`weekly-report.html`) of the same figures.
 
 Decisions where DESIGN is silent:
 - The demo uses the seeded workspace's projects (a full-process comic, a second comic,
-  a novel) and tops its credits up, so the day is never cut short by a 402.
+  a novel) and tops its credits up, so the day is never cut short by a 402. It adds one
+  project like the second comic (comic, translated only, English) but on the service's
+  default model, and uploads to both every hour: comparable work on two models, so the
+  model comparison has something to compare.
+- The second comic is the steady project: a chapter goes up every hour, shortly before
+  the hour's snapshot, so each snapshot finds one being read and the forecast has open
+  work and a pace to give its finish time and band from.
 - Fault settings: 20% of runs fail, 10% stall (abandoned after 2 simulated hours),
-  seeded, so every demo tells the same story.
+  seeded, so every demo tells the same story. In the day's last hour the service has a
+  bad spell: one chapter uploaded then fails whatever the draw.
 - The operator re-scans a failed comic chapter at the next hour, at most three times; a
   failed novel chapter cannot be re-scanned, so its text is uploaded again as a new
-  chapter, as the spec advises.
+  chapter, as the spec advises. The last round of the day re-scans nothing: what
+  failed in the last hour waits for a person, and the report shows it (with the seed's
+  held pages, never started).
 - `hours` need not be whole: the last step advances the remainder.
 - `out` gets `snapshots/` (the store), the receiver's SQLite and the report. A folder
   left by an earlier demo (it holds a `.toolkit-demo` marker) is emptied first; any
@@ -44,6 +53,10 @@ MARKER = ".toolkit-demo"
 FAULTS: dict[str, Any] = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
 MAX_RESCANS = 3
 EVENTS = ["chapter.finished", "chapter.failed", "export.ready"]
+# The steady project's chapter goes up this long before the hour's snapshot: the
+# snapshot then finds it reading its pages (a sample chapter's reading takes 9-15 s).
+STEADY_LEAD = 8.0
+OTHER_MODEL_PROJECT = "Seoul Nights: Side Stories"
 
 
 @dataclass
@@ -65,8 +78,9 @@ class Day:
 @dataclass(frozen=True)
 class Projects:
     comic: Project
-    second_comic: Project
+    second_comic: Project  # the steady project
     novel: Project
+    other_model: Project  # like `second_comic`, on another translation model
 
 
 def prepare_out(out: Path) -> None:
@@ -84,14 +98,28 @@ def prepare_out(out: Path) -> None:
 
 def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Projects:
     """The seeded projects the day uses (a full-process comic first), created if missing."""
-    for _ in range(4):
+    for _ in range(5):  # at most the four projects to create, then the answer
         projects = client.list_projects()
         comics = sorted(
             (p for p in projects if p.kind == "comic"), key=lambda p: p.process_steps != "full"
         )
         novels = [p for p in projects if p.kind == "novel"]
         if len(comics) >= 2 and novels:
-            return Projects(comics[0], comics[1], novels[0])
+            second = comics[1]
+            other = next((p for p in comics[2:] if _comparable(p, second)), None)
+            if other is not None:
+                return Projects(comics[0], second, novels[0], other)
+            emulator.create_project(
+                workspace_id,
+                name=OTHER_MODEL_PROJECT,
+                kind="comic",
+                source_language=second.source_language or "ko",
+                reading_direction=second.reading_direction or "ltr",
+                process_steps=second.process_steps or "translate",
+                target_languages=second.language_codes,
+                translation_model=None if second.translation_model else "cts-webtoon-mt-2",
+            )
+            continue
         kind = "comic" if len(comics) < 2 else "novel"
         emulator.create_project(
             workspace_id,
@@ -105,12 +133,22 @@ def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Proj
     raise ToolkitError("the demo could not set up its projects on the emulator")
 
 
+def _comparable(project: Project, other: Project) -> bool:
+    """Same kind of work (what the model comparison's strata hold equal), another model."""
+    return (
+        project.process_steps == other.process_steps
+        and len(project.language_codes) == len(other.language_codes)
+        and project.translation_model != other.translation_model
+    )
+
+
 def plan(hours: float) -> dict[int, list[str]]:
-    """Which uploads happen at which whole hour of the day."""
-    routine = ["comic", "novel", "second_comic", "staged", "comic", "second_comic"]
-    schedule: dict[int, list[str]] = {0: ["comic", "second_comic", "novel"]}
+    """Which uploads happen at the start of which whole hour of the day (the steady
+    project's come later in each hour, `STEADY_LEAD` before its snapshot)."""
+    routine = ["comic", "novel", "staged", "comic", "novel", "comic"]
+    schedule: dict[int, list[str]] = {0: ["comic", "novel", "other_model"]}
     for hour in range(1, math.ceil(hours)):
-        schedule[hour] = [routine[(hour - 1) % len(routine)]]
+        schedule[hour] = [routine[(hour - 1) % len(routine)], "other_model"]
     return schedule
 
 
@@ -125,7 +163,11 @@ def upload(kind: str, hour: int, client: Client, projects: Projects, day: Day) -
         client.add_pages(chapter.id, pages=_sample_pages(day.uploads), hold=True)
         day.held.append((chapter.id, hour + 1))
     else:
-        project = projects.comic if kind == "comic" else projects.second_comic
+        project = {
+            "comic": projects.comic,
+            "second_comic": projects.second_comic,
+            "other_model": projects.other_model,
+        }[kind]
         client.create_chapter(project.id, pages=_sample_pages(day.uploads))
     day.uploads += 1
 
@@ -135,13 +177,18 @@ def _sample_pages(index: int) -> list[Any]:
     return list(samples.comic_chapter(numbers[index % len(numbers)]))
 
 
-def operate(hour: int, client: Client, projects: Projects, day: Day) -> None:
-    """The operator's hourly routine: start held pages, deal with failed chapters."""
+def operate(
+    hour: int, client: Client, projects: Projects, day: Day, *, rescan: bool = True
+) -> None:
+    """The operator's hourly routine: start held pages, deal with failed chapters
+    (`rescan=False`: the day's last round, which leaves them for a person)."""
     for chapter_id, start_at in list(day.held):
         if hour >= start_at:
             client.start_chapter(chapter_id)
             day.held.remove((chapter_id, start_at))
-    for project in (projects.comic, projects.second_comic, projects.novel):
+    if not rescan:
+        return
+    for project in (projects.comic, projects.second_comic, projects.novel, projects.other_model):
         for chapter in client.list_chapters(project.id):
             if not chapter.failed or chapter.processing:
                 continue
@@ -255,15 +302,31 @@ def simulate(
     steps = _steps(hours)
     with tqdm(total=len(steps), desc="Simulated day", unit="h", disable=not progress) as bar:
         for hour, seconds in enumerate(steps):
+            last = hour == len(steps) - 1
             for kind in schedule.get(hour, []):
                 upload(kind, hour, client, projects, day)
-            emulator.advance(seconds)
-            operate(hour + 1, client, projects, day)
+            if last:
+                bad_spell(emulator, client, projects, day)
+            lead = min(STEADY_LEAD, seconds / 2)
+            emulator.advance(seconds - lead)
+            upload("second_comic", hour, client, projects, day)
+            emulator.advance(lead)
+            operate(hour + 1, client, projects, day, rescan=not last)
             store.take(client, at=emulator.now())
             day.snapshots += 1
             bar.set_postfix(uploads=day.uploads, rescans=day.rescans, refresh=False)
             bar.update(1)
     return day
+
+
+def bad_spell(emulator: Emulator, client: Client, projects: Projects, day: Day) -> None:
+    """One chapter uploaded while every run fails: it waits for a re-scan at the end."""
+    emulator.set_faults(**{**FAULTS, "failure_rate": 1.0, "stall_rate": 0.0})
+    try:
+        client.create_chapter(projects.comic.id, pages=_sample_pages(day.uploads))
+        day.uploads += 1
+    finally:
+        emulator.set_faults(**FAULTS)
 
 
 def _steps(hours: float) -> list[float]:

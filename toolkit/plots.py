@@ -55,11 +55,16 @@ _GROUP_LABELS = {
 # Project colours, in turn (red stays for failures, grey for "other").
 PALETTE = ("#4f8fc0", "#e39b3b", "#6aa84f", "#9b6fc3", "#3bb2b0", "#d46a9f", "#c9a227",
            "#5b6bd0", "#8c6d4f", "#7fbf7f")  # fmt: skip
-STATUS_COLORS = {
+# One colour per chapter state (`toolkit.frames.STATES`), in the order the bars stack.
+STATE_COLORS = {
+    "staged": "#c7c7c7",
+    "reading": "#f6d28b",
     "translating": "#f2b134",
+    "finishing": "#c98a1b",
+    "failed": "#d0454c",
+    "stalled": "#8f2a30",
     "needs_review": "#4f8fc0",
     "reviewed": "#3a9a5b",
-    "failed": "#d0454c",
 }
 
 
@@ -79,7 +84,9 @@ def _naive(times: pd.Series) -> pd.Series:
 
 def _date_axis(ax: Axes) -> None:
     # matplotlib.dates has no annotations on these constructors.
-    locator = mdates.AutoDateLocator(maxticks=10)  # type: ignore[no-untyped-call]
+    # minticks 3: a span of 4-5 hours (a short history and its forecast) has too few
+    # whole hours for the default 5, and matplotlib then warns and falls back.
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=10)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     ax.set_xlabel("time (UTC)")
@@ -291,24 +298,20 @@ def credit_spend(
 
 
 def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -> Axes:
-    """Chapters per status and project at the latest snapshot; failed chapters apart.
+    """Chapters per state (`state`: staged, reading, translating, ..., failed, stalled,
+    needs review, reviewed) and project at the latest snapshot.
 
-    source: a store, or a chapters frame (`project_id, status, failed`), such as
+    source: a store, or a chapters frame (`project_id, state`), such as
     `store.latest("chapters")` or `tk.chapters_frame(client)`.
     """
     ax = _axes(ax)
     chapters = (
         source if isinstance(source, pd.DataFrame) else observe(source).store.latest("chapters")
     )
-    state = (
-        chapters["status"]
-        .astype(object)
-        .where(~chapters["failed"].fillna(False).astype(bool), "failed")
-    )
     frame = pd.DataFrame(
         {
             "project": _project_names(source, chapters["project_id"]),
-            "state": state.fillna("translating"),
+            "state": chapters["state"].astype(object),
             "n": 1,
         }
     )
@@ -316,7 +319,7 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
     counts = frame.pivot_table(index="project", columns="state", values="n", aggfunc="sum").fillna(
         0
     )
-    counts = counts.reindex(columns=[s for s in STATUS_COLORS if s in counts.columns])
+    counts = counts.reindex(columns=[s for s in STATE_COLORS if s in counts.columns])
     order = counts.sum(axis=1).sort_values().index.tolist()
     if OTHER in order:
         order.remove(OTHER)
@@ -329,7 +332,7 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
             counts.index.astype(str),
             values,
             left=left,
-            color=STATUS_COLORS[state_name],
+            color=STATE_COLORS[state_name],
             label=state_name.replace("_", " "),
         )
         left += values
@@ -339,8 +342,8 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
     when = ""
     if "snapshot_at" in chapters.columns and len(chapters):
         when = f" at {chapters['snapshot_at'].max():%Y-%m-%d %H:%M} UTC"
-    ax.set_title(f"Chapter status by project{when}")
-    _legend(ax, "status")
+    ax.set_title(f"Chapters by state and project{when}")
+    _legend(ax, "state")
     return ax
 
 

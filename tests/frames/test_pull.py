@@ -90,7 +90,8 @@ def test_project_ids_limit_the_requests_to_those_projects(service):
     service.calls.clear()
     chapters = tk.chapters_frame(service, project_ids=["p2"])
     assert chapters["chapter_id"].tolist() == ["c3"]
-    assert service.calls == [("list_chapters", "p2")]
+    # c3 is running: its detail is read too, for its `state` (reading, translating, ...).
+    assert service.calls == [("list_chapters", "p2"), ("get_chapter", "c3")]
     with pytest.raises(TypeError, match=r"pass \['p2'\]"):
         tk.chapters_frame(service, project_ids="p2")
 

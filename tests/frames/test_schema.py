@@ -18,7 +18,7 @@ CONTRACT = {
     "chapters": [
         "chapter_id", "project_id", "position", "title", "summary", "page_count", "started",
         "processing", "failed", "failure_reason", "status", "credits_spent", "last_activity_at",
-        "created_at",
+        "created_at", "state",
     ],
     "languages": [
         "chapter_id", "project_id", "language_code", "status", "covered", "untranslated",

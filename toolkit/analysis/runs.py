@@ -22,7 +22,6 @@ and outcome:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, cast
 
@@ -49,13 +48,13 @@ from toolkit.analysis.transitions import (
     texts,
     unconsolidated,
 )
+from toolkit.frames import says_stalled
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 TEXT = pd.StringDtype()
 TIME: Final = "datetime64[us, UTC]"
-STALL = re.compile(r"\bstall", re.IGNORECASE)
 FAR = np.iinfo("int64").max
 # The words of the coded columns, by code (-1: null): a year has some 200,000 runs, and
 # codes are what numpy handles fast; the texts are made once, for the result.
@@ -447,7 +446,7 @@ def stalls(reasons: np.ndarray) -> np.ndarray:
     """Whether each failure reason (None for none) says the run stalled: the distinct
     reasons are few, so each is matched once."""
     codes, distinct = pd.factorize(pd.Series(reasons, dtype=object), use_na_sentinel=True)
-    matched = np.array([bool(STALL.search(str(r))) for r in distinct] + [False], bool)
+    matched = np.array([says_stalled(str(r)) for r in distinct] + [False], bool)
     return np.asarray(matched[codes], bool)
 
 

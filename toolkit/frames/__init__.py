@@ -1,7 +1,7 @@
 """The service's resources as pandas DataFrames, shaped by one Arrow schema per table.
 
-The parts: `schema` (the column contract), `fetcher` (concurrent GETs over one client)
-and `pull` (the frames and `pull`).
+The parts: `schema` (the column contract), `fetcher` (concurrent GETs over one client),
+`pull` (the frames and `pull`) and `states` (a chapter's derived `state`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ from toolkit.frames.pull import (
     projects_frame,
     pull,
 )
+from toolkit.frames.states import STATES, chapter_states, says_stalled
 
 __all__ = [
+    "STATES",
     "Details",
     "UnknownStatus",
     "Workspace",
     "chapter_rows",
+    "chapter_states",
     "chapters_frame",
     "export_rows",
     "exports_frame",
@@ -34,4 +37,5 @@ __all__ = [
     "project_rows",
     "projects_frame",
     "pull",
+    "says_stalled",
 ]

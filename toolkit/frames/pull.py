@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from toolkit.frames import schema
 from toolkit.frames.fetcher import DEFAULT_DEADLINE, Fetcher
+from toolkit.frames.states import chapter_states
 from toolkit.models import STATUS_ORDER
 
 if TYPE_CHECKING:
@@ -124,8 +125,12 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
     return schema.from_rows(rows, schema.PROJECTS)
 
 
-def chapter_rows(items: Iterable[ChapterListItem]) -> pa.Table:
-    """Chapter list items as an Arrow table of `schema.CHAPTERS`."""
+def chapter_rows(
+    items: Iterable[ChapterListItem], details: Mapping[str, ChapterDetail] | None = None
+) -> pa.Table:
+    """Chapter list items as an Arrow table of `schema.CHAPTERS`; `state` is read from
+    `details` (chapter id -> detail) too where a chapter has one (`states`)."""
+    items = list(items)
     rows = [
         {
             "chapter_id": c.id,
@@ -142,8 +147,9 @@ def chapter_rows(items: Iterable[ChapterListItem]) -> pa.Table:
             "credits_spent": _whole(c.credits_spent, f"creditsSpent of chapter {c.id}"),
             "last_activity_at": c.last_activity_at,
             "created_at": c.created_at,
+            "state": state,
         }
-        for c in items
+        for c, state in zip(items, chapter_states(items, details), strict=True)
     ]
     return schema.from_rows(rows, schema.CHAPTERS)
 
@@ -216,10 +222,15 @@ def projects_frame(client: Client) -> pd.DataFrame:
 def chapters_frame(
     client: Client, project_ids: Sequence[str] | None = None, *, concurrency: int | None = None
 ) -> pd.DataFrame:
-    """One row per chapter of the given projects, or of every project (`schema.CHAPTERS`)."""
+    """One row per chapter of the given projects, or of every project (`schema.CHAPTERS`).
+
+    The details of the chapters that are running are read too (one request each): only
+    they tell reading pages and cleaning apart from translating in `state`.
+    """
     with Fetcher(client, concurrency=concurrency) as fetcher:
         items = _chapter_items(fetcher, project_ids)
-    chapters = chapter_rows(items)
+        found = fetcher.details([c.id for c in items if c.processing])
+    chapters = chapter_rows(items, found)
     warn_of_unknown_statuses(chapters)
     return schema.to_pandas(chapters, schema.CHAPTERS)
 
@@ -301,7 +312,7 @@ def pull(
         if details == "changed" and since is not None:
             wanted, carried = _changed(items, since)
         found = fetcher.details(wanted)
-    chapters, languages = chapter_rows(items), language_rows(items, found, carried)
+    chapters, languages = chapter_rows(items, found), language_rows(items, found, carried)
     warn_of_unknown_statuses(chapters, languages)  # once per pull, so once per snapshot
     return Workspace(
         projects=schema.to_pandas(project_rows(projects), schema.PROJECTS),

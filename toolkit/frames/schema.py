@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from toolkit.frames.states import fill_states
 from toolkit.models import STATUS_ORDER
 
 TEXT = pa.string()
@@ -37,6 +38,12 @@ _DTYPE_TAG = b"toolkit.dtype"
 
 def _status(name: str = "status") -> pa.Field:
     return pa.field(name, TEXT, metadata={_DTYPE_TAG: b"status"})
+
+
+# A column the toolkit works out from the others (`states`): stored when written, and
+# worked out on read where a row lacks it (a store written before the column existed).
+_DERIVED_TAG = b"toolkit.derived"
+STATE = pa.field("state", TEXT, metadata={_DERIVED_TAG: b"state"})
 
 
 PROJECTS = pa.schema(
@@ -71,6 +78,7 @@ CHAPTERS = pa.schema(
         ("credits_spent", COUNT),
         ("last_activity_at", TIME),
         ("created_at", TIME),
+        STATE,
     ]
 )
 
@@ -184,7 +192,8 @@ def _pandas_dtype(arrow_type: pa.DataType) -> Any:
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """`table` with exactly the columns of `schema`, in its order and of its types.
 
-    Columns the table lacks come back all null; columns the schema lacks are dropped.
+    Columns the table lacks come back all null, except a chapter's `state`, which is
+    derived from the row where it is missing; columns the schema lacks are dropped.
     Field metadata comes from `schema`, whatever the source carried.
     """
     columns = []
@@ -196,7 +205,11 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
         else:
             column = pa.nulls(table.num_rows, field.type)
         columns.append(column)
-    return pa.Table.from_arrays(columns, schema=schema)
+    conformed = pa.Table.from_arrays(columns, schema=schema)
+    if any(f.metadata and f.metadata.get(_DERIVED_TAG) == b"state" for f in schema):
+        index = schema.get_field_index("state")
+        conformed = conformed.set_column(index, schema.field(index), fill_states(conformed))
+    return conformed
 
 
 def to_pandas(table: pa.Table, schema: pa.Schema) -> pd.DataFrame:
@@ -215,7 +228,12 @@ def to_pandas(table: pa.Table, schema: pa.Schema) -> pd.DataFrame:
 
 def from_pandas(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     """A frame with (at least) the columns of `schema` as an Arrow table of that schema."""
+    derived = {f.name for f in schema if f.metadata and f.metadata.get(_DERIVED_TAG)}
     missing = [name for name in schema.names if name not in frame.columns]
+    if derived.intersection(missing):
+        # A frame built before the column existed: the state is worked out from the row.
+        frame = frame.assign(**dict.fromkeys(derived.intersection(missing)))
+        missing = [name for name in missing if name not in derived]
     if missing:
         raise ValueError(
             f"the frame lacks the columns {missing}; build it with toolkit.frames "
@@ -227,7 +245,7 @@ def from_pandas(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
         if isinstance(series.dtype, pd.CategoricalDtype):
             series = series.astype(pd.StringDtype())
         columns.append(pa.array(series, type=field.type, from_pandas=True))
-    return pa.Table.from_arrays(columns, schema=schema)
+    return conform(pa.Table.from_arrays(columns, schema=schema), schema)
 
 
 def from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:

@@ -68,6 +68,11 @@ class Period:
     end: pd.Timestamp | None  # the last snapshot counted (None: no snapshot in the period)
     snapshots: int  # snapshots after the baseline inside the period; 0 means no data
     days: pd.DataFrame  # day, partial (bool), covered (which hours of it the snapshots span)
+    tz: str = "UTC"  # the zone its days, midnights and times shown are in
+
+    def local(self, moment: pd.Timestamp) -> pd.Timestamp:
+        """`moment` in the period's zone."""
+        return moment.tz_convert(self.tz)
 
     @property
     def has_data(self) -> bool:
@@ -81,11 +86,11 @@ class Period:
         """`19-26 Nov`, `28 Nov-3 Dec`, `28 Dec 2026-3 Jan 2027`; one day with its hours:
         `19 Nov 09:01-12:01 UTC`."""
         if self.end is None:  # no snapshot in it: the period asked for
-            first, last = self.since, self.until - TICK
+            first, last = self.local(self.since), self.local(self.until - TICK)
         else:
-            first, last = self.start, self.end
+            first, last = self.local(self.start), self.local(self.end)
         if first.date() == last.date():
-            return f"{first.day} {first:%b} {first:%H:%M}-{last:%H:%M} UTC"
+            return f"{first.day} {first:%b} {first:%H:%M}-{last:%H:%M} {last:%Z}"
         if (first.year, first.month) == (last.year, last.month):
             return f"{first.day}-{last.day} {last:%b}"
         if first.year == last.year:
@@ -107,7 +112,8 @@ def label(figure: str, when: Period) -> str:
     a count at the period's end names that moment: `lines still to translate at 26 Nov
     12:01 UTC`."""
     if figure in AT_END and when.end is not None:
-        return f"{WORDS[figure]} at {when.end.day} {when.end:%b %H:%M} UTC"
+        end = when.local(when.end)
+        return f"{WORDS[figure]} at {end.day} {end:%b %H:%M %Z}"
     return f"{WORDS[figure]}, {when.label()}"
 
 
@@ -117,8 +123,11 @@ def period(
     since: pd.Timestamp | str | None = None,
     until: pd.Timestamp | str | None = None,
     days: int = 7,
+    tz: str | None = None,
 ) -> Period:
-    """The period `figures` counts over (see the module's docstring)."""
+    """The period `figures` counts over (see the module's docstring); `tz` names the
+    zone of its days and midnights, and of a naive `since` or `until` (default UTC)."""
+    zone = tz or "UTC"
     obs = observe(store)
     times = pd.Series(obs.times, dtype=TIME)
     if times.empty:
@@ -126,13 +135,17 @@ def period(
             "it has no snapshots yet; take some first (`toolkit snapshot`, or "
             "store.take(client)), an hour or so apart"
         )
-    stop = _utc(until) if until is not None else times.iloc[-1] + TICK
+    stop = _utc(until, zone) if until is not None else times.iloc[-1] + TICK
     before = times[times < stop]
     end = before.iloc[-1] if len(before) else None
     anchor = end if end is not None else stop
-    begin = _utc(since) if since is not None else (anchor - pd.Timedelta(days=days)).ceil("D")
+    begin = (
+        _utc(since, zone)
+        if since is not None
+        else _midnight(anchor - pd.Timedelta(days=days), zone, up=True)
+    )
     if since is None:  # by default, never before the day of the baseline
-        begin = max(begin, times.iloc[0].floor("D"))
+        begin = max(begin, _midnight(times.iloc[0], zone))
     inside = times[(times > times.iloc[0]) & (times >= begin) & (times < stop)]
     end = end if end is not None and end >= begin else None
     start = max(begin, times.iloc[0])
@@ -142,32 +155,51 @@ def period(
         start=start,
         end=end,
         snapshots=len(inside),
-        days=_coverage(times.iloc[0], start, end),
+        days=_coverage(times.iloc[0], start, end, zone),
+        tz=zone,
     )
 
 
-def _utc(value: pd.Timestamp | str) -> pd.Timestamp:
+def _utc(value: pd.Timestamp | str, tz: str = "UTC") -> pd.Timestamp:
+    """A bound as a UTC instant; a naive one is read in `tz`."""
     stamp = pd.Timestamp(value)
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return (stamp.tz_localize(tz) if stamp.tzinfo is None else stamp).tz_convert("UTC")
 
 
-def _coverage(first: pd.Timestamp, start: pd.Timestamp, end: pd.Timestamp | None) -> pd.DataFrame:
-    """Each day of the period, whether the snapshots span it, and which hours they cover.
-    A day is partial when history starts after its midnight or ends before the next."""
+def _midnight(moment: pd.Timestamp, tz: str, *, up: bool = False) -> pd.Timestamp:
+    """The midnight in `tz` at or before `moment` (`up`: at or after), as a UTC instant."""
+    local = moment.tz_convert(tz)
+    day = local.normalize()
+    if up and day != local:
+        day = (day + pd.DateOffset(days=1)).normalize()
+    return day.tz_convert("UTC")
+
+
+def _coverage(
+    first: pd.Timestamp, start: pd.Timestamp, end: pd.Timestamp | None, tz: str = "UTC"
+) -> pd.DataFrame:
+    """Each day of the period in `tz` (its local midnight), whether the snapshots span it,
+    and which hours they cover. A day is partial when history starts after its midnight
+    or ends before the next."""
     rows = []
     if end is not None:
-        for day in pd.date_range(start.floor("D"), end.floor("D"), freq="D"):
-            begins_late, ends_early = first > day, end < day + DAY
+        first, end = first.tz_convert(tz), end.tz_convert(tz)
+        day = start.tz_convert(tz).normalize()
+        while day <= end:
+            # A calendar day, 23 or 25 hours long where the clocks change.
+            after = (day + pd.DateOffset(days=1)).normalize()
+            begins_late, ends_early = first > day, end < after
             covered = "whole day"
             if begins_late and ends_early:
-                covered = f"{first:%H:%M}-{end:%H:%M} UTC"
+                covered = f"{first:%H:%M}-{end:%H:%M %Z}"
             elif begins_late:
-                covered = f"from {first:%H:%M} UTC"
+                covered = f"from {first:%H:%M %Z}"
             elif ends_early:
-                covered = f"until {end:%H:%M} UTC"
+                covered = f"until {end:%H:%M %Z}"
             rows.append((day, begins_late or ends_early, covered))
+            day = after
     frame = pd.DataFrame(rows, columns=["day", "partial", "covered"])
-    frame["day"] = frame["day"].astype(TIME)
+    frame["day"] = frame["day"].astype(pd.DatetimeTZDtype(unit="us", tz=tz))
     frame["partial"] = frame["partial"].astype(bool)
     return frame
 
@@ -186,10 +218,12 @@ def figures(
     since: pd.Timestamp | str | None = None,
     until: pd.Timestamp | str | None = None,
     days: int = 7,
+    tz: str | None = None,
 ) -> Figures:
-    """The headline figures of a period, per project and in total (docs/figures.md)."""
+    """The headline figures of a period, per project and in total (docs/figures.md);
+    `tz`: the zone of the period's days and midnights (default UTC)."""
     obs = observe(store)
-    when = period(obs, since=since, until=until, days=days)
+    when = period(obs, since=since, until=until, days=days, tz=tz)
     names = _names(obs)
     table = pd.DataFrame(index=pd.Index(names.index, name="project_id", dtype="string"))
     runs = analysis.cycle_times(obs, since=when.since, until=when.until)

@@ -28,6 +28,7 @@ def report(
     until: pd.Timestamp | str | None = None,
     days: int = 7,
     title: str | None = None,
+    tz: str | None = None,
 ) -> Path:
     """Write the weekly report; returns the file's path.
 
@@ -35,10 +36,12 @@ def report(
     `weekly-report.html`), or "json", the period's figures (`out` the folder to write
     `figures.json` into, or a path ending in `.json`; default `figures.json`). The window
     is the `days` days up to the last snapshot, or `since`..`until` (UTC when no zone is
-    given). Missing folders are made.
+    given). tz: the zone the page's days, midnights and times are in, and a naive
+    `since`/`until` is read in (default UTC). Missing folders are made.
     """
     if format not in ("html", "json"):
         raise ToolkitError(f'format must be "html" or "json", not {format!r}')
+    _check_zone(tz)
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
     path = Path(out) if out is not None else Path(f"{DEFAULT_NAMES[format]}")
     if format == "json" and path.suffix != ".json":
@@ -50,15 +53,31 @@ def report(
         )
     try:
         if format == "json":
-            figs = figures(Observed(source), since=since, until=until, days=days)
+            figs = figures(Observed(source), since=since, until=until, days=days, tz=tz)
         else:
-            weekly = gather(Observed(source), since=since, until=until, days=days)
+            weekly = gather(Observed(source), since=since, until=until, days=days, tz=tz)
     except ValueError as exc:
         raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
     path.parent.mkdir(parents=True, exist_ok=True)
     if format == "json":
         return write_json(figs, path)
     end = weekly.period.end
-    heading = f"Translation week to {end:%d %b %Y}" if end is not None else "Translation week"
+    heading = (
+        f"Translation week to {weekly.period.local(end):%d %b %Y}"
+        if end is not None
+        else "Translation week"
+    )
     path.write_text(render(weekly, title=title or heading), encoding="utf-8")
     return path
+
+
+def _check_zone(tz: str | None) -> None:
+    if tz is None:
+        return
+    try:
+        pd.Timestamp(0, tz=tz)
+    except Exception as exc:  # pytz and zoneinfo each raise their own KeyError
+        raise ToolkitError(
+            f"{tz!r} is not a time zone this machine knows; give an IANA name such as "
+            "Europe/Paris or America/New_York, or leave it out for UTC"
+        ) from exc

@@ -46,8 +46,9 @@ p.note { color: #666; font-size: 0.9em; }
 
 def render(weekly: Weekly, *, title: str) -> str:
     when = weekly.period
-    last = f"{when.end:%a %d %b %Y %H:%M} UTC" if when.end is not None else "no snapshot"
-    window = f"{when.start:%a %d %b %Y %H:%M} to {last}"
+    end = when.local(when.end) if when.end is not None else None
+    last = f"{end:%a %d %b %Y %H:%M %Z}" if end is not None else "no snapshot"
+    window = f"{when.local(when.start):%a %d %b %Y %H:%M} to {last}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -73,7 +74,7 @@ def render(weekly: Weekly, *, title: str) -> str:
         "a part-day's. Every figure is counted between snapshots, in the day of the later "
         "one.</p>",
         "<h2>Where chapters stand</h2>",
-        _image(_status_plot(weekly), "Chapter status by project"),
+        _image(_status_plot(weekly), "Chapters by state and project"),
         "</body></html>",
     ]
     return "\n".join(parts)
@@ -164,7 +165,7 @@ def _at_end_note(figs: Figures) -> str:
     counted = " and ".join(WORDS[name] for name in AT_END)
     return (
         f'<p class="note">{escape(counted.capitalize())}: at the last snapshot, '
-        f"{when.end:%a %d %b %H:%M} UTC. The other figures: over the period. A dash: no "
+        f"{when.local(when.end):%a %d %b %H:%M %Z}. The other figures: over the period. A dash: no "
         "data (no snapshot in the period). docs/figures.md defines each figure.</p>"
     )
 

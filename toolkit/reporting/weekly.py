@@ -54,20 +54,23 @@ def gather(
     since: pd.Timestamp | str | None = None,
     until: pd.Timestamp | str | None = None,
     days: int = 7,
+    tz: str | None = None,
 ) -> Weekly:
+    """The report's material; `tz` is the zone of its days (default UTC)."""
     obs = observe(store)
     if len(obs.times) < 2:
         raise ValueError(
             "the report needs at least two snapshots (the first is the baseline); "
             "take snapshots every hour or so (`toolkit snapshot`) and try again"
         )
-    figs = figures(obs, since=since, until=until, days=days)
+    figs = figures(obs, since=since, until=until, days=days, tz=tz)
     when = figs.period
     span = (when.until - when.since).ceil("D")  # whole days, as long as this period
-    previous = figures(obs, since=when.since - span, until=when.since)
+    previous = figures(obs, since=when.since - span, until=when.since, tz=tz)
     names = figs.projects.set_index("project_id")["project"]
-    lines = analysis.throughput(obs, "1D", "project_id", since=when.since, until=when.until)
-    spend = analysis.credit_spend(obs, "1D", "project_id", since=when.since, until=when.until)
+    since, until, tz = when.since, when.until, when.tz
+    lines = analysis.throughput(obs, "1D", "project_id", since=since, until=until, tz=tz)
+    spend = analysis.credit_spend(obs, "1D", "project_id", since=since, until=until, tz=tz)
     measures = ["credits", "rework_credits", "lines"]
     daily = spend[["period", "project_id", "credits", "rework_credits"]].merge(
         lines[["period", "project_id", "lines"]], on=["period", "project_id"], how="outer"
@@ -91,7 +94,7 @@ def _rework_causes(obs: Observed, when: Period) -> pd.DataFrame:
     """Per project: `rework_<cause>` credits for each cause in `CAUSES`."""
     columns = [f"rework_{cause}" for cause in CAUSES]
     spend = analysis.credit_spend(obs, freq="1D", by="chapter_id", since=when.since,
-                                  until=when.until)  # fmt: skip
+                                  until=when.until, tz=when.tz)  # fmt: skip
     spend = spend[spend["rework_credits"] > 0]
     if spend.empty:
         return pd.DataFrame(columns=columns, dtype="float64")

@@ -16,19 +16,24 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from toolkit.formatting import count, whole
+from toolkit.frames import chapter_states
 from toolkit.widgets._chapters import phase, state
 
 if TYPE_CHECKING:
     from toolkit.models import ChapterDetail, ChapterListItem, Project
 
 _CELL = "padding:3px 8px;border-bottom:1px solid #e5e7eb;text-align:left;vertical-align:top"
+# One label per chapter state (`toolkit.frames.STATES`).
+_RUNNING = ("#1d4ed8", "#dbeafe")
 _LABELS = {
-    "running": ("running", "#1d4ed8", "#dbeafe"),
-    "failed": ("failed", "#b91c1c", "#fee2e2"),
     "staged": ("staged", "#374151", "#e5e7eb"),
+    "reading": ("reading", *_RUNNING),
+    "translating": ("translating", *_RUNNING),
+    "finishing": ("finishing", *_RUNNING),
+    "failed": ("failed", "#b91c1c", "#fee2e2"),
+    "stalled": ("stalled", "#b91c1c", "#fee2e2"),
     "needs_review": ("needs review", "#92400e", "#fef3c7"),
     "reviewed": ("reviewed", "#166534", "#dcfce7"),
-    "translating": ("not finished", "#374151", "#f3f4f6"),
 }
 
 
@@ -85,7 +90,8 @@ def _state_cell(
     chapter: ChapterListItem, detail: ChapterDetail | None, project: Project | None, stalled: bool
 ) -> str:
     key = state(chapter)
-    parts = [label(key)]
+    found = {chapter.id: detail} if detail is not None else None
+    parts = [label(chapter_states([chapter], found)[0])]
     if key == "running":
         parts.append(f"<small>{_esc(phase(chapter, detail, project))}</small>")
     if stalled:
