@@ -113,8 +113,9 @@ def test_nothing_of_the_toolkit_runs():
     assert not {"toolkit.emulator", "toolkit.client", "toolkit.webhooks"} & loaded
     # Other plugins may run threads of their own (pytest-rerunfailures does beside xdist):
     # none may be a server or clock of ours.
-    ours = [t.name for t in threading.enumerate()
-            if getattr(getattr(t, "_target", None), "__module__", "").startswith(("toolkit", "uvicorn"))]
+    modules = {t.name: getattr(getattr(t, "_target", None), "__module__", "")
+               for t in threading.enumerate()}
+    ours = [name for name, module in modules.items() if module.startswith(("toolkit", "uvicorn"))]
     assert ours == []
 """
 
