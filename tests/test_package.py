@@ -84,3 +84,53 @@ def test_toolkit_version_prints_it_and_succeeds():
     command = Path(sys.executable).parent / "toolkit"
     result = subprocess.run([command, "--version"], capture_output=True, text=True)
     assert (result.returncode, result.stdout) == (0, f"toolkit {toolkit.__version__}\n")
+
+
+# Run with a meta-path finder that refuses the notebook and plotting stacks, as if the
+# slim install (no `notebooks` extra) and no matplotlib were all there is.
+WITHOUT_NOTEBOOKS_OR_PLOTS = """
+import importlib.abc, sys
+
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {"ipywidgets", "IPython", "matplotlib"}:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Missing())
+
+import toolkit as tk
+import toolkit.pytest_plugin
+from toolkit.emulator import Emulator
+from toolkit.samples import page_png
+
+with Emulator(clock="manual") as emulator:
+    workspace = emulator.create_workspace("Slim", credits=100)
+    with tk.Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+        assert client.list_projects() == []
+    tk.webhooks.Receiver("whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").close()
+    assert page_png(1, 1).startswith(b"\\x89PNG")
+try:
+    tk.widgets
+except ModuleNotFoundError as error:
+    print(error)
+"""
+
+
+def test_the_plugin_and_emulator_need_no_notebook_or_plotting_stack_and_widgets_name_the_extra():
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_NOTEBOOKS_OR_PLOTS], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "toolkit.widgets needs ipywidgets, which a plain install of the toolkit leaves out; "
+        "install the notebooks extra: pip install 'chapter-translation-toolkit[notebooks]'"
+    )
+
+
+def test_the_notebook_stack_is_an_extra_that_the_test_and_browser_extras_bring():
+    project = _pyproject()
+    assert not [d for d in project["dependencies"] if d.startswith("ipywidgets")]
+    extras = project["optional-dependencies"]
+    assert extras["notebooks"] == ["ipywidgets>=8.1"]
+    for extra in ("test", "browser"):
+        assert f"{DISTRIBUTION}[notebooks]" in extras[extra]

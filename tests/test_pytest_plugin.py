@@ -6,6 +6,7 @@ this suite's conftest: the fixtures come from the `pytest11` entry point alone.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -14,6 +15,16 @@ import pytest
 import toolkit.pytest_plugin as plugin
 
 pytest_plugins = ("pytester",)
+
+# The plugins this suite installs beside the toolkit are left out, as a project that only
+# installs the toolkit would not have them: nbval, schemathesis and hypothesis cost every
+# pytest process seconds to import, and pytest-rerunfailures starts a thread of its own
+# when pytest-xdist is installed.
+ONLY_THE_TOOLKIT = (
+    "-p", "no:cacheprovider", "-W", "error",
+    *("-p", "no:nbval", "-p", "no:schemathesis", "-p", "no:hypothesispytest"),
+    *("-p", "no:rerunfailures"),
+)  # fmt: skip
 
 USING_EVERY_FIXTURE = """
 import pytest
@@ -124,9 +135,48 @@ def test_the_fixtures_work_in_a_project_that_only_installs_the_toolkit(pytester)
     # One pytest run (each takes seconds to start): the plain file is collected first,
     # so it sees the session before any fixture of the plugin has run.
     pytester.makepyfile(test_a_plain=NOT_USING_ANY, test_b_integration=USING_EVERY_FIXTURE)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error", "-v")
+    result = pytester.runpytest_subprocess(*ONLY_THE_TOOLKIT, "-v")
     result.assert_outcomes(passed=11)
     result.stdout.fnmatch_lines(["*test_a_plain.py::test_nothing_of_the_toolkit_runs PASSED*"])
+
+
+# The README's example, twice, each test noting which worker ran it against
+# which emulator.
+UNDER_XDIST = """
+import json, os, uuid
+import pytest
+
+def my_uploader(client, project_id, pages):
+    return client.create_chapter(project_id, pages=pages)
+
+@pytest.mark.parametrize("run", range(2))
+def test_my_uploader(run, cts_emulator, cts_client, cts_project, cts_pages, cts_advance,
+                     cts_webhooks):
+    project = cts_project("Moonlit Harbor", kind="comic", target_languages=["en", "fr"])
+    chapter = my_uploader(cts_client, project.id, cts_pages(3))
+    cts_advance(3600)
+    assert cts_client.get_chapter(chapter.id).status == "needs_review"
+    finished = cts_webhooks.of_type("chapter.finished")
+    assert [event["data"]["chapterId"] for event in finished] == [chapter.id]
+    seen = {"worker": os.environ["PYTEST_XDIST_WORKER"], "emulator": cts_emulator.url,
+            "webhooks": cts_webhooks.url, "projects": len(cts_client.list_projects())}
+    with open(os.path.join(SEEN, uuid.uuid4().hex), "w") as out:
+        json.dump(seen, out)
+"""
+
+
+def test_the_readme_example_runs_under_xdist_each_test_on_its_own_emulator(pytester):
+    seen = pytester.mkdir("seen")
+    pytester.makepyfile(test_example=f"SEEN = {str(seen)!r}\n" + UNDER_XDIST)
+    result = pytester.runpytest_subprocess(*ONLY_THE_TOOLKIT, "-p", "xdist", "-n", "2")
+    result.assert_outcomes(passed=2)
+    runs = [json.loads(path.read_text()) for path in seen.iterdir()]
+    # Two tests on two workers: xdist hands one to each.
+    assert sorted(run["worker"] for run in runs) == ["gw0", "gw1"]
+    # Free ports: the workers' emulators and receivers ran side by side on addresses of
+    # their own, and neither test saw the other's project.
+    assert len({run["emulator"] for run in runs}) == len({run["webhooks"] for run in runs}) == 2
+    assert [run["projects"] for run in runs] == [1, 1]
 
 
 def test_importing_the_plugin_imports_nothing_heavy():

@@ -89,6 +89,7 @@ def test_manifest_rows_say_what_each_take_did(tmp_path, service):
     assert list(manifest.columns) == [
         "snapshot_id", "snapshot_at", "details", "requests", "seconds",
         "rows_projects", "rows_chapters", "rows_languages", "rows_exports", "workspace",
+        "base_id", "full", "keeps_previous", "commits",
     ]  # fmt: skip
     row = manifest.iloc[0]
     assert row["snapshot_id"] == info.snapshot_id
@@ -610,7 +611,7 @@ def test_sql_queries_join_the_callers_own_frames(tmp_path, service):
 
 def test_an_empty_store_answers_with_empty_frames(tmp_path):
     store = SnapshotStore(tmp_path / "nothing-yet")
-    assert_frame_equal(store.snapshots(), schema.empty_frame(schema.MANIFEST))
+    assert_frame_equal(store.snapshots(), schema.empty_frame(store_log.MANIFEST_STORED))
     assert_frame_equal(
         store.latest("chapters"), schema.empty_frame(schema.with_snapshot(schema.CHAPTERS))
     )

@@ -191,15 +191,22 @@ class _BaseClient:
 class Client(_BaseClient):
     """The service's routes as blocking calls. A context manager; `close()` ends the pool.
 
-    `base_url` and `api_key` default to `CTS_BASE_URL` and `CTS_API_KEY`. `timeout` is per
-    network operation (connect, each read); `max_retries` counts retries after the first
-    try; a `Retry-After` over `max_retry_after` seconds fails at once instead of waiting.
-    `retry` is a whole `RetryPolicy` (backoff, jitter, the clock waited by); the two
-    options above, when given, override its fields. `transport` replaces httpx's network
-    layer (tests use it to inject faults). `on_attempt(status, seconds, retry_after)`, also
-    settable as an attribute, is told of every attempt as it ends: its status (None when no
-    answer came), its seconds on the policy's clock and any `Retry-After` in seconds; a
-    pull paces itself by it.
+    Args:
+        base_url: The service's base URL; `CTS_BASE_URL` when not given.
+        api_key: The workspace key; `CTS_API_KEY` when not given. Never printed.
+        timeout: Seconds per network operation (connect, each read), not a total.
+        max_retries: Retries after the first try; overrides the field of `retry`.
+        max_retry_after: A `Retry-After` longer than this many seconds fails at once
+            instead of waiting; overrides the field of `retry`.
+        retry: A whole `RetryPolicy` (backoff, jitter, the clock waited by).
+        transport: Replaces httpx's network layer (tests use it to inject faults).
+        on_attempt: `on_attempt(status, seconds, retry_after)`, also settable as an
+            attribute, is told of every attempt as it ends: its status (None when no
+            answer came), its seconds on the policy's clock and any `Retry-After` in
+            seconds; a pull paces itself by it.
+
+    Raises:
+        ConfigError: The key or base URL is missing, or an `http://` URL is not loopback.
     """
 
     def __init__(
@@ -266,13 +273,33 @@ class Client(_BaseClient):
         return self._run(_flows.list_projects(self._retry))
 
     def get_project(self, project_id: str) -> Project:
+        """One project.
+
+        Args:
+            project_id: The project's id.
+
+        Raises:
+            NotFound: No such project in the workspace.
+        """
         return self._run(_flows.get_project(project_id, self._retry, self._kinds))
 
     def list_chapters(self, project_id: str) -> list[ChapterListItem]:
-        """The project's chapters not in the trash, by chapter number."""
+        """The project's chapters not in the trash, by chapter number.
+
+        Args:
+            project_id: The project's id.
+        """
         return self._run(_flows.list_chapters(project_id, self._retry))
 
     def get_chapter(self, chapter_id: str) -> ChapterDetail:
+        """One chapter with its languages' progress and prepared files.
+
+        Args:
+            chapter_id: The chapter's id.
+
+        Raises:
+            NotFound: No such chapter in the workspace.
+        """
         return self._run(_flows.get_chapter(chapter_id, self._retry, self._kinds))
 
     @overload
@@ -299,9 +326,25 @@ class Client(_BaseClient):
         text: str | None = None,
         position: int | None = None,
     ) -> NewChapter:
-        """Create a chapter from `pages` (comic, runs at once), `staged=True` (empty comic
-        chapter) or `text` (novel, runs at once). `position` is the chapter number; with it,
-        a create whose answer was lost is retried and reconciled safely."""
+        """Create a chapter in one of three forms: pages, staged or text.
+
+        Args:
+            project_id: The project's id.
+            pages: Comic pages (paths, bytes or binary files, streamed); the chapter runs
+                at once.
+            staged: True for an empty comic chapter, to add pages to and start later.
+            text: A novel chapter's text (at most 200,000 characters); it runs at once.
+            position: The chapter number. With it, a create whose answer was lost is
+                retried and reconciled safely.
+
+        Returns:
+            The new chapter, with its pages' storage keys.
+
+        Raises:
+            InvalidUpload: A page or the text is refused before sending.
+            InsufficientCredits: The workspace cannot pay for the run.
+            Conflict: `position` is taken.
+        """
         return self._run(self._create_flow(project_id, pages, staged, text, position))
 
     def add_pages(
@@ -312,15 +355,37 @@ class Client(_BaseClient):
         hold: bool = False,
         position: int | None = None,
     ) -> AddedPages:
-        """Add pages to a comic chapter; `hold=True` keeps them without running them."""
+        """Add pages to a comic chapter.
+
+        Args:
+            chapter_id: The chapter's id.
+            pages: Paths, bytes or binary files, streamed.
+            hold: True keeps the pages without running them (start them with
+                `start_chapter(chapter_id, page_ids=...)`).
+            position: Where the pages go among the chapter's (one page only).
+
+        Raises:
+            InvalidUpload: A page is refused before sending.
+            Conflict: The chapter is processing.
+        """
         return self._run(self._add_flow(chapter_id, pages, hold, position))
 
     def start_chapter(self, chapter_id: str, page_ids: Sequence[str] | None = None) -> StartResult:
-        """Run a staged chapter; on a chapter that has run, `page_ids` names held pages."""
+        """Run a staged chapter, or held pages of a chapter that has run.
+
+        Args:
+            chapter_id: The chapter's id.
+            page_ids: The held pages to run; None runs a staged chapter's pages.
+        """
         return self._run(_flows.start_chapter(chapter_id, self._retry, page_ids=page_ids))
 
     def rescan_chapter(self, chapter_id: str) -> RescanResult:
-        """Run the chapter again from its art (clears `failed`; discards translations)."""
+        """Run the chapter again from its art: clears `failed`, discards translations and
+        charges again.
+
+        Args:
+            chapter_id: The chapter's id.
+        """
         return self._run(_flows.rescan_chapter(chapter_id, self._retry))
 
     def wait_for_chapter(
@@ -333,10 +398,22 @@ class Client(_BaseClient):
         progress: bool = False,
         on_poll: PollHook | None = None,
     ) -> ChapterDetail:
-        """Poll until the chapter stops processing; return its detail.
+        """Poll until the chapter stops processing (failed or not).
 
-        Raises `WaitTimeout` (a `TimeoutError`, with `.last`) after `timeout` seconds.
-        `progress=True` shows a bar per language; `on_poll(detail)` runs between polls.
+        Args:
+            chapter_id: The chapter's id.
+            timeout: Seconds to wait at most; None waits as long as it takes.
+            poll_interval: Seconds between the first polls; the pause grows from there.
+            max_interval: The longest pause between polls, in seconds.
+            progress: True shows a progress bar per language.
+            on_poll: Called with each detail read, between polls.
+
+        Returns:
+            The chapter's detail once it stopped processing.
+
+        Raises:
+            WaitTimeout: `timeout` passed first (a `TimeoutError`; `.last` is the last
+                detail seen).
         """
         flow = self._wait(chapter_id, timeout, poll_interval, max_interval, progress, on_poll)
         return self._run(flow)
@@ -344,6 +421,8 @@ class Client(_BaseClient):
 
 class AsyncClient(_BaseClient):
     """The same routes as `Client`, awaitable. An async context manager; `aclose()`.
+
+    Its options and its methods' parameters are `Client`'s, name for name.
 
     Use one per event loop: an httpx.AsyncClient cannot move between loops. Page checks
     and page reads are plain file reads in 64 KB pieces, done on the loop's thread.

@@ -357,8 +357,10 @@ class SnapshotStore:
         return tuple(table.version() if table is not None else None for table in tables)
 
     def snapshots(self) -> pd.DataFrame:
-        """The manifest: one row per snapshot, oldest first."""
-        return schema.to_pandas(self._manifest(), schema.MANIFEST)
+        """The manifest: one row per snapshot, oldest first, with every column
+        docs/store.md describes (`base_id`, `full`, `keeps_previous` and the `commits`
+        JSON text beside what `take` reports)."""
+        return schema.to_pandas(self._manifest(), MANIFEST_STORED)
 
     def upgrade(self) -> list[str]:
         """Bring a store written by an earlier toolkit to the current layout, once
@@ -512,7 +514,7 @@ class SnapshotStore:
                     )
             con.execute(
                 "CREATE OR REPLACE TEMP VIEW snapshots AS SELECT "
-                + ", ".join(schema.MANIFEST.names)
+                + ", ".join(f'"{name}"' for name in MANIFEST_STORED.names)
                 + " FROM manifest ORDER BY snapshot_id"
             )
             if mentions("events"):

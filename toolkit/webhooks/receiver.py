@@ -50,16 +50,27 @@ class Receiver:
 
     It verifies each delivery, keeps each new event durably before answering 2xx,
     answers a repeated `webhook-id` with 2xx without keeping it again, and hands events to
-    `store.record_events` (a `SnapshotStore`, or anything with that method) in groups:
-    one call for the events that arrived within `commit_window` seconds, each answered
-    once its group's call has returned. Without a store, `events()` lists what arrived.
-    `seen_path` is the SQLite file of handled ids (in memory when None: repeats are then
-    recognised only while the process lives). A body that has not arrived whole within
-    `body_timeout` seconds is answered 408::
+    the store in groups, each event answered once its group is stored.
 
-        app = Receiver(secret, store=tk.SnapshotStore("data/snapshots"),
-                       seen_path="data/snapshots/_receiver.sqlite")
-        uvicorn.run(app, port=8766)        # or: toolkit webhooks serve
+    ```python
+    app = Receiver(secret, store=tk.SnapshotStore("data/snapshots"),
+                   seen_path="data/snapshots/_receiver.sqlite")
+    uvicorn.run(app, port=8766)        # or: toolkit webhooks serve
+    ```
+
+    Args:
+        secret: The endpoint's signing secret (`whsec_...`).
+        store: Where events go: a `SnapshotStore`, or anything with `record_events`.
+            Without one, `events()` lists what arrived.
+        seen_path: The SQLite file of handled ids; in memory when None (repeats are
+            then recognised only while the process lives).
+        tolerance: Seconds a delivery's timestamp may be from the local clock.
+        body_timeout: A body not arrived whole within this many seconds is answered 408.
+        commit_window: Events that arrive within this many seconds go to the store in
+            one `record_events` call.
+
+    Raises:
+        ConfigError: The secret is not a signing secret.
     """
 
     def __init__(

@@ -43,13 +43,28 @@ def verify(
 ) -> dict[str, Any]:
     """Check a delivery's signature and timestamp; return its JSON payload.
 
-    `body` is the raw request body exactly as received (parsing and re-serialising it
-    breaks the signature). `headers` is any mapping or list of pairs, names in any case.
-    `secret` is the endpoint's signing secret, with or without `whsec_` (text, or a
-    `toolkit.config.Secret` holding it). A timestamp more than `tolerance` seconds from
-    `now` (default: the local clock) either way is refused. In a Starlette endpoint::
+    In a Starlette endpoint:
 
-        payload = verify(await request.body(), request.headers, os.environ["CTS_WEBHOOK_SECRET"])
+    ```python
+    payload = verify(await request.body(), request.headers, os.environ["CTS_WEBHOOK_SECRET"])
+    ```
+
+    Args:
+        body: The raw request body exactly as received (parsing and re-serialising it
+            breaks the signature).
+        headers: Any mapping or list of pairs; names in any case.
+        secret: The endpoint's signing secret, with or without `whsec_` (text, or a
+            `toolkit.config.Secret` holding it).
+        tolerance: A timestamp more than this many seconds from `now`, either way, is
+            refused.
+        now: The time to compare with (an aware datetime or Unix seconds); the local
+            clock when None.
+
+    Returns:
+        The delivery's JSON payload.
+
+    Raises:
+        WebhookVerificationError: The signature, the timestamp or the headers are wrong.
     """
     # Rebound to its holder at once, so a traceback's locals show no secret from here on.
     secret = held(secret) if isinstance(secret, str | Secret) else secret

@@ -16,6 +16,15 @@ traceback. While an action runs its buttons are disabled and say what they are d
 
 from __future__ import annotations
 
+try:
+    import ipywidgets  # noqa: F401  # the notebook stack is an extra since 0.1.0
+except ModuleNotFoundError as error:
+    raise ModuleNotFoundError(
+        "toolkit.widgets needs ipywidgets, which a plain install of the toolkit leaves out; "
+        "install the notebooks extra: pip install 'chapter-translation-toolkit[notebooks]'",
+        name=error.name,
+    ) from error
+
 from toolkit.widgets.dashboard import Dashboard
 from toolkit.widgets.rescan import RescanPanel
 from toolkit.widgets.upload import UploadPanel
