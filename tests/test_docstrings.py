@@ -25,6 +25,18 @@ DOCUMENTED = [
     "toolkit.store.check_store",
     "toolkit.store.migrate_store",
     "toolkit.store.utc",
+    "toolkit.frames.Workspace",
+    "toolkit.frames.chapter_rows",
+    "toolkit.frames.chapter_states",
+    "toolkit.frames.chapters_frame",
+    "toolkit.frames.export_rows",
+    "toolkit.frames.exports_frame",
+    "toolkit.frames.language_rows",
+    "toolkit.frames.languages_frame",
+    "toolkit.frames.project_rows",
+    "toolkit.frames.projects_frame",
+    "toolkit.frames.pull.pull",
+    "toolkit.frames.says_stalled",
 ]
 
 
