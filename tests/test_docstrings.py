@@ -37,6 +37,7 @@ DOCUMENTED = [
     "toolkit.frames.projects_frame",
     "toolkit.frames.pull.pull",
     "toolkit.frames.says_stalled",
+    "toolkit.plots.project_colors",
 ]
 
 
