@@ -54,6 +54,16 @@ DOCUMENTED = [
     "toolkit.models.TargetLanguage",
     "toolkit.models.UnexpectedValue",
     "toolkit.models.camel",
+    "toolkit.errors.ApiError",
+    "toolkit.errors.IncompletePull",
+    "toolkit.errors.InvalidUpload",
+    "toolkit.errors.RateLimited",
+    "toolkit.errors.TransportError",
+    "toolkit.errors.UnconfirmedCreate",
+    "toolkit.errors.UnexpectedAnswer",
+    "toolkit.errors.WaitTimeout",
+    "toolkit.errors.error_class_for",
+    "toolkit.errors.in_plain_words",
 ]
 
 
