@@ -17,6 +17,10 @@ OTHER_STYLES = re.compile(r":param \w|:returns?:|^\s*(Parameters|Returns)\n\s*-{
 # when its docstrings are done.
 DOCUMENTED = [
     "toolkit.client.Client",
+    "toolkit.client.RetryPolicy",
+    "toolkit.client.check_image",
+    "toolkit.client.check_text",
+    "toolkit.client.prepare_pages",
     "toolkit.webhooks.verify",
     "toolkit.webhooks.Receiver",
     "toolkit.store.SnapshotInfo",
