@@ -68,6 +68,9 @@ DOCUMENTED = [
     "toolkit.errors.WaitTimeout",
     "toolkit.errors.error_class_for",
     "toolkit.errors.in_plain_words",
+    "toolkit.emulator.AdminCallError",
+    "toolkit.emulator.Emulator",
+    "toolkit.emulator.run_server",
 ]
 
 
