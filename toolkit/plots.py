@@ -205,11 +205,11 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
     """Translated lines on record per project at each snapshot (a re-scan drops them).
 
     Args:
-        source: A store; several workspaces (a list of stores, or a mapping of label
-            to store); or a languages history frame (`snapshot_at`, `project_id`,
-            `covered`).
-        ax: The Axes to draw on; a new figure when None.
-        top: The projects drawn, largest now first; the rest are summed as "other".
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or a languages history frame (`snapshot_at`,
+            `project_id`, `covered`).
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+        top (int): The projects drawn, largest now first; the rest are summed as "other".
 
     Returns:
         The Axes drawn on.
@@ -267,13 +267,13 @@ def throughput(
     """Lines translated per period, stacked by language (or project, or model).
 
     Args:
-        source: A store; several workspaces (a list of stores, or a mapping of label
-            to store); or the frame `analysis.throughput` returns (then `freq` and `by`
-            describe it).
-        ax: The Axes to draw on; a new figure when None.
-        freq: The period, as a pandas frequency ("1h", "1D", "1W").
-        by: Stack by "language_code", "project_id" or "model".
-        top: The groups drawn, largest first; the rest are summed as "other".
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or the frame `analysis.throughput` returns (then
+            `freq` and `by` describe it).
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+        freq (str): The period, as a pandas frequency ("1h", "1D", "1W").
+        by (str): Stack by "language_code", "project_id" or "model".
+        top (int): The groups drawn, largest first; the rest are summed as "other".
 
     Returns:
         The Axes drawn on.
@@ -307,13 +307,13 @@ def credit_spend(
     part that paid for re-runs hatched on top.
 
     Args:
-        source: A store; several workspaces (a list of stores, or a mapping of label
-            to store); or the frame `analysis.credit_spend` returns (then `freq` and
-            `by` describe it).
-        ax: The Axes to draw on; a new figure when None.
-        freq: The period, as a pandas frequency ("1h", "1D", "1W").
-        by: Stack by "project_id", "language_code" or "chapter_id".
-        top: The groups drawn, largest first; the rest are summed as "other".
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or the frame `analysis.credit_spend` returns (then
+            `freq` and `by` describe it).
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+        freq (str): The period, as a pandas frequency ("1h", "1D", "1W").
+        by (str): Stack by "project_id", "language_code" or "chapter_id".
+        top (int): The groups drawn, largest first; the rest are summed as "other".
 
     Returns:
         The Axes drawn on.
@@ -346,12 +346,12 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
     needs review, reviewed) and project at the latest snapshot.
 
     Args:
-        source: A store; several workspaces (a list of stores, or a mapping of label
-            to store); or a chapters frame (`project_id`, `state`), such as
-            `store.latest("chapters")` or `tk.chapters_frame(client)`.
-        ax: The Axes to draw on; a new figure when None.
-        top: The projects drawn, those with most chapters first; the rest are summed as
-            "other".
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or a chapters frame (`project_id`, `state`), such
+            as `store.latest("chapters")` or `tk.chapters_frame(client)`.
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+        top (int): The projects drawn, those with most chapters first; the rest are summed
+            as "other".
 
     Returns:
         The Axes drawn on.
@@ -407,9 +407,9 @@ def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
     of run (first runs, re-scans, added pages, held pages started), with the median.
 
     Args:
-        source: A store; several workspaces (a list of stores, or a mapping of label
-            to store); or the frame `analysis.cycle_times` returns.
-        ax: The Axes to draw on; a new figure when None.
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or the frame `analysis.cycle_times` returns.
+        ax (Axes | None): The Axes to draw on; a new figure when None.
 
     Returns:
         The Axes drawn on.
