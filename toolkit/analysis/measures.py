@@ -209,7 +209,8 @@ def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     a project's own price needs two of its first runs, else it takes the workspace's.
 
     Args:
-        store: A store (or its `Observed` view).
+        store: A store (or its `Observed` view); several workspaces' stores (a mapping
+            of label to store, or a list) answer with one such dict per label.
 
     Returns:
         Credits per page and target language by project id; `None` for the workspace.
@@ -222,7 +223,8 @@ def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float
     charge per chapter and target language, per project id (`None`: all of them).
 
     Args:
-        store: A store (or its `Observed` view).
+        store: A store (or its `Observed` view); several workspaces' stores (a mapping
+            of label to store, or a list) answer with one such dict per label.
 
     Returns:
         Credits per chapter and target language by project id; `None` for all.
@@ -346,7 +348,9 @@ def price_estimate(
     for a novel project `pages` counts chapters of the project's usual length.
 
     Args:
-        store: A store (or its `Observed` view).
+        store: A store (or its `Observed` view), or several workspaces' stores (a
+            mapping of label to store, or a list): the one whose latest snapshot holds
+            the project prices it.
         project_id: The project the upload goes to.
         pages: The pages to upload (for a novel project: chapters of its usual length).
         languages: How many target languages, or their codes; by default the project's.
@@ -355,8 +359,9 @@ def price_estimate(
         The estimated credits.
 
     Raises:
-        ValueError: No price was learned yet for a chapter like the project's, or the
-            project is not in the latest snapshot and `languages` was not given.
+        ValueError: No price was learned yet for a chapter like the project's, the
+            project is not in the latest snapshot and `languages` was not given, or it
+            is in none of several workspaces given.
     """
     obs = observe(store)
     projects = obs.store.latest("projects").set_index("project_id")
