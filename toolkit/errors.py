@@ -48,7 +48,13 @@ class ConfigError(ToolkitError, ValueError):
 
 
 class InvalidUpload(ToolkitError, ValueError):
-    """A page, text or position was refused before anything was sent."""
+    """A page, text or position was refused before anything was sent.
+
+    Args:
+        message: What was wrong and what to do.
+        item: What was refused: a page's label, or the argument (`position`, `text`,
+            `staged`); None when the whole call was.
+    """
 
     def __init__(self, message: str, *, item: str | None = None) -> None:
         super().__init__(message)
@@ -75,8 +81,11 @@ class QueryError(ToolkitError, ValueError):
 class TransportError(ToolkitError):
     """The request did not get an answer: connection refused or broken, or a timeout.
 
-    `reason` and `advice` say the same as the message in plain words, without the route
-    or Python names, for a panel or a command to show under its own headline.
+    Args:
+        message: What failed, with the route.
+        reason: What went wrong in plain words, without the route or Python names, for
+            a panel or a command to show under its own headline.
+        advice: What to do, in the same plain words.
     """
 
     def __init__(
@@ -90,10 +99,16 @@ class TransportError(ToolkitError):
 class ApiError(ToolkitError):
     """The service answered with an error status.
 
-    `status` is the HTTP status, `message` the service's own text (or a default),
-    `response` the `httpx.Response` for anyone who needs headers or the raw body.
-    `reason` and `advice` are what went wrong and what to do in plain words, without ids
-    or Python names (None when not known), for a panel that names the subject itself.
+    Args:
+        message: What the toolkit says of it (`str(error)`): the route, the status and
+            what to do.
+        status: The HTTP status, kept as `status`.
+        server_message: The service's own text, kept as `message` (the toolkit's
+            `message` when the service gave none).
+        response: The `httpx.Response`, kept as `response`, for its headers or raw body.
+        reason: What went wrong in plain words, without ids or Python names, for a
+            panel that names the subject itself; None when not known.
+        advice: What to do, in the same plain words; None when not known.
     """
 
     def __init__(
@@ -139,9 +154,12 @@ class UnconfirmedCreate(Conflict):
     is not certainly the one the lost attempt made: it may be someone else's, and then the
     pages or text were not uploaded.
 
-    `chapter_id`, `position` and `created_at` name the chapter found at that number (None
-    when the service did not say); the message says why it was not taken as ours and what
-    to check.
+    Args:
+        message: Why the chapter was not taken as the lost attempt's, and what to check.
+        chapter_id: The id of the chapter found at that number; None when the service did
+            not say.
+        position: The chapter number.
+        created_at: When the chapter found was made; None when the service did not say.
     """
 
     def __init__(
@@ -172,7 +190,12 @@ class Unprocessable(ApiError):
 
 
 class RateLimited(ApiError):
-    """429: too many requests; `retry_after` holds the server's wish in seconds, if given."""
+    """429: too many requests.
+
+    Args:
+        message: What the toolkit says of it.
+        retry_after: The seconds the service asked to wait (`Retry-After`), if it did.
+    """
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
@@ -187,8 +210,12 @@ class UnexpectedAnswer(ApiError):
     """The service answered (often 200) with something the spec does not describe: a body
     that is not JSON, a field of another type, a status the toolkit does not know.
 
-    `route` is the request (`GET /projects`), `field` the path of the field in the JSON
-    (`languages[0].status`; `body` for the whole body) and `value` what was sent.
+    Args:
+        message: What the toolkit says of it.
+        route: The request, e.g. `GET /projects`.
+        field: The field's path in the JSON, e.g. `languages[0].status`; `body` for the
+            whole body.
+        value: What was sent.
     """
 
     def __init__(self, message: str, *, route: str, field: str, value: Any, **kwargs: Any) -> None:
@@ -199,7 +226,12 @@ class UnexpectedAnswer(ApiError):
 
 
 class WaitTimeout(ToolkitError, TimeoutError):
-    """A wait ran out of time; `last` holds the last state seen."""
+    """A wait ran out of time (also a `TimeoutError`).
+
+    Args:
+        message: What was waited for, and for how long.
+        last: The last state seen, e.g. the chapter's `ChapterDetail`.
+    """
 
     def __init__(self, message: str, *, last: Any = None) -> None:
         super().__init__(message)
@@ -209,8 +241,10 @@ class WaitTimeout(ToolkitError, TimeoutError):
 class IncompletePull(ToolkitError):
     """A pull gave up (its deadline passed) with requests still failing.
 
-    `failed` maps each request that failed (a project or chapter id, or `"projects"`) to
-    its last error.
+    Args:
+        message: How many requests failed, and why.
+        failed: Each request that failed (a project or chapter id, or `"projects"`) and
+            its last error.
     """
 
     def __init__(self, message: str, *, failed: dict[str, Exception]) -> None:
@@ -225,8 +259,12 @@ class WebhookVerificationError(ToolkitError):
 def in_plain_words(exc: BaseException) -> str:
     """An error as a person reads it: what went wrong, then what to do.
 
-    Client errors that carry `reason` and `advice` are told in those words (no route, id
-    or Python name); any other error by its own message.
+    Args:
+        exc: Any exception; client errors that carry `reason` and `advice` are told in
+            those words (no route, id or Python name), any other by its own message.
+
+    Returns:
+        One or two sentences.
     """
     reason, advice = getattr(exc, "reason", None), getattr(exc, "advice", None)
     if not reason or not advice:
@@ -249,7 +287,15 @@ STATUS_ERRORS: dict[int, type[ApiError]] = {
 
 
 def error_class_for(status: int) -> type[ApiError]:
-    """The exception class for an HTTP error status."""
+    """The exception class for an HTTP error status.
+
+    Args:
+        status: An HTTP status of 400 or more.
+
+    Returns:
+        The class for that status; `ServerError` for any 5xx, `ApiError` for a status
+        without a class of its own.
+    """
     if status in STATUS_ERRORS:
         return STATUS_ERRORS[status]
     if status >= 500:

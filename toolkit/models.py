@@ -45,8 +45,15 @@ MISSING: Any = _Missing()  # the value of a field the service should have sent a
 
 
 class UnexpectedValue(ValueError):
-    """A field whose value is not what the spec describes; `field` is its path in the JSON
-    (`languages[1].status`), `value` what was sent, `expected` what the spec gives."""
+    """A field whose value is not what the spec describes (also a `ValueError`).
+
+    The client turns it into `UnexpectedAnswer`, which names the route too.
+
+    Args:
+        field: The field's path in the JSON, e.g. `languages[1].status`.
+        value: What was sent (`MISSING` for a field that is absent).
+        expected: What the spec gives, in words ("text or null").
+    """
 
     def __init__(self, field: str, value: Any, expected: str) -> None:
         told = "missing" if value is MISSING else f"{_shown(value)}, not {expected}"
@@ -54,6 +61,14 @@ class UnexpectedValue(ValueError):
         self.field, self.value, self.expected = field, value, expected
 
     def under(self, outer: str) -> UnexpectedValue:
+        """The same error, its path inside an enclosing field.
+
+        Args:
+            outer: The enclosing field's name or index, e.g. `languages` or `[1]`.
+
+        Returns:
+            A new error whose `field` starts with `outer`.
+        """
         joined = self.field if self.field.startswith("[") else "." + self.field
         return UnexpectedValue(outer + joined, self.value, self.expected)
 
@@ -157,6 +172,14 @@ _BY_TYPE: dict[str, Callable[[Any], Any]] = {
 
 
 def camel(name: str) -> str:
+    """The service's JSON name of a snake_case attribute name.
+
+    Args:
+        name: An attribute name, e.g. `credits_spent`.
+
+    Returns:
+        The camelCase name, e.g. `creditsSpent`.
+    """
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
 
@@ -187,7 +210,11 @@ def _nested(cls: type[Resource], *, many: bool = True) -> Any:
 
 @dataclass(frozen=True)
 class Resource:
-    """Base of every resource: a frozen dataclass with the original JSON in `.raw`."""
+    """Base of every resource: a frozen dataclass with the original JSON in `.raw`.
+
+    Attributes:
+        raw: The JSON object as the service sent it, unknown fields included.
+    """
 
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -195,8 +222,18 @@ class Resource:
 
     @classmethod
     def from_json(cls: type[R], raw: Mapping[str, Any]) -> R:
-        """The resource from the service's JSON; `UnexpectedValue` for a known field whose
-        value is not of the spec's type (an unknown field is only kept in `.raw`)."""
+        """The resource from the service's JSON.
+
+        Args:
+            raw: The JSON object; a field this class does not know is only kept in
+                `.raw`, one it knows but is left out reads None.
+
+        Returns:
+            The resource.
+
+        Raises:
+            UnexpectedValue: A known field's value is not of the type the spec gives.
+        """
         values: dict[str, Any] = {"raw": dict(raw)}
         for name, key, parse in _plan(cls):
             if key in raw:
@@ -234,6 +271,14 @@ def _plan(cls: type[Resource]) -> FieldPlan:
 
 @dataclass(frozen=True)
 class TargetLanguage(Resource):
+    """A language every chapter of a project is translated into (on the project list).
+
+    Attributes:
+        project_id: The project's id.
+        language_code: The language, e.g. `fr`.
+        added_at: When the language was added to the project.
+    """
+
     project_id: str | None = None
     language_code: str | None = None
     added_at: datetime | None = _time()
@@ -241,7 +286,25 @@ class TargetLanguage(Resource):
 
 @dataclass(frozen=True)
 class Project(Resource):
-    """A project; `target_languages`, `chapter_count` and `last_chapter_at` come on lists only."""
+    """A project; `target_languages`, `chapter_count` and `last_chapter_at` come on lists only.
+
+    Attributes:
+        id: The project's id, used in the chapter calls.
+        name: The project's name.
+        kind: "comic" (page images) or "novel" (text); another kind is kept as sent.
+        source_language: The language chapters are written in, a two-letter code.
+        reading_direction: "ltr", "rtl" or "vertical".
+        process_steps: How far a page is taken: "text", "translate", "clean" or "full".
+        translation_model: The model that translates; None for the default.
+        created_at: When the project was made.
+        translation_group_id: The translation group, as sent.
+        series_profile: What the translation is told about the series, as sent.
+        cover_key: The cover image's name, as sent (the API does not serve the image).
+        deleted_at: When the project went to the trash; None for a listed project.
+        target_languages: The languages every chapter is translated into.
+        chapter_count: The chapters not in the trash.
+        last_chapter_at: When the newest chapter was made (sent in milliseconds).
+    """
 
     id: str = ""
     name: str | None = None
@@ -261,11 +324,23 @@ class Project(Resource):
 
     @property
     def language_codes(self) -> list[str]:
+        """The codes of the target languages, in the service's order."""
         return [t.language_code for t in self.target_languages if t.language_code]
 
 
 @dataclass(frozen=True)
 class Page(Resource):
+    """A page of a chapter.
+
+    Attributes:
+        id: The page's id (`Client.start_chapter` takes it).
+        chapter_id: The chapter's id.
+        position: The page's number in the chapter.
+        created_at: When the page was added.
+        source_image_key: Where the service stored the uploaded image; on the add-pages
+            answer only, read from the field whose name carries a storage vendor's word.
+    """
+
     id: str = ""
     chapter_id: str | None = None
     position: int | None = None
@@ -274,6 +349,17 @@ class Page(Resource):
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Page:
+        """The page from the service's JSON, its storage key matched by shape.
+
+        Args:
+            raw: The JSON object.
+
+        Returns:
+            The page.
+
+        Raises:
+            UnexpectedValue: A known field's value is not of the type the spec gives.
+        """
         page = super().from_json(raw)
         # The storage key's name carries a vendor word; match it by shape.
         key = next((raw[k] for k in raw if _STORAGE_KEY.match(k)), None)
@@ -282,7 +368,17 @@ class Page(Resource):
 
 @dataclass(frozen=True)
 class LanguageProgress(Resource):
-    """One target language of a chapter on the chapter list."""
+    """One target language of a chapter on the chapter list.
+
+    Attributes:
+        language_code: The language.
+        status: "translating", "needs_review" or "reviewed"; a status the toolkit does
+            not know is kept as sent.
+        covered: The lines translated.
+        failed: The language's run failed.
+        exporting: The language's file is being packaged.
+        models: The models that translated it.
+    """
 
     language_code: str = ""
     status: str | None = None  # one of STATUS_ORDER, or a new one kept as sent
@@ -294,7 +390,14 @@ class LanguageProgress(Resource):
 
 @dataclass(frozen=True)
 class LanguageDetail(Resource):
-    """One target language of a chapter on the chapter detail."""
+    """One target language of a chapter on the chapter detail.
+
+    Attributes:
+        language_code: The language.
+        status: "translating", "needs_review" or "reviewed"; a status the toolkit does
+            not know is kept as sent.
+        untranslated: The lines still untranslated.
+    """
 
     language_code: str = ""
     status: str | None = None  # one of STATUS_ORDER, or a new one kept as sent
@@ -303,6 +406,17 @@ class LanguageDetail(Resource):
 
 @dataclass(frozen=True)
 class PreparedExport(Resource):
+    """A file of a chapter ready to download (on the chapter list).
+
+    Attributes:
+        language_code: The language of the file.
+        format: One of "cbz", "zip", "psd", "clean", "txt", "docx", "source".
+        filename: The file's name.
+        byte_size: The file's size in bytes.
+        page_count: The pages in the file.
+        prepared_at: When the file was prepared.
+    """
+
     language_code: str | None = None
     format: str | None = None
     filename: str | None = None
@@ -313,7 +427,17 @@ class PreparedExport(Resource):
 
 @dataclass(frozen=True)
 class Chapter(Resource):
-    """The chapter base shape."""
+    """The chapter base shape, which every chapter answer has.
+
+    Attributes:
+        id: The chapter's id.
+        project_id: The project's id.
+        position: The chapter's number, 1 or more.
+        title: The title, if any.
+        summary: What happens in the chapter, written by the translation; None until
+            then.
+        created_at: When the chapter was made.
+    """
 
     id: str = ""
     project_id: str | None = None
@@ -325,7 +449,14 @@ class Chapter(Resource):
 
 @dataclass(frozen=True)
 class NewChapter(Chapter):
-    """The create answer: the base shape plus its pages."""
+    """The create answer: the base shape plus its pages.
+
+    Attributes:
+        assigned_user_id: The user the chapter is assigned to, as sent.
+        created_by_user_id: The user who made it, as sent.
+        deleted_at: When it went to the trash; None for a new chapter.
+        pages: The pages uploaded; empty for a staged or novel chapter.
+    """
 
     assigned_user_id: str | None = None
     created_by_user_id: str | None = None
@@ -335,6 +466,22 @@ class NewChapter(Chapter):
 
 @dataclass(frozen=True)
 class ChapterListItem(Chapter):
+    """A chapter on its project's chapter list.
+
+    Attributes:
+        page_count: The pages in the chapter.
+        started: False for a staged chapter never started.
+        processing: Something runs on the chapter (reading, translating, packaging).
+        failed: A run failed or stalled; true until the chapter is re-scanned.
+        failure_reason: Why, in a sentence.
+        status: "translating", "needs_review" or "reviewed"; a status the toolkit does
+            not know is kept as sent.
+        languages: The progress of each target language.
+        prepared_exports: The files ready to download.
+        credits_spent: What the chapter has cost so far.
+        last_activity_at: When anything last happened to the chapter.
+    """
+
     page_count: int | None = None
     started: bool | None = None
     processing: bool | None = None
@@ -349,6 +496,22 @@ class ChapterListItem(Chapter):
 
 @dataclass(frozen=True)
 class ChapterDetail(Chapter):
+    """A chapter as `Client.get_chapter` answers.
+
+    Attributes:
+        page_count: The pages in the chapter.
+        processing: Something runs on the chapter (reading, translating, packaging).
+        detecting: Pages are being read, before any language starts.
+        failed: A run failed or stalled; true until the chapter is re-scanned, and it
+            can be true while `processing` is too.
+        failure_reason: Why, in a sentence (e.g. that the run stalled).
+        status: "translating", "needs_review" or "reviewed"; a status the toolkit does
+            not know is kept as sent.
+        languages: Each target language with its untranslated lines.
+        project: The chapter's project.
+        assignee: The chapter's assignee, as sent.
+    """
+
     page_count: int | None = None
     processing: bool | None = None
     detecting: bool | None = None
@@ -367,17 +530,38 @@ class ChapterDetail(Chapter):
 
 @dataclass(frozen=True)
 class AddedPages(Resource):
+    """The add-pages answer.
+
+    Attributes:
+        chapter_id: The chapter's id.
+        pages: The pages added, with their storage keys.
+    """
+
     chapter_id: str = ""
     pages: list[Page] = _nested(Page)
 
 
 @dataclass(frozen=True)
 class StartResult(Resource):
+    """The start answer.
+
+    Attributes:
+        chapter_id: The chapter's id.
+        page_count: The pages started.
+    """
+
     chapter_id: str | None = None
     page_count: int | None = None
 
 
 @dataclass(frozen=True)
 class RescanResult(Resource):
+    """The re-scan answer, once the run is queued.
+
+    Attributes:
+        queued: The run was queued.
+        cleared_regions: The lines cleared (every translation is discarded).
+    """
+
     queued: bool | None = None
     cleared_regions: int | None = None

@@ -153,9 +153,17 @@ def _legend(ax: Axes, title: str) -> None:
 
 
 def project_colors(names: Iterable[object]) -> dict[str, str]:
-    """One colour per project, the same in every plot and on the weekly page: the
-    projects, in name order, take the palette's colours in turn. Pass every project of
-    the store (not only those a plot shows), so that a project keeps its colour."""
+    """One colour per project, the same in every plot and on the weekly page.
+
+    The projects, in name order, take the palette's colours in turn.
+
+    Args:
+        names: Every project name of the store (not only those a plot shows), so that
+            a project keeps its colour from plot to plot.
+
+    Returns:
+        A hex colour per name.
+    """
     ordered = sorted({str(name) for name in names})
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(ordered)}
 
@@ -196,7 +204,18 @@ def _freq_width(freq: str) -> pd.Timedelta | None:
 def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
     """Translated lines on record per project at each snapshot (a re-scan drops them).
 
-    source: a store, or a languages history frame (`snapshot_at, project_id, covered`).
+    Args:
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or a languages history frame (`snapshot_at`,
+            `project_id`, `covered`).
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+        top (int): The projects drawn, largest now first; the rest are summed as "other".
+
+    Returns:
+        The Axes drawn on.
+
+    Raises:
+        ValueError: Several workspaces were given with none in them, or sharing a label.
     """
     ax = _axes(ax)
     if isinstance(source, pd.DataFrame):
@@ -247,8 +266,20 @@ def throughput(
 ) -> Axes:
     """Lines translated per period, stacked by language (or project, or model).
 
-    source: a store, or the frame `analysis.throughput` returns (then `freq` and `by`
-    describe it).
+    Args:
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or the frame `analysis.throughput` returns (then
+            `freq` and `by` describe it).
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+        freq (str): The period, as a pandas frequency ("1h", "1D", "1W").
+        by (str): Stack by "language_code", "project_id" or "model".
+        top (int): The groups drawn, largest first; the rest are summed as "other".
+
+    Returns:
+        The Axes drawn on.
+
+    Raises:
+        ValueError: Several workspaces were given with none in them, or sharing a label.
     """
     ax = _axes(ax)
     frame = source if isinstance(source, pd.DataFrame) else analysis.throughput(source, freq, by)
@@ -275,7 +306,20 @@ def credit_spend(
     """Credits spent per period, stacked by project (or language, or chapter), with the
     part that paid for re-runs hatched on top.
 
-    source: a store, or the frame `analysis.credit_spend` returns.
+    Args:
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or the frame `analysis.credit_spend` returns (then
+            `freq` and `by` describe it).
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+        freq (str): The period, as a pandas frequency ("1h", "1D", "1W").
+        by (str): Stack by "project_id", "language_code" or "chapter_id".
+        top (int): The groups drawn, largest first; the rest are summed as "other".
+
+    Returns:
+        The Axes drawn on.
+
+    Raises:
+        ValueError: Several workspaces were given with none in them, or sharing a label.
     """
     ax = _axes(ax)
     frame = source if isinstance(source, pd.DataFrame) else analysis.credit_spend(source, freq, by)
@@ -301,8 +345,19 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
     """Chapters per state (`state`: staged, reading, translating, ..., failed, stalled,
     needs review, reviewed) and project at the latest snapshot.
 
-    source: a store, or a chapters frame (`project_id, state`), such as
-    `store.latest("chapters")` or `tk.chapters_frame(client)`.
+    Args:
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or a chapters frame (`project_id`, `state`), such
+            as `store.latest("chapters")` or `tk.chapters_frame(client)`.
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+        top (int): The projects drawn, those with most chapters first; the rest are summed
+            as "other".
+
+    Returns:
+        The Axes drawn on.
+
+    Raises:
+        ValueError: Several workspaces were given with none in them, or sharing a label.
     """
     ax = _axes(ax)
     chapters = (
@@ -351,7 +406,16 @@ def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
     """How long runs took from start to `needs_review`: a histogram stacked by the kind
     of run (first runs, re-scans, added pages, held pages started), with the median.
 
-    source: a store, or the frame `analysis.cycle_times` returns.
+    Args:
+        source (Source | list | Mapping): A store; several workspaces (a list of stores, or
+            a mapping of label to store); or the frame `analysis.cycle_times` returns.
+        ax (Axes | None): The Axes to draw on; a new figure when None.
+
+    Returns:
+        The Axes drawn on.
+
+    Raises:
+        ValueError: Several workspaces were given with none in them, or sharing a label.
     """
     ax = _axes(ax)
     runs = source if isinstance(source, pd.DataFrame) else analysis.cycle_times(source)

@@ -147,6 +147,26 @@ def throughput(
     `failed` was cleared, or a re-scan run was seen) the count restarted, so the new
     value counts in full. Never negative. By `model`: the service's model name, the last
     one the language lists. Periods without lines are left out unless `fill`.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
+        by: Group by "language_code", "project_id" (its name in `project`) or "model".
+        since: The window's start, included (a naive time is read in `tz`); by default
+            the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times and of the periods; UTC by
+            default.
+        fill: Give every period from the first to the last, and every group, a row (0
+            where nothing happened).
+
+    Returns:
+        The lines, one row per period and group.
+
+    Raises:
+        ValueError: `by` or `freq` is not one this function takes.
     """
     _check("by", by, ("language_code", "project_id", "model"))
     obs = observe(store)
@@ -186,13 +206,29 @@ def _project_names(obs: Observed) -> pd.Series:
 def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     """The effective price per page and target language, per project id; the key `None`
     holds the workspace-wide median. Learned from first runs only (`charges.learn_prices`):
-    a project's own price needs two of its first runs, else it takes the workspace's."""
+    a project's own price needs two of its first runs, else it takes the workspace's.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores (a mapping
+            of label to store, or a list) answer with one such dict per label.
+
+    Returns:
+        Credits per page and target language by project id; `None` for the workspace.
+    """
     return dict(prices(observe(store)))
 
 
 def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float]:
     """For chapters without pages (novels, priced by their text): the median first-run
-    charge per chapter and target language, per project id (`None`: all of them)."""
+    charge per chapter and target language, per project id (`None`: all of them).
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores (a mapping
+            of label to store, or a list) answer with one such dict per label.
+
+    Returns:
+        Credits per chapter and target language by project id; `None` for all.
+    """
     runs = all_runs(observe(store))
     first = runs[(runs["kind"] == "first").fillna(False) & (runs["pages"] == 0)]
     first = first[first["credits"] > 0]
@@ -223,6 +259,27 @@ def credit_spend(
     for (`runs`); `rework_credits` is what re-scans paid again for pages already paid
     for, in whole credits. By `language_code`, a run's charge is split evenly over its
     target languages. Periods without spend are left out unless `fill`.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
+        by: Group by "project_id" (its name in `project`), "language_code" or
+            "chapter_id".
+        since: The window's start, included (a naive time is read in `tz`); by default
+            the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times and of the periods; UTC by
+            default.
+        fill: Give every period from the first to the last, and every group, a row (0
+            where nothing happened).
+
+    Returns:
+        The credits, one row per period and group.
+
+    Raises:
+        ValueError: `by` or `freq` is not one this function takes.
     """
     _check("by", by, ("project_id", "language_code", "chapter_id"))
     obs = observe(store)
@@ -289,7 +346,22 @@ def price_estimate(
     The project's own price when the store saw it pay, else the median price of the
     workspace's projects of the same kind. A novel is priced by its text, not by pages:
     for a novel project `pages` counts chapters of the project's usual length.
-    languages: how many target languages (or their codes); by default the project's.
+
+    Args:
+        store: A store (or its `Observed` view), or several workspaces' stores (a
+            mapping of label to store, or a list): the one whose latest snapshot holds
+            the project prices it.
+        project_id: The project the upload goes to.
+        pages: The pages to upload (for a novel project: chapters of its usual length).
+        languages: How many target languages, or their codes; by default the project's.
+
+    Returns:
+        The estimated credits.
+
+    Raises:
+        ValueError: No price was learned yet for a chapter like the project's, the
+            project is not in the latest snapshot and `languages` was not given, or it
+            is in none of several workspaces given.
     """
     obs = observe(store)
     projects = obs.store.latest("projects").set_index("project_id")

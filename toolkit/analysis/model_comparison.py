@@ -54,9 +54,22 @@ def compare_models(
     `hours_per_page` (median over finished runs), `failure_rate` and `stall_rate` (over
     ended runs), `rework_share` (of credits), and the stratum's `verdict`.
 
-    confidence: of the bootstrap interval a difference must clear. min_runs: fewer runs
-    of a model in a stratum than this, and the verdict says too few to compare.
     `since`/`until` keep the runs that started in [since, until).
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        since: The window's start, included, on the runs' start (a naive time is read in
+            `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+        confidence: The confidence of the bootstrap interval a difference must clear.
+        min_runs: With fewer runs of a model in a stratum than this, the verdict says
+            there are too few to compare.
+
+    Returns:
+        One row per stratum and model.
     """
     obs = observe(store)
     seen = _with_strata(obs, runs(obs, since=since, until=until, tz=tz))
@@ -80,7 +93,20 @@ def price_by_language(
     language_code, model, runs, pages, credits, credits_per_page`. The service charges a
     run per chapter, so a run's credits are split evenly over its languages; novels
     (priced by their text) are left out. Runs charged before the store's first snapshot
-    have no charge to count and are left out too."""
+    have no charge to count and are left out too.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        since: The window's start, included, on the runs' start (a naive time is read in
+            `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+
+    Returns:
+        One row per project, target language and model.
+    """
     obs = observe(store)
     seen = _with_strata(obs, runs(obs, since=since, until=until, tz=tz))
     paid = seen[(seen["kind"] == "comic") & (seen["credits"] > 0) & (seen["pages"] > 0)]

@@ -94,6 +94,18 @@ def runs(
     `failure_reason`. `since`/`until` keep runs that started in [since, until).
     Sorted by start (unknown starts last), then chapter, then run number.
     docs/analysis.md says how each field is derived and what the store cannot know.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        since: The window's start, included, on the runs' start (a naive time is read in
+            `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+
+    Returns:
+        One row per run.
     """
     frame = all_runs(observe(store))
     return within(frame[COLUMNS], "started_at", since=since, until=until, tz=tz)

@@ -37,7 +37,20 @@ def cycle_times(
 ) -> pd.DataFrame:
     """One row per finished run, every kind: `chapter_id, chapter, project_id, project,
     kind, started_at, finished_at, hours, run_id, started_source, finished_source`;
-    `since`/`until` bound `finished_at`. A failed or stalled run is in `failures`."""
+    `since`/`until` bound `finished_at`. A failed or stalled run is in `failures`.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        since: The window's start, included, on `finished_at` (a naive time is read in
+            `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+
+    Returns:
+        The finished runs, in the order they finished.
+    """
     runs = all_runs(observe(store))
     done = (runs["outcome"] == "finished").fillna(False) & runs["finished_at"].notna()
     # The columns first, then the rows: filtering a year's 200,000 runs costs by column.
@@ -59,7 +72,20 @@ def lead_times(
     first `needs_review` (the end of its first finished run), failed runs and re-scans in
     between included: `chapter_id, chapter, project_id, project, uploaded_at,
     reviewable_at, hours, runs, failed_runs`. A chapter not yet reviewable has no row;
-    `since`/`until` bound `reviewable_at`."""
+    `since`/`until` bound `reviewable_at`.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        since: The window's start, included, on `reviewable_at` (a naive time is read in
+            `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+
+    Returns:
+        The chapters, in the order they became reviewable.
+    """
     obs = observe(store)
     chapter = run_chapters(obs)
     seen_first = np.isin(chapter, chapter[run_table(obs).kind == FIRST])
@@ -102,7 +128,28 @@ def finished(
     fill: bool = False,
 ) -> pd.DataFrame:
     """Runs finished per period: long frame `period, <by>[, project], runs`. Periods
-    without a finished run are left out unless `fill`."""
+    without a finished run are left out unless `fill`.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
+        by: Group by "project_id" (its name in `project`), "model" or "kind" (of run).
+        since: The window's start, included (a naive time is read in `tz`); by default
+            the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times and of the periods; UTC by
+            default.
+        fill: Give every period from the first to the last, and every group, a row (0
+            where nothing happened).
+
+    Returns:
+        The runs finished, one row per period and group.
+
+    Raises:
+        ValueError: `by` or `freq` is not one this function takes.
+    """
     column = check_by(by)
     done = cycle_times(store, since=since, until=until, tz=tz)
     runs = all_runs(observe(store))

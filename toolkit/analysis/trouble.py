@@ -29,7 +29,20 @@ def failures(
     project_id, project, kind` (`failed`, or `stalled`: abandoned by the service after
     it stopped progressing), `seen_at` (its `chapter.failed` event, else the chapter's
     `last_activity_at` when a snapshot first showed it failed), `failure_reason`,
-    `run_id`, `run_kind` (the run's kind). `since`/`until` bound `seen_at`."""
+    `run_id`, `run_kind` (the run's kind). `since`/`until` bound `seen_at`.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        since: The window's start, included, on `seen_at` (a naive time is read in
+            `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+
+    Returns:
+        The failed and stalled runs.
+    """
     obs = observe(store)
     bad = runs_kept(obs, np.isin(run_table(obs).outcome, [FAILED, STALLED]))
     frame = pd.DataFrame(
@@ -60,7 +73,25 @@ def failure_rates(
     """Failed and stalled runs over the runs that ended, per `by` (None: the whole
     workspace): `<by>[, project], runs, finished, failed, stalled, failure_rate,
     stalled_rate`. `runs` counts runs started in the window whose outcome is known (a
-    run still going, or one the store cannot tell, is left out of both counts)."""
+    run still going, or one the store cannot tell, is left out of both counts).
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        by: Group by "project_id" (its name in `project`), "model" or "kind" (of run);
+            None for one row for the whole workspace.
+        since: The window's start, included, on the runs' start (a naive time is read in
+            `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+
+    Returns:
+        The counts and rates, one row per group.
+
+    Raises:
+        ValueError: `by` is not one this function takes.
+    """
     runs = all_runs(observe(store))
     runs = within(runs, "started_at", since=since, until=until, tz=tz)
     ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
@@ -98,7 +129,22 @@ def stalled(
     `threshold`, measured from their last progress (`last_activity_at`, which the
     service moves at every step of a run) to the latest snapshot: `chapter_id, chapter,
     project_id, project, position, last_progress_at, stalled_hours`. `since`/`until`
-    bound `last_progress_at`."""
+    bound `last_progress_at`.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        threshold: How long without progress makes a running chapter stalled (a pandas
+            Timedelta or its text, e.g. "90min").
+        since: The window's start, included, on `last_progress_at` (a naive time is read
+            in `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+
+    Returns:
+        The stalled chapters.
+    """
     obs = observe(store)
     limit = pd.Timedelta(threshold)
     latest = _latest_chapters(obs)
@@ -135,7 +181,22 @@ def stuck(
     progress for `threshold`), `failed` (its last run failed and it waits for a re-scan,
     or a novel for its text to be uploaded again), `held_pages` (pages sent with hold
     that never started), `no_pages` (a staged chapter with no pages), `not_started`
-    (a staged chapter with pages, never started). `since`/`until` bound `since`."""
+    (a staged chapter with pages, never started). `since`/`until` bound `since`.
+
+    Args:
+        store: A store (or its `Observed` view); several workspaces' stores at once (a
+            mapping of label to store, or a list) answer with a `workspace` column
+            first.
+        threshold: How long without progress makes a running chapter stalled (a pandas
+            Timedelta or its text, e.g. "90min").
+        since: The window's start, included, on the `since` column (a naive time is read
+            in `tz`); by default the beginning.
+        until: The window's end, excluded; by default no end.
+        tz: The time zone of the window's naive times; UTC by default.
+
+    Returns:
+        One row per chapter and reason.
+    """
     obs = observe(store)
     latest = _latest_chapters(obs)
     names = _project_names(obs)

@@ -134,6 +134,18 @@ def monthly_spend(
     no snapshot after its first (the baseline) has no data: null, never 0, and so is the
     change and the total of a column with a null in it. A single store is labelled by
     its given or recorded workspace, else `default`.
+
+    Args:
+        stores: A store, or several (a mapping of label to store, or a list).
+        until: A time in "this month"; by default each store's latest snapshot (the
+            latest of them for the total).
+        tz: The time zone of the calendar months and of a naive `until`; UTC by default.
+
+    Returns:
+        One row per workspace, and a total row.
+
+    Raises:
+        ValueError: No stores were given, or several share a workspace label.
     """
     from toolkit.analysis.measures import credit_spend  # the plain one, for one store
 

@@ -64,10 +64,22 @@ STOP = Delay(None)
 class RetryPolicy:
     """When a client tries again, and the clock it waits by: `Client(retry=RetryPolicy(...))`.
 
-    `jitter` returns a float in [0, 1). `sleep` waits (None: `time.sleep` for `Client`,
-    `asyncio.sleep` for `AsyncClient`; an async client awaits what it returns if it can),
-    and `monotonic` reads the clock `wait_for_chapter` times out by. Tests pass a constant
-    jitter and a fake clock instead of waiting.
+    Tests pass a constant jitter and a fake clock instead of waiting.
+
+    Args:
+        max_retries: Tries after the first, at most (0: never try again).
+        base: The first wait, in seconds, before jitter; each later one doubles.
+        cap: The longest wait between tries, in seconds, before jitter.
+        max_retry_after: The longest wait a `Retry-After` may ask for; a longer one
+            stops the retries and the error says how long the service asked for.
+        jitter: Returns a float in [0, 1); a wait is between half and all of the
+            doubled base.
+        sleep: Waits a number of seconds; None for `time.sleep` (`Client`) or
+            `asyncio.sleep` (`AsyncClient`, which awaits what it returns if it can).
+        monotonic: Reads the clock that `wait_for_chapter` times out by.
+
+    Raises:
+        ValueError: `max_retries` or `max_retry_after` is below 0.
     """
 
     max_retries: int = 4
@@ -85,12 +97,34 @@ class RetryPolicy:
             raise ValueError(f"max_retry_after must be 0 or more, not {self.max_retry_after}")
 
     def backoff(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt number `attempt` (0 for the first)."""
+        """Seconds to wait after a failed attempt: the doubled base, capped, jittered.
+
+        Args:
+            attempt: The attempt that failed, 0 for the first.
+
+        Returns:
+            The seconds to wait.
+        """
         ceiling = min(self.cap, self.base * 2.0**attempt)
         return ceiling * (0.5 + 0.5 * self.jitter())
 
     def after_response(self, response: httpx.Response, attempt: int, *, repeatable: bool) -> Delay:
-        """Whether and when to try again after an error answer."""
+        """Whether and when to try again after an error answer.
+
+        Only 429, 502, 503 and 504 are tried again; a `Retry-After` is honoured up to
+        `max_retry_after`.
+
+        Args:
+            response: The error answer.
+            attempt: The attempt that failed, 0 for the first.
+            repeatable: Sending the request twice does no harm (a GET, or a create
+                that can be recognised); a request that is not is tried again only
+                after 429, which the service refused before acting.
+
+        Returns:
+            The wait before the next try, or a stop (with `too_long` set when the
+            service asked for a wait past `max_retry_after`).
+        """
         status = response.status_code
         if status not in RETRY_STATUSES or attempt >= self.max_retries:
             return STOP
@@ -104,7 +138,17 @@ class RetryPolicy:
         return Delay(asked)
 
     def after_error(self, error: httpx.TransportError, attempt: int, *, repeatable: bool) -> Delay:
-        """Whether and when to try again after a transport failure."""
+        """Whether and when to try again after a transport failure.
+
+        Args:
+            error: The httpx error.
+            attempt: The attempt that failed, 0 for the first.
+            repeatable: Sending the request twice does no harm; a request that is not
+                is tried again only when the connection was never made.
+
+        Returns:
+            The wait before the next try, or a stop.
+        """
         if attempt >= self.max_retries:
             return STOP
         if never_sent(error) or (repeatable and isinstance(error, TRANSIENT)):

@@ -69,7 +69,20 @@ class PageUpload:
 
 
 def prepare_pages(pages: Iterable[PageSource]) -> PageUpload:
-    """Check every page and open it for streaming; close the result (or use `with`)."""
+    """Check every page and open it for streaming; close the result (or use `with`).
+
+    Args:
+        pages: The pages in order, each a path, bytes, or a binary file object that can
+            seek (it is read once to check it and again to send it).
+
+    Returns:
+        The checked pages; closing it closes the files it opened (not yours).
+
+    Raises:
+        TypeError: One page was given rather than a list of pages.
+        InvalidUpload: No pages, or a page that cannot be read, is empty, an SVG, or
+            not an image Pillow opens; the message names the page.
+    """
     if isinstance(pages, str | bytes | bytearray | memoryview | os.PathLike) or hasattr(
         pages, "read"
     ):
@@ -116,7 +129,17 @@ def check_page_position(position: int | None, page_count: int) -> None:
 
 
 def check_text(text: object) -> str:
-    """A novel chapter's text: a non-empty str of at most 200,000 characters."""
+    """Check a novel chapter's text: a non-empty str of at most 200,000 characters.
+
+    Args:
+        text: The chapter's text.
+
+    Returns:
+        The text, unchanged.
+
+    Raises:
+        InvalidUpload: It is not a str, is blank, or is over the limit.
+    """
     if not isinstance(text, str):
         raise InvalidUpload(
             f"text must be a str, not {type(text).__name__}: decode it first", item="text"
@@ -210,9 +233,20 @@ def _open(source: object, number: int) -> tuple[str, IO[bytes], bool]:
 
 
 def check_image(file: IO[bytes], label: str) -> str:
-    """Refuse an SVG or a file Pillow cannot open; return Pillow's format name.
+    """Check one page image: refuse an empty file, an SVG, or a file Pillow cannot open.
 
     Reads only the header (and, for PNG, streams the chunks); rewinds the file after.
+
+    Args:
+        file: The image, opened in binary mode and able to seek.
+        label: How the messages name the page, e.g. its path.
+
+    Returns:
+        Pillow's name of the format, e.g. "PNG" or "JPEG".
+
+    Raises:
+        InvalidUpload: The file is empty, an SVG, or not an image Pillow opens (or a
+            PNG whose chunks are damaged).
     """
     try:
         head = file.read(SNIFF_BYTES)

@@ -37,10 +37,15 @@ from toolkit.emulator.serving import BackgroundServer
 
 
 class AdminCallError(Exception):
-    """An admin call the emulator refused: its HTTP `status` and the emulator's `message`.
+    """An admin call the emulator refused.
 
     The emulator's own error, not the client's: the emulator and the client share only
     the signing primitive, so either can change without the other.
+
+    Args:
+        message: The call, the status and the emulator's text.
+        status: The HTTP status, kept as `status`.
+        server_message: The emulator's own text, kept as `server_message`.
     """
 
     def __init__(self, message: str, *, status: int, server_message: str) -> None:
@@ -50,6 +55,22 @@ class AdminCallError(Exception):
 
 
 class Emulator:
+    """The emulated service and its admin calls, served on a background thread.
+
+    Start it with `start()` or `with Emulator() as emu:`; `url` is then its address.
+    Every admin method is one call to `/_emulator` and raises `RuntimeError` before
+    `start()`.
+
+    Args:
+        state: Where the state lives: `":memory:"` (gone on `stop()`) or a SQLite file,
+            with its page images in the folder `<state>-pages`.
+        clock: "manual" (time moves only by `advance`) or "realtime".
+        admin_token: The bearer token of the admin calls; a random one by default.
+        speed: Simulated seconds per real second, for the realtime clock.
+        start: The clock's first instant (aware); by default now. A saved state's clock
+            resumes from where it got to if that is later.
+    """
+
     def __init__(
         self,
         state: str = ":memory:",
@@ -106,7 +127,18 @@ class Emulator:
     # -- life cycle -------------------------------------------------------------------
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> Emulator:
-        """Serve on a background thread; returns once the server accepts connections."""
+        """Serve on a background thread; returns once the server accepts connections.
+
+        Args:
+            host: The address to listen on.
+            port: The port; 0 for a free one (`url` says which).
+
+        Returns:
+            The emulator itself, running.
+
+        Raises:
+            RuntimeError: The address cannot be listened on (e.g. the port is taken).
+        """
         try:
             self._background = BackgroundServer(host, port)
         except OSError as exc:
@@ -181,12 +213,47 @@ class Emulator:
         return response.json()
 
     def create_workspace(self, name: str, credits: int) -> dict[str, Any]:
+        """Create a workspace and its API key.
+
+        Args:
+            name: The workspace's name.
+            credits: Its starting balance.
+
+        Returns:
+            `{id, name, credits, apiKey}`.
+
+        Raises:
+            AdminCallError: The name or the credits are not valid.
+        """
         return self._call("POST", "/_emulator/workspaces", {"name": name, "credits": credits})
 
     def get_workspace(self, workspace_id: str) -> dict[str, Any]:
+        """A workspace and its balance.
+
+        Args:
+            workspace_id: The workspace's id.
+
+        Returns:
+            `{id, name, credits}`.
+
+        Raises:
+            AdminCallError: No such workspace (404).
+        """
         return self._call("GET", f"/_emulator/workspaces/{workspace_id}")
 
     def set_credits(self, workspace_id: str, credits: int) -> dict[str, Any]:
+        """Set a workspace's balance, e.g. to 0 to see `InsufficientCredits`.
+
+        Args:
+            workspace_id: The workspace's id.
+            credits: The new balance.
+
+        Returns:
+            `{id, name, credits}`.
+
+        Raises:
+            AdminCallError: No such workspace (404), or credits that are not valid.
+        """
         return self._call(
             "PUT", f"/_emulator/workspaces/{workspace_id}/credits", {"credits": credits}
         )
@@ -203,6 +270,24 @@ class Emulator:
         target_languages: list[str],
         translation_model: str | None = None,
     ) -> dict[str, Any]:
+        """Create a project, as the dashboard does (the API has no such call).
+
+        Args:
+            workspace_id: The workspace's id.
+            name: The project's name.
+            kind: "comic" (page images) or "novel" (text).
+            source_language: The chapters' language, a two-letter code.
+            reading_direction: "ltr", "rtl" or "vertical".
+            process_steps: "text", "translate", "clean" or "full".
+            target_languages: The languages every chapter is translated into.
+            translation_model: The model that translates; None for the default.
+
+        Returns:
+            The project as the project list shows it.
+
+        Raises:
+            AdminCallError: No such workspace, or a field the service would not take.
+        """
         body = {
             "workspaceId": workspace_id,
             "name": name,
@@ -216,18 +301,69 @@ class Emulator:
         return self._call("POST", "/_emulator/projects", body)
 
     def trash_project(self, project_id: str) -> dict[str, Any]:
+        """Move a project to the trash, as the dashboard does.
+
+        Args:
+            project_id: The project's id.
+
+        Returns:
+            An empty object.
+
+        Raises:
+            AdminCallError: No such project.
+        """
         return self._call("POST", f"/_emulator/projects/{project_id}/trash")
 
     def trash_chapter(self, chapter_id: str) -> dict[str, Any]:
+        """Move a chapter to the trash, as the dashboard does.
+
+        Args:
+            chapter_id: The chapter's id.
+
+        Returns:
+            An empty object.
+
+        Raises:
+            AdminCallError: No such chapter.
+        """
         return self._call("POST", f"/_emulator/chapters/{chapter_id}/trash")
 
     def review_chapter(self, chapter_id: str) -> dict[str, Any]:
+        """Mark a chapter reviewed, as a reviewer does in the dashboard.
+
+        Args:
+            chapter_id: The chapter's id.
+
+        Returns:
+            The chapter's detail, as `GET /chapters/:id` answers.
+
+        Raises:
+            AdminCallError: No such chapter (404), or it is processing or has nothing
+                translated yet (409).
+        """
         return self._call("POST", f"/_emulator/chapters/{chapter_id}/review")
 
     def advance(self, seconds: float) -> datetime:
+        """Move the manual clock on, running every run step and delivery due meanwhile.
+
+        Args:
+            seconds: How far, from 0 to a year.
+
+        Returns:
+            The clock's new time.
+
+        Raises:
+            AdminCallError: `seconds` is out of range (400), or the clock is realtime
+                (409).
+        """
         return _parse_now(self._call("POST", "/_emulator/clock", {"advance": seconds}))
 
     def now(self) -> datetime:
+        """The emulator's clock.
+
+        Returns:
+            Its time, aware, in UTC.
+        """
         return _parse_now(self._call("GET", "/_emulator/clock"))
 
     def set_faults(
@@ -239,6 +375,21 @@ class Emulator:
         error_rate: float = 0.0,
         seed: int = 0,
     ) -> dict[str, Any]:
+        """Set the injected faults (kept across restarts); each call replaces them all.
+
+        Args:
+            failure_rate: The share of runs that fail, from 0 to 1.
+            stall_rate: The share of runs that stall (and are abandoned), from 0 to 1.
+            latency_ms: Milliseconds every `/api/v1` answer is delayed.
+            error_rate: The share of `/api/v1` requests answered 503, from 0 to 1.
+            seed: Seeds the draws, so a test sees the same faults on every run.
+
+        Returns:
+            The settings now in force.
+
+        Raises:
+            AdminCallError: A rate outside 0 to 1, or a latency out of range (400).
+        """
         body = {
             "failureRate": failure_rate,
             "stallRate": stall_rate,
@@ -249,14 +400,48 @@ class Emulator:
         return self._call("PUT", "/_emulator/faults", body)
 
     def seed_demo(self) -> dict[str, Any]:
+        """Build the demo workspace (once: seeding again returns the same one).
+
+        Returns:
+            `{workspaceId, apiKey}`.
+        """
         return self._call("POST", "/_emulator/seed/demo")
 
     def ledger(self, workspace_id: str) -> dict[str, Any]:
+        """What a workspace was charged, and the lines translated, entry by entry.
+
+        Args:
+            workspace_id: The workspace's id.
+
+        Returns:
+            `{balance, charges, lines}`: each charge with its time, chapter, project,
+            credits, pages, languages, reason and `rework`; each line entry with its
+            time, chapter, project, language and lines.
+
+        Raises:
+            AdminCallError: No such workspace (404).
+        """
         return self._call("GET", f"/_emulator/workspaces/{workspace_id}/ledger")
 
     def add_webhook(
         self, workspace_id: str, url: str, events: list[str], allow_private: bool = True
     ) -> dict[str, Any]:
+        """Add a webhook endpoint, as the dashboard does.
+
+        Args:
+            workspace_id: The workspace's id.
+            url: Where deliveries are posted.
+            events: The event types to send: "chapter.finished", "chapter.failed",
+                "export.ready".
+            allow_private: Allow a loopback or private address (a test's receiver).
+
+        Returns:
+            `{id, url, events, secret}`; the signing secret is shown only here.
+
+        Raises:
+            AdminCallError: No such workspace, an unknown event type, an address not
+                allowed (400), or five endpoints already (409).
+        """
         body = {
             "workspaceId": workspace_id,
             "url": url,
@@ -266,12 +451,45 @@ class Emulator:
         return self._call("POST", "/_emulator/webhooks", body)
 
     def delete_webhook(self, webhook_id: str) -> dict[str, Any]:
+        """Delete a webhook endpoint; its waiting deliveries are given up (kept in the log).
+
+        Args:
+            webhook_id: The endpoint's id.
+
+        Returns:
+            An empty object.
+
+        Raises:
+            AdminCallError: No such endpoint.
+        """
         return self._call("DELETE", f"/_emulator/webhooks/{webhook_id}")
 
     def test_webhook(self, webhook_id: str) -> dict[str, Any]:
+        """Send a `ping` to an endpoint at once, outside the delivery log.
+
+        Args:
+            webhook_id: The endpoint's id.
+
+        Returns:
+            `{ok, status}`; status None when the endpoint did not answer.
+
+        Raises:
+            AdminCallError: No such endpoint.
+        """
         return self._call("POST", f"/_emulator/webhooks/{webhook_id}/test")
 
     def deliveries(self, workspace_id: str | None = None) -> list[dict[str, Any]]:
+        """The webhook delivery log of the last 30 days, oldest first.
+
+        Args:
+            workspace_id: Only this workspace's deliveries; every workspace's when None.
+
+        Returns:
+            One object per delivery: its event, endpoint, state and attempts.
+
+        Raises:
+            AdminCallError: No such workspace.
+        """
         params = {"workspaceId": workspace_id} if workspace_id else {}
         answer: list[dict[str, Any]] = self._send("GET", "/_emulator/deliveries", **params)
         return answer
@@ -296,7 +514,23 @@ def run_server(
     admin_token: str | None,
     start: datetime | None = None,
 ) -> None:
-    """Serve until Ctrl-C; with `seed="demo"`, seed the demo workspace and say how to use it."""
+    """Serve until Ctrl-C or SIGTERM, printing the address and the admin token
+    (`toolkit emulator` runs this).
+
+    Args:
+        host: The address to listen on.
+        port: The port; 0 for a free one.
+        clock: "manual" or "realtime".
+        speed: Simulated seconds per real second, for the realtime clock.
+        seed: "demo" seeds the demo workspace and prints its API key and how to use it;
+            anything else seeds nothing.
+        state: `":memory:"` or a SQLite file (see `Emulator`).
+        admin_token: The admin calls' bearer token; a random one by default.
+        start: The clock's first instant; by default now.
+
+    Raises:
+        RuntimeError: The address cannot be listened on.
+    """
     emulator = Emulator(state=state, clock=clock, admin_token=admin_token, speed=speed, start=start)
     emulator.start(host=host, port=port)
     # A service manager stops with SIGTERM: shut down as cleanly as on Ctrl-C.

@@ -39,9 +39,17 @@ DETAILS: tuple[str, ...] = ("none", "all", "changed")
 class Workspace:
     """One pull of a workspace: the four tables, and how the pull went.
 
-    `pulled_at` is the service's clock at the first answer (`None` when the client did
-    not report it), `requests` the calls made, `seconds` the time taken, `details` what
-    was asked for untranslated counts.
+    Attributes:
+        projects: One row per project (`schema.PROJECTS`).
+        chapters: One row per chapter (`schema.CHAPTERS`).
+        languages: One row per chapter and target language (`schema.LANGUAGES`).
+        exports: One row per prepared file (`schema.EXPORTS`).
+        pulled_at: The service's clock at the first answer; None when the client did
+            not report it.
+        requests: The requests made, retries included.
+        seconds: How long the pull took.
+        details: Which chapter details were read for `untranslated`: "all", "changed"
+            or "none".
     """
 
     projects: pd.DataFrame
@@ -54,6 +62,17 @@ class Workspace:
     details: str = "none"
 
     def table(self, name: str) -> pd.DataFrame:
+        """One of the four tables by name.
+
+        Args:
+            name: "projects", "chapters", "languages" or "exports".
+
+        Returns:
+            The table's frame (not a copy).
+
+        Raises:
+            ValueError: A workspace has no table of that name.
+        """
         if name not in schema.SNAPSHOT_TABLES:
             raise ValueError(
                 f"a workspace has no table {name!r}; it has {', '.join(schema.SNAPSHOT_TABLES)}"
@@ -105,7 +124,17 @@ def warn_of_unknown_statuses(*tables: pa.Table) -> None:
 
 
 def project_rows(projects: Iterable[Project]) -> pa.Table:
-    """Projects (from the project list) as an Arrow table of `schema.PROJECTS`."""
+    """Projects as an Arrow table of `schema.PROJECTS`, without a request.
+
+    Args:
+        projects: Projects from the project list (`Client.list_projects`).
+
+    Returns:
+        One row per project.
+
+    Raises:
+        ValueError: A count the service sent is not a whole number.
+    """
     rows = [
         {
             "project_id": p.id,
@@ -128,8 +157,19 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
 def chapter_rows(
     items: Iterable[ChapterListItem], details: Mapping[str, ChapterDetail] | None = None
 ) -> pa.Table:
-    """Chapter list items as an Arrow table of `schema.CHAPTERS`; `state` is read from
-    `details` (chapter id -> detail) too where a chapter has one (`states`)."""
+    """Chapter list items as an Arrow table of `schema.CHAPTERS`, without a request.
+
+    Args:
+        items: Chapters from chapter lists (`Client.list_chapters`).
+        details: Chapter details by chapter id, for the chapters that have one: only a
+            detail tells reading pages and cleaning apart from translating in `state`.
+
+    Returns:
+        One row per chapter.
+
+    Raises:
+        ValueError: A count the service sent is not a whole number.
+    """
     items = list(items)
     rows = [
         {
@@ -161,8 +201,18 @@ def language_rows(
 ) -> pa.Table:
     """One row per chapter and target language, as an Arrow table of `schema.LANGUAGES`.
 
-    `untranslated` comes from `details` (chapter id -> detail) when the chapter has one,
-    else from `carried` ((chapter id, language code) -> count), else it is null.
+    Args:
+        items: Chapters from chapter lists (`Client.list_chapters`).
+        details: Chapter details by chapter id; a chapter's detail gives its
+            `untranslated` counts.
+        carried: Untranslated counts by (chapter id, language code), used for the
+            chapters without a detail (e.g. from an earlier pull); null otherwise.
+
+    Returns:
+        One row per chapter and target language.
+
+    Raises:
+        ValueError: A count the service sent is not a whole number.
     """
     details = details or {}
     carried = carried or {}
@@ -196,7 +246,15 @@ def language_rows(
 
 
 def export_rows(items: Iterable[ChapterListItem]) -> pa.Table:
-    """One row per prepared file, as an Arrow table of `schema.EXPORTS`."""
+    """One row per prepared file, as an Arrow table of `schema.EXPORTS`.
+
+    Args:
+        items: Chapters from chapter lists (`Client.list_chapters`), whose prepared
+            files are read.
+
+    Returns:
+        One row per prepared file of those chapters.
+    """
     rows = [
         {
             "chapter_id": c.id,
@@ -215,7 +273,14 @@ def export_rows(items: Iterable[ChapterListItem]) -> pa.Table:
 
 
 def projects_frame(client: Client) -> pd.DataFrame:
-    """One row per project of the workspace (`schema.PROJECTS`)."""
+    """One row per project of the workspace (`schema.PROJECTS`).
+
+    Args:
+        client: The client to ask.
+
+    Returns:
+        The projects, one request.
+    """
     return schema.to_pandas(project_rows(client.list_projects()), schema.PROJECTS)
 
 
@@ -226,6 +291,19 @@ def chapters_frame(
 
     The details of the chapters that are running are read too (one request each): only
     they tell reading pages and cleaning apart from translating in `state`.
+
+    Args:
+        client: The client to ask.
+        project_ids: The projects (a list of ids); by default every project.
+        concurrency: Requests in flight; by default it adapts to how the service
+            answers.
+
+    Returns:
+        The chapters, project by project.
+
+    Raises:
+        TypeError: `project_ids` is one id as a string.
+        IncompletePull: Some requests still failed when the deadline came.
     """
     with Fetcher(client, concurrency=concurrency) as fetcher:
         items = _chapter_items(fetcher, project_ids)
@@ -244,8 +322,20 @@ def languages_frame(
 ) -> pd.DataFrame:
     """One row per chapter and target language (`schema.LANGUAGES`).
 
-    `untranslated` is null unless `details=True`, which reads every chapter's detail
-    (one more request per chapter).
+    Args:
+        client: The client to ask.
+        project_ids: The projects (a list of ids); by default every project.
+        details: Read every chapter's detail (one more request per chapter) to fill
+            `untranslated`, which is null otherwise.
+        concurrency: Requests in flight; by default it adapts to how the service
+            answers.
+
+    Returns:
+        The chapters' languages, project by project.
+
+    Raises:
+        TypeError: `project_ids` is one id as a string.
+        IncompletePull: Some requests still failed when the deadline came.
     """
     with Fetcher(client, concurrency=concurrency) as fetcher:
         items = _chapter_items(fetcher, project_ids)
@@ -258,7 +348,21 @@ def languages_frame(
 def exports_frame(
     client: Client, project_ids: Sequence[str] | None = None, *, concurrency: int | None = None
 ) -> pd.DataFrame:
-    """One row per prepared file of the given projects' chapters (`schema.EXPORTS`)."""
+    """One row per prepared file of the given projects' chapters (`schema.EXPORTS`).
+
+    Args:
+        client: The client to ask.
+        project_ids: The projects (a list of ids); by default every project.
+        concurrency: Requests in flight; by default it adapts to how the service
+            answers.
+
+    Returns:
+        The prepared files.
+
+    Raises:
+        TypeError: `project_ids` is one id as a string.
+        IncompletePull: Some requests still failed when the deadline came.
+    """
     with Fetcher(client, concurrency=concurrency) as fetcher:
         items = _chapter_items(fetcher, project_ids)
     return schema.to_pandas(export_rows(items), schema.EXPORTS)
@@ -290,13 +394,30 @@ def pull(
 ) -> Workspace:
     """Every table of the workspace in one go, with concurrent requests.
 
-    details: "all" reads every chapter's detail for `untranslated`; "none" reads none;
-    "changed" reads only chapters that are processing or whose `last_activity_at`
-    differs from `since` (a previous pull), carrying the others' counts over.
-    concurrency: requests in flight; by default it adapts to how the service answers.
-    progress: a progress bar (tqdm.auto) with the retries; by default shown on long pulls.
-    deadline: seconds the pull may take, retries included, before it gives up with
-    `IncompletePull` (requests that fail are sent again in further passes until then).
+    Args:
+        client: The client to ask.
+        details: "all" reads every chapter's detail for `untranslated`; "none" reads
+            none; "changed" reads only chapters that are processing or whose
+            `last_activity_at` differs from `since`, carrying the others' counts over.
+        since: A previous pull, for `details="changed"` (without it every detail is
+            read).
+        concurrency: Requests in flight; by default it adapts to how the service
+            answers.
+        progress: Show a progress bar (tqdm.auto) with the retries; by default shown on
+            long pulls.
+        deadline: Seconds the pull may take, retries included (requests that fail are
+            sent again in further passes until then); None for no limit.
+
+    Returns:
+        The four tables, and how the pull went.
+
+    Raises:
+        ValueError: `details` is not one of "all", "changed", "none".
+        TypeError: `client` is an `AsyncClient` (pulls take the blocking `Client`).
+        IncompletePull: Some requests still failed when the deadline came.
+        TransportError: The service answered none of the first requests.
+        ApiError: The service refused a request in a way waiting does not change,
+            e.g. `AuthenticationError` for a wrong key.
     """
     if details not in DETAILS:
         raise ValueError(f"details must be one of {', '.join(DETAILS)}, not {details!r}")

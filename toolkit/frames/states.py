@@ -50,7 +50,14 @@ STALL: Final = re.compile(r"\bstall", re.IGNORECASE)
 
 
 def says_stalled(reason: str | None) -> bool:
-    """Whether a failure reason says the run stalled (and the service abandoned it)."""
+    """Whether a failure reason says the run stalled (and the service abandoned it).
+
+    Args:
+        reason: A chapter's `failure_reason`, or None.
+
+    Returns:
+        True when the reason mentions a stall, in any case.
+    """
     return reason is not None and STALL.search(reason) is not None
 
 
@@ -96,8 +103,16 @@ def states(
 def chapter_states(
     items: Iterable[ChapterListItem], details: Mapping[str, ChapterDetail] | None = None
 ) -> list[str]:
-    """The state of each chapter of the list, from its list item and, when given, its
-    detail (which alone tells reading pages and cleaning apart from translating)."""
+    """The state of each chapter of a list, by the table in this module's docstring.
+
+    Args:
+        items: Chapters from chapter lists (`Client.list_chapters`).
+        details: Chapter details by chapter id, where known: only a detail tells
+            reading pages and cleaning apart from translating.
+
+    Returns:
+        One state of `STATES` per item, in the items' order.
+    """
     items = list(items)
     details = details or {}
     reading, finishing = [], []

@@ -97,14 +97,46 @@ class Report:
 def check(
     root: str, *, repair: bool = False, grace: timedelta = timedelta(hours=1)
 ) -> list[Finding]:
-    """What is wrong with the store at `root` (a local folder); with `repair`, what can
-    be done is done. `check_report` also gives the notes."""
+    """What is wrong with a local store; with `repair`, what can be done is done.
+
+    `check_report` gives the notes too. The module's docstring lists the findings.
+
+    Args:
+        root: The store's folder (a `file://` URI works too).
+        repair: Repair what can be repaired, setting files aside under
+            `<root>/_quarantine/`.
+        grace: Files no version lists that are younger than this are taken as a write
+            still going on, and not counted in the notes.
+
+    Returns:
+        One finding per damage, each naming the snapshots it touches and what repair
+        does (or did) about it.
+
+    Raises:
+        StoreError: `root` is a remote URI or not a folder.
+    """
     return check_report(root, repair=repair, grace=grace).findings
 
 
 def check_report(
     root: str, *, repair: bool = False, grace: timedelta = timedelta(hours=1)
 ) -> Report:
+    """`check`, with the notes: what is not damage but worth knowing (unlisted files,
+    quarantine folders emptied).
+
+    Args:
+        root: The store's folder (a `file://` URI works too).
+        repair: Repair what can be repaired, setting files aside under
+            `<root>/_quarantine/`.
+        grace: Files no version lists that are younger than this are taken as a write
+            still going on, and not counted in the notes.
+
+    Returns:
+        The findings and the notes.
+
+    Raises:
+        StoreError: `root` is a remote URI or not a folder.
+    """
     if "://" in root and not root.startswith("file://"):
         raise StoreError(
             f"toolkit store check reads local folders; for {root!r} run it on a copy, or "

@@ -465,7 +465,15 @@ class Log:
 
 
 def utc(when: When) -> datetime:
-    """A time as an aware UTC datetime; a naive one is taken as UTC."""
+    """A time as an aware UTC datetime, to the microsecond.
+
+    Args:
+        when: A datetime, a pandas Timestamp or ISO 8601 text; a naive one is taken as
+            UTC.
+
+    Returns:
+        The same instant in UTC.
+    """
     stamp = pd.Timestamp(when)
     stamp = stamp.tz_localize(UTC) if stamp.tzinfo is None else stamp.tz_convert(UTC)
     return stamp.floor("us").to_pydatetime()

@@ -98,8 +98,18 @@ def migrate_in_place(root: str) -> dict[str, int]:
 
 
 def migrate(old: str, new: str) -> dict[str, int]:
-    """Copy the store at `old` (first layout) into a new Delta store at `new`; returns the
-    rows copied per table."""
+    """Copy a store of the first layout (Parquet folders) into a new Delta store.
+
+    Args:
+        old: The folder of the first-layout store; it is left as it is.
+        new: An empty or absent folder for the Delta store.
+
+    Returns:
+        The rows copied, per table.
+
+    Raises:
+        StoreError: `old` is not a first-layout store, or `new` is not an empty folder.
+    """
     if not is_old_store(old):
         raise StoreError(
             f"{old!r} is not a store in the first layout (no manifest/ folder of Parquet files)"

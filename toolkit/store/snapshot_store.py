@@ -105,7 +105,20 @@ class StoreUpgraded(UserWarning):
 
 @dataclass(frozen=True, repr=False)
 class SnapshotInfo:
-    """What `take` wrote: the snapshot's manifest row. Prints as one readable line."""
+    """What `take` or `write` wrote: the snapshot's manifest row. Prints as one line.
+
+    Attributes:
+        snapshot_id: The snapshot's id; ids sort by snapshot time.
+        snapshot_at: The snapshot's time (aware, UTC).
+        details: Which chapter details the pull read: "all", "changed" or "none".
+        requests: The requests the pull made, retries included.
+        seconds: How long the pull took.
+        rows_projects: The projects the snapshot holds.
+        rows_chapters: The chapters the snapshot holds.
+        rows_languages: The chapter-language rows the snapshot holds.
+        rows_exports: The prepared files the snapshot holds.
+        workspace: The label stored with the snapshot, if one was given.
+    """
 
     snapshot_id: str
     snapshot_at: datetime
@@ -145,15 +158,24 @@ class SnapshotInfo:
 
 
 class SnapshotStore:
-    """Snapshots of a workspace in Delta Lake tables under `root` (a folder or a URI such
-    as `s3://bucket/snapshots`; `storage_options` as delta-rs takes them).
+    """Snapshots of a workspace in Delta Lake tables under one folder or URI.
 
-    workspace: a label stored with every snapshot this object takes (shown by
-    `snapshots()`), e.g. which service account or environment it was pulled from.
-    auto_compact: merge files and tidy the tables once a day as snapshots are taken
-    (the default); otherwise only `compact()` does it.
-    retention: how long log entries and files no longer in use are kept for readers
-    still on an older version (`vacuum` and the log cleanup honour it).
+    Args:
+        root: A folder or a URI such as `s3://bucket/snapshots`; by default the
+            environment's `CTS_STORE`, else `data/snapshots`.
+        workspace: A label stored with every snapshot this object takes (shown by
+            `snapshots()`), e.g. which service account or environment it came from.
+        storage_options: Credentials and options for a remote `root`, as delta-rs takes
+            them.
+        auto_compact: Merge files and tidy the tables once a day as snapshots are taken
+            (the default); when False only `compact()` does it.
+        retention: How long log entries and files no longer in use are kept for readers
+            still on an older version (`vacuum` and the log cleanup honour it).
+        filesystem: Refused: the store is Delta Lake and takes a folder or a URI with
+            `storage_options`, not a pyarrow filesystem.
+
+    Raises:
+        TypeError: A `filesystem` was given.
     """
 
     def __init__(
@@ -229,11 +251,28 @@ class SnapshotStore:
     ) -> SnapshotInfo:
         """Pull the workspace and write it as one snapshot.
 
-        details: "changed" reads chapter details only for chapters that are processing
-        or moved since the latest snapshot; "all" reads every one; "none" reads none.
-        at: the snapshot's time; by default the service's clock (its `Date` header),
-        else the local clock.
-        workspace: the snapshot's label (default: the store's `workspace`).
+        A store written by an earlier toolkit is upgraded first (with a `StoreUpgraded`
+        warning saying what was done).
+
+        Args:
+            client: The client to pull with.
+            details: "changed" reads chapter details only for chapters that are
+                processing or moved since the latest snapshot; "all" reads every one;
+                "none" reads none.
+            at: The snapshot's time (a naive time is UTC); by default the service's
+                clock (its `Date` header), else the local clock.
+            concurrency: Requests in flight; by default it adapts to how the service
+                answers.
+            progress: Show a progress bar; by default shown on long pulls.
+            workspace: The snapshot's label; by default the store's `workspace`.
+
+        Returns:
+            The snapshot's manifest row.
+
+        Raises:
+            IncompletePull: Some requests still failed when the pull's deadline came.
+            DamagedStore: The store does not read; the message says which command
+                names the damage.
         """
         self._manifest(writing=True)  # a store of an earlier toolkit is upgraded first
         since = self.workspace() if details == "changed" else None
@@ -243,7 +282,16 @@ class SnapshotStore:
         return self._write(pulled, at, workspace or self.workspace_label)
 
     def write(self, workspace: Workspace, *, at: When | None = None) -> SnapshotInfo:
-        """Write an already pulled workspace as one snapshot (for backfills and tests)."""
+        """Write an already pulled workspace as one snapshot (for backfills and tests).
+
+        Args:
+            workspace: The pull to write, e.g. from `toolkit.pull`.
+            at: The snapshot's time (a naive time is UTC); by default the pull's
+                `pulled_at`, else the local clock.
+
+        Returns:
+            The snapshot's manifest row.
+        """
         return self._write(workspace, at, self.workspace_label)
 
     def _write(self, workspace: Workspace, at: When | None, label: str | None) -> SnapshotInfo:
@@ -323,15 +371,32 @@ class SnapshotStore:
         return info
 
     def record_events(self, events: Iterable[Mapping[str, Any]]) -> int:
-        """Append webhook events (dicts with webhook_id, type, timestamp, data and
-        optionally received_at) to the table "events"; returns how many were written."""
+        """Append webhook events to the table "events", as one commit.
+
+        Args:
+            events: Dicts with `webhook_id`, `type`, `timestamp`, `data` (a dict or its
+                JSON text) and optionally `received_at` (the time of writing when
+                absent); times as ISO 8601 text or datetimes. A repeated `webhook_id` is
+                kept, and read only once.
+
+        Returns:
+            How many events were written.
+
+        Raises:
+            ValueError: An event lacks its `webhook_id` or a time.
+        """
         self._tables.begin()
         return _store_events.record(self._tables, events)
 
     def compact(self) -> dict[str, int]:
         """Merge every table's files by day (by week for past weeks), checkpoint, clean
-        the log and vacuum, now; returns the number of files merged per table. Takes
-        do this once a day by themselves unless `auto_compact=False`."""
+        the log and vacuum, now.
+
+        Takes do this once a day by themselves unless `auto_compact=False`.
+
+        Returns:
+            The number of files merged, per table.
+        """
         return self._maintain(None)
 
     def _maintain(self, today: datetime | None) -> dict[str, int]:
@@ -345,9 +410,15 @@ class SnapshotStore:
     # Reading
 
     def version(self) -> tuple[int | None, ...]:
-        """What the store holds now, as each table's Delta version (None: never
-        written): it changes whenever anyone writes a snapshot, events or a merge, so
-        what was worked out from an equal version still holds."""
+        """What the store holds now, as each table's Delta version.
+
+        It changes whenever anyone writes a snapshot, events or a merge, so what was
+        worked out from an equal version still holds.
+
+        Returns:
+            The versions of the tables projects, chapters, languages, exports, events
+            and manifest, in that order; None for a table never written.
+        """
         self._tables.begin()
         names = [*schema.SNAPSHOT_TABLES, "events", "manifest"]
         # Side by side: opening a table reads its log outside the interpreter lock, and a
@@ -357,15 +428,26 @@ class SnapshotStore:
         return tuple(table.version() if table is not None else None for table in tables)
 
     def snapshots(self) -> pd.DataFrame:
-        """The manifest: one row per snapshot, oldest first, with every column
-        docs/store.md describes (`base_id`, `full`, `keeps_previous` and the `commits`
-        JSON text beside what `take` reports)."""
+        """The manifest: one row per snapshot, oldest first.
+
+        Returns:
+            A frame with every column docs/store.md describes: those of `SnapshotInfo`,
+            and `base_id`, `full`, `keeps_previous` and the `commits` JSON text.
+
+        Raises:
+            OldStoreLayout: The store was written by an earlier toolkit; the message
+                says how to upgrade it.
+        """
         return schema.to_pandas(self._manifest(), MANIFEST_STORED)
 
     def upgrade(self) -> list[str]:
-        """Bring a store written by an earlier toolkit to the current layout, once
-        (`toolkit store migrate PATH`; a take does it by itself); returns what was done,
-        a line per table, nothing when the store was current."""
+        """Bring a store written by an earlier toolkit to the current layout, once.
+
+        `toolkit store migrate PATH` runs this; a take does it by itself.
+
+        Returns:
+            What was done, a line per table; empty when the store was current.
+        """
         with self._upgrading:
             done = []
             if self._tables.local and is_old_store(self._tables.root):
@@ -388,8 +470,24 @@ class SnapshotStore:
         until: When | None = None,
         project_ids: Sequence[str] | None = None,
     ) -> pd.DataFrame:
-        """Every snapshot's rows of `table` from `since` to `until` (both included),
-        optionally only for some projects; `snapshot_id` and `snapshot_at` lead."""
+        """Every snapshot's rows of a table, as if each snapshot were stored whole.
+
+        Args:
+            table: "projects", "chapters", "languages", "exports" or "events" (for
+                events, the times compare with each event's `timestamp`).
+            since: The first snapshot time to include (a naive time is UTC); by
+                default the first snapshot.
+            until: The last snapshot time to include; by default the newest.
+            project_ids: Only these projects' rows (a list, not one id).
+
+        Returns:
+            The rows, `snapshot_id` and `snapshot_at` first, then the table's columns.
+
+        Raises:
+            ValueError: `table` is not one of the store's tables.
+            TypeError: `project_ids` is one id as a string.
+            DamagedStore: The store does not read; the message says what to run.
+        """
         if table == "events":
             self._tables.begin()
             return _store_events.history(
@@ -416,10 +514,21 @@ class SnapshotStore:
 
     def changes(self, table: str, project_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """The change log of a snapshot table: a row each time a row was new, changed or
-        went away (`_deleted`), with the position `idx` of its snapshot (0 = the first).
+        went away.
 
         The compact way to read a long history: a row that did not change between
         snapshots is not repeated. The analysis reads this.
+
+        Args:
+            table: "projects", "chapters", "languages" or "exports".
+            project_ids: Only these projects' rows (a list, not one id).
+
+        Returns:
+            The changes, with the position `idx` of their snapshot (0 = the first) and
+            `_deleted` marking rows that went away.
+
+        Raises:
+            ValueError: `table` has no change log (e.g. "events").
         """
         if table not in schema.SNAPSHOT_TABLES:
             raise ValueError(
@@ -436,20 +545,54 @@ class SnapshotStore:
         return schema.to_pandas(self._read(table, manifest, read), log_schema)
 
     def latest(self, table: str) -> pd.DataFrame:
-        """The rows of `table` at the newest snapshot, ordered by the table's key."""
+        """The rows of a table at the newest snapshot.
+
+        Args:
+            table: "projects", "chapters", "languages", "exports", or "events" (every
+                event recorded).
+
+        Returns:
+            The rows ordered by the table's key, with the snapshot's `snapshot_id` and
+            `snapshot_at` first; no rows for an empty store.
+
+        Raises:
+            ValueError: `table` is not one of the store's tables.
+        """
         if table == "events":
             return self.history("events")
         return self._at(table, self._manifest(), None)
 
     def as_of(self, table: str, when: When) -> pd.DataFrame:
-        """The rows of `table` at the newest snapshot taken at or before `when`, ordered by
-        the table's key."""
+        """The rows of a table at the newest snapshot taken at or before a time.
+
+        Args:
+            table: "projects", "chapters", "languages", "exports", or "events" (every
+                event up to `when`).
+            when: The time (a naive time is UTC).
+
+        Returns:
+            The rows ordered by the table's key, with the snapshot's `snapshot_id` and
+            `snapshot_at` first; no rows when no snapshot is that old.
+
+        Raises:
+            ValueError: `table` is not one of the store's tables.
+        """
         if table == "events":
             return self.history("events", until=when)
         return self._at(table, self._manifest(), utc(when))
 
     def workspace(self, snapshot_id: str | None = None) -> Workspace | None:
-        """A snapshot (the newest by default) as a `Workspace`; None for an empty store."""
+        """A snapshot as a `Workspace`, the shape `toolkit.pull` returns.
+
+        Args:
+            snapshot_id: The snapshot's id (see `snapshots()`); by default the newest.
+
+        Returns:
+            The snapshot's four tables and how its pull went; None for an empty store.
+
+        Raises:
+            ValueError: The store has no snapshot with that id.
+        """
         manifest = self._manifest()
         ids = manifest.column("snapshot_id").to_pylist()
         if not ids:
@@ -473,10 +616,24 @@ class SnapshotStore:
     def query(
         self, sql: str, *, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
     ) -> pd.DataFrame:
-        """Run DuckDB SQL over the store. Views: `snapshots`; `projects`, `chapters`,
-        `languages`, `exports` (every snapshot's rows); `<table>_changes` (the change
-        log, a row per change, `_deleted` marking rows that went away); `events`.
-        frames: your own tables by name, to join with the store's in the same query."""
+        """Run DuckDB SQL over the store.
+
+        The views: `snapshots` (the manifest); `projects`, `chapters`, `languages`,
+        `exports` (every snapshot's rows); `<table>_changes` (the change log, a row per
+        change, `_deleted` marking rows that went away); `events`.
+
+        Args:
+            sql: One DuckDB query over those views (and `frames`).
+            frames: Your own tables by name, to join with the store's in the same query.
+
+        Returns:
+            The query's result.
+
+        Raises:
+            QueryError: The SQL does not run (syntax, a view or column that does not
+                exist); the message names the views.
+            DamagedStore: The store does not read; the message says what to run.
+        """
         result = self.query_arrow(sql, frames=frames)
         return schema.to_pandas(result, result.schema)
 
@@ -484,7 +641,19 @@ class SnapshotStore:
         self, sql: str, *, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
     ) -> pa.Table:
         """`query`, answered as an Arrow table (no conversion to pandas: for results of
-        millions of rows that are read column by column)."""
+        millions of rows that are read column by column).
+
+        Args:
+            sql: One DuckDB query over the views `query` lists (and `frames`).
+            frames: Your own tables by name, to join with the store's in the same query.
+
+        Returns:
+            The query's result.
+
+        Raises:
+            QueryError: The SQL does not run; the message names the views.
+            DamagedStore: The store does not read; the message says what to run.
+        """
         manifest = self._manifest()
         lowered = _without_comments(sql).lower()
 
