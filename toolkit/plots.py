@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
     Source: TypeAlias = SnapshotStore | Observed | pd.DataFrame
 
+_Plot = Callable[..., "Axes"]
+
 OTHER = "other"
 OTHER_COLOR = "#a8a8a8"
 REWORK = "re-runs (rework)"
@@ -201,6 +203,72 @@ def _freq_width(freq: str) -> pd.Timedelta | None:
         return None
 
 
+# Several workspaces: each plot below but the burn-down also takes a mapping label ->
+# store, or a list of stores (toolkit.analysis.workspaces), and draws each group as
+# "workspace: name". The decorator keeps the plot the function its module defines.
+
+
+def _workspace_names(stores: dict[str, Any], frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """`frame` (with `workspace`) with `column` as "workspace: name", `workspace` dropped."""
+    names: dict[tuple[str, str], str] = {}
+    if column == "project_id":
+        for workspace, store in stores.items():
+            projects = observe(store).store.latest("projects")
+            for project, name in zip(projects["project_id"], projects["name"], strict=True):
+                names[(workspace, project)] = name
+    labels = [
+        f"{w}: {names.get((w, g), g)}"
+        for w, g in zip(frame["workspace"], frame[column], strict=True)
+    ]
+    return frame.assign(**{column: labels}).drop(columns="workspace")
+
+
+def _progress_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
+    frames = {
+        workspace: observe(store).store.history("languages")[
+            ["snapshot_at", "project_id", "covered"]
+        ]
+        for workspace, store in stores.items()
+    }
+    return _workspace_names(stores, workspaces.stack(frames), "project_id")
+
+
+def _measure_frame(function: Any, freq: str, by: str) -> Any:
+    def frame_of(
+        stores: dict[str, Any], *, freq: str = freq, by: str = by, **_: Any
+    ) -> pd.DataFrame:
+        return _workspace_names(stores, function(stores, freq, by), by)
+
+    return frame_of
+
+
+def _status_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
+    frames = {w: observe(store).store.latest("chapters") for w, store in stores.items()}
+    return _workspace_names(stores, workspaces.stack(frames), "project_id")
+
+
+def _cycle_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
+    # across() takes several workspaces too; its signature keeps the one-store type.
+    return analysis.cycle_times(stores).drop(columns="workspace")  # type: ignore[arg-type]
+
+
+def _several(frame_of: Callable[..., pd.DataFrame]) -> Callable[[_Plot], _Plot]:
+    """A plot that also takes several workspaces: their frame, from `frame_of`, drawn."""
+
+    def decorate(plot: _Plot) -> _Plot:
+        @functools.wraps(plot)
+        def wrapper(source: Any, **options: Any) -> Axes:
+            stores = workspaces.labelled(source)
+            if stores is None:
+                return plot(source, **options)
+            return plot(frame_of(stores, **options), **options)
+
+        return cast(_Plot, wrapper)
+
+    return decorate
+
+
+@_several(_progress_frame)
 def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
     """Translated lines on record per project at each snapshot (a re-scan drops them).
 
@@ -256,6 +324,7 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
     return ax
 
 
+@_several(_measure_frame(analysis.throughput, "1h", "language_code"))
 def throughput(
     source: Source,
     *,
@@ -295,6 +364,7 @@ def throughput(
     return ax
 
 
+@_several(_measure_frame(analysis.credit_spend, "1D", "project_id"))
 def credit_spend(
     source: Source,
     *,
@@ -341,6 +411,7 @@ def credit_spend(
     return ax
 
 
+@_several(_status_frame)
 def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -> Axes:
     """Chapters per state (`state`: staged, reading, translating, ..., failed, stalled,
     needs review, reviewed) and project at the latest snapshot.
@@ -402,6 +473,7 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
     return ax
 
 
+@_several(_cycle_frame)
 def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
     """How long runs took from start to `needs_review`: a histogram stacked by the kind
     of run (first runs, re-scans, added pages, held pages started), with the median.
@@ -521,69 +593,3 @@ def _keyed(frame: pd.DataFrame, by: str) -> pd.DataFrame:
         key=frame["workspace"] + "/" + frame[by],
         label=frame["workspace"] + ": " + named.fillna(frame[by]),
     )
-
-
-# Several workspaces: each plot above also takes a mapping label -> store, or a list of
-# stores (see toolkit.analysis.workspaces), and draws each group as "workspace: name".
-
-
-def _workspace_names(stores: dict[str, Any], frame: pd.DataFrame, column: str) -> pd.DataFrame:
-    """`frame` (with `workspace`) with `column` as "workspace: name", `workspace` dropped."""
-    names: dict[tuple[str, str], str] = {}
-    if column == "project_id":
-        for workspace, store in stores.items():
-            projects = observe(store).store.latest("projects")
-            for project, name in zip(projects["project_id"], projects["name"], strict=True):
-                names[(workspace, project)] = name
-    labels = [
-        f"{w}: {names.get((w, g), g)}"
-        for w, g in zip(frame["workspace"], frame[column], strict=True)
-    ]
-    return frame.assign(**{column: labels}).drop(columns="workspace")
-
-
-def _progress_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
-    frames = {
-        workspace: observe(store).store.history("languages")[
-            ["snapshot_at", "project_id", "covered"]
-        ]
-        for workspace, store in stores.items()
-    }
-    return _workspace_names(stores, workspaces.stack(frames), "project_id")
-
-
-def _measure_frame(function: Any, freq: str, by: str) -> Any:
-    def frame_of(
-        stores: dict[str, Any], *, freq: str = freq, by: str = by, **_: Any
-    ) -> pd.DataFrame:
-        return _workspace_names(stores, function(stores, freq, by), by)
-
-    return frame_of
-
-
-def _status_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
-    frames = {w: observe(store).store.latest("chapters") for w, store in stores.items()}
-    return _workspace_names(stores, workspaces.stack(frames), "project_id")
-
-
-def _cycle_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
-    # across() takes several workspaces too; its signature keeps the one-store type.
-    return analysis.cycle_times(stores).drop(columns="workspace")  # type: ignore[arg-type]
-
-
-def _several(plot: Callable[..., Axes], frame_of: Callable[..., pd.DataFrame]) -> Any:
-    @functools.wraps(plot)
-    def wrapper(source: Any, **options: Any) -> Axes:
-        stores = workspaces.labelled(source)
-        if stores is None:
-            return plot(source, **options)
-        return plot(frame_of(stores, **options), **options)
-
-    return wrapper
-
-
-progress = _several(progress, _progress_frame)
-throughput = _several(throughput, _measure_frame(analysis.throughput, "1h", "language_code"))
-credit_spend = _several(credit_spend, _measure_frame(analysis.credit_spend, "1D", "project_id"))
-status_breakdown = _several(status_breakdown, _status_frame)
-cycle_times = _several(cycle_times, _cycle_frame)
