@@ -253,3 +253,22 @@ def test_the_cli_uses_only_public_api():
 # Today the upload forms import toolkit.client.uploads (a private module).
 def test_the_widgets_use_only_public_api():
     assert _not_public("toolkit.widgets", PUBLIC) == []
+
+
+def test_each_public_analysis_function_is_the_function_its_module_defines():
+    # A name rewrapped at import would make toolkit.analysis.runs.runs another object
+    # than tk.analysis.runs: what a reader finds in the module must be what a user calls.
+    import importlib
+    import inspect
+
+    import toolkit.analysis as analysis
+
+    rewrapped = []
+    for name in analysis.__all__:
+        value = getattr(analysis, name)
+        if not inspect.isfunction(value):
+            continue
+        home = importlib.import_module(inspect.unwrap(value).__module__)
+        if getattr(home, name) is not value:
+            rewrapped.append(name)
+    assert sorted(rewrapped) == ["burn_down", "forecast"]  # their module is being rewritten

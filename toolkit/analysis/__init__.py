@@ -31,10 +31,11 @@ from toolkit.analysis.measures import (
     throughput,
 )
 from toolkit.analysis.model_comparison import compare_models, price_by_language
+from toolkit.analysis.monthly import monthly_spend
 from toolkit.analysis.runs import runs
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
-from toolkit.analysis.workspaces import across, monthly_spend
+from toolkit.analysis.workspaces import across
 
 __all__ = [
     "ForecastBy",
@@ -66,12 +67,14 @@ def _takes_a_store(name: str) -> bool:
     import inspect
 
     value = globals()[name]
-    if not inspect.isfunction(value) or name == "monthly_spend":
+    if not inspect.isfunction(value) or hasattr(value, "__wrapped__") or name == "monthly_spend":
         return False
     first = next(iter(inspect.signature(value).parameters), None)
     return first in ("store", "source")
 
 
-# Several workspaces: every public function whose first parameter is a store.
+# Several workspaces: each public function whose first parameter is a store takes them
+# through `@across` where its module defines it. The forecast's two are wrapped here until
+# their module is (issue 29: the architecture test lists what is left).
 for _name in [name for name in __all__ if _takes_a_store(name)]:
     globals()[_name] = across(globals()[_name])

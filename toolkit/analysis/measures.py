@@ -13,6 +13,7 @@ from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, prices, rescans_seen, run_table, transitions
 from toolkit.analysis.timing import fill_grid
 from toolkit.analysis.transitions import taken
+from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -131,6 +132,7 @@ def _shape(
     return result.sort_values(["period", by], ignore_index=True)
 
 
+@across
 def throughput(
     store: SnapshotStore | Observed,
     freq: str = "1h",
@@ -203,6 +205,7 @@ def _project_names(obs: Observed) -> pd.Series:
     return named.drop_duplicates("project_id").set_index("project_id")["project"]
 
 
+@across
 def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     """The effective price per page and target language, per project id; the key `None`
     holds the workspace-wide median. Learned from first runs only (`charges.learn_prices`):
@@ -218,6 +221,7 @@ def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     return dict(prices(observe(store)))
 
 
+@across
 def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float]:
     """For chapters without pages (novels, priced by their text): the median first-run
     charge per chapter and target language, per project id (`None`: all of them).
@@ -242,6 +246,7 @@ def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float
     return found
 
 
+@across
 def credit_spend(
     store: SnapshotStore | Observed,
     freq: str = "1D",
@@ -334,6 +339,7 @@ def _per_language(obs: Observed, spend: pd.DataFrame) -> pd.DataFrame:
     return spend
 
 
+@across
 def price_estimate(
     store: SnapshotStore | Observed,
     project_id: str,

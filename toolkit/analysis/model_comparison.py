@@ -26,6 +26,7 @@ import pandas as pd
 
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import runs
+from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
     from toolkit.analysis.calendar import When
@@ -38,6 +39,7 @@ RESAMPLES = 1000
 ENDED = ("finished", "failed", "stalled")
 
 
+@across
 def compare_models(
     store: SnapshotStore | Observed,
     *,
@@ -82,6 +84,7 @@ def compare_models(
     return _shape(pd.DataFrame(rows))
 
 
+@across
 def price_by_language(
     store: SnapshotStore | Observed,
     *,

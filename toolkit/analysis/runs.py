@@ -48,6 +48,7 @@ from toolkit.analysis.transitions import (
     texts,
     unconsolidated,
 )
+from toolkit.analysis.workspaces import across
 from toolkit.frames import says_stalled
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ COLUMNS = [
 ]  # fmt: skip
 
 
+@across
 def runs(
     store: SnapshotStore | Observed,
     *,

@@ -10,6 +10,7 @@ import pandas as pd
 from toolkit.analysis.calendar import When, period_starts, sorted_by, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import FIRST, all_runs, run_chapters, run_table, runs_kept
+from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -28,6 +29,7 @@ def _hours(end: pd.Series, start: pd.Series) -> pd.Series:
     return ((end - start).dt.total_seconds() / 3600).astype("Float64")
 
 
+@across
 def cycle_times(
     store: SnapshotStore | Observed,
     *,
@@ -61,6 +63,7 @@ def cycle_times(
     return within(frame, "finished_at", since=since, until=until, tz=tz)
 
 
+@across
 def lead_times(
     store: SnapshotStore | Observed,
     *,
@@ -117,6 +120,7 @@ def lead_times(
     return within(frame, "reviewable_at", since=since, until=until, tz=tz)
 
 
+@across
 def finished(
     store: SnapshotStore | Observed,
     *,

@@ -11,6 +11,7 @@ from toolkit.analysis.calendar import When, sorted_by, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import FAILED, STALLED, all_runs, paid_pages, run_table, runs_kept
 from toolkit.analysis.timing import RunsBy, check_by
+from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 TEXT = pd.StringDtype()
 
 
+@across
 def failures(
     store: SnapshotStore | Observed,
     *,
@@ -62,6 +64,7 @@ def failures(
     return within(frame, "seen_at", since=since, until=until, tz=tz)
 
 
+@across
 def failure_rates(
     store: SnapshotStore | Observed,
     by: RunsBy | None = "project_id",
@@ -117,6 +120,7 @@ def failure_rates(
     return frame
 
 
+@across
 def stalled(
     store: SnapshotStore | Observed,
     threshold: str | pd.Timedelta = "90min",
@@ -168,6 +172,7 @@ def stalled(
     return within(frame, "last_progress_at", since=since, until=until, tz=tz)
 
 
+@across
 def stuck(
     store: SnapshotStore | Observed,
     *,
