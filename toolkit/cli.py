@@ -36,11 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 import toolkit
 from toolkit.errors import (
+    ApiError,
+    ConfigError,
     DamagedStore,
     IncompletePull,
     InvalidUpload,
     ToolkitError,
     TransportError,
+    in_plain_words,
 )
 
 if TYPE_CHECKING:
@@ -395,6 +398,12 @@ def _stopped(exc: Exception, args: argparse.Namespace) -> tuple[str, int]:
     if isinstance(exc, TransportError):
         base_url = getattr(args, "base_url", None) or "the service"
         return f"no answer from {base_url}: {_cause(exc)}", 2
+    if isinstance(exc, ConfigError) and exc.command_line:
+        return exc.command_line, 1
+    if isinstance(exc, ApiError) and exc.reason and exc.advice:
+        # The plain words: the message for code names calls to make in Python.
+        said = in_plain_words(exc)
+        return f"{said[:1].lower()}{said[1:]}", 1
     if isinstance(exc, ToolkitError):
         failed = isinstance(exc, DamagedStore | IncompletePull) or _disk_full(exc)
         return str(exc), 2 if failed else 1
