@@ -140,6 +140,8 @@ def test_a_damaged_page_is_named_by_its_file_not_by_a_python_object(
     panel.comic.files.upload.set_state(file_state({"scan.png": b"not an image at all"}))
     assert panel.message.tone == "error"
     assert panel.message.text.startswith("scan.png: cannot be opened as an image")
+    assert "PNG, JPEG, WebP, GIF, BMP or TIFF" in panel.message.text  # what it takes
+    assert "Pillow" not in panel.message.text
     assert "BytesIO" not in panel.message.text and "0x" not in panel.message.text
 
 
