@@ -107,13 +107,14 @@ class FolderForm(widgets.VBox):
         if plan.problems:
             listed = "".join(f"<li>{_esc(str(p))}</li>" for p in plan.problems)
             lines.append(
-                '<p class="tk-problems" style="color:#b91c1c"><b>Nothing will be sent until '
-                f"these are fixed:</b></p><ul>{listed}</ul>"
+                '<p class="tk-problems" style="color:#b91c1c"><b>Fix first:</b></p>'
+                f"<ul>{listed}</ul>"
             )
         self.plan_view.value = "".join(lines)
         self.plan = plan
-        chapters = count(len(plan.to_send), "chapter")
-        self.send.description = f"Upload {chapters}, {plan.quote.label}"
+        if plan.ready and plan.to_send:
+            chapters = count(len(plan.to_send), "chapter")
+            self.send.description = f"Upload {chapters}, {plan.quote.label}"
         self.panel.message.update_buttons()
 
     def ask(self) -> None:
