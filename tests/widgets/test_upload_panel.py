@@ -272,6 +272,30 @@ def test_a_new_chapter_is_chosen_in_the_pages_tab(comic_project, client, pages):
     assert panel.pages.chapter.value == new.id
 
 
+def test_the_message_speaks_of_the_tab_shown(comic_project, client, pages):
+    panel = UploadPanel(client)
+    panel.comic.staged.value = True
+    panel.comic.create.click()
+    assert panel.message.tone == "success"
+    panel.tabs.selected_index = 3  # the folder tab: the comic tab's success is not about it
+    assert panel.message.tone is None and panel.message.value == ""
+    panel.tabs.selected_index = 0  # back: it is
+    assert panel.message.tone == "success" and panel.message.text.startswith(
+        "Created staged chapter 1"
+    )
+    assert "in the tab “Add & start pages”" in panel.message.text
+    # A refusal on the folder tab is kept with that tab, not shown over another.
+    panel.tabs.selected_index = 3
+    panel.folder.project.value = comic_project["id"]
+    panel.folder.folder.value = "/no/such/folder"
+    panel.folder.check.click()
+    assert panel.message.tone == "error"
+    panel.tabs.selected_index = 1
+    assert panel.message.tone is None
+    panel.tabs.selected_index = 3
+    assert panel.message.text.startswith("/no/such/folder does not exist")
+
+
 # -- novel chapters ----------------------------------------------------------------------
 
 
