@@ -47,6 +47,7 @@ from toolkit.errors import (
 )
 
 if TYPE_CHECKING:
+    from toolkit.batch import UploadSummary
     from toolkit.client import Client
 
 START_HELP = "the instant the emulator's clock starts at (default: now), e.g. 2026-10-25T00:30Z"
@@ -175,7 +176,30 @@ def _webhooks_serve(args: argparse.Namespace) -> None:
 
 
 def _upload(args: argparse.Namespace) -> None:
-    """Plan, price, ask, send with a progress bar, sum up: `toolkit.batch` does the work."""
+    """Plan, price, ask, send with a progress bar, sum up: `toolkit.batch` does the work.
+    Ctrl-C still exits 130, after saying what was done and that a rerun continues."""
+    from toolkit.batch import UploadInterrupted
+    from toolkit.formatting import text_table
+
+    try:
+        summary = _send_folder(args)
+    except UploadInterrupted as stop:
+        print(text_table(stop.summary.rows()))
+        print(stop.summary.headline())
+        raise
+    except KeyboardInterrupt:
+        print("Interrupted: nothing was sent.")
+        raise
+    if summary is None:
+        return
+    print(text_table(summary.rows()))
+    print(summary.headline())
+    if not summary.complete:
+        raise ToolkitError("the upload stopped before the end (see above)")
+
+
+def _send_folder(args: argparse.Namespace) -> UploadSummary | None:
+    """`toolkit upload` up to the summary (None when nothing was sent)."""
     from toolkit.batch import plan_upload, upload
     from toolkit.formatting import text_table
 
@@ -188,7 +212,7 @@ def _upload(args: argparse.Namespace) -> None:
             raise InvalidUpload(f"nothing was sent; fix these first:\n{listed}")
         print(plan.headline())
         if not plan.to_send:
-            return
+            return None
         over = plan.over_budget(args.budget)
         if over and args.yes:
             raise InvalidUpload(
@@ -197,17 +221,13 @@ def _upload(args: argparse.Namespace) -> None:
             )
         if not args.yes and not _agree("Send it? [y/N] "):
             print("Nothing was sent.")
-            return
+            return None
         again = f"That is over your budget of {args.budget or 0:,} credits: send it anyway? [y/N] "
         if over and not _agree(again):
             print("Nothing was sent.")
-            return
+            return None
         with _Bar(plan.bytes_to_send) as bar:
-            summary = upload(client, plan, on_progress=bar.update)
-    print(text_table(summary.rows()))
-    print(summary.headline())
-    if not summary.complete:
-        raise ToolkitError("the upload stopped before the end (see above)")
+            return upload(client, plan, on_progress=bar.update)
 
 
 def _price_store(path: str | None) -> Any:
