@@ -327,3 +327,37 @@ def test_stalled_chapters_are_marked_from_the_store(
 def test_options_are_keyword_only(client):
     with pytest.raises(TypeError):
         Dashboard(client, None)  # type: ignore[misc]
+
+
+# -- notebook 04 -------------------------------------------------------------------------
+
+
+def _notebook_cell(name: str, starts: str) -> str:
+    import json
+    from pathlib import Path
+
+    notebook = Path(__file__).resolve().parents[2] / "notebooks" / name
+    cells = json.loads(notebook.read_text())["cells"]
+    sources = ["".join(cell["source"]) for cell in cells]
+    (index,) = [i for i, source in enumerate(sources) if source.startswith(starts)]
+    return sources[index + 1]  # the code cell under that heading
+
+
+@pytest.mark.parametrize("shown", ["comic_project", "novel_project"])
+def test_notebook_04_lets_time_pass_in_the_project_the_dashboard_shows(
+    request, emulator, comic_project, novel_project, client, shown, capsys
+):
+    from toolkit.widgets import RescanPanel
+
+    project = request.getfixturevalue(shown)
+    dashboard = Dashboard(client)
+    dashboard.picker.value = project["id"]
+    cell = _notebook_cell("04-operations.ipynb", "## Let time pass")
+    exec(cell, {"emulator": emulator, "client": client, "dashboard": dashboard,
+                "rescan": RescanPanel(client)})  # fmt: skip
+    (chapter,) = client.list_chapters(project["id"])
+    assert chapter.processing
+    assert capsys.readouterr().out == (
+        f"Chapter 1 of {project['name']} is running: watch it in the dashboard.\n"
+    )
+    assert rows(dashboard) == ["1"]
