@@ -12,7 +12,8 @@ credits and counts are whole numbers with thousands separators; hours are rounde
 decimal under 10 hours, whole hours above); times to the minute; flags as yes/no; lists
 joined with commas; long text (a failure reason) wraps instead of being cut; a column of
 ids is left out when the table has names beside it, and an index of ids is hidden the
-same way.
+same way. Durations in hours read as the weekly page shows them: minutes under an hour,
+else hours to one decimal.
 """
 
 from __future__ import annotations
@@ -88,11 +89,12 @@ def whole(value: Any) -> str:
 
 
 def hours(value: Any) -> str:
-    """`0.4 h`, `7.5 h`, `31 h`; blank when missing."""
+    """A duration given in hours: `25 min` under an hour (0.0 h would say nothing), else
+    hours to one decimal, `7.5 h`, `31.2 h`; blank when missing."""
     if _missing(value):
         return ""
     value = float(value)
-    return f"{value:.1f} h" if abs(value) < 10 else f"{value:,.0f} h"
+    return f"{round(value * 60)} min" if abs(value) < 1 else f"{value:,.1f} h"
 
 
 def moment(value: Any) -> str:
@@ -105,7 +107,8 @@ def moment(value: Any) -> str:
 
 
 def _is_credit(name: str) -> bool:
-    return "credit" in name or name in {"cost", "estimated credits"}
+    """A sum of credits (not a price per page, which keeps its decimals)."""
+    return ("credit" in name or name in {"cost", "rework"}) and "_per_" not in name
 
 
 def yes_no(value: Any) -> str:
@@ -115,10 +118,6 @@ def yes_no(value: Any) -> str:
 
 def _number(value: Any) -> str:
     return "" if _missing(value) else f"{value:,.2f}"
-
-
-def _integer(value: Any) -> str:
-    return "" if _missing(value) else f"{value:,}"
 
 
 def _listed(value: Any) -> str:
@@ -150,7 +149,14 @@ def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] |
         return hours
     if name in ("byte_size", "bytes"):
         return _byte_size
-    return _number if kinds.is_float_dtype(series.dtype) else _integer
+    if kinds.is_float_dtype(series.dtype) and not _whole_numbers(series):
+        return _number
+    return whole  # counts, also where pandas made them floats (`describe`, a mean of ints)
+
+
+def _whole_numbers(series: pd.Series) -> bool:
+    values = series.dropna().astype(float)
+    return bool(((values % 1) == 0).all())
 
 
 def table(
