@@ -66,3 +66,12 @@ def test_counts_pandas_made_floats_show_whole_and_prices_per_page_keep_decimals(
     assert ">8<" in html and "8.0" not in html and ">1.25<" in html
     assert ">4<" in html and ">1<" in html  # rework: whole credits, halves up
     assert ">0.50<" in html  # a price per page is not a sum of credits
+
+
+def test_daily_periods_show_as_dates_and_headers_as_words():
+    days = pd.DatetimeIndex(["2026-11-25", "2026-11-26"], tz="UTC", name="period")
+    frame = pd.DataFrame({"rework_credits": [1.0, 2.0], "lines_per_hour": [185.0, 16.667]}, days)
+    html = tk.table(frame).to_html()
+    assert ">2026-11-26<" in html and "00:00" not in html
+    assert ">rework credits<" in html and "rework_credits" not in html
+    assert ">185.00<" in html and ">16.67<" in html
