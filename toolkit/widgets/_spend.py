@@ -77,15 +77,17 @@ class SpendLine:
         stored = self._stored
         live = since_snapshot(chapters, stored.credits_at_last)
         monday = today - timedelta(days=today.weekday())
-        counted_from = ""
-        if stored.first.date() >= monday:
-            counted_from = f", counted from the first snapshot, {stored.first:%a %d %b %H:%M} UTC"
+        since = f"{whole(live)} of it since the latest snapshot, {stored.last:%a %d %b %H:%M} UTC"
+        if stored.first.date() >= monday:  # the week is counted from the store's first snapshot
+            since += (
+                ", the store's first: nothing before it counts"
+                if stored.first == stored.last
+                else f"; counted from the first, {stored.first:%a %d %b %H:%M} UTC"
+            )
         return (
             f"Spent today: <b>{whole(stored.today + live)}</b> credits; "
             f"this week: <b>{whole(stored.week + live)}</b> credits, "
-            f"as of {now.astimezone(UTC):%H:%M} UTC (whole workspace, UTC days{counted_from}; "
-            f"{whole(live)} of it since the snapshot of {stored.last:%Y-%m-%d %H:%M} UTC, "
-            "as the chapters show now)."
+            f"as of {now.astimezone(UTC):%H:%M} UTC (whole workspace, UTC days; {since})."
         )
 
     def _compute(self, today: date) -> _Stored:
