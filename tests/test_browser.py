@@ -4,9 +4,12 @@ The test starts an emulator, points JupyterLab's kernels at it (CTS_BASE_URL and
 CTS_API_KEY in the server's environment), opens `notebooks/04-operations.ipynb`, runs
 every cell, filters the dashboard to failed chapters, double-clicks "Create chapter"
 (one chapter, one charge, the result kept), has a taken chapter number refused in the
-panel's words, holds pages on a staged chapter and starts them, uploads a folder of
-chapters, and double-clicks the re-scan confirmation of a failed chapter, then checks
-what the page shows and what the emulator received. Screenshots are saved to
+panel's words, holds pages on a staged chapter and starts them, checks a folder with a
+bad file (the headline says nothing will be sent, and names no price), uploads a folder
+of chapters, and double-clicks the re-scan confirmation of a failed chapter; then the
+dashboard's spend today, live since the store's one snapshot, has risen by exactly what
+the ledger charged, as of the service's time. It checks what the page shows and what
+the emulator received. Screenshots are saved to
 `build/browser/` (the page, and each panel at the moments above).
 
 It skips, saying why, where Debian's Chromium or the `browser` extra is missing.
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -71,7 +75,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def lab(tmp_path: Path, emulator, workspace) -> Iterator[str]:
+def store_root(tmp_path: Path) -> Path:
+    """The snapshot store the notebook finds at CTS_STORE (the test takes its snapshot)."""
+    return tmp_path / "snapshots"
+
+
+@pytest.fixture
+def lab(tmp_path: Path, emulator, workspace, store_root: Path) -> Iterator[str]:
     """JupyterLab serving a copy of the notebook, its kernels pointed at the emulator."""
     root = tmp_path / "lab"
     root.mkdir()
@@ -81,6 +91,7 @@ def lab(tmp_path: Path, emulator, workspace) -> Iterator[str]:
         **os.environ,
         "CTS_BASE_URL": emulator.url,
         "CTS_API_KEY": workspace["apiKey"],
+        "CTS_STORE": str(store_root),
         # Keep JupyterLab's settings and workspaces out of the user's home.
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
@@ -134,20 +145,29 @@ def _failed_chapter(emulator, client, project_id: str, pages: list[bytes]) -> st
 
 
 def test_operations_notebook_in_jupyterlab(
-    lab, emulator, workspace, comic_project, client, tmp_path, make_page
+    lab, emulator, workspace, comic_project, client, tmp_path, make_page, store_root
 ):
     from page_images import make_folder
     from playwright.sync_api import expect, sync_playwright
 
+    from toolkit.store import SnapshotStore
+
+    # The store's one snapshot, of a workspace that has not paid yet: prices stay estimates.
+    baseline = SnapshotStore(str(store_root)).take(client).snapshot_at
     failed_id = _failed_chapter(
         emulator, client, comic_project["id"], [make_page(41), make_page(42)]
     )
+    now = emulator.now()  # the manual clock stays there: every answer's Date says so
     page_files = []
     for number in (2, 1):
         path = tmp_path / f"scan-{number}.png"
         path.write_bytes(make_page(100 + number))
         page_files.append(path)
     scans = make_folder(tmp_path / "scans", {10: 2, 11: 1}, seed=500)
+    bad_scans = make_folder(tmp_path / "bad-scans", {10: 1, 11: 1}, seed=600)
+    (bad_scans / "chapter-11" / "cover.svg").write_bytes(
+        b'<svg xmlns="http://www.w3.org/2000/svg"/>'
+    )
 
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -176,7 +196,11 @@ def test_operations_notebook_in_jupyterlab(
             uploads = outputs.filter(has=page.get_by_text("Reload projects"))
             rescans = outputs.filter(has=page.locator(".tk-warning"))
 
-            # Dashboard: the Failed filter keeps the failed chapter, with its reason.
+            # Dashboard: spend counts from the store's one snapshot, live, on the service's clock.
+            # The failed run's 4 credits were spent after the snapshot.
+            spend = f"Spent today: 4 credits; this week: 4 credits, as of {now:%H:%M} UTC"
+            expect(dashboard.locator("small", has_text="Spent today")).to_contain_text(spend)
+            # The Failed filter keeps the failed chapter, with its reason.
             page.locator(".widget-toggle-button", has_text="Failed (1)").click()
             expect(table.locator("tr.tk-chapter")).to_have_count(1)
             expect(table.locator(".tk-failed")).to_be_visible()
@@ -231,9 +255,22 @@ def test_operations_notebook_in_jupyterlab(
                 page.get_by_text("Started Chapter 3 of Moonlit Harbor: 2 pages running.")
             ).to_be_visible()
 
-            # Upload a folder: checked and priced, then sent with its summary.
+            # Upload a folder. The pages tab's message is not about it: it goes.
             page.locator(".lm-TabBar-tabLabel", has_text="Upload a folder").click()
-            page.locator("input[placeholder^='a folder of chapter-01/']").fill(str(scans))
+            expect(page.get_by_text("Started Chapter 3 of Moonlit Harbor")).to_have_count(0)
+            # A bad file: the headline says nothing will be sent, and no price is shown.
+            folder_box = page.locator("input[placeholder^='a folder of chapter-01/']")
+            folder_box.fill(str(bad_scans))
+            page.locator("button", has_text="Check folder").click()
+            headline = "Nothing will be sent to Moonlit Harbor until the 1 problem below is fixed."
+            expect(page.get_by_text(headline)).to_be_visible()
+            plan_view = uploads.locator(".widget-html", has=page.get_by_text(headline))
+            expect(plan_view).not_to_contain_text("credits")
+            expect(plan_view).to_contain_text("chapter-11/cover.svg: is an SVG")
+            expect(page.locator("button", has_text="Upload").last).to_be_disabled()
+            _shoot(uploads, "upload-folder-refused")
+            # The good folder: checked and priced, then sent with its summary.
+            folder_box.fill(str(scans))
             page.locator("button", has_text="Check folder").click()
             expect(page.get_by_text("Send 2 chapters, 3 pages")).to_be_visible()
             page.locator("button", has_text="Upload 2 chapters").click()
@@ -241,8 +278,12 @@ def test_operations_notebook_in_jupyterlab(
             expect(page.locator(".tk-rows").last).to_contain_text("created")
             _shoot(uploads, "upload-folder")
 
-            # Re-scan panel: choose the failed chapter, ask, double click the confirmation.
-            page.locator(".widget-select-multiple select").select_option(index=0)
+            # Re-scan panel: its list shows whole entries (the reasons are below it).
+            choices = page.locator(".widget-select-multiple select")
+            assert choices.evaluate("e => e.scrollWidth <= e.clientWidth")
+            expect(rescans.locator(".tk-reasons")).to_contain_text("re-scan the chapter")
+            # Choose the failed chapter, ask, double click the confirmation.
+            choices.select_option(index=0)
             page.locator("button", has_text="Re-scan").first.click()
             expect(page.get_by_text("Yes, discard and re-scan")).to_be_visible()
             expect(page.locator(".tk-question")).to_contain_text("about 4 credits")
@@ -254,6 +295,18 @@ def test_operations_notebook_in_jupyterlab(
             expect(page.get_by_text("No failed chapters.")).to_be_visible()
             expect(queued).to_be_visible()
             _shoot(rescans, "rescan-double-click")
+
+            # The dashboard's spend rose by what the panels spent: 4 (a chapter of 2
+            # pages) + 4 (2 held pages started) + 6 (the folder) + 4 (the re-scan), all in
+            # 2 languages; the ledger is checked below.
+            dashboard.locator("button", has_text="Refresh").click()
+            spend = f"Spent today: 22 credits; this week: 22 credits, as of {now:%H:%M} UTC"
+            expect(dashboard.locator("small", has_text="Spent today")).to_contain_text(spend)
+            expect(dashboard).to_contain_text(
+                f"22 of it since the latest snapshot, {baseline:%a %d %b %H:%M} UTC, the store's "
+                "first: nothing before it counts"
+            )
+            _shoot(dashboard, "dashboard-live-spend")
 
             # Running the dashboard's cell again stops the old one's background refresh.
             dashboard.locator("label", has_text="Auto-refresh").click()
@@ -268,6 +321,8 @@ def test_operations_notebook_in_jupyterlab(
             browser.close()
 
     ledger = emulator.ledger(workspace["id"])
+    after = [c for c in ledger["charges"] if datetime.fromisoformat(c["at"]) >= baseline]
+    assert sum(c["credits"] for c in after) == 22  # what the dashboard showed
     created_here = [c for c in ledger["charges"] if c["reason"] == "create"][1:]
     # One chapter for the double click, then the folder's two; the failed run was first.
     assert [(c["pages"], c["credits"]) for c in created_here] == [(2, 4), (2, 4), (1, 2)]

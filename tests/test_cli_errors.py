@@ -49,6 +49,41 @@ def test_a_malformed_base_url_is_a_config_error_in_python(url, says):
         tk.Client(url, KEY)
 
 
+MISSING = {"base URL": ("CTS_BASE_URL", "base_url="), "API key": ("CTS_API_KEY", "api_key=")}
+
+
+@pytest.mark.parametrize(("variable", "python"), MISSING.values(), ids=MISSING.keys())
+def test_a_missing_setting_names_its_environment_variable_not_a_python_argument(
+    monkeypatch, capsys, variable, python
+):
+    monkeypatch.setenv("CTS_BASE_URL", "http://127.0.0.1:8765")
+    monkeypatch.setenv("CTS_API_KEY", KEY)
+    monkeypatch.delenv(variable)
+    assert cli.main(["snapshot", "--store", "unused"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"toolkit snapshot: no {'base URL' if 'URL' in variable else 'API key'}")
+    assert f"set {variable}" in err and "toolkit emulator --seed demo" in err
+    assert python not in err and err.count("\n") == 1
+    with pytest.raises(tk.ConfigError, match=python):  # in Python, the argument is the way
+        tk.Client()
+
+
+def test_a_refused_key_gives_its_advice_once_and_no_python(emulator, monkeypatch, capsys):
+    monkeypatch.setenv("CTS_BASE_URL", emulator.url)
+    monkeypatch.setenv("CTS_API_KEY", "cts_not-a-key-of-any-workspace")
+    assert cli.main(["snapshot", "--store", "unused"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "toolkit snapshot: the API key was refused. Check CTS_API_KEY: use a key of your "
+        "workspace.\n"
+    )
+    # The service's own words are quoted only where they add to ours.
+    with tk.Client() as client, pytest.raises(tk.AuthenticationError) as caught:
+        client.list_projects()
+    assert str(caught.value).endswith("The service said: unknown API key")
+    assert caught.value.message == "unknown API key; use the key of your workspace"
+
+
 def test_report_out_pointing_at_a_file_is_one_line_and_exit_1(tmp_path, capsys):
     taken = tmp_path / "report.txt"
     taken.write_text("keep me")

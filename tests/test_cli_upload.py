@@ -8,6 +8,7 @@ import pytest
 from page_images import make_folder
 
 from toolkit.cli import main
+from toolkit.client import Client
 
 
 @pytest.fixture
@@ -107,3 +108,46 @@ def test_a_stopped_upload_says_so_and_fails(
     assert "refused: Not enough credits. Add credits to the workspace, or send fewer pages." in out
     assert "run the same upload again to continue" in out
     assert err.endswith("toolkit upload: the upload stopped before the end (see above)\n")
+
+
+def test_ctrl_c_says_what_was_created_and_that_a_rerun_continues(
+    env, emulator, workspace, comic_project, tmp_path, capsys, monkeypatch
+):
+    folder = make_folder(tmp_path / "scans", {1: 1, 2: 1, 3: 1})
+    create = Client.create_chapter
+    calls = []
+
+    def interrupted_on_the_second(self, *args, **kwargs):
+        calls.append(kwargs["position"])
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C while chapter 2 is being sent
+        return create(self, *args, **kwargs)
+
+    monkeypatch.setattr(Client, "create_chapter", interrupted_on_the_second)
+    assert main(["upload", str(folder), "--project", "Moonlit Harbor", "--yes"]) == 130
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith(
+        "1 chapter created in Moonlit Harbor, 1 interrupted while sent, 1 not sent. "
+        "Interrupted: run the same upload again to continue where it stopped."
+    )
+    assert "interrupted: stopped while being sent: it may be in the project now" in out
+    assert charges(emulator, workspace) == [("create", 2)]
+
+    monkeypatch.setattr(Client, "create_chapter", create)
+    assert main(["upload", str(folder), "--project", "Moonlit Harbor", "--yes"]) == 0
+    assert "2 chapters created in Moonlit Harbor, 1 already there." in capsys.readouterr().out
+    assert len(charges(emulator, workspace)) == 3
+
+
+def test_ctrl_c_before_sending_says_nothing_was_sent(
+    env, emulator, workspace, comic_project, tmp_path, capsys, monkeypatch
+):
+    folder = make_folder(tmp_path / "scans", {1: 1})
+
+    def ctrl_c(question):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("toolkit.cli._agree", ctrl_c)
+    assert main(["upload", str(folder), "--project", "Moonlit Harbor"]) == 130
+    assert capsys.readouterr().out.rstrip().endswith("Interrupted: nothing was sent.")
+    assert charges(emulator, workspace) == []

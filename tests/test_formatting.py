@@ -18,10 +18,11 @@ def test_values_read_as_a_person_expects():
     )
     assert count(2, "box", "boxes") == "2 boxes"
     assert (whole(1234.0), whole(2.5), whole(None), whole(pd.NA)) == ("1,234", "3", "", "")
-    assert (hours(0.04), hours(7.46), hours(31.2), hours(float("nan"))) == (
-        "0.0 h",
+    assert (hours(0.04), hours(0.42), hours(7.46), hours(31.2), hours(float("nan"))) == (
+        "2 min",
+        "25 min",
         "7.5 h",
-        "31 h",
+        "31.2 h",
         "",
     )
     assert moment(datetime(2026, 11, 21, 14, 5, 59, tzinfo=UTC)) == "2026-11-21 14:05"
@@ -46,6 +47,31 @@ def test_a_notebook_table_has_no_na_whole_credits_rounded_hours_and_names_not_id
     html = tk.table(frame).to_html()
     assert "<NA>" not in html and "nan" not in html and "None" not in html
     assert "0c6e1f3a" not in html and "project_id" not in html
-    assert ">12<" in html and ">0.4 h<" in html and ">13 h<" in html and ">yes<" in html
+    assert ">12<" in html and ">25 min<" in html and ">12.7 h<" in html and ">yes<" in html
     assert "white-space: normal" in html  # long reasons wrap, in full
     assert ("The run stalled with no progress for 2 hours " * 3).strip() in html
+
+
+def test_counts_pandas_made_floats_show_whole_and_prices_per_page_keep_decimals():
+    frame = pd.DataFrame(
+        {
+            "project": ["Moonlit Harbor", "River of Stars"],
+            "count": [8.0, 3.0],  # as `describe()` gives it
+            "mean": [1.25, 2.0],
+            "rework": [4.0, 0.5],
+            "credits_per_page_language": [1.0, 0.5],
+        }
+    )
+    html = tk.table(frame).to_html()
+    assert ">8<" in html and "8.0" not in html and ">1.25<" in html
+    assert ">4<" in html and ">1<" in html  # rework: whole credits, halves up
+    assert ">0.50<" in html  # a price per page is not a sum of credits
+
+
+def test_daily_periods_show_as_dates_and_headers_as_words():
+    days = pd.DatetimeIndex(["2026-11-25", "2026-11-26"], tz="UTC", name="period")
+    frame = pd.DataFrame({"rework_credits": [1.0, 2.0], "lines_per_hour": [185.0, 16.667]}, days)
+    html = tk.table(frame).to_html()
+    assert ">2026-11-26<" in html and "00:00" not in html
+    assert ">rework credits<" in html and "rework_credits" not in html
+    assert ">185.00<" in html and ">16.67<" in html

@@ -36,14 +36,18 @@ from typing import TYPE_CHECKING, Any
 
 import toolkit
 from toolkit.errors import (
+    ApiError,
+    ConfigError,
     DamagedStore,
     IncompletePull,
     InvalidUpload,
     ToolkitError,
     TransportError,
+    in_plain_words,
 )
 
 if TYPE_CHECKING:
+    from toolkit.batch import UploadSummary
     from toolkit.client import Client
 
 START_HELP = "the instant the emulator's clock starts at (default: now), e.g. 2026-10-25T00:30Z"
@@ -172,7 +176,30 @@ def _webhooks_serve(args: argparse.Namespace) -> None:
 
 
 def _upload(args: argparse.Namespace) -> None:
-    """Plan, price, ask, send with a progress bar, sum up: `toolkit.batch` does the work."""
+    """Plan, price, ask, send with a progress bar, sum up: `toolkit.batch` does the work.
+    Ctrl-C still exits 130, after saying what was done and that a rerun continues."""
+    from toolkit.batch import UploadInterrupted
+    from toolkit.formatting import text_table
+
+    try:
+        summary = _send_folder(args)
+    except UploadInterrupted as stop:
+        print(text_table(stop.summary.rows()))
+        print(stop.summary.headline())
+        raise
+    except KeyboardInterrupt:
+        print("Interrupted: nothing was sent.")
+        raise
+    if summary is None:
+        return
+    print(text_table(summary.rows()))
+    print(summary.headline())
+    if not summary.complete:
+        raise ToolkitError("the upload stopped before the end (see above)")
+
+
+def _send_folder(args: argparse.Namespace) -> UploadSummary | None:
+    """`toolkit upload` up to the summary (None when nothing was sent)."""
     from toolkit.batch import plan_upload, upload
     from toolkit.formatting import text_table
 
@@ -185,7 +212,7 @@ def _upload(args: argparse.Namespace) -> None:
             raise InvalidUpload(f"nothing was sent; fix these first:\n{listed}")
         print(plan.headline())
         if not plan.to_send:
-            return
+            return None
         over = plan.over_budget(args.budget)
         if over and args.yes:
             raise InvalidUpload(
@@ -194,17 +221,13 @@ def _upload(args: argparse.Namespace) -> None:
             )
         if not args.yes and not _agree("Send it? [y/N] "):
             print("Nothing was sent.")
-            return
+            return None
         again = f"That is over your budget of {args.budget or 0:,} credits: send it anyway? [y/N] "
         if over and not _agree(again):
             print("Nothing was sent.")
-            return
+            return None
         with _Bar(plan.bytes_to_send) as bar:
-            summary = upload(client, plan, on_progress=bar.update)
-    print(text_table(summary.rows()))
-    print(summary.headline())
-    if not summary.complete:
-        raise ToolkitError("the upload stopped before the end (see above)")
+            return upload(client, plan, on_progress=bar.update)
 
 
 def _price_store(path: str | None) -> Any:
@@ -395,6 +418,12 @@ def _stopped(exc: Exception, args: argparse.Namespace) -> tuple[str, int]:
     if isinstance(exc, TransportError):
         base_url = getattr(args, "base_url", None) or "the service"
         return f"no answer from {base_url}: {_cause(exc)}", 2
+    if isinstance(exc, ConfigError) and exc.command_line:
+        return exc.command_line, 1
+    if isinstance(exc, ApiError) and exc.reason and exc.advice:
+        # The plain words: the message for code names calls to make in Python.
+        said = in_plain_words(exc)
+        return f"{said[:1].lower()}{said[1:]}", 1
     if isinstance(exc, ToolkitError):
         failed = isinstance(exc, DamagedStore | IncompletePull) or _disk_full(exc)
         return str(exc), 2 if failed else 1

@@ -154,13 +154,17 @@ class Settings:
         """
         url = base_url or os.environ.get("CTS_BASE_URL")
         key = held(api_key) if api_key else _env_secret("CTS_API_KEY")
+        emulator = "for a local emulator, `toolkit emulator --seed demo` prints both"
         if not url:
             raise ConfigError(
-                "no base URL: pass base_url= or set CTS_BASE_URL "
-                "(for a local emulator: toolkit emulator --seed demo)"
+                f"no base URL: pass base_url= or set CTS_BASE_URL ({emulator})",
+                command_line=f"no base URL: set CTS_BASE_URL to the service's address ({emulator})",
             )
         if key is None or not key.reveal():
-            raise ConfigError("no API key: pass api_key= or set CTS_API_KEY")
+            raise ConfigError(
+                "no API key: pass api_key= or set CTS_API_KEY",
+                command_line=f"no API key: set CTS_API_KEY to your workspace's key ({emulator})",
+            )
         return cls(base_url=normalize_base_url(url), api_key=check_api_key(key))
 
     @property

@@ -44,7 +44,15 @@ class ToolkitError(Exception):
 
 
 class ConfigError(ToolkitError, ValueError):
-    """A setting is missing or unsafe (raised when a client is built)."""
+    """A setting is missing or unsafe (raised when a client is built).
+
+    `command_line` is the same refusal for someone at the `toolkit` command, where
+    Python's argument names mean nothing (None when the message already suits them).
+    """
+
+    def __init__(self, message: str, *, command_line: str | None = None) -> None:
+        super().__init__(message)
+        self.command_line = command_line
 
 
 class InvalidUpload(ToolkitError, ValueError):

@@ -8,11 +8,12 @@ card("Client", {...})    # the HTML that Client, Workspace, SnapshotStore and Sn
 ```
 
 The rules, written once: a missing value shows as blank (never `<NA>` or `NaN`);
-credits and counts are whole numbers with thousands separators; hours are rounded (one
-decimal under 10 hours, whole hours above); times to the minute; flags as yes/no; lists
+credits and counts are whole numbers with thousands separators; rates and shares are
+percentages; times to the minute; flags as yes/no; lists
 joined with commas; long text (a failure reason) wraps instead of being cut; a column of
 ids is left out when the table has names beside it, and an index of ids is hidden the
-same way.
+same way. Durations in hours read as the weekly page shows them: minutes under an hour,
+else hours to one decimal.
 """
 
 from __future__ import annotations
@@ -88,11 +89,12 @@ def whole(value: Any) -> str:
 
 
 def hours(value: Any) -> str:
-    """`0.4 h`, `7.5 h`, `31 h`; blank when missing."""
+    """A duration given in hours: `25 min` under an hour (0.0 h would say nothing), else
+    hours to one decimal, `7.5 h`, `31.2 h`; blank when missing."""
     if _missing(value):
         return ""
     value = float(value)
-    return f"{value:.1f} h" if abs(value) < 10 else f"{value:,.0f} h"
+    return f"{round(value * 60)} min" if abs(value) < 1 else f"{value:,.1f} h"
 
 
 def moment(value: Any) -> str:
@@ -105,7 +107,8 @@ def moment(value: Any) -> str:
 
 
 def _is_credit(name: str) -> bool:
-    return "credit" in name or name in {"cost", "estimated credits"}
+    """A sum of credits (not a price per page, which keeps its decimals)."""
+    return ("credit" in name or name in {"cost", "rework"}) and "_per_" not in name
 
 
 def yes_no(value: Any) -> str:
@@ -113,12 +116,12 @@ def yes_no(value: Any) -> str:
     return "" if _missing(value) else ("yes" if value else "no")
 
 
+def _percent(value: Any) -> str:
+    return "" if _missing(value) else f"{float(value):.0%}"
+
+
 def _number(value: Any) -> str:
     return "" if _missing(value) else f"{value:,.2f}"
-
-
-def _integer(value: Any) -> str:
-    return "" if _missing(value) else f"{value:,}"
 
 
 def _listed(value: Any) -> str:
@@ -139,18 +142,39 @@ def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] |
     if kinds.is_bool_dtype(series.dtype):
         return yes_no
     if kinds.is_datetime64_any_dtype(series.dtype):
-        return moment
+        return _time_rule(series)
     if not kinds.is_numeric_dtype(series.dtype):
         return (
             _listed if kinds.is_object_dtype(series.dtype) or "list" in str(series.dtype) else None
         )
     if credits or _is_credit(name):
         return whole
+    if name.endswith(("rate", "share")):
+        return _percent
     if "hours" in name:
         return hours
     if name in ("byte_size", "bytes"):
         return _byte_size
-    return _number if kinds.is_float_dtype(series.dtype) else _integer
+    if "_per_" in name:  # a price or a pace: its decimals matter
+        return _number
+    if kinds.is_float_dtype(series.dtype) and not _whole_numbers(series):
+        return _number
+    return whole  # counts, also where pandas made them floats (`describe`, a mean of ints)
+
+
+def _time_rule(times: Any) -> Callable[[Any], str]:
+    """Times to the minute; days (every value a midnight: a daily period) as dates."""
+    import pandas as pd
+
+    values = pd.DatetimeIndex(times).dropna()
+    if len(values) and bool((values == values.normalize()).all()):
+        return lambda value: "" if _missing(value) else f"{value:%Y-%m-%d}"
+    return moment
+
+
+def _whole_numbers(series: pd.Series) -> bool:
+    values = series.dropna().astype(float)
+    return bool(((values % 1) == 0).all())
 
 
 def table(
@@ -159,8 +183,10 @@ def table(
     """`frame` styled by the rules above, for display in a notebook.
 
     A column is formatted by its name and type: credits (any name with "credit", or
-    every number when `credits=True`, for a pivot of credits) as whole numbers, hours
-    rounded, sizes in bytes as kB/MB, times to the minute, flags as yes/no, lists joined.
+    every number when `credits=True`, for a pivot of credits) and counts as whole
+    numbers, rates as percentages, prices and paces (`*_per_*`) to two decimals, hours
+    as minutes or hours, sizes in bytes as kB/MB, times to the minute (days as dates),
+    flags as yes/no, lists joined; headers read as words (`_` as spaces).
     Columns named `*_id` are dropped when a `name`, `project` or `chapter` column is
     there to say the same; an index of ids is hidden likewise.
     """
@@ -179,7 +205,9 @@ def table(
     if isinstance(frame.index, pd.RangeIndex) or (named and index_name.endswith("_id")):
         styler = styler.hide(axis="index")
     elif pd.api.types.is_datetime64_any_dtype(frame.index.dtype):
-        styler = styler.format_index(moment, axis="index")
+        styler = styler.format_index(_time_rule(frame.index), axis="index")
+    # Headers in words: `median_cycle_hours` reads `median cycle hours`.
+    styler = styler.format_index(lambda label: str(label).replace("_", " "), axis="columns")
     wrap: list[tuple[str, str | float]] = [
         ("white-space", "normal"),
         ("max-width", WRAP_WIDTH),

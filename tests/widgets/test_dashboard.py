@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from datetime import datetime
 
 import httpx
 import pytest
@@ -242,17 +243,59 @@ def test_spend_today_and_this_week_from_the_store(emulator, comic_project, clien
     store = SnapshotStore(str(tmp_path / "snapshots"))
     assert "given the workspace's snapshot history" in Dashboard(client).spend.value
     dash = Dashboard(client, store=store)
-    assert "once the store has two snapshots" in dash.spend.value
+    assert "once the store has a snapshot to count from" in dash.spend.value
     store.take(client, at=emulator.now())
     client.create_chapter(comic_project["id"], pages=pages)  # 3 pages x 2 languages
     emulator.advance(60)
     dash.snapshot_button.click()
     assert dash.message.tone == "success", dash.message.text
-    assert "Spent today: <b>6</b> credits; this week: <b>6</b> credits" in dash.spend.value
-    # The next day, before any snapshot of it: today has no data, which is not 0.
+    assert "Spent today: <b>6</b> credits; this week: <b>6</b> credits, as of " in dash.spend.value
+    assert "0 of it since the latest snapshot, Wed 18 Nov 09:01 UTC; counted from the first" in (
+        dash.spend.value
+    )
+    # The next day, before any snapshot of it: nothing spent since, so today is 0 (the
+    # chapters were read now: that is data) and the week keeps yesterday's 6.
     emulator.advance(24 * 3600)
     dash.refresh()
-    assert "Spent today: no data (no snapshot yet); this week: " in dash.spend.value
+    assert "Spent today: <b>0</b> credits; this week: <b>6</b> credits" in dash.spend.value
+
+
+def _charged_after(emulator, workspace, moment) -> float:
+    found = emulator.ledger(workspace["id"])["charges"]
+    return sum(c["credits"] for c in found if datetime.fromisoformat(c["at"]) > moment)
+
+
+def test_spend_today_adds_what_the_chapters_show_since_the_latest_snapshot(
+    emulator, workspace, comic_project, novel_project, client, pages, tmp_path
+):
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    first = client.create_chapter(comic_project["id"], pages=pages[:1])
+    store.take(client, at=emulator.now())  # the baseline
+    client.create_chapter(comic_project["id"], pages=pages)  # 6 credits, in the store
+    emulator.advance(600)
+    taken = store.take(client).snapshot_at
+    dash = Dashboard(client, store=store)
+    assert "Spent today: <b>6</b> credits; this week: <b>6</b> credits" in dash.spend.value
+    # After the snapshot: a novel chapter in the project the dashboard does not show,
+    # pages added to a chapter of the one it shows.
+    emulator.advance(60)
+    client.create_chapter(novel_project["id"], text="Line one.\nLine two.\n" * 50)
+    client.add_pages(first.id, pages=pages[1:])
+    now = emulator.advance(25 * 60)
+    dash.refresh()
+    live = _charged_after(emulator, workspace, taken)
+    assert live > 0 and dash.picker.value == comic_project["id"]
+    assert (
+        f"Spent today: <b>{6 + live:,.0f}</b> credits; this week: <b>{6 + live:,.0f}</b> "
+        f"credits, as of {now:%H:%M} UTC" in dash.spend.value
+    )
+    assert f"{live:,.0f} of it since the latest snapshot, {taken:%a %d %b %H:%M} UTC" in (
+        dash.spend.value
+    )
+    # A snapshot moves the live part into the store: the total stays.
+    dash.snapshot_button.click()
+    assert f"Spent today: <b>{6 + live:,.0f}</b> credits" in dash.spend.value
+    assert "0 of it since the latest snapshot" in dash.spend.value
 
 
 def test_the_dashboard_takes_a_snapshot_on_request(
@@ -286,3 +329,37 @@ def test_stalled_chapters_are_marked_from_the_store(
 def test_options_are_keyword_only(client):
     with pytest.raises(TypeError):
         Dashboard(client, None)  # type: ignore[misc]
+
+
+# -- notebook 04 -------------------------------------------------------------------------
+
+
+def _notebook_cell(name: str, starts: str) -> str:
+    import json
+    from pathlib import Path
+
+    notebook = Path(__file__).resolve().parents[2] / "notebooks" / name
+    cells = json.loads(notebook.read_text())["cells"]
+    sources = ["".join(cell["source"]) for cell in cells]
+    (index,) = [i for i, source in enumerate(sources) if source.startswith(starts)]
+    return sources[index + 1]  # the code cell under that heading
+
+
+@pytest.mark.parametrize("shown", ["comic_project", "novel_project"])
+def test_notebook_04_lets_time_pass_in_the_project_the_dashboard_shows(
+    request, emulator, comic_project, novel_project, client, shown, capsys
+):
+    from toolkit.widgets import RescanPanel
+
+    project = request.getfixturevalue(shown)
+    dashboard = Dashboard(client)
+    dashboard.picker.value = project["id"]
+    cell = _notebook_cell("04-operations.ipynb", "## Let time pass")
+    exec(cell, {"emulator": emulator, "client": client, "dashboard": dashboard,
+                "rescan": RescanPanel(client)})  # fmt: skip
+    (chapter,) = client.list_chapters(project["id"])
+    assert chapter.processing
+    assert capsys.readouterr().out == (
+        f"Chapter 1 of {project['name']} is running: watch it in the dashboard.\n"
+    )
+    assert rows(dashboard) == ["1"]

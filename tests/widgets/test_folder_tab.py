@@ -43,16 +43,21 @@ def test_a_folder_is_checked_priced_then_uploaded_once(
 def test_bad_files_are_listed_and_nothing_can_be_sent(
     emulator, workspace, comic_project, client, tmp_path
 ):
-    folder = make_folder(tmp_path / "scans", {1: 1})
+    folder = make_folder(tmp_path / "scans", {1: 1, 2: 2})
     (folder / "chapter-01" / "cover.svg").write_bytes(b'<svg xmlns="http://www.w3.org/2000/svg"/>')
     panel = UploadPanel(client)
     panel.folder.project.value = comic_project["id"]
     panel.folder.folder.value = str(folder)
     panel.folder.check.click()
     view = panel.folder.plan_view.value
-    assert "Nothing will be sent until these are fixed" in view
-    assert "chapter-01/cover.svg: is an SVG" in view
-    assert panel.folder.send.disabled
+    # The headline says what happens, and no price is shown for what will not be sent.
+    assert view.startswith(
+        "<p><b>Nothing will be sent to Moonlit Harbor until the 1 problem below is fixed.</b>"
+    )
+    assert "Send " not in view and "credits" not in view
+    assert "new, once the problems are fixed" in view  # chapter 2, fine on its own
+    assert "<b>Fix first:</b></p><ul><li>chapter-01/cover.svg: is an SVG" in view
+    assert panel.folder.send.disabled and panel.folder.send.description == "Upload"
     panel.folder.send.click()
     assert charges(emulator, workspace) == []
 

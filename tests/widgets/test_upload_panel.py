@@ -140,6 +140,8 @@ def test_a_damaged_page_is_named_by_its_file_not_by_a_python_object(
     panel.comic.files.upload.set_state(file_state({"scan.png": b"not an image at all"}))
     assert panel.message.tone == "error"
     assert panel.message.text.startswith("scan.png: cannot be opened as an image")
+    assert "PNG, JPEG, WebP, GIF, BMP or TIFF" in panel.message.text  # what it takes
+    assert "Pillow" not in panel.message.text
     assert "BytesIO" not in panel.message.text and "0x" not in panel.message.text
 
 
@@ -268,6 +270,30 @@ def test_a_new_chapter_is_chosen_in_the_pages_tab(comic_project, client, pages):
     panel.comic.create.click()
     (new,) = [c for c in client.list_chapters(comic_project["id"]) if c.position == 2]
     assert panel.pages.chapter.value == new.id
+
+
+def test_the_message_speaks_of_the_tab_shown(comic_project, client, pages):
+    panel = UploadPanel(client)
+    panel.comic.staged.value = True
+    panel.comic.create.click()
+    assert panel.message.tone == "success"
+    panel.tabs.selected_index = 3  # the folder tab: the comic tab's success is not about it
+    assert panel.message.tone is None and panel.message.value == ""
+    panel.tabs.selected_index = 0  # back: it is
+    assert panel.message.tone == "success" and panel.message.text.startswith(
+        "Created staged chapter 1"
+    )
+    assert "in the tab “Add & start pages”" in panel.message.text
+    # A refusal on the folder tab is kept with that tab, not shown over another.
+    panel.tabs.selected_index = 3
+    panel.folder.project.value = comic_project["id"]
+    panel.folder.folder.value = "/no/such/folder"
+    panel.folder.check.click()
+    assert panel.message.tone == "error"
+    panel.tabs.selected_index = 1
+    assert panel.message.tone is None
+    panel.tabs.selected_index = 3
+    assert panel.message.text.startswith("/no/such/folder does not exist")
 
 
 # -- novel chapters ----------------------------------------------------------------------

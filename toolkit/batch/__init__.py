@@ -18,7 +18,13 @@ from __future__ import annotations
 from toolkit.batch.folder import FolderChapter, FolderScan, Problem, natural_key, scan_folder
 from toolkit.batch.plan import PlannedChapter, UploadPlan, find_project, plan_upload
 from toolkit.batch.record import RECORD_NAME
-from toolkit.batch.send import ChapterOutcome, Progress, UploadSummary, upload
+from toolkit.batch.send import (
+    ChapterOutcome,
+    Progress,
+    UploadInterrupted,
+    UploadSummary,
+    upload,
+)
 
 __all__ = [
     "RECORD_NAME",
@@ -28,6 +34,7 @@ __all__ = [
     "PlannedChapter",
     "Problem",
     "Progress",
+    "UploadInterrupted",
     "UploadPlan",
     "UploadSummary",
     "find_project",

@@ -89,12 +89,20 @@ class UploadPlan:
         return bool(budget) and self.quote.credits > (budget or 0)
 
     def headline(self) -> str:
-        """One line: what will be sent where, and for how much."""
+        """One line: what will be sent where, and for how much.
+
+        While problems stop the upload it says so, and names no price: nothing priced
+        would be sent, and fixing a problem may change what is.
+        """
         sending = self.to_send
-        if not sending:
-            return f"Nothing to send to {self.project.name}: " + (
-                "every chapter is already there." if self.ready else "see the problems."
+        if not self.ready:
+            problems = len(self.problems)
+            return (
+                f"Nothing will be sent to {self.project.name} until the "
+                f"{count(problems, 'problem')} below {'is' if problems == 1 else 'are'} fixed."
             )
+        if not sending:
+            return f"Nothing to send to {self.project.name}: every chapter is already there."
         pages = sum(len(item.chapter.pages) for item in sending)
         what = count(len(sending), "chapter") + (f", {count(pages, 'page')}" if pages else "")
         return (
@@ -102,15 +110,18 @@ class UploadPlan:
         )
 
     def rows(self) -> list[dict[str, str]]:
-        """The plan as table rows: chapter, source, pages, size, credits, plan."""
+        """The plan as table rows: chapter, source, pages, size, credits, plan (credits
+        only when the plan is ready: see `headline`)."""
         return [
             {
                 "Ch.": str(item.chapter.number),
                 "From": item.chapter.name,
                 "Pages": str(len(item.chapter.pages)) if item.chapter.pages else "text",
                 "Size": size(item.chapter.size),
-                "Credits": str(item.quote.credits) if item.quote else "",
-                "Plan": item.note,
+                "Credits": str(item.quote.credits) if item.quote and self.ready else "",
+                "Plan": item.note
+                if self.ready or item.action != "send"
+                else f"{item.note}, once the problems are fixed",
             }
             for item in self.items
         ]

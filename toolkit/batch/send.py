@@ -22,12 +22,25 @@ from toolkit.formatting import count, size
 if TYPE_CHECKING:
     from toolkit.client import Client
 
-Result = Literal["created", "skipped", "refused", "not sent"]
+Result = Literal["created", "skipped", "refused", "interrupted", "not sent"]
 _WORDS: dict[Result, str] = {
     "skipped": "already there",
     "refused": "refused",
+    "interrupted": "interrupted while sent",
     "not sent": "not sent",
 }
+IN_FLIGHT = "stopped while being sent: it may be in the project now; a rerun finds it"
+
+
+class UploadInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or a notebook's interrupt) stopped an upload; `summary` says what it did.
+
+    A `KeyboardInterrupt`, so that whatever stops on one still stops.
+    """
+
+    def __init__(self, summary: UploadSummary) -> None:
+        super().__init__(summary.headline())
+        self.summary = summary
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,7 @@ class UploadSummary:
     project_name: str
     outcomes: list[ChapterOutcome] = field(default_factory=list)
     record_problem: str | None = None
+    interrupted: bool = False
 
     def of(self, result: Result) -> list[ChapterOutcome]:
         return [o for o in self.outcomes if o.result == result]
@@ -65,7 +79,7 @@ class UploadSummary:
     @property
     def complete(self) -> bool:
         """True when every chapter of the folder is now in the project."""
-        return not self.of("refused") and not self.of("not sent")
+        return not self.of("refused") and not self.of("interrupted") and not self.of("not sent")
 
     def headline(self) -> str:
         parts = [f"{count(len(self.of('created')), 'chapter')} created in {self.project_name}"]
@@ -73,7 +87,9 @@ class UploadSummary:
             if self.of(result):
                 parts.append(f"{len(self.of(result))} {words}")
         line = ", ".join(parts) + "."
-        if not self.complete:
+        if self.interrupted:
+            line += " Interrupted: run the same upload again to continue where it stopped."
+        elif not self.complete:
             line += " Fix what stopped it, then run the same upload again to continue."
         if self.record_problem:
             line += f" {self.record_problem}"
@@ -102,7 +118,8 @@ def upload(
     """Send the plan's new chapters in number order; returns what happened to each.
 
     Refuses (`InvalidUpload`, nothing sent) a plan with problems. `on_progress` is called
-    before the first chapter and after each one.
+    before the first chapter and after each one. Interrupted (Ctrl-C), it raises
+    `UploadInterrupted` carrying the summary so far.
     """
     if not plan.ready:
         listed = "; ".join(str(p) for p in plan.problems)
@@ -128,23 +145,42 @@ def upload(
             continue
         try:
             chapter_id = _send(client, plan, item)
+        except KeyboardInterrupt:
+            summary.interrupted = stopped = True
+            summary.outcomes.append(_outcome(item, "interrupted", IN_FLIGHT))
+            continue
         except ToolkitError as exc:
             summary.outcomes.append(_outcome(item, "refused", in_plain_words(exc)))
             stopped = True
             continue
-        try:
-            record.add(plan.project.id, item.chapter.number, chapter_id, item.chapter.digest)
-        except OSError as exc:
-            summary.record_problem = (
-                f"The upload record {record.path} could not be written ({exc.strerror}); "
-                "a rerun compares page counts instead."
-            )
         summary.outcomes.append(_outcome(item, "created", chapter_id=chapter_id))
         done += 1
         done_bytes += item.chapter.size
         following = sending[done].chapter.name if done < len(sending) else ""
-        report(done, following)
+        try:
+            summary.record_problem = (
+                _remember(record, plan, item, chapter_id) or summary.record_problem
+            )
+            report(done, following)
+        except KeyboardInterrupt:  # between two chapters: the rest is not sent
+            summary.interrupted = stopped = True
+    if summary.interrupted:
+        raise UploadInterrupted(summary)
     return summary
+
+
+def _remember(
+    record: UploadRecord, plan: UploadPlan, item: PlannedChapter, chapter_id: str
+) -> str | None:
+    """Write the chapter to the upload record; a sentence for the summary if that failed."""
+    try:
+        record.add(plan.project.id, item.chapter.number, chapter_id, item.chapter.digest)
+    except OSError as exc:
+        return (
+            f"The upload record {record.path} could not be written ({exc.strerror}); "
+            "a rerun compares page counts instead."
+        )
+    return None
 
 
 def _send(client: Client, plan: UploadPlan, item: PlannedChapter) -> str:

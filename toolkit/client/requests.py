@@ -6,6 +6,7 @@ docs/client.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -264,8 +265,8 @@ def api_error(
     `error_class` (with its own `details`) replaces the class the status picks.
     """
     status = response.status_code
-    said = server_message(response)
     explained = _explain(status, spec)
+    said = _news(server_message(response), explained)
     message = f"{explained.summary} ({status}); {explained.advice}"
     if explained.hint:
         message += f" ({explained.hint})"
@@ -281,7 +282,7 @@ def api_error(
     cls = error_class or error_class_for(status)
     parts: dict[str, Any] = {
         "status": status,
-        "server_message": said,
+        "server_message": server_message(response),
         "response": response,
         "reason": reason,
         "advice": explained.advice,
@@ -291,6 +292,20 @@ def api_error(
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         return RateLimited(message, retry_after=retry_after, **parts)
     return cls(message, **parts)
+
+
+def _news(said: str | None, explained: Explanation) -> str | None:
+    """The parts of the service's message (its clauses, split at `;`) that our words do not
+    already say, so that the same advice is not given twice; None when nothing is left."""
+    if not said:
+        return None
+    ours = set(_words(f"{explained.summary} {explained.reason} {explained.advice}"))
+    kept = [part.strip() for part in said.split(";") if not set(_words(part)) <= ours]
+    return "; ".join(part for part in kept if part) or None
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9_]+", text.lower())
 
 
 def transport_error(

@@ -30,6 +30,8 @@ SNIFF_BYTES = 4096
 READ_BLOCK = 64 * 1024
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXTENSIONS = {"JPEG": "jpg", "TIFF": "tif"}
+# What a refusal tells a person to send: the raster formats the service is known to read.
+PAGE_FORMATS = "PNG, JPEG, WebP, GIF, BMP or TIFF"
 
 
 @dataclass
@@ -295,11 +297,16 @@ def _identify(file: IO[bytes], label: str) -> str:
     # Pillow's plugins raise a zoo of types for damaged headers; all mean "cannot open".
     # Its "cannot identify" message names the file object's repr (`<_io.BytesIO object
     # at 0x...>`), which says nothing to a person: the label names the file instead.
-    except Exception as exc:
-        why = "not an image format Pillow knows" if isinstance(exc, UnidentifiedImageError) else exc
+    except UnidentifiedImageError as exc:
         raise InvalidUpload(
-            f"{label}: cannot be opened as an image ({why}); check that it opens in an "
-            "image viewer and send PNG, JPEG or WebP",
+            f"{label}: cannot be opened as an image: it is none of the formats pages are "
+            f"sent in ({PAGE_FORMATS}); export the page as PNG or JPEG and send that",
+            item=label,
+        ) from exc
+    except Exception as exc:
+        raise InvalidUpload(
+            f"{label}: cannot be opened as an image ({exc}); check that it opens in an "
+            "image viewer, or export it again as PNG or JPEG",
             item=label,
         ) from exc
     if not image_format:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit import plots
+from toolkit.formatting import hours
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
 from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences
 
@@ -93,11 +94,7 @@ def _credits(value: float) -> str:
 
 
 def _hours(value: float) -> str:
-    """Hours to one decimal; under an hour, whole minutes (0.0 h would say nothing)."""
-    if pd.isna(value):
-        return "–"
-    hours = float(value)
-    return f"{hours:.1f} h" if hours >= 1 else f"{round(hours * 60)} min"
+    return hours(value) or "–"
 
 
 def _share(part: float, whole: float) -> str:

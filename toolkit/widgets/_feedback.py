@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -67,9 +67,11 @@ class Feedback(widgets.HTML):
         self.owner: object = None
         self.busy = False
         self._actions: list[_Action] = []
+        self._aside: dict[int, tuple[str, Tone]] = {}  # id(owner) -> its hidden message
 
     def show(self, text: str, tone: Tone = "info", *, owner: object = None) -> None:
         self.text, self.tone, self.owner = text, tone, owner
+        self._aside.pop(id(owner), None)  # this form's newer message replaces a hidden one
         fg, bg = _COLOURS[tone]
         body = "<br>".join(html.escape(line, quote=False) for line in text.splitlines())
         self.value = (
@@ -86,8 +88,26 @@ class Feedback(widgets.HTML):
 
     def forget(self, owner: object) -> None:
         """`owner`'s inputs changed: a refusal or warning about them no longer applies."""
+        kept = self._aside.get(id(owner))
+        if kept is not None and kept[1] in ("error", "warning"):
+            del self._aside[id(owner)]
         if self.owner is owner and self.tone in ("error", "warning"):
             self.clear()
+
+    def switch(self, shown: object, forms: Sequence[object]) -> None:
+        """Another form (a tab) is shown: a message about one of the others is set aside,
+        and the one about `shown`, if any was set aside, comes back. A message of the
+        whole panel (no form) stays."""
+        if (
+            self.tone is not None
+            and self.owner is not shown
+            and any(self.owner is form for form in forms)
+        ):
+            self._aside[id(self.owner)] = (self.text, self.tone)
+            self.clear()
+        kept = self._aside.pop(id(shown), None)
+        if kept is not None and self.tone is None:
+            self.show(*kept, owner=shown)
 
     def run(
         self,

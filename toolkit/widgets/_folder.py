@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from toolkit.batch import Progress, UploadPlan, plan_upload, upload
+from toolkit.batch import Progress, UploadInterrupted, UploadPlan, plan_upload, upload
 from toolkit.formatting import count, size
 from toolkit.widgets._inputs import BudgetBox
 from toolkit.widgets._table import rows_table
@@ -107,13 +107,14 @@ class FolderForm(widgets.VBox):
         if plan.problems:
             listed = "".join(f"<li>{_esc(str(p))}</li>" for p in plan.problems)
             lines.append(
-                '<p class="tk-problems" style="color:#b91c1c"><b>Nothing will be sent until '
-                f"these are fixed:</b></p><ul>{listed}</ul>"
+                '<p class="tk-problems" style="color:#b91c1c"><b>Fix first:</b></p>'
+                f"<ul>{listed}</ul>"
             )
         self.plan_view.value = "".join(lines)
         self.plan = plan
-        chapters = count(len(plan.to_send), "chapter")
-        self.send.description = f"Upload {chapters}, {plan.quote.label}"
+        if plan.ready and plan.to_send:
+            chapters = count(len(plan.to_send), "chapter")
+            self.send.description = f"Upload {chapters}, {plan.quote.label}"
         self.panel.message.update_buttons()
 
     def ask(self) -> None:
@@ -140,7 +141,10 @@ class FolderForm(widgets.VBox):
         self.progress.max = max(plan.bytes_to_send, 1)
         self.progress.value = 0
         self.progress_box.layout.display = ""
-        summary = upload(self.panel.client, plan, on_progress=self._progressed)
+        try:
+            summary = upload(self.panel.client, plan, on_progress=self._progressed)
+        except UploadInterrupted as stop:  # the kernel was interrupted: say what was done
+            summary = stop.summary
         self.summary.value = rows_table(summary.rows())
         self.panel.message.show(
             summary.headline(), "success" if summary.complete else "error", owner=self

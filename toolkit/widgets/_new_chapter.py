@@ -120,7 +120,8 @@ class ComicForm(_ChapterForm):
         if self.staged.value:
             chapter = client.create_chapter(project.id, staged=True, position=number)
             done = (
-                f"Created staged chapter {chapter.position} in {project.name}; add its pages below."
+                f"Created staged chapter {chapter.position} in {project.name}; add its pages "
+                "in the tab “Add & start pages”, where it is chosen."
             )
         else:
             quote = quote_pages(project, len(self.files.uploads), store=self.panel.store)

@@ -15,9 +15,11 @@ Decisions where the spec and DESIGN are silent:
 - Running the cell again makes a new dashboard, which stops the background refresh of
   the one that cell made before (in Jupyter the cell is known by its id; elsewhere, the
   dashboard watching the same client counts as the same).
-- With a snapshot store, the dashboard shows credits spent today and this week, marks
-  chapters that `tk.analysis.stalled(store, threshold=stall_threshold)` reports, and
-  takes a snapshot on request; it never writes to the store on its own.
+- With a snapshot store, the dashboard shows credits spent today and this week (the
+  store's figure plus what every project's chapters show since its latest snapshot, so a
+  refresh lists each project's chapters: `_spend.py`), marks chapters that
+  `tk.analysis.stalled(store, threshold=stall_threshold)` reports, and takes a snapshot
+  on request; it never writes to the store on its own.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from toolkit.formatting import count
 from toolkit.widgets._chapters import FILTERS, SORTS, Pace, fetch_details
 from toolkit.widgets._feedback import Feedback
 from toolkit.widgets._inputs import AUTO, project_label
-from toolkit.widgets._spend import SpendLine
+from toolkit.widgets._spend import SpendLine, workspace_chapters
 from toolkit.widgets._table import chapter_table, totals
 
 if TYPE_CHECKING:
@@ -200,8 +202,17 @@ class Dashboard(widgets.VBox):
         self.status.value = (
             f"<small>{_esc(project.name)}, updated {datetime.now():%H:%M:%S}</small>"
         )
-        self.spend.value = f"<small>{self._spend.text(now)}</small>"
+        self.spend.value = f"<small>{self._spend_line(project_id, chapters, now)}</small>"
         self._render()
+
+    def _spend_line(
+        self, project_id: str, chapters: list[ChapterListItem], now: datetime | None
+    ) -> str:
+        if self.store is None:
+            return self._spend.text([], now)
+        # Spend is the whole workspace's: the other projects' chapters are listed too.
+        everything = workspace_chapters(self.client, self.projects, {project_id: chapters})
+        return self._spend.text(everything, now)
 
     def _start_loading(self, project: Project) -> None:
         self.details, self.chapters, self.finish = {}, [], {}

@@ -69,7 +69,10 @@ class RescanPanel(widgets.VBox):
         )
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.choice = widgets.SelectMultiple(
-            options=[], rows=8, description="Chapters", layout={"width": "760px"}
+            options=[],
+            rows=8,
+            description="Chapters",
+            layout={"width": "100%", "max_width": "900px"},
         )
         self.notes = widgets.HTML()
         self.budget = BudgetBox(budget)
@@ -165,7 +168,7 @@ class RescanPanel(widgets.VBox):
         if chapter.processing:
             state = "running"
         elif chapter.failed:
-            state = f"failed: {chapter.failure_reason or 'no reason given'}"
+            state = "failed"  # the reason is below the list, in full: a list cuts long lines
         elif chapter.started is False:
             state = "staged"
         else:
@@ -176,6 +179,15 @@ class RescanPanel(widgets.VBox):
         lines = []
         if not comics:
             lines.append("No failed chapters." if not self.show_all.value else "No chapters.")
+        reasons = "".join(
+            f"<li>{_esc(self.name(c))}: {_esc(c.failure_reason or 'no reason given')}</li>"
+            for c in comics
+            if c.failed
+        )
+        if reasons:
+            lines.append(
+                f'Why they failed:<ul class="tk-reasons" style="white-space:normal">{reasons}</ul>'
+            )
         if self.novels:
             lines.append(
                 f"{count(len(self.novels), 'novel chapter')} not listed: a novel chapter cannot "
@@ -197,16 +209,7 @@ class RescanPanel(widgets.VBox):
             pages = sum(c.page_count or 0 for c in chosen)
             what = f"{count(len(chosen), 'chapter')}, {count(pages, 'page')}"
             run = "Re-scanning it" if len(chosen) == 1 else "Re-scanning them"
-            reasons = "".join(
-                f"<li>{_esc(chapter_label(c))}: {_esc(c.failure_reason)}</li>"
-                for c in chosen
-                if c.failed and c.failure_reason
-            )
-            self.cost.value = f"{what}: {_esc(quote.sentence(run=run))}" + (
-                f'<ul class="tk-reasons" style="white-space:normal">{reasons}</ul>'
-                if reasons
-                else ""
-            )
+            self.cost.value = f"{what}: {_esc(quote.sentence(run=run))}"
         else:
             self.cost.value = "Choose the chapters to re-scan."
         if self.pending:

@@ -53,6 +53,13 @@ class UploadPanel(widgets.VBox):
             children=[self.comic, self.novel, self.pages, self.folder], titles=self.TITLES
         )
         super().__init__([self.reload_button, self.tabs, self.message])
+        # One message area under four tabs: it speaks of the tab shown, never another's.
+        self.tabs.observe(
+            lambda change: self.message.switch(
+                self.tabs.children[change["new"]], self.tabs.children
+            ),
+            names="selected_index",
+        )
         self.message.on_click(self.reload_button, self.reload, working="Reloading…")
         self.message.run(self.reload, doing="The projects could not be read")
 
