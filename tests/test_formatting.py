@@ -75,3 +75,22 @@ def test_daily_periods_show_as_dates_and_headers_as_words():
     assert ">2026-11-26<" in html and "00:00" not in html
     assert ">rework credits<" in html and "rework_credits" not in html
     assert ">185.00<" in html and ">16.67<" in html
+
+
+def test_text_shows_a_frame_for_the_terminal_by_the_notebook_rules():
+    frame = pd.DataFrame(
+        {
+            "project_id": ["p1", "p2"],
+            "project": ["Moonlit Harbor", "River of Stars"],
+            "credits": [252.0, None],
+            "hours_p50": [0.38, 13.0],
+            "failure_rate": [0.265, 0.0],
+            "finish_p50": pd.to_datetime(["2026-11-27 18:35:52.99", None], utc=True),
+        }
+    )
+    lines = tk.formatting.text(frame).splitlines()
+    assert lines[0].split("  ")[0] == "project"  # ids left out beside names, words for `_`
+    assert "project id" not in lines[0] and "hours p50" in lines[0]
+    first, second = lines[1].split(), lines[2].split()
+    assert first[2:] == ["252", "23", "min", "26%", "2026-11-27", "18:35"]
+    assert second[3:] == ["-", "13.0", "h", "0%", "-"]  # missing: a dash, never NaN or 0

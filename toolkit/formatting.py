@@ -177,6 +177,35 @@ def _whole_numbers(series: pd.Series) -> bool:
     return bool(((values % 1) == 0).all())
 
 
+def text(frame: pd.DataFrame, *, credits: bool = False, missing: str = "-") -> str:
+    """`frame` as aligned text for a terminal, by the same rules as `table`.
+
+    Args:
+        frame: The figures, one row per line.
+        credits: Every number is credits (a pivot of credits): whole numbers.
+        missing: What a missing value shows as; a dash, as on the weekly page.
+
+    Returns:
+        The lines, headed by the column names in words; ids left out beside names.
+    """
+    named = any(c in frame.columns for c in ("name", "project", "chapter"))
+    if named:
+        frame = frame.drop(columns=[c for c in frame.columns if str(c).endswith("_id")])
+    rules = {c: _rule(str(c).lower(), frame[c], credits) or _plain for c in frame.columns}
+    rows = [
+        {
+            str(c).replace("_", " "): rules[c](value) or missing
+            for c, value in zip(frame.columns, values, strict=True)
+        }
+        for values in frame.itertuples(index=False)
+    ]
+    return text_table(rows)
+
+
+def _plain(value: Any) -> str:
+    return "" if _missing(value) else str(value)
+
+
 def table(
     frame: pd.DataFrame | pd.Series, *, credits: bool = False, caption: str | None = None
 ) -> Styler:

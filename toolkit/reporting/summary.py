@@ -20,7 +20,7 @@ import pandas as pd
 from toolkit import analysis, plots
 from toolkit.analysis.observed import Observed
 from toolkit.errors import ConfigError, ToolkitError
-from toolkit.formatting import hours, text_table, whole
+from toolkit.formatting import hours, text, text_table, whole
 from toolkit.reporting.figures import FIGURES, WORDS, Figures, figures, label, write_json
 from toolkit.store import SnapshotStore
 
@@ -92,15 +92,12 @@ def write_report(
     csv = folder / "summary.csv"
     summary(figs).to_csv(csv, index=False)
     written.extend([csv, write_json(figs, folder / "figures.json")])
-    outlook = _outlook(obs, folder, workspaces)
+    outlook, tables = _outlook(obs, folder, workspaces)
     written.extend(outlook)
     if echo:
         print(text_summary(figs))
-        for path in outlook[1:]:
-            heading = path.stem.replace("_", " ").capitalize()
-            with pd.option_context("display.width", 160, "display.max_columns", None):
-                table = pd.read_csv(path).round(3).to_string(index=False, na_rep="-")
-                print(f"\n{heading}:\n{table}")
+        for name, frame in tables.items():
+            print(f"\n{name.replace('_', ' ').capitalize()}:\n{_terminal(frame)}")
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
     return folder
 
@@ -127,9 +124,18 @@ def _make_folder(folder: Path) -> None:
         ) from exc
 
 
+def _terminal(frame: pd.DataFrame) -> str:
+    """A weekly table for the terminal: the figures by the notebooks' rules, and long
+    verdicts (the model comparison's) as sentences below rather than a column off-screen."""
+    if "verdict" not in frame.columns:
+        return text(frame)
+    verdicts = "\n".join(f"  - {v}" for v in dict.fromkeys(frame["verdict"].dropna()))
+    return f"{text(frame.drop(columns='verdict'))}\nVerdicts:\n{verdicts}"
+
+
 def _outlook(
     obs: Observed, folder: Path, workspaces: Mapping[str, SnapshotStore] | None
-) -> list[Path]:
+) -> tuple[list[Path], dict[str, pd.DataFrame]]:
     """The weekly sections beyond the summary: the forecast per project with its
     burn-down, the model comparison, and spend this month against last (docs/analysis.md)."""
     import matplotlib.pyplot as plt
@@ -154,4 +160,4 @@ def _outlook(
         path = folder / f"{name}.csv"
         frame.to_csv(path, index=False)
         written.append(path)
-    return written
+    return written, tables
