@@ -292,6 +292,7 @@ def test_spend_today_adds_what_the_chapters_show_since_the_latest_snapshot(
     assert f"{live:,.0f} of it since the latest snapshot, {taken:%a %d %b %H:%M} UTC" in (
         dash.spend.value
     )
+    assert f"updated {now:%H:%M}" in dash.status.value  # the same clock as the "as of"
     # A snapshot moves the live part into the store: the total stays.
     dash.snapshot_button.click()
     assert f"Spent today: <b>{6 + live:,.0f}</b> credits" in dash.spend.value

@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 import threading
 import weakref
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -198,10 +198,10 @@ class Dashboard(widgets.VBox):
         self.stalled_ids = self._stalled()
         self._shown = project_id
         self.refreshes += 1
-        # When this refresh happened, on this machine's clock (the service's may differ).
-        self.status.value = (
-            f"<small>{_esc(project.name)}, updated {datetime.now():%H:%M:%S}</small>"
-        )
+        # On the service's clock, as the spend line's "as of" (an emulator's may be
+        # anywhere); this machine's only when the answer carried no Date.
+        shown = f"{now.astimezone(UTC):%H:%M:%S} UTC" if now else f"{datetime.now():%H:%M:%S}"
+        self.status.value = f"<small>{_esc(project.name)}, updated {shown}</small>"
         self.spend.value = f"<small>{self._spend_line(project_id, chapters, now)}</small>"
         self._render()
 
