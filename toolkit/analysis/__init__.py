@@ -9,7 +9,9 @@ tk.analysis.failures(store); tk.analysis.failure_rates(store, by="project_id")
 tk.analysis.finished(store, freq="D"); tk.analysis.stalled(store); tk.analysis.stuck(store)
 tk.analysis.price_estimate(store, project_id, pages=20)
 tk.analysis.forecast(store, by="project_id")     # when the open work will be done
+tk.analysis.forecast_accuracy(store)             # how past forecasts held
 tk.analysis.compare_models(store)                # like-for-like cost, speed, failures
+tk.analysis.review_backlog(store)                # chapters waiting for review, reviews a day
 ```
 
 Every function takes keyword-only `since`, `until` and `tz` (and `freq` where it has
@@ -20,6 +22,7 @@ once (a mapping label -> store, or a list) and then answers with a `workspace` c
 
 from __future__ import annotations
 
+from toolkit.analysis.accuracy import forecast_accuracy
 from toolkit.analysis.forecast import ForecastBy, burn_down, forecast
 from toolkit.analysis.measures import (
     SpendBy,
@@ -32,6 +35,7 @@ from toolkit.analysis.measures import (
 )
 from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.monthly import monthly_spend
+from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
@@ -50,12 +54,14 @@ __all__ = [
     "failures",
     "finished",
     "forecast",
+    "forecast_accuracy",
     "lead_times",
     "monthly_spend",
     "price_by_language",
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
+    "review_backlog",
     "runs",
     "stalled",
     "stuck",

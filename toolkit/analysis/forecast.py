@@ -32,6 +32,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import When, moment
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
+from toolkit.analysis.review import review_lags, review_moves
 from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.work import Model, OpenChapter, learn
 
@@ -46,8 +47,8 @@ TIME: Final = "datetime64[us, UTC]"
 DONE = ("needs_review", "reviewed")
 
 COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
-           "finish_p50", "finish_p90", "hours_p50", "needs_action", "needs_action_reason",
-           "status", "as_of"]  # fmt: skip
+           "finish_p50", "finish_p90", "hours_p50", "reviewed_p50", "needs_action",
+           "needs_action_reason", "status", "as_of"]  # fmt: skip
 
 
 def forecast(
@@ -67,8 +68,9 @@ def forecast(
     `remaining_lines` (not counting work that needs action), `lines_per_hour` (the pace
     of one translating chapter, averaged over the group's open chapters), `bins` (the
     fewest pace samples, chapter by bin, behind one of them), `finish_p10`,
-    `finish_p50`, `finish_p90`,
-    `hours_p50` (from `as_of`), `needs_action` (chapters), `needs_action_reason`,
+    `finish_p50`, `finish_p90`, `hours_p50` (from `as_of`), `reviewed_p50`
+    (`finish_p50` plus the project's median review lag, `analysis.review`; null before
+    any review was seen), `needs_action` (chapters), `needs_action_reason`,
     `status` (`on track`, `finishing`: no line left but still open, `needs action`,
     `no recent throughput`: no pace learned, or a chapter with no activity in the
     window, `remaining unknown`)
@@ -101,9 +103,13 @@ def forecast(
     spans = times.iloc[first : last + 1].diff().dropna()
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
     interval = cast(pd.Timedelta, spans.median()) if len(spans) else pd.Timedelta(0)
-    going = current[_going(current, reasons)]
+    going = current[is_open(current, reasons)]
     finishes = _finishes(
         model, going, languages, projects, as_of, since=times.iloc[first], slack=interval
+    )
+    lags = review_lags(review_moves(obs, as_of)).groupby("project_id")["hours"].median()
+    finishes["reviewed_p50"] = finishes["finish_p50"] + pd.to_timedelta(
+        finishes["project_id"].map(lags), unit="h"
     )
     frame = _estimate(open_rows, finishes, by, as_of)
     return _shape(_named(frame, obs, by, as_of), by, tz)
@@ -212,7 +218,7 @@ def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
     return frame[by].astype(TEXT)
 
 
-def _going(current: pd.DataFrame, reasons: pd.Series) -> pd.Series:
+def is_open(current: pd.DataFrame, reasons: pd.Series) -> pd.Series:
     """The chapters with work left that needs no person."""
     undone = ~current["status"].isin(DONE) | flag(current["processing"])
     return undone & ~current["chapter_id"].isin(reasons.index)
@@ -224,7 +230,7 @@ def _open_work(
     """Per group: open chapters, remaining lines (of work not needing action; null if a
     chapter's were never fetched), chapters needing action and why."""
     going, held = (
-        current[_going(current, reasons)],
+        current[is_open(current, reasons)],
         current[current["chapter_id"].isin(reasons.index)],
     )
     open_langs = languages[~languages["status"].isin(DONE)]
@@ -308,8 +314,11 @@ def _finishes(
         for code, finish in model.finishes(chapter, as_of, since=since, slack=slack).items():
             rows.append([chapter_id, project_id, code, *finish,
                          pace.p50 if pace else np.nan, pace.samples if pace else 0])  # fmt: skip
-    return pd.DataFrame(rows, columns=["chapter_id", "project_id", "language_code", "finish_p10",
+    frame = pd.DataFrame(rows, columns=["chapter_id", "project_id", "language_code", "finish_p10",
                                        "finish_p50", "finish_p90", "pace", "samples"])  # fmt: skip
+    for column in ("finish_p10", "finish_p50", "finish_p90"):
+        frame[column] = pd.to_datetime(frame[column], utc=True)
+    return frame
 
 
 def _estimate(
@@ -319,7 +328,7 @@ def _estimate(
     unknown leaves it unknown), and its status."""
     out = open_rows.copy()
     finishes = finishes.assign(group=_group_keys(finishes, by))
-    quantiles = ["finish_p10", "finish_p50", "finish_p90"]
+    quantiles = ["finish_p10", "finish_p50", "finish_p90", "reviewed_p50"]
     grouped = finishes.groupby("group")
     latest = grouped[quantiles].max()
     unknown = finishes[quantiles].isna().groupby(finishes["group"]).any()
@@ -376,7 +385,7 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
     for column in ("open_chapters", "remaining_lines", "bins", "needs_action"):
         frame[column] = frame[column].astype("Int64")
     frame["lines_per_hour"] = frame["lines_per_hour"].astype("Float64")
-    for column in ("finish_p10", "finish_p50", "finish_p90", "as_of"):
+    for column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50", "as_of"):
         frame[column] = pd.to_datetime(frame[column], utc=True).astype(TIME)
         if tz:
             frame[column] = frame[column].dt.tz_convert(tz)
