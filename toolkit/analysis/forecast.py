@@ -48,7 +48,7 @@ DONE = ("needs_review", "reviewed")
 
 COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
            "finish_p50", "finish_p90", "hours_p50", "reviewed_p50", "needs_action",
-           "needs_action_reason", "status", "as_of"]  # fmt: skip
+           "needs_action_lines", "needs_action_reason", "status", "as_of"]  # fmt: skip
 
 
 def forecast(
@@ -70,7 +70,9 @@ def forecast(
     fewest pace samples, chapter by bin, behind one of them), `finish_p10`,
     `finish_p50`, `finish_p90`, `hours_p50` (from `as_of`), `reviewed_p50`
     (`finish_p50` plus the project's median review lag, `analysis.review`; null before
-    any review was seen), `needs_action` (chapters), `needs_action_reason`,
+    any review was seen), `needs_action` (chapters), `needs_action_lines` (their
+    untranslated lines: the burn-down's last point is `remaining_lines` plus these),
+    `needs_action_reason`,
     `status` (`on track`, `finishing`: no line left but still open, `needs action`,
     `no recent throughput`: no pace learned, or a chapter with no activity in the
     window, `remaining unknown`)
@@ -99,11 +101,14 @@ def forecast(
     projects = obs.store.as_of("projects", as_of)
     reasons = needs_action(obs, as_of=as_of, stall_after=pd.Timedelta(stall_after))
     open_rows = _open_work(current, languages, reasons, by)
-    model = learn(obs, projects, first=first, last=last, freq=freq, tz=tz)
     spans = times.iloc[first : last + 1].diff().dropna()
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
     interval = cast(pd.Timedelta, spans.median()) if len(spans) else pd.Timedelta(0)
     going = current[is_open(current, reasons)]
+    if open_rows["remaining_lines"].notna().any():
+        model = learn(obs, projects, first=first, last=last, freq=freq, tz=tz)
+    else:  # nothing to time (no open work, or none with known lines): nothing to learn
+        going, model = going.iloc[:0], Model({}, {}, {}, {}, {})
     finishes = _finishes(
         model, going, languages, projects, as_of, since=times.iloc[first], slack=interval
     )
@@ -239,10 +244,8 @@ def _open_work(
         going = going.merge(open_langs[lang_columns], on="chapter_id")
         held = held.merge(languages[lang_columns], on="chapter_id")
     else:
-        # pandas-stubs: agg's function may not return pd.NA, which pandas allows.
-        remaining = open_langs.groupby("chapter_id")["untranslated"].agg(  # type: ignore[type-var]
-            lambda values: values.sum() if values.notna().all() else pd.NA
-        )
+        remaining = _lines_left(open_langs)
+        held = held.assign(untranslated=held["chapter_id"].map(_lines_left(languages)))
         # A chapter with no open language has nothing left; one whose lines were never
         # fetched (a store taken without details) has an unknown number left, not 0.
         left = going["chapter_id"].map(remaining.astype("Float64"))
@@ -253,7 +256,7 @@ def _open_work(
     rows = []
     for group in sorted(set(going["group"]) | set(held["group"])):
         mine, flagged = going[going["group"] == group], held[held["group"] == group]
-        left = mine["untranslated"]
+        left, waiting = mine["untranslated"], flagged["untranslated"]
         counts = flagged.drop_duplicates("chapter_id")["reason"].value_counts().sort_index()
         rows.append(
             {
@@ -261,11 +264,19 @@ def _open_work(
                 "open_chapters": mine["chapter_id"].nunique(),
                 "remaining_lines": left.sum() if left.notna().all() else pd.NA,
                 "needs_action": flagged["chapter_id"].nunique(),
+                "needs_action_lines": waiting.sum() if waiting.notna().all() else pd.NA,
                 "needs_action_reason": "; ".join(f"{n} {r}" for r, n in counts.items()) or pd.NA,
             }
         )
     return pd.DataFrame(rows, columns=["group", "open_chapters", "remaining_lines", "needs_action",
-                                       "needs_action_reason"])  # fmt: skip
+                                       "needs_action_lines", "needs_action_reason"])  # fmt: skip
+
+
+def _lines_left(languages: pd.DataFrame) -> pd.Series:
+    """Untranslated lines per chapter over `languages`; null where any is unknown."""
+    grouped = languages.groupby("chapter_id")["untranslated"]
+    unknown = grouped.apply(lambda values: values.isna().any())
+    return grouped.sum().astype("Float64").mask(unknown.astype(bool))
 
 
 def _finishes(
@@ -288,7 +299,8 @@ def _finishes(
     activity since `since` (the window's start) has no finish: nothing says it moves."""
     info = projects.set_index("project_id")
     targets = {str(p): list(codes) for p, codes in info["target_languages"].items()}
-    langs = languages.assign(open=~languages["status"].isin(DONE))
+    langs = languages[languages["chapter_id"].isin(going["chapter_id"])]
+    langs = langs.assign(open=~langs["status"].isin(DONE))
     by_chapter = {str(c): group for c, group in langs.groupby("chapter_id")}
     rows = []
     for record in going.to_dict("records"):
@@ -382,7 +394,8 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
     frame = frame.reindex(columns=[*leading, *COLUMNS])
     for column in [*leading, "needs_action_reason", "status"]:
         frame[column] = frame[column].astype(TEXT)
-    for column in ("open_chapters", "remaining_lines", "bins", "needs_action"):
+    for column in ("open_chapters", "remaining_lines", "bins", "needs_action",
+                   "needs_action_lines"):  # fmt: skip
         frame[column] = frame[column].astype("Int64")
     frame["lines_per_hour"] = frame["lines_per_hour"].astype("Float64")
     for column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50", "as_of"):
