@@ -11,7 +11,9 @@ left over its languages (`timeline`); the durations come from it:
   translating at both ends (reading done, lines left, the same run). Reading and the
   work after the last line are not in it, so a chapter that started inside the window
   is not slowness. Learned per project, else per project kind, else over every chapter
-  (at least `ENOUGH` samples), in `freq` bins so that there is a spread.
+  (at least `ENOUGH` samples), in `freq` bins so that there is a spread. Where no
+  interval shows that (snapshots further apart than a run lasts), the pace of whole
+  first runs, creation to finish, with reading and the tail inside it.
 - **Reading**: hours per page (a novel, which has no pages: per chapter), from chapters
   whose first run started inside the history.
 - **Tail**: the work after the last line, from each finished run's estimated end of
@@ -25,7 +27,7 @@ the earlier snapshot showed left), never outside them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Final
 
@@ -42,12 +44,14 @@ QUANTILES: Final = (0.1, 0.5, 0.9)
 @dataclass(frozen=True)
 class Spread:
     """A learned figure at p10, p50 and p90 (for a pace: fast, pooled, slow), with the
-    number of samples behind it."""
+    number of samples behind it; `whole_runs`: a pace of whole runs (reading and the
+    tail inside it), where no interval showed a chapter translating at both ends."""
 
     p10: float
     p50: float
     p90: float
     samples: int
+    whole_runs: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,28 @@ def pace_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) 
     return frame.groupby(["chapter_id", "project_id", "bin"], as_index=False)[
         ["lines", "hours"]
     ].sum()
+
+
+def run_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) -> pd.DataFrame:
+    """Lines and hours of whole first runs that finished after position `first`, from
+    the chapter's creation to its finish (snapshots too far apart to catch a chapter
+    translating at both ends of an interval still show these): `chapter_id,
+    project_id, bin, lines, hours`."""
+    settled = ~steps["processing"] & ~steps["failed"] & (steps["left"] == 0)
+    seen_running = steps.groupby("chapter_id", sort=False)["processing"].cummax()
+    ends = steps[settled & (steps["covered"] > 0) & seen_running & steps["created_at"].notna()]
+    ends = ends.drop_duplicates("chapter_id")  # the first finish: the first run
+    ends = ends[ends["idx"] > first]
+    frame = pd.DataFrame(
+        {
+            "chapter_id": ends["chapter_id"],
+            "project_id": ends["project_id"],
+            "lines": ends["covered"].astype(float),
+            "hours": _hours(ends["last_activity_at"] - ends["created_at"]),
+            "bin": period_starts(ends["at"], freq, tz),
+        }
+    )
+    return frame[frame["hours"] > 0]
 
 
 def spread_of_pace(samples: pd.DataFrame) -> Spread | None:
@@ -301,12 +327,13 @@ class Model:
         per_unit = self.lines_per_unit.get(
             chapter.project_id, self.lines_per_unit.get(chapter.kind)
         )
+        pace = self.paces.get(chapter.chapter_id)
+        whole = pace is not None and pace.whole_runs  # reading and tail are in its pace
         unread, reading = 0.0, 0.0
         if chapter.processing and covered == 0 and per_unit and count:
             unread = max(0.0, per_unit * chapter.units - left / count)
-            reading = self.reading.get(chapter.kind, 0.0) * unread / per_unit
+            reading = 0.0 if whole else self.reading.get(chapter.kind, 0.0) * unread / per_unit
         lines = left + unread * count
-        pace = self.paces.get(chapter.chapter_id)
         start: list[pd.Timestamp | None] = [None] * 3
         if chapter.last_activity_at is None or chapter.last_activity_at < since:
             pass
@@ -316,6 +343,7 @@ class Model:
             start = [as_of + pd.Timedelta(hours=reading + lines / rate)
                      for rate in (pace.p10, pace.p50, pace.p90)]  # fmt: skip
         tail = self.tails.get((chapter.kind, chapter.steps), self.tails.get(chapter.steps))
+        tail = None if whole else tail
         out: dict[str, list[pd.Timestamp | None]] = {}
         for place, (code, still_open, _, _) in enumerate(chapter.languages, start=1):
             if not still_open:
@@ -360,6 +388,9 @@ def learn(
     latest = line.drop_duplicates("chapter_id", keep="last").set_index("chapter_id")
     project_of = {str(c): str(p) for c, p in latest["project_id"].items()}
     paces = _paces(pace_samples(steps, first=first, freq=freq, tz=tz), project_of, kind_of)
+    runs = _paces(run_samples(steps, first=first, freq=freq, tz=tz), project_of, kind_of)
+    for chapter, spread in runs.items():  # only where no interval taught a pace
+        paces.setdefault(chapter, replace(spread, whole_runs=True))
     pooled = {chapter: spread.p50 for chapter, spread in paces.items()}
 
     ends = translation_ends(steps, pooled)
