@@ -105,7 +105,8 @@ def forecast(
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
     interval = cast(pd.Timedelta, spans.median()) if len(spans) else pd.Timedelta(0)
     going = current[is_open(current, reasons)]
-    if open_rows["remaining_lines"].notna().any():
+    moving = open_rows[open_rows["open_chapters"] > 0]
+    if moving["remaining_lines"].notna().any():
         model = learn(obs, projects, first=first, last=last, freq=freq, tz=tz)
     else:  # nothing to time (no open work, or none with known lines): nothing to learn
         going, model = going.iloc[:0], Model({}, {}, {}, {}, {})
