@@ -39,7 +39,6 @@ from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
-from toolkit.analysis.workspaces import across
 
 __all__ = [
     "ForecastBy",
@@ -67,20 +66,3 @@ __all__ = [
     "stuck",
     "throughput",
 ]
-
-
-def _takes_a_store(name: str) -> bool:
-    import inspect
-
-    value = globals()[name]
-    if not inspect.isfunction(value) or hasattr(value, "__wrapped__") or name == "monthly_spend":
-        return False
-    first = next(iter(inspect.signature(value).parameters), None)
-    return first in ("store", "source")
-
-
-# Several workspaces: each public function whose first parameter is a store takes them
-# through `@across` where its module defines it. The forecast's two are wrapped here until
-# their module is (issue 29: the architecture test lists what is left).
-for _name in [name for name in __all__ if _takes_a_store(name)]:
-    globals()[_name] = across(globals()[_name])

@@ -29,6 +29,7 @@ import pandas as pd
 from toolkit.analysis.calendar import When, moment, names, with_names
 from toolkit.analysis.forecast import DONE, ForecastBy, forecast, is_open, needs_action
 from toolkit.analysis.observed import Observed, flag, observe
+from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 COLUMNS = ["replays", "inside", "inside_share", "p50_error_hours", "p50_error_share"]
 
 
+@across
 def forecast_accuracy(
     store: SnapshotStore | Observed,
     *,

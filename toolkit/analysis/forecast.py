@@ -35,6 +35,7 @@ from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.analysis.review import review_lags, review_moves
 from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.work import Model, OpenChapter, learn
+from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
     from pandas.api.typing import NaTType, NAType
@@ -51,6 +52,7 @@ COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish
            "needs_action_lines", "needs_action_reason", "status", "as_of"]  # fmt: skip
 
 
+@across
 def forecast(
     store: SnapshotStore | Observed,
     *,
@@ -121,6 +123,7 @@ def forecast(
     return _shape(_named(frame, obs, by, as_of), by, tz)
 
 
+@across
 def burn_down(
     store: SnapshotStore | Observed,
     *,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import When, moment
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
+from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -55,6 +56,7 @@ def review_lags(moves: pd.DataFrame) -> pd.DataFrame:
                          "reviewed_at": paired["at"], "hours": hours})  # fmt: skip
 
 
+@across
 def review_backlog(
     store: SnapshotStore | Observed,
     *,
