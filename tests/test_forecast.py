@@ -123,7 +123,7 @@ def test_work_that_needs_action_never_gets_an_eta(backlog):
 
 
 def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
-    store, steady, _, _ = backlog
+    store, steady, waiting, _ = backlog
     times = store.snapshots()["snapshot_at"]
     earlier = analysis.forecast(store, window="9min", freq="3min", until=times.iloc[5])
     assert set(earlier["as_of"]) == {times.iloc[5]}
@@ -135,6 +135,13 @@ def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
     left = analysis.burn_down(store).set_index(["snapshot_at", "project_id"])["remaining_lines"]
     for project in steady:
         assert left.loc[(times.iloc[-1], project)] == later.loc[project, "remaining_lines"]
+    # Every project, flagged work included: the burn-down ends at the forecast's open
+    # lines plus the lines waiting for a person (issue 26).
+    flagged = analysis.forecast(store, window="9min", freq="3min", stall_after="10min")
+    assert flagged.set_index("project_id").loc[waiting, "needs_action_lines"] > 0
+    for row in flagged.itertuples(index=False):
+        ends = left.loc[(times.iloc[-1], row.project_id)]
+        assert ends == row.remaining_lines + row.needs_action_lines, row.project
 
     part = analysis.burn_down(store, since=times.iloc[2], until=times.iloc[4], tz="Asia/Tokyo")
     assert sorted(part["snapshot_at"].unique()) == list(times.iloc[2:4])
@@ -145,6 +152,8 @@ def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
     assert len(bands) == len(steady)  # one band per project on track, none for "Waiting"
     labels = ax.get_legend_handles_labels()[1]
     assert any(label.startswith("Waiting") and "need action" in label for label in labels)
+    apart = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert apart, "the work waiting for a person is drawn apart"
     plt.close(ax.figure)
 
     empty = analysis.forecast(SnapshotStore(tmp_path / "empty"))

@@ -542,8 +542,9 @@ def burn_down(
     latest snapshot: the dashed line runs to the p50 finish, the band spans p10 to p90.
 
     source: a store, or several (a mapping label -> store, or a list). window, freq: as
-    `analysis.forecast` takes them. Groups whose work waits for a person have no band
-    (they have no ETA); their count is in the legend.
+    `analysis.forecast` takes them. Work that waits for a person has no band (no ETA):
+    its lines stand apart, dotted, above the group's moving work at the forecast's
+    snapshot, and its count is in the legend.
     """
     ax = _axes(ax)
     left = _keyed(analysis.burn_down(source, by=by), by)
@@ -574,6 +575,14 @@ def burn_down(
             label += f" (p50 {p50:%b %d %H:%M})"
         if row["needs_action"]:
             label += f", {row['needs_action']} need action"
+            waiting = row["needs_action_lines"]
+            if pd.notna(waiting) and waiting > 0:  # apart: above the work that moves
+                at = pd.Timestamp(row["as_of"]).tz_convert(None)
+                base = float(row["remaining_lines"]) if pd.notna(row["remaining_lines"]) else 0.0
+                # matplotlib's stubs: Timestamps are fine on a date axis (unit conversion).
+                ax.plot([at, at], [base, base + float(waiting)], color=color, linestyle=":",  # type: ignore[arg-type]
+                        linewidth=3)  # fmt: skip
+                label += f" ({waiting} lines)"
         ax.plot([], [], color=color, label=label)
     _date_axis(ax)
     ax.set_ylim(bottom=0)

@@ -9,7 +9,9 @@ tk.analysis.failures(store); tk.analysis.failure_rates(store, by="project_id")
 tk.analysis.finished(store, freq="D"); tk.analysis.stalled(store); tk.analysis.stuck(store)
 tk.analysis.price_estimate(store, project_id, pages=20)
 tk.analysis.forecast(store, by="project_id")     # when the open work will be done
+tk.analysis.forecast_accuracy(store)             # how past forecasts held
 tk.analysis.compare_models(store)                # like-for-like cost, speed, failures
+tk.analysis.review_backlog(store)                # chapters waiting for review, reviews a day
 ```
 
 Every function takes keyword-only `since`, `until` and `tz` (and `freq` where it has
@@ -20,6 +22,7 @@ once (a mapping label -> store, or a list) and then answers with a `workspace` c
 
 from __future__ import annotations
 
+from toolkit.analysis.accuracy import forecast_accuracy
 from toolkit.analysis.forecast import ForecastBy, burn_down, forecast
 from toolkit.analysis.measures import (
     SpendBy,
@@ -32,10 +35,10 @@ from toolkit.analysis.measures import (
 )
 from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.monthly import monthly_spend
+from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
-from toolkit.analysis.workspaces import across
 
 __all__ = [
     "ForecastBy",
@@ -50,31 +53,16 @@ __all__ = [
     "failures",
     "finished",
     "forecast",
+    "forecast_accuracy",
     "lead_times",
     "monthly_spend",
     "price_by_language",
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
+    "review_backlog",
     "runs",
     "stalled",
     "stuck",
     "throughput",
 ]
-
-
-def _takes_a_store(name: str) -> bool:
-    import inspect
-
-    value = globals()[name]
-    if not inspect.isfunction(value) or hasattr(value, "__wrapped__") or name == "monthly_spend":
-        return False
-    first = next(iter(inspect.signature(value).parameters), None)
-    return first in ("store", "source")
-
-
-# Several workspaces: each public function whose first parameter is a store takes them
-# through `@across` where its module defines it. The forecast's two are wrapped here until
-# their module is (issue 29: the architecture test lists what is left).
-for _name in [name for name in __all__ if _takes_a_store(name)]:
-    globals()[_name] = across(globals()[_name])

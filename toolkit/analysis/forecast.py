@@ -13,16 +13,14 @@ The method, in the words a production lead would use (docs/analysis.md has the r
   ETA: a failed chapter waiting for a re-scan, a run that shows no progress for
   `stall_after`, held pages never started, a staged chapter never started (with or
   without pages).
-- *Throughput* is the lines translated per hour over the `window` before that snapshot,
-  counted only while the group had a chapter running (an idle weekend is not slowness),
-  and measured per `freq` bin (by default a day), so that there is a spread.
-- The ETA divides the remaining lines by that throughput: p50 at the pooled rate (all
-  lines over all running hours), p10 at the rate of the best tenth of the bins, p90 at
-  that of the worst tenth. This treats a good or bad spell as one that lasts, which is
-  what makes the band honest for a backlog; a bin with no lines at all leaves p90 open.
-  Work after the last line (packaging, cleaning, lettering) and the last chapter of a
-  group finishing after the others only ever delay the finish, and lines do not show
-  them: p90 allows one snapshot interval more for them.
+- Each open chapter is run forward as the service runs it (`work`: reading, each target
+  language in turn, then cleaning, lettering and packaging per `processSteps`), with
+  each phase's duration learned from the history up to that snapshot: the pace of a
+  translating chapter over the `window`, in `freq` bins (the spread), reading and the
+  work after the last line from the chapters that did them. A language is done when
+  its files are packaged, a chapter when its last language is, a group when its last
+  chapter is: p10, p50 and p90 are each the latest of its parts' (a good or bad spell
+  taken to last for all of them, which is what makes the band honest for a backlog).
 """
 
 from __future__ import annotations
@@ -32,12 +30,14 @@ from typing import TYPE_CHECKING, Final, Literal, cast
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, moment, period_starts
+from toolkit.analysis.calendar import When, moment
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
+from toolkit.analysis.review import review_lags, review_moves
 from toolkit.analysis.runs import all_runs, paid_pages
+from toolkit.analysis.work import Model, OpenChapter, learn
+from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
-    from pandas._typing import Scalar
     from pandas.api.typing import NaTType, NAType
 
     from toolkit.store import SnapshotStore
@@ -48,10 +48,11 @@ TIME: Final = "datetime64[us, UTC]"
 DONE = ("needs_review", "reviewed")
 
 COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
-           "finish_p50", "finish_p90", "hours_p50", "needs_action", "needs_action_reason",
-           "status", "as_of"]  # fmt: skip
+           "finish_p50", "finish_p90", "hours_p50", "reviewed_p50", "needs_action",
+           "needs_action_lines", "needs_action_reason", "status", "as_of"]  # fmt: skip
 
 
+@across
 def forecast(
     store: SnapshotStore | Observed,
     *,
@@ -66,14 +67,20 @@ def forecast(
     that has open work or work waiting for a person.
 
     Columns: `<by>` (and `project` or `chapter` names beside the ids), `open_chapters`,
-    `remaining_lines` (not counting work that needs action), `lines_per_hour`, `bins`
-    (throughput bins the spread comes from), `finish_p10`, `finish_p50`, `finish_p90`,
-    `hours_p50` (from `as_of`), `needs_action` (chapters), `needs_action_reason`,
+    `remaining_lines` (not counting work that needs action), `lines_per_hour` (the pace
+    of one translating chapter, averaged over the group's open chapters), `bins` (the
+    fewest pace samples, chapter by bin, behind one of them), `finish_p10`,
+    `finish_p50`, `finish_p90`, `hours_p50` (from `as_of`), `reviewed_p50`
+    (`finish_p50` plus the project's median review lag, `analysis.review`; null before
+    any review was seen), `needs_action` (chapters), `needs_action_lines` (their
+    untranslated lines: the burn-down's last point is `remaining_lines` plus these),
+    `needs_action_reason`,
     `status` (`on track`, `finishing`: no line left but still open, `needs action`,
-    `no recent throughput`, `remaining unknown`)
+    `no recent throughput`: no pace learned, or a chapter with no activity in the
+    window, `remaining unknown`)
     and `as_of` (the snapshot the forecast is made at).
 
-    window: how far back throughput is read. freq: its bins (at least three in the
+    window: how far back the pace is read. freq: its bins (at least three in the
     window give a spread). until: forecast as seen at the latest snapshot at or before
     this time (to check a forecast against what happened next; a naive time is read in
     `tz`). tz: bins and the times shown are in this zone.
@@ -92,16 +99,31 @@ def forecast(
     before = times[times < as_of - pd.Timedelta(window)]
     first = len(before) - 1 if len(before) else 0  # the last snapshot before the window
     current = obs.store.as_of("chapters", as_of)
+    languages = obs.store.as_of("languages", as_of)
+    projects = obs.store.as_of("projects", as_of)
     reasons = needs_action(obs, as_of=as_of, stall_after=pd.Timedelta(stall_after))
-    rates = _rates(obs, first=first, last=last, by=by, freq=freq, tz=tz)
-    open_rows = _open_work(current, obs.store.as_of("languages", as_of), reasons, by)
+    open_rows = _open_work(current, languages, reasons, by)
     spans = times.iloc[first : last + 1].diff().dropna()
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
     interval = cast(pd.Timedelta, spans.median()) if len(spans) else pd.Timedelta(0)
-    frame = _estimate(open_rows, rates, as_of, slack=interval)
+    going = current[is_open(current, reasons)]
+    moving = open_rows[open_rows["open_chapters"] > 0]
+    if moving["remaining_lines"].notna().any():
+        model = learn(obs, projects, first=first, last=last, freq=freq, tz=tz)
+    else:  # nothing to time (no open work, or none with known lines): nothing to learn
+        going, model = going.iloc[:0], Model({}, {}, {}, {}, {})
+    finishes = _finishes(
+        model, going, languages, projects, as_of, since=times.iloc[first], slack=interval
+    )
+    lags = review_lags(review_moves(obs, as_of)).groupby("project_id")["hours"].median()
+    finishes["reviewed_p50"] = finishes["finish_p50"] + pd.to_timedelta(
+        finishes["project_id"].map(lags), unit="h"
+    )
+    frame = _estimate(open_rows, finishes, by, as_of)
     return _shape(_named(frame, obs, by, as_of), by, tz)
 
 
+@across
 def burn_down(
     store: SnapshotStore | Observed,
     *,
@@ -205,59 +227,10 @@ def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
     return frame[by].astype(TEXT)
 
 
-def _rates(
-    obs: Observed, *, first: int, last: int, by: ForecastBy, freq: str, tz: str | None
-) -> pd.DataFrame:
-    """Lines translated per hour, per group and bin, over the intervals between the
-    snapshots at positions `first` and `last` in which the group had a chapter running
-    (at either end): `group, bin, lines, hours`. Read from the change logs, so a long
-    window costs the rows that changed in it, not every snapshot's rows."""
-    if last <= first:
-        return pd.DataFrame(columns=["group", "bin", "lines", "hours"])
-    chapters = with_previous(obs.chapters, ["chapter_id"], ["failed", "processing"])
-    languages = with_previous(obs.languages, ["chapter_id", "language_code"], ["covered"])
-
-    # Lines per interval: the rise of `covered`, in full where it restarted (new, fell,
-    # or the chapter's failure was cleared), as throughput counts them.
-    gone = flag(chapters["deleted"])
-    cleared = chapters[~gone & flag(chapters["prev_failed"]) & ~flag(chapters["failed"])]
-    rows = languages[(languages["idx"] > first) & (languages["idx"] <= last)]
-    rows = rows[~flag(rows["deleted"])]
-    covered = rows["covered"].fillna(0).astype("int64")
-    before = rows["prev_covered"].fillna(0).astype("int64")
-    rescanned = pd.MultiIndex.from_frame(rows[["chapter_id", "idx"]]).isin(
-        pd.MultiIndex.from_frame(cleared[["chapter_id", "idx"]])
-    )
-    restarted = rows["is_new"].to_numpy(bool) | (covered < before).to_numpy() | rescanned
-    lines = rows.assign(lines=np.where(restarted, covered, covered - before))
-    lines_per = lines.groupby([_group_keys(lines, by), "idx"])["lines"].sum()
-
-    # Chapters running per group at each snapshot: the running count's changes, summed.
-    now = (flag(chapters["processing"]) & ~gone).astype("int64")
-    was = flag(chapters["prev_processing"]).astype("int64")
-    changes = chapters.assign(change=now - was)[["chapter_id", "project_id", "idx", "change"]]
-    if by == "language_code":
-        pairs = obs.languages[["chapter_id", "language_code"]].drop_duplicates()
-        changes = changes.merge(pairs, on="chapter_id")
-    changes = changes.assign(group=_group_keys(changes, by))
-    at_start = changes[changes["idx"] <= first].groupby("group")["change"].sum()
-    inside = changes[(changes["idx"] > first) & (changes["idx"] <= last)]
-    positions = list(range(first, last + 1))
-    steps = inside.pivot_table(index="group", columns="idx", values="change", aggfunc="sum")
-    groups = steps.index.union(at_start.index)
-    steps = steps.reindex(index=groups, columns=positions).fillna(0)
-    steps[first] = at_start.reindex(groups).fillna(0)
-    running = steps.cumsum(axis=1).to_numpy() > 0
-    active = running[:, 1:] | running[:, :-1]
-    group_of, column = np.nonzero(active)
-    times = pd.Series(obs.times)
-    at = np.asarray(positions[1:], dtype="int64")[column]
-    hours = (times.iloc[at].to_numpy() - times.iloc[at - 1].to_numpy()) / pd.Timedelta(hours=1)
-    frame = pd.DataFrame({"group": groups.to_numpy()[group_of], "idx": at, "hours": hours})
-    keys = pd.MultiIndex.from_frame(frame[["group", "idx"]])
-    frame["lines"] = lines_per.reindex(keys).fillna(0).to_numpy()
-    frame["bin"] = period_starts(times.iloc[at].reset_index(drop=True), freq, tz).to_numpy()
-    return frame.groupby(["group", "bin"], as_index=False)[["lines", "hours"]].sum()
+def is_open(current: pd.DataFrame, reasons: pd.Series) -> pd.Series:
+    """The chapters with work left that needs no person."""
+    undone = ~current["status"].isin(DONE) | flag(current["processing"])
+    return undone & ~current["chapter_id"].isin(reasons.index)
 
 
 def _open_work(
@@ -265,19 +238,18 @@ def _open_work(
 ) -> pd.DataFrame:
     """Per group: open chapters, remaining lines (of work not needing action; null if a
     chapter's were never fetched), chapters needing action and why."""
-    waiting = current["chapter_id"].isin(reasons.index)
-    undone = ~current["status"].isin(DONE) | flag(current["processing"])
-    going, held = current[~waiting & undone], current[waiting]
+    going, held = (
+        current[is_open(current, reasons)],
+        current[current["chapter_id"].isin(reasons.index)],
+    )
     open_langs = languages[~languages["status"].isin(DONE)]
     lang_columns = ["chapter_id", "language_code", "untranslated"]
     if by == "language_code":
         going = going.merge(open_langs[lang_columns], on="chapter_id")
         held = held.merge(languages[lang_columns], on="chapter_id")
     else:
-        # pandas-stubs: agg's function may not return pd.NA, which pandas allows.
-        remaining = open_langs.groupby("chapter_id")["untranslated"].agg(  # type: ignore[type-var]
-            lambda values: values.sum() if values.notna().all() else pd.NA
-        )
+        remaining = _lines_left(open_langs)
+        held = held.assign(untranslated=held["chapter_id"].map(_lines_left(languages)))
         # A chapter with no open language has nothing left; one whose lines were never
         # fetched (a store taken without details) has an unknown number left, not 0.
         left = going["chapter_id"].map(remaining.astype("Float64"))
@@ -288,7 +260,7 @@ def _open_work(
     rows = []
     for group in sorted(set(going["group"]) | set(held["group"])):
         mine, flagged = going[going["group"] == group], held[held["group"] == group]
-        left = mine["untranslated"]
+        left, waiting = mine["untranslated"], flagged["untranslated"]
         counts = flagged.drop_duplicates("chapter_id")["reason"].value_counts().sort_index()
         rows.append(
             {
@@ -296,47 +268,105 @@ def _open_work(
                 "open_chapters": mine["chapter_id"].nunique(),
                 "remaining_lines": left.sum() if left.notna().all() else pd.NA,
                 "needs_action": flagged["chapter_id"].nunique(),
+                "needs_action_lines": waiting.sum() if waiting.notna().all() else pd.NA,
                 "needs_action_reason": "; ".join(f"{n} {r}" for r, n in counts.items()) or pd.NA,
             }
         )
     return pd.DataFrame(rows, columns=["group", "open_chapters", "remaining_lines", "needs_action",
-                                       "needs_action_reason"])  # fmt: skip
+                                       "needs_action_lines", "needs_action_reason"])  # fmt: skip
+
+
+def _lines_left(languages: pd.DataFrame) -> pd.Series:
+    """Untranslated lines per chapter over `languages`; null where any is unknown."""
+    grouped = languages.groupby("chapter_id")["untranslated"]
+    unknown = grouped.apply(lambda values: values.isna().any())
+    return grouped.sum().astype("Float64").mask(unknown.astype(bool))
+
+
+def _finishes(
+    model: Model,
+    going: pd.DataFrame,
+    languages: pd.DataFrame,
+    projects: pd.DataFrame,
+    as_of: pd.Timestamp,
+    *,
+    since: pd.Timestamp,
+    slack: pd.Timedelta,
+) -> pd.DataFrame:
+    """When each open language of the chapters in `going` reaches `needs_review`, at
+    p10/p50/p90: `chapter_id, project_id, language_code, finish_p10, finish_p50,
+    finish_p90, pace, samples` (NaT finishes and a null pace where no pace is known).
+
+    The chapter's lines left in every language (and, while it reads, the lines its
+    unread pages are expected to hold) at its pace, then the tail up to that language's
+    packaging. Without a learned tail, p90 allows `slack` for it. A chapter with no
+    activity since `since` (the window's start) has no finish: nothing says it moves."""
+    info = projects.set_index("project_id")
+    targets = {str(p): list(codes) for p, codes in info["target_languages"].items()}
+    langs = languages[languages["chapter_id"].isin(going["chapter_id"])]
+    langs = langs.assign(open=~langs["status"].isin(DONE))
+    by_chapter = {str(c): group for c, group in langs.groupby("chapter_id")}
+    rows = []
+    for record in going.to_dict("records"):
+        chapter_id, project_id = str(record["chapter_id"]), str(record["project_id"])
+        order = {code: place for place, code in enumerate(targets.get(project_id, []))}
+        mine = by_chapter.get(chapter_id, langs.iloc[:0])
+        mine = mine.assign(place=mine["language_code"].map(order))
+        mine = mine.sort_values(["place", "language_code"], na_position="last")
+        processing, active = _true(record["processing"]), record["last_activity_at"]
+        chapter = OpenChapter(
+            chapter_id=chapter_id,
+            project_id=project_id,
+            kind=str(info["kind"].get(project_id, "")),
+            steps=str(info["process_steps"].get(project_id, "")),
+            units=max(float(record["page_count"] or 0), 1.0),
+            processing=processing,
+            last_activity_at=None if pd.isna(active) else pd.Timestamp(active),
+            languages=[(str(code), bool(still) or processing, float(left or 0), float(done or 0))
+                       for code, still, left, done in zip(mine["language_code"], mine["open"],
+                       mine["untranslated"].fillna(0), mine["covered"].fillna(0), strict=True)],
+        )  # fmt: skip
+        pace = model.paces.get(chapter_id)
+        for code, finish in model.finishes(chapter, as_of, since=since, slack=slack).items():
+            rows.append([chapter_id, project_id, code, *finish,
+                         pace.p50 if pace else np.nan, pace.samples if pace else 0])  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["chapter_id", "project_id", "language_code", "finish_p10",
+                                       "finish_p50", "finish_p90", "pace", "samples"])  # fmt: skip
+    for column in ("finish_p10", "finish_p50", "finish_p90"):
+        frame[column] = pd.to_datetime(frame[column], utc=True)
+    return frame
 
 
 def _estimate(
-    open_rows: pd.DataFrame, rates: pd.DataFrame, as_of: pd.Timestamp, *, slack: pd.Timedelta
+    open_rows: pd.DataFrame, finishes: pd.DataFrame, by: ForecastBy, as_of: pd.Timestamp
 ) -> pd.DataFrame:
-    """Finish times from each group's remaining lines and its binned rates; p90 allows
-    `slack` more for what lines do not show (see the module's docstring)."""
+    """Each group's finish: the latest of its open languages' at each quantile (any
+    unknown leaves it unknown), and its status."""
     out = open_rows.copy()
-    names = ["lines_per_hour", "bins", "finish_p10", "finish_p50", "finish_p90", "status"]
-    columns: dict[str, list[Scalar | NaTType]] = {name: [] for name in names}
-    for row in out.itertuples(index=False):
-        mine = rates[(rates["group"] == row.group) & (rates["hours"] > 0)]
-        per_bin = (mine["lines"] / mine["hours"]).to_numpy(float)
-        pooled = mine["lines"].sum() / mine["hours"].sum() if len(mine) else 0.0
-        # pandas-stubs type itertuples fields as any scalar: a nullable count here.
-        left = cast("float | NAType", row.remaining_lines)
-        p10: pd.Timestamp | NaTType = pd.NaT
-        p50: pd.Timestamp | NaTType = pd.NaT
-        p90: pd.Timestamp | NaTType = pd.NaT
-        if row.open_chapters == 0:
-            status = "needs action"
-        elif pd.isna(left):
-            status = "remaining unknown"
-        elif pooled <= 0:
-            status = "no recent throughput"
-        else:
-            # Nothing left to translate but still open: packaging, cleaning, lettering.
-            status = "on track" if left else "finishing"
-            fast, slow = np.quantile(per_bin, [0.9, 0.1])
-            p10 = as_of + pd.Timedelta(hours=float(left) / fast)
-            p50 = as_of + pd.Timedelta(hours=float(left) / pooled)
-            p90 = as_of + pd.Timedelta(hours=float(left) / slow) + slack if slow > 0 else pd.NaT
-        for name, value in zip(columns, [pooled, len(per_bin), p10, p50, p90, status], strict=True):
-            columns[name].append(value)
-    for name, values in columns.items():
-        out[name] = values
+    finishes = finishes.assign(group=_group_keys(finishes, by))
+    quantiles = ["finish_p10", "finish_p50", "finish_p90", "reviewed_p50"]
+    grouped = finishes.groupby("group")
+    latest = grouped[quantiles].max()
+    unknown = finishes[quantiles].isna().groupby(finishes["group"]).any()
+    latest = latest.mask(unknown.reindex(latest.index).fillna(False).astype(bool))
+    per_chapter = finishes.drop_duplicates(["group", "chapter_id"]).groupby("group")
+    for column in quantiles:
+        out[column] = out["group"].map(latest[column]) if len(latest) else pd.NaT
+    out["lines_per_hour"] = out["group"].map(per_chapter["pace"].mean())
+    out["bins"] = out["group"].map(per_chapter["samples"].min())
+    left = out["remaining_lines"]
+    out["status"] = np.select(
+        [
+            out["open_chapters"] == 0,
+            left.isna().to_numpy(bool),
+            out["finish_p50"].isna(),
+            (left == 0).fillna(False).to_numpy(bool),
+        ],
+        ["needs action", "remaining unknown", "no recent throughput", "finishing"],
+        "on track",
+    )
+    unsure = out["status"].isin(["needs action", "remaining unknown", "no recent throughput"])
+    out.loc[unsure, quantiles] = pd.NaT
     out["as_of"] = as_of
     return out
 
@@ -368,10 +398,11 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
     frame = frame.reindex(columns=[*leading, *COLUMNS])
     for column in [*leading, "needs_action_reason", "status"]:
         frame[column] = frame[column].astype(TEXT)
-    for column in ("open_chapters", "remaining_lines", "bins", "needs_action"):
+    for column in ("open_chapters", "remaining_lines", "bins", "needs_action",
+                   "needs_action_lines"):  # fmt: skip
         frame[column] = frame[column].astype("Int64")
     frame["lines_per_hour"] = frame["lines_per_hour"].astype("Float64")
-    for column in ("finish_p10", "finish_p50", "finish_p90", "as_of"):
+    for column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50", "as_of"):
         frame[column] = pd.to_datetime(frame[column], utc=True).astype(TIME)
         if tz:
             frame[column] = frame[column].dt.tz_convert(tz)

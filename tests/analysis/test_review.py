@@ -1,0 +1,61 @@
+"""The review stage against the emulator's review admin route: three chapters finish,
+two are reviewed at known times, one waits; the backlog and the lag come out as the
+clock says, and the forecast's `reviewed_p50` adds the learned lag to its finish."""
+
+from __future__ import annotations
+
+import pandas as pd
+from page_images import make_page
+
+from toolkit import analysis
+from toolkit.store import SnapshotStore
+
+COMIC = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
+         "process_steps": "translate", "target_languages": ["en"]}  # fmt: skip
+
+
+def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
+    emulator, workspace, client, tmp_path
+):
+    project = emulator.create_project(workspace["id"], name="Reviewed", **COMIC)
+    quiet = emulator.create_project(workspace["id"], name="Nothing to review", **COMIC)
+    store = SnapshotStore(tmp_path / "store")
+    store.take(client)
+    chapters = [client.create_chapter(project["id"], pages=[make_page(n)]).id for n in range(3)]
+    emulator.advance(900)  # all three at needs_review
+    store.take(client)
+    listed = {c.id: c for c in client.list_chapters(project["id"])}
+    ready = {c: pd.Timestamp(listed[c].last_activity_at) for c in chapters}
+
+    reviewed_at = {}
+    for chapter, wait in zip(chapters[:2], (1800, 5400), strict=True):
+        emulator.advance(wait)
+        emulator.review_chapter(chapter)
+        reviewed_at[chapter] = pd.Timestamp(emulator.now())
+        store.take(client)
+    emulator.advance(3600)
+    store.take(client)
+    as_of = store.snapshots()["snapshot_at"].iloc[-1]
+
+    backlog = analysis.review_backlog(store).set_index("project_id")
+    assert quiet["id"] not in backlog.index
+    row = backlog.loc[project["id"]]
+    assert row["project"] == "Reviewed" and row["waiting"] == 1
+    waited = (as_of - ready[chapters[2]]).total_seconds() / 3600
+    assert abs(row["oldest_wait_hours"] - waited) < 1e-6
+    assert row["reviews_per_day"] == 2 / 7
+    lags = [(reviewed_at[c] - ready[c]).total_seconds() / 3600 for c in chapters[:2]]
+    assert abs(row["review_lag_hours"] - sum(lags) / 2) < 1e-6
+
+    # Before any review: one row, all three waiting, no lag yet.
+    early = analysis.review_backlog(store, until=store.snapshots()["snapshot_at"].iloc[1])
+    assert early["waiting"].tolist() == [3] and early["review_lag_hours"].isna().all()
+
+    # New work in the project: its reviewed finish is its finish plus the median lag.
+    client.create_chapter(project["id"], pages=[make_page(n) for n in range(10, 30)])
+    for _ in range(4):
+        emulator.advance(60)
+        store.take(client)
+    seen = analysis.forecast(store, window="4min", freq="1min").set_index("project_id")
+    lag = pd.Timedelta(hours=row["review_lag_hours"])
+    assert seen.loc[project["id"], "reviewed_p50"] == seen.loc[project["id"], "finish_p50"] + lag

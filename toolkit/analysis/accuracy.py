@@ -1,0 +1,157 @@
+"""The forecast's own track record: replayed at past snapshots, checked against what
+happened next.
+
+```python
+tk.analysis.forecast_accuracy(store, by="project_id", horizon="24h", every="1D")
+```
+
+- **Replays** are made every `every` from the store's first snapshot (at the latest
+  snapshot at or before each tick, as `forecast(until=...)` sees it), for ticks in
+  [since, until).
+- **What happened**: a group's open work at a replay is the chapters it forecast (open,
+  needing no person); it was done when the last of them was, at the `last_activity_at`
+  of the first later snapshot showing it settled at `needs_review` or after. A
+  language's finish is read as its chapter's (snapshots do not tell the packaging of
+  one language from the next).
+- **Scored** when the outcome is known within `horizon` of the replay: the work was
+  done by then (inside the band or not; the p50 error), or it was not although the
+  band's p90 said it would be (a miss). A band reaching past the horizon with the work
+  not yet done, or a horizon past the store's last snapshot, is not scored yet.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis.calendar import When, moment, names, with_names
+from toolkit.analysis.forecast import DONE, ForecastBy, forecast, is_open, needs_action
+from toolkit.analysis.observed import Observed, flag, observe
+from toolkit.analysis.workspaces import across
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+COLUMNS = ["replays", "inside", "inside_share", "p50_error_hours", "p50_error_share"]
+
+
+@across
+def forecast_accuracy(
+    store: SnapshotStore | Observed,
+    *,
+    by: ForecastBy = "project_id",
+    horizon: str | pd.Timedelta = "24h",
+    every: str | pd.Timedelta = "1D",
+    window: str | pd.Timedelta = "7D",
+    freq: str = "1D",
+    stall_after: str | pd.Timedelta = "90min",
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """Per group, how the forecast replayed at past snapshots held: `replays` scored,
+    `inside` (true finish inside p10-p90) and `inside_share`, `p50_error_hours` (median
+    of p50 minus the true finish: positive when the forecast was late) and
+    `p50_error_share` (median of that error over the true time left, unsigned).
+
+    window, freq, stall_after: as `forecast` takes them. since/until bound the replays.
+    """
+    obs = observe(store)
+    times = obs.manifest["snapshot_at"]
+    if times.empty:
+        return _shaped(pd.DataFrame(columns=[by, *COLUMNS]), by)
+    ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
+    low, high = moment(since, tz), moment(until, tz)
+    ticks = [
+        tick
+        for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)
+        if (low is None or tick >= low) and (high is None or tick < high)
+    ]
+    done = _chapter_finishes(obs)
+    scores: list[tuple[str, bool, float, float]] = []
+    for tick in ticks:
+        seen = forecast(obs, by=by, until=tick, window=window, freq=freq,
+                        stall_after=stall_after)  # fmt: skip
+        seen = seen[seen["finish_p50"].notna()]
+        if seen.empty:
+            continue
+        as_of = pd.Timestamp(seen["as_of"].iloc[0])
+        # The outcome is known up to the horizon, or to the store's end if that is sooner.
+        known = min(as_of + ahead, pd.Timestamp(times.iloc[-1]))
+        truth = _true_finishes(obs, done, as_of, by, pd.Timedelta(stall_after))
+        for group, p10, p50, p90 in zip(seen[by], seen["finish_p10"], seen["finish_p50"],
+                                        seen["finish_p90"], strict=True):  # fmt: skip
+            finish = truth.get(str(group))
+            if finish is not None and finish <= known:
+                hit = bool(p10 <= finish and (pd.isna(p90) or finish <= p90))
+                error = (p50 - finish) / pd.Timedelta(hours=1)
+                share = abs(error) / max((finish - as_of) / pd.Timedelta(hours=1), 1e-9)
+                scores.append((str(group), hit, error, share))
+            elif known == as_of + ahead and pd.notna(p90) and p90 < known:
+                scores.append((str(group), False, np.nan, np.nan))  # the band said done by then
+    frame = pd.DataFrame(scores, columns=[by, "hit", "error", "share"])
+    grouped = frame.groupby(by)
+    out = pd.DataFrame(
+        {
+            "replays": grouped.size(),
+            "inside": grouped["hit"].sum(),
+            "p50_error_hours": grouped["error"].median(),
+            "p50_error_share": grouped["share"].median(),
+        }
+    )
+    out["inside_share"] = out["inside"] / out["replays"]
+    projects, chapters = names(obs.store)
+    return with_names(_shaped(out.reset_index(), by), projects, chapters)
+
+
+def _chapter_finishes(obs: Observed) -> pd.DataFrame:
+    """Every snapshot showing a chapter settled at `needs_review` or after: `chapter_id,
+    snapshot_at, finished_at` (its `last_activity_at`)."""
+    log = obs.chapters
+    settled = (
+        ~flag(log["processing"])
+        & ~flag(log["deleted"])
+        & log["status"].astype("string").isin(DONE).fillna(False)
+    )
+    rows = log.loc[settled, ["chapter_id", "snapshot_at", "last_activity_at"]]
+    return rows.rename(columns={"last_activity_at": "finished_at"}).sort_values("snapshot_at")
+
+
+def _true_finishes(
+    obs: Observed,
+    done: pd.DataFrame,
+    as_of: pd.Timestamp,
+    by: ForecastBy,
+    stall_after: pd.Timedelta,
+) -> dict[str, pd.Timestamp]:
+    """When each group's open work at `as_of` was done (absent: not in the store)."""
+    current = obs.store.as_of("chapters", as_of)
+    reasons = needs_action(obs, as_of=as_of, stall_after=stall_after)
+    open_now = current[is_open(current, reasons)][["chapter_id", "project_id"]]
+    later = done[done["snapshot_at"] > as_of].drop_duplicates("chapter_id")
+    open_now = open_now.assign(
+        finished=open_now["chapter_id"].map(later.set_index("chapter_id")["finished_at"])
+    )
+    if by == "language_code":
+        languages = obs.store.as_of("languages", as_of)
+        undone = languages[~languages["status"].isin(DONE)][["chapter_id", "language_code"]]
+        open_now = open_now.merge(undone, on="chapter_id")
+    grouped = open_now.groupby(open_now[by].astype(str))["finished"]
+    # Any chapter not yet done leaves the group not done.
+    return {
+        str(group): cast(pd.Timestamp, values.max())
+        for group, values in grouped
+        if values.notna().all()
+    }
+
+
+def _shaped(frame: pd.DataFrame, by: ForecastBy) -> pd.DataFrame:
+    frame = frame.reindex(columns=[by, *COLUMNS])
+    frame[by] = frame[by].astype("string")
+    for column in ("replays", "inside"):
+        frame[column] = frame[column].astype("Int64")
+    for column in ("inside_share", "p50_error_hours", "p50_error_share"):
+        frame[column] = frame[column].astype("Float64")
+    return frame.sort_values(by, ignore_index=True)

@@ -1,0 +1,115 @@
+"""The review stage: chapters translated and waiting for a person to review them.
+
+```python
+tk.analysis.review_backlog(store)   # per project: waiting, the oldest wait, reviews per day
+```
+
+A chapter is *ready* when its status turns `needs_review` with no run going, at its
+`last_activity_at` in the first snapshot that shows it (the run's last step); it is
+*reviewed* when its status turns `reviewed`, at its `last_activity_at` then (a review
+touches the chapter). The review lag is the time between the two; the forecast adds a
+project's median lag to its finish for `reviewed_p50`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from toolkit.analysis.calendar import When, moment
+from toolkit.analysis.observed import Observed, flag, observe, with_previous
+from toolkit.analysis.workspaces import across
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+COLUMNS = ["waiting", "oldest_wait_hours", "reviews_per_day", "review_lag_hours", "as_of"]
+
+
+def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
+    """Each chapter's moves into `needs_review` (ready) and `reviewed` seen up to
+    `as_of`: `chapter_id, project_id, move` (`ready` or `reviewed`), `at`."""
+    log = obs.chapters[obs.chapters["snapshot_at"] <= as_of]
+    log = with_previous(log, ["chapter_id"], ["status"])
+    status = log["status"].astype("string").fillna("")
+    before = log["prev_status"].astype("string").fillna("")
+    alive = ~flag(log["deleted"]) & ~flag(log["processing"])
+    ready = alive & (status == "needs_review") & (before != "needs_review")
+    reviewed = alive & (status == "reviewed") & (before != "reviewed")
+    moves = log.loc[ready | reviewed, ["chapter_id", "project_id", "last_activity_at"]]
+    moves = moves.assign(move=status[ready | reviewed].map({"needs_review": "ready"}))
+    moves["move"] = moves["move"].fillna("reviewed")
+    return moves.rename(columns={"last_activity_at": "at"}).reset_index(drop=True)
+
+
+def review_lags(moves: pd.DataFrame) -> pd.DataFrame:
+    """Per review: `chapter_id, project_id, reviewed_at, hours` since the chapter was
+    last ready before it (reviews of chapters never seen ready are left out)."""
+    ready = moves[moves["move"] == "ready"].sort_values("at")
+    done = moves[moves["move"] == "reviewed"].sort_values("at")
+    paired = pd.merge_asof(done, ready[["chapter_id", "at"]].rename(columns={"at": "ready_at"}),
+                           left_on="at", right_on="ready_at", by="chapter_id")  # fmt: skip
+    paired = paired[paired["ready_at"].notna()]
+    hours = (paired["at"] - paired["ready_at"]).dt.total_seconds() / 3600
+    return pd.DataFrame({"chapter_id": paired["chapter_id"], "project_id": paired["project_id"],
+                         "reviewed_at": paired["at"], "hours": hours})  # fmt: skip
+
+
+@across
+def review_backlog(
+    store: SnapshotStore | Observed,
+    *,
+    window: str | pd.Timedelta = "7D",
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """Per project with chapters waiting for review or reviewed in the window:
+    `project_id, project, waiting` (chapters at `needs_review`, no run going),
+    `oldest_wait_hours` (since the longest-waiting of them was ready), `reviews_per_day`
+    (over the `window` before the snapshot), `review_lag_hours` (the median, over the
+    whole history, from ready to reviewed) and `as_of`.
+
+    until: as seen at the latest snapshot at or before it (a naive time is read in `tz`).
+    """
+    obs = observe(store)
+    times = obs.manifest["snapshot_at"]
+    if until is not None:
+        times = times[times <= moment(until, tz)]
+    if times.empty:
+        return pd.DataFrame(columns=["project_id", "project", *COLUMNS])
+    as_of = times.iloc[-1]
+    moves = review_moves(obs, as_of)
+    lags = review_lags(moves)
+    current = obs.store.as_of("chapters", as_of)
+    waiting = current[(current["status"].astype("string") == "needs_review")
+                      & ~flag(current["processing"])]  # fmt: skip
+    ready = moves[moves["move"] == "ready"].groupby("chapter_id")["at"].max()
+    since = waiting["chapter_id"].map(ready).fillna(waiting["last_activity_at"])
+    wait_hours = (as_of - since).dt.total_seconds() / 3600
+    span = pd.Timedelta(window)
+    recent = lags[lags["reviewed_at"] > as_of - span]
+    reviewed = moves[(moves["move"] == "reviewed") & (moves["at"] > as_of - span)]
+    frame = pd.DataFrame(
+        {
+            "waiting": waiting.groupby("project_id")["chapter_id"].nunique(),
+            "oldest_wait_hours": wait_hours.groupby(waiting["project_id"]).max(),
+            "reviews_per_day": reviewed.groupby("project_id").size()
+            / (span / pd.Timedelta(days=1)),
+            "review_lag_hours": lags.groupby("project_id")["hours"].median(),
+        }
+    )
+    active = frame.index.isin(waiting["project_id"]) | frame.index.isin(recent["project_id"])
+    frame = frame[active | frame.index.isin(reviewed["project_id"])]
+    frame["waiting"] = frame["waiting"].fillna(0).astype("Int64")
+    frame["reviews_per_day"] = frame["reviews_per_day"].fillna(0.0)
+    for column in ("oldest_wait_hours", "reviews_per_day", "review_lag_hours"):
+        frame[column] = frame[column].astype("Float64")
+    frame["as_of"] = as_of.tz_convert(tz) if tz else as_of
+    frame.index.name = "project_id"
+    projects = obs.store.as_of("projects", as_of)
+    names = dict(zip(projects["project_id"], projects["name"], strict=True))
+    frame.insert(0, "project", frame.index.map(names).astype("string"))
+    out = frame.reset_index()
+    out["project_id"] = out["project_id"].astype("string")
+    return out.sort_values("project_id", ignore_index=True)
