@@ -13,6 +13,7 @@ class Page(HTMLParser):
         self.rows: list[list[str]] = []
         self.items: list[str] = []
         self.images: list[str] = []
+        self.texts: list[str] = []  # each paragraph's text
         self.outside: list[str] = []
         self.title = ""
         self._tag, self._cell = "", ""
@@ -23,7 +24,7 @@ class Page(HTMLParser):
         self._tag = tag
         if tag == "tr":
             self.rows.append([])
-        if tag in ("td", "th", "li"):
+        if tag in ("td", "th", "li", "p"):
             self._cell = ""
         if tag == "img":
             self.images.append(attributes["src"])
@@ -38,6 +39,8 @@ class Page(HTMLParser):
             self.rows[-1].append(self._cell.strip())
         if tag == "li":
             self.items.append(self._cell.strip())
+        if tag == "p":
+            self.texts.append(self._cell.strip())
 
     def handle_data(self, data):
         self._cell += data

@@ -38,3 +38,28 @@ def two_days(root: Path) -> SnapshotStore:
     service.update("c3", processing=False, status="needs_review", covered=7)
     store.write(tk.pull(service), at=T0 + timedelta(days=1, hours=2))
     return store
+
+
+def three_days(root: Path) -> SnapshotStore:
+    """Every 4 hours for three days from Mon 09:00: "Steady" translates a chapter of 4,800 lines
+    at 100 an hour, done at hour 48 (so the daily replays have finishes to check);
+    "Reviewed" has two chapters at needs_review from the start, one reviewed at hour 32."""
+    service = FakeService()
+    service.add_project("p1", name="Steady", languages=("en",))
+    service.add_project("p2", name="Reviewed", languages=("en",))
+    service.add_chapter("c1", "p1", languages=("en",), covered=0, untranslated=4800)
+    store = SnapshotStore(root)
+    for number, chapter in enumerate(("r1", "r2"), start=1):
+        service.add_chapter(chapter, "p2", position=number, languages=("en",), covered=10,
+                            processing=False, status="needs_review", activity=T0)  # fmt: skip
+    for hour in range(0, 72, 4):
+        covered = min(100 * hour, 4800)
+        done = covered == 4800
+        service.update("c1", covered=covered, untranslated=4800 - covered, processing=not done,
+                       status="needs_review" if done else "translating",
+                       activity=T0 + timedelta(hours=min(hour, 48)))  # fmt: skip
+        if hour == 32:
+            service.update("r1", status="reviewed", processing=False,
+                           activity=T0 + timedelta(hours=32))  # fmt: skip
+        store.write(tk.pull(service, details="all"), at=T0 + timedelta(hours=hour))
+    return store

@@ -10,12 +10,12 @@ import sys
 import pandas as pd
 import pytest
 from html_page import Page
-from report_stores import two_days
+from report_stores import three_days, two_days
 
 import toolkit as tk
 from toolkit.cli import main
 from toolkit.errors import ToolkitError
-from toolkit.reporting.weekly import gather, sentences
+from toolkit.reporting.weekly import gather, sentences, track_record
 from toolkit.store import SnapshotStore
 
 
@@ -181,3 +181,39 @@ def test_this_period_against_the_previous_one(store, tmp_path):
     changes = {row[0]: row[1:] for row in page.rows if len(row) == 4}
     assert changes["Credits spent"] == ["18", "–", "–"]
     assert changes["Lines translated"][1:] == ["–", "–"]
+
+
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory) -> SnapshotStore:
+    return three_days(tmp_path_factory.mktemp("reviewed") / "store")
+
+
+def test_the_track_record_and_the_review_backlog_are_the_analysis_figures(reviewed, tmp_path):
+    weekly = gather(reviewed)
+    when = weekly.period
+    record = tk.analysis.forecast_accuracy(reviewed, since=when.since, until=when.until)
+    inside, checked = int(record["inside"].sum()), int(record["replays"].sum())
+    assert checked > 0  # Steady's finish at hour 48 is checked by the replay a day before
+    line = (f"Over {when.label()}, {inside / checked:.0%} of finishes fell inside the "
+            f"forecast's p10-p90 band ({inside} of {checked} checked).")  # fmt: skip
+    assert track_record(weekly) == line
+    page = Page(tk.report(reviewed, tmp_path / "week.html").read_text(encoding="utf-8"))
+    assert line in page.texts
+    backlog = tk.analysis.review_backlog(reviewed, window="4D").set_index("project")
+    review = {row[0]: row[1:] for row in page.rows if len(row) == 4 and row[0] in backlog.index}
+    assert review["Reviewed"] == [
+        str(backlog.loc["Reviewed", "waiting"]),
+        f"{backlog.loc['Reviewed', 'oldest_wait_hours']:.1f} h",
+        f"{backlog.loc['Reviewed', 'reviews_per_day']:.1f}",
+    ]
+    assert review["Reviewed"] == ["1", "68.0 h", "0.2"]  # r2 waits since hour 0; r1 reviewed
+    assert set(review) == {"Steady", "Reviewed"}
+
+
+def test_with_no_finish_to_check_the_page_says_so(store, tmp_path):
+    weekly = gather(store)
+    assert tk.analysis.forecast_accuracy(store).empty
+    assert track_record(weekly).endswith(", no finish to check yet: the forecast's band is "
+                                         "checked once the work it forecast is done.")  # fmt: skip
+    page = Page(tk.report(store, tmp_path / "week.html").read_text(encoding="utf-8"))
+    assert track_record(weekly) in page.texts

@@ -364,3 +364,34 @@ def test_notebook_04_lets_time_pass_in_the_project_the_dashboard_shows(
         f"Chapter 1 of {project['name']} is running: watch it in the dashboard.\n"
     )
     assert rows(dashboard) == ["1"]
+
+
+def test_the_review_line_is_the_projects_review_backlog(emulator, workspace, client, tmp_path):
+    from page_images import make_page
+
+    from toolkit import analysis
+
+    project = emulator.create_project(
+        workspace["id"], name="Reviewed", kind="comic", source_language="ja",
+        reading_direction="rtl", process_steps="translate", target_languages=["en"],
+    )  # fmt: skip
+    store = SnapshotStore(tmp_path / "store")
+    store.take(client)
+    chapters = [client.create_chapter(project["id"], pages=[make_page(n)]).id for n in range(3)]
+    emulator.advance(900)  # all three at needs_review
+    store.take(client)
+    emulator.advance(1800)
+    emulator.review_chapter(chapters[0])
+    emulator.advance(3600)
+    store.take(client)
+    dash = Dashboard(client, store=store)
+    dash.picker.value = project["id"]
+    dash.refresh()
+    row = analysis.review_backlog(store).set_index("project_id").loc[project["id"]]
+    assert row["waiting"] == 2 and row["reviews_per_day"] == 1 / 7
+    assert dash.review.value == (
+        f"<small>Review: 2 chapters waiting, the oldest for {row['oldest_wait_hours']:.1f} h; "
+        f"0.1 reviews a day (last 7 days), at the latest snapshot, "
+        f"{row['as_of']:%a %d %b %H:%M} UTC.</small>"
+    )
+    assert Dashboard(client).review.value == ""  # no store, no line

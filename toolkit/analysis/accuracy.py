@@ -56,7 +56,21 @@ def forecast_accuracy(
     of p50 minus the true finish: positive when the forecast was late) and
     `p50_error_share` (median of that error over the true time left, unsigned).
 
-    window, freq, stall_after: as `forecast` takes them. since/until bound the replays.
+    Args:
+        store: the snapshot history (or its observed form).
+        by: the groups, as `forecast` takes them.
+        horizon: how long after a replay its outcome is looked for.
+        every: the time between replays, counted from the first snapshot.
+        window: as `forecast` takes it.
+        freq: as `forecast` takes it.
+        stall_after: as `forecast` takes it.
+        since: replays at or after this time only.
+        until: replays before this time only.
+        tz: the zone a naive `since` or `until` is read in.
+
+    Returns:
+        One row per group with a scored replay, sorted by group, with project or chapter
+        names beside the ids.
     """
     obs = observe(store)
     times = obs.manifest["snapshot_at"]

@@ -80,10 +80,21 @@ def forecast(
     window, `remaining unknown`)
     and `as_of` (the snapshot the forecast is made at).
 
-    window: how far back the pace is read. freq: its bins (at least three in the
-    window give a spread). until: forecast as seen at the latest snapshot at or before
-    this time (to check a forecast against what happened next; a naive time is read in
-    `tz`). tz: bins and the times shown are in this zone.
+    Args:
+        store: the snapshot history (or its observed form).
+        by: the groups: `project_id`, `language_code` or `chapter_id`.
+        window: how far back the pace is read.
+        freq: the pace's bins (at least three in the window give a spread).
+        until: forecast as seen at the latest snapshot at or before this time (to check
+            a forecast against what happened next; a naive time is read in `tz`).
+        stall_after: a running chapter with no activity for this long needs action.
+        tz: the zone of the bins and of the times shown.
+
+    Returns:
+        One row per group, with the columns above.
+
+    Raises:
+        ValueError: `by` is not one of the three groups.
     """
     if by not in ("project_id", "language_code", "chapter_id"):
         raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")

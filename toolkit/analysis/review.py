@@ -70,7 +70,15 @@ def review_backlog(
     (over the `window` before the snapshot), `review_lag_hours` (the median, over the
     whole history, from ready to reviewed) and `as_of`.
 
-    until: as seen at the latest snapshot at or before it (a naive time is read in `tz`).
+    Args:
+        store: the snapshot history (or its observed form).
+        window: the time before the snapshot that `reviews_per_day` counts over.
+        until: as seen at the latest snapshot at or before it (a naive time is read in
+            `tz`); default the latest snapshot.
+        tz: the zone of a naive `until` and of `as_of`.
+
+    Returns:
+        One row per project, sorted by `project_id`; empty without a snapshot.
     """
     obs = observe(store)
     times = obs.manifest["snapshot_at"]

@@ -19,7 +19,7 @@ import pandas as pd
 from toolkit import plots
 from toolkit.formatting import hours
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
-from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences
+from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences, track_record
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -64,6 +64,9 @@ def render(weekly: Weekly, *, title: str) -> str:
         _at_end_note(weekly.figures),
         f"<h2>Against the previous period, {escape(weekly.previous.period.label())}</h2>",
         _change_table(weekly.figures, weekly.previous),
+        "<h2>Review and forecast</h2>",
+        f'<p class="record">{escape(track_record(weekly))}</p>',
+        _review_table(weekly),
         "<h2>Re-runs by project</h2>",
         _rework_table(weekly.projects),
         _image(_rework_plot(weekly.projects), "Re-run credits by project and cause"),
@@ -179,6 +182,26 @@ def _rework_table(projects: pd.DataFrame) -> str:
         for row in projects.itertuples(index=False)
     ]
     return _table(header, rows)
+
+
+def _review_table(weekly: Weekly) -> str:
+    """Per project: chapters waiting for review, the oldest wait, reviews per day."""
+    if weekly.review.empty:
+        return '<p class="note">No chapter is waiting for review and none was reviewed.</p>'
+    rows = [
+        [
+            str(row.project),
+            f"{int(_number(row.waiting)):,}",
+            _hours(_number(row.oldest_wait_hours)),
+            f"{_number(row.reviews_per_day):.1f}",
+        ]
+        for row in weekly.review.itertuples(index=False)
+    ]
+    header = ["Project", "Waiting for review", "Oldest wait", "Reviews per day"]
+    return _table(header, rows) + (
+        '<p class="note">Waiting and the oldest wait: at the last snapshot. Reviews per '
+        "day: over the period's whole days.</p>"
+    )
 
 
 def _daily_table(weekly: Weekly) -> str:

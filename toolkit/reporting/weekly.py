@@ -1,5 +1,5 @@
 """The weekly report's material: the period's figures (`figures.py`), day by day, and
-re-runs by cause.
+re-runs by cause, the forecast's track record and the review backlog.
 
 `gather(store, since=, until=)` is the only function that reads the store for the
 HTML report (`tk.report`). The headline figures and the period come from
@@ -13,6 +13,10 @@ Decisions:
 - Rework is put down to a cause per chapter: the kind of the chapter's latest failure
   seen by the end of the day the re-run was paid (`stalled` or `failed`, as
   `analysis.failures` tells them); a re-run of a chapter that had not failed is `rescan`.
+- The track record is `analysis.forecast_accuracy` replayed daily inside the period,
+  summed over projects: one share of the finishes checked, or "no finish to check yet".
+- The review backlog is `analysis.review_backlog` at the period's last snapshot, its
+  reviews per day over the period's length in whole days.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import pandas as pd
 
 from toolkit import analysis
 from toolkit.analysis.observed import Observed, observe
-from toolkit.reporting.figures import DAY, Figures, Period, figures
+from toolkit.reporting.figures import DAY, TICK, Figures, Period, figures
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -41,6 +45,8 @@ class Weekly:
     previous: Figures  # the same figures over the period of the same length before it
     projects: pd.DataFrame  # figures.projects with rework_<cause> for each cause
     days: pd.DataFrame  # day, project_id, project, lines, credits, rework_credits
+    accuracy: pd.DataFrame  # analysis.forecast_accuracy by project, replays in the period
+    review: pd.DataFrame  # analysis.review_backlog at the period's last snapshot
     observed: Observed
 
     @property
@@ -79,6 +85,8 @@ def gather(
     daily = daily.rename(columns={"period": "day"})
     daily["project"] = daily["project_id"].map(names).fillna(daily["project_id"])
     causes = _rework_causes(obs, when)
+    accuracy = analysis.forecast_accuracy(obs, since=since, until=until, tz=tz)
+    review = analysis.review_backlog(obs, window=span, until=until - TICK, tz=tz)
     projects = figs.projects.set_index("project_id").join(causes, how="left")
     projects[list(causes.columns)] = projects[list(causes.columns)].fillna(0)
     return Weekly(
@@ -86,6 +94,8 @@ def gather(
         previous=previous,
         projects=projects.reset_index(),
         days=daily.sort_values(["day", "project"]).reset_index(drop=True),
+        accuracy=accuracy,
+        review=review,
         observed=obs,
     )
 
@@ -145,6 +155,22 @@ def sentences(weekly: Weekly) -> list[str]:
     if not said:
         said.append("Nothing ran in this window: no lines translated and no credits spent.")
     return said
+
+
+def track_record(weekly: Weekly) -> str:
+    """The forecast's track record over the period, in one line."""
+    checked = int(weekly.accuracy["replays"].sum())
+    over = f"Over {weekly.period.label()}"
+    if not checked:
+        return (
+            f"{over}, no finish to check yet: the forecast's band is checked once the work "
+            "it forecast is done."
+        )
+    inside = int(weekly.accuracy["inside"].sum())
+    return (
+        f"{over}, {inside / checked:.0%} of finishes fell inside the forecast's p10-p90 band "
+        f"({inside} of {checked} checked)."
+    )
 
 
 def _mostly(row: object) -> str:

@@ -20,6 +20,9 @@ Decisions where the spec and DESIGN are silent:
   refresh lists each project's chapters: `_spend.py`), marks chapters that
   `tk.analysis.stalled(store, threshold=stall_threshold)` reports, and takes a snapshot
   on request; it never writes to the store on its own.
+- With a snapshot store, one line gives the project's review backlog at the latest
+  snapshot (`tk.analysis.review_backlog`: chapters waiting, the oldest wait, reviews per
+  day over the last 7 days); it is read again only when a new snapshot comes.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from toolkit.formatting import count
+from toolkit.formatting import count, hours
 from toolkit.widgets._chapters import FILTERS, SORTS, Pace, fetch_details
 from toolkit.widgets._feedback import Feedback
 from toolkit.widgets._inputs import AUTO, project_label
@@ -40,11 +43,14 @@ from toolkit.widgets._spend import SpendLine, workspace_chapters
 from toolkit.widgets._table import chapter_table, totals
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from toolkit.client import Client
     from toolkit.models import ChapterDetail, ChapterListItem, Project
     from toolkit.store import SnapshotStore
 
 MIN_INTERVAL = 0.05
+NO_REVIEW = "Review: no chapter waiting and none reviewed in the last 7 days."
 _LIVE: weakref.WeakSet[Dashboard] = weakref.WeakSet()
 
 
@@ -84,6 +90,8 @@ class Dashboard(widgets.VBox):
         self._spend = SpendLine(store)
         self._stall_key: object = None
         self._stalled_cache: set[str] = set()
+        self._review_key: object = None
+        self._review: dict[str, str] = {}
         self._lock = threading.Lock()
         self._stop: threading.Event | None = None
         self._loading = False
@@ -106,6 +114,7 @@ class Dashboard(widgets.VBox):
         )
         self.status = widgets.HTML()
         self.spend = widgets.HTML()
+        self.review = widgets.HTML()
         self.message = Feedback()
         self.filter = widgets.ToggleButtons(
             options=[(name, key) for key, (name, _) in FILTERS.items()],
@@ -129,6 +138,7 @@ class Dashboard(widgets.VBox):
                 widgets.HBox([*controls, self.snapshot_button]),
                 self.status,
                 self.spend,
+                self.review,
                 self.message,
                 widgets.HBox([self.filter, self.sort]),
                 self.table,
@@ -203,6 +213,9 @@ class Dashboard(widgets.VBox):
         shown = f"{now.astimezone(UTC):%H:%M:%S} UTC" if now else f"{datetime.now():%H:%M:%S}"
         self.status.value = f"<small>{_esc(project.name)}, updated {shown}</small>"
         self.spend.value = f"<small>{self._spend_line(project_id, chapters, now)}</small>"
+        lines = self._review_lines()
+        line = lines.get(project_id, NO_REVIEW) if lines is not None else ""
+        self.review.value = f"<small>{_esc(line)}</small>" if line else ""
         self._render()
 
     def _spend_line(
@@ -256,6 +269,21 @@ class Dashboard(widgets.VBox):
             self._stalled_cache = set(frame["chapter_id"].dropna()) if len(frame) else set()
             self._stall_key = key
         return self._stalled_cache if key is not None else set()
+
+    def _review_lines(self) -> dict[str, str] | None:
+        """Per project, its review backlog at the store's latest snapshot, in words
+        (None: no store or no snapshot to read it from)."""
+        if self.store is None:
+            return None
+        snapshots = self.store.snapshots()
+        key = snapshots["snapshot_id"].iloc[-1] if len(snapshots) else None
+        if key != self._review_key:
+            from toolkit import analysis
+
+            backlog = analysis.review_backlog(self.store) if key is not None else None
+            self._review = {} if backlog is None else _review_words(backlog)
+            self._review_key = key
+        return self._review if key is not None else None
 
     # -- the table: filter, sort, page ---------------------------------------------------
 
@@ -416,6 +444,21 @@ def _origin(client: Client) -> object:
     except Exception:  # not in a kernel, or one that does not say: fall back to the client
         cell = None
     return ("cell", cell) if cell else ("client", id(client))
+
+
+def _review_words(backlog: pd.DataFrame) -> dict[str, str]:
+    """`Review: 2 chapters waiting, the oldest for 5.0 h; 1.4 reviews a day (7 days), at
+    the latest snapshot, Tue 03 Mar 11:00 UTC`, per project id."""
+    lines = {}
+    for row in backlog.to_dict("records"):
+        waiting = int(row["waiting"])
+        text = f"Review: {count(waiting, 'chapter')} waiting"
+        if waiting:
+            text += f", the oldest for {hours(row['oldest_wait_hours'])}"
+        text += f"; {row['reviews_per_day']:.1f} reviews a day (last 7 days)"
+        at = f"{row['as_of']:%a %d %b %H:%M} UTC"
+        lines[str(row["project_id"])] = f"{text}, at the latest snapshot, {at}."
+    return lines
 
 
 def _esc(text: str | None) -> str:
