@@ -54,7 +54,7 @@ from toolkit.frames import schema
 from toolkit.store.ledger import OPERATION_KEY, SETTLED_KEY, Ledger, Problem
 from toolkit.store.log import MANIFEST_STORED
 from toolkit.store.maintenance import layout
-from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
+from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line, has_data_files
 
 QUARANTINE = "_quarantine"
 QUARANTINE_DAYS = 7
@@ -79,6 +79,7 @@ class Finding:
     spans: list[Span] = field(default_factory=list)  # times of the rows it touches
     lost: list[tuple[str, datetime]] = field(default_factory=list)  # (id, time)
     also: list[str] = field(default_factory=list)  # more files repair sets aside
+    rewrite: str | None = None  # what repair writes in place of the file it sets aside
     done: str | None = None
 
     def __str__(self) -> str:
@@ -152,6 +153,15 @@ def check_report(
         folder = os.path.join(root, name)
         if os.path.isdir(os.path.join(folder, "_delta_log")):
             findings.extend(_check_table(folder, name, repair, quarantine, grace, notes))
+        elif has_data_files(folder):
+            findings.append(
+                Finding("log", name, os.path.join(folder, "_delta_log"),
+                        "the table's log is gone: its data files are there, but which of "
+                        "them hold committed rows cannot be told",
+                        "cannot rebuild it: restore the folder's `_delta_log` from a backup",
+                        spans=[(datetime.min.replace(tzinfo=UTC),
+                                datetime.max.replace(tzinfo=UTC))])
+            )  # fmt: skip
     uncommitted = _check_ledger(root, findings)
     _name_lost(root, findings, uncommitted, repair)
     if repair:
@@ -212,13 +222,16 @@ def _check_checkpoints(folder: str, name: str) -> list[Finding]:
         if ".checkpoint" in n and n.endswith(".parquet") and not _readable(os.path.join(log, n))
     ]
     pointer = os.path.join(log, "_last_checkpoint")
-    if not bad and (not os.path.exists(pointer) or _parses(pointer)):
+    if not bad and (not os.path.exists(pointer) or _points_at_a_checkpoint(pointer, log)):
         return []
     first = min((n for n in os.listdir(log) if n.endswith(".json")), default="")
     rebuilt = first.startswith("0" * 20)
     finding = Finding(
         "checkpoint", name, bad[0] if bad else pointer,
-        "a checkpoint of the table's log does not read, so the table does not",
+        "a checkpoint of the table's log does not read, so the table does not"
+        if bad
+        else "`_last_checkpoint` does not name a checkpoint that is there, so the table "
+        "does not read",
         "sets it aside with `_last_checkpoint`: the table is read from its commits again "
         "and every snapshot comes back"
         if rebuilt
@@ -231,6 +244,17 @@ def _check_checkpoints(folder: str, name: str) -> list[Finding]:
     return [finding]
 
 
+def _points_at_a_checkpoint(pointer: str, log: str) -> bool:
+    """Whether `_last_checkpoint` parses and the checkpoint it names is there."""
+    try:
+        with open(pointer, encoding="utf-8") as handle:
+            version = int(json.loads(handle.read())["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    prefix = f"{version:020}.checkpoint"
+    return any(n.startswith(prefix) and n.endswith(".parquet") for n in os.listdir(log))
+
+
 def _check_log(folder: str, name: str) -> list[Finding]:
     log = os.path.join(folder, "_delta_log")
     commits = sorted(n for n in os.listdir(log) if n.endswith(".json") and n[:20].isdigit())
@@ -240,10 +264,19 @@ def _check_log(folder: str, name: str) -> list[Finding]:
         if _parses(os.path.join(log, n)):
             continue
         path = os.path.join(log, n)
+        kept = _append_without_its_rows(path)
         if n == newest:
             findings.append(
                 Finding("log", name, path, "the newest commit does not parse",
                         "drops it: the snapshots whose rows it held are lost", repairable=True)
+            )  # fmt: skip
+        elif kept is not None:
+            # A snapshot's append (it removed nothing): written again without its rows,
+            # the table reads, and its snapshot is lost like a dropped newest commit's.
+            findings.append(
+                Finding("log", name, path, "a commit older than the newest does not parse",
+                        "writes it again without the rows it added: the snapshots whose rows "
+                        "it held are lost", repairable=True, rewrite=kept)
             )  # fmt: skip
         else:
             findings.append(
@@ -254,25 +287,82 @@ def _check_log(folder: str, name: str) -> list[Finding]:
     return findings
 
 
+def _append_without_its_rows(path: str) -> str | None:
+    """A damaged commit of a snapshot's append, without its `add` actions and the lines
+    that no longer parse; None when the commit is not known to be one (its first line,
+    the commit info, does not parse or names no snapshot, or it was not an append)."""
+    with contextlib.suppress(OSError, ValueError), open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+        info = json.loads(lines[0]).get("commitInfo", {}) if lines else {}
+        if SNAPSHOT_AT_KEY not in info or info.get("operationParameters", {}).get("mode") != (
+            "Append"
+        ):
+            return None
+        kept = []
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                action = json.loads(line)
+                if isinstance(action, dict) and "add" not in action:
+                    kept.append(line)
+        return "\n".join(kept) + "\n"
+    return None
+
+
 def _check_data(table: DeltaTable, folder: str, name: str) -> list[Finding]:
     findings = []
     column = layout()[name].time
     for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
         path = os.path.join(folder, action["path"])
-        if os.path.exists(path) and _readable(path):
+        damage = _damage_of(path, action, column)
+        if damage is None:
             continue
         low, high = action.get(f"min.{column}"), action.get(f"max.{column}")
         spans = [(_utc(low), _utc(high))] if low is not None and high is not None else []
-        gone = "missing" if not os.path.exists(path) else "not a readable Parquet file"
         rows = "events" if name == "events" else "rows"
         when = "".join(f" from {_time(lo)} to {_time(hi)}" for lo, hi in spans)
         findings.append(
-            Finding("lost", name, path, f"a data file the table lists is {gone}: its {rows}"
+            Finding("lost", name, path, f"a data file the table lists is {damage}: its {rows}"
                     f"{when} are lost", "removes it from the table and the snapshots that "
                     "read it from the manifest (restore the file from a backup instead to "
                     "keep them)", repairable=True, spans=spans)
         )  # fmt: skip
     return findings
+
+
+def _damage_of(path: str, action: dict[str, Any], column: str) -> str | None:
+    """What is wrong with a data file the table lists, None when nothing: it must be
+    there, the size the log records, decode, and hold the rows and values the log's
+    statistics say (a flipped byte that still decodes shows as a value out of range)."""
+    if not os.path.exists(path):
+        return "missing"
+    if os.path.getsize(path) != action["size_bytes"]:
+        return "another file than its log lists (of another size)"
+    try:
+        rows = pq.read_table(path)
+    except Exception:
+        return "not a readable Parquet file"
+    if rows.num_rows != action["num_records"]:
+        return "another file than its log lists (of another row count)"
+    for name in rows.column_names:
+        low, high = action.get(f"min.{name}"), action.get(f"max.{name}")
+        values = rows.column(name)
+        integers = pa.types.is_integer(values.type)
+        if low is None or high is None or not (integers or name == column):
+            continue  # texts: the log keeps only their first characters
+        found = pc.min_max(values).as_py()
+        if found["min"] is None:
+            continue
+        if integers:
+            wrong = (found["min"], found["max"]) != (low, high)
+        else:  # the log keeps times to the millisecond
+            wrong = not (_utc(low) - _MS <= _utc(found["min"]) <= _utc(found["max"])
+                         <= _utc(high) + _MS)  # fmt: skip
+        if wrong:
+            return f"damaged (its {name} values are not those its log records)"
+    return None
+
+
+_MS = timedelta(milliseconds=1)
 
 
 def _commits(folder: str) -> Iterator[tuple[int, list[dict[str, Any]]]]:
@@ -414,6 +504,10 @@ def _name_lost(
             hit.extend((ids[i], times[i]) for i in inside)
         finding.lost = sorted(set(hit), key=lambda x: x[0])
         every.update(i for i, _ in finding.lost)
+    # A snapshot built on one a lost manifest file or commit held is that finding's,
+    # named once.
+    named = {i for f in findings if f.kind != "unbased" for i, _ in f.lost}
+    findings[:] = [f for f in findings if f.kind != "unbased" or {i for i, _ in f.lost} - named]
     for orphan in uncommitted:
         at = orphan.lost[0][1]
         owner = next((f for f in findings if f.table == "manifest" and f.kind in ("lost", "log")
@@ -517,7 +611,11 @@ def _set_aside(finding: Finding, quarantine: str) -> None:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.move(path, target)
             moved.append(target)
-    finding.done = f"moved to {moved[0]}" if moved else "removed from the table"
+    if finding.rewrite is not None:
+        with open(finding.path, "w", encoding="utf-8") as handle:
+            handle.write(finding.rewrite)
+    written = " and written again without its rows" if finding.rewrite is not None else ""
+    finding.done = f"moved to {moved[0]}{written}" if moved else "removed from the table"
 
 
 def _empty_old_quarantine(root: str) -> list[str]:

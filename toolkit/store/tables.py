@@ -153,6 +153,12 @@ class Tables:
                 return table
             self.check_root()
             if not DeltaTable.is_deltatable(self.uri(name), storage_options=self.storage_options):
+                if self.local and has_data_files(self.uri(name)):
+                    raise DamagedStore(
+                        f"{self.uri(name)} holds data files but no _delta_log: which of them "
+                        "hold committed rows cannot be told. Run `toolkit store check "
+                        f"--store {self.root}`"
+                    )
                 return None
             table = DeltaTable(self.uri(name), storage_options=self.storage_options)
         except StoreError:
@@ -345,9 +351,33 @@ class Tables:
             del cache[uri]
         return [cache[uri] for uri in uris if uri in cache]
 
+    def unlike_listed(self, name: str) -> list[str]:
+        """The files table `name` lists that are missing, or not the size its log
+        records (replaced by another file), on a local disk: a read of them would
+        return other rows than were committed. A stat per file, no read."""
+        table = self.get(name)
+        if table is None or not self.local:
+            return []
+        listed = pa.table(table.get_add_actions(flatten=False)).select(["path", "size_bytes"])
+        wrong = []
+        for path, size in zip(*listed.to_pydict().values(), strict=True):
+            full = os.path.join(self.uri(name), path)
+            try:
+                if os.path.getsize(full) == size:
+                    continue
+            except OSError:
+                pass
+            wrong.append(full)
+        return wrong
+
     def files(self, name: str) -> list[str]:
         table = self.get(name)
         return table.file_uris() if table is not None else []
+
+
+def has_data_files(folder: str) -> bool:
+    """Whether a folder holds Parquet files (a table's, whatever became of its log)."""
+    return os.path.isdir(folder) and any(n.endswith(".parquet") for n in os.listdir(folder))
 
 
 def first_line(error: BaseException) -> str:
