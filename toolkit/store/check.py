@@ -4,12 +4,16 @@ snapshots, and with `--repair` what can be done about it.
 Each finding is said once, with the snapshots it touches (from when to when) and what
 `--repair` does about it:
 
-- **checkpoint**: a checkpoint (or `_last_checkpoint`) that does not read. Repair sets
-  it aside: the table is read from its JSON commits again, every snapshot comes back.
+- **checkpoint**: a checkpoint that does not read, or a `_last_checkpoint` that does
+  not parse or names no checkpoint there. Repair sets it aside: the table is read from
+  its JSON commits again, every snapshot comes back.
 - **log**: a commit file that does not parse. The newest can be dropped (repair does;
-  the snapshots it held are then lost, named); an older one cannot, and the table
-  reads only once the file is restored from a backup.
-- **lost** (a data file the table lists is missing or not a readable Parquet file) and
+  the snapshots it held are then lost, named); an older one cannot, but a snapshot's
+  append is written again without its rows (its snapshots named lost, likewise); any
+  other reads only once restored from a backup, and so does a table whose whole
+  `_delta_log` is gone.
+- **lost** (a data file the table lists is missing, does not decode, or is not the file
+  its log lists: another size, row count or range of values) and
   **foreign** (a commit no toolkit made, such as a `DELETE` run with another engine):
   the snapshots whose rows the file held or the commit changed would read other than
   they were taken, and so would the ones after them up to the next full snapshot
@@ -25,8 +29,9 @@ Each finding is said once, with the snapshots it touches (from when to when) and
 Repair records what it settled in its manifest commit's metadata, so it is not
 reported again. Each damage is one finding.
 
-Not damage: files no version lists any more (merged away, waiting for the daily vacuum)
-and files of a write that stopped (vacuum removes them after the retention). They are
+Not damage: files no version lists any more (merged away, waiting for the daily vacuum),
+files of a write that stopped and stray files (vacuum removes them after the
+retention). They are
 counted in a note, never moved. Repair moves what it sets aside to
 `<root>/_quarantine/<time>/` and deletes quarantine folders older than
 `QUARANTINE_DAYS`.
@@ -51,10 +56,17 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from toolkit.errors import StoreError
 from toolkit.frames import schema
-from toolkit.store.ledger import OPERATION_KEY, SETTLED_KEY, Ledger, Problem
+from toolkit.store.ledger import (
+    OPERATION_KEY,
+    SETTLED_KEY,
+    Ledger,
+    Problem,
+    recorded_commits,
+    recorded_in,
+)
 from toolkit.store.log import MANIFEST_STORED
 from toolkit.store.maintenance import layout
-from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line, has_data_files
+from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
 
 QUARANTINE = "_quarantine"
 QUARANTINE_DAYS = 7
@@ -153,11 +165,11 @@ def check_report(
         folder = os.path.join(root, name)
         if os.path.isdir(os.path.join(folder, "_delta_log")):
             findings.extend(_check_table(folder, name, repair, quarantine, grace, notes))
-        elif has_data_files(folder):
+        elif _log_gone(root, name):
             findings.append(
                 Finding("log", name, os.path.join(folder, "_delta_log"),
-                        "the table's log is gone: its data files are there, but which of "
-                        "them hold committed rows cannot be told",
+                        "the table's log is gone (snapshots committed to it): without it, "
+                        "which data files hold committed rows cannot be told",
                         "cannot rebuild it: restore the folder's `_delta_log` from a backup",
                         spans=[(datetime.min.replace(tzinfo=UTC),
                                 datetime.max.replace(tzinfo=UTC))])
@@ -176,12 +188,12 @@ def _check_table(
     for finding in findings:
         if finding.kind == "log" and finding.repairable:
             finding.spans = _dropped_span(finding.path, folder)
+            if name == "manifest" and finding.spans:
+                low, high = finding.spans[0]
+                taken = "at" if low == high else "after"
+                finding.what += f": the snapshot it committed, taken {taken} {_time(low)}"
             if name == "manifest":
-                finding.what += (
-                    f": the snapshot it committed, taken after {_time(finding.spans[0][0])}"
-                    if finding.spans
-                    else ""
-                ) + ", is lost (take it again)"
+                finding.what += ", is lost (take it again)"
     if repair:
         for finding in findings:
             if finding.repairable:
@@ -212,6 +224,15 @@ def _check_table(
             "stopped write) wait for the daily vacuum; not damage"
         )
     return findings
+
+
+def _log_gone(root: str, name: str) -> bool:
+    """Whether a table folder has no log although snapshots committed to it (a first
+    write that stopped leaves data files and no log too: not damage)."""
+    if name not in schema.SNAPSHOT_TABLES:
+        return False
+    manifest = _readable_manifest(os.path.join(root, "manifest"))
+    return bool(len(recorded_in(recorded_commits(manifest), name)))
 
 
 def _check_checkpoints(folder: str, name: str) -> list[Finding]:

@@ -846,7 +846,7 @@ class SnapshotStore:
             found = []
         named = "; ".join(str(f) for f in found) or reason
         return DamagedStore(
-            f"the store {self.root!r} could not be read: {named}. Run `toolkit store check "
+            f"the store {self.root} could not be read: {named}. Run `toolkit store check "
             f"--store {self.root}` to see which snapshots it touches and what `--repair` "
             "does about each"
         )

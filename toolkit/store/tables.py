@@ -153,12 +153,6 @@ class Tables:
                 return table
             self.check_root()
             if not DeltaTable.is_deltatable(self.uri(name), storage_options=self.storage_options):
-                if self.local and has_data_files(self.uri(name)):
-                    raise DamagedStore(
-                        f"{self.uri(name)} holds data files but no _delta_log: which of them "
-                        "hold committed rows cannot be told. Run `toolkit store check "
-                        f"--store {self.root}`"
-                    )
                 return None
             table = DeltaTable(self.uri(name), storage_options=self.storage_options)
         except StoreError:
@@ -373,11 +367,6 @@ class Tables:
     def files(self, name: str) -> list[str]:
         table = self.get(name)
         return table.file_uris() if table is not None else []
-
-
-def has_data_files(folder: str) -> bool:
-    """Whether a folder holds Parquet files (a table's, whatever became of its log)."""
-    return os.path.isdir(folder) and any(n.endswith(".parquet") for n in os.listdir(folder))
 
 
 def first_line(error: BaseException) -> str:
