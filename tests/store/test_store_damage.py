@@ -219,16 +219,22 @@ def pointer_garbled(root: Path, table: str) -> None:
 def pages_flipped(path: Path, column: str) -> None:
     """Bytes in the middle of a column's pages inverted, the file's size and footer
     intact: what a bad sector does."""
-    chunk = next(
-        chunk
-        for chunk in (pq.read_metadata(path).row_group(0).column(k) for k in range(26))
-        if chunk.path_in_schema == column
-    )
-    start = chunk.dictionary_page_offset or chunk.data_page_offset
-    middle = start + chunk.total_compressed_size // 2
+    start, size = column_chunk(path, column)
+    middle = start + size // 2
     data = bytearray(path.read_bytes())
     data[middle : middle + 4] = bytes(b ^ 0xFF for b in data[middle : middle + 4])
     path.write_bytes(bytes(data))
+
+
+def column_chunk(path: Path, column: str) -> tuple[int, int]:
+    """Where a column's pages start in a one-row-group file, and their size."""
+    group = pq.read_metadata(path).row_group(0)
+    chunk = next(
+        chunk
+        for chunk in (group.column(k) for k in range(group.num_columns))
+        if chunk.path_in_schema == column
+    )
+    return chunk.dictionary_page_offset or chunk.data_page_offset, chunk.total_compressed_size
 
 
 def swapped(root: Path, table: str, snapshot: int) -> None:
@@ -497,13 +503,8 @@ def test_a_flipped_value_that_still_decodes_is_found_by_the_check(tmp_path, stor
     root, taken = copy_of(stores, tmp_path)
     path = data_file_of(root, "chapters", 1)  # one row: its credits are min and max
     original = path.read_bytes()
-    chunk = next(
-        chunk
-        for chunk in (pq.read_metadata(path).row_group(0).column(k) for k in range(26))
-        if chunk.path_in_schema == "credits_spent"
-    )
-    start = chunk.dictionary_page_offset or chunk.data_page_offset
-    for offset in range(start, start + chunk.total_compressed_size - 4):
+    start, size = column_chunk(path, "credits_spent")
+    for offset in range(start, start + size - 4):
         data = bytearray(original)
         data[offset : offset + 4] = bytes(b ^ 0xFF for b in data[offset : offset + 4])
         path.write_bytes(bytes(data))

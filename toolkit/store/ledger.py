@@ -7,7 +7,7 @@ commit metadata. So the manifest and the tables witness each other, and a reader
 both against the tables' logs, never reading a data file:
 
 - **missing**: a snapshot committed a table's rows as a version the table's log does not
-  reach (the newest commit deleted);
+  reach (the newest commit deleted), or to a table that has no log at all;
 - **commit**: the commit at a recorded version does not add what the snapshot recorded
   (truncated, rewritten) or belongs to another snapshot;
 - **foreign**: a commit no toolkit made (another engine's `DELETE`, say);
