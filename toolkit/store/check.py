@@ -12,6 +12,7 @@ Each finding is said once, with the snapshots it touches (from when to when) and
   append is written again without its rows (its snapshots named lost, likewise); any
   other reads only once restored from a backup, and so does a table whose whole
   `_delta_log` is gone.
+- **unreadable**: a data file this user may not read (permissions); repair leaves it.
 - **lost** (a data file the table lists is missing, does not decode, or is not the file
   its log lists: another size, row count or range of values) and
   **foreign** (a commit no toolkit made, such as a `DELETE` run with another engine):
@@ -82,7 +83,7 @@ REMOVES = (
 class Finding:
     """One thing wrong with the store, the snapshots it touches, and what repair does."""
 
-    kind: str  # checkpoint | log | lost | foreign
+    kind: str  # checkpoint | log | lost | unreadable | foreign | missing | commit | ...
     table: str
     path: str
     what: str
@@ -210,8 +211,9 @@ def _check_table(
         return findings
     data = _check_data(table, folder, name)
     findings.extend(data)
-    if repair and data:
-        for finding in data:
+    settled = [finding for finding in data if finding.repairable]
+    if repair and settled:
+        for finding in settled:
             _set_aside(finding, quarantine)
         table.repair(
             dry_run=False,
@@ -334,6 +336,14 @@ def _check_data(table: DeltaTable, folder: str, name: str) -> list[Finding]:
     column = layout()[name].time
     for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
         path = os.path.join(folder, action["path"])
+        if os.path.exists(path) and not os.access(path, os.R_OK):
+            findings.append(
+                Finding("unreadable", name, path, "a data file the table lists may not be "
+                        "read by this user (permission denied); nothing is lost",
+                        "cannot change permissions: give this user read access to it "
+                        "(chmod or chown), then check again")
+            )  # fmt: skip
+            continue
         damage = _damage_of(path, action, column)
         if damage is None:
             continue
