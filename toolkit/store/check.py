@@ -32,9 +32,8 @@ reported again. Each damage is one finding.
 
 Not damage: files no version lists any more (merged away, waiting for the daily vacuum),
 files of a write that stopped and stray files (vacuum removes them after the
-retention). They are
-counted in a note, never moved. Repair moves what it sets aside to
-`<root>/_quarantine/<time>/` and deletes quarantine folders older than
+retention). They are counted in a note, never moved. Repair moves what it sets aside
+to `<root>/_quarantine/<time>/` and deletes quarantine folders older than
 `QUARANTINE_DAYS`.
 """
 
@@ -166,7 +165,7 @@ def check_report(
         folder = os.path.join(root, name)
         if os.path.isdir(os.path.join(folder, "_delta_log")):
             findings.extend(_check_table(folder, name, repair, quarantine, grace, notes))
-        elif _log_gone(root, name):
+        elif _without_log(root, name):
             findings.append(
                 Finding("log", name, os.path.join(folder, "_delta_log"),
                         "the table's log is gone (snapshots committed to it): without it, "
@@ -228,7 +227,7 @@ def _check_table(
     return findings
 
 
-def _log_gone(root: str, name: str) -> bool:
+def _without_log(root: str, name: str) -> bool:
     """Whether a table folder has no log although snapshots committed to it (a first
     write that stopped leaves data files and no log too: not damage)."""
     if name not in schema.SNAPSHOT_TABLES:
