@@ -4,12 +4,17 @@ snapshots, and with `--repair` what can be done about it.
 Each finding is said once, with the snapshots it touches (from when to when) and what
 `--repair` does about it:
 
-- **checkpoint**: a checkpoint (or `_last_checkpoint`) that does not read. Repair sets
-  it aside: the table is read from its JSON commits again, every snapshot comes back.
+- **checkpoint**: a checkpoint that does not read, or a `_last_checkpoint` that does
+  not parse or names no checkpoint there. Repair sets it aside: the table is read from
+  its JSON commits again, every snapshot comes back.
 - **log**: a commit file that does not parse. The newest can be dropped (repair does;
-  the snapshots it held are then lost, named); an older one cannot, and the table
-  reads only once the file is restored from a backup.
-- **lost** (a data file the table lists is missing or not a readable Parquet file) and
+  the snapshots it held are then lost, named); an older one cannot, but a snapshot's
+  append is written again without its rows (its snapshots named lost, likewise); any
+  other reads only once restored from a backup, and so does a table whose whole
+  `_delta_log` is gone.
+- **unreadable**: a data file this user may not read (permissions); repair leaves it.
+- **lost** (a data file the table lists is missing, does not decode, or is not the file
+  its log lists: another size, row count or range of values) and
   **foreign** (a commit no toolkit made, such as a `DELETE` run with another engine):
   the snapshots whose rows the file held or the commit changed would read other than
   they were taken, and so would the ones after them up to the next full snapshot
@@ -25,10 +30,10 @@ Each finding is said once, with the snapshots it touches (from when to when) and
 Repair records what it settled in its manifest commit's metadata, so it is not
 reported again. Each damage is one finding.
 
-Not damage: files no version lists any more (merged away, waiting for the daily vacuum)
-and files of a write that stopped (vacuum removes them after the retention). They are
-counted in a note, never moved. Repair moves what it sets aside to
-`<root>/_quarantine/<time>/` and deletes quarantine folders older than
+Not damage: files no version lists any more (merged away, waiting for the daily vacuum),
+files of a write that stopped and stray files (vacuum removes them after the
+retention). They are counted in a note, never moved. Repair moves what it sets aside
+to `<root>/_quarantine/<time>/` and deletes quarantine folders older than
 `QUARANTINE_DAYS`.
 """
 
@@ -51,7 +56,14 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from toolkit.errors import StoreError
 from toolkit.frames import schema
-from toolkit.store.ledger import OPERATION_KEY, SETTLED_KEY, Ledger, Problem
+from toolkit.store.ledger import (
+    OPERATION_KEY,
+    SETTLED_KEY,
+    Ledger,
+    Problem,
+    recorded_commits,
+    recorded_in,
+)
 from toolkit.store.log import MANIFEST_STORED
 from toolkit.store.maintenance import layout
 from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
@@ -70,7 +82,7 @@ REMOVES = (
 class Finding:
     """One thing wrong with the store, the snapshots it touches, and what repair does."""
 
-    kind: str  # checkpoint | log | lost | foreign
+    kind: str  # checkpoint | log | lost | unreadable | foreign | missing | commit | ...
     table: str
     path: str
     what: str
@@ -79,6 +91,7 @@ class Finding:
     spans: list[Span] = field(default_factory=list)  # times of the rows it touches
     lost: list[tuple[str, datetime]] = field(default_factory=list)  # (id, time)
     also: list[str] = field(default_factory=list)  # more files repair sets aside
+    rewrite: str | None = None  # what repair writes in place of the file it sets aside
     done: str | None = None
 
     def __str__(self) -> str:
@@ -152,6 +165,15 @@ def check_report(
         folder = os.path.join(root, name)
         if os.path.isdir(os.path.join(folder, "_delta_log")):
             findings.extend(_check_table(folder, name, repair, quarantine, grace, notes))
+        elif _without_log(root, name):
+            findings.append(
+                Finding("log", name, os.path.join(folder, "_delta_log"),
+                        "the table's log is gone (snapshots committed to it): without it, "
+                        "which data files hold committed rows cannot be told",
+                        "cannot rebuild it: restore the folder's `_delta_log` from a backup",
+                        spans=[(datetime.min.replace(tzinfo=UTC),
+                                datetime.max.replace(tzinfo=UTC))])
+            )  # fmt: skip
     uncommitted = _check_ledger(root, findings)
     _name_lost(root, findings, uncommitted, repair)
     if repair:
@@ -166,12 +188,12 @@ def _check_table(
     for finding in findings:
         if finding.kind == "log" and finding.repairable:
             finding.spans = _dropped_span(finding.path, folder)
+            if name == "manifest" and finding.spans:
+                low, high = finding.spans[0]
+                taken = "at" if low == high else "after"
+                finding.what += f": the snapshot it committed, taken {taken} {_time(low)}"
             if name == "manifest":
-                finding.what += (
-                    f": the snapshot it committed, taken after {_time(finding.spans[0][0])}"
-                    if finding.spans
-                    else ""
-                ) + ", is lost (take it again)"
+                finding.what += ", is lost (take it again)"
     if repair:
         for finding in findings:
             if finding.repairable:
@@ -188,8 +210,9 @@ def _check_table(
         return findings
     data = _check_data(table, folder, name)
     findings.extend(data)
-    if repair and data:
-        for finding in data:
+    settled = [finding for finding in data if finding.repairable]
+    if repair and settled:
+        for finding in settled:
             _set_aside(finding, quarantine)
         table.repair(
             dry_run=False,
@@ -204,6 +227,15 @@ def _check_table(
     return findings
 
 
+def _without_log(root: str, name: str) -> bool:
+    """Whether a table folder has no log although snapshots committed to it (a first
+    write that stopped leaves data files and no log too: not damage)."""
+    if name not in schema.SNAPSHOT_TABLES:
+        return False
+    manifest = _readable_manifest(os.path.join(root, "manifest"))
+    return bool(len(recorded_in(recorded_commits(manifest), name)))
+
+
 def _check_checkpoints(folder: str, name: str) -> list[Finding]:
     log = os.path.join(folder, "_delta_log")
     bad = [
@@ -212,13 +244,16 @@ def _check_checkpoints(folder: str, name: str) -> list[Finding]:
         if ".checkpoint" in n and n.endswith(".parquet") and not _readable(os.path.join(log, n))
     ]
     pointer = os.path.join(log, "_last_checkpoint")
-    if not bad and (not os.path.exists(pointer) or _parses(pointer)):
+    if not bad and (not os.path.exists(pointer) or _points_at_a_checkpoint(pointer, log)):
         return []
     first = min((n for n in os.listdir(log) if n.endswith(".json")), default="")
     rebuilt = first.startswith("0" * 20)
     finding = Finding(
         "checkpoint", name, bad[0] if bad else pointer,
-        "a checkpoint of the table's log does not read, so the table does not",
+        "a checkpoint of the table's log does not read, so the table does not"
+        if bad
+        else "`_last_checkpoint` does not name a checkpoint that is there, so the table "
+        "does not read",
         "sets it aside with `_last_checkpoint`: the table is read from its commits again "
         "and every snapshot comes back"
         if rebuilt
@@ -231,6 +266,17 @@ def _check_checkpoints(folder: str, name: str) -> list[Finding]:
     return [finding]
 
 
+def _points_at_a_checkpoint(pointer: str, log: str) -> bool:
+    """Whether `_last_checkpoint` parses and the checkpoint it names is there."""
+    try:
+        with open(pointer, encoding="utf-8") as handle:
+            version = int(json.loads(handle.read())["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    prefix = f"{version:020}.checkpoint"
+    return any(n.startswith(prefix) and n.endswith(".parquet") for n in os.listdir(log))
+
+
 def _check_log(folder: str, name: str) -> list[Finding]:
     log = os.path.join(folder, "_delta_log")
     commits = sorted(n for n in os.listdir(log) if n.endswith(".json") and n[:20].isdigit())
@@ -240,10 +286,19 @@ def _check_log(folder: str, name: str) -> list[Finding]:
         if _parses(os.path.join(log, n)):
             continue
         path = os.path.join(log, n)
+        kept = _append_without_its_rows(path)
         if n == newest:
             findings.append(
                 Finding("log", name, path, "the newest commit does not parse",
                         "drops it: the snapshots whose rows it held are lost", repairable=True)
+            )  # fmt: skip
+        elif kept is not None:
+            # A snapshot's append (it removed nothing): written again without its rows,
+            # the table reads, and its snapshot is lost like a dropped newest commit's.
+            findings.append(
+                Finding("log", name, path, "a commit older than the newest does not parse",
+                        "writes it again without the rows it added: the snapshots whose rows "
+                        "it held are lost", repairable=True, rewrite=kept)
             )  # fmt: skip
         else:
             findings.append(
@@ -254,25 +309,90 @@ def _check_log(folder: str, name: str) -> list[Finding]:
     return findings
 
 
+def _append_without_its_rows(path: str) -> str | None:
+    """A damaged commit of a snapshot's append, without its `add` actions and the lines
+    that no longer parse; None when the commit is not known to be one (its first line,
+    the commit info, does not parse or names no snapshot, or it was not an append)."""
+    with contextlib.suppress(OSError, ValueError), open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+        info = json.loads(lines[0]).get("commitInfo", {}) if lines else {}
+        if SNAPSHOT_AT_KEY not in info or info.get("operationParameters", {}).get("mode") != (
+            "Append"
+        ):
+            return None
+        kept = []
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                action = json.loads(line)
+                if isinstance(action, dict) and "add" not in action:
+                    kept.append(line)
+        return "\n".join(kept) + "\n"
+    return None
+
+
 def _check_data(table: DeltaTable, folder: str, name: str) -> list[Finding]:
     findings = []
     column = layout()[name].time
     for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
         path = os.path.join(folder, action["path"])
-        if os.path.exists(path) and _readable(path):
+        if os.path.exists(path) and not os.access(path, os.R_OK):
+            findings.append(
+                Finding("unreadable", name, path, "a data file the table lists may not be "
+                        "read by this user (permission denied); nothing is lost",
+                        "cannot change permissions: give this user read access to it "
+                        "(chmod or chown), then check again")
+            )  # fmt: skip
+            continue
+        damage = _damage_of(path, action, column)
+        if damage is None:
             continue
         low, high = action.get(f"min.{column}"), action.get(f"max.{column}")
         spans = [(_utc(low), _utc(high))] if low is not None and high is not None else []
-        gone = "missing" if not os.path.exists(path) else "not a readable Parquet file"
         rows = "events" if name == "events" else "rows"
         when = "".join(f" from {_time(lo)} to {_time(hi)}" for lo, hi in spans)
         findings.append(
-            Finding("lost", name, path, f"a data file the table lists is {gone}: its {rows}"
+            Finding("lost", name, path, f"a data file the table lists is {damage}: its {rows}"
                     f"{when} are lost", "removes it from the table and the snapshots that "
                     "read it from the manifest (restore the file from a backup instead to "
                     "keep them)", repairable=True, spans=spans)
         )  # fmt: skip
     return findings
+
+
+def _damage_of(path: str, action: dict[str, Any], column: str) -> str | None:
+    """What is wrong with a data file the table lists, None when nothing: it must be
+    there, the size the log records, decode, and hold the rows and values the log's
+    statistics say (a flipped byte that still decodes shows as a value out of range)."""
+    if not os.path.exists(path):
+        return "missing"
+    if os.path.getsize(path) != action["size_bytes"]:
+        return "another file than its log lists (of another size)"
+    try:
+        rows = pq.read_table(path)
+    except Exception:
+        return "not a readable Parquet file"
+    if rows.num_rows != action["num_records"]:
+        return "another file than its log lists (of another row count)"
+    for name in rows.column_names:
+        low, high = action.get(f"min.{name}"), action.get(f"max.{name}")
+        values = rows.column(name)
+        integers = pa.types.is_integer(values.type)
+        if low is None or high is None or not (integers or name == column):
+            continue  # texts: the log keeps only their first characters
+        found = pc.min_max(values).as_py()
+        if found["min"] is None:
+            continue
+        if integers:
+            wrong = (found["min"], found["max"]) != (low, high)
+        else:  # the log keeps times to the millisecond
+            wrong = not (_utc(low) - _MS <= _utc(found["min"]) <= _utc(found["max"])
+                         <= _utc(high) + _MS)  # fmt: skip
+        if wrong:
+            return f"damaged (its {name} values are not those its log records)"
+    return None
+
+
+_MS = timedelta(milliseconds=1)
 
 
 def _commits(folder: str) -> Iterator[tuple[int, list[dict[str, Any]]]]:
@@ -414,6 +534,10 @@ def _name_lost(
             hit.extend((ids[i], times[i]) for i in inside)
         finding.lost = sorted(set(hit), key=lambda x: x[0])
         every.update(i for i, _ in finding.lost)
+    # A snapshot built on one a lost manifest file or commit held is that finding's,
+    # named once.
+    named = {i for f in findings if f.kind != "unbased" for i, _ in f.lost}
+    findings[:] = [f for f in findings if f.kind != "unbased" or {i for i, _ in f.lost} - named]
     for orphan in uncommitted:
         at = orphan.lost[0][1]
         owner = next((f for f in findings if f.table == "manifest" and f.kind in ("lost", "log")
@@ -517,7 +641,11 @@ def _set_aside(finding: Finding, quarantine: str) -> None:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.move(path, target)
             moved.append(target)
-    finding.done = f"moved to {moved[0]}" if moved else "removed from the table"
+    if finding.rewrite is not None:
+        with open(finding.path, "w", encoding="utf-8") as handle:
+            handle.write(finding.rewrite)
+    written = " and written again without its rows" if finding.rewrite is not None else ""
+    finding.done = f"moved to {moved[0]}{written}" if moved else "removed from the table"
 
 
 def _empty_old_quarantine(root: str) -> list[str]:

@@ -7,7 +7,7 @@ commit metadata. So the manifest and the tables witness each other, and a reader
 both against the tables' logs, never reading a data file:
 
 - **missing**: a snapshot committed a table's rows as a version the table's log does not
-  reach (the newest commit deleted);
+  reach (the newest commit deleted), or to a table that has no log at all;
 - **commit**: the commit at a recorded version does not add what the snapshot recorded
   (truncated, rewritten) or belongs to another snapshot;
 - **foreign**: a commit no toolkit made (another engine's `DELETE`, say);
@@ -228,6 +228,8 @@ class Ledger:
         for name in names:
             if self._tables.get(name) is not None:
                 problems += self._verify_table(manifest, parsed, name, settled)
+            else:
+                problems += _log_gone(manifest, parsed, name)
         return problems
 
     def _verify_table(
@@ -343,6 +345,25 @@ def _recorded(parsed: pa.Table, name: str) -> dict[str, np.ndarray]:
         k: pc.fill_null(pc.struct_field(witness, k), -1).to_numpy(zero_copy_only=False)
         for k in ("version", "rows", "files", "bytes")
     }
+
+
+def recorded_in(parsed: pa.Table, name: str) -> np.ndarray:
+    """The positions of the snapshots that recorded a commit to table `name`."""
+    return np.flatnonzero(_recorded(parsed, name)["version"] >= 0)
+
+
+def _log_gone(manifest: pa.Table, parsed: pa.Table, name: str) -> list[Problem]:
+    """A table with no log although snapshots committed to it: its `_delta_log` is gone
+    (a table never written, or whose first write stopped, has none either)."""
+    holders = recorded_in(parsed, name)
+    if not len(holders):
+        return []
+    ids = manifest.column("snapshot_id").to_pylist()
+    return [
+        Problem("missing", name, None, tuple(ids[i] for i in holders),
+                f"the table {name} has no log (its `_delta_log` is gone), but "
+                f"{_count(holders)} committed rows to it")
+    ]  # fmt: skip
 
 
 def _unbased(manifest: pa.Table) -> list[Problem]:

@@ -490,9 +490,16 @@ class SnapshotStore:
         """
         if table == "events":
             self._tables.begin()
-            return _store_events.history(
-                self._tables, since=since, until=until, project_ids=project_ids
-            )
+            try:
+                if self._tables.unlike_listed("events"):
+                    raise OSError("a data file of events is not the file its log lists")
+                return _store_events.history(
+                    self._tables, since=since, until=until, project_ids=project_ids
+                )
+            except ToolkitError:
+                raise
+            except Exception as error:
+                raise self._damaged(error) from error
         result_schema = schema.with_snapshot(schema.table_schema(table))
         manifest = self._manifest()
         times = manifest.column("snapshot_at").to_pylist()
@@ -823,6 +830,9 @@ class SnapshotStore:
                 f"--store {self.root} --repair` to name every snapshot it touches and remove "
                 "them, so that the others read as taken"
             )
+        unlike = [path for name in names for path in self._tables.unlike_listed(name)]
+        if unlike:
+            raise self._damaged(OSError(f"{unlike[0]} is not the file its table lists"))
         self._verified.add(key)
 
     def _damaged(self, error: Exception) -> StoreError:
@@ -836,7 +846,7 @@ class SnapshotStore:
             found = []
         named = "; ".join(str(f) for f in found) or reason
         return DamagedStore(
-            f"the store {self.root!r} could not be read: {named}. Run `toolkit store check "
+            f"the store {self.root} could not be read: {named}. Run `toolkit store check "
             f"--store {self.root}` to see which snapshots it touches and what `--repair` "
             "does about each"
         )

@@ -345,6 +345,25 @@ class Tables:
             del cache[uri]
         return [cache[uri] for uri in uris if uri in cache]
 
+    def unlike_listed(self, name: str) -> list[str]:
+        """The files table `name` lists that are missing, or not the size its log
+        records (replaced by another file), on a local disk: a read of them would
+        return other rows than were committed. A stat per file, no read."""
+        table = self.get(name)
+        if table is None or not self.local:
+            return []
+        listed = pa.table(table.get_add_actions(flatten=False)).select(["path", "size_bytes"])
+        wrong = []
+        for path, size in zip(*listed.to_pydict().values(), strict=True):
+            full = os.path.join(self.uri(name), path)
+            try:
+                if os.path.getsize(full) == size:
+                    continue
+            except OSError:
+                pass
+            wrong.append(full)
+        return wrong
+
     def files(self, name: str) -> list[str]:
         table = self.get(name)
         return table.file_uris() if table is not None else []
