@@ -100,8 +100,11 @@ def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Proj
     """The seeded projects the day uses (a full-process comic first), created if missing."""
     for _ in range(5):  # at most the four projects to create, then the answer
         projects = client.list_projects()
+        # A full-process comic first; the other model's project last, whatever the order
+        # the service lists them in (newest first).
         comics = sorted(
-            (p for p in projects if p.kind == "comic"), key=lambda p: p.process_steps != "full"
+            (p for p in projects if p.kind == "comic"),
+            key=lambda p: (p.process_steps != "full", p.name == OTHER_MODEL_PROJECT),
         )
         novels = [p for p in projects if p.kind == "novel"]
         if len(comics) >= 2 and novels:
@@ -117,7 +120,7 @@ def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Proj
                 reading_direction=second.reading_direction or "ltr",
                 process_steps=second.process_steps or "translate",
                 target_languages=second.language_codes,
-                translation_model=None if second.translation_model else "cts-webtoon-mt-2",
+                translation_model=_another_model(second.translation_model),
             )
             continue
         kind = "comic" if len(comics) < 2 else "novel"
@@ -131,6 +134,13 @@ def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Proj
             target_languages=["en", "fr"],
         )
     raise ToolkitError("the demo could not set up its projects on the emulator")
+
+
+def _another_model(model: str | None) -> str:
+    """A model other than `model` (the emulator's default when a project names none)."""
+    from toolkit.emulator.core.runs import DEFAULT_MODEL
+
+    return DEFAULT_MODEL if model == "cts-webtoon-mt-2" else "cts-webtoon-mt-2"
 
 
 def _comparable(project: Project, other: Project) -> bool:
