@@ -185,6 +185,10 @@ def needs_action(
     Held pages: the page count now above the pages the chapter's runs paid for by then
     (see `_pages_at_last_run`).
     """
+    # `forecast_accuracy` asks at each replay twice: for the forecast and for its truth.
+    key = f"needs_action {as_of.isoformat()} {stall_after}"
+    if key in obs.memo:
+        return cast(pd.Series, obs.memo[key])
     if current is None:
         current = obs.store.as_of("chapters", as_of)
     ran_pages = _pages_at_last_run(obs, as_of)
@@ -212,7 +216,8 @@ def needs_action(
             reasons[chapter_id] = "staged with no pages" if pages == 0 else "staged, never started"
         elif not processing and pages > ran_pages.get(chapter_id, pages):
             reasons[chapter_id] = "held pages never started"
-    return pd.Series(reasons, dtype=TEXT)
+    obs.memo[key] = pd.Series(reasons, dtype=TEXT)
+    return cast(pd.Series, obs.memo[key])
 
 
 def _true(value: bool | NAType) -> bool:
