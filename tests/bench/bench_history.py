@@ -18,7 +18,9 @@ Then, on a freshly opened store each time (median of `runs`):
 (c) lines per language per day: the summed rises of `covered` (`LINES_SQL`);
 (d) each analysis figure on the runs (`credit_spend` and `throughput` per day, `runs`,
     `cycle_times`, `failures`, `lead_times`), and the same figure as one DuckDB query
-    (`reference_runs`: the runs worked out in DuckDB, then the figure's last step).
+    (`reference_runs`: the runs worked out in DuckDB, then the figure's last step);
+(e) issue 27's forecast: `forecast` at the latest snapshot (target under 2 s) and
+    `forecast_accuracy` over the last 30 days, a replay a day (under 15 s).
 
 An analysis function's target (issue 11) is under 1 s and at most 1.2x the same figure
 as one query; each function's frame is checked equal to its reference's. The summed
@@ -46,6 +48,7 @@ from tests.bench.table import Table, megabytes, spread
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
 SLOW_SECONDS = 10.0
+ACCURACY_DAYS = 30
 
 CREDITS_SQL = """
 SELECT date_trunc('day', snapshot_at) AS day, project_id, sum(rise) AS credits
@@ -286,6 +289,22 @@ def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
     ]:
         same = f"{label[:4]}the same figure as one DuckDB query (reference_runs: {name})"
         questions += [(same, reference(name), None), (label, figure(name), same)]
+
+    def forecast_accuracy(store: SnapshotStore) -> None:
+        last = store.snapshots()["snapshot_at"].iloc[-1]
+        since = last - pd.Timedelta(days=ACCURACY_DAYS)
+        frames["forecast_accuracy"] = analysis.forecast_accuracy(store, since=since)
+
+    # Issue 27's targets, in seconds: the forecast at the latest snapshot, and its track
+    # record over the last month (a replay a day).
+    targets = {
+        "(e) analysis.forecast": 2.0,
+        f"(e) analysis.forecast_accuracy, {ACCURACY_DAYS} daily replays": 15.0,
+    }
+    questions += [
+        ("(e) analysis.forecast", figure("forecast"), None),
+        (f"(e) analysis.forecast_accuracy, {ACCURACY_DAYS} daily replays", forecast_accuracy, None),
+    ]
     table = Table("3. History: questions over the year (a fresh SnapshotStore each run)")
     queries: dict[str, float] = {}
     for label, question, against in questions:
@@ -300,7 +319,8 @@ def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
         runs = f"{len(times)} run{'s' if len(times) > 1 else ''} {spread(times)}"
         if against is None:
             queries[label] = seconds
-            table.verdict(label, f"{seconds:.2f} s", seconds < 2, f"< 2 s; {runs}")
+            target = targets.get(label, 2.0)
+            table.verdict(label, f"{seconds:.2f} s", seconds < target, f"< {target:g} s; {runs}")
         else:
             ratio = seconds / queries[against]
             table.verdict(

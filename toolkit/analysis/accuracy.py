@@ -28,7 +28,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import When, moment, names, with_names
 from toolkit.analysis.forecast import DONE, ForecastBy, forecast, is_open, needs_action
-from toolkit.analysis.observed import Observed, flag, observe
+from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
@@ -120,17 +120,21 @@ def forecast_accuracy(
     return with_names(_shaped(out.reset_index(), by), projects, chapters)
 
 
+# Settling changes `status` or `processing`, both followed: the first settled row after
+# a chapter was open is always one the store flags `_changed`, and only those are read.
+_SETTLED = """
+SELECT chapter_id, snapshot_at, last_activity_at AS finished_at
+FROM chapters_changes
+WHERE _changed IS NOT false AND NOT coalesce(_deleted, false)
+  AND NOT coalesce(processing, false) AND status::VARCHAR IN ('needs_review', 'reviewed')
+ORDER BY snapshot_at, chapter_id
+"""
+
+
 def _chapter_finishes(obs: Observed) -> pd.DataFrame:
-    """Every snapshot showing a chapter settled at `needs_review` or after: `chapter_id,
-    snapshot_at, finished_at` (its `last_activity_at`)."""
-    log = obs.chapters
-    settled = (
-        ~flag(log["processing"])
-        & ~flag(log["deleted"])
-        & log["status"].astype("string").isin(DONE).fillna(False)
-    )
-    rows = log.loc[settled, ["chapter_id", "snapshot_at", "last_activity_at"]]
-    return rows.rename(columns={"last_activity_at": "finished_at"}).sort_values("snapshot_at")
+    """Every change showing a chapter settled at `needs_review` or after, in time order:
+    `chapter_id, snapshot_at, finished_at` (its `last_activity_at`)."""
+    return answer(obs, _SETTLED)
 
 
 def _true_finishes(
@@ -142,7 +146,7 @@ def _true_finishes(
 ) -> dict[str, pd.Timestamp]:
     """When each group's open work at `as_of` was done (absent: not in the store)."""
     current = obs.store.as_of("chapters", as_of)
-    reasons = needs_action(obs, as_of=as_of, stall_after=stall_after)
+    reasons = needs_action(obs, as_of=as_of, stall_after=stall_after, current=current)
     open_now = current[is_open(current, reasons)][["chapter_id", "project_id"]]
     later = done[done["snapshot_at"] > as_of].drop_duplicates("chapter_id")
     open_now = open_now.assign(

@@ -112,7 +112,7 @@ def forecast(
     current = obs.store.as_of("chapters", as_of)
     languages = obs.store.as_of("languages", as_of)
     projects = obs.store.as_of("projects", as_of)
-    reasons = needs_action(obs, as_of=as_of, stall_after=pd.Timedelta(stall_after))
+    reasons = needs_action(obs, as_of=as_of, stall_after=pd.Timedelta(stall_after), current=current)
     open_rows = _open_work(current, languages, reasons, by)
     spans = times.iloc[first : last + 1].diff().dropna()
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
@@ -131,7 +131,7 @@ def forecast(
         finishes["project_id"].map(lags), unit="h"
     )
     frame = _estimate(open_rows, finishes, by, as_of)
-    return _shape(_named(frame, obs, by, as_of), by, tz)
+    return _shape(_named(frame, by, current, projects), by, tz)
 
 
 @across
@@ -171,17 +171,27 @@ def burn_down(
     return frame.sort_values(["snapshot_at", by], ignore_index=True)
 
 
-def needs_action(obs: Observed, *, as_of: pd.Timestamp, stall_after: pd.Timedelta) -> pd.Series:
+def needs_action(
+    obs: Observed,
+    *,
+    as_of: pd.Timestamp,
+    stall_after: pd.Timedelta,
+    current: pd.DataFrame | None = None,
+) -> pd.Series:
     """Why each chapter at the snapshot `as_of` waits for a person, by chapter id;
-    chapters that need nothing are absent.
+    chapters that need nothing are absent. `current`: the chapters at `as_of`, when the
+    caller has read them already.
 
     Held pages: the page count now above the pages the chapter's runs paid for by then
     (see `_pages_at_last_run`).
     """
-    log = obs.chapters[obs.chapters["snapshot_at"] <= as_of].sort_values(["chapter_id", "idx"])
-    current = log.groupby("chapter_id").tail(1)
-    current = current[~flag(current["deleted"])]
-    ran_pages = _pages_at_last_run(obs, log, as_of)
+    # `forecast_accuracy` asks at each replay twice: for the forecast and for its truth.
+    key = f"needs_action {as_of.isoformat()} {stall_after}"
+    if key in obs.memo:
+        return cast(pd.Series, obs.memo[key])
+    if current is None:
+        current = obs.store.as_of("chapters", as_of)
+    ran_pages = _pages_at_last_run(obs, as_of)
     reasons: dict[str, str] = {}
     for row in current.itertuples(index=False):
         # pandas-stubs type itertuples fields as any scalar; these columns' dtypes are known.
@@ -206,24 +216,38 @@ def needs_action(obs: Observed, *, as_of: pd.Timestamp, stall_after: pd.Timedelt
             reasons[chapter_id] = "staged with no pages" if pages == 0 else "staged, never started"
         elif not processing and pages > ran_pages.get(chapter_id, pages):
             reasons[chapter_id] = "held pages never started"
-    return pd.Series(reasons, dtype=TEXT)
+    obs.memo[key] = pd.Series(reasons, dtype=TEXT)
+    return cast(pd.Series, obs.memo[key])
 
 
 def _true(value: bool | NAType) -> bool:
     return not pd.isna(value) and bool(value)
 
 
-def _pages_at_last_run(obs: Observed, log: pd.DataFrame, as_of: pd.Timestamp) -> dict[str, int]:
+# Per chapter, its page count at the last change up to a time that showed it running or
+# paying (a rise of `credits_spent`). Both are followed columns: only rows flagged
+# `_changed` can show them, and the rows left out repeat the page count of the one before.
+_LAST_RUN_PAGES = """
+SELECT chapter_id, arg_max(coalesce(page_count, 0), idx) AS pages FROM (
+    SELECT idx, chapter_id, page_count, processing,
+           coalesce(credits_spent, 0) > coalesce(lag(credits_spent) OVER (
+               PARTITION BY chapter_id ORDER BY idx), 0) AS paid
+    FROM chapters_changes
+    WHERE _changed IS NOT false AND snapshot_at <= '{as_of}'::TIMESTAMPTZ
+)
+WHERE coalesce(processing, false) OR paid
+GROUP BY chapter_id
+"""
+
+
+def _pages_at_last_run(obs: Observed, as_of: pd.Timestamp) -> dict[str, int]:
     """Pages each chapter has paid to run by `as_of`. At the latest snapshot, the pages
     the runs' charges paid for (as `stuck` reads them); at an earlier one, the pages of
     the runs other than re-scans seen by then (a first run seen after held pages were
     added counts them as run). A chapter with no run in the store (it ran before the
-    first snapshot): its page count at the last change that showed it running or paying
-    (`log`: the chapters' change log sorted by chapter and snapshot)."""
-    credits = log["credits_spent"].fillna(0)
-    paid = credits > credits.groupby(log["chapter_id"]).shift(1).fillna(0)
-    ran = log[flag(log["processing"]) | paid].groupby("chapter_id").tail(1)
-    pages = dict(zip(ran["chapter_id"], ran["page_count"].fillna(0).astype(int), strict=True))
+    first snapshot): its page count at the last change that showed it running or paying."""
+    ran = obs.store.query_arrow(_LAST_RUN_PAGES.format(as_of=as_of.isoformat()))
+    pages = dict(zip(ran["chapter_id"].to_pylist(), ran["pages"].to_pylist(), strict=True))
     if as_of == obs.times[-1]:
         from_runs = paid_pages(obs).dropna()
     else:
@@ -268,30 +292,47 @@ def _open_work(
         going = going.assign(untranslated=left.where(known, 0.0).astype("Float64"))
     going = going.assign(group=_group_keys(going, by))
     held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
-    rows = []
-    for group in sorted(set(going["group"]) | set(held["group"])):
-        mine, flagged = going[going["group"] == group], held[held["group"] == group]
-        left, waiting = mine["untranslated"], flagged["untranslated"]
-        counts = flagged.drop_duplicates("chapter_id")["reason"].value_counts().sort_index()
-        rows.append(
-            {
-                "group": group,
-                "open_chapters": mine["chapter_id"].nunique(),
-                "remaining_lines": left.sum() if left.notna().all() else pd.NA,
-                "needs_action": flagged["chapter_id"].nunique(),
-                "needs_action_lines": waiting.sum() if waiting.notna().all() else pd.NA,
-                "needs_action_reason": "; ".join(f"{n} {r}" for r, n in counts.items()) or pd.NA,
-            }
-        )
-    return pd.DataFrame(rows, columns=["group", "open_chapters", "remaining_lines", "needs_action",
-                                       "needs_action_lines", "needs_action_reason"])  # fmt: skip
+    groups = pd.Index(sorted(set(going["group"]) | set(held["group"])), dtype=TEXT)
+    open_chapters, remaining = _counted(going, groups)
+    waiting, waiting_lines = _counted(held, groups)
+    reasons_seen = held.drop_duplicates(["group", "chapter_id"])
+    counts = reasons_seen.groupby(["group", "reason"]).size()  # by group, then reason
+    said: dict[str, list[str]] = {}
+    for group, reason, n in zip(counts.index.get_level_values(0),
+                                counts.index.get_level_values(1), counts, strict=True):  # fmt: skip
+        said.setdefault(str(group), []).append(f"{n} {reason}")
+    return pd.DataFrame(
+        {
+            "group": groups,
+            "open_chapters": open_chapters.to_numpy(),
+            "remaining_lines": remaining.to_numpy(),
+            "needs_action": waiting.to_numpy(),
+            "needs_action_lines": waiting_lines.to_numpy(),
+            "needs_action_reason": pd.array(
+                [("; ".join(said[g]) if g in said else pd.NA) for g in groups], dtype=TEXT
+            ),
+        }
+    )
+
+
+def _counted(chapters: pd.DataFrame, groups: pd.Index) -> tuple[pd.Series, pd.Series]:
+    """Per group (0 where it has none): the chapters, and their untranslated lines (null
+    where any is unknown)."""
+    grouped = chapters.groupby("group")
+    lines = chapters["untranslated"].astype("Float64")
+    unknown = lines.isna().groupby(chapters["group"]).any()
+    summed = lines.groupby(chapters["group"]).sum().mask(unknown)
+    return (
+        grouped["chapter_id"].nunique().reindex(groups, fill_value=0),
+        summed.reindex(groups, fill_value=0.0),
+    )
 
 
 def _lines_left(languages: pd.DataFrame) -> pd.Series:
     """Untranslated lines per chapter over `languages`; null where any is unknown."""
-    grouped = languages.groupby("chapter_id")["untranslated"]
-    unknown = grouped.apply(lambda values: values.isna().any())
-    return grouped.sum().astype("Float64").mask(unknown.astype(bool))
+    lines = languages["untranslated"]
+    unknown = lines.isna().groupby(languages["chapter_id"]).any()
+    return lines.groupby(languages["chapter_id"]).sum().astype("Float64").mask(unknown)
 
 
 def _finishes(
@@ -382,18 +423,19 @@ def _estimate(
     return out
 
 
-def _named(frame: pd.DataFrame, obs: Observed, by: ForecastBy, as_of: pd.Timestamp) -> pd.DataFrame:
-    """The group column under its own name, with names beside ids."""
+def _named(
+    frame: pd.DataFrame, by: ForecastBy, chapters: pd.DataFrame, projects: pd.DataFrame
+) -> pd.DataFrame:
+    """The group column under its own name, with names beside ids (`chapters` and
+    `projects`: those at the forecast's snapshot)."""
     frame = frame.rename(columns={"group": by})
     if by == "language_code" or frame.empty:
         return frame
     if by == "project_id":
-        projects = obs.store.as_of("projects", as_of)
         names = dict(zip(projects["project_id"], projects["name"], strict=True))
         return frame.assign(project=frame["project_id"].map(names))
-    chapters = obs.store.as_of("chapters", as_of).set_index("chapter_id")
-    project_names = obs.store.as_of("projects", as_of).set_index("project_id")["name"]
-    found = chapters.reindex(frame["chapter_id"])
+    project_names = projects.set_index("project_id")["name"]
+    found = chapters.set_index("chapter_id").reindex(frame["chapter_id"])
     title = found["title"].fillna("chapter " + found["position"].astype("string"))
     return frame.assign(
         chapter=title.to_numpy(),

@@ -13,11 +13,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 import pandas as pd
+import pyarrow as pa
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 TIME: Final = "datetime64[us, UTC]"
+TEXT: Final = pd.StringDtype()
 
 
 class Observed:
@@ -71,6 +73,21 @@ def observe(source: SnapshotStore | Observed) -> Observed:
         observed = Observed(source)
         _seen[source] = (version, observed)
         return observed
+
+
+def answer(obs: Observed, sql: str) -> pd.DataFrame:
+    """A DuckDB query over the store, with text as `string` and times in UTC, as the
+    change logs read."""
+    table = obs.store.query_arrow(sql)
+    frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): TEXT}.get)
+    for field in table.schema:
+        if pa.types.is_timestamp(field.type):
+            frame[field.name] = frame[field.name].astype(TIME)
+        elif pa.types.is_string(field.type) and table.num_rows == 0:
+            # Arrow hands over an empty text column with no chunk at all, which pandas
+            # fails to join on; pandas' own empty column has one.
+            frame[field.name] = pd.Series([], dtype=TEXT)
+    return frame
 
 
 def with_previous(log: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:

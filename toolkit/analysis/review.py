@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from toolkit.analysis.calendar import When, moment
-from toolkit.analysis.observed import Observed, flag, observe, with_previous
+from toolkit.analysis.observed import Observed, answer, flag, observe
 from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
@@ -27,20 +27,28 @@ if TYPE_CHECKING:
 COLUMNS = ["waiting", "oldest_wait_hours", "reviews_per_day", "review_lag_hours", "as_of"]
 
 
+# A move is a change of status, a followed column: only rows flagged `_changed` can
+# hold one, and each carries the status it changed from (`_previous`), so the query
+# reads a few rows of the chapters' log instead of the whole of it.
+_MOVES = """
+SELECT chapter_id, project_id, last_activity_at AS at,
+       CASE WHEN status::VARCHAR = 'needs_review' THEN 'ready' ELSE 'reviewed' END AS move
+FROM chapters_changes
+WHERE _changed IS NOT false AND snapshot_at <= '{as_of}'::TIMESTAMPTZ
+  AND NOT coalesce(_deleted, false) AND NOT coalesce(processing, false)
+  AND status::VARCHAR IN ('needs_review', 'reviewed')
+  AND status::VARCHAR IS DISTINCT FROM
+      CASE WHEN _previous.existed THEN _previous.status::VARCHAR END
+ORDER BY chapter_id, idx
+"""
+
+
 def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     """Each chapter's moves into `needs_review` (ready) and `reviewed` seen up to
     `as_of`: `chapter_id, project_id, move` (`ready` or `reviewed`), `at`."""
-    log = obs.chapters[obs.chapters["snapshot_at"] <= as_of]
-    log = with_previous(log, ["chapter_id"], ["status"])
-    status = log["status"].astype("string").fillna("")
-    before = log["prev_status"].astype("string").fillna("")
-    alive = ~flag(log["deleted"]) & ~flag(log["processing"])
-    ready = alive & (status == "needs_review") & (before != "needs_review")
-    reviewed = alive & (status == "reviewed") & (before != "reviewed")
-    moves = log.loc[ready | reviewed, ["chapter_id", "project_id", "last_activity_at"]]
-    moves = moves.assign(move=status[ready | reviewed].map({"needs_review": "ready"}))
-    moves["move"] = moves["move"].fillna("reviewed")
-    return moves.rename(columns={"last_activity_at": "at"}).reset_index(drop=True)
+    if obs.manifest.empty:
+        return pd.DataFrame(columns=["chapter_id", "project_id", "at", "move"])
+    return answer(obs, _MOVES.format(as_of=as_of.isoformat()))
 
 
 def review_lags(moves: pd.DataFrame) -> pd.DataFrame:
