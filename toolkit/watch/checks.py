@@ -1,0 +1,247 @@
+"""The checks: a pure evaluation of the stores against the config.
+
+```python
+tk.watch.checks("data/snapshots/studio", "watch.toml")   # open findings, as a frame
+```
+
+Every "for N hours" is measured on the service's clock: `now` is the latest snapshot's
+time unless given. The checks and what each finds are in docs/watch.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from toolkit import analysis
+from toolkit.errors import ConfigError, ToolkitError
+from toolkit.watch import anomaly, budget
+from toolkit.watch.config import WatchConfig, read_config
+from toolkit.watch.findings import Finding, Findings, as_frame
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+
+def checks(
+    store: SnapshotStore | str | os.PathLike[str], config: WatchConfig | str | os.PathLike[str]
+) -> Findings:
+    """The open findings of one workspace's store (or of every workspace, given the
+    config's store root), one row per finding: `check, scope, subject, workspace,
+    message, figures`. Time is the latest snapshot's."""
+    from toolkit.store import SnapshotStore
+
+    settings = config if isinstance(config, WatchConfig) else read_config(config)
+    root = store.root if isinstance(store, SnapshotStore) else os.fspath(store)
+    if _same(root, settings.store):
+        stores = {name: SnapshotStore(w.store, workspace=name)
+                  for name, w in settings.workspaces.items()}  # fmt: skip
+    else:
+        label = _workspace_of(root, store, settings)
+        chosen = store if isinstance(store, SnapshotStore) else SnapshotStore(root, workspace=label)
+        stores = {label: chosen}
+    return as_frame(evaluate(stores, settings))
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _workspace_of(root: str, store: object, config: WatchConfig) -> str:
+    for name, workspace in config.workspaces.items():
+        if _same(root, workspace.store) or getattr(store, "workspace_label", None) == name:
+            return name
+    if len(config.workspaces) == 1:
+        return next(iter(config.workspaces))
+    raise ConfigError(
+        f"the store {root!r} is none of the workspaces in {config.path} "
+        f"({', '.join(config.workspaces)}); give one of their stores, or the root {config.store!r}"
+    )
+
+
+def evaluate(
+    stores: Mapping[str, SnapshotStore],
+    config: WatchConfig,
+    *,
+    now: pd.Timestamp | None = None,
+    broken: Mapping[str, str] | None = None,
+) -> list[Finding]:
+    """Every check over every workspace's store. `now` is the service's time (the
+    latest snapshot's, by default); `broken` the workspaces whose snapshot failed this
+    cycle, with why (the `snapshots` check reports them)."""
+    found: list[Finding] = []
+    latest: pd.Timestamp | None = None
+    for label, store in stores.items():
+        times = store.snapshots()["snapshot_at"]
+        at = now if now is not None else (times.iloc[-1] if len(times) else None)
+        if at is None:
+            continue
+        latest = at if latest is None else max(latest, at)
+        found += workspace_findings(store, label, config, at, (broken or {}).get(label))
+    if latest is not None and "budget" not in config.checks.off:
+        found += budget.evaluate(config.budgets, stores, latest)
+    for label, why in (broken or {}).items():
+        if label not in stores or stores[label].snapshots().empty:
+            found.append(_no_snapshot(label, why))
+    return found
+
+
+def workspace_findings(
+    store: SnapshotStore, label: str, config: WatchConfig, now: pd.Timestamp, broken: str | None
+) -> list[Finding]:
+    """The checks of one workspace (all but the budgets, which may span workspaces)."""
+    settings = config.checks_for(label)
+    times = store.snapshots()["snapshot_at"]
+    if times.empty:
+        return []
+    run = [name for name in ("stalled", "failed_waiting", "held_pages", "due", "anomaly",
+                             "missing_events", "snapshots") if name not in settings.off]  # fmt: skip
+    found: list[Finding] = []
+    if "stalled" in run or "failed_waiting" in run or "held_pages" in run:
+        found += _trouble(store, label, config, now, run)
+    if "due" in run and config.due:
+        found += _due(store, label, config)
+    if "anomaly" in run:
+        found += anomaly.evaluate(store, label, settings, now)
+    if "missing_events" in run:
+        found += _missing_events(store, label, settings.missing_events_after, now)
+    if "snapshots" in run:
+        found += _snapshots(store, label, config, now, times.iloc[-1], broken)
+    return found
+
+
+def _trouble(
+    store: SnapshotStore, label: str, config: WatchConfig, now: pd.Timestamp, run: list[str]
+) -> list[Finding]:
+    """Stalled runs, failed chapters waiting for a re-scan, held pages never started:
+    `toolkit.analysis.stuck`'s rows, past each project's threshold."""
+    shortest = min(config.checks_for(label, p).stalled_after for p in [None, *config.project_checks])
+    stuck = analysis.stuck(store, threshold=pd.Timedelta(shortest))
+    found = []
+    for row in stuck.itertuples(index=False):
+        settings = config.checks_for(label, str(row.project))
+        waited = now - row.since
+        subject = f"{row.project}: {row.chapter}"
+        figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
+                   "since": row.since.isoformat(), "hours": round(waited.total_seconds() / 3600, 1)}  # fmt: skip
+        if row.reason == "stalled" and "stalled" in run and waited >= settings.stalled_after:
+            message = f"{subject} is running with no progress for {_hours(waited)}"
+            check = "stalled"
+        elif row.reason == "failed" and "failed_waiting" in run and waited >= settings.failed_waiting_after:
+            message = f"{subject} failed {_hours(waited)} ago and waits: {row.detail}"
+            check = "failed_waiting"
+        elif row.reason == "held_pages" and "held_pages" in run:
+            message = f"{subject}: {row.detail}; start them or remove them"
+            check = "held_pages"
+        else:
+            continue
+        found.append(Finding(check, "chapter", subject, label, message, figures, row.chapter_id))
+    return found
+
+
+def _hours(span: pd.Timedelta) -> str:
+    hours = span.total_seconds() / 3600
+    return f"{hours:.1f} h" if hours < 10 else f"{hours:.0f} h"
+
+
+def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]:
+    frame = analysis.forecast(store, by="project_id", due=config.due)
+    late = frame[frame["will_miss"].fillna(False).astype(bool)]
+    found = []
+    for row in late.itertuples(index=False):
+        message = (
+            f"{row.project} is due on {row.due:%d %b %Y} but its forecast finish is "
+            f"{row.finish_p50:%d %b %H:%M} UTC (p50), {row.late_hours_p50:.0f} h late"
+        )
+        if pd.notna(row.finish_p90):
+            message += f"; {row.late_hours_p90:.0f} h late at p90"
+        figures = {"due": row.due.isoformat(), "finish_p50": row.finish_p50.isoformat(),
+                   "finish_p90": None if pd.isna(row.finish_p90) else row.finish_p90.isoformat(),
+                   "late_hours_p50": float(row.late_hours_p50),
+                   "late_hours_p90": None if pd.isna(row.late_hours_p90) else float(row.late_hours_p90),
+                   "project_id": row.project_id}  # fmt: skip
+        found.append(Finding("due", "project", str(row.project), label, message, figures))
+    return found
+
+
+def _missing_events(
+    store: SnapshotStore, label: str, after: Any, now: pd.Timestamp
+) -> list[Finding]:
+    """Runs the snapshots show finished or failed, `after` ago or more, with no webhook
+    event for them; only once the store holds events (a receiver feeds it), and only for
+    runs that ended after the first event arrived."""
+    events = store.history("events")
+    if events.empty:
+        return []
+    runs = analysis.runs(store)
+    ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
+    ended = ended[
+        (ended["finished_source"] != "event")
+        & (ended["finished_at"] >= events["timestamp"].min())
+        & (ended["finished_at"] <= now - pd.Timedelta(after))
+    ]
+    found = []
+    for row in ended.itertuples(index=False):
+        subject = f"{row.project}: {row.chapter}"
+        kind = "chapter.finished" if row.outcome == "finished" else "chapter.failed"
+        message = (
+            f"{subject} {'finished' if row.outcome == 'finished' else 'failed'} at "
+            f"{row.finished_at:%d %b %H:%M} UTC and no {kind} event reached the store; "
+            "check the webhook endpoint and the receiver"
+        )
+        figures = {"chapter_id": row.chapter_id, "run_id": row.run_id,
+                   "ended_at": row.finished_at.isoformat(), "event": kind}  # fmt: skip
+        found.append(Finding("missing_events", "chapter", subject, label, message, figures, row.run_id))
+    return found
+
+
+def _snapshots(
+    store: SnapshotStore,
+    label: str,
+    config: WatchConfig,
+    now: pd.Timestamp,
+    last: pd.Timestamp,
+    broken: str | None,
+) -> list[Finding]:
+    """The last snapshot older than two intervals (or this cycle's failed), and what
+    `toolkit store check` finds in a local store."""
+    found = []
+    age = now - last
+    if broken or age > 2 * pd.Timedelta(config.interval):
+        why = f": {broken}" if broken else ""
+        found.append(
+            Finding(
+                "snapshots", "workspace", label, label,
+                f"the last snapshot of {label} is from {last:%d %b %H:%M} UTC, "
+                f"{_hours(age)} old{why}",
+                {"last_snapshot": last.isoformat(), "hours": round(age.total_seconds() / 3600, 2)},
+                "age",
+            )
+        )  # fmt: skip
+    if "://" not in store.root:
+        from toolkit.store import check_report
+
+        try:
+            problems = check_report(store.root).findings
+        except ToolkitError as exc:
+            problems = [exc]
+        if problems:
+            found.append(
+                Finding(
+                    "snapshots", "store", label, label,
+                    f"`toolkit store check --store {store.root}` finds {len(problems)} "
+                    f"problem(s), the first: {problems[0]}",
+                    {"problems": len(problems)}, "store_check",
+                )
+            )  # fmt: skip
+    return found
+
+
+def _no_snapshot(label: str, why: str) -> Finding:
+    return Finding(
+        "snapshots", "workspace", label, label,
+        f"no snapshot of {label} could be taken: {why}", {}, "age",
+    )  # fmt: skip
