@@ -315,8 +315,7 @@ def _watch(args: argparse.Namespace) -> None:
     import signal
     import threading
 
-    from toolkit.watch import Cycle, read_config, run_cycle, run_forever
-    from toolkit.watch.config import parse_duration
+    from toolkit.watch import Cycle, parse_duration, read_config, run_cycle, run_forever
 
     try:
         config = read_config(args.config)
@@ -340,10 +339,8 @@ def _watch(args: argparse.Namespace) -> None:
         return
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop cleanly, like SIGTERM
         run_forever(config, interval, stop, report)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C: stop cleanly, like SIGTERM
 
 
 def build_parser() -> argparse.ArgumentParser:

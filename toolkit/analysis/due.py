@@ -23,7 +23,9 @@ def deadline(day: date, tz: str | None = None) -> pd.Timestamp:
     return pd.Timestamp(day).tz_localize(tz or "UTC") + pd.Timedelta(days=1)
 
 
-def with_due(frame: pd.DataFrame, due: Mapping[str, date | str], *, tz: str | None = None) -> pd.DataFrame:
+def with_due(
+    frame: pd.DataFrame, due: Mapping[str, date | str], *, tz: str | None = None
+) -> pd.DataFrame:
     """`frame` (a forecast by project) with the due-date columns; rows of projects with
     no due date have them null."""
     dates = {key: value if isinstance(value, date) else date.fromisoformat(value)

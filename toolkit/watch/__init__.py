@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from toolkit.watch.alerts import AlertLog
 from toolkit.watch.checks import checks, evaluate
-from toolkit.watch.config import WatchConfig, read_config
+from toolkit.watch.config import WatchConfig, parse_duration, read_config
 from toolkit.watch.cycle import Cycle, run_cycle, run_forever
 from toolkit.watch.findings import Finding, Findings
 
 __all__ = ["AlertLog", "Cycle", "Finding", "Findings", "WatchConfig", "checks", "evaluate",
-           "read_config", "run_cycle", "run_forever"]  # fmt: skip
+           "parse_duration", "read_config", "run_cycle", "run_forever"]  # fmt: skip

@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import pyarrow as pa
@@ -50,6 +50,7 @@ SCHEMA = pa.schema(
         ("sent_to", pa.list_(pa.string())),  # targets that took this row's message
         ("failed_to", pa.list_(pa.string())),  # targets that did not, with why
         ("recorded_at", TIME),  # the service's time of the cycle
+        ("written_at", TIME),  # this machine's: orders commits made at one service time
     ]
 )
 
@@ -87,6 +88,7 @@ class AlertLog:
     def __init__(self, root: str) -> None:
         self.root = root
         self.tables = Tables(root)
+        self._files: dict[str, pa.Table] = {}
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -103,8 +105,12 @@ class AlertLog:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def rows(self) -> pa.Table:
+        """Every row, oldest first (a dataset's files come in no set order)."""
         self.tables.begin()
-        return self.tables.dataset("alerts", SCHEMA).to_table()
+        # Read file by file, as the store reads its manifest: kept between cycles.
+        parts = self.tables.read_files("alerts", self._files, SCHEMA)
+        table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
+        return table.sort_by([("written_at", "ascending"), ("recorded_at", "ascending")])
 
     def open_alerts(self) -> dict[str, Alert]:
         """The open alerts by condition key (each alert's newest row)."""
@@ -138,6 +144,7 @@ class AlertLog:
     def record(self, alerts: list[Alert], now: datetime) -> None:
         if not alerts:
             return
+        written = datetime.now(UTC)
         rows = [
             {
                 "alert_id": a.alert_id,
@@ -156,6 +163,7 @@ class AlertLog:
                 "sent_to": a.sent_to,
                 "failed_to": a.failed_to,
                 "recorded_at": now,
+                "written_at": written,
             }
             for a in alerts
         ]

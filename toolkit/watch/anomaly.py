@@ -12,7 +12,7 @@ day is not slowness). The message states the baseline.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -102,7 +102,7 @@ def _failure_rates(
     ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
     ended = ended[ended["finished_at"].notna()]
     found = []
-    for pid, rows in ended.groupby("project_id"):
+    for _, rows in ended.groupby("project_id"):
         binned = rows["finished_at"].dt.floor(period)
         failed = rows["outcome"].isin(["failed", "stalled"])
         table = pd.DataFrame({"bin": binned, "failed": failed}).groupby("bin")["failed"]
@@ -112,7 +112,7 @@ def _failure_rates(
             continue
         rates = counts["sum"] / counts["count"]
         history = [float(v) for v in rates.drop(bins[-1])]
-        latest = counts.loc[bins[-1]]
+        latest: Any = counts.loc[bins[-1]]
         value = float(latest["sum"] / latest["count"])
         base = outlier(value, history, settings.anomaly_mads, floor=0.05)
         if base is None or value <= base.median:
@@ -130,10 +130,15 @@ def _failure_rates(
                     f"baseline of {base.median:.0%} (median of {base.bins} "
                     f"{_unit(period)}, MAD {base.mad * 100:.0f} points)"
                 ),
-                figures={"measure": "failure_rate", "value": round(value, 3),
-                         "runs": int(latest["count"]), "median": round(base.median, 3),
-                         "mad": round(base.mad, 3), "baseline_bins": base.bins,
-                         "bin_start": bins[-1].isoformat()},  # fmt: skip
+                figures={
+                    "measure": "failure_rate",
+                    "value": round(value, 3),
+                    "runs": int(latest["count"]),
+                    "median": round(base.median, 3),
+                    "mad": round(base.mad, 3),
+                    "baseline_bins": base.bins,
+                    "bin_start": bins[-1].isoformat(),
+                },
                 detail="failure_rate",
             )
         )
@@ -170,10 +175,15 @@ def _flag(
                 f"against a baseline of {base.median:,.0f} (median of {base.bins} "
                 f"{_unit(period)}, MAD {base.mad:,.0f})"
             ),
-            figures={"measure": measure, "value": value, "median": base.median,
-                     "mad": round(base.mad, 3), "baseline_bins": base.bins,
-                     "bin_start": values.index[-1].isoformat(),
-                     "project_id": project_id},  # fmt: skip
+            figures={
+                "measure": measure,
+                "value": value,
+                "median": base.median,
+                "mad": round(base.mad, 3),
+                "baseline_bins": base.bins,
+                "bin_start": values.index[-1].isoformat(),
+                "project_id": project_id,
+            },
             detail=measure,
         )
     ]

@@ -37,9 +37,7 @@ def bounds(now: pd.Timestamp, period: str) -> tuple[pd.Timestamp, pd.Timestamp]:
     return start, start + pd.Timedelta(days=7)
 
 
-def _credits(
-    store: SnapshotStore, budget: Budget, since: pd.Timestamp, freq: str = "1D"
-) -> float:
+def _credits(store: SnapshotStore, budget: Budget, since: pd.Timestamp, freq: str = "1D") -> float:
     """Credits the budget's scope spent in `store` since `since`."""
     frame = analysis.credit_spend(store, freq=freq, by="project_id", since=since)
     if budget.scope == "project":
@@ -111,7 +109,7 @@ def _crossed(
     message = (
         f"{what} has spent {spent:,.0f} of its {budget.credits:,} credits for {span} "
         f"({share:.0%}"
-        + (f", over the limit" if level == "limit" else f", warning at {budget.warn_at:.0%}")
+        + (", over the limit" if level == "limit" else f", warning at {budget.warn_at:.0%}")
         + ")"
     )
     runs_out = None

@@ -25,6 +25,10 @@ from toolkit.watch.findings import Finding, Findings, as_frame
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+# Every check but `budget`, which may span workspaces.
+CHAPTER_CHECKS = ("stalled", "failed_waiting", "held_pages", "due", "anomaly",
+                  "missing_events", "snapshots")  # fmt: skip
+
 
 def checks(
     store: SnapshotStore | str | os.PathLike[str], config: WatchConfig | str | os.PathLike[str]
@@ -97,8 +101,7 @@ def workspace_findings(
     times = store.snapshots()["snapshot_at"]
     if times.empty:
         return []
-    run = [name for name in ("stalled", "failed_waiting", "held_pages", "due", "anomaly",
-                             "missing_events", "snapshots") if name not in settings.off]  # fmt: skip
+    run = [name for name in CHAPTER_CHECKS if name not in settings.off]
     found: list[Finding] = []
     if "stalled" in run or "failed_waiting" in run or "held_pages" in run:
         found += _trouble(store, label, config, now, run)
@@ -118,19 +121,27 @@ def _trouble(
 ) -> list[Finding]:
     """Stalled runs, failed chapters waiting for a re-scan, held pages never started:
     `toolkit.analysis.stuck`'s rows, past each project's threshold."""
-    shortest = min(config.checks_for(label, p).stalled_after for p in [None, *config.project_checks])
+    shortest = min(
+        config.checks_for(label, p).stalled_after for p in [None, *config.project_checks]
+    )
     stuck = analysis.stuck(store, threshold=pd.Timedelta(shortest))
     found = []
+    row: Any  # a frame's row, its fields as the frame's docstring says
     for row in stuck.itertuples(index=False):
         settings = config.checks_for(label, str(row.project))
         waited = now - row.since
         subject = f"{row.project}: {row.chapter}"
+        hours = round(waited.total_seconds() / 3600, 1)
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
-                   "since": row.since.isoformat(), "hours": round(waited.total_seconds() / 3600, 1)}  # fmt: skip
+                   "since": row.since.isoformat(), "hours": hours}  # fmt: skip
         if row.reason == "stalled" and "stalled" in run and waited >= settings.stalled_after:
             message = f"{subject} is running with no progress for {_hours(waited)}"
             check = "stalled"
-        elif row.reason == "failed" and "failed_waiting" in run and waited >= settings.failed_waiting_after:
+        elif (
+            row.reason == "failed"
+            and "failed_waiting" in run
+            and waited >= settings.failed_waiting_after
+        ):
             message = f"{subject} failed {_hours(waited)} ago and waits: {row.detail}"
             check = "failed_waiting"
         elif row.reason == "held_pages" and "held_pages" in run:
@@ -151,6 +162,7 @@ def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]
     frame = analysis.forecast(store, by="project_id", due=config.due)
     late = frame[frame["will_miss"].fillna(False).astype(bool)]
     found = []
+    row: Any
     for row in late.itertuples(index=False):
         message = (
             f"{row.project} is due on {row.due:%d %b %Y} but its forecast finish is "
@@ -161,10 +173,14 @@ def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]
         figures = {"due": row.due.isoformat(), "finish_p50": row.finish_p50.isoformat(),
                    "finish_p90": None if pd.isna(row.finish_p90) else row.finish_p90.isoformat(),
                    "late_hours_p50": float(row.late_hours_p50),
-                   "late_hours_p90": None if pd.isna(row.late_hours_p90) else float(row.late_hours_p90),
+                   "late_hours_p90": _number(row.late_hours_p90),
                    "project_id": row.project_id}  # fmt: skip
         found.append(Finding("due", "project", str(row.project), label, message, figures))
     return found
+
+
+def _number(value: Any) -> float | None:
+    return None if pd.isna(value) else float(value)
 
 
 def _missing_events(
@@ -184,6 +200,7 @@ def _missing_events(
         & (ended["finished_at"] <= now - pd.Timedelta(after))
     ]
     found = []
+    row: Any
     for row in ended.itertuples(index=False):
         subject = f"{row.project}: {row.chapter}"
         kind = "chapter.finished" if row.outcome == "finished" else "chapter.failed"
@@ -194,7 +211,9 @@ def _missing_events(
         )
         figures = {"chapter_id": row.chapter_id, "run_id": row.run_id,
                    "ended_at": row.finished_at.isoformat(), "event": kind}  # fmt: skip
-        found.append(Finding("missing_events", "chapter", subject, label, message, figures, row.run_id))
+        found.append(
+            Finding("missing_events", "chapter", subject, label, message, figures, row.run_id)
+        )
     return found
 
 
@@ -224,8 +243,9 @@ def _snapshots(
     if "://" not in store.root:
         from toolkit.store import check_report
 
+        problems: list[object]
         try:
-            problems = check_report(store.root).findings
+            problems = list(check_report(store.root).findings)
         except ToolkitError as exc:
             problems = [exc]
         if problems:

@@ -259,7 +259,7 @@ class _Reader:
         convert: Callable[[Any], Any] | None = None,
     ) -> Any:
         value = data[key]
-        if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
             names = kind.__name__ if isinstance(kind, type) else " or ".join(
                 k.__name__ for k in kind
             )  # fmt: skip
@@ -352,7 +352,9 @@ class _Reader:
             key: self.get(data, where, key, str, parse_duration) for key in durations if key in data
         }
         if "anomaly_baseline" in data:
-            changed["anomaly_baseline"] = self.get(data, where, "anomaly_baseline", int, _at_least(3))
+            changed["anomaly_baseline"] = self.get(
+                data, where, "anomaly_baseline", int, _at_least(3)
+            )
         if "anomaly_mads" in data:
             changed["anomaly_mads"] = float(
                 self.get(data, where, "anomaly_mads", (int, float), _positive)
@@ -368,10 +370,12 @@ class _Reader:
                 raise self.fail(where, f"lacks {key}")
         scope = self.get(data, where, "scope", str, _choice("project", "workspace", "agency"))
         if scope != "agency" and "name" not in data:
-            raise self.fail(where, f"a {scope} budget needs the {scope}'s name: name = \"...\"")
+            raise self.fail(where, f'a {scope} budget needs the {scope}\'s name: name = "..."')
         if scope == "agency" and "name" in data:
             raise self.fail((*where, "name"), "an agency budget covers every workspace: no name")
-        warn_at = self.get(data, where, "warn_at", (int, float), _share) if "warn_at" in data else 0.8
+        warn_at = (
+            self.get(data, where, "warn_at", (int, float), _share) if "warn_at" in data else 0.8
+        )
         return Budget(
             scope=scope,
             name=self.get(data, where, "name", str) if "name" in data else None,
@@ -389,7 +393,9 @@ class _Reader:
                 raise self.fail(where, f"lacks {key}")
         private = self.get(data, where, "allow_private", bool) if "allow_private" in data else False
         return Webhook(
-            url=self.get(data, where, "url", str, lambda u: check_target_url(u, private, "webhook")),
+            url=self.get(
+                data, where, "url", str, lambda u: check_target_url(u, private, "webhook")
+            ),
             secret_env=self.get(data, where, "secret_env", str, _variable),
             allow_private=private,
         )
@@ -403,7 +409,9 @@ class _Reader:
         if "url" in data:
             url = self.get(data, where, "url", str, lambda u: check_target_url(u, private, "Slack"))
             return Slack(url=url, allow_private=private)
-        return Slack(url_env=self.get(data, where, "url_env", str, _variable), allow_private=private)
+        return Slack(
+            url_env=self.get(data, where, "url_env", str, _variable), allow_private=private
+        )
 
     def email(self, data: Any) -> Email:
         where: Path_ = ("notify", "email")
@@ -464,7 +472,9 @@ def _at_least(low: int) -> Callable[[int], int]:
 
 def _share(value: float) -> float:
     if not 0 < value <= 1:
-        raise ValueError(f"is a share of the budget, above 0 and at most 1 (0.8 is 80%), not {value}")
+        raise ValueError(
+            f"is a share of the budget, above 0 and at most 1 (0.8 is 80%), not {value}"
+        )
     return value
 
 

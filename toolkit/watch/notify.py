@@ -147,9 +147,8 @@ def _email(config: WatchConfig, alerts: list[Alert]) -> None:
     message = EmailMessage()
     opened = sum(a.event == "opened" for a in alerts)
     resolved = sum(a.event == "resolved" for a in alerts)
-    message["Subject"] = (
-        f"CTS watch: {opened} new, {resolved} resolved, {len(alerts) - opened - resolved} still open"
-    )
+    still = len(alerts) - opened - resolved
+    message["Subject"] = f"CTS watch: {opened} new, {resolved} resolved, {still} still open"
     message["From"] = settings.sender
     message["To"] = ", ".join(settings.to)
     message.set_content("\n\n".join(headline(a) for a in alerts) + "\n")
