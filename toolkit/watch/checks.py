@@ -77,32 +77,46 @@ def evaluate(
     latest snapshot's, by default); `broken` the workspaces whose snapshot failed this
     cycle, with why (the `snapshots` check reports them)."""
     found: list[Finding] = []
-    latest: pd.Timestamp | None = None
+    times = {label: store.snapshots()["snapshot_at"] for label, store in stores.items()}
+    known = [t.iloc[-1] for t in times.values() if len(t)]
+    # The service's time as best known: a workspace whose snapshots stopped is behind it.
+    latest = now if now is not None else (max(known) if known else None)
     for label, store in stores.items():
-        times = store.snapshots()["snapshot_at"]
-        at = now if now is not None else (times.iloc[-1] if len(times) else None)
-        if at is None:
+        if latest is None or times[label].empty:
             continue
-        latest = at if latest is None else max(latest, at)
-        found += workspace_findings(store, label, config, at, (broken or {}).get(label))
+        at = now if now is not None else times[label].iloc[-1]
+        why = (broken or {}).get(label)
+        found += workspace_findings(store, label, config, at, why, newest=latest)
     if latest is not None and "budget" not in config.checks.off:
         found += budget.evaluate(config.budgets, stores, latest)
     for label, why in (broken or {}).items():
-        if label not in stores or stores[label].snapshots().empty:
+        if label not in stores or times[label].empty:
             found.append(_no_snapshot(label, why))
     return found
 
 
 def workspace_findings(
-    store: SnapshotStore, label: str, config: WatchConfig, now: pd.Timestamp, broken: str | None
+    store: SnapshotStore,
+    label: str,
+    config: WatchConfig,
+    now: pd.Timestamp,
+    broken: str | None,
+    *,
+    newest: pd.Timestamp | None = None,
 ) -> list[Finding]:
-    """The checks of one workspace (all but the budgets, which may span workspaces)."""
+    """The checks of one workspace (all but the budgets, which may span workspaces).
+    `now` is its latest snapshot's time, `newest` the latest of any workspace's (how
+    old its snapshots are is measured against it)."""
     settings = config.checks_for(label)
     times = store.snapshots()["snapshot_at"]
     if times.empty:
         return []
     run = [name for name in CHAPTER_CHECKS if name not in settings.off]
     found: list[Finding] = []
+    if "snapshots" in run:
+        found += _snapshots(store, label, config, newest or now, times.iloc[-1], broken)
+        if any(f.detail == "store_check" for f in found):
+            return found  # a damaged store is refused by every read: repair it first
     if "stalled" in run or "failed_waiting" in run or "held_pages" in run:
         found += _trouble(store, label, config, now, run)
     if "due" in run and config.due:
@@ -111,8 +125,6 @@ def workspace_findings(
         found += anomaly.evaluate(store, label, settings, now)
     if "missing_events" in run:
         found += _missing_events(store, label, settings.missing_events_after, now)
-    if "snapshots" in run:
-        found += _snapshots(store, label, config, now, times.iloc[-1], broken)
     return found
 
 
