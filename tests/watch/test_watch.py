@@ -7,7 +7,10 @@ import json
 import os
 import socket
 import subprocess
+import threading
+from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from aiosmtpd.controller import Controller
@@ -19,6 +22,7 @@ from starlette.routing import Route
 
 import toolkit as tk
 from toolkit.cli import main
+from toolkit.emulator import Emulator
 from toolkit.watch import read_config, run_cycle
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -214,3 +218,49 @@ def test_an_unreachable_service_exits_2_with_one_line(watched, emulator, capsys)
     assert len(err) == 1 and err[0].startswith(
         "toolkit watch: studio: no answer from http://127.0.0.1"
     )
+
+
+def test_the_loop_carries_on_across_an_outage_told_once_and_resolved_once(
+    tmp_path, sink, monkeypatch, epoch
+):
+    """The service stops answering for two cycles, then comes back on the same port."""
+    state = str(tmp_path / "cts.db")
+    emulator = Emulator(state, clock="manual", start=epoch).start()
+    studio = emulator.create_workspace(name="Studio", credits=1_000)
+    monkeypatch.setenv("WATCH_TEST_KEY", studio["apiKey"])
+    monkeypatch.setenv("WATCH_TEST_SECRET", SECRET)
+    path = tmp_path / "watch.toml"
+    path.write_text(
+        f'store = "{tmp_path / "store"}"\n[workspaces.studio]\nbase_url = "{emulator.url}"\n'
+        'key_env = "WATCH_TEST_KEY"\n'
+        f'[notify.webhook]\nurl = "{sink.url}/hook"\nsecret_env = "WATCH_TEST_SECRET"\n'
+        "allow_private = true\n"
+    )
+    port = urlsplit(emulator.url).port
+    cycles: list[tk.watch.Cycle] = []
+    stop = threading.Event()
+
+    def between(cycle: tk.watch.Cycle) -> None:
+        nonlocal emulator
+        cycles.append(cycle)
+        count = len(cycles)
+        if count == 1:
+            emulator.stop()  # the outage: the next two cycles get no answer
+        elif count == 3:  # back, on the same port, with its state and clock
+            emulator = Emulator(state, clock="manual", start=epoch).start(port=port)
+        elif count == 5:
+            stop.set()
+        if count not in (1, 2):
+            emulator.advance(900)
+
+    try:
+        tk.watch.run_forever(read_config(path), timedelta(0), stop, between)
+    finally:
+        emulator.stop()
+    assert [bool(c.broken) for c in cycles] == [False, True, True, False, False]
+    assert [c.needs_attention for c in cycles] == [False, True, True, False, False]
+    assert "no answer from http://127.0.0.1" in cycles[1].findings[0].message
+    hooks = sink.bodies("/hook")
+    assert [h["type"] for h in hooks] == ["alert.opened", "alert.resolved"]
+    assert {h["data"]["check"] for h in hooks} == {"snapshots"}
+    assert hooks[0]["data"]["alert_id"] == hooks[1]["data"]["alert_id"]
