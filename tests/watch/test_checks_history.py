@@ -46,6 +46,20 @@ anomaly_baseline = 4
 [due]
 "Harbor Lights" = "2026-11-17"
 """
+# Each project its own: the workspace waits 2 h before calling a run stalled, Harbor
+# Lights 30 min; Side Stories gives failed chapters 3 h and ignores held pages; Moonlit
+# Harbor (named by id) tolerates any spend.
+OWN = """\
+[workspaces.studio.checks]
+stalled_after = "2h"
+[checks.projects."Side Stories"]
+failed_waiting_after = "3h"
+off = ["held_pages"]
+[checks.projects."Harbor Lights"]
+stalled_after = "30min"
+[checks.projects."{moonlit}"]
+anomaly_mads = 50
+"""
 COMIC = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
          "process_steps": "translate"}  # fmt: skip
 STEP = 900  # seconds between snapshots
@@ -65,6 +79,7 @@ class History:
     ids: dict[str, str]
     at_14: pd.DataFrame  # the open findings at 14:00
     at_15: pd.DataFrame  # and at 15:00
+    own: pd.DataFrame  # at 14:00 with each project's own settings (OWN)
     damaged: list[tk.watch.Finding]  # a copy of studio's store at 14:00, damaged
 
 
@@ -115,6 +130,9 @@ def history(tmp_path_factory) -> History:
             lost = next(e for e in sent if e["data"]["chapterId"] == kept[1].id)
             studio.record_events([e for e in sent if e is not lost])
             at_14 = tk.watch.checks(root, config)
+            own = path.with_name("own.toml")
+            own.write_text(path.read_text() + OWN.format(moonlit=project["Moonlit Harbor"]))
+            own_14 = tk.watch.checks(root, own)
             damaged = root.parent / "damaged"
             shutil.copytree(studio.root, damaged)
             sorted((damaged / "chapters" / "_delta_log").glob("*.json"))[-1].unlink()
@@ -130,7 +148,7 @@ def history(tmp_path_factory) -> History:
             studio.record_events(events(emulator))
             at_15 = tk.watch.checks(root, config)
     ids = {"lost": kept[1].id, "failed": failed.id, "held": side.id, "stalled": lights.id}
-    return History(config, studio, lost, ids, at_14, at_15, broken)
+    return History(config, studio, lost, ids, at_14, at_15, own_14, broken)
 
 
 def found(frame: pd.DataFrame, check: str, subject: str | None = None) -> pd.DataFrame:
@@ -233,3 +251,13 @@ def test_every_condition_put_right_leaves_nothing_open(history):
         "snapshots", "stalled",
     ]  # fmt: skip
     assert history.at_15.empty
+
+
+def test_each_project_follows_its_own_settings_over_its_workspaces(history):
+    own = history.own
+    assert found(own, "failed_waiting").empty  # Side Stories waits 3 h, 1.2 h went by
+    assert found(own, "held_pages").empty  # switched off for Side Stories
+    (stalled,) = found(own, "stalled")["subject"]  # 30 min for Harbor Lights, not 2 h
+    assert stalled.startswith("Harbor Lights: ")
+    assert found(own, "anomaly")["subject"].tolist() == ["Harbor Lights"]  # by id: Moonlit
+    assert len(found(own, "missing_events")) == len(found(own, "due")) == 1  # as before

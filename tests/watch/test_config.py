@@ -134,3 +134,51 @@ def test_durations_read_as_people_write_them():
     assert parse_duration("2d") == timedelta(days=2)
     with pytest.raises(ValueError):
         parse_duration("0h")
+
+
+OWN = """\
+[workspaces.studio.checks]
+stalled_after = "2h"
+off = ["anomaly"]
+[checks.projects."Moonlit Harbor"]
+failed_waiting_after = "8h"
+[checks.projects."p-42"]
+stalled_after = "20min"
+"""
+
+
+def test_a_project_overrides_its_workspace_which_overrides_the_checks(tmp_path):
+    config = read_config(written(tmp_path, EXAMPLE + OWN))
+    assert config.checks_for("other").stalled_after == timedelta(minutes=90)
+    studio = config.checks_for("studio")
+    assert studio.stalled_after == timedelta(hours=2) and studio.off == {"anomaly"}
+    moonlit = config.checks_for("studio", "Moonlit Harbor", "p-7")
+    assert moonlit.failed_waiting_after == timedelta(hours=8)
+    assert moonlit.stalled_after == timedelta(hours=2)  # the rest is its workspace's
+    assert config.checks_for("studio", "Moonlit Harbor", "p-42").stalled_after == timedelta(
+        minutes=20
+    )  # a table for the id wins over one for the name
+    assert config.checks_for("studio", "Unlisted", "p-9") == studio
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where"),
+    [
+        ('failed_waiting_after = "8h"', 'failed_wait = "8h"',
+         "line 34: checks.projects.Moonlit Harbor.failed_wait: unknown key"),
+        ('failed_waiting_after = "8h"', 'remind = "1h"',
+         "line 34: checks.projects.Moonlit Harbor.remind: reminders are set once, in [checks]"),
+        ('failed_waiting_after = "8h"', 'off = ["snapshots"]',
+         "line 34: checks.projects.Moonlit Harbor.off: 'snapshots' is not a check that can be "
+         "switched off here; these can: anomaly, stalled"),
+        ('off = ["anomaly"]', 'off = ["budget"]',
+         "line 32: workspaces.studio.checks.off: 'budget' is not a check"),
+        ('stalled_after = "2h"', 'stalled_after = 2',
+         "line 31: workspaces.studio.checks.stalled_after: must be text, not 2"),
+    ],
+)  # fmt: skip
+def test_a_bad_project_or_workspace_setting_is_refused_naming_its_line(tmp_path, old, new, where):
+    path = written(tmp_path, EXAMPLE + OWN.replace(old, new, 1))
+    with pytest.raises(ConfigError) as caught:
+        read_config(path)
+    assert str(caught.value).startswith(f"{path}, {where}")

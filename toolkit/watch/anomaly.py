@@ -138,6 +138,7 @@ def _failure_rates(
                     "mad": round(base.mad, 3),
                     "baseline_bins": base.bins,
                     "bin_start": bins[-1].isoformat(),
+                    "project_id": str(rows["project_id"].iloc[0]),
                 },
                 detail="failure_rate",
             )

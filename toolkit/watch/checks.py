@@ -11,7 +11,7 @@ time unless given. The checks and what each finds are in docs/watch.md.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -19,15 +19,11 @@ import pandas as pd
 from toolkit import analysis
 from toolkit.errors import ConfigError, ToolkitError
 from toolkit.watch import anomaly, budget
-from toolkit.watch.config import WatchConfig, read_config
+from toolkit.watch.config import CheckSettings, WatchConfig, read_config
 from toolkit.watch.findings import Finding, Findings, as_frame
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
-
-# Every check but `budget`, which may span workspaces.
-CHAPTER_CHECKS = ("stalled", "failed_waiting", "held_pages", "due", "anomaly",
-                  "missing_events", "snapshots")  # fmt: skip
 
 
 def checks(
@@ -106,62 +102,77 @@ def workspace_findings(
 ) -> list[Finding]:
     """The checks of one workspace (all but the budgets, which may span workspaces).
     `now` is its latest snapshot's time, `newest` the latest of any workspace's (how
-    old its snapshots are is measured against it)."""
-    settings = config.checks_for(label)
+    old its snapshots are is measured against it). Each project's findings follow its
+    own settings (`config.checks_for`)."""
     times = store.snapshots()["snapshot_at"]
     if times.empty:
         return []
-    run = [name for name in CHAPTER_CHECKS if name not in settings.off]
     found: list[Finding] = []
-    if "snapshots" in run:
+    if "snapshots" not in config.checks_for(label).off:
         found += _snapshots(store, label, config, newest or now, times.iloc[-1], broken)
         if any(f.detail == "store_check" for f in found):
             return found  # a damaged store is refused by every read: repair it first
-    if "stalled" in run or "failed_waiting" in run or "held_pages" in run:
-        found += _trouble(store, label, config, now, run)
-    if "due" in run and config.due:
-        found += _due(store, label, config)
-    if "anomaly" in run:
-        found += anomaly.evaluate(store, label, settings, now)
-    if "missing_events" in run:
-        found += _missing_events(store, label, settings.missing_events_after, now)
+
+    def settings(project_id: object, project: object) -> CheckSettings:
+        return config.checks_for(label, str(project), str(project_id))
+
+    everyone = [
+        config.checks_for(label),
+        *(config.checks_for(label, p) for p in config.project_checks),
+    ]
+    if any(not {"stalled", "failed_waiting", "held_pages"} <= s.off for s in everyone):
+        found += _trouble(store, label, now, settings, everyone)
+    if config.due and any("due" not in s.off for s in everyone):
+        found += [f for f in _due(store, label, config)
+                  if "due" not in settings(f.figures["project_id"], f.subject).off]  # fmt: skip
+    for group in set(everyone):  # anomaly bins differ by settings: one pass per kind
+        if "anomaly" in group.off:
+            continue
+        found += [f for f in anomaly.evaluate(store, label, group, now)
+                  if settings(f.figures["project_id"], f.subject) == group]  # fmt: skip
+    if any("missing_events" not in s.off for s in everyone):
+        found += _missing_events(store, label, now, settings, everyone)
     return found
 
 
+Settings = Callable[[object, object], CheckSettings]  # a project's, by its id and name
+
+
 def _trouble(
-    store: SnapshotStore, label: str, config: WatchConfig, now: pd.Timestamp, run: list[str]
+    store: SnapshotStore,
+    label: str,
+    now: pd.Timestamp,
+    settings: Settings,
+    everyone: list[CheckSettings],
 ) -> list[Finding]:
     """Stalled runs, failed chapters waiting for a re-scan, held pages never started:
     `toolkit.analysis.stuck`'s rows, past each project's threshold."""
-    shortest = min(
-        config.checks_for(label, p).stalled_after for p in [None, *config.project_checks]
-    )
+    shortest = min(s.stalled_after for s in everyone)
     stuck = analysis.stuck(store, threshold=pd.Timedelta(shortest))
     found = []
     row: Any  # a frame's row, its fields as the frame's docstring says
     for row in stuck.itertuples(index=False):
-        settings = config.checks_for(label, str(row.project))
+        own = settings(row.project_id, row.project)
         waited = now - row.since
         subject = f"{row.project}: {row.chapter}"
         hours = round(waited.total_seconds() / 3600, 1)
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
                    "since": row.since.isoformat(), "hours": hours}  # fmt: skip
-        if row.reason == "stalled" and "stalled" in run and waited >= settings.stalled_after:
+        if row.reason == "stalled" and waited >= own.stalled_after:
             message = f"{subject} is running with no progress for {_hours(waited)}"
             check = "stalled"
-        elif (
-            row.reason == "failed"
-            and "failed_waiting" in run
-            and waited >= settings.failed_waiting_after
-        ):
+        elif row.reason == "failed" and waited >= own.failed_waiting_after:
             message = f"{subject} failed {_hours(waited)} ago and waits: {row.detail}"
             check = "failed_waiting"
-        elif row.reason == "held_pages" and "held_pages" in run:
+        elif row.reason == "held_pages":
             message = f"{subject}: {row.detail}; start them or remove them"
             check = "held_pages"
         else:
             continue
-        found.append(Finding(check, "chapter", subject, label, message, figures, row.chapter_id))
+        if check not in own.off:
+            found.append(
+                Finding(check, "chapter", subject, label, message, figures, row.chapter_id)
+            )
     return found
 
 
@@ -196,24 +207,32 @@ def _number(value: Any) -> float | None:
 
 
 def _missing_events(
-    store: SnapshotStore, label: str, after: Any, now: pd.Timestamp
+    store: SnapshotStore,
+    label: str,
+    now: pd.Timestamp,
+    settings: Settings,
+    everyone: list[CheckSettings],
 ) -> list[Finding]:
-    """Runs the snapshots show finished or failed, `after` ago or more, with no webhook
-    event for them; only once the store holds events (a receiver feeds it), and only for
-    runs that ended after the first event arrived."""
+    """Runs the snapshots show finished or failed, each project's `missing_events_after`
+    ago or more, with no webhook event for them; only once the store holds events (a
+    receiver feeds it), and only for runs that ended after the first event arrived."""
     events = store.history("events")
     if events.empty:
         return []
     runs = analysis.runs(store)
     ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
+    shortest = min(s.missing_events_after for s in everyone)
     ended = ended[
         (ended["finished_source"] != "event")
         & (ended["finished_at"] >= events["timestamp"].min())
-        & (ended["finished_at"] <= now - pd.Timedelta(after))
+        & (ended["finished_at"] <= now - pd.Timedelta(shortest))
     ]
     found = []
     row: Any
     for row in ended.itertuples(index=False):
+        own = settings(row.project_id, row.project)
+        if "missing_events" in own.off or row.finished_at > now - own.missing_events_after:
+            continue
         subject = f"{row.project}: {row.chapter}"
         kind = "chapter.finished" if row.outcome == "finished" else "chapter.failed"
         message = (
@@ -222,7 +241,8 @@ def _missing_events(
             "check the webhook endpoint and the receiver"
         )
         figures = {"chapter_id": row.chapter_id, "run_id": row.run_id,
-                   "ended_at": row.finished_at.isoformat(), "event": kind}  # fmt: skip
+                   "project_id": row.project_id, "ended_at": row.finished_at.isoformat(),
+                   "event": kind}  # fmt: skip
         found.append(
             Finding("missing_events", "chapter", subject, label, message, figures, row.run_id)
         )

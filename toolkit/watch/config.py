@@ -31,13 +31,16 @@ Scope = Literal["project", "workspace", "agency"]
 Period = Literal["month", "week"]
 CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
           "missing_events", "snapshots")  # fmt: skip
+# What a project's own table may switch off or set: the checks about its work.
+PROJECT_CHECKS = ("anomaly", "stalled", "failed_waiting", "held_pages", "due", "missing_events")
 T = TypeVar("T")
 Path_ = tuple[str | int, ...]  # where a value sits: ("budgets", 0, "credits")
 
 
 @dataclass(frozen=True)
 class CheckSettings:
-    """Thresholds of the checks; `[checks]`, overridden per workspace and per project."""
+    """Thresholds of the checks: `[checks]`, then a workspace's `[workspaces.X.checks]`,
+    then a project's `[checks.projects."NAME"]`, each overriding the keys it sets."""
 
     stalled_after: timedelta = timedelta(minutes=90)
     failed_waiting_after: timedelta = timedelta(hours=4)
@@ -109,7 +112,7 @@ class WatchConfig:
     budgets: tuple[Budget, ...] = ()
     checks: CheckSettings = CheckSettings()
     workspace_checks: dict[str, CheckSettings] = field(default_factory=dict)
-    project_checks: dict[str, CheckSettings] = field(default_factory=dict)
+    project_checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # name or id: keys set
     due: dict[str, date] = field(default_factory=dict)
     webhook: Webhook | None = None
     slack: Slack | None = None
@@ -117,11 +120,14 @@ class WatchConfig:
     retries: int = 3  # attempts per notification and target
     retry_wait: float = 2.0  # seconds before the second attempt, doubling
 
-    def checks_for(self, workspace: str, project: str | None = None) -> CheckSettings:
-        """The thresholds for one workspace, and one of its projects when named."""
-        if project is not None and project in self.project_checks:
-            return self.project_checks[project]
-        return self.workspace_checks.get(workspace, self.checks)
+    def checks_for(self, workspace: str, *project: str) -> CheckSettings:
+        """The thresholds for one workspace, and for one of its projects when given its
+        name or id (or both: a table for the id wins)."""
+        settings = self.workspace_checks.get(workspace, self.checks)
+        for key in reversed(project):
+            if key in self.project_checks:
+                return replace(settings, **self.project_checks[key])
+        return settings
 
     def check_secrets(self) -> None:
         """Every secret the watch needs is set (a `ConfigError` naming the first that is not)."""
@@ -286,16 +292,15 @@ class _Reader:
             raise self.fail(("workspaces",), "name at least one: [workspaces.studio]")
         spaces = self.table(data["workspaces"], ("workspaces",), tuple(data["workspaces"]))
         checks_data = data.get("checks", {})
-        base = self.checks(checks_data, ("checks",), CheckSettings(), projects=True)
+        base = replace(CheckSettings(), **self.checks(checks_data, ("checks",), "top"))
         workspaces, workspace_checks = {}, {}
         for name, table in spaces.items():
             workspaces[name], own = self.workspace(name, table, store)
             if own is not None:
-                workspace_checks[name] = self.checks(
-                    own, ("workspaces", name, "checks"), base, projects=False
-                )
+                where: Path_ = ("workspaces", name, "checks")
+                workspace_checks[name] = replace(base, **self.checks(own, where, "workspace"))
         projects = {
-            name: self.checks(table, ("checks", "projects", name), base, projects=False)
+            name: self.checks(table, ("checks", "projects", name), "project")
             for name, table in self.table(
                 checks_data.get("projects", {}), ("checks", "projects"),
                 tuple(checks_data.get("projects", {})),
@@ -342,12 +347,19 @@ class _Reader:
         return Workspace(name, url, key_env, store), table.get("checks")
 
     def checks(
-        self, data: Any, where: Path_, base: CheckSettings, *, projects: bool
-    ) -> CheckSettings:
-        durations = ("stalled_after", "failed_waiting_after", "missing_events_after", "remind",
-                     "anomaly_period")  # fmt: skip
-        keys = (*durations, "anomaly_baseline", "anomaly_mads", "off")
-        data = self.table(data, where, (*keys, "projects") if projects else keys)
+        self, data: Any, where: Path_, level: Literal["top", "workspace", "project"]
+    ) -> dict[str, Any]:
+        """The keys a checks table sets. `remind` and `projects` only at the top: the
+        reminders are one rhythm, the project tables one list."""
+        durations: tuple[str, ...] = ("stalled_after", "failed_waiting_after",
+                                      "missing_events_after", "anomaly_period")  # fmt: skip
+        keys: tuple[str, ...] = (*durations, "anomaly_baseline", "anomaly_mads", "off")
+        if level == "top":
+            keys = (*keys, "remind", "projects")
+            durations = (*durations, "remind")
+        if level != "top" and isinstance(data, dict) and "remind" in data:
+            raise self.fail((*where, "remind"), "reminders are set once, in [checks]")
+        data = self.table(data, where, keys)
         changed: dict[str, Any] = {
             key: self.get(data, where, key, str, parse_duration) for key in durations if key in data
         }
@@ -360,8 +372,11 @@ class _Reader:
                 self.get(data, where, "anomaly_mads", (int, float), _positive)
             )
         if "off" in data:
-            changed["off"] = frozenset(self.get(data, where, "off", list, _check_names))
-        return replace(base, **changed)
+            names: tuple[str, ...] = PROJECT_CHECKS if level == "project" else CHECKS
+            if level == "workspace":  # budgets are switched off by removing their entries
+                names = tuple(name for name in CHECKS if name != "budget")
+            changed["off"] = frozenset(self.get(data, where, "off", list, _check_names(names)))
+        return changed
 
     def budget(self, data: Any, where: Path_) -> Budget:
         data = self.table(data, where, ("scope", "name", "period", "credits", "warn_at"))
@@ -506,8 +521,14 @@ def _addresses(value: list[Any] | str) -> tuple[str, ...]:
     return tuple(_address(item) for item in items)
 
 
-def _check_names(value: list[Any]) -> list[str]:
-    unknown = [item for item in value if item not in CHECKS]
-    if unknown:
-        raise ValueError(f"{unknown[0]!r} is not a check; the checks are {', '.join(CHECKS)}")
-    return value
+def _check_names(allowed: tuple[str, ...]) -> Callable[[list[Any]], list[str]]:
+    def check(value: list[Any]) -> list[str]:
+        unknown = [item for item in value if item not in allowed]
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]!r} is not a check that can be switched off here; "
+                f"these can: {', '.join(allowed)}"
+            )
+        return value
+
+    return check
