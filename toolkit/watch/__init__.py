@@ -2,6 +2,7 @@
 
 ```python
 tk.watch.checks("data/snapshots/studio", "watch.toml")   # the open findings, a frame
+tk.watch.open_alerts("data/snapshots/studio", "watch.toml")  # what the watch told people
 config = tk.watch.read_config("watch.toml")
 tk.watch.run_cycle(config)                               # snapshot, check, notify, record
 ```
@@ -14,10 +15,10 @@ table), `notify` (webhook, Slack, e-mail) and `cycle` (one cycle, and the loop).
 from __future__ import annotations
 
 from toolkit.watch.alerts import AlertLog
-from toolkit.watch.checks import checks, evaluate
+from toolkit.watch.checks import checks, evaluate, open_alerts
 from toolkit.watch.config import WatchConfig, parse_duration, read_config
 from toolkit.watch.cycle import Cycle, run_cycle, run_forever
 from toolkit.watch.findings import Finding, Findings
 
 __all__ = ["AlertLog", "Cycle", "Finding", "Findings", "WatchConfig", "checks", "evaluate",
-           "parse_duration", "read_config", "run_cycle", "run_forever"]  # fmt: skip
+           "open_alerts", "parse_duration", "read_config", "run_cycle", "run_forever"]  # fmt: skip

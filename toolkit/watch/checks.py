@@ -19,6 +19,7 @@ import pandas as pd
 from toolkit import analysis
 from toolkit.errors import ConfigError, ToolkitError
 from toolkit.watch import anomaly, budget
+from toolkit.watch.alerts import AlertLog
 from toolkit.watch.config import CheckSettings, WatchConfig, read_config
 from toolkit.watch.findings import Finding, Findings, as_frame
 
@@ -32,18 +33,44 @@ def checks(
     """The open findings of one workspace's store (or of every workspace, given the
     config's store root), one row per finding: `check, scope, subject, workspace,
     message, figures`. Time is the latest snapshot's."""
+    settings, stores = _stores(store, config)
+    return as_frame(evaluate(stores, settings))
+
+
+def open_alerts(
+    store: SnapshotStore | str | os.PathLike[str], config: WatchConfig | str | os.PathLike[str]
+) -> pd.DataFrame:
+    """The alerts `toolkit watch` holds open for one workspace's store (or every
+    workspace's, given the root), and the agency's budgets, which concern them all: what
+    people were told, oldest first. Columns `check, scope, subject, workspace, message,
+    first_seen, last_sent` (service time)."""
+    settings, stores = _stores(store, config)
+    ours = {*stores, budget.AGENCY}
+    alerts = [a for a in AlertLog(settings.store).open_alerts().values()
+              if a.finding.workspace in ours]  # fmt: skip
+    rows = [{"check": a.finding.check, "scope": a.finding.scope, "subject": a.finding.subject,
+             "workspace": a.finding.workspace, "message": a.finding.message,
+             "first_seen": a.first_seen, "last_sent": a.last_sent} for a in alerts]  # fmt: skip
+    columns = ["check", "scope", "subject", "workspace", "message", "first_seen", "last_sent"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values(["first_seen", "check", "subject"], ignore_index=True)
+
+
+def _stores(
+    store: SnapshotStore | str | os.PathLike[str], config: WatchConfig | str | os.PathLike[str]
+) -> tuple[WatchConfig, dict[str, SnapshotStore]]:
+    """The config, and the stores meant: the one given, labelled by its workspace, or
+    every workspace's when given the config's store root."""
     from toolkit.store import SnapshotStore
 
     settings = config if isinstance(config, WatchConfig) else read_config(config)
     root = store.root if isinstance(store, SnapshotStore) else os.fspath(store)
     if _same(root, settings.store):
-        stores = {name: SnapshotStore(w.store, workspace=name)
-                  for name, w in settings.workspaces.items()}  # fmt: skip
-    else:
-        label = _workspace_of(root, store, settings)
-        chosen = store if isinstance(store, SnapshotStore) else SnapshotStore(root, workspace=label)
-        stores = {label: chosen}
-    return as_frame(evaluate(stores, settings))
+        return settings, {name: SnapshotStore(w.store, workspace=name)
+                          for name, w in settings.workspaces.items()}  # fmt: skip
+    label = _workspace_of(root, store, settings)
+    chosen = store if isinstance(store, SnapshotStore) else SnapshotStore(root, workspace=label)
+    return settings, {label: chosen}
 
 
 def _same(a: str, b: str) -> bool:
