@@ -152,7 +152,7 @@ def workspace_findings(
     if config.due and any("due" not in s.off for s in everyone):
         found += [f for f in _due(store, label, config)
                   if "due" not in settings(f.figures["project_id"], f.subject).off]  # fmt: skip
-    for group in set(everyone):  # anomaly bins differ by settings: one pass per kind
+    for group in dict.fromkeys(everyone):  # bins differ by settings: a pass per kind
         if "anomaly" in group.off:
             continue
         found += [f for f in anomaly.evaluate(store, label, group, now)
