@@ -56,7 +56,7 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
     for name, workspace in config.workspaces.items():
         try:
             with Client(workspace.base_url, workspace.api_key()) as client:
-                stores[name].take(client)
+                stores[name].take(client, progress=False)  # cron mails what it prints
         except (TransportError, ApiError, IncompletePull) as exc:
             broken[name] = f"no answer from {workspace.base_url}: {exc}"
     times = [s.snapshots()["snapshot_at"] for s in stores.values()]
