@@ -264,3 +264,21 @@ def test_the_loop_carries_on_across_an_outage_told_once_and_resolved_once(
     assert [h["type"] for h in hooks] == ["alert.opened", "alert.resolved"]
     assert {h["data"]["check"] for h in hooks} == {"snapshots"}
     assert hooks[0]["data"]["alert_id"] == hooks[1]["data"]["alert_id"]
+
+
+def test_a_damaged_store_is_one_alert_and_leaves_the_others_open(
+    watched, emulator, capsys, tmp_path
+):
+    watched.write_text(watched.read_text().replace('off = ["anomaly", "snapshots"]', ""))
+    assert main(["watch", "--config", str(watched), "--once"]) == 1  # the budget warning
+    log = tmp_path / "store" / "studio" / "chapters" / "_delta_log"
+    sorted(log.glob("*.json"))[-1].unlink()
+    emulator.advance(900)
+    capsys.readouterr()
+    assert main(["watch", "--config", str(watched), "--once"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith(
+        "opened snapshots [studio] `toolkit store check --store "
+    )  # the warning is neither resolved (its store cannot be read) nor repeated
+    rows = tk.watch.AlertLog(str(tmp_path / "store")).open_alerts()
+    assert sorted(a.finding.check for a in rows.values()) == ["budget", "snapshots"]

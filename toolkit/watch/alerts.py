@@ -171,11 +171,16 @@ class AlertLog:
 
 
 def transitions(
-    open_alerts: dict[str, Alert], findings: list[Finding], now: datetime, remind: timedelta
+    open_alerts: dict[str, Alert],
+    findings: list[Finding],
+    now: datetime,
+    remind: timedelta,
+    unreadable: frozenset[str] = frozenset(),
 ) -> list[Alert]:
     """What this cycle does about each condition: opens the new ones, reminds of those
     last told about `remind` ago or more, resolves the ones no longer found, and notes
-    the rest as seen (no message)."""
+    the rest as seen (no message). The open alerts of `unreadable` workspaces (a damaged
+    store: nothing could be checked) stay as they were, neither resolved nor reminded."""
     changes = []
     found = {f.key: f for f in findings}
     for key, finding in found.items():
@@ -190,7 +195,7 @@ def transitions(
                   now if due else known.last_sent)
         )  # fmt: skip
     for key, known in open_alerts.items():
-        if key not in found:
+        if key not in found and known.finding.workspace not in unreadable:
             changes.append(
                 Alert(known.alert_id, known.finding, "resolved", known.first_seen,
                       known.last_seen, now)

@@ -111,7 +111,9 @@ def evaluate(
         why = (broken or {}).get(label)
         found += workspace_findings(store, label, config, at, why, newest=latest)
     if latest is not None and "budget" not in config.checks.off:
-        found += budget.evaluate(config.budgets, stores, latest)
+        damaged = {f.workspace for f in found if f.detail == "store_check"}  # unreadable
+        healthy = {label: store for label, store in stores.items() if label not in damaged}
+        found += budget.evaluate(config.budgets, healthy, latest)
     for label, why in (broken or {}).items():
         if label not in stores or times[label].empty:
             found.append(_no_snapshot(label, why))

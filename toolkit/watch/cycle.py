@@ -67,7 +67,8 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
         now = datetime.now().astimezone()
     log = AlertLog(config.store)
     with log.locked():
-        changes = transitions(log.open_alerts(), findings, now, config.checks.remind)
+        unreadable = frozenset(f.workspace for f in findings if f.detail == "store_check")
+        changes = transitions(log.open_alerts(), findings, now, config.checks.remind, unreadable)
         deliver(config, changes, now, wait=retry_wait)
         if any(alert.notifies for alert in changes):
             log.record(changes, now)
