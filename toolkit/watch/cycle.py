@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from toolkit.client import Client
-from toolkit.errors import ApiError, IncompletePull, TransportError
+from toolkit.errors import ApiError, IncompletePull, StoreError, TransportError
 from toolkit.store import SnapshotStore
 from toolkit.watch.alerts import Alert, AlertLog, transitions
 from toolkit.watch.checks import evaluate
@@ -59,6 +59,8 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
                 stores[name].take(client, progress=False)  # cron mails what it prints
         except (TransportError, ApiError, IncompletePull) as exc:
             broken[name] = f"no answer from {workspace.base_url}: {exc}"
+        except StoreError as exc:  # e.g. damaged: the `snapshots` check says what to do
+            broken[name] = f"the snapshot could not be written: {exc}"
     times = [s.snapshots()["snapshot_at"] for s in stores.values()]
     known = [t.iloc[-1] for t in times if len(t)]
     now = max(known).to_pydatetime() if known else None
