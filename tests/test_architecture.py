@@ -35,6 +35,7 @@ PUBLIC = frozenset(
         "toolkit.batch",
         "toolkit.pricing",
         "toolkit.formatting",
+        "toolkit.watch",
         "toolkit.agency",  # settings of several workspaces: part of the configuration
     }
 )

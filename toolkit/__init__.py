@@ -59,7 +59,7 @@ from toolkit.models import (
 )
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers and editors
-    from toolkit import analysis, emulator, plots, webhooks, widgets
+    from toolkit import analysis, emulator, plots, watch, webhooks, widgets
     from toolkit.client import AsyncClient, Client, RetryPolicy
     from toolkit.frames import (
         UnknownStatus,
@@ -92,7 +92,7 @@ _LAZY: dict[str, str] = {
     "report": "toolkit.reporting",
     "table": "toolkit.formatting",
 }
-_SUBMODULES = {"analysis", "batch", "emulator", "plots", "pricing", "webhooks", "widgets"}
+_SUBMODULES = {"analysis", "batch", "emulator", "plots", "pricing", "watch", "webhooks", "widgets"}
 
 __all__ = [
     "AddedPages",
@@ -149,6 +149,7 @@ __all__ = [
     "pull",
     "report",
     "table",
+    "watch",
     "webhooks",
     "widgets",
 ]

@@ -11,6 +11,7 @@ toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
 toolkit store check [--store PATH] [--repair]        # damage, said in snapshots
+toolkit watch --config watch.toml [--once] [--interval 15m]   # checks and alerts
 toolkit --version                                    # the installed version
 ```
 
@@ -308,6 +309,40 @@ def _store_check(args: argparse.Namespace) -> None:
     args.exit_status = 1 if left else 0
 
 
+def _watch(args: argparse.Namespace) -> None:
+    """Exit 0 when nothing needs attention, 1 when something does, 2 on an error: a bad
+    config, or (with --once) a service that did not answer."""
+    import signal
+    import threading
+
+    from toolkit.watch import Cycle, parse_duration, read_config, run_cycle, run_forever
+
+    try:
+        config = read_config(args.config)
+        config.check_secrets()
+        interval = parse_duration(args.interval) if args.interval else config.interval
+    except (ToolkitError, ValueError) as exc:
+        print(f"toolkit watch: {exc}", file=sys.stderr)
+        args.exit_status = 2
+        return
+
+    def report(cycle: Cycle) -> None:
+        for line in cycle.lines():
+            print(line, flush=True)
+        for name, why in cycle.broken.items():
+            print(f"toolkit watch: {name}: {why}", file=sys.stderr, flush=True)
+
+    if args.once:
+        cycle = run_cycle(config)
+        report(cycle)
+        args.exit_status = 2 if cycle.broken else int(cycle.needs_attention)
+        return
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop cleanly, like SIGTERM
+        run_forever(config, interval, stop, report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolkit", description="Work with the Chapter Translation Service."
@@ -405,6 +440,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--store", default=None, help="store location (default CTS_STORE)")
     check.add_argument("--repair", action="store_true", help="do what each finding says")
     check.set_defaults(handler=_store_check)
+
+    watch = commands.add_parser("watch", help="check budgets and trouble, and tell people")
+    watch.add_argument("--config", required=True, help="the watch config (TOML, docs/watch.md)")
+    watch.add_argument("--once", action="store_true", help="one cycle; exit 0, 1 or 2")
+    watch.add_argument("--interval", default=None, help="between cycles (default: the config's)")
+    watch.set_defaults(handler=_watch)
     return parser
 
 

@@ -1,8 +1,8 @@
 """Run the benchmarks: `.venv/bin/python -m tests.bench [names] [--quick]`.
 
 Names: pull (with the incremental snapshot and the emulator's figures), history,
-uploads, webhooks, dashboard; all of them by default. Each prints its table as it finishes; with
-`--out FILE` the tables are also written to FILE (Markdown).
+uploads, webhooks, dashboard, watch; all of them by default. Each prints its table as it
+finishes; with `--out FILE` the tables are also written to FILE (Markdown).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from tests.bench.table import Table, machine
 
-NAMES = ("pull", "history", "uploads", "webhooks", "dashboard")
+NAMES = ("pull", "history", "uploads", "webhooks", "dashboard", "watch")
 
 
 def _pull(args: argparse.Namespace) -> list[Table]:
@@ -51,12 +51,21 @@ def _dashboard(args: argparse.Namespace) -> list[Table]:
     return run(DashboardOptions(runs=args.runs or 3))
 
 
+def _watch(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_watch import WatchOptions, run
+
+    if args.quick:
+        return run(WatchOptions(projects=20, runs=args.runs or 1))
+    return run(WatchOptions(runs=args.runs or 3))
+
+
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "pull": _pull,
     "history": _history,
     "uploads": _uploads,
     "webhooks": _webhooks,
     "dashboard": _dashboard,
+    "watch": _watch,
 }
 
 

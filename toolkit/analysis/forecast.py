@@ -25,12 +25,15 @@ The method, in the words a production lead would use (docs/analysis.md has the r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import date
 from typing import TYPE_CHECKING, Final, Literal, cast
 
 import numpy as np
 import pandas as pd
 
 from toolkit.analysis.calendar import When, moment
+from toolkit.analysis.due import with_due
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.analysis.review import review_lags, review_moves
 from toolkit.analysis.runs import all_runs, paid_pages
@@ -62,6 +65,7 @@ def forecast(
     until: When | None = None,
     stall_after: str | pd.Timedelta = "90min",
     tz: str | None = None,
+    due: Mapping[str, date | str] | None = None,
 ) -> pd.DataFrame:
     """When the open work of each group will be done, with a spread; one row per group
     that has open work or work waiting for a person.
@@ -89,6 +93,8 @@ def forecast(
             a forecast against what happened next; a naive time is read in `tz`).
         stall_after: a running chapter with no activity for this long needs action.
         tz: the zone of the bins and of the times shown.
+        due: due dates by project name or id (by project only): adds `due`,
+            `will_miss`, `late_hours_p50` and `late_hours_p90` (`toolkit.analysis.due`).
 
     Returns:
         One row per group, with the columns above.
@@ -103,7 +109,8 @@ def forecast(
     if until is not None:
         manifest = manifest[manifest["snapshot_at"] <= moment(until, tz)]
     if manifest.empty:
-        return _shape(pd.DataFrame(), by, tz)
+        empty = _shape(pd.DataFrame(), by, tz)
+        return with_due(empty, due, tz=tz) if due is not None else empty
     last = len(manifest) - 1  # the snapshot's position (idx): the manifest is in order
     as_of = manifest["snapshot_at"].iloc[-1]
     times = manifest["snapshot_at"]
@@ -131,7 +138,8 @@ def forecast(
         finishes["project_id"].map(lags), unit="h"
     )
     frame = _estimate(open_rows, finishes, by, as_of)
-    return _shape(_named(frame, by, current, projects), by, tz)
+    shaped = _shape(_named(frame, by, current, projects), by, tz)
+    return with_due(shaped, due, tz=tz) if due is not None else shaped
 
 
 @across

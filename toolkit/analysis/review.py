@@ -56,6 +56,11 @@ def review_lags(moves: pd.DataFrame) -> pd.DataFrame:
     last ready before it (reviews of chapters never seen ready are left out)."""
     ready = moves[moves["move"] == "ready"].sort_values("at")
     done = moves[moves["move"] == "reviewed"].sort_values("at")
+    if done.empty or ready.empty:  # no pair (and merge_asof refuses empty Arrow keys)
+        none = done.iloc[:0]
+        return pd.DataFrame({"chapter_id": none["chapter_id"], "project_id": none["project_id"],
+                             "reviewed_at": none["at"],
+                             "hours": pd.Series(dtype="float64", index=none.index)})  # fmt: skip
     paired = pd.merge_asof(done, ready[["chapter_id", "at"]].rename(columns={"at": "ready_at"}),
                            left_on="at", right_on="ready_at", by="chapter_id")  # fmt: skip
     paired = paired[paired["ready_at"].notna()]

@@ -23,11 +23,14 @@ Decisions where the spec and DESIGN are silent:
 - With a snapshot store, one line gives the project's review backlog at the latest
   snapshot (`tk.analysis.review_backlog`: chapters waiting, the oldest wait, reviews per
   day over the last 7 days); it is read again only when a new snapshot comes.
+- With a watch config too (`watch="watch.toml"`), it lists the open alerts `toolkit
+  watch` keeps for the store's workspace (`tk.watch.open_alerts`), on every refresh.
 """
 
 from __future__ import annotations
 
 import html
+import os
 import threading
 import weakref
 from datetime import UTC, datetime
@@ -36,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from toolkit.formatting import count, hours
+from toolkit.widgets._alerts import AlertsLine
 from toolkit.widgets._chapters import FILTERS, SORTS, Pace, fetch_details
 from toolkit.widgets._feedback import Feedback
 from toolkit.widgets._inputs import AUTO, project_label
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
     from toolkit.client import Client
     from toolkit.models import ChapterDetail, ChapterListItem, Project
     from toolkit.store import SnapshotStore
+    from toolkit.watch import WatchConfig
 
 MIN_INTERVAL = 0.05
 NO_REVIEW = "Review: no chapter waiting and none reviewed in the last 7 days."
@@ -72,6 +77,7 @@ class Dashboard(widgets.VBox):
         auto_refresh: bool = False,
         stall_threshold: str = "1h",
         page_size: int = 25,
+        watch: WatchConfig | str | os.PathLike[str] | None = None,
     ) -> None:
         self.client, self.store = client, store
         self.stall_threshold = stall_threshold
@@ -88,6 +94,7 @@ class Dashboard(widgets.VBox):
         self._seen_activity: dict[str, Any] = {}
         self._pace = Pace()
         self._spend = SpendLine(store)
+        self._alerts = AlertsLine(store, watch)
         self._stall_key: object = None
         self._stalled_cache: set[str] = set()
         self._review_key: object = None
@@ -115,6 +122,7 @@ class Dashboard(widgets.VBox):
         self.status = widgets.HTML()
         self.spend = widgets.HTML()
         self.review = widgets.HTML()
+        self.alerts = widgets.HTML()
         self.message = Feedback()
         self.filter = widgets.ToggleButtons(
             options=[(name, key) for key, (name, _) in FILTERS.items()],
@@ -139,6 +147,7 @@ class Dashboard(widgets.VBox):
                 self.status,
                 self.spend,
                 self.review,
+                self.alerts,
                 self.message,
                 widgets.HBox([self.filter, self.sort]),
                 self.table,
@@ -216,6 +225,7 @@ class Dashboard(widgets.VBox):
         lines = self._review_lines()
         line = lines.get(project_id, NO_REVIEW) if lines is not None else ""
         self.review.value = f"<small>{_esc(line)}</small>" if line else ""
+        self.alerts.value = self._alerts.html()
         self._render()
 
     def _spend_line(

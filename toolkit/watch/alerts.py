@@ -1,0 +1,203 @@
+"""The alert state: which conditions are open, since when, and who was told.
+
+The `alerts` table is a Delta table in the watch's store (`<store>/alerts/`), appended
+one commit per cycle: a row per alert that opened, was reminded, was seen again or
+resolved. An alert's state is its newest row. `alert_id` is made when a condition opens
+and kept by its reminders and its resolution; the same condition opening again later is
+a new alert.
+
+A cycle holds the store's watch lock (`<store>/.watch.lock`, an exclusive `flock`) from
+reading the state to committing the new rows, so a second watcher waits and then sees
+what the first sent. The rows are committed after the notifications went out: a crash
+in between sends them again on the next cycle (with the same `webhook-id`, so a
+receiver can drop the repeat); a crash or kill at any other point re-alerts nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+import pyarrow as pa
+
+from toolkit.store.tables import Tables
+from toolkit.watch.findings import Finding
+
+Kind = Literal["opened", "reminder", "resolved", "seen"]
+TIME = pa.timestamp("us", tz="UTC")
+SCHEMA = pa.schema(
+    [
+        ("alert_id", pa.string()),
+        ("key", pa.string()),
+        ("event", pa.string()),  # opened | reminder | resolved | seen
+        ("status", pa.string()),  # open | resolved
+        ("check", pa.string()),
+        ("scope", pa.string()),
+        ("subject", pa.string()),
+        ("workspace", pa.string()),
+        ("message", pa.string()),
+        ("figures", pa.string()),  # JSON
+        ("first_seen", TIME),
+        ("last_seen", TIME),
+        ("last_sent", TIME),  # the service's time of the last message sent about it
+        ("sent_to", pa.list_(pa.string())),  # targets that took this row's message
+        ("failed_to", pa.list_(pa.string())),  # targets that did not, with why
+        ("recorded_at", TIME),  # the service's time of the cycle
+        ("written_at", TIME),  # this machine's: orders commits made at one service time
+    ]
+)
+
+
+@dataclass
+class Alert:
+    """One alert's state (its newest row), or one about to be written."""
+
+    alert_id: str
+    finding: Finding
+    event: Kind
+    first_seen: datetime
+    last_seen: datetime
+    last_sent: datetime | None
+    sent_to: list[str] = field(default_factory=list)
+    failed_to: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return "resolved" if self.event == "resolved" else "open"
+
+    @property
+    def notifies(self) -> bool:
+        return self.event != "seen"
+
+
+def alert_id(key: str, first_seen: datetime) -> str:
+    digest = hashlib.sha256(f"{key}|{first_seen.isoformat()}".encode()).hexdigest()
+    return f"alert_{digest[:24]}"
+
+
+class AlertLog:
+    """The `alerts` table of the store at `root`."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.tables = Tables(root)
+        self._files: dict[str, pa.Table] = {}
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's watch lock (local stores; an object store has none)."""
+        if not self.tables.local:
+            yield
+            return
+        os.makedirs(self.tables.root, exist_ok=True)
+        with open(os.path.join(self.tables.root, ".watch.lock"), "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def rows(self) -> pa.Table:
+        """Every row, oldest first (a dataset's files come in no set order)."""
+        self.tables.begin()
+        # Read file by file, as the store reads its manifest: kept between cycles.
+        parts = self.tables.read_files("alerts", self._files, SCHEMA)
+        table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
+        return table.sort_by([("written_at", "ascending"), ("recorded_at", "ascending")])
+
+    def open_alerts(self) -> dict[str, Alert]:
+        """The open alerts by condition key (each alert's newest row)."""
+        table = self.rows()
+        newest: dict[str, dict[str, object]] = {}
+        for row in table.to_pylist():  # recorded in order: the last row of an id wins
+            newest[str(row["alert_id"])] = row
+        found = {}
+        for row in newest.values():
+            if row["status"] != "open":
+                continue
+            finding = Finding(
+                check=str(row["check"]),
+                scope=str(row["scope"]),
+                subject=str(row["subject"]),
+                workspace=str(row["workspace"]),
+                message=str(row["message"]),
+                figures=json.loads(str(row["figures"] or "{}")),
+                detail=str(row["key"]).split("|", 4)[-1],
+            )
+            found[str(row["key"])] = Alert(
+                alert_id=str(row["alert_id"]),
+                finding=finding,
+                event="seen",
+                first_seen=row["first_seen"],  # type: ignore[arg-type]
+                last_seen=row["last_seen"],  # type: ignore[arg-type]
+                last_sent=row["last_sent"],  # type: ignore[arg-type]
+            )
+        return found
+
+    def record(self, alerts: list[Alert], now: datetime) -> None:
+        if not alerts:
+            return
+        written = datetime.now(UTC)
+        rows = [
+            {
+                "alert_id": a.alert_id,
+                "key": a.finding.key,
+                "event": a.event,
+                "status": a.status,
+                "check": a.finding.check,
+                "scope": a.finding.scope,
+                "subject": a.finding.subject,
+                "workspace": a.finding.workspace,
+                "message": a.finding.message,
+                "figures": a.finding.figures_json(),
+                "first_seen": a.first_seen,
+                "last_seen": a.last_seen,
+                "last_sent": a.last_sent,
+                "sent_to": a.sent_to,
+                "failed_to": a.failed_to,
+                "recorded_at": now,
+                "written_at": written,
+            }
+            for a in alerts
+        ]
+        self.tables.append("alerts", pa.Table.from_pylist(rows, schema=SCHEMA))
+
+
+def transitions(
+    open_alerts: dict[str, Alert],
+    findings: list[Finding],
+    now: datetime,
+    remind: timedelta,
+    unreadable: frozenset[str] = frozenset(),
+) -> list[Alert]:
+    """What this cycle does about each condition: opens the new ones, reminds of those
+    last told about `remind` ago or more, resolves the ones no longer found, and notes
+    the rest as seen (no message). The open alerts of `unreadable` workspaces (a damaged
+    store: nothing could be checked) stay as they were, neither resolved nor reminded."""
+    changes = []
+    found = {f.key: f for f in findings}
+    for key, finding in found.items():
+        known = open_alerts.get(key)
+        if known is None:
+            changes.append(Alert(alert_id(key, now), finding, "opened", now, now, now))
+            continue
+        due = known.last_sent is None or now - known.last_sent >= remind
+        event: Kind = "reminder" if due else "seen"
+        changes.append(
+            Alert(known.alert_id, finding, event, known.first_seen, now,
+                  now if due else known.last_sent)
+        )  # fmt: skip
+    for key, known in open_alerts.items():
+        if key not in found and known.finding.workspace not in unreadable:
+            changes.append(
+                Alert(known.alert_id, known.finding, "resolved", known.first_seen,
+                      known.last_seen, now)
+            )  # fmt: skip
+    return changes

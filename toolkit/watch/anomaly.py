@@ -1,0 +1,204 @@
+"""The `anomaly` check: a project's latest period against its own recent baseline.
+
+Three measures per project, in bins of `anomaly_period` (a day by default, aligned to
+UTC midnight): credits spent, failure rate (failed and stalled runs over the runs that
+ended in the bin) and lines translated. The latest *complete* bin is compared with the
+`anomaly_baseline` bins before it: it is unusual when it lies more than `anomaly_mads`
+scaled median absolute deviations from their median (`outlier`). Spend and failures
+are flagged when high, throughput when low while the project has work running (an idle
+day is not slowness). The message states the baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from toolkit import analysis
+from toolkit.watch.config import CheckSettings
+from toolkit.watch.findings import Finding
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+SCALE = 1.4826  # makes the MAD estimate a standard deviation for normal data
+MIN_BASELINE = 3  # bins with data needed before anything is called unusual
+MIN_RUNS = 3  # runs ended in a bin before its failure rate counts
+
+
+@dataclass(frozen=True)
+class Baseline:
+    median: float
+    mad: float  # scaled
+    bins: int
+
+
+def outlier(value: float, history: list[float], mads: float, floor: float) -> Baseline | None:
+    """The baseline when `value` lies more than `mads` scaled MADs from the median of
+    `history`, else None. `floor` is the least spread assumed: a flat history (MAD 0)
+    would otherwise make any change unusual."""
+    if len(history) < MIN_BASELINE:
+        return None
+    values = np.asarray(history, dtype=float)
+    median = float(np.median(values))
+    mad = SCALE * float(np.median(np.abs(values - median)))
+    if abs(value - median) <= mads * max(mad, floor):
+        return None
+    return Baseline(median, mad, len(history))
+
+
+def evaluate(
+    store: SnapshotStore, workspace: str, settings: CheckSettings, now: pd.Timestamp
+) -> list[Finding]:
+    period = pd.Timedelta(settings.anomaly_period)
+    end = now.floor(period)  # the latest complete bin is [end - period, end)
+    first = end - period * (settings.anomaly_baseline + 1)
+    times = store.snapshots()["snapshot_at"]
+    if times.empty:
+        return []
+    start = max(first, times.iloc[0].ceil(period))  # the baseline snapshot counts for nothing
+    bins = pd.date_range(start, end - period, freq=period, tz="UTC")
+    if len(bins) < MIN_BASELINE + 1:
+        return []
+    freq = f"{int(period.total_seconds())}s"
+    found: list[Finding] = []
+    names: dict[str, str] = {}
+
+    def series(frame: pd.DataFrame, column: str) -> dict[str, pd.Series]:
+        out = {}
+        for pid, rows in frame.groupby("project_id"):
+            names[str(pid)] = str(rows["project"].iloc[0])
+            out[str(pid)] = rows.groupby("period")[column].sum().reindex(bins, fill_value=0.0)
+        return out
+
+    spend = analysis.credit_spend(store, freq=freq, by="project_id", since=start, until=end)
+    for pid, values in series(spend, "credits").items():
+        found += _flag("spend", pid, names[pid], workspace, values, settings, high=True)
+    lines = analysis.throughput(store, freq=freq, by="project_id", since=start, until=end)
+    running = _running_projects(store)
+    for pid, values in series(lines, "lines").items():
+        if pid in running:
+            found += _flag("throughput", pid, names[pid], workspace, values, settings, high=False)
+    found += _failure_rates(store, workspace, settings, bins, period)
+    return found
+
+
+def _running_projects(store: SnapshotStore) -> set[str]:
+    chapters = store.latest("chapters")
+    return set(chapters.loc[chapters["processing"].fillna(False).astype(bool), "project_id"])
+
+
+def _failure_rates(
+    store: SnapshotStore,
+    workspace: str,
+    settings: CheckSettings,
+    bins: pd.DatetimeIndex,
+    period: pd.Timedelta,
+) -> list[Finding]:
+    runs = analysis.runs(store)
+    ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
+    ended = ended[ended["finished_at"].notna()]
+    found = []
+    for _, rows in ended.groupby("project_id"):
+        binned = rows["finished_at"].dt.floor(period)
+        failed = rows["outcome"].isin(["failed", "stalled"])
+        table = pd.DataFrame({"bin": binned, "failed": failed}).groupby("bin")["failed"]
+        counts = table.agg(["sum", "count"]).reindex(bins)
+        counts = counts[counts["count"].fillna(0) >= MIN_RUNS]
+        if bins[-1] not in counts.index:
+            continue
+        rates = counts["sum"] / counts["count"]
+        history = [float(v) for v in rates.drop(bins[-1])]
+        latest: Any = counts.loc[bins[-1]]
+        value = float(latest["sum"] / latest["count"])
+        base = outlier(value, history, settings.anomaly_mads, floor=0.05)
+        if base is None or value <= base.median:
+            continue
+        project = str(rows["project"].iloc[0])
+        found.append(
+            Finding(
+                check="anomaly",
+                scope="project",
+                subject=project,
+                workspace=workspace,
+                message=(
+                    f"{project}: failure rate {value:.0%} ({int(latest['sum'])} of "
+                    f"{int(latest['count'])} runs) {_bin_words(bins[-1], period)}, against a "
+                    f"baseline of {base.median:.0%} (median of {base.bins} "
+                    f"{_unit(period)}, MAD {base.mad * 100:.0f} points)"
+                ),
+                figures={
+                    "measure": "failure_rate",
+                    "value": round(value, 3),
+                    "runs": int(latest["count"]),
+                    "median": round(base.median, 3),
+                    "mad": round(base.mad, 3),
+                    "baseline_bins": base.bins,
+                    "bin_start": bins[-1].isoformat(),
+                    "project_id": str(rows["project_id"].iloc[0]),
+                },
+                detail="failure_rate",
+            )
+        )
+    return found
+
+
+def _flag(
+    measure: str,
+    project_id: str,
+    project: str,
+    workspace: str,
+    values: pd.Series,
+    settings: CheckSettings,
+    *,
+    high: bool,
+) -> list[Finding]:
+    history = [float(v) for v in values.iloc[:-1]]
+    value = float(values.iloc[-1])
+    median = float(np.median(history)) if history else 0.0
+    base = outlier(value, history, settings.anomaly_mads, floor=max(1.0, 0.1 * median))
+    if base is None or (value > base.median) != high or (high and base.median == 0 and value < 10):
+        return []
+    unit = "credits" if measure == "spend" else "lines"
+    period = values.index[1] - values.index[0]
+    words = "spent" if measure == "spend" else "translated"
+    return [
+        Finding(
+            check="anomaly",
+            scope="project",
+            subject=project,
+            workspace=workspace,
+            message=(
+                f"{project}: {value:,.0f} {unit} {words} {_bin_words(values.index[-1], period)}, "
+                f"against a baseline of {base.median:,.0f} (median of {base.bins} "
+                f"{_unit(period)}, MAD {base.mad:,.0f})"
+            ),
+            figures={
+                "measure": measure,
+                "value": value,
+                "median": base.median,
+                "mad": round(base.mad, 3),
+                "baseline_bins": base.bins,
+                "bin_start": values.index[-1].isoformat(),
+                "project_id": project_id,
+            },
+            detail=measure,
+        )
+    ]
+
+
+def _unit(period: pd.Timedelta) -> str:
+    if period == pd.Timedelta(days=1):
+        return "days"
+    if period == pd.Timedelta(hours=1):
+        return "hours"
+    return f"periods of {period}"
+
+
+def _bin_words(start: pd.Timestamp, period: pd.Timedelta) -> str:
+    if period == pd.Timedelta(days=1):
+        return f"on {start.day} {start:%b}"
+    return f"in the {_unit(period).rstrip('s')} from {start:%d %b %H:%M} UTC"

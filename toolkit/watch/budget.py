@@ -1,0 +1,141 @@
+"""The `budget` check: credits spent this calendar month or week against a budget.
+
+Spend is counted as `toolkit.analysis.credit_spend` counts it (the rise of each
+chapter's credits between snapshots), from the period's start (UTC midnight on the 1st,
+or on Monday) to the latest snapshot. A budget at or over `warn_at` of its credits is a
+`warn` finding, at or over its credits a `limit` one (a separate alert: crossing the
+limit is news even while the warning is open). The runway is read from the burn rate
+of the last `BURN_WINDOW` (or since the first snapshot, if that is later): "at this rate
+the budget runs out on 19 May".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from toolkit import analysis
+from toolkit.watch.config import Budget
+from toolkit.watch.findings import Finding
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+BURN_WINDOW = pd.Timedelta(days=7)
+AGENCY = "agency"
+
+
+def bounds(now: pd.Timestamp, period: str) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The calendar month or ISO week (from Monday) holding `now`, in UTC: [start, end)."""
+    day = now.tz_convert("UTC").normalize()
+    if period == "month":
+        start = day.replace(day=1)
+        return start, start + pd.DateOffset(months=1)
+    start = day - pd.Timedelta(days=day.weekday())
+    return start, start + pd.Timedelta(days=7)
+
+
+def _credits(store: SnapshotStore, budget: Budget, since: pd.Timestamp, freq: str = "1D") -> float:
+    """Credits the budget's scope spent in `store` since `since`."""
+    frame = analysis.credit_spend(store, freq=freq, by="project_id", since=since)
+    if budget.scope == "project":
+        frame = frame[(frame["project"] == budget.name) | (frame["project_id"] == budget.name)]
+    return float(frame["credits"].sum())
+
+
+def evaluate(
+    budgets: tuple[Budget, ...], stores: Mapping[str, SnapshotStore], now: pd.Timestamp
+) -> list[Finding]:
+    """The budgets crossed, each checked over the stores its scope covers."""
+    findings = []
+    for budget in budgets:
+        start, end = bounds(now, budget.period)
+        spent, burn, covered, where = _measure(budget, stores, start, now)
+        if covered is None:
+            continue  # the project or workspace is not in these stores
+        found = _crossed(budget, spent, burn, start, end, now, where)
+        if found is not None:
+            findings.append(found)
+    return findings
+
+
+def _measure(
+    budget: Budget, stores: Mapping[str, SnapshotStore], start: pd.Timestamp, now: pd.Timestamp
+) -> tuple[float, float | None, pd.Timestamp | None, str]:
+    """Spent since `start`, the burn rate per hour, the first moment counted (None when
+    the budget's subject is in none of the stores) and the workspace it is in."""
+    spent, recent, covered, where = 0.0, 0.0, None, AGENCY
+    window_start = now - BURN_WINDOW
+    for label, store in stores.items():
+        if budget.scope == "workspace" and label != budget.name:
+            continue
+        if budget.scope == "project" and not _has_project(store, budget.name or ""):
+            continue
+        times = store.snapshots()["snapshot_at"]
+        if times.empty:
+            continue
+        where = label if budget.scope != "agency" else AGENCY
+        covered = times.iloc[0] if covered is None else min(covered, times.iloc[0])
+        spent += _credits(store, budget, start)
+        recent += _credits(store, budget, window_start, freq="1h")
+    if covered is None:
+        return 0.0, None, None, where
+    hours = (now - max(window_start, covered)).total_seconds() / 3600
+    return spent, (recent / hours if hours >= 1 else None), covered, where
+
+
+def _has_project(store: SnapshotStore, name: str) -> bool:
+    projects = store.latest("projects")
+    return bool(((projects["name"] == name) | (projects["project_id"] == name)).any())
+
+
+def _crossed(
+    budget: Budget,
+    spent: float,
+    burn: float | None,
+    start: pd.Timestamp,
+    end: pd.Timestamp,
+    now: pd.Timestamp,
+    workspace: str,
+) -> Finding | None:
+    share = spent / budget.credits
+    if share < budget.warn_at:
+        return None
+    level = "limit" if share >= 1 else "warn"
+    what = budget.name if budget.scope != "agency" else "the agency"
+    span = f"{start:%B %Y}" if budget.period == "month" else f"the week from {start.day} {start:%b}"
+    message = (
+        f"{what} has spent {spent:,.0f} of its {budget.credits:,} credits for {span} "
+        f"({share:.0%}"
+        + (", over the limit" if level == "limit" else f", warning at {budget.warn_at:.0%}")
+        + ")"
+    )
+    runs_out = None
+    if burn and burn > 0 and spent < budget.credits:
+        runs_out = now + pd.Timedelta(hours=(budget.credits - spent) / burn)
+        if runs_out < end:
+            message += f"; at this rate the budget runs out on {runs_out.day} {runs_out:%B}"
+        else:
+            message += "; at this rate it lasts the period"
+    return Finding(
+        check="budget",
+        scope=budget.scope,
+        subject=what or "",
+        workspace=workspace,
+        message=message,
+        figures={
+            "spent": round(spent),
+            "credits": budget.credits,
+            "share": round(share, 3),
+            "warn_at": budget.warn_at,
+            "level": level,
+            "period": budget.period,
+            "period_start": start.isoformat(),
+            "period_end": end.isoformat(),
+            "burn_per_day": round(burn * 24, 1) if burn is not None else None,
+            "runs_out": runs_out.isoformat() if runs_out is not None else None,
+        },
+        detail=f"{budget.period}:{start.date().isoformat()}:{level}",
+    )

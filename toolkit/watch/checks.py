@@ -1,0 +1,328 @@
+"""The checks: a pure evaluation of the stores against the config.
+
+```python
+tk.watch.checks("data/snapshots/studio", "watch.toml")   # open findings, as a frame
+```
+
+Every "for N hours" is measured on the service's clock: `now` is the latest snapshot's
+time unless given. The checks and what each finds are in docs/watch.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from toolkit import analysis
+from toolkit.errors import ConfigError, ToolkitError
+from toolkit.watch import anomaly, budget
+from toolkit.watch.alerts import AlertLog
+from toolkit.watch.config import CheckSettings, WatchConfig, read_config
+from toolkit.watch.findings import Finding, Findings, as_frame
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+
+def checks(
+    store: SnapshotStore | str | os.PathLike[str], config: WatchConfig | str | os.PathLike[str]
+) -> Findings:
+    """The open findings of one workspace's store (or of every workspace, given the
+    config's store root), one row per finding: `check, scope, subject, workspace,
+    message, figures`. Time is the latest snapshot's."""
+    settings, stores = _stores(store, config)
+    return as_frame(evaluate(stores, settings))
+
+
+def open_alerts(
+    store: SnapshotStore | str | os.PathLike[str], config: WatchConfig | str | os.PathLike[str]
+) -> pd.DataFrame:
+    """The alerts `toolkit watch` holds open for one workspace's store (or every
+    workspace's, given the root), and the agency's budgets, which concern them all: what
+    people were told, oldest first. Columns `check, scope, subject, workspace, message,
+    first_seen, last_sent` (service time)."""
+    settings, stores = _stores(store, config)
+    ours = {*stores, budget.AGENCY}
+    alerts = [a for a in AlertLog(settings.store).open_alerts().values()
+              if a.finding.workspace in ours]  # fmt: skip
+    rows = [{"check": a.finding.check, "scope": a.finding.scope, "subject": a.finding.subject,
+             "workspace": a.finding.workspace, "message": a.finding.message,
+             "first_seen": a.first_seen, "last_sent": a.last_sent} for a in alerts]  # fmt: skip
+    columns = ["check", "scope", "subject", "workspace", "message", "first_seen", "last_sent"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values(["first_seen", "check", "subject"], ignore_index=True)
+
+
+def _stores(
+    store: SnapshotStore | str | os.PathLike[str], config: WatchConfig | str | os.PathLike[str]
+) -> tuple[WatchConfig, dict[str, SnapshotStore]]:
+    """The config, and the stores meant: the one given, labelled by its workspace, or
+    every workspace's when given the config's store root."""
+    from toolkit.store import SnapshotStore
+
+    settings = config if isinstance(config, WatchConfig) else read_config(config)
+    root = store.root if isinstance(store, SnapshotStore) else os.fspath(store)
+    if _same(root, settings.store):
+        return settings, {name: SnapshotStore(w.store, workspace=name)
+                          for name, w in settings.workspaces.items()}  # fmt: skip
+    label = _workspace_of(root, store, settings)
+    chosen = store if isinstance(store, SnapshotStore) else SnapshotStore(root, workspace=label)
+    return settings, {label: chosen}
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _workspace_of(root: str, store: object, config: WatchConfig) -> str:
+    for name, workspace in config.workspaces.items():
+        if _same(root, workspace.store) or getattr(store, "workspace_label", None) == name:
+            return name
+    if len(config.workspaces) == 1:
+        return next(iter(config.workspaces))
+    raise ConfigError(
+        f"the store {root!r} is none of the workspaces in {config.path} "
+        f"({', '.join(config.workspaces)}); give one of their stores, or the root {config.store!r}"
+    )
+
+
+def evaluate(
+    stores: Mapping[str, SnapshotStore],
+    config: WatchConfig,
+    *,
+    now: pd.Timestamp | None = None,
+    broken: Mapping[str, str] | None = None,
+) -> list[Finding]:
+    """Every check over every workspace's store. `now` is the service's time (the
+    latest snapshot's, by default); `broken` the workspaces whose snapshot failed this
+    cycle, with why (the `snapshots` check reports them)."""
+    found: list[Finding] = []
+    times = {label: store.snapshots()["snapshot_at"] for label, store in stores.items()}
+    known = [t.iloc[-1] for t in times.values() if len(t)]
+    # The service's time as best known: a workspace whose snapshots stopped is behind it.
+    latest = now if now is not None else (max(known) if known else None)
+    for label, store in stores.items():
+        if latest is None or times[label].empty:
+            continue
+        at = now if now is not None else times[label].iloc[-1]
+        why = (broken or {}).get(label)
+        found += workspace_findings(store, label, config, at, why, newest=latest)
+    if latest is not None and "budget" not in config.checks.off:
+        damaged = {f.workspace for f in found if f.detail == "store_check"}  # unreadable
+        healthy = {label: store for label, store in stores.items() if label not in damaged}
+        found += budget.evaluate(config.budgets, healthy, latest)
+    for label, why in (broken or {}).items():
+        if label not in stores or times[label].empty:
+            found.append(_no_snapshot(label, why))
+    return found
+
+
+def workspace_findings(
+    store: SnapshotStore,
+    label: str,
+    config: WatchConfig,
+    now: pd.Timestamp,
+    broken: str | None,
+    *,
+    newest: pd.Timestamp | None = None,
+) -> list[Finding]:
+    """The checks of one workspace (all but the budgets, which may span workspaces).
+    `now` is its latest snapshot's time, `newest` the latest of any workspace's (how
+    old its snapshots are is measured against it). Each project's findings follow its
+    own settings (`config.checks_for`)."""
+    times = store.snapshots()["snapshot_at"]
+    if times.empty:
+        return []
+    found: list[Finding] = []
+    if "snapshots" not in config.checks_for(label).off:
+        found += _snapshots(store, label, config, newest or now, times.iloc[-1], broken)
+        if any(f.detail == "store_check" for f in found):
+            return found  # a damaged store is refused by every read: repair it first
+
+    def settings(project_id: object, project: object) -> CheckSettings:
+        return config.checks_for(label, str(project), str(project_id))
+
+    everyone = [
+        config.checks_for(label),
+        *(config.checks_for(label, p) for p in config.project_checks),
+    ]
+    if any(not {"stalled", "failed_waiting", "held_pages"} <= s.off for s in everyone):
+        found += _trouble(store, label, now, settings, everyone)
+    if config.due and any("due" not in s.off for s in everyone):
+        found += [f for f in _due(store, label, config)
+                  if "due" not in settings(f.figures["project_id"], f.subject).off]  # fmt: skip
+    for group in dict.fromkeys(everyone):  # bins differ by settings: a pass per kind
+        if "anomaly" in group.off:
+            continue
+        found += [f for f in anomaly.evaluate(store, label, group, now)
+                  if settings(f.figures["project_id"], f.subject) == group]  # fmt: skip
+    if any("missing_events" not in s.off for s in everyone):
+        found += _missing_events(store, label, now, settings, everyone)
+    return found
+
+
+Settings = Callable[[object, object], CheckSettings]  # a project's, by its id and name
+
+
+def _trouble(
+    store: SnapshotStore,
+    label: str,
+    now: pd.Timestamp,
+    settings: Settings,
+    everyone: list[CheckSettings],
+) -> list[Finding]:
+    """Stalled runs, failed chapters waiting for a re-scan, held pages never started:
+    `toolkit.analysis.stuck`'s rows, past each project's threshold."""
+    shortest = min(s.stalled_after for s in everyone)
+    stuck = analysis.stuck(store, threshold=pd.Timedelta(shortest))
+    found = []
+    row: Any  # a frame's row, its fields as the frame's docstring says
+    for row in stuck.itertuples(index=False):
+        own = settings(row.project_id, row.project)
+        waited = now - row.since
+        subject = f"{row.project}: {row.chapter}"
+        hours = round(waited.total_seconds() / 3600, 1)
+        figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
+                   "since": row.since.isoformat(), "hours": hours}  # fmt: skip
+        if row.reason == "stalled" and waited >= own.stalled_after:
+            message = f"{subject} is running with no progress for {_hours(waited)}"
+            check = "stalled"
+        elif row.reason == "failed" and waited >= own.failed_waiting_after:
+            message = f"{subject} failed {_hours(waited)} ago and waits: {row.detail}"
+            check = "failed_waiting"
+        elif row.reason == "held_pages":
+            message = f"{subject}: {row.detail}; start them or remove them"
+            check = "held_pages"
+        else:
+            continue
+        if check not in own.off:
+            found.append(
+                Finding(check, "chapter", subject, label, message, figures, row.chapter_id)
+            )
+    return found
+
+
+def _hours(span: pd.Timedelta) -> str:
+    hours = span.total_seconds() / 3600
+    return f"{hours:.1f} h" if hours < 10 else f"{hours:.0f} h"
+
+
+def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]:
+    frame = analysis.forecast(store, by="project_id", due=config.due)
+    late = frame[frame["will_miss"].fillna(False).astype(bool)]
+    found = []
+    row: Any
+    for row in late.itertuples(index=False):
+        message = (
+            f"{row.project} is due on {row.due:%d %b %Y} but its forecast finish is "
+            f"{row.finish_p50:%d %b %H:%M} UTC (p50), {row.late_hours_p50:.0f} h late"
+        )
+        if pd.notna(row.finish_p90):
+            message += f"; {row.late_hours_p90:.0f} h late at p90"
+        figures = {"due": row.due.isoformat(), "finish_p50": row.finish_p50.isoformat(),
+                   "finish_p90": None if pd.isna(row.finish_p90) else row.finish_p90.isoformat(),
+                   "late_hours_p50": float(row.late_hours_p50),
+                   "late_hours_p90": _number(row.late_hours_p90),
+                   "project_id": row.project_id}  # fmt: skip
+        found.append(Finding("due", "project", str(row.project), label, message, figures))
+    return found
+
+
+def _number(value: Any) -> float | None:
+    return None if pd.isna(value) else float(value)
+
+
+def _missing_events(
+    store: SnapshotStore,
+    label: str,
+    now: pd.Timestamp,
+    settings: Settings,
+    everyone: list[CheckSettings],
+) -> list[Finding]:
+    """Runs the snapshots show finished or failed, each project's `missing_events_after`
+    ago or more, with no webhook event for them; only once the store holds events (a
+    receiver feeds it), and only for runs that ended after the first event arrived."""
+    events = store.history("events")
+    if events.empty:
+        return []
+    runs = analysis.runs(store)
+    ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
+    shortest = min(s.missing_events_after for s in everyone)
+    ended = ended[
+        (ended["finished_source"] != "event")
+        & (ended["finished_at"] >= events["timestamp"].min())
+        & (ended["finished_at"] <= now - pd.Timedelta(shortest))
+    ]
+    found = []
+    row: Any
+    for row in ended.itertuples(index=False):
+        own = settings(row.project_id, row.project)
+        if "missing_events" in own.off or row.finished_at > now - own.missing_events_after:
+            continue
+        subject = f"{row.project}: {row.chapter}"
+        kind = "chapter.finished" if row.outcome == "finished" else "chapter.failed"
+        message = (
+            f"{subject} {'finished' if row.outcome == 'finished' else 'failed'} at "
+            f"{row.finished_at:%d %b %H:%M} UTC and no {kind} event reached the store; "
+            "check the webhook endpoint and the receiver"
+        )
+        figures = {"chapter_id": row.chapter_id, "run_id": row.run_id,
+                   "project_id": row.project_id, "ended_at": row.finished_at.isoformat(),
+                   "event": kind}  # fmt: skip
+        found.append(
+            Finding("missing_events", "chapter", subject, label, message, figures, row.run_id)
+        )
+    return found
+
+
+def _snapshots(
+    store: SnapshotStore,
+    label: str,
+    config: WatchConfig,
+    now: pd.Timestamp,
+    last: pd.Timestamp,
+    broken: str | None,
+) -> list[Finding]:
+    """The last snapshot older than two intervals (or this cycle's failed), and what
+    `toolkit store check` finds in a local store."""
+    found = []
+    age = now - last
+    if broken or age > 2 * pd.Timedelta(config.interval):
+        why = f": {broken}" if broken else ""
+        found.append(
+            Finding(
+                "snapshots", "workspace", label, label,
+                f"the last snapshot of {label} is from {last:%d %b %H:%M} UTC, "
+                f"{_hours(age)} old{why}",
+                {"last_snapshot": last.isoformat(), "hours": round(age.total_seconds() / 3600, 2)},
+                "age",
+            )
+        )  # fmt: skip
+    if "://" not in store.root:
+        from toolkit.store import check_report
+
+        problems: list[object]
+        try:
+            problems = list(check_report(store.root).findings)
+        except ToolkitError as exc:
+            problems = [exc]
+        if problems:
+            found.append(
+                Finding(
+                    "snapshots", "store", label, label,
+                    f"`toolkit store check --store {store.root}` finds {len(problems)} "
+                    f"problem(s), the first: {problems[0]}",
+                    {"problems": len(problems)}, "store_check",
+                )
+            )  # fmt: skip
+    return found
+
+
+def _no_snapshot(label: str, why: str) -> Finding:
+    return Finding(
+        "snapshots", "workspace", label, label,
+        f"no snapshot of {label} could be taken: {why}", {}, "age",
+    )  # fmt: skip

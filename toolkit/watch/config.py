@@ -1,0 +1,534 @@
+"""The watch config: a TOML file read into typed settings (docs/watch.md has every key).
+
+```python
+config = read_config("watch.toml")
+config.workspaces["studio"].store     # data/snapshots/studio
+config.checks_for("studio", "Moonlit Harbor").stalled_after
+```
+
+Unknown keys and bad values are refused with the file, the line and the key named.
+tomllib gives no line numbers for values it parsed, so `key_lines` finds them in the text.
+Secrets (API keys, the webhook secret, the Slack URL, SMTP credentials) are named by
+environment variable only, read into a `Secret` when the watch needs them, never printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+from toolkit.config import Secret, is_loopback_host, normalize_base_url
+from toolkit.errors import ConfigError
+
+Scope = Literal["project", "workspace", "agency"]
+Period = Literal["month", "week"]
+CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
+          "missing_events", "snapshots")  # fmt: skip
+# What a project's own table may switch off or set: the checks about its work.
+PROJECT_CHECKS = ("anomaly", "stalled", "failed_waiting", "held_pages", "due", "missing_events")
+T = TypeVar("T")
+Path_ = tuple[str | int, ...]  # where a value sits: ("budgets", 0, "credits")
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """Thresholds of the checks: `[checks]`, then a workspace's `[workspaces.X.checks]`,
+    then a project's `[checks.projects."NAME"]`, each overriding the keys it sets."""
+
+    stalled_after: timedelta = timedelta(minutes=90)
+    failed_waiting_after: timedelta = timedelta(hours=4)
+    missing_events_after: timedelta = timedelta(minutes=30)
+    remind: timedelta = timedelta(hours=24)
+    anomaly_period: timedelta = timedelta(days=1)
+    anomaly_baseline: int = 14  # periods before the latest one
+    anomaly_mads: float = 3.0  # how many scaled MADs from the median count as unusual
+    off: frozenset[str] = frozenset()  # checks not run
+
+
+@dataclass(frozen=True)
+class Workspace:
+    name: str
+    base_url: str
+    key_env: str
+    store: str
+
+    def api_key(self) -> Secret[str]:
+        return secret_from(self.key_env, f"the API key of workspace {self.name!r}")
+
+
+@dataclass(frozen=True)
+class Budget:
+    scope: Scope
+    name: str | None  # a project's or workspace's name; None for the agency
+    period: Period
+    credits: int
+    warn_at: float = 0.8
+    line: int = 0  # where it is written, for messages
+
+
+@dataclass(frozen=True)
+class Webhook:
+    url: str
+    secret_env: str
+    allow_private: bool = False
+
+
+@dataclass(frozen=True)
+class Slack:
+    url: str | None = None  # a URL without a secret in it (a loopback sink in tests)
+    url_env: str | None = None  # else read from this variable: the usual Slack URL is secret
+    allow_private: bool = False
+
+    def address(self) -> Secret[str]:
+        if self.url_env:
+            return secret_from(self.url_env, "the Slack webhook URL")
+        return Secret(self.url or "")
+
+
+@dataclass(frozen=True)
+class Email:
+    host: str
+    to: tuple[str, ...]
+    sender: str  # `from` in the file
+    port: int = 587
+    user_env: str | None = None
+    password_env: str | None = None
+    starttls: bool = True  # used when the server offers it
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    path: str
+    store: str
+    interval: timedelta
+    workspaces: dict[str, Workspace]
+    budgets: tuple[Budget, ...] = ()
+    checks: CheckSettings = CheckSettings()
+    workspace_checks: dict[str, CheckSettings] = field(default_factory=dict)
+    project_checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # name or id: keys set
+    due: dict[str, date] = field(default_factory=dict)
+    webhook: Webhook | None = None
+    slack: Slack | None = None
+    email: Email | None = None
+    retries: int = 3  # attempts per notification and target
+    retry_wait: float = 2.0  # seconds before the second attempt, doubling
+
+    def checks_for(self, workspace: str, *project: str) -> CheckSettings:
+        """The thresholds for one workspace, and for one of its projects when given its
+        name or id (or both: a table for the id wins)."""
+        settings = self.workspace_checks.get(workspace, self.checks)
+        for key in reversed(project):
+            if key in self.project_checks:
+                return replace(settings, **self.project_checks[key])
+        return settings
+
+    def check_secrets(self) -> None:
+        """Every secret the watch needs is set (a `ConfigError` naming the first that is not)."""
+        for workspace in self.workspaces.values():
+            workspace.api_key()
+        if self.webhook is not None:
+            secret_from(self.webhook.secret_env, "the webhook signing secret")
+        if self.slack is not None:
+            check_target_url(self.slack.address().reveal(), self.slack.allow_private, "Slack")
+        if self.email is not None:
+            for name in (self.email.user_env, self.email.password_env):
+                if name:
+                    secret_from(name, "the SMTP credentials")
+
+
+def secret_from(variable: str, what: str) -> Secret[str]:
+    if not os.environ.get(variable):
+        raise ConfigError(f"{what} is read from the environment: set {variable}")
+    return Secret(os.environ[variable])
+
+
+def check_target_url(url: str, allow_private: bool, what: str) -> str:
+    """A notification URL: https, or http to loopback with allow_private = true. The
+    message names only scheme and host: a Slack URL's path is its secret."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.scheme == "https" and host:
+        return url
+    if parts.scheme == "http" and host and is_loopback_host(host) and allow_private:
+        return url
+    if parts.scheme == "http" and host and is_loopback_host(host):
+        raise ConfigError(
+            f"the {what} URL http://{host} is plain http: set allow_private = true for a "
+            "loopback receiver, or use https"
+        )
+    raise ConfigError(
+        f"the {what} URL ({parts.scheme or 'no scheme'}://{host}) must be https "
+        "(plain http only to loopback with allow_private = true)"
+    )
+
+
+def read_config(path: str | os.PathLike[str]) -> WatchConfig:
+    """The watch config at `path`, checked whole; a `ConfigError` names the file, the
+    line and the key of the first problem."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"watch config {str(file)!r} cannot be read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return _Reader(str(file), key_lines(text), file.parent).config(data)
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*(.+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
+
+
+def _parts(dotted: str) -> list[str]:
+    """`notify.webhook` -> [notify, webhook]; `due."Moonlit Harbor"` keeps the quoted part."""
+    found = re.findall(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^."'\s]+)\s*(?:\.|$)""", dotted)
+    return [part[1:-1] if part[:1] in "\"'" else part for part in found]
+
+
+def key_lines(text: str) -> dict[Path_, int]:
+    """The line (from 1) of every table header and key in a TOML text, by its path: a
+    `[[budgets]]` entry's keys under ("budgets", index, key)."""
+    lines: dict[Path_, int] = {}
+    counts: dict[tuple[str, ...], int] = {}
+    table: Path_ = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header and not line.lstrip().startswith("#"):
+            names = tuple(_parts(header.group(2)))
+            if header.group(1) == "[[":
+                counts[names] = counts.get(names, -1) + 1
+                table = (*names, counts[names])
+            else:
+                table = names
+            lines.setdefault(table, number)
+            continue
+        key = _KEY.match(line)
+        if key:
+            lines.setdefault((*table, *_parts(key.group(1))), number)
+    return lines
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hours?|d|days?|w|weeks?)\s*$")
+_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours": 3600,
+          "d": 86400, "day": 86400, "days": 86400, "w": 604800, "week": 604800,
+          "weeks": 604800}  # fmt: skip
+
+
+def parse_duration(text: str) -> timedelta:
+    """ "15m", "90min", "4h", "2d", "1w" -> a positive timedelta (ValueError otherwise)."""
+    match = _DURATION.match(text)
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"{text!r} is not a duration like 15m, 90min, 4h or 2d")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+class _Reader:
+    """Reads the parsed TOML into a `WatchConfig`, naming the line of each problem."""
+
+    def __init__(self, file: str, lines: dict[Path_, int], folder: Path) -> None:
+        self.file, self.lines, self.folder = file, lines, folder
+
+    def fail(self, where: Path_, problem: str) -> ConfigError:
+        line = None
+        for depth in range(len(where), 0, -1):  # the key's line, else its table's
+            line = self.lines.get(where[:depth])
+            if line is not None:
+                break
+        key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where)
+        key = key.replace(".[", "[")
+        at = f", line {line}" if line else ""
+        return ConfigError(f"{self.file}{at}: {key}: {problem}")
+
+    def table(self, value: Any, where: Path_, keys: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, "must be a table")
+        for key in value:
+            if key not in keys:
+                raise self.fail((*where, key), f"unknown key; expected one of {', '.join(keys)}")
+        return value
+
+    def get(
+        self,
+        data: Mapping[str, Any],
+        where: Path_,
+        key: str,
+        kind: type[T] | tuple[type, ...],
+        convert: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        value = data[key]
+        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(
+                k.__name__ for k in kind
+            )  # fmt: skip
+            raise self.fail((*where, key), f"must be {_words.get(names, names)}, not {value!r}")
+        if convert is None:
+            return value
+        try:
+            return convert(value)
+        except (ValueError, ConfigError) as exc:
+            raise self.fail((*where, key), str(exc)) from None
+
+    def config(self, data: dict[str, Any]) -> WatchConfig:
+        top = ("store", "interval", "workspaces", "budgets", "checks", "due", "notify", "retries")
+        self.table(data, (), top)
+        store = self.get(data, (), "store", str) if "store" in data else "data/snapshots"
+        if not os.path.isabs(store) and "://" not in store:
+            store = str(self.folder / store) if str(self.folder) not in ("", ".") else store
+        interval = (
+            self.get(data, (), "interval", str, parse_duration)
+            if "interval" in data
+            else timedelta(minutes=15)
+        )
+        if "workspaces" not in data or not data["workspaces"]:
+            raise self.fail(("workspaces",), "name at least one: [workspaces.studio]")
+        spaces = self.table(data["workspaces"], ("workspaces",), tuple(data["workspaces"]))
+        checks_data = data.get("checks", {})
+        base = replace(CheckSettings(), **self.checks(checks_data, ("checks",), "top"))
+        workspaces, workspace_checks = {}, {}
+        for name, table in spaces.items():
+            workspaces[name], own = self.workspace(name, table, store)
+            if own is not None:
+                where: Path_ = ("workspaces", name, "checks")
+                workspace_checks[name] = replace(base, **self.checks(own, where, "workspace"))
+        projects = {
+            name: self.checks(table, ("checks", "projects", name), "project")
+            for name, table in self.table(
+                checks_data.get("projects", {}), ("checks", "projects"),
+                tuple(checks_data.get("projects", {})),
+            ).items()
+        }  # fmt: skip
+        budgets = data.get("budgets", [])
+        if not isinstance(budgets, list):
+            raise self.fail(("budgets",), "must be [[budgets]] entries")
+        due = {
+            name: self.get(data["due"], ("due",), name, (date, str), _date)
+            for name in self.table(data.get("due", {}), ("due",), tuple(data.get("due", {})))
+        }
+        notify = self.table(data.get("notify", {}), ("notify",), ("webhook", "slack", "email"))
+        retries = self.get(data, (), "retries", int) if "retries" in data else 3
+        if retries < 1:
+            raise self.fail(("retries",), "must be at least 1 (attempts per notification)")
+        return WatchConfig(
+            path=self.file,
+            store=store,
+            interval=interval,
+            workspaces=workspaces,
+            budgets=tuple(self.budget(b, ("budgets", i)) for i, b in enumerate(budgets)),
+            checks=base,
+            workspace_checks=workspace_checks,
+            project_checks=projects,
+            due=due,
+            webhook=self.webhook(notify["webhook"]) if "webhook" in notify else None,
+            slack=self.slack(notify["slack"]) if "slack" in notify else None,
+            email=self.email(notify["email"]) if "email" in notify else None,
+            retries=retries,
+        )
+
+    def workspace(
+        self, name: str, table: Any, root: str
+    ) -> tuple[Workspace, dict[str, Any] | None]:
+        where: Path_ = ("workspaces", name)
+        table = self.table(table, where, ("base_url", "key_env", "store", "checks"))
+        for key in ("base_url", "key_env"):
+            if key not in table:
+                raise self.fail(where, f"lacks {key}")
+        url = self.get(table, where, "base_url", str, normalize_base_url)
+        key_env = self.get(table, where, "key_env", str, _variable)
+        store = self.get(table, where, "store", str) if "store" in table else f"{root}/{name}"
+        return Workspace(name, url, key_env, store), table.get("checks")
+
+    def checks(
+        self, data: Any, where: Path_, level: Literal["top", "workspace", "project"]
+    ) -> dict[str, Any]:
+        """The keys a checks table sets. `remind` and `projects` only at the top: the
+        reminders are one rhythm, the project tables one list."""
+        durations: tuple[str, ...] = ("stalled_after", "failed_waiting_after",
+                                      "missing_events_after", "anomaly_period")  # fmt: skip
+        keys: tuple[str, ...] = (*durations, "anomaly_baseline", "anomaly_mads", "off")
+        if level == "top":
+            keys = (*keys, "remind", "projects")
+            durations = (*durations, "remind")
+        if level != "top" and isinstance(data, dict) and "remind" in data:
+            raise self.fail((*where, "remind"), "reminders are set once, in [checks]")
+        data = self.table(data, where, keys)
+        changed: dict[str, Any] = {
+            key: self.get(data, where, key, str, parse_duration) for key in durations if key in data
+        }
+        if "anomaly_baseline" in data:
+            changed["anomaly_baseline"] = self.get(
+                data, where, "anomaly_baseline", int, _at_least(3)
+            )
+        if "anomaly_mads" in data:
+            changed["anomaly_mads"] = float(
+                self.get(data, where, "anomaly_mads", (int, float), _positive)
+            )
+        if "off" in data:
+            names: tuple[str, ...] = PROJECT_CHECKS if level == "project" else CHECKS
+            if level == "workspace":  # budgets are switched off by removing their entries
+                names = tuple(name for name in CHECKS if name != "budget")
+            changed["off"] = frozenset(self.get(data, where, "off", list, _check_names(names)))
+        return changed
+
+    def budget(self, data: Any, where: Path_) -> Budget:
+        data = self.table(data, where, ("scope", "name", "period", "credits", "warn_at"))
+        for key in ("scope", "period", "credits"):
+            if key not in data:
+                raise self.fail(where, f"lacks {key}")
+        scope = self.get(data, where, "scope", str, _choice("project", "workspace", "agency"))
+        if scope != "agency" and "name" not in data:
+            raise self.fail(where, f'a {scope} budget needs the {scope}\'s name: name = "..."')
+        if scope == "agency" and "name" in data:
+            raise self.fail((*where, "name"), "an agency budget covers every workspace: no name")
+        warn_at = (
+            self.get(data, where, "warn_at", (int, float), _share) if "warn_at" in data else 0.8
+        )
+        return Budget(
+            scope=scope,
+            name=self.get(data, where, "name", str) if "name" in data else None,
+            period=self.get(data, where, "period", str, _choice("month", "week")),
+            credits=self.get(data, where, "credits", int, _positive),
+            warn_at=float(warn_at),
+            line=self.lines.get(where, 0),
+        )
+
+    def webhook(self, data: Any) -> Webhook:
+        where: Path_ = ("notify", "webhook")
+        data = self.table(data, where, ("url", "secret_env", "allow_private"))
+        for key in ("url", "secret_env"):
+            if key not in data:
+                raise self.fail(where, f"lacks {key}")
+        private = self.get(data, where, "allow_private", bool) if "allow_private" in data else False
+        return Webhook(
+            url=self.get(
+                data, where, "url", str, lambda u: check_target_url(u, private, "webhook")
+            ),
+            secret_env=self.get(data, where, "secret_env", str, _variable),
+            allow_private=private,
+        )
+
+    def slack(self, data: Any) -> Slack:
+        where: Path_ = ("notify", "slack")
+        data = self.table(data, where, ("url", "url_env", "allow_private"))
+        if ("url" in data) == ("url_env" in data):
+            raise self.fail(where, "give url_env (the variable holding the URL) or url")
+        private = self.get(data, where, "allow_private", bool) if "allow_private" in data else False
+        if "url" in data:
+            url = self.get(data, where, "url", str, lambda u: check_target_url(u, private, "Slack"))
+            return Slack(url=url, allow_private=private)
+        return Slack(
+            url_env=self.get(data, where, "url_env", str, _variable), allow_private=private
+        )
+
+    def email(self, data: Any) -> Email:
+        where: Path_ = ("notify", "email")
+        keys = ("host", "port", "from", "to", "user_env", "password_env", "starttls")
+        data = self.table(data, where, keys)
+        for key in ("host", "from", "to"):
+            if key not in data:
+                raise self.fail(where, f"lacks {key}")
+        to = self.get(data, where, "to", (list, str), _addresses)
+        optional = {key: self.get(data, where, key, str, _variable)
+                    for key in ("user_env", "password_env") if key in data}  # fmt: skip
+        if len(optional) == 1:
+            raise self.fail(where, "give both user_env and password_env, or neither")
+        return Email(
+            host=self.get(data, where, "host", str),
+            to=to,
+            sender=self.get(data, where, "from", str, _address),
+            port=self.get(data, where, "port", int, _port) if "port" in data else 587,
+            starttls=self.get(data, where, "starttls", bool) if "starttls" in data else True,
+            **optional,
+        )
+
+
+_words = {"str": "text", "int": "a whole number", "bool": "true or false", "list": "a list",
+          "int or float": "a number", "date or str": "a date (2026-12-20)",
+          "list or str": "an address or a list of them"}  # fmt: skip
+
+
+def _variable(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"{name!r} is not an environment variable's name (the value goes there)")
+    return name
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return check
+
+
+def _positive(value: float) -> float:
+    if value <= 0:
+        raise ValueError(f"must be above 0, not {value}")
+    return value
+
+
+def _at_least(low: int) -> Callable[[int], int]:
+    def check(value: int) -> int:
+        if value < low:
+            raise ValueError(f"must be at least {low}, not {value}")
+        return value
+
+    return check
+
+
+def _share(value: float) -> float:
+    if not 0 < value <= 1:
+        raise ValueError(
+            f"is a share of the budget, above 0 and at most 1 (0.8 is 80%), not {value}"
+        )
+    return value
+
+
+def _port(value: int) -> int:
+    if not 0 < value < 65536:
+        raise ValueError(f"{value} is not a port (1-65535)")
+    return value
+
+
+def _date(value: date | str) -> date:
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a date like 2026-12-20") from None
+    return value
+
+
+def _address(value: str) -> str:
+    if not re.fullmatch(r"[^@\s]+@[^@\s]+", value):
+        raise ValueError(f"{value!r} is not an e-mail address")
+    return value
+
+
+def _addresses(value: list[Any] | str) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not items or not all(isinstance(item, str) for item in items):
+        raise ValueError("must list at least one address")
+    return tuple(_address(item) for item in items)
+
+
+def _check_names(allowed: tuple[str, ...]) -> Callable[[list[Any]], list[str]]:
+    def check(value: list[Any]) -> list[str]:
+        unknown = [item for item in value if item not in allowed]
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]!r} is not a check that can be switched off here; "
+                f"these can: {', '.join(allowed)}"
+            )
+        return value
+
+    return check
