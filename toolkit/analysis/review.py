@@ -106,7 +106,10 @@ def review_backlog(
     waiting = current[(current["status"].astype("string") == "needs_review")
                       & ~flag(current["processing"])]  # fmt: skip
     ready = moves[moves["move"] == "ready"].groupby("chapter_id")["at"].max()
-    since = waiting["chapter_id"].map(ready).fillna(waiting["last_activity_at"])
+    # reindex, not map: mapping text ids through an empty (no review move yet) Series of
+    # times makes pandas cast them to floats.
+    ready_at = pd.to_datetime(ready.reindex(waiting["chapter_id"].to_numpy()).to_numpy(), utc=True)
+    since = pd.Series(ready_at, index=waiting.index).fillna(waiting["last_activity_at"])
     wait_hours = (as_of - since).dt.total_seconds() / 3600
     span = pd.Timedelta(window)
     recent = lags[lags["reviewed_at"] > as_of - span]
