@@ -28,9 +28,11 @@ def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys, e
 
     store = SnapshotStore(str(out / "snapshots"))
     snapshots = store.snapshots().sort_values("snapshot_at")
-    assert len(snapshots) == 4  # the baseline, then one per simulated hour
-    gaps = snapshots["snapshot_at"].diff().dropna().unique().tolist()
+    # The baseline, one per simulated hour, then the closing watch cycle's own.
+    assert len(snapshots) == 5
+    gaps = snapshots["snapshot_at"].iloc[:4].diff().dropna().unique().tolist()
     assert gaps == [timedelta(hours=1)]
+    assert snapshots["snapshot_at"].iloc[4] >= snapshots["snapshot_at"].iloc[3]
 
     events = store.history("events")
     assert {"chapter.finished", "export.ready"} <= set(events["type"])
@@ -47,14 +49,22 @@ def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys, e
     assert all(p.stat().st_size > 1000 for p in pictures)
 
     printed = capsys.readouterr().out
-    last = printed.strip().splitlines()[-2:]
-    assert last[0].startswith("It shows 3 simulated hours (")
-    assert "credits spent" in last[0] and "webhook events" in last[0]
+    lines = printed.strip().splitlines()
+    shows = next(line for line in lines if line.startswith("It shows 3 simulated hours ("))
+    assert "credits spent" in shows and "webhook events" in shows
     assert (
-        last[1] == f"The weekly page to read and forward: {(out / 'weekly-report.html').resolve()}"
+        lines[-1]
+        == f"The weekly page to read and forward: {(out / 'weekly-report.html').resolve()}"
     )
     assert printed.count("summary.csv") == 1  # the files are listed once
-    assert "_pages" not in last[0] and "(s)" not in last[0]  # words, not codes
+    assert "_pages" not in shows and "(s)" not in printed  # words, not codes
+    # The closing watch cycle: a budget warning, what waits for a person, where it went.
+    watched = lines[lines.index(shows) + 2 : -1]
+    assert lines[lines.index(shows) + 1].startswith("One watch cycle (`toolkit watch --once`")
+    assert any(w.startswith("  opened budget [demo] demo has spent ") for w in watched)
+    assert any(" held_pages " in w or " failed_waiting " in w for w in watched)
+    assert all(w.endswith("(sent to slack)") for w in watched)
+    assert (out / "watch" / "alerts" / "_delta_log").is_dir()  # kept: a rerun re-alerts nothing
 
 
 def test_every_surface_of_the_demo_shows_the_same_figures(tmp_path: Path, capsys):

@@ -73,6 +73,8 @@ class Day:
     ledger: dict[str, Any] = field(default_factory=dict)  # the emulator's, at the day's end
     deliveries: list[dict[str, Any]] = field(default_factory=list)  # its webhook log, too
     baseline_at: Any = None  # when the first snapshot was taken
+    watched: list[str] = field(default_factory=list)  # what the closing watch cycle sent
+    notified: list[dict[str, Any]] = field(default_factory=list)  # what its sink received
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,9 @@ def run_demo(
     _check_hours(hours)
     prepare_out(out)
     store = SnapshotStore(str(out / "snapshots"))
-    day = simulate_day(store, hours=hours, seen_path=out / "receiver.sqlite", start=start)
+    day = simulate_day(
+        store, hours=hours, seen_path=out / "receiver.sqlite", start=start, watch=out / "watch"
+    )
     return finish(store, out, day, hours=hours)
 
 
@@ -241,8 +245,13 @@ def simulate_day(
     seen_path: str | Path | None = None,
     progress: bool = True,
     start: datetime | None = None,
+    watch: str | Path | None = None,
 ) -> Day:
     """Run the simulated day into `store` (snapshots and webhook events); no report.
+
+    `watch`: a folder for one closing `toolkit watch` cycle (its alerts table), which
+    checks a budget of this month set just above the day's spend and notifies a
+    loopback sink (`watch_once`).
 
     Starts and stops its own emulator and receiver, its clock at `start` (default: now).
     The notebooks use it to build a history when no service is configured.
@@ -274,6 +283,8 @@ def simulate_day(
                 )
             day.ledger = emulator.ledger(workspace_id)
             day.deliveries = emulator.deliveries(workspace_id)
+            if watch is not None:
+                watch_once(emulator.url, seeded["apiKey"], store, Path(watch), day)
         finally:
             server.stop()
             if receiver is not None:
@@ -377,8 +388,62 @@ def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
         f"{count(day.snapshots, 'hourly snapshot')}; needing a person now: "
         f"{_figure(total['needs_action'], 'chapter')}."
     )
+    if day.watched:
+        say(
+            f"One watch cycle (`toolkit watch --once`, docs/watch.md) opened "
+            f"{count(len(day.watched), 'alert')}, sent to a Slack-style sink on loopback "
+            f"in {count(len(day.notified), 'message')}:"
+        )
+        for line in day.watched:
+            say(f"  {line}")
     say(f"The weekly page to read and forward: {page.resolve()}")
     return folder
+
+
+def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) -> None:
+    """One `toolkit watch` cycle at the day's end, as cron would run it: a budget for
+    this month just above what the day spent (so it warns), failed chapters waiting past
+    an hour, and a Slack-style sink on loopback that keeps what it receives."""
+    import os
+    from datetime import timedelta
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from toolkit.emulator.serving import BackgroundServer
+    from toolkit.watch import run_cycle
+    from toolkit.watch.config import Budget, CheckSettings, Slack, WatchConfig, Workspace
+
+    async def keep(request: Request) -> Response:
+        day.notified.append(await request.json())
+        return Response("ok")
+
+    from toolkit.analysis import monthly_spend
+
+    # What the budget check will count: this month's spend in the store.
+    spent = monthly_spend(store)["this_month"].iloc[0]
+    spent = 0 if spent is None or spent != spent else int(spent)
+    sink = BackgroundServer()
+    sink.start(Starlette(routes=[Route("/slack", keep, methods=["POST"])]), name="demo-sink")
+    key_env = "CTS_DEMO_WATCH_KEY"  # the watch reads keys only from the environment
+    os.environ[key_env] = api_key
+    try:
+        config = WatchConfig(
+            path="(the demo)",
+            store=str(folder),
+            interval=timedelta(hours=1),
+            workspaces={"demo": Workspace("demo", base_url, key_env, str(store.root))},
+            budgets=(Budget("workspace", "demo", "month", math.ceil(max(spent, 1) / 0.9)),),
+            checks=CheckSettings(failed_waiting_after=timedelta(hours=1)),
+            slack=Slack(url=f"{sink.url}/slack", allow_private=True),
+        )
+        cycle = run_cycle(config, retry_wait=0)
+        day.watched = cycle.lines()
+    finally:
+        os.environ.pop(key_env, None)
+        sink.stop()
 
 
 def _figure(value: int | None, noun: str | None = None) -> str:

@@ -204,7 +204,7 @@ def test_a_failed_chapter_waits_for_a_rescan_past_its_threshold(history):
 def test_held_pages_never_started_are_found_at_once_and_resolve_when_started(history):
     row = only(history.at_14, "held_pages", "Side Stories: Chapter 1")
     assert row["message"] == (
-        "Side Stories: Chapter 1: 2 page(s) held, never started; start them or remove them"
+        "Side Stories: Chapter 1: 2 pages held, never started; start them or remove them"
     )
     assert row["figures"]["chapter_id"] == history.ids["held"]
     assert found(history.at_15, "held_pages").empty
@@ -244,7 +244,7 @@ def test_a_damaged_store_is_one_store_check_finding_and_nothing_read_from_it(his
     (finding,) = history.damaged
     assert (finding.check, finding.scope, finding.subject) == ("snapshots", "store", "studio")
     assert finding.message.startswith("`toolkit store check --store ")
-    assert "finds 1 problem(s), the first: " in finding.message
+    assert "finds 1 problem, the first: " in finding.message
     assert finding.figures == {"problems": 1}
 
 

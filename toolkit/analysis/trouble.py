@@ -238,14 +238,14 @@ def stuck(
     pages = latest["page_count"].fillna(0).astype("int64")
     unpaid = pages - latest["chapter_id"].map(paid).fillna(pages).astype("int64")
     held = latest[idle & started & (unpaid > 0)]
-    add(held, "held_pages", unpaid[held.index].astype(str) + " page(s) held, never started",
+    add(held, "held_pages", _pages(unpaid[held.index]) + " held, never started",
         held["last_activity_at"])  # fmt: skip
     empty = latest[~started & (pages == 0) & (latest["chapter_id"].notna())]
     empty = empty[empty["project_id"].map(_project_kinds(obs)) != "novel"]
     add(empty, "no_pages", pd.Series("staged, no pages yet", index=empty.index),
         empty["created_at"])  # fmt: skip
     waiting = latest[~started & (pages > 0)]
-    add(waiting, "not_started", pages[waiting.index].astype(str) + " page(s) staged, never started",
+    add(waiting, "not_started", _pages(pages[waiting.index]) + " staged, never started",
         waiting["last_activity_at"])  # fmt: skip
     frame = pd.concat(rows, ignore_index=True)
     frame = frame.sort_values(["reason", "since", "chapter_id"], ignore_index=True)
@@ -278,3 +278,9 @@ def _labels(chapters: pd.DataFrame) -> pd.Series:
     titles = chapters["title"].astype(object)
     fallback = "Chapter " + chapters["position"].astype(str)
     return titles.where(titles.notna(), fallback).astype(TEXT)
+
+
+def _pages(counts: pd.Series) -> pd.Series:
+    """`1 page`, `3 pages`: counts in words, as `toolkit.formatting.count` says them."""
+    words = np.where(counts == 1, " page", " pages")
+    return pd.Series(counts.astype(str).to_numpy() + words, index=counts.index, dtype=object)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from toolkit import analysis
 from toolkit.errors import ConfigError, ToolkitError
+from toolkit.formatting import count
 from toolkit.watch import anomaly, budget
 from toolkit.watch.alerts import AlertLog
 from toolkit.watch.config import CheckSettings, WatchConfig, read_config
@@ -313,8 +314,8 @@ def _snapshots(
             found.append(
                 Finding(
                     "snapshots", "store", label, label,
-                    f"`toolkit store check --store {store.root}` finds {len(problems)} "
-                    f"problem(s), the first: {problems[0]}",
+                    f"`toolkit store check --store {store.root}` finds "
+                    f"{count(len(problems), 'problem')}, the first: {problems[0]}",
                     {"problems": len(problems)}, "store_check",
                 )
             )  # fmt: skip
