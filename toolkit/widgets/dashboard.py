@@ -66,6 +66,20 @@ class Dashboard(widgets.VBox):
     dash = tk.widgets.Dashboard(client, store=store)
     dash                      # display it; tick "Auto-refresh" to follow running chapters
     ```
+
+    Args:
+        client: The client of the workspace shown.
+        store: The workspace's snapshot store: spend today and this week (live, as of
+            the service's time), the review line, stalled chapters and the Snapshot button
+            need it; without it those parts say what they would need.
+        interval: Seconds between refreshes while "Auto-refresh" is ticked.
+        auto_refresh: Start with "Auto-refresh" ticked.
+        stall_threshold: How long a running chapter may show no progress before it is
+            marked stalled (a pandas duration: "1h", "90min").
+        page_size: Chapters shown per page of the table.
+        watch: A `toolkit watch` config (a path or the object): the open alerts the
+            watch holds for this workspace are shown (with `store` only: the alerts live
+            in it).
     """
 
     def __init__(

@@ -44,6 +44,12 @@ class RescanPanel(widgets.VBox):
     ```python
     panel = tk.widgets.RescanPanel(client, budget=200)   # over 200 credits: asks twice
     ```
+
+    Args:
+        client: The client of the workspace whose chapters are re-scanned.
+        store: A snapshot store: the price of the re-scans is learned from its history
+            instead of estimated from the price list.
+        budget: Credits above which a re-scan asks for a second confirmation.
     """
 
     def __init__(
@@ -162,6 +168,11 @@ class RescanPanel(widgets.VBox):
         return project.kind if project else None
 
     def name(self, chapter: ChapterListItem) -> str:
+        """How the panel names a chapter: `Project / Chapter 3`.
+
+        Args:
+            chapter: A chapter of one of the panel's projects.
+        """
         return f"{self.projects[chapter.project_id or ''].name} / {chapter_label(chapter)}"
 
     def _label(self, chapter: ChapterListItem) -> str:
@@ -244,6 +255,11 @@ class RescanPanel(widgets.VBox):
         self.message.clear()
 
     def withdraw(self, why: str) -> None:
+        """Drop the re-scans waiting for confirmation and say why.
+
+        Args:
+            why: The message shown in their place.
+        """
         self.pending, self.asked_again = [], False
         self.confirm_box.layout.display = "none"
         self.message.show(why, "info")

@@ -34,6 +34,12 @@ class UploadPanel(widgets.VBox):
     panel = tk.widgets.UploadPanel(client, store=store)    # prices learned from history
     panel = tk.widgets.UploadPanel(client, budget=500)     # a folder over 500 credits: asks twice
     ```
+
+    Args:
+        client: The client of the workspace the chapters go to.
+        store: A snapshot store: the prices shown before sending are learned from its
+            history instead of estimated from the price list.
+        budget: Credits above which sending a folder asks for a second confirmation.
     """
 
     TITLES = ("New comic chapter", "New novel chapter", "Add & start pages", "Upload a folder")
@@ -83,13 +89,25 @@ class UploadPanel(widgets.VBox):
         picker.value = keep or (options[0][1] if options else None)
 
     def project(self, project_id: str | None) -> Project:
-        """The chosen project, or a readable refusal when there is none."""
+        """The chosen project, or a readable refusal when there is none.
+
+        Args:
+            project_id: The id a tab's project picker holds (None: nothing picked).
+
+        Raises:
+            InvalidUpload: No project is chosen, or the id is not one of the panel's.
+        """
         if not project_id or project_id not in self.projects:
             raise InvalidUpload("No project chosen: pick one (or reload the projects).")
         return self.projects[project_id]
 
     def chapters_changed(self, project_id: str, chapter_id: str) -> None:
-        """Offer a new comic chapter at once in the add-pages tab, chosen."""
+        """Offer a new comic chapter at once in the add-pages tab, chosen.
+
+        Args:
+            project_id: The project the chapter was created in.
+            chapter_id: The new chapter (a novel's is not offered: its text is sent whole).
+        """
         if self.projects[project_id].kind != "comic":
             return
         if self.pages.project.value != project_id:
