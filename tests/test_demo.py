@@ -112,7 +112,7 @@ def test_every_surface_of_the_demo_shows_the_same_figures(tmp_path: Path, capsys
         name = "total" if cells[0] == "(all projects)" else cells[0]
         terminal[name] = [int(cell.replace(",", "")) for cell in cells[1 : len(FIGURES) + 1]]
     assert terminal == expected
-    closing = printed.strip().splitlines()[-2]
+    closing = next(line for line in printed.splitlines() if line.startswith("It shows "))
     total = figures["totals"]
     for phrase in (
         f"{count(4, 'project')}:",
