@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.frames import Workspace, schema
+from toolkit.frames.states import states
 
 STEPS = ("translate", "clean", "full")
 FILES_PER_STEP = {"translate": ("txt",), "clean": ("txt", "clean"), "full": ("txt", "clean", "cbz")}
@@ -226,7 +227,7 @@ class SyntheticWorkspace:
     def _chapters(self) -> pd.DataFrame:
         s = self._static
         worst = self.status.min(axis=1)
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             {
                 "chapter_id": s["chapter_id"],
                 "project_id": s["project_id"],
@@ -244,6 +245,14 @@ class SyntheticWorkspace:
                 "created_at": _times(self.created),
             }
         )
+        # `state`, as a pull works it out (toolkit.frames.states), so the store's write
+        # is timed on the frames a take hands it, not deriving the column itself.
+        idle = np.zeros(self.n, bool)
+        reasons = frame["failure_reason"].astype(object)
+        reasons = np.asarray(reasons.where(reasons.notna(), None))
+        status = np.asarray(frame["status"].astype(object))
+        state = states(~idle, idle, np.asarray(self.failed, bool), reasons, status, idle, idle)
+        return frame.assign(state=pd.array(state, pd.StringDtype()))
 
     def _languages(self) -> pd.DataFrame:
         s = self._static
