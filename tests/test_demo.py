@@ -62,7 +62,7 @@ def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys, e
     watched = lines[lines.index(shows) + 2 : -1]
     assert lines[lines.index(shows) + 1].startswith("One watch cycle (`toolkit watch --once`")
     assert any(w.startswith("  opened budget [demo] demo has spent ") for w in watched)
-    assert any(" held_pages " in w or " failed_waiting " in w for w in watched)
+    assert any(" failed_waiting " in w and "(re-scan it to retry)" in w for w in watched)
     assert all(w.endswith("(sent to slack)") for w in watched)
     assert (out / "watch" / "alerts" / "_delta_log").is_dir()  # kept: a rerun re-alerts nothing
 

@@ -402,8 +402,9 @@ def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
 
 def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) -> None:
     """One `toolkit watch` cycle at the day's end, as cron would run it: a budget for
-    this month just above what the day spent (so it warns), failed chapters waiting past
-    an hour, and a Slack-style sink on loopback that keeps what it receives."""
+    this month just above what the day spent (so it warns), every failed chapter the
+    last operator round left (a threshold of a minute: the day's last failure may be
+    minutes old), and a Slack-style sink on loopback that keeps what it receives."""
     import os
     from datetime import timedelta
 
@@ -436,7 +437,7 @@ def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) 
             interval=timedelta(hours=1),
             workspaces={"demo": Workspace("demo", base_url, key_env, str(store.root))},
             budgets=(Budget("workspace", "demo", "month", math.ceil(max(spent, 1) / 0.9)),),
-            checks=CheckSettings(failed_waiting_after=timedelta(hours=1)),
+            checks=CheckSettings(failed_waiting_after=timedelta(minutes=1)),
             slack=Slack(url=f"{sink.url}/slack", allow_private=True),
         )
         cycle = run_cycle(config, retry_wait=0)
