@@ -188,9 +188,7 @@ def text(frame: pd.DataFrame, *, credits: bool = False, missing: str = "-") -> s
     Returns:
         The lines, headed by the column names in words; ids left out beside names.
     """
-    named = any(c in frame.columns for c in ("name", "project", "chapter"))
-    if named:
-        frame = frame.drop(columns=[c for c in frame.columns if str(c).endswith("_id")])
+    frame, _ = _without_ids(frame)
     rules = {c: _rule(str(c).lower(), frame[c], credits) or _plain for c in frame.columns}
     rows = [
         {
@@ -200,6 +198,15 @@ def text(frame: pd.DataFrame, *, credits: bool = False, missing: str = "-") -> s
         for values in frame.itertuples(index=False)
     ]
     return text_table(rows)
+
+
+def _without_ids(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """`frame` without its `*_id` columns when a name column says the same, and whether
+    it has one (an index of ids is then hidden too)."""
+    named = any(c in frame.columns for c in ("name", "project", "chapter"))
+    if named:
+        frame = frame.drop(columns=[c for c in frame.columns if str(c).endswith("_id")])
+    return frame, named
 
 
 def _plain(value: Any) -> str:
@@ -222,9 +229,7 @@ def table(
     import pandas as pd
 
     frame = frame.to_frame() if isinstance(frame, pd.Series) else frame
-    named = any(c in frame.columns for c in ("name", "project", "chapter"))
-    if named:
-        frame = frame.drop(columns=[c for c in frame.columns if str(c).endswith("_id")])
+    frame, named = _without_ids(frame)
     styler = frame.style.format(na_rep="")
     for column in frame.columns:
         rule = _rule(str(column).lower(), frame[column], credits)
