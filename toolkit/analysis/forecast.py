@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Final, Literal, cast
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, moment
+from toolkit.analysis.calendar import moment
 from toolkit.analysis.due import with_due
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.analysis.review import review_lags, review_moves
 from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.work import Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from pandas.api.typing import NaTType, NAType

@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, period_starts, within
+from toolkit.analysis.calendar import period_starts, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, prices, rescans_seen, run_table, transitions
 from toolkit.analysis.timing import fill_grid
 from toolkit.analysis.transitions import taken
 from toolkit.analysis.workspaces import across
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore

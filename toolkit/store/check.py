@@ -56,6 +56,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from toolkit.errors import StoreError
 from toolkit.frames import schema
+from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.ledger import (
     OPERATION_KEY,
     SETTLED_KEY,
@@ -64,7 +65,6 @@ from toolkit.store.ledger import (
     recorded_commits,
     recorded_in,
 )
-from toolkit.store.log import MANIFEST_STORED
 from toolkit.store.maintenance import layout
 from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
 
