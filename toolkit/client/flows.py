@@ -76,9 +76,9 @@ class Outcome:
     maybe_acted: bool  # an earlier attempt may have reached the service
     note: str | None = None
 
-    def error(self, spec: RequestSpec, *, note: str | None = None, **details: Any) -> ApiError:
+    def error(self, spec: RequestSpec, *, note: str | None = None, **fields: Any) -> ApiError:
         note = " ".join(n for n in (self.note, note) if n) or None
-        return api_error(self.response, spec, attempts=self.attempts, note=note, **details)
+        return api_error(self.response, spec, attempts=self.attempts, note=note, **fields)
 
 
 def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[Outcome]:

@@ -258,11 +258,11 @@ def api_error(
     attempts: int = 1,
     note: str | None = None,
     error_class: type[ApiError] | None = None,
-    **details: Any,
+    **fields: Any,
 ) -> ApiError:
     """The `ApiError` subclass for an error answer, with a message a person can act on.
 
-    `error_class` (with its own `details`) replaces the class the status picks.
+    `error_class` (with its own `fields`) replaces the class the status picks.
     """
     status = response.status_code
     explained = _explain(status, spec)
@@ -286,7 +286,7 @@ def api_error(
         "response": response,
         "reason": reason,
         "advice": explained.advice,
-        **details,
+        **fields,
     }
     if cls is RateLimited:
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
