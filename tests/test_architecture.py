@@ -273,3 +273,33 @@ def test_each_public_analysis_function_is_the_function_its_module_defines():
         if getattr(home, name) is not value:
             rewrapped.append(name)
     assert rewrapped == []
+
+
+TESTS_ROOT = Path(__file__).resolve().parent
+
+
+def test_each_tests_folder_mirrors_a_package():
+    # tests/analysis/test_x.py tests toolkit/analysis/: a folder of tests names a package.
+    orphans = sorted(
+        str(path.relative_to(TESTS_ROOT))
+        for path in TESTS_ROOT.rglob("test_*.py")
+        if path.parent != TESTS_ROOT
+        and not (PACKAGE_ROOT / path.parent.relative_to(TESTS_ROOT) / "__init__.py").exists()
+    )
+    assert orphans == []
+
+
+def test_no_flat_test_file_is_named_for_a_module_of_a_package_with_its_own_tests():
+    # tests/test_forecast.py belongs in tests/analysis/, beside the other analysis tests.
+    # A top-level module's tests stay flat (tests/test_pricing.py for toolkit/pricing.py).
+    folders = {p.name for p in TESTS_ROOT.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    misplaced = []
+    for path in sorted(TESTS_ROOT.glob("test_*.py")):
+        name = path.stem.removeprefix("test_")
+        if (PACKAGE_ROOT / f"{name}.py").exists():
+            continue
+        homes = [f for f in folders if f == name or (PACKAGE_ROOT / f / f"{name}.py").exists()]
+        if homes:
+            misplaced.append(f"{path.name} -> tests/{homes[0]}/")
+    assert misplaced == []
+
