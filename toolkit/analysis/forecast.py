@@ -1,5 +1,8 @@
 """Forecasts: when the open work will be done, and which work waits for a person.
 
+Past 400 lines on purpose: the forecast and the burn-down read the same open work and
+the reasons some of it waits for a person; the work model they use is in `work`.
+
 ```python
 tk.analysis.forecast(store, by="project_id", window="7D")   # p10 / p50 / p90 finish times
 tk.analysis.burn_down(store, by="project_id")                # remaining lines per snapshot

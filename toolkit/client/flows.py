@@ -1,5 +1,9 @@
 """Every route's flow, written once as a generator that both clients drive.
 
+Past 400 lines on purpose: one flow per route, side by side, so that the rules every
+route follows (retries, reconciling a lost create) are seen applied the same way in
+each.
+
 A flow yields `Send(spec)` or `Sleep(seconds)` and returns its result; the rules for
 uploads and for reconciling a lost create are in docs/client.md.
 """

@@ -1,5 +1,8 @@
 """Requests as plain descriptions, and answers turned into resources or errors.
 
+Past 400 lines on purpose: building a request and reading its answer are the two halves
+of one boundary, and an error's explanation needs both (it names the route).
+
 Written once for both clients; how the service's error bodies are read is in
 docs/client.md.
 """

@@ -1,6 +1,9 @@
 """The service's resources as pandas DataFrames: one row per project, chapter, language or
 prepared file, with the columns and dtypes `toolkit.frames.schema` fixes.
 
+Past 400 lines on purpose: each table's `*_rows` and `*_frame` sit beside `pull`, which
+fetches them all at once; the fetching itself is apart (`fetcher`, `pacing`).
+
 ```python
 ws = tk.pull(client)                  # all four tables, concurrent requests
 ws.chapters.groupby("status", observed=True).size()

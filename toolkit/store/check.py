@@ -1,6 +1,9 @@
 """`toolkit store check [--store PATH] [--repair]`: what is damaged in a store, said in
 snapshots, and with `--repair` what can be done about it.
 
+Past 400 lines on purpose: each kind of damage below is found (and repaired) by
+functions reading the same Delta log, and one report gathers them.
+
 Each finding is said once, with the snapshots it touches (from when to when) and what
 `--repair` does about it:
 

@@ -1,5 +1,9 @@
 """SnapshotStore: a workspace's history as Parquet files, read with DuckDB.
 
+Past 400 lines on purpose: `SnapshotStore` is the public facade, one method per call a
+user makes; the work is in `writing`, `log`, `tables`, `maintenance` and the rest
+(`toolkit.store` lists them).
+
 ```python
 store = tk.SnapshotStore("data/snapshots")       # or "s3://bucket/snapshots"
 info = store.take(client)                        # pull and write one snapshot

@@ -1,5 +1,8 @@
 """`Dashboard`: a project's chapters at a glance, refreshed by hand or in the background.
 
+Past 400 lines on purpose: one widget, its controls and their callbacks; the HTML table
+and the chapter rules are already apart (`_table`, `_chapters`).
+
 Decisions where the spec and DESIGN are silent:
 - A refresh lists the project's chapters (one request) and fetches, concurrently, the
   detail of chapters that are processing, new, or whose `lastActivityAt` moved since the
