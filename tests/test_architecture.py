@@ -11,6 +11,7 @@ cycles (an import for types alone creates no cycle at run time).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -320,3 +321,22 @@ def test_a_module_past_400_lines_says_why_at_its_top():
         and "past 400 lines" not in (ast.get_docstring(ast.parse(path.read_text())) or "").lower()
     ]
     assert unexplained == []
+
+
+def test_the_where_to_find_table_points_at_files_and_names_that_exist():
+    # docs/architecture.md answers a newcomer's look-ups with a file and a name in it;
+    # a rename or a move that forgets the table fails here instead of misleading them.
+    page = (PACKAGE_ROOT.parent / "docs" / "architecture.md").read_text()
+    section = page.split("## Where to find", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")][2:]
+    assert len(rows) >= 5  # the four look-ups of issue 29, the GET in two files
+    wrong = []
+    for row in rows:
+        _, _, files, where, _ = row.split("|")
+        paths = [PACKAGE_ROOT.parent / f for f in re.findall(r"`([\w/]+\.py)`", files)]
+        text = "".join(p.read_text() for p in paths if p.exists())
+        wrong += [str(p) for p in paths if not p.exists()]
+        for name in re.findall(r"`([\w.]+)`", where):
+            if not name.endswith(".py") and name.rsplit(".", 1)[-1] not in text:
+                wrong.append(f"{name} in {files.strip()}")
+    assert wrong == []
