@@ -157,7 +157,7 @@ def test_a_malformed_webhook_secret_is_held_in_the_signing_primitive(secret):
     from toolkit import _signing
 
     with pytest.raises(ValueError, match="not 'whsec_' followed by base64") as caught:
-        _signing.secret_key(secret)
+        _signing.decode_secret(secret)
     text = shown(caught.value)
     assert "nobody-may-see-this" not in text
     assert "secret=Secret('" in text

@@ -17,7 +17,7 @@ from toolkit.config import Secret
 SECRET_PREFIX = "whsec_"
 
 
-def secret_key(secret: str | Secret[str]) -> bytes:
+def decode_secret(secret: str | Secret[str]) -> bytes:
     """The HMAC key of a signing secret: base64 after the optional `whsec_` prefix.
 
     Raises `ValueError`, without the secret or a chained decoder error (which would quote
@@ -50,5 +50,5 @@ def signature(
 def sign(secret: str | Secret[str], webhook_id: str, timestamp: int | str, body: bytes) -> str:
     """The `webhook-signature` header value for one signature: `v1,<base64>`."""
     secret = secret if isinstance(secret, Secret) else Secret(secret)
-    digest = signature(Secret(secret_key(secret)), webhook_id, timestamp, body)
+    digest = signature(Secret(decode_secret(secret)), webhook_id, timestamp, body)
     return "v1," + base64.b64encode(digest).decode()

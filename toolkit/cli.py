@@ -1,5 +1,8 @@
 """The `toolkit` command: a thin layer over the public API.
 
+Past 400 lines on purpose: every command is a few lines over the public API, and the
+parser and the one place that turns an error into a line on stderr belong with them.
+
 ```
 toolkit demo       [--out data/demo] [--hours 24] [--start ISO]
 toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]

@@ -1,5 +1,8 @@
 """`toolkit demo`: a simulated working day on a local emulator, ending in a report.
 
+Past 400 lines on purpose: it is one script, a day read from top to bottom (plan,
+upload, operate, snapshot, report).
+
 The emulator (manual clock, the demo workspace) and the webhook `Receiver` run on
 loopback. The sample chapters in `data/samples` are uploaded through the public
 `Client` over the day, faults make some runs fail or stall, an operator's routine

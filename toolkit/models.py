@@ -1,5 +1,8 @@
 """The service's resources as typed, read-only objects.
 
+Past 400 lines on purpose: every resource of the spec with the value checks they share,
+so that each resource reads as its list of typed fields.
+
 Each resource is built from the service's JSON with `Resource.from_json(raw)`:
 attributes are the snake_case form of the JSON field names (`creditsSpent` ->
 `credits_spent`), ISO 8601 times become timezone-aware `datetime`s, and

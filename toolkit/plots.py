@@ -1,5 +1,8 @@
 """matplotlib helpers for the figures a production lead puts in a report.
 
+Past 400 lines on purpose: the pictures share their axes, colours and "largest `top`,
+the rest as other" rule; each public helper is a few lines over those.
+
 ```python
 ax = tk.plots.throughput(store)                  # or a frame analysis.throughput returned
 tk.plots.credit_spend(store, ax=axes[1])

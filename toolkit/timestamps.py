@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# A moment a user gives (`since`, `until`, `at`, `as_of`): a naive one is UTC, except
+# where a function takes a `tz` to read it in.
+When: TypeAlias = "datetime | pd.Timestamp | str"
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -45,3 +52,20 @@ def parse_http_date(value: Any) -> datetime | None:
     except (TypeError, ValueError):
         return None
     return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def utc(when: When) -> datetime:
+    """A time as an aware UTC datetime, to the microsecond.
+
+    Args:
+        when: A datetime, a pandas Timestamp or ISO 8601 text; a naive one is taken as
+            UTC.
+
+    Returns:
+        The same instant in UTC.
+    """
+    import pandas as pd  # here, so that the client (which reads times too) loads no pandas
+
+    stamp = pd.Timestamp(when)
+    stamp = stamp.tz_localize(UTC) if stamp.tzinfo is None else stamp.tz_convert(UTC)
+    return stamp.floor("us").to_pydatetime()

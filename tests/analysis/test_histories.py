@@ -13,6 +13,8 @@ from toolkit import analysis
 from toolkit.cli import main
 from toolkit.errors import OldStoreLayout
 from toolkit.store import SnapshotStore
+from toolkit.store import columns as store_columns
+from toolkit.store import diff as store_diff
 from toolkit.store import log as store_log
 from toolkit.store import snapshot_store as store_snapshots
 from toolkit.store import writing as store_writing
@@ -137,7 +139,7 @@ def test_two_weeks_with_an_outage(emulator, workspace, client, tmp_path, with_ev
 
 def _without(column: str):
     """`stored_schema` of a toolkit whose stores had no `column`."""
-    current = store_log.stored_schema
+    current = store_columns.stored_schema
 
     def stored_schema(table: str):
         found = current(table)
@@ -169,7 +171,7 @@ class Formats:
                         # An earlier toolkit neither upgrades a store nor refuses one.
                         old_toolkit.setattr(store_snapshots, "is_current", lambda m: True)
                     if name == "legacy" or (name == "mixed" and self.taken < 6):
-                        for module in (store_log, store_writing):
+                        for module in (store_columns, store_diff, store_writing):
                             old_toolkit.setattr(module, "TRACKED", {})
                     elif name == "flag_only":
                         for module in (store_log, store_writing, store_snapshots):

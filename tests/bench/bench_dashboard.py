@@ -94,7 +94,7 @@ def time_switches(url: str, key: str, project_id: str, *, runs: int) -> dict[str
                 assert (
                     len(dash.chapters) > 100 and dash.table.value.count('class="tk-chapter"') == 25
                 )
-                figures["details"] = len(dash.details)
+                figures["details"] = len(dash.chapter_details)
                 dash.close()
             figures[label] = times
         _chapters.CONCURRENCY = workers

@@ -18,8 +18,9 @@ import toolkit as tk
 from toolkit.errors import OldStoreLayout
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
+from toolkit.store import columns as store_columns
+from toolkit.store import diff as store_diff
 from toolkit.store import ids as _store_ids
-from toolkit.store import log as store_log
 from toolkit.store import snapshot_store as store_module
 from toolkit.store import tables as _store_tables
 from toolkit.store import writing as store_writing
@@ -244,7 +245,7 @@ def test_unchanged_rows_are_not_written_again(tmp_path, service):
 
 def old_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Write as a toolkit from before `_changed` did: no flag, no upgrade."""
-    for module in (store_log, store_writing):
+    for module in (store_columns, store_diff, store_writing):
         monkeypatch.setattr(module, "TRACKED", {})
     monkeypatch.setattr(store_module, "is_current", lambda manifest: True)
 
@@ -611,7 +612,7 @@ def test_sql_queries_join_the_callers_own_frames(tmp_path, service):
 
 def test_an_empty_store_answers_with_empty_frames(tmp_path):
     store = SnapshotStore(tmp_path / "nothing-yet")
-    assert_frame_equal(store.snapshots(), schema.empty_frame(store_log.MANIFEST_STORED))
+    assert_frame_equal(store.snapshots(), schema.empty_frame(store_columns.MANIFEST_STORED))
     assert_frame_equal(
         store.latest("chapters"), schema.empty_frame(schema.with_snapshot(schema.CHAPTERS))
     )

@@ -1,4 +1,4 @@
-"""`_store_log.diff` takes a join-free path when both snapshots list the same keys in the
+"""`toolkit.store.diff.diff` takes a join-free path when both snapshots list the same keys in the
 same order; it must find exactly the rows the join finds (nulls, lists and all)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolkit.frames import schema
-from toolkit.store.log import _aligned_diff, connect, diff
+from toolkit.store.connection import connect
+from toolkit.store.diff import _aligned_diff, diff
 
 texts = st.none() | st.sampled_from(["", "a", "b"])
 counts = st.none() | st.integers(0, 3)

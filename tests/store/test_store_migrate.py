@@ -21,7 +21,7 @@ from toolkit.errors import OldStoreLayout
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
 from toolkit.store import migrate as store_migrate
-from toolkit.store.log import MANIFEST_STORED, stored_schema
+from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.snapshot_store import StoreUpgraded
 
 # The first layout's manifest had no workspace label, nor the mark of kept `_previous`.

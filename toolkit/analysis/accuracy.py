@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, moment, names, with_names
+from toolkit.analysis.calendar import moment, names, with_names
 from toolkit.analysis.forecast import DONE, ForecastBy, forecast, is_open, needs_action
 from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.analysis.workspaces import across
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore

@@ -12,18 +12,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+# Re-exported (`as When`) only for analysis/runs.py, which imports it from here; the
+# name's home is toolkit.timestamps.
+from toolkit.timestamps import When as When
+
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-When: TypeAlias = "str | datetime | pd.Timestamp"
 UTC_TIME: Final = "datetime64[us, UTC]"
 
 

@@ -1,5 +1,8 @@
 """Forecasts: when the open work will be done, and which work waits for a person.
 
+Past 400 lines on purpose: the forecast and the burn-down read the same open work and
+the reasons some of it waits for a person; the work model they use is in `work`.
+
 ```python
 tk.analysis.forecast(store, by="project_id", window="7D")   # p10 / p50 / p90 finish times
 tk.analysis.burn_down(store, by="project_id")                # remaining lines per snapshot
@@ -32,13 +35,14 @@ from typing import TYPE_CHECKING, Final, Literal, cast
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, moment
+from toolkit.analysis.calendar import moment
 from toolkit.analysis.due import with_due
 from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.analysis.review import review_lags, review_moves
 from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.work import Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from pandas.api.typing import NaTType, NAType

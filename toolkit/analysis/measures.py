@@ -1,4 +1,8 @@
-"""Throughput, credit spend and the learned price, as changes between snapshots."""
+"""Throughput, credit spend and the learned price, as changes between snapshots.
+
+Past 400 lines on purpose: throughput, spend and the learned price read the same runs
+and share the shaping of periods and languages; apart, each would repeat it.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,13 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, period_starts, within
+from toolkit.analysis.calendar import period_starts, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, prices, rescans_seen, run_table, transitions
 from toolkit.analysis.timing import fill_grid
 from toolkit.analysis.transitions import taken
 from toolkit.analysis.workspaces import across
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore

@@ -29,8 +29,8 @@ from toolkit.analysis.runs import runs
 from toolkit.analysis.workspaces import across
 
 if TYPE_CHECKING:
-    from toolkit.analysis.calendar import When
     from toolkit.store import SnapshotStore
+    from toolkit.timestamps import When
 
 TEXT = pd.StringDtype()
 STRATUM = ["kind", "process_steps", "languages"]

@@ -18,7 +18,7 @@ from toolkit.analysis.workspaces import TEXT, label, labelled, stack
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
-    from toolkit.store.log import When
+    from toolkit.timestamps import When
 
 
 def monthly_spend(

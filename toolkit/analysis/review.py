@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from toolkit.analysis.calendar import When, moment
+from toolkit.analysis.calendar import moment
 from toolkit.analysis.observed import Observed, answer, flag, observe
 from toolkit.analysis.workspaces import across
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore

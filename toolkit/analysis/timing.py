@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, period_starts, sorted_by, within
+from toolkit.analysis.calendar import period_starts, sorted_by, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import FIRST, all_runs, run_chapters, run_table, runs_kept
 from toolkit.analysis.workspaces import across
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore

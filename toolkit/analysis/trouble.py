@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import When, sorted_by, within
+from toolkit.analysis.calendar import sorted_by, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import FAILED, STALLED, all_runs, paid_pages, run_table, runs_kept
 from toolkit.analysis.timing import RunsBy, check_by
 from toolkit.analysis.workspaces import across
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore

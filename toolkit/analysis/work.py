@@ -1,5 +1,8 @@
 """The work as the service runs it, and how long each part takes, learned from history.
 
+Past 400 lines on purpose: the durations a forecast learns (pace, runs, reading, tails)
+come from the same timeline of a chapter and are fitted together into one `Model`.
+
 A run reads the chapter's pages, translates its target languages one after another
 (every page into the first, then into the second ...), then cleans and letters the pages
 as the project's `processSteps` say and packages the languages one after another; a

@@ -1,5 +1,9 @@
 """Every route's flow, written once as a generator that both clients drive.
 
+Past 400 lines on purpose: one flow per route, side by side, so that the rules every
+route follows (retries, reconciling a lost create) are seen applied the same way in
+each.
+
 A flow yields `Send(spec)` or `Sleep(seconds)` and returns its result; the rules for
 uploads and for reconciling a lost create are in docs/client.md.
 """
@@ -76,9 +80,9 @@ class Outcome:
     maybe_acted: bool  # an earlier attempt may have reached the service
     note: str | None = None
 
-    def error(self, spec: RequestSpec, *, note: str | None = None, **details: Any) -> ApiError:
+    def error(self, spec: RequestSpec, *, note: str | None = None, **fields: Any) -> ApiError:
         note = " ".join(n for n in (self.note, note) if n) or None
-        return api_error(self.response, spec, attempts=self.attempts, note=note, **details)
+        return api_error(self.response, spec, attempts=self.attempts, note=note, **fields)
 
 
 def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[Outcome]:

@@ -1,5 +1,8 @@
 """Requests as plain descriptions, and answers turned into resources or errors.
 
+Past 400 lines on purpose: building a request and reading its answer are the two halves
+of one boundary, and an error's explanation needs both (it names the route).
+
 Written once for both clients; how the service's error bodies are read is in
 docs/client.md.
 """
@@ -258,11 +261,11 @@ def api_error(
     attempts: int = 1,
     note: str | None = None,
     error_class: type[ApiError] | None = None,
-    **details: Any,
+    **fields: Any,
 ) -> ApiError:
     """The `ApiError` subclass for an error answer, with a message a person can act on.
 
-    `error_class` (with its own `details`) replaces the class the status picks.
+    `error_class` (with its own `fields`) replaces the class the status picks.
     """
     status = response.status_code
     explained = _explain(status, spec)
@@ -286,7 +289,7 @@ def api_error(
         "response": response,
         "reason": reason,
         "advice": explained.advice,
-        **details,
+        **fields,
     }
     if cls is RateLimited:
         retry_after = parse_retry_after(response.headers.get("Retry-After"))

@@ -1,5 +1,8 @@
 """`Emulator`: the whole emulator in one object, served by uvicorn on a thread.
 
+Past 400 lines on purpose: `Emulator` is the one object a test holds, and its methods
+are the admin operations a test calls, each a few lines over the routes' services.
+
 ```python
 with Emulator() as emu:                       # manual clock, in-memory state
     ws = emu.create_workspace("Team", credits=1_000)

@@ -162,7 +162,7 @@ class Fetcher:
         """Each project's chapter list; projects answered 404 are left out."""
         return self._many(self.client.list_chapters, project_ids, "chapter lists")
 
-    def details(self, chapter_ids: Sequence[str]) -> dict[str, ChapterDetail]:
+    def chapter_details(self, chapter_ids: Sequence[str]) -> dict[str, ChapterDetail]:
         """Each chapter's detail; chapters answered 404 are left out."""
         return self._many(self.client.get_chapter, chapter_ids, "chapter details")
 

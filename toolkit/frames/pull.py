@@ -1,6 +1,9 @@
 """The service's resources as pandas DataFrames: one row per project, chapter, language or
 prepared file, with the columns and dtypes `toolkit.frames.schema` fixes.
 
+Past 400 lines on purpose: each table's `*_rows` and `*_frame` sit beside `pull`, which
+fetches them all at once; the fetching itself is apart (`fetcher`, `pacing`).
+
 ```python
 ws = tk.pull(client)                  # all four tables, concurrent requests
 ws.chapters.groupby("status", observed=True).size()
@@ -155,13 +158,13 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
 
 
 def chapter_rows(
-    items: Iterable[ChapterListItem], details: Mapping[str, ChapterDetail] | None = None
+    items: Iterable[ChapterListItem], chapter_details: Mapping[str, ChapterDetail] | None = None
 ) -> pa.Table:
     """Chapter list items as an Arrow table of `schema.CHAPTERS`, without a request.
 
     Args:
         items: Chapters from chapter lists (`Client.list_chapters`).
-        details: Chapter details by chapter id, for the chapters that have one: only a
+        chapter_details: Chapter details by chapter id, for the chapters that have one: only a
             detail tells reading pages and cleaning apart from translating in `state`.
 
     Returns:
@@ -189,21 +192,21 @@ def chapter_rows(
             "created_at": c.created_at,
             "state": state,
         }
-        for c, state in zip(items, chapter_states(items, details), strict=True)
+        for c, state in zip(items, chapter_states(items, chapter_details), strict=True)
     ]
     return schema.from_rows(rows, schema.CHAPTERS)
 
 
 def language_rows(
     items: Iterable[ChapterListItem],
-    details: Mapping[str, ChapterDetail] | None = None,
+    chapter_details: Mapping[str, ChapterDetail] | None = None,
     carried: Mapping[tuple[str, str], int | None] | None = None,
 ) -> pa.Table:
     """One row per chapter and target language, as an Arrow table of `schema.LANGUAGES`.
 
     Args:
         items: Chapters from chapter lists (`Client.list_chapters`).
-        details: Chapter details by chapter id; a chapter's detail gives its
+        chapter_details: Chapter details by chapter id; a chapter's detail gives its
             `untranslated` counts.
         carried: Untranslated counts by (chapter id, language code), used for the
             chapters without a detail (e.g. from an earlier pull); null otherwise.
@@ -214,11 +217,11 @@ def language_rows(
     Raises:
         ValueError: A count the service sent is not a whole number.
     """
-    details = details or {}
+    chapter_details = chapter_details or {}
     carried = carried or {}
     rows = []
     for c in items:
-        detail = details.get(c.id)
+        detail = chapter_details.get(c.id)
         untranslated = (
             {lang.language_code: lang.untranslated for lang in detail.languages}
             if (detail is not None)
@@ -307,7 +310,7 @@ def chapters_frame(
     """
     with Fetcher(client, concurrency=concurrency) as fetcher:
         items = _chapter_items(fetcher, project_ids)
-        found = fetcher.details([c.id for c in items if c.processing])
+        found = fetcher.chapter_details([c.id for c in items if c.processing])
     chapters = chapter_rows(items, found)
     warn_of_unknown_statuses(chapters)
     return schema.to_pandas(chapters, schema.CHAPTERS)
@@ -339,7 +342,7 @@ def languages_frame(
     """
     with Fetcher(client, concurrency=concurrency) as fetcher:
         items = _chapter_items(fetcher, project_ids)
-        found = fetcher.details([c.id for c in items]) if details else None
+        found = fetcher.chapter_details([c.id for c in items]) if details else None
     languages = language_rows(items, found)
     warn_of_unknown_statuses(languages)
     return schema.to_pandas(languages, schema.LANGUAGES)
@@ -432,7 +435,7 @@ def pull(
         wanted = [c.id for c in items] if details != "none" else []
         if details == "changed" and since is not None:
             wanted, carried = _changed(items, since)
-        found = fetcher.details(wanted)
+        found = fetcher.chapter_details(wanted)
     chapters, languages = chapter_rows(items, found), language_rows(items, found, carried)
     warn_of_unknown_statuses(chapters, languages)  # once per pull, so once per snapshot
     return Workspace(

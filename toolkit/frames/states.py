@@ -101,23 +101,23 @@ def states(
 
 
 def chapter_states(
-    items: Iterable[ChapterListItem], details: Mapping[str, ChapterDetail] | None = None
+    items: Iterable[ChapterListItem], chapter_details: Mapping[str, ChapterDetail] | None = None
 ) -> list[str]:
     """The state of each chapter of a list, by the table in this module's docstring.
 
     Args:
         items: Chapters from chapter lists (`Client.list_chapters`).
-        details: Chapter details by chapter id, where known: only a detail tells
+        chapter_details: Chapter details by chapter id, where known: only a detail tells
             reading pages and cleaning apart from translating.
 
     Returns:
         One state of `STATES` per item, in the items' order.
     """
     items = list(items)
-    details = details or {}
+    chapter_details = chapter_details or {}
     reading, finishing = [], []
     for item in items:
-        detail = details.get(item.id)
+        detail = chapter_details.get(item.id)
         reading.append(_reading(item, detail))
         finishing.append(_finishing(item, detail))
 

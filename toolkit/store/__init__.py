@@ -1,20 +1,24 @@
 """SnapshotStore: a workspace's history as a change log in Delta Lake tables.
 
-The parts: `snapshot_store` (the public facade), `log` (the change log and the reads
-that rebuild whole snapshots, in DuckDB), `tables` (the Delta tables: appends, reads,
-errors), `maintenance` (merges, checkpoints, log cleanup, vacuum), `events` (webhook
-events), `ids` (snapshot ids), `check` (`toolkit store check`), `migrate` (a
-first-layout store into Delta tables) and `upgrade` (an earlier toolkit's Delta store
-to the current layout; both run by `toolkit store migrate` or the next take). The
-on-disk format and how other engines read it are in docs/store.md.
+The parts: `snapshot_store` (the public facade), `writing` (a snapshot's rows and
+finishing a stopped write), `log` (the change log and the reads that rebuild whole
+snapshots, in DuckDB), `columns` (the bookkeeping columns stored beside a table's own),
+`connection` (the process's one DuckDB database), `diff` (the change between two
+states), `manifest` (the manifest in snapshot order), `tables` (the Delta tables:
+appends, reads, errors), `ledger` (each snapshot's commits), `maintenance` (merges,
+checkpoints, log cleanup, vacuum), `events` (webhook events), `ids` (snapshot ids),
+`check` (`toolkit store check`), `migrate` (a first-layout store into Delta tables) and
+`upgrade` (an earlier toolkit's Delta store to the current layout; both run by `toolkit
+store migrate` or the next take). The on-disk format and how other engines read it are
+in docs/store.md.
 """
 
 from __future__ import annotations
 
 from toolkit.store.check import check as check_store
 from toolkit.store.check import check_report
-from toolkit.store.log import utc
 from toolkit.store.migrate import migrate as migrate_store
 from toolkit.store.snapshot_store import SnapshotInfo, SnapshotStore
+from toolkit.timestamps import utc
 
 __all__ = ["SnapshotInfo", "SnapshotStore", "check_report", "check_store", "migrate_store", "utc"]

@@ -1,6 +1,9 @@
 """`toolkit store check [--store PATH] [--repair]`: what is damaged in a store, said in
 snapshots, and with `--repair` what can be done about it.
 
+Past 400 lines on purpose: each kind of damage below is found (and repaired) by
+functions reading the same Delta log, and one report gathers them.
+
 Each finding is said once, with the snapshots it touches (from when to when) and what
 `--repair` does about it:
 
@@ -56,6 +59,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from toolkit.errors import StoreError
 from toolkit.frames import schema
+from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.ledger import (
     OPERATION_KEY,
     SETTLED_KEY,
@@ -64,7 +68,6 @@ from toolkit.store.ledger import (
     recorded_commits,
     recorded_in,
 )
-from toolkit.store.log import MANIFEST_STORED
 from toolkit.store.maintenance import layout
 from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
 

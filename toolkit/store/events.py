@@ -17,9 +17,9 @@ import pyarrow as pa
 
 from toolkit.frames import schema
 from toolkit.frames.pull import project_id_list
-from toolkit.store.log import arrow, connect, utc
+from toolkit.store.connection import arrow, connect
 from toolkit.store.tables import Tables
-from toolkit.timestamps import parse_time
+from toolkit.timestamps import parse_time, utc
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -22,279 +22,15 @@ snapshot position `idx`, and everything else is read from it:
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import TypeAlias
-
 import duckdb
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from toolkit.frames import schema
-from toolkit.store.ledger import COMMITS_TYPE
-
-DELETED = "_deleted"
-CHANGED = "_changed"
-PREVIOUS = "_previous"
-EXISTED = "existed"
-FULL_EVERY = 168  # a week of hourly snapshots
-# The columns `_changed` follows, by table: what runs and lines are read from. Most
-# changes of a chapter or a language are progress alone (`last_activity_at`, a count
-# of lines being translated); `_changed` is false on those (and on a full snapshot's
-# unchanged rows), so a query that follows these columns reads a few rows in eight.
-TRACKED: dict[str, tuple[str, ...]] = {
-    "chapters": (
-        "credits_spent", "page_count", "started", "processing", "failed", "failure_reason",
-        "status",
-    ),
-    "languages": ("covered", "failed"),
-}  # fmt: skip
-When: TypeAlias = datetime | pd.Timestamp | str
-
-
-def previous_type(table: str) -> pa.StructType:
-    """`_previous`: whether the row's key existed at the snapshot before (`existed`),
-    and its followed columns there."""
-    columns = schema.SNAPSHOT_TABLES[table]
-    return pa.struct(
-        [
-            pa.field(EXISTED, pa.bool_()),
-            *(pa.field(c, columns.field(c).type) for c in TRACKED[table]),
-        ]
-    )
-
-
-# `keeps_previous`: the snapshot's rows carry `_changed` and `_previous`; true on every
-# row of a current store (an earlier toolkit's store is upgraded before it is read).
-MANIFEST_STORED = pa.schema(
-    [
-        *schema.MANIFEST,
-        pa.field("base_id", schema.TEXT),
-        pa.field("full", schema.FLAG),
-        pa.field("keeps_previous", schema.FLAG),
-        # Per table, the version of the snapshot's commit and what it added (`ledger`).
-        pa.field("commits", COMMITS_TYPE),
-    ]
-)
-
-
-def stored_schema(table: str) -> pa.Schema:
-    """A snapshot table's file schema: snapshot columns, the table's, `_deleted`, and for
-    the tables in `TRACKED` `_changed` (the row is new or gone, or differs from the
-    snapshot before in a tracked column) and `_previous` (on a `_changed` row, whether
-    the key existed at the snapshot before and its tracked columns there; null on other
-    rows). Stores written before these existed are upgraded before they are read
-    (`upgrade`)."""
-    base = schema.with_snapshot(schema.SNAPSHOT_TABLES[table])
-    base = base.append(pa.field(DELETED, schema.FLAG))
-    if table not in TRACKED:
-        return base
-    return base.append(pa.field(CHANGED, schema.FLAG)).append(
-        pa.field(PREVIOUS, previous_type(table))
-    )
-
-
-def q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _cols(names: Sequence[str], alias: str | None = None) -> str:
-    prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + q(n) for n in names)
-
-
-_database: duckdb.DuckDBPyConnection | None = None
-_database_lock = threading.Lock()
-
-
-def connect() -> duckdb.DuckDBPyConnection:
-    """A fresh DuckDB connection (a cursor on one shared in-memory database: opening a
-    database costs some 20 ms, a cursor almost nothing). Names registered on it are its
-    own; close it when done."""
-    global _database
-    with _database_lock:
-        if _database is None:
-            _database = duckdb.connect()
-        con = _database.cursor()
-    # Times come back as UTC whatever the machine's zone.
-    con.execute("SET TimeZone = 'UTC'")
-    return con
-
-
-def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> pa.Table:
-    return con.sql(sql, params=list(params) or None).to_arrow_table()
-
-
-def diff(con: duckdb.DuckDBPyConnection, table: str, new: pa.Table, old: pa.Table) -> pa.Table:
-    """Rows of `new` that `old` lacks or holds differently, and `old`'s rows `new` lacks
-    (flagged deleted). Both hold the table's columns; the result adds `_deleted` (and
-    `_changed` and `_previous` for a tracked table)."""
-    aligned = _aligned_diff(table, new, old)
-    if aligned is not None:
-        return aligned
-    columns = schema.SNAPSHOT_TABLES[table].names
-    keys = schema.KEYS[table]
-    values = [c for c in columns if c not in keys]
-    on = " AND ".join(f"n.{q(k)} IS NOT DISTINCT FROM o.{q(k)}" for k in keys)
-    changed = " OR ".join(f"n.{q(c)} IS DISTINCT FROM o.{q(c)}" for c in values) or "false"
-    followed = TRACKED.get(table, ())
-    tracked = " OR ".join(f"n.{q(c)} IS DISTINCT FROM o.{q(c)}" for c in followed)
-    fields = ", ".join(f"{q(c)} := o.{q(c)}" for c in followed)
-    flags = (
-        (
-            f", o._present IS NULL OR {tracked} AS {CHANGED}, CASE WHEN o._present IS NULL "
-            f"OR {tracked} THEN struct_pack({EXISTED} := o._present IS NOT NULL, {fields}) "
-            f"END AS {PREVIOUS}",
-            f", true AS {CHANGED}, struct_pack({EXISTED} := true, {fields}) AS {PREVIOUS}",
-        )
-        if table in TRACKED
-        else ("", "")
-    )
-    con.register("_new", new)
-    con.register("_old", old)
-    try:
-        result = arrow(
-            con,
-            f"""
-            SELECT {_cols(columns, "n")}, false AS {DELETED}{flags[0]}
-            FROM _new n LEFT JOIN (SELECT *, true AS _present FROM _old) o ON {on}
-            WHERE o._present IS NULL OR ({changed})
-            UNION ALL
-            SELECT {_cols(columns, "o")}, true AS {DELETED}{flags[1]}
-            FROM _old o ANTI JOIN _new n ON {on}
-            """,
-        )
-    finally:
-        con.unregister("_new")
-        con.unregister("_old")
-    if table in TRACKED:
-        index = result.schema.get_field_index(PREVIOUS)
-        result = result.set_column(
-            index, PREVIOUS, result.column(PREVIOUS).cast(previous_type(table))
-        )
-    return result
-
-
-def _aligned_diff(table: str, new: pa.Table, old: pa.Table) -> pa.Table | None:
-    """`diff` without a join, when both tables list the same keys in the same order (a
-    pull an hour after the last one usually does); None otherwise.
-
-    Compares column by column in Arrow, nulls equal to nulls as `IS DISTINCT FROM` has
-    it: some 20 times faster than the join on a 10,000-chapter workspace, which matters
-    to a store written every hour for a year.
-    """
-    keys = schema.KEYS[table]
-    if new.num_rows != old.num_rows or new.schema.types != old.schema.types:
-        return None
-    for key in keys:
-        if new.column(key).null_count or not new.column(key).equals(old.column(key)):
-            return None
-    changed = np.zeros(new.num_rows, dtype=bool)
-    tracked = np.zeros(new.num_rows, dtype=bool)
-    for name in schema.SNAPSHOT_TABLES[table].names:
-        if name not in keys:
-            differs = _differs(new.column(name).combine_chunks(), old.column(name).combine_chunks())
-            changed |= differs
-            if name in TRACKED.get(table, ()):
-                tracked |= differs
-    rows = new.select(schema.SNAPSHOT_TABLES[table].names).filter(pa.array(changed))
-    rows = rows.append_column(DELETED, pa.array(np.zeros(rows.num_rows, dtype=bool)))
-    if table in TRACKED:
-        rows = rows.append_column(CHANGED, pa.array(tracked[changed]))
-        rows = rows.append_column(PREVIOUS, _previous(old, tracked, changed, table))
-    return rows
-
-
-def _previous(old: pa.Table, tracked: np.ndarray, kept: np.ndarray, table: str) -> pa.Array:
-    """`_previous` of the kept rows of an aligned diff: the old row's tracked columns
-    where they changed (every key existed before), else null."""
-    values = old.select(list(TRACKED[table])).filter(pa.array(kept))
-    existed = pa.array(np.ones(values.num_rows, dtype=bool))  # the keys line up
-    return pa.StructArray.from_arrays(
-        [existed, *(column.combine_chunks() for column in values.columns)],
-        fields=list(previous_type(table)),
-        mask=pa.array(~tracked[kept]),
-    )
-
-
-def _differs(a: pa.Array, b: pa.Array) -> np.ndarray:
-    """Row by row, whether two aligned arrays differ (a null equals only a null)."""
-    if pa.types.is_list(a.type):
-        differ = _lists_differ(a, b)
-    else:
-        differ = pc.fill_null(pc.not_equal(a, b), False).to_numpy(zero_copy_only=False)
-    one_null = pc.xor(a.is_null(), b.is_null()).to_numpy(zero_copy_only=False)
-    return np.asarray(differ | one_null, dtype=bool)
-
-
-def _lists_differ(a: pa.Array, b: pa.Array) -> np.ndarray:
-    lengths = pc.not_equal(pc.list_value_length(a), pc.list_value_length(b))
-    differ = np.array(pc.fill_null(lengths, False).to_numpy(zero_copy_only=False), dtype=bool)
-    both = pc.and_(a.is_valid(), b.is_valid()).to_numpy(zero_copy_only=False)
-    same_shape = np.flatnonzero(both & ~differ)
-    if len(same_shape):
-        # Equal lengths: the flattened items line up, and each names its row.
-        inner_a, inner_b = a.take(same_shape), b.take(same_shape)
-        items = _differs(pc.list_flatten(inner_a), pc.list_flatten(inner_b))
-        rows = pc.list_parent_indices(inner_a).to_numpy(zero_copy_only=False)
-        differ[same_shape[np.unique(rows[items])]] = True
-    return differ
-
-
-def order_manifest(manifest: pa.Table) -> pa.Table:
-    """The manifest in snapshot order, one row per id, with `idx` and `linear` added.
-
-    In Arrow rather than DuckDB: every read and every write orders the manifest, and a
-    year of hourly snapshots makes it 8,760 rows long.
-    """
-    ordered = manifest.take(pc.sort_indices(manifest, [("snapshot_id", "ascending")]))
-    ids = ordered.column("snapshot_id").to_numpy(zero_copy_only=False)
-    # One row per id: a compaction can briefly leave a manifest row in two files.
-    first = np.ones(len(ids), dtype=bool)
-    first[1:] = ids[1:] != ids[:-1]
-    ordered, ids = ordered.filter(pa.array(first)), ids[first]
-    bases = ordered.column("base_id")
-    # Linear: based on the snapshot just before it (the first: based on none).
-    previous = pa.concat_arrays([pa.nulls(1, pa.string()), pa.array(ids[:-1], pa.string())])
-    same = pc.equal(bases.cast(pa.string()), previous[: len(ids)])
-    linear = np.array(pc.fill_null(same, False).to_numpy(zero_copy_only=False), dtype=bool)
-    if len(ids):
-        linear[0] = not bases[0].is_valid
-    ordered = ordered.append_column("idx", pa.array(np.arange(len(ids)), pa.int64()))
-    return ordered.append_column("linear", pa.array(linear, pa.bool_()))
-
-
-class Snapshots:
-    """The ordered manifest's columns as arrays, made once per manifest: every table's
-    log needs them, and a year of hourly snapshots is 8,760 rows (Python rows of it
-    cost more than a small query)."""
-
-    _last: tuple[pa.Table, Snapshots] | None = None
-
-    def __init__(self, manifest: pa.Table) -> None:
-        self._times = manifest.column("snapshot_at")
-        self.ids: list[str] = manifest.column("snapshot_id").to_pylist()
-        self.bases: list[str | None] = manifest.column("base_id").to_pylist()
-        self.full = np.array(
-            pc.fill_null(manifest.column("full"), False).to_numpy(zero_copy_only=False), bool
-        )
-        self.linear = np.array(manifest.column("linear").to_numpy(zero_copy_only=False), bool)
-        self.position = {snapshot_id: i for i, snapshot_id in enumerate(self.ids)}
-
-    @classmethod
-    def of(cls, manifest: pa.Table) -> Snapshots:
-        last = cls._last
-        if last is None or last[0] is not manifest:
-            last = (manifest, cls(manifest))
-            cls._last = last
-        return last[1]
-
-    def time(self, i: int) -> datetime:
-        when: datetime = self._times[i].as_py()
-        return when
+from toolkit.store.columns import DELETED, stored_schema
+from toolkit.store.connection import arrow, column_list
+from toolkit.store.diff import diff
+from toolkit.store.manifest import Snapshots
 
 
 class Log:
@@ -364,9 +100,9 @@ class Log:
             return arrow(
                 self.con,
                 f"""
-                SELECT {_cols(self.columns)} FROM (
+                SELECT {column_list(self.columns)} FROM (
                     SELECT s.*, c.depth FROM {self.source} s JOIN _chain c USING (snapshot_id)
-                    QUALIFY row_number() OVER (PARTITION BY {_cols(self.keys)}
+                    QUALIFY row_number() OVER (PARTITION BY {column_list(self.keys)}
                                                ORDER BY c.depth) = 1
                 ) WHERE NOT {DELETED}
                 """,
@@ -433,10 +169,11 @@ class Log:
         """SQL for the rows at snapshot position `k`, without the snapshot columns."""
         first = self.anchor(k)
         return f"""
-            SELECT {_cols(self.columns)} FROM (
+            SELECT {column_list(self.columns)} FROM (
                 SELECT * FROM {self.name}
                 WHERE idx BETWEEN {first} AND {k} AND {self._window(first, k)} AND ({where})
-                QUALIFY row_number() OVER (PARTITION BY {_cols(self.keys)} ORDER BY idx DESC) = 1
+                QUALIFY row_number() OVER (
+                    PARTITION BY {column_list(self.keys)} ORDER BY idx DESC) = 1
             ) WHERE NOT {DELETED}
         """
 
@@ -446,34 +183,19 @@ class Log:
         return f"""
             WITH spans AS (
                 SELECT *, lead(idx, 1, {last + 1}) OVER (
-                    PARTITION BY {_cols(self.keys)} ORDER BY idx) AS until_idx
+                    PARTITION BY {column_list(self.keys)} ORDER BY idx) AS until_idx
                 FROM {self.name}
                 WHERE idx BETWEEN {start} AND {last} AND {self._window(start, last)}
                   AND ({where})
             )
-            SELECT m.snapshot_id, m.snapshot_at, {_cols(self.columns, "l")}
+            SELECT m.snapshot_id, m.snapshot_at, {column_list(self.columns, "l")}
             FROM spans l JOIN manifest m
               ON m.idx >= greatest(l.idx, {first}) AND m.idx < l.until_idx
              AND m.idx <= {last}
             WHERE NOT l.{DELETED}
-            ORDER BY m.idx, {_cols(self.keys, "l")}
+            ORDER BY m.idx, {column_list(self.keys, "l")}
         """
 
     def changes_sql(self, where: str = "true") -> str:
         """SQL for the log itself: one row per change, deletions included and flagged."""
-        return f"SELECT * FROM {self.name} WHERE {where} ORDER BY idx, {_cols(self.keys)}"
-
-
-def utc(when: When) -> datetime:
-    """A time as an aware UTC datetime, to the microsecond.
-
-    Args:
-        when: A datetime, a pandas Timestamp or ISO 8601 text; a naive one is taken as
-            UTC.
-
-    Returns:
-        The same instant in UTC.
-    """
-    stamp = pd.Timestamp(when)
-    stamp = stamp.tz_localize(UTC) if stamp.tzinfo is None else stamp.tz_convert(UTC)
-    return stamp.floor("us").to_pydatetime()
+        return f"SELECT * FROM {self.name} WHERE {where} ORDER BY idx, {column_list(self.keys)}"

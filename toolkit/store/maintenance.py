@@ -40,7 +40,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 
 from toolkit.frames import schema
-from toolkit.store.log import CHANGED, TRACKED
+from toolkit.store.columns import CHANGED, TRACKED
 from toolkit.store.tables import WRITER, Tables
 
 SortKeys = list[tuple[str, str]]  # column, "ascending" or "descending"

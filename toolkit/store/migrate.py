@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 
 from toolkit.errors import StoreError
 from toolkit.frames import schema
+from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.ledger import COMMITS, COMMITS_TYPE
-from toolkit.store.log import MANIFEST_STORED, stored_schema
 from toolkit.store.maintenance import in_layout_order, layout, spans
 from toolkit.store.tables import Tables
 from toolkit.store.upgrade import upgrade

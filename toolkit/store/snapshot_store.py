@@ -1,5 +1,9 @@
 """SnapshotStore: a workspace's history as Parquet files, read with DuckDB.
 
+Past 400 lines on purpose: `SnapshotStore` is the public facade, one method per call a
+user makes; the work is in `writing`, `log`, `tables`, `maintenance` and the rest
+(`toolkit.store` lists them).
+
 ```python
 store = tk.SnapshotStore("data/snapshots")       # or "s3://bucket/snapshots"
 info = store.take(client)                        # pull and write one snapshot
@@ -59,20 +63,12 @@ from toolkit.errors import DamagedStore, OldStoreLayout, QueryError, StoreError,
 from toolkit.frames import Details, Workspace, pull, schema
 from toolkit.frames.pull import project_id_list
 from toolkit.store import events as _store_events
+from toolkit.store.columns import MANIFEST_STORED, PREVIOUS, stored_schema
+from toolkit.store.connection import arrow, connect
 from toolkit.store.ids import new_id
 from toolkit.store.ledger import COMMITS, Ledger, witness_of
-from toolkit.store.log import (
-    FULL_EVERY,
-    MANIFEST_STORED,
-    PREVIOUS,
-    Log,
-    When,
-    arrow,
-    connect,
-    order_manifest,
-    stored_schema,
-    utc,
-)
+from toolkit.store.log import Log
+from toolkit.store.manifest import order_manifest
 from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
 from toolkit.store.tables import (
     BASE_ID_KEY,
@@ -85,11 +81,13 @@ from toolkit.store.tables import (
 )
 from toolkit.store.upgrade import is_current, upgrade, upgrade_message
 from toolkit.store.writing import base_of, changes_of, resume, stamp
+from toolkit.timestamps import When, utc
 
 if TYPE_CHECKING:
     from toolkit.client import Client
 
 T = TypeVar("T")
+FULL_EVERY = 168  # a week of hourly snapshots
 QUERY_VIEWS = (
     "snapshots",
     *schema.SNAPSHOT_TABLES,

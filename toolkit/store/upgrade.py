@@ -33,23 +33,20 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 
 from toolkit.errors import StoreError
 from toolkit.frames import schema
-from toolkit.store.log import (
+from toolkit.store.columns import (
     CHANGED,
     DELETED,
     EXISTED,
     MANIFEST_STORED,
     PREVIOUS,
     TRACKED,
-    Log,
-    _cols,
-    arrow,
-    connect,
-    order_manifest,
     previous_type,
-    q,
     stored_schema,
 )
+from toolkit.store.connection import arrow, column_list, connect, q
+from toolkit.store.log import Log
 from toolkit.store.maintenance import in_layout_order, layout, spans
+from toolkit.store.manifest import order_manifest
 from toolkit.store.tables import WRITER, Tables
 
 MARK = "keeps_previous"
@@ -125,9 +122,9 @@ def _flagged(tables: Tables, name: str, manifest: pa.Table) -> pa.Table:
         keys, followed = schema.KEYS[name], TRACKED[name]
         # Each stored row of a linear snapshot, with the row of its key just before it
         # in the log (the snapshot before's, unless the key went away or was unchanged).
-        window = f"WINDOW w AS (PARTITION BY {_cols(keys)} ORDER BY idx)"
+        window = f"WINDOW w AS (PARTITION BY {column_list(keys)} ORDER BY idx)"
         linear = f"""
-            SELECT _row, {DELETED}, {_cols(followed)},
+            SELECT _row, {DELETED}, {column_list(followed)},
                    lag(idx) OVER w IS NOT NULL AND NOT lag({DELETED}) OVER w AS existed,
                    {", ".join(f"lag({q(c)}) OVER w AS {q('_was_' + c)}" for c in followed)}
             FROM {log.name} {window}
@@ -137,7 +134,7 @@ def _flagged(tables: Tables, name: str, manifest: pa.Table) -> pa.Table:
         on = " AND ".join(f"s.{q(k)} IS NOT DISTINCT FROM b.{q(k)}" for k in keys)
         # A snapshot based on another one stored its change from that base's state.
         based = f"""
-            SELECT s._row, s.{DELETED}, {_cols(followed, "s")},
+            SELECT s._row, s.{DELETED}, {column_list(followed, "s")},
                    b._for IS NOT NULL AS existed,
                    {", ".join(f"b.{q(c)} AS {q('_was_' + c)}" for c in followed)}
             FROM stored s JOIN manifest m USING (snapshot_id)

@@ -15,7 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.frames import schema
-from toolkit.store.log import CHANGED, DELETED, PREVIOUS, TRACKED, connect, diff, stored_schema
+from toolkit.store.columns import CHANGED, DELETED, PREVIOUS, TRACKED, stored_schema
+from toolkit.store.connection import connect
+from toolkit.store.diff import diff
 from toolkit.store.tables import (
     BASE_ID_KEY,
     SNAPSHOT_AT_KEY,

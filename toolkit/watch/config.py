@@ -1,5 +1,8 @@
 """The watch config: a TOML file read into typed settings (docs/watch.md has every key).
 
+Past 400 lines on purpose: the settings' dataclasses and the reader that checks every
+key (naming its line) mirror each other field for field.
+
 ```python
 config = read_config("watch.toml")
 config.workspaces["studio"].store     # data/snapshots/studio

@@ -23,7 +23,7 @@ from toolkit.errors import ConfigError, WebhookVerificationError
 from toolkit.timestamps import parse_time
 from toolkit.webhooks.groups import WINDOW, CommitGroups
 from toolkit.webhooks.inbox import Inbox
-from toolkit.webhooks.verification import TOLERANCE, check_signature, parse_payload, secret_key
+from toolkit.webhooks.verification import TOLERANCE, check_signature, parse_payload, signing_key
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -85,7 +85,7 @@ class Receiver:
     ) -> None:
         secret = held(secret)  # rebound at once: a traceback's locals show the holder only
         try:
-            self._key = secret_key(secret)
+            self._key = signing_key(secret)
         except WebhookVerificationError as exc:
             raise ConfigError(str(exc)) from None
         self.store = store

@@ -68,11 +68,11 @@ def verify(
     """
     # Rebound to its holder at once, so a traceback's locals show no secret from here on.
     secret = held(secret) if isinstance(secret, str | Secret) else secret
-    check_signature(body, headers, secret_key(secret), tolerance=tolerance, now=now)
+    check_signature(body, headers, signing_key(secret), tolerance=tolerance, now=now)
     return parse_payload(body)
 
 
-def secret_key(secret: str | Secret[str]) -> Secret[bytes]:
+def signing_key(secret: str | Secret[str]) -> Secret[bytes]:
     """The HMAC key of a `whsec_` secret, held; `WebhookVerificationError` if it has none."""
     if isinstance(secret, str):
         secret = Secret(secret)
@@ -95,7 +95,7 @@ def secret_key(secret: str | Secret[str]) -> Secret[bytes]:
 @functools.lru_cache(maxsize=8)
 def _decoded(secret: Secret[str]) -> Secret[bytes]:
     # verify() is handed the secret on every call; decode each secret once.
-    return Secret(_signing.secret_key(secret.reveal().strip()))
+    return Secret(_signing.decode_secret(secret.reveal().strip()))
 
 
 def check_signature(

@@ -1,6 +1,6 @@
 """What the Dashboard knows about chapters, from the client's resources alone.
 
-- `fetch_details`: the details a refresh needs, many at once over the one client (a
+- `fetch_chapter_details`: the details a refresh needs, many at once over the one client (a
   thread pool: httpx's sync client is safe to share, its pool bounds the connections,
   and threads work the same inside Jupyter, whose kernel already runs an event loop).
 - `state` and `phase`: what a chapter is doing, in words. The service shows phases only
@@ -8,7 +8,7 @@
   while it is translated (languages go one after another, in the project's order),
   `exporting` while its files are packaged; between translating and packaging, the
   project's `processSteps` say whether pages are being cleaned and lettered.
-- `Pace`: an estimated finish from the pace the dashboard has seen, in lines translated
+- `FinishEstimates`: an estimated finish from the pace the dashboard has seen, in lines translated
   per second of the service's clock; cleaning, lettering and packaging come after it.
 - `FILTERS` and `SORTS`: the table's choices.
 """
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 CONCURRENCY = 16
 
 
-def fetch_details(client: Client, chapter_ids: Sequence[str]) -> dict[str, ChapterDetail]:
+def fetch_chapter_details(client: Client, chapter_ids: Sequence[str]) -> dict[str, ChapterDetail]:
     """Each chapter's detail, fetched concurrently; chapters gone meanwhile are left out."""
 
     def one(chapter_id: str) -> ChapterDetail | None:
@@ -81,7 +81,7 @@ class _Seen:
     covered: int
 
 
-class Pace:
+class FinishEstimates:
     """Estimated finish of each running chapter's translation, from the pace seen so far.
 
     The first refresh that sees a chapter running notes its covered lines and the
@@ -95,7 +95,7 @@ class Pace:
     def update(
         self,
         chapters: Iterable[ChapterListItem],
-        details: Mapping[str, ChapterDetail],
+        chapter_details: Mapping[str, ChapterDetail],
         now: datetime | None,
     ) -> dict[str, datetime]:
         if now is None:
@@ -111,7 +111,7 @@ class Pace:
             if first is None or covered < first.covered:
                 self._first[chapter.id] = _Seen(now, covered)
                 continue
-            detail = details.get(chapter.id)
+            detail = chapter_details.get(chapter.id)
             left = sum(lang.untranslated or 0 for lang in detail.languages) if detail else None
             seconds = (now - first.at).total_seconds()
             done = covered - first.covered

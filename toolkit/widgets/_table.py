@@ -124,7 +124,7 @@ def _finish(when: datetime | None, now: datetime | None) -> str:
 
 def chapter_table(
     chapters: Sequence[ChapterListItem],
-    details: Mapping[str, ChapterDetail],
+    chapter_details: Mapping[str, ChapterDetail],
     *,
     project: Project | None = None,
     stalled: Collection[str] = (),
@@ -137,7 +137,7 @@ def chapter_table(
     header = "".join(f'<th style="{_CELL}">{h}</th>' for h in head)
     rows = []
     for chapter in chapters:
-        detail = details.get(chapter.id)
+        detail = chapter_details.get(chapter.id)
         languages = "<br>".join(cov.html(code) for code, cov in coverage(chapter, detail).items())
         cells = [
             _esc(chapter.position),

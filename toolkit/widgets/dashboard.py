@@ -1,5 +1,8 @@
 """`Dashboard`: a project's chapters at a glance, refreshed by hand or in the background.
 
+Past 400 lines on purpose: one widget, its controls and their callbacks; the HTML table
+and the chapter rules are already apart (`_table`, `_chapters`).
+
 Decisions where the spec and DESIGN are silent:
 - A refresh lists the project's chapters (one request) and fetches, concurrently, the
   detail of chapters that are processing, new, or whose `lastActivityAt` moved since the
@@ -40,7 +43,7 @@ import ipywidgets as widgets
 
 from toolkit.formatting import count, hours
 from toolkit.widgets._alerts import AlertsLine
-from toolkit.widgets._chapters import FILTERS, SORTS, Pace, fetch_details
+from toolkit.widgets._chapters import FILTERS, SORTS, FinishEstimates, fetch_chapter_details
 from toolkit.widgets._feedback import Feedback
 from toolkit.widgets._inputs import AUTO, project_label
 from toolkit.widgets._spend import SpendLine, workspace_chapters
@@ -98,7 +101,7 @@ class Dashboard(widgets.VBox):
         self.page_size = max(1, page_size)
         self.projects: dict[str, Project] = {}
         self.chapters: list[ChapterListItem] = []
-        self.details: dict[str, ChapterDetail] = {}
+        self.chapter_details: dict[str, ChapterDetail] = {}
         self.finish: dict[str, datetime] = {}
         self.service_now: datetime | None = None
         self.stalled_ids: set[str] = set()
@@ -106,7 +109,7 @@ class Dashboard(widgets.VBox):
         self.page = 0
         self._shown: str | None = None
         self._seen_activity: dict[str, Any] = {}
-        self._pace = Pace()
+        self._finish_estimates = FinishEstimates()
         self._spend = SpendLine(store)
         self._alerts = AlertsLine(store, watch)
         self._stall_key: object = None
@@ -224,9 +227,9 @@ class Dashboard(widgets.VBox):
                 f"<small>Loading {_esc(project.name)}: the details of "
                 f"{count(len(chapters), 'chapter')}…</small>"
             )
-        self.details = self._fetch_details(chapters)
+        self.chapter_details = self._fetch_chapter_details(chapters)
         self.chapters = chapters
-        self.finish = self._pace.update(chapters, self.details, now)
+        self.finish = self._finish_estimates.update(chapters, self.chapter_details, now)
         self.service_now = now
         self.stalled_ids = self._stalled()
         self._shown = project_id
@@ -252,9 +255,9 @@ class Dashboard(widgets.VBox):
         return self._spend.text(everything, now)
 
     def _start_loading(self, project: Project) -> None:
-        self.details, self.chapters, self.finish = {}, [], {}
+        self.chapter_details, self.chapters, self.finish = {}, [], {}
         self._seen_activity.clear()
-        self._pace = Pace()
+        self._finish_estimates = FinishEstimates()
         self.page = 0
         self.status.value = f"<small>Loading {_esc(project.name)}…</small>"
         self.table.value = (
@@ -263,22 +266,22 @@ class Dashboard(widgets.VBox):
         self.summary.value = self.page_label.value = ""
         self._count_filters(counted=False)  # the previous project's counts would mislead
 
-    def _fetch_details(self, chapters: list[ChapterListItem]) -> dict[str, ChapterDetail]:
+    def _fetch_chapter_details(self, chapters: list[ChapterListItem]) -> dict[str, ChapterDetail]:
         wanted = [
             c.id
             for c in chapters
-            if c.id not in self.details
+            if c.id not in self.chapter_details
             or c.processing
             or self._seen_activity.get(c.id) != c.last_activity_at
         ]
-        fresh = fetch_details(self.client, wanted)
+        fresh = fetch_chapter_details(self.client, wanted)
         for chapter in chapters:
             if chapter.id in fresh:
                 self._seen_activity[chapter.id] = chapter.last_activity_at
         return {
-            c.id: fresh.get(c.id) or self.details[c.id]
+            c.id: fresh.get(c.id) or self.chapter_details[c.id]
             for c in chapters
-            if c.id in fresh or c.id in self.details
+            if c.id in fresh or c.id in self.chapter_details
         }
 
     def _stalled(self) -> set[str]:
@@ -333,7 +336,7 @@ class Dashboard(widgets.VBox):
         else:
             self.table.value = chapter_table(
                 shown,
-                self.details,
+                self.chapter_details,
                 project=project,
                 stalled=self.stalled_ids,
                 finish=self.finish,

@@ -22,7 +22,7 @@ from toolkit.emulator.core.seed import seed_demo
 from toolkit.emulator.core.services import Services, services_of
 from toolkit.emulator.core.state import Row, from_ms
 from toolkit.emulator.routes import shapes
-from toolkit.emulator.routes.api import chapter_detail
+from toolkit.emulator.routes.api import read_chapter_detail
 from toolkit.emulator.routes.errors import EmulatorError
 
 _MAX_ADVANCE = 366 * 24 * 3600
@@ -126,7 +126,7 @@ def trash_chapter(request: Request) -> JSONResponse:
 def review_chapter(request: Request) -> JSONResponse:
     services = services_of(request)
     services.operations.review(request.path_params["id"], at=services.now_ms())
-    return JSONResponse(chapter_detail(services, request.path_params["id"]))
+    return JSONResponse(read_chapter_detail(services, request.path_params["id"]))
 
 
 def get_clock(request: Request) -> JSONResponse:

@@ -93,10 +93,10 @@ def list_chapters(request: Request) -> JSONResponse:
 
 def get_chapter(request: Request) -> JSONResponse:
     services, chapter = _chapter(request)
-    return JSONResponse(chapter_detail(services, chapter["id"]))
+    return JSONResponse(read_chapter_detail(services, chapter["id"]))
 
 
-def chapter_detail(services: Services, chapter_id: str) -> dict[str, Any]:
+def read_chapter_detail(services: Services, chapter_id: str) -> dict[str, Any]:
     chapter = services.state.chapter_any(chapter_id)
     assert chapter is not None
     project = services.state.project(chapter["project_id"])

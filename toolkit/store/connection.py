@@ -1,0 +1,44 @@
+"""The DuckDB connection the store queries with, and the SQL it writes names into.
+
+One in-memory database is shared by the whole process: opening one costs some 20 ms,
+a cursor on it almost nothing, and a store runs a handful of queries per read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+
+def q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def column_list(names: Sequence[str], alias: str | None = None) -> str:
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + q(n) for n in names)
+
+
+_database: duckdb.DuckDBPyConnection | None = None
+_database_lock = threading.Lock()
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """A fresh DuckDB connection (a cursor on one shared in-memory database: opening a
+    database costs some 20 ms, a cursor almost nothing). Names registered on it are its
+    own; close it when done."""
+    global _database
+    with _database_lock:
+        if _database is None:
+            _database = duckdb.connect()
+        con = _database.cursor()
+    # Times come back as UTC whatever the machine's zone.
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> pa.Table:
+    return con.sql(sql, params=list(params) or None).to_arrow_table()
