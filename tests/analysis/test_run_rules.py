@@ -8,7 +8,7 @@ from numpy.testing import assert_array_equal
 
 from toolkit.analysis import run_rules as rules
 from toolkit.analysis._arrays import NO_TIME
-from toolkit.analysis.charges import rise_of
+from toolkit.analysis.charges import known_part, read_rest, rise_of
 from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
 
 T, F = True, False
@@ -181,3 +181,33 @@ def test_runs_are_sorted_by_start_unknown_last_then_chapter_then_number():
         np.array([NO_TIME, 20, 10, 10]), np.array([0, 1, 2, 1]), np.array([0, 0, 0, 1])
     )
     assert_array_equal(order, [3, 2, 1, 0])
+
+
+def test_a_rise_pays_first_for_a_first_run_then_for_pages_added_then_the_rest():
+    first, added, rest = known_part(
+        np.array([5.0, 8.0, 6.0]),  # the rise, in pages x languages
+        pages=np.array([5.0, 6.0, 4.0]),
+        pages_before=np.array([0.0, 4.0, 4.0]),
+        started_before=np.array([F, T, T]),
+    )
+    assert_array_equal(first, [5.0, 0.0, 0.0])
+    assert_array_equal(added, [0.0, 2.0, 0.0])
+    assert_array_equal(rest, [0.0, 6.0, 6.0])
+
+
+def test_the_rest_of_a_rise_is_read_with_the_fewest_runs_and_only_a_rescan_clears_failed():
+    # 4 pages paid; 2 added. Rests: a re-scan of all 6; of the 4 before; held pages (2 of
+    # 6 held) started; the same with `failed` cleared: no reading fits, one run of its own.
+    reading = read_rest(
+        paid=np.array([4.0, 4.0, 4.0, 4.0]),
+        added=np.array([2.0, 2.0, 0.0, 0.0]),
+        rest=np.array([6.0, 4.0, 2.0, 2.0]),
+        pages_before=np.array([4.0, 4.0, 6.0, 6.0]),
+        started_before=np.array([T, T, T, T]),
+        cleared=np.array([F, F, F, T]),
+    )
+    assert_array_equal(reading.held, [0.0, 0.0, 2.0, 0.0])
+    assert_array_equal(reading.before_pages, [0.0, 4.0, 0.0, 0.0])
+    assert_array_equal(reading.before_count, [0, 1, 0, 0])
+    assert_array_equal(reading.after_pages, [6.0, 0.0, 0.0, 2.0])
+    assert_array_equal(reading.after_count, [1, 0, 0, 1])

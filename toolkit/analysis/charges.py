@@ -119,7 +119,7 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     with np.errstate(invalid="ignore", divide="ignore"):
         units = rows.rise[at] / per_page[at]
     units = np.where(np.isnan(units), 0.0, units)  # no price: read by the flags below
-    first, added, rest = _known_part(
+    first, added, rest = known_part(
         units,
         pages=rows.pages[at],
         pages_before=rows.pages_before[at],
@@ -141,7 +141,7 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     for k in range(rank.max() + 1 if len(rank) else 0):
         i = read[rank == k]
         j = at[i]
-        reading = _read_rest(
+        reading = read_rest(
             paid=known[i] + held_so_far[segments.segment[i]] + first[i],
             added=added[i],
             rest=rest[i],
@@ -250,11 +250,13 @@ def _one_run_by_flags(
     pages[guess, slot[guess]] = np.where(slot == Slot.ADDED_PAGES, grown, rows.pages)[guess]
 
 
-def _known_part(
+def known_part(
     units: np.ndarray, *, pages: np.ndarray, pages_before: np.ndarray, started_before: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What of each rise (in page units) pays for a first run and for added pages, and
-    the rest. (Reference: CTEs `m1`, `m2`, `m3`: `first`, `added`, `rest`.)"""
+    """A rise (in pages x languages) pays first for what is known without what was paid
+    before: a first run, every page the chapter has; pages added to a chapter that ran,
+    the new pages. Returns those two parts and the rest. (Reference: CTEs `m1`, `m2`,
+    `m3`: `first`, `added`, `rest`.)"""
     # The first run pays for every page the chapter has.
     first = np.where(~started_before & (units > EPS), np.minimum(units, pages), 0.0)
     # Pages added since the snapshot before run at once unless held.
@@ -263,7 +265,7 @@ def _known_part(
     return first, added, units - first - added
 
 
-class _RestReading(NamedTuple):
+class RestReading(NamedTuple):
     """How the rest of a rise splits: held pages started, the re-scans before them
     (pages each, how many) and the re-scans after them."""
 
@@ -282,7 +284,7 @@ def _whole(value: np.ndarray, size: np.ndarray) -> np.ndarray:
         return fits
 
 
-def _read_rest(
+def read_rest(
     *,
     paid: np.ndarray,
     added: np.ndarray,
@@ -290,10 +292,12 @@ def _read_rest(
     pages_before: np.ndarray,
     started_before: np.ndarray,
     cleared: np.ndarray,
-) -> _RestReading:
-    """Read the rest of rises that hold more than a first run and added pages, with
-    `paid` the pages paid for up to and with the first run. (Reference: `_readings` and
-    CTEs `walk`, `rest_split`, `rest_runs`.)"""
+) -> RestReading:
+    """The rest of a rise is re-scans (each pays for every page that ran), held pages
+    started, or both: the reading with the fewest runs wins, ties in the order below;
+    only a re-scan clears `failed`; a rest no reading fits is one run of its own.
+    `paid`: the pages paid for up to and with the rise's first run. (Reference:
+    `_readings` and CTEs `walk`, `rest_split`, `rest_runs`.)"""
     held_before = np.maximum(pages_before - paid, 0.0) * started_before
     paid_after_added = paid + added
     # What is left is re-scans (of the pages paid before the new ones, or after), held
@@ -342,7 +346,7 @@ def _read_rest(
              np.round((rest - held) / np.where(after_size > EPS, after_size, 1))],
             0,
         )  # fmt: skip
-    return _RestReading(
+    return RestReading(
         held=np.asarray(held, "float64"),
         before_pages=np.where(rescans_first, paid, 0.0),
         before_count=before_count.astype("int64"),

@@ -192,7 +192,7 @@ def _seen_ends(found: Transitions, runs: _Charged) -> _Ends:
     open_at_row = runs.last & is_true(rows["processing"])[start] & ~is_true(rows["deleted"])[start]
     low, high = rules.event_window(
         open_at_row,
-        snapshot_before=found.times[np.maximum(idx[start] - 1, 0)],
+        snapshot_before=times[np.maximum(idx[start] - 1, 0)],
         snapshot_at=times[idx[start]],
         end_at=np.where(runs.end_row >= 0, snapshot_at, FAR),
     )
