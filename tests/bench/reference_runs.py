@@ -1,6 +1,8 @@
-"""The runs as one DuckDB query: the reference the history benchmark holds the run
-figures against (issue 11: each within 1.2x of the best single DuckDB query for the
-same figure).
+"""The runs as one DuckDB query: the readable definition of the run rules, which the
+numpy path (`toolkit/analysis/run_rules.py`, `charges.py`) is checked against, and the
+reference the history benchmark holds the run figures against (issue 11: each within
+1.2x of the best single DuckDB query for the same figure). Each numpy rule names the CTE
+here that says the same (docs/analysis.md, "How the run rules are defined and checked").
 
 `analysis.runs` reads the transitions in one query and builds the runs with numpy.
 This does all of it in DuckDB, over the same change logs, to the same result: the

@@ -1,4 +1,5 @@
-"""Charges told apart: which runs one rise of `credits_spent` paid for.
+"""The pipeline's third stage: charges told apart, which runs one rise of
+`credits_spent` paid for.
 
 A snapshot sees a chapter's credits rise; between two snapshots the service may have
 started several runs of it (created, failed, re-scanned; pages added; held pages
@@ -24,202 +25,238 @@ The price is learned from first runs only (see `learn_prices`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
 import numpy as np
-import pandas as pd
 
-from toolkit.analysis.transitions import codes, flag, is_novel, number, rank_within
+from toolkit.analysis._arrays import carried, category_codes, is_true, rank_within, to_float
+from toolkit.analysis.prices import Prices
+from toolkit.analysis.run_codes import Slot
+from toolkit.analysis.transitions import Transitions
 
-KINDS = ("first", "rescan", "added_pages", "held_start")
-# The order of a rise's runs between two snapshots, as columns of `Split.pages`.
-SLOTS = ("first", "rescan", "added_pages", "held_start", "rescan")
+if TYPE_CHECKING:
+    from toolkit.analysis.observed import Observed
+
 EPS = 1e-6
+SLOTS = len(Slot)
 
 
-def learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | None, float]:
-    """The price per page and target language, per project id; `None`: the workspace.
+@dataclass(frozen=True)
+class Charges:
+    """Per transition row: its rise split into runs. `count[row, slot]` is how many runs
+    of that slot (`Slot`) the rise paid for (several re-scans fit in one slot) and
+    `pages[row, slot]` the pages each of them paid for; `paid` the pages the chapter has
+    paid for after the row (run at least once; held pages not yet); `rise` the credits
+    the row's rise holds; `per_page` the price of one page in all its languages."""
 
-    Learned from first charges seen after the baseline (a chapter that had not run
-    before, paying for its pages): the most common credits / (pages x languages). A
-    project's own price needs two first charges: one alone may hide a second run started
-    between the same two snapshots, so a project with one uses the workspace's price.
-    """
-    credits, before = number(rows["credits_spent"]), number(rows["prev_credits"])
-    pages = number(rows["page_count"])
-    first = (
-        (rows["idx"].to_numpy() > 0)
-        & ~flag(rows["deleted"])
-        & ~flag(rows["prev_started"])
-        & (before == 0)
-        & (credits > 0)
-        & (pages > 0)
-    )
-    if not first.any():
-        # No first run seen since the baseline: what chapters that ran had spent by then.
-        first = (rows["idx"].to_numpy() == 0) & flag(rows["started"]) & (credits > 0) & (pages > 0)
-    if not first.any():
-        return {}
-    price = np.round(credits[first] / (pages[first] * n_languages[first]), 9)
-    seen = pd.DataFrame({"project_id": rows["project_id"].to_numpy(object)[first], "price": price})
-    workspace = _typical(seen.assign(project_id=""))[""]
-    prices: dict[str | None, float] = {None: workspace}
-    samples = seen["project_id"].value_counts().to_dict()
-    for project, typical in _typical(seen).items():
-        prices[str(project)] = typical if samples[project] >= 2 else workspace
-    return prices
+    count: np.ndarray
+    pages: np.ndarray
+    paid: np.ndarray
+    rise: np.ndarray
+    per_page: np.ndarray
+
+    @classmethod
+    def build(cls, obs: Observed) -> Charges:
+        return split_charges(obs.stage(Transitions), per_page=obs.stage(Prices).per_page)
 
 
-def _typical(seen: pd.DataFrame) -> dict[object, float]:
-    """Per project id, the most common price, the lowest of equally common ones: a first
-    charge that also paid for a re-run between the same two snapshots shows a multiple
-    of it. (One count of every project and price, not a count per project.)"""
-    counts = seen.groupby(["project_id", "price"]).size().rename("n").reset_index()
-    counts = counts.sort_values(["project_id", "n", "price"], ascending=[True, False, True])
-    best = counts.drop_duplicates("project_id")
-    return dict(zip(best["project_id"], best["price"].astype(float), strict=True))
+@dataclass(frozen=True)
+class _Rows:
+    """What of each transition row the split reads, as arrays."""
+
+    chapter: np.ndarray
+    baseline: np.ndarray
+    new: np.ndarray
+    deleted: np.ndarray
+    credits: np.ndarray
+    rise: np.ndarray
+    pages: np.ndarray
+    pages_before: np.ndarray
+    started_before: np.ndarray
+    cleared: np.ndarray
+
+    @classmethod
+    def of(cls, found: Transitions) -> _Rows:
+        rows = found.rows
+        new = is_true(rows["is_new"])
+        baseline = rows["idx"].to_numpy() == 0
+        credits = to_float(rows["credits_spent"])
+        return cls(
+            chapter=rows["chapter_code"].to_numpy("int64"),
+            baseline=baseline,
+            new=new,
+            deleted=is_true(rows["deleted"]),
+            credits=credits,
+            rise=rise_of(credits, to_float(rows["prev_credits"]), new=new, baseline=baseline),
+            pages=to_float(rows["page_count"]),
+            pages_before=np.where(new, 0.0, to_float(rows["prev_pages"])),
+            started_before=~new & is_true(rows["prev_started"]),
+            cleared=~new & is_true(rows["prev_failed"]) & ~is_true(rows["failed"]),
+        )
 
 
-class Split:
-    """Per transition row and slot (`SLOTS`): how many runs (`count`; several re-scans
-    fit in one slot) and how many pages each of them paid for."""
-
-    def __init__(self, n: int) -> None:
-        self.count = np.zeros((n, len(SLOTS)), dtype="int64")
-        self.pages = np.zeros((n, len(SLOTS)))
-        # Pages paid for after the row (run at least once; held ones not yet).
-        self.paid = np.zeros(n)
+def rise_of(
+    credits: np.ndarray, before: np.ndarray, *, new: np.ndarray, baseline: np.ndarray
+) -> np.ndarray:
+    """Spend is the rise of `credits_spent` since the snapshot before; a chapter absent
+    from it counts from 0; the baseline counts for nothing. (Reference: CTE `s`, `rise`.)"""
+    return np.where(baseline, 0.0, np.maximum(credits - np.where(new, 0.0, before), 0.0))
 
 
-def split_charges(
-    rows: pd.DataFrame, *, n_languages: np.ndarray, price: np.ndarray
-) -> tuple[Split, np.ndarray]:
-    """Split each row's rise into runs; also returns the rise itself (credits)."""
-    chapter = rows["chapter_code"].to_numpy("int64")  # k-th chapter, k-th row of it
-    credits, before = number(rows["credits_spent"]), number(rows["prev_credits"])
-    new = flag(rows["is_new"])
-    baseline = rows["idx"].to_numpy() == 0
-    rise = np.where(baseline, 0.0, np.maximum(credits - np.where(new, 0.0, before), 0.0))
-    pages = number(rows["page_count"])
-    pages_before = np.where(new, 0.0, number(rows["prev_pages"]))
-    started_before = ~new & flag(rows["prev_started"])
-    cleared = ~new & flag(rows["prev_failed"]) & ~flag(rows["failed"])
-    turned_on = ~new & ~flag(rows["prev_processing"]) & flag(rows["processing"])
-    deleted = flag(rows["deleted"])
-    novel = (pages == 0) & is_novel(rows)
-    per_page = n_languages * price
-
-    split = Split(len(rows))
+def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
+    """Split each transition row's rise into runs (see the module's docstring)."""
+    if found.empty:
+        none = np.zeros(0)
+        return Charges(np.zeros((0, SLOTS), "int64"), np.zeros((0, SLOTS)), none, none, none)
+    rows = _Rows.of(found)
+    count = np.zeros((len(rows.rise), SLOTS), dtype="int64")
+    pages = np.zeros((len(rows.rise), SLOTS))
     # Only a rise, a new chapter, a trashed one and the baseline change what was paid;
     # the rows between carry what the row before them left.
-    moves = baseline | new | deleted | (rise > 0)
+    moves = rows.baseline | rows.new | rows.deleted | (rows.rise > 0)
     at = np.flatnonzero(moves)  # in chapter order, then snapshot order
     with np.errstate(invalid="ignore", divide="ignore"):
-        units = rise[at] / per_page[at]
-        units = np.where(np.isnan(units), 0.0, units)  # no price: read by the flags below
-        # The baseline: what was spent paid for the pages it could.
-        at_start = np.where(
-            np.isnan(per_page[at]),
-            pages[at] * (credits[at] > 0),
-            np.minimum(pages[at], np.floor(credits[at] / per_page[at] + EPS)),
-        )
-    # A first run and added pages pay for pages known without what was paid before;
-    # what a rise holds beyond them (re-scans, held pages started) is read against it.
-    first, added, rest = _known_part(
-        units, pages=pages[at], pages_before=pages_before[at], started_before=started_before[at]
+        units = rows.rise[at] / per_page[at]
+    units = np.where(np.isnan(units), 0.0, units)  # no price: read by the flags below
+    first, added, rest = known_part(
+        units,
+        pages=rows.pages[at],
+        pages_before=rows.pages_before[at],
+        started_before=rows.started_before[at],
     )
-    s, c = split.pages, split.count
-    s[at, 0], c[at, 0] = first, first > EPS
-    s[at, 2], c[at, 2] = added, added > EPS
-    # Within a chapter, what was paid restarts at a new chapter (from nothing), after the
-    # baseline (what it had spent) and after a deletion (nothing); between restarts it
-    # grows by each row's first run, added pages and held pages started.
-    chapter_at = chapter[at]
-    reset = np.where(baseline[at], at_start, 0.0)
-    ends_segment = baseline[at] | deleted[at]
-    chapter_first = np.ones(len(at), bool)
-    chapter_first[1:] = chapter_at[1:] != chapter_at[:-1]
-    after_reset = np.append(False, ends_segment[:-1])
-    starts = chapter_first | new[at] | after_reset
-    segment = np.cumsum(starts) - 1
-    reset_before = np.append(0.0, reset[:-1])
-    start_value = np.where(after_reset & ~chapter_first & ~new[at], reset_before, 0.0)
-    start_value = start_value[starts][segment]
-    held = np.zeros(len(at))
-
-    def paid_before(increments: np.ndarray) -> np.ndarray:
-        grown = np.cumsum(increments) - increments
-        offset: np.ndarray = start_value + grown - grown[starts][segment]
-        return offset
-
+    pages[at, Slot.FIRST], count[at, Slot.FIRST] = first, first > EPS
+    pages[at, Slot.ADDED_PAGES], count[at, Slot.ADDED_PAGES] = added, added > EPS
+    reset = np.where(
+        rows.baseline[at], _paid_at_baseline(rows.pages[at], rows.credits[at], per_page[at]), 0.0
+    )
+    segments = _Segments.of(rows, at, reset)
     # Rows that hold more than that, walked in order: each chapter's k-th such row at
     # once (a few a chapter, where the walk over every row took some 40 steps a year).
-    known = paid_before(first + added)
-    held_so_far = np.zeros(segment[-1] + 1 if len(at) else 0)
+    known = segments.paid_before(first + added)
+    held = np.zeros(len(at))
+    held_so_far = np.zeros(segments.segment[-1] + 1 if len(at) else 0)
     read = np.flatnonzero(rest > EPS)
-    rank = rank_within(chapter_at[read])
+    rank = rank_within(rows.chapter[at][read])
     for k in range(rank.max() + 1 if len(rank) else 0):
         i = read[rank == k]
-        before = known[i] + held_so_far[segment[i]]
-        held[i] = _split_rows(
-            split,
-            at[i],
-            paid=before,
-            first=first[i],
+        j = at[i]
+        reading = read_rest(
+            paid=known[i] + held_so_far[segments.segment[i]] + first[i],
             added=added[i],
             rest=rest[i],
-            pages_before=pages_before[at[i]],
-            started_before=started_before[at[i]],
-            cleared=cleared[at[i]],
+            pages_before=rows.pages_before[j],
+            started_before=rows.started_before[j],
+            cleared=rows.cleared[j],
         )
-        held_so_far[segment[i]] += held[i]
-    after = paid_before(first + added + held) + first + added + held
-    split.paid[at] = np.where(ends_segment, reset, after)
-    split.paid = _carried(split.paid, moves, chapter)
+        pages[j, Slot.HELD_START], count[j, Slot.HELD_START] = reading.held, reading.held > EPS
+        pages[j, Slot.RESCAN_BEFORE] = reading.before_pages
+        count[j, Slot.RESCAN_BEFORE] = reading.before_count
+        pages[j, Slot.RESCAN_AFTER] = reading.after_pages
+        count[j, Slot.RESCAN_AFTER] = reading.after_count
+        held[i] = reading.held
+        held_so_far[segments.segment[i]] += reading.held
+    grown = first + added + held
+    paid = np.zeros(len(rows.rise))
+    paid[at] = np.where(segments.ends, reset, segments.paid_before(grown) + grown)
+    paid = carried(paid, moves, rows.chapter)
+    _one_run_by_flags(found, rows, per_page, count, pages)
+    # A run already going at the first snapshot: its end is seen, its charge was not.
+    going = rows.baseline & ~rows.deleted & is_true(found.rows["processing"])
+    count[going, Slot.FIRST] = 1
+    pages[going, Slot.FIRST] = rows.pages[going]
+    return Charges(count, pages, paid, rows.rise, per_page)
 
-    # A novel's rise is its one run (a novel cannot be re-scanned); a rise without a
-    # price to read it by is one run; so is a sign of a run without a rise (a store
-    # whose rows carry no charges): the kind then follows the flags.
-    live = ~baseline & ~deleted
-    unpriced = live & (rise > 0) & (np.isnan(per_page) | novel)
-    reason, prev_reason = codes(rows["failure_reason"]), codes(rows["prev_reason"])
+
+def _paid_at_baseline(pages: np.ndarray, credits: np.ndarray, per_page: np.ndarray) -> np.ndarray:
+    """At the baseline, what a chapter had spent paid for the pages it could (all of
+    them when no price is known and it spent anything). (Reference: CTE `m1`, `reset`.)"""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(
+            np.isnan(per_page),
+            pages * (credits > 0),
+            np.minimum(pages, np.floor(credits / per_page + EPS)),
+        )
+
+
+@dataclass(frozen=True)
+class _Segments:
+    """The rows that move what was paid (`at`), cut where it restarts: at a new chapter
+    (from nothing), after the baseline (from what it had spent) and after a deletion
+    (nothing); between restarts it grows by each row's first run, added pages and held
+    pages started. (Reference: CTEs `m3` and `m`.)"""
+
+    segment: np.ndarray  # each row's segment, numbered from 0 in row order
+    starts: np.ndarray  # whether a row starts its segment
+    start_value: np.ndarray  # what was paid at its segment's start
+    ends: np.ndarray  # whether a row ends its segment (the baseline, a deletion)
+
+    @classmethod
+    def of(cls, rows: _Rows, at: np.ndarray, reset: np.ndarray) -> _Segments:
+        chapter, new = rows.chapter[at], rows.new[at]
+        ends = rows.baseline[at] | rows.deleted[at]
+        chapter_first = np.ones(len(at), bool)
+        chapter_first[1:] = chapter[1:] != chapter[:-1]
+        after_reset = np.append(False, ends[:-1])
+        starts = chapter_first | new | after_reset
+        segment = np.cumsum(starts) - 1
+        reset_before = np.append(0.0, reset[:-1])
+        start_value = np.where(after_reset & ~chapter_first & ~new, reset_before, 0.0)
+        return cls(segment, starts, start_value[starts][segment], ends)
+
+    def paid_before(self, increments: np.ndarray) -> np.ndarray:
+        """What was paid before each row, the segment's rows before it adding these."""
+        grown = np.cumsum(increments) - increments
+        offset: np.ndarray = self.start_value + grown - grown[self.starts][self.segment]
+        return offset
+
+
+def _one_run_by_flags(
+    found: Transitions, rows: _Rows, per_page: np.ndarray, count: np.ndarray, pages: np.ndarray
+) -> None:
+    """Set the rows whose rise is read as one run, its kind by the flags: a novel's rise
+    (a novel cannot be re-scanned), a rise without a price to read it by, and a sign of
+    a run without a rise (a store whose rows carry no charges). (Reference: CTEs `slots`
+    and `counted`, `guess` and `one_slot`.)"""
+    frame = found.rows
+    live = ~rows.baseline & ~rows.deleted
+    novel = (rows.pages == 0) & found.novel()
+    unpriced = live & (rows.rise > 0) & (np.isnan(per_page) | novel)
+    reason, prev_reason = (
+        category_codes(frame["failure_reason"]),
+        category_codes(frame["prev_reason"]),
+    )
     failed_again = (
-        ~new
-        & flag(rows["failed"])
-        & flag(rows["prev_failed"])
+        ~rows.new
+        & is_true(frame["failed"])
+        & is_true(frame["prev_failed"])
         & (reason >= 0)
         & (prev_reason >= 0)
         & (reason != prev_reason)
     )
-    started_now = new & flag(rows["started"])
-    signed = live & (rise == 0) & (turned_on | cleared | started_now | failed_again)
+    turned_on = ~rows.new & ~is_true(frame["prev_processing"]) & is_true(frame["processing"])
+    started_now = rows.new & is_true(frame["started"])
+    signed = live & (rows.rise == 0) & (turned_on | rows.cleared | started_now | failed_again)
     guess = unpriced | signed
-    slot = np.select([~started_before | novel, cleared, pages > pages_before], [0, 1, 2], 1)
-    split.count[guess] = 0
-    split.pages[guess] = 0.0
-    split.count[guess, slot[guess]] = 1
-    grown = np.maximum(pages - pages_before, 0.0)
-    split.pages[guess, slot[guess]] = np.where(slot == 2, grown, pages)[guess]
-    # A run already going at the first snapshot: its end is seen, its charge was not.
-    going = baseline & ~deleted & flag(rows["processing"])
-    split.count[going, 0] = 1
-    split.pages[going, 0] = pages[going]
-    return split, rise
+    slot = np.select(
+        [~rows.started_before | novel, rows.cleared, rows.pages > rows.pages_before],
+        [Slot.FIRST, Slot.RESCAN_BEFORE, Slot.ADDED_PAGES],
+        Slot.RESCAN_BEFORE,
+    )
+    count[guess] = 0
+    pages[guess] = 0.0
+    count[guess, slot[guess]] = 1
+    grown = np.maximum(rows.pages - rows.pages_before, 0.0)
+    pages[guess, slot[guess]] = np.where(slot == Slot.ADDED_PAGES, grown, rows.pages)[guess]
 
 
-def _carried(values: np.ndarray, set_at: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """`values` where `set_at`, elsewhere the value of the last row set before in the
-    same group (0 when none); rows are in group order."""
-    last = np.maximum.accumulate(np.where(set_at, np.arange(len(values)), -1))
-    found = last >= 0
-    same = found & (groups[np.maximum(last, 0)] == groups)
-    carried: np.ndarray = np.where(same, values[np.maximum(last, 0)], 0.0)
-    return carried
-
-
-def _known_part(
+def known_part(
     units: np.ndarray, *, pages: np.ndarray, pages_before: np.ndarray, started_before: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What of each rise (in page units) pays for a first run and for added pages, and
-    the rest."""
+    """A rise (in pages x languages) pays first for what is known without what was paid
+    before: a first run, every page the chapter has; pages added to a chapter that ran,
+    the new pages. Returns those two parts and the rest. (Reference: CTEs `m1`, `m2`,
+    `m3`: `first`, `added`, `rest`.)"""
     # The first run pays for every page the chapter has.
     first = np.where(~started_before & (units > EPS), np.minimum(units, pages), 0.0)
     # Pages added since the snapshot before run at once unless held.
@@ -228,49 +265,59 @@ def _known_part(
     return first, added, units - first - added
 
 
-def _split_rows(
-    split: Split,
-    at: np.ndarray,
+class RestReading(NamedTuple):
+    """How the rest of a rise splits: held pages started, the re-scans before them
+    (pages each, how many) and the re-scans after them."""
+
+    held: np.ndarray
+    before_pages: np.ndarray
+    before_count: np.ndarray
+    after_pages: np.ndarray
+    after_count: np.ndarray
+
+
+def _whole(value: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Whether `value` is a whole number (at least one) of `size`."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        count = np.round(value / size)
+        fits: np.ndarray = (size > EPS) & (count >= 1) & (np.abs(value - count * size) < EPS)
+        return fits
+
+
+def read_rest(
     *,
     paid: np.ndarray,
-    first: np.ndarray,
     added: np.ndarray,
     rest: np.ndarray,
     pages_before: np.ndarray,
     started_before: np.ndarray,
     cleared: np.ndarray,
-) -> np.ndarray:
-    """Fill `split` for rows `at` (one per chapter) whose rise holds more than a first
-    run and added pages (`rest`), with `paid` the pages paid before the first run;
-    returns the held pages started."""
-    paid = paid + first
+) -> RestReading:
+    """The rest of a rise is re-scans (each pays for every page that ran), held pages
+    started, or both: the reading with the fewest runs wins, ties in the order below;
+    only a re-scan clears `failed`; a rest no reading fits is one run of its own.
+    `paid`: the pages paid for up to and with the rise's first run. (Reference:
+    `_readings` and CTEs `walk`, `rest_split`, `rest_runs`.)"""
     held_before = np.maximum(pages_before - paid, 0.0) * started_before
-
-    # What is left is re-scans (of the pages paid before the new ones, or after), held
-    # pages started, or both; only a re-scan clears `failed`.
-    def whole(value: np.ndarray, size: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            count = np.round(value / size)
-            fits: np.ndarray = (size > EPS) & (count >= 1) & (np.abs(value - count * size) < EPS)
-            return fits
-
     paid_after_added = paid + added
-    # The readings of what is left, each with how many runs it takes; the one with the
-    # fewest runs wins (several re-scans between two snapshots are rare), ties in this
-    # order. Held pages started cannot explain a cleared `failed` on their own.
+    # What is left is re-scans (of the pages paid before the new ones, or after), held
+    # pages started, or both. The readings, each with how many runs it takes; the one
+    # with the fewest runs wins (several re-scans between two snapshots are rare), ties
+    # in this order. Held pages started cannot explain a cleared `failed` on their own.
     with np.errstate(invalid="ignore", divide="ignore"):
         readings = np.stack(
             [
-                np.where(whole(rest, paid), np.round(rest / paid), np.inf),
-                np.where(whole(rest, paid_after_added), np.round(rest / paid_after_added), np.inf),
+                np.where(_whole(rest, paid), np.round(rest / paid), np.inf),
+                np.where(_whole(rest, paid_after_added), np.round(rest / paid_after_added), np.inf),
                 np.where((rest > EPS) & (rest <= held_before + EPS) & ~cleared, 1.0, np.inf),
                 np.where(
-                    (held_before > EPS) & whole(rest - held_before, paid_after_added + held_before),
+                    (held_before > EPS)
+                    & _whole(rest - held_before, paid_after_added + held_before),
                     1 + np.round((rest - held_before) / (paid_after_added + held_before)),
                     np.inf,
                 ),
                 np.where(
-                    (held_before > EPS) & whole(rest - held_before, paid),
+                    (held_before > EPS) & _whole(rest - held_before, paid),
                     1 + np.round((rest - held_before) / paid),
                     np.inf,
                 ),
@@ -283,27 +330,26 @@ def _split_rows(
     held_only = readable & (best == 2)
     held_then_rescan = readable & (best == 3)
     rescan_then_held = readable & (best == 4)
-    odd = (rest > EPS) & ~readable
+    odd = (rest > EPS) & ~readable  # a rest no reading fits: one run of its own
     held = np.select([held_only, held_then_rescan | rescan_then_held], [rest, held_before], 0.0)
     rescans_first = rescan_before | rescan_then_held
-
-    s, c = split.pages, split.count
-    s[at, 3], c[at, 3] = held, held > EPS
+    after_size = paid_after_added + held
     with np.errstate(invalid="ignore", divide="ignore"):
-        k_before = np.where(
+        before_count = np.where(
             rescans_first,
             np.round((rest - held * rescan_then_held) / np.where(paid > EPS, paid, 1)),
             0,
         )
-        after_size = paid_after_added + held
-        k_after = np.select(
+        after_count = np.select(
             [rescan_after, held_then_rescan],
             [np.round(rest / np.where(after_size > EPS, after_size, 1)),
              np.round((rest - held) / np.where(after_size > EPS, after_size, 1))],
             0,
         )  # fmt: skip
-    s[at, 1] = np.where(rescans_first, paid, 0.0)
-    s[at, 4] = np.select([rescan_after | held_then_rescan, odd], [after_size, rest], 0.0)
-    c[at, 1] = k_before.astype("int64")
-    c[at, 4] = np.where(odd, 1, k_after).astype("int64")
-    return np.asarray(held, "float64")
+    return RestReading(
+        held=np.asarray(held, "float64"),
+        before_pages=np.where(rescans_first, paid, 0.0),
+        before_count=before_count.astype("int64"),
+        after_pages=np.select([rescan_after | held_then_rescan, odd], [after_size, rest], 0.0),
+        after_count=np.where(odd, 1, after_count).astype("int64"),
+    )

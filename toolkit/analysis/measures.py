@@ -12,11 +12,14 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis._arrays import taken
 from toolkit.analysis.calendar import period_starts, within
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.runs import all_runs, prices, rescans_seen, run_table, transitions
+from toolkit.analysis.prices import Prices
+from toolkit.analysis.run_table import RunTable
+from toolkit.analysis.runs import all_runs, rescans_seen
 from toolkit.analysis.timing import fill_grid
-from toolkit.analysis.transitions import taken
+from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.workspaces import across
 from toolkit.timestamps import When
 
@@ -201,7 +204,7 @@ def throughput(
 def _project_names(obs: Observed) -> pd.Series:
     """Each project's name by id, as the runs name them (from the chapters' rows: no
     runs frame is needed)."""
-    rows = transitions(obs).rows
+    rows = obs.stage(Transitions).rows
     if rows.empty:
         return pd.Series(dtype=object)
     named = pd.DataFrame(
@@ -213,7 +216,7 @@ def _project_names(obs: Observed) -> pd.Series:
 @across
 def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     """The effective price per page and target language, per project id; the key `None`
-    holds the workspace-wide median. Learned from first runs only (`charges.learn_prices`):
+    holds the workspace-wide median. Learned from first runs only (`prices.learn_prices`):
     a project's own price needs two of its first runs, else it takes the workspace's.
 
     Args:
@@ -223,7 +226,7 @@ def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     Returns:
         Credits per page and target language by project id; `None` for the workspace.
     """
-    return dict(prices(observe(store)))
+    return dict(observe(store).stage(Prices).learned)
 
 
 @across
@@ -293,7 +296,7 @@ def credit_spend(
     """
     _check("by", by, ("project_id", "language_code", "chapter_id"))
     obs = observe(store)
-    runs = run_table(obs)
+    runs = obs.stage(RunTable)
     positions, starts = periods(obs, freq, tz=tz, since=since, until=until)
     period = np.full(len(obs.manifest), -1, dtype="int64")
     period[positions["idx"].to_numpy()] = positions["period"].to_numpy()
@@ -326,7 +329,7 @@ def _at_runs(obs: Observed, column: str, rows: np.ndarray) -> pd.Series:
     """A text column of the transition rows (a categorical) at the given rows."""
     if not len(rows):
         return pd.Series(dtype="category")
-    return taken(transitions(obs).rows[column], rows)
+    return taken(obs.stage(Transitions).rows[column], rows)
 
 
 def _per_language(obs: Observed, spend: pd.DataFrame) -> pd.DataFrame:

@@ -2,7 +2,9 @@
 
 `Observed` wraps a `SnapshotStore` and reads its manifest, change logs and events on
 first use, so a figure that needs the chapters' log three times reads it once, and a
-report computing every figure can share one `Observed` between them.
+report computing every figure can share one `Observed` between them. It also holds the
+stages of the run pipeline (transitions -> prices -> charges -> run table -> runs
+frame), each built once on first use and kept by its type: `obs.stage(Charges)`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from functools import cached_property
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
 
 import pandas as pd
 import pyarrow as pa
@@ -22,11 +24,33 @@ TIME: Final = "datetime64[us, UTC]"
 TEXT: Final = pd.StringDtype()
 
 
+class Stage(Protocol):
+    """A stage of the run pipeline: a typed value built from what came before it."""
+
+    @classmethod
+    def build(cls, obs: Observed) -> Self: ...
+
+
+S = TypeVar("S", bound=Stage)
+
+
 class Observed:
     def __init__(self, store: SnapshotStore) -> None:
         self.store = store
-        # Figures derived from the logs, by name, for other figures to reuse.
+        self._stages: dict[type, object] = {}
+        # Answers of questions asked with arguments (the forecast's by moment), by a key
+        # of their arguments, for the next question that asks the same.
         self.memo: dict[str, object] = {}
+
+    def stage(self, kind: type[S]) -> S:
+        """The stage of this type, built on first use from the stages before it."""
+        if kind not in self._stages:
+            self._stages[kind] = kind.build(self)
+        return cast(S, self._stages[kind])
+
+    def has(self, kind: type[Stage]) -> bool:
+        """Whether the stage of this type is built already."""
+        return kind in self._stages
 
     @cached_property
     def manifest(self) -> pd.DataFrame:
@@ -50,6 +74,14 @@ class Observed:
     @cached_property
     def events(self) -> pd.DataFrame:
         return self.store.history("events")
+
+    @cached_property
+    def latest_chapters(self) -> pd.DataFrame:
+        return self.store.latest("chapters")
+
+    @cached_property
+    def latest_projects(self) -> pd.DataFrame:
+        return self.store.latest("projects")
 
 
 # What was read from each store object, with the store's version it was read at: a

@@ -9,7 +9,9 @@ import pandas as pd
 
 from toolkit.analysis.calendar import period_starts, sorted_by, within
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.runs import FIRST, all_runs, run_chapters, run_table, runs_kept
+from toolkit.analysis.run_codes import Kind
+from toolkit.analysis.run_table import RunTable
+from toolkit.analysis.runs import all_runs, run_chapters, runs_kept
 from toolkit.analysis.workspaces import across
 from toolkit.timestamps import When
 
@@ -92,7 +94,7 @@ def lead_times(
     """
     obs = observe(store)
     chapter = run_chapters(obs)
-    seen_first = np.isin(chapter, chapter[run_table(obs).kind == FIRST])
+    seen_first = np.isin(chapter, chapter[obs.stage(RunTable).kind == Kind.FIRST])
     mine = runs_kept(obs, seen_first).sort_values(["chapter_id", "started_at"])
     finished = (mine["outcome"] == "finished").fillna(False) & mine["finished_at"].notna()
     done_at = mine["finished_at"].where(finished).groupby(mine["chapter_id"]).min()

@@ -1,4 +1,5 @@
-"""The chapter changes that can start or end a run, read in one DuckDB query.
+"""The pipeline's first stage: the chapter changes that can start or end a run, read
+in one DuckDB query.
 
 A chapter's change log has a row whenever anything about it changed, mostly progress
 (`last_activity_at`). The query reads only the rows the store flags `_changed` (new,
@@ -15,14 +16,22 @@ every `store.query` opens the store's logs once, and opening is much of the cost
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from toolkit.analysis._arrays import (
+    is_true,
+    rank_within,
+    taken,
+    to_float,
+    to_micros,
+    unconsolidated,
+)
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
@@ -116,14 +125,12 @@ ORDER BY log.chapter_id, idx
 """
 
 
-def is_novel(rows: pd.DataFrame) -> np.ndarray:
-    """Whether each row's project is a novel (priced by its text, never re-scanned)."""
-    return flag(rows["novel"])
-
-
 @dataclass(frozen=True)
 class Transitions:
-    """The rows the transitions query returns, as numpy arrays, and the snapshot times."""
+    """The first stage: one row of `rows` per change of a chapter that can start or end
+    a run (and the baseline's rows), sorted by chapter, then snapshot, each with the
+    values it changed from (`prev_*`); texts as categoricals, flags as plain bools.
+    `chapter_code` numbers the chapters in that order, `step` a chapter's rows."""
 
     rows: pd.DataFrame
     times: np.ndarray  # snapshot_at by position, as int64 microseconds since the epoch
@@ -133,63 +140,50 @@ class Transitions:
     def empty(self) -> bool:
         return bool(self.rows.empty)
 
+    @classmethod
+    def build(cls, obs: Observed) -> Transitions:
+        times = to_micros(obs.manifest["snapshot_at"])  # the manifest already read
+        if not len(times):
+            return cls(pd.DataFrame(), times, None)
+        rows = _frame(obs.store.query_arrow(transitions_sql()))
+        # The query sorts by chapter, then snapshot: each chapter's rows are together, and
+        # its first row holds what is the same on all of them.
+        ids = rows["chapter_id"].cat.codes.to_numpy()
+        first = np.ones(len(ids), bool)
+        first[1:] = ids[1:] != ids[:-1]
+        chapter = np.cumsum(first) - 1
+        rows["chapter_code"] = chapter
+        rows["step"] = rank_within(chapter)
+        chapter_first_row = np.flatnonzero(first)[chapter]
+        for column in PER_CHAPTER:  # given on each chapter's first row: on all its rows
+            rows[column] = taken(rows[column], chapter_first_row)
+        # One set of categories for both reasons: equal reasons have equal codes.
+        reasons = rows["failure_reason"].cat.categories.union(rows["prev_reason"].cat.categories)
+        for column in ("failure_reason", "prev_reason"):
+            rows[column] = rows[column].cat.set_categories(reasons)
+        default = rows["default_model"].dropna()
+        return cls(rows, times, str(default.iloc[0]) if len(default) else None)
 
-def read_transitions(obs: Observed) -> Transitions:
-    times = _micros(obs.manifest["snapshot_at"])  # the manifest the question already read
-    if not len(times):
-        return Transitions(pd.DataFrame(), times, None)
-    sql = transitions_sql()
-    rows = _frame(obs.store.query_arrow(sql))
-    # The query sorts by chapter, then snapshot: each chapter's rows are together, and
-    # its first row holds what is the same on all of them.
-    ids = rows["chapter_id"].cat.codes.to_numpy()
-    first = np.ones(len(ids), bool)
-    first[1:] = ids[1:] != ids[:-1]
-    chapter = np.cumsum(first) - 1
-    rows["chapter_code"] = chapter
-    rows["step"] = rank_within(chapter)
-    chapter_first_row = np.flatnonzero(first)[chapter]
-    for column in PER_CHAPTER:  # given on each chapter's first row: on all its rows
-        rows[column] = taken(rows[column], chapter_first_row)
-    # One set of categories for both reasons: equal reasons have equal codes.
-    reasons = rows["failure_reason"].cat.categories.union(rows["prev_reason"].cat.categories)
-    for column in ("failure_reason", "prev_reason"):
-        rows[column] = rows[column].cat.set_categories(reasons)
-    default = rows["default_model"].dropna()
-    return Transitions(rows, times, str(default.iloc[0]) if len(default) else None)
+    def novel(self) -> np.ndarray:
+        """Whether each row's project is a novel (priced by its text, never re-scanned)."""
+        return is_true(self.rows["novel"])
+
+    def last_of_chapter(self) -> np.ndarray:
+        """Whether each row is its chapter's last."""
+        return np.append(self.rows["step"].to_numpy()[1:] == 0, True)
+
+    def languages(self) -> np.ndarray:
+        """Each row's chapter's target languages (at least one)."""
+        return np.asarray(np.maximum(to_float(self.rows["n_languages"]), 1.0), "float64")
 
 
 PER_CHAPTER = ("project_id", "project", "model")
 
 
-def rank_within(groups: np.ndarray) -> np.ndarray:
-    """Each element's position among the equal values before it (`groups` sorted): a
-    chapter's k-th row, a row's k-th run."""
-    first = np.ones(len(groups), bool)
-    first[1:] = groups[1:] != groups[:-1]
-    ranked: np.ndarray = np.arange(len(groups)) - np.maximum.accumulate(
-        np.where(first, np.arange(len(groups)), 0)
-    )
-    return ranked
-
-
-def last_of_chapter(rows: pd.DataFrame) -> np.ndarray:
-    """Whether each transition row is its chapter's last."""
-    return np.append(rows["step"].to_numpy()[1:] == 0, True)
-
-
-def taken(column: pd.Series, at: np.ndarray) -> pd.Series:
-    """A categorical column's values at rows `at`, taken by code (no text is copied)."""
-    dtype = column.dtype
-    assert isinstance(dtype, pd.CategoricalDtype)
-    codes = np.asarray(column.cat.codes.to_numpy()[at], "int64")
-    return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype), copy=False)
-
-
 def _frame(table: pa.Table) -> pd.DataFrame:
     """The query's rows as plain numpy columns, texts as categoricals. A year's 700,000
     rows convert so in about 0.15 s; pandas' own conversion (a Python object per text
-    and per nullable flag) took a second. Flags come back with null as false, as `flag`
+    and per nullable flag) took a second. Flags come back with null as false, as `is_true`
     reads them."""
     columns: dict[str, object] = {}
     for name in table.column_names:
@@ -205,64 +199,3 @@ def _frame(table: pa.Table) -> pd.DataFrame:
         else:
             columns[name] = column.to_pandas()
     return unconsolidated(columns, table.num_rows)
-
-
-def unconsolidated(columns: Mapping[str, Any], n: int) -> pd.DataFrame:
-    """A frame of these columns, each kept as its own array: `pd.DataFrame(dict)` copies
-    columns of one dtype into a 2-D block, which for hundreds of thousands of rows costs
-    more than anything done with them afterwards."""
-    frame = pd.DataFrame(index=pd.RangeIndex(n))
-    for name, values in columns.items():
-        frame[name] = as_column(values)
-    return frame
-
-
-def as_column(values: Any) -> Any:
-    """Values to set as a working frame's column as they are: pandas turns an object
-    array of texts into its string dtype on the way in (some 30 ms for a year's runs),
-    which reading them back as objects undoes again."""
-    if isinstance(values, np.ndarray) and values.dtype == object:
-        return pd.Series(values, dtype=object, copy=False)
-    return values
-
-
-def _micros(times: pd.Series) -> np.ndarray:
-    values = pd.to_datetime(times, utc=True).astype("datetime64[us, UTC]")
-    return np.asarray(values.to_numpy("datetime64[us]"), "datetime64[us]").astype("int64")
-
-
-def flag(values: pd.Series) -> np.ndarray:
-    """A nullable boolean column as plain bools, null as False."""
-    if values.dtype == np.dtype(bool):
-        return np.asarray(values.to_numpy(), bool)  # the transitions' flags: no copy
-    return np.asarray(values.fillna(False).to_numpy(bool), bool)
-
-
-def number(values: pd.Series) -> np.ndarray:
-    """A nullable count as floats, null as 0."""
-    if isinstance(values.dtype, np.dtype) and values.dtype.kind in "iuf":
-        return np.asarray(np.nan_to_num(values.to_numpy("float64"), nan=0.0), "float64")
-    return np.asarray(values.astype("Float64").fillna(0).to_numpy("float64"), "float64")
-
-
-def texts(values: pd.Series, at: np.ndarray) -> np.ndarray:
-    """A categorical text column's values at rows `at`, as an object array, null as
-    None (taken by code: no text is converted)."""
-    categories = np.array([*values.cat.categories, None], object)
-    codes = values.cat.codes.to_numpy()[at]
-    return np.asarray(categories[codes], object)  # code -1, null: the None at the end
-
-
-def codes(values: pd.Series) -> np.ndarray:
-    """A categorical column's codes (-1 for null)."""
-    return np.asarray(values.cat.codes.to_numpy(), "int64")
-
-
-def micros(values: pd.Series) -> np.ndarray:
-    """A nullable time column as int64 microseconds, null as the smallest int64."""
-    stamped = pd.to_datetime(values, utc=True)
-    out = stamped.to_numpy("datetime64[us]").astype("int64")
-    return np.where(stamped.isna().to_numpy(), NO_TIME, out)
-
-
-NO_TIME = np.iinfo("int64").min

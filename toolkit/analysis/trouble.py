@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from toolkit.analysis.calendar import sorted_by, within
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.runs import FAILED, STALLED, all_runs, paid_pages, run_table, runs_kept
+from toolkit.analysis.run_codes import Outcome
+from toolkit.analysis.run_table import RunTable
+from toolkit.analysis.runs import all_runs, paid_pages, runs_kept
 from toolkit.analysis.timing import RunsBy, check_by
 from toolkit.analysis.workspaces import across
 from toolkit.timestamps import When
@@ -47,7 +49,7 @@ def failures(
         The failed and stalled runs.
     """
     obs = observe(store)
-    bad = runs_kept(obs, np.isin(run_table(obs).outcome, [FAILED, STALLED]))
+    bad = runs_kept(obs, np.isin(obs.stage(RunTable).outcome, [Outcome.FAILED, Outcome.STALLED]))
     frame = pd.DataFrame(
         {
             "chapter_id": bad["chapter_id"],
@@ -152,7 +154,7 @@ def stalled(
     """
     obs = observe(store)
     limit = pd.Timedelta(threshold)
-    latest = _latest_chapters(obs)
+    latest = obs.latest_chapters
     running = latest[latest["processing"].fillna(False).astype(bool)]
     now = obs.times[-1] if obs.times else pd.Timestamp(0, tz="UTC")
     progress = running["last_activity_at"].astype("datetime64[us, UTC]")
@@ -204,7 +206,7 @@ def stuck(
         One row per chapter and reason.
     """
     obs = observe(store)
-    latest = _latest_chapters(obs)
+    latest = obs.latest_chapters
     names = _project_names(obs)
     rows: list[pd.DataFrame] = []
 
@@ -253,25 +255,13 @@ def stuck(
     return within(frame, "since", since=since, until=until, tz=tz)
 
 
-def _latest_chapters(obs: Observed) -> pd.DataFrame:
-    if "latest_chapters" not in obs.memo:
-        obs.memo["latest_chapters"] = obs.store.latest("chapters")
-    return cast(pd.DataFrame, obs.memo["latest_chapters"])
-
-
-def _latest_projects(obs: Observed) -> pd.DataFrame:
-    if "latest_projects" not in obs.memo:
-        obs.memo["latest_projects"] = obs.store.latest("projects")
-    return cast(pd.DataFrame, obs.memo["latest_projects"])
-
-
 def _project_names(obs: Observed) -> pd.Series:
-    projects = _latest_projects(obs)
+    projects = obs.latest_projects
     return projects.set_index(projects["project_id"].astype(object))["name"].astype(object)
 
 
 def _project_kinds(obs: Observed) -> pd.Series:
-    projects = _latest_projects(obs)
+    projects = obs.latest_projects
     return projects.set_index(projects["project_id"].astype(object))["kind"].astype(object)
 
 

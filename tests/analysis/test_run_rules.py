@@ -1,0 +1,213 @@
+"""Each run rule on a few hand-made elements: the sentence of DESIGN.md ("What the
+analysis counts") or docs/analysis.md it implements, arrays in, arrays out."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.testing import assert_array_equal
+
+from toolkit.analysis import run_rules as rules
+from toolkit.analysis._arrays import NO_TIME
+from toolkit.analysis.charges import known_part, read_rest, rise_of
+from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
+
+T, F = True, False
+NONE = np.zeros(0, bool)
+
+
+def test_spend_is_the_rise_of_credits_new_chapters_count_from_zero_the_baseline_for_nothing():
+    rise = rise_of(
+        np.array([30.0, 30.0, 30.0, 10.0]),
+        np.array([10.0, 10.0, 10.0, 20.0]),
+        new=np.array([F, T, F, F]),
+        baseline=np.array([F, F, T, F]),
+    )
+    assert_array_equal(rise, [20.0, 30.0, 0.0, 0.0])  # never negative
+
+
+def test_a_rise_is_split_by_pages_in_whole_credits_with_the_remainder_to_the_last_run():
+    credits = rules.run_credits(
+        np.array([3.0, 3.0, 2.0]),
+        np.array([3.3, 3.3, 4.0]),
+        row=np.array([0, 0, 1]),
+        last=np.array([F, T, T]),
+        rise=np.array([21.0, 8.0]),
+        at_baseline=np.array([F, F, F]),
+    )
+    assert_array_equal(credits, [10.0, 11.0, 8.0])  # round(9.9) = 10, the rest 11
+
+
+def test_a_run_going_at_the_baseline_costs_nothing_it_was_charged_before_the_history():
+    credits = rules.run_credits(
+        np.array([2.0]), np.array([4.0]), row=np.array([0]), last=np.array([T]),
+        rise=np.array([0.0]), at_baseline=np.array([T]),
+    )  # fmt: skip
+    assert_array_equal(credits, [0.0])
+
+
+def test_a_run_going_at_the_baseline_is_a_first_run_only_when_the_spend_paid_its_pages_once():
+    kind = rules.kind_at_baseline(
+        np.array([Kind.FIRST, Kind.FIRST, Kind.FIRST, Kind.RESCAN]),
+        at_baseline=np.array([T, T, T, F]),
+        novel=np.array([F, F, T, F]),
+        spent=np.array([8.0, 16.0, 16.0, 16.0]),
+        pages=np.full(4, 2.0),
+        per_page=np.full(4, 4.0),
+    )
+    assert_array_equal(kind, [Kind.FIRST, NULL, Kind.FIRST, Kind.RESCAN])
+
+
+def test_a_first_run_of_a_chapter_new_since_the_snapshot_before_starts_at_its_creation():
+    created = np.array([100, 100, NO_TIME, 100])
+    from_creation = rules.starts_at_creation(
+        np.array([Kind.FIRST, Kind.RESCAN, Kind.FIRST, Kind.FIRST]),
+        new=np.array([T, T, T, F]),
+        created=created,
+    )
+    assert_array_equal(from_creation, [T, F, F, F])
+    started = rules.start_time(
+        from_creation,
+        created=created,
+        at_baseline=np.array([F, F, T, F]),
+        snapshot_before=np.array([50, 50, 50, 50]),
+    )
+    # Else the snapshot before, the earliest moment; a run going at the baseline: unknown.
+    assert_array_equal(started, [100, 50, NO_TIME, 50])
+
+
+def test_runs_between_the_same_two_snapshots_ran_one_after_another():
+    started = rules.ran_in_turn(np.array([50, 40, 60, 10, 5]), np.array([0, 1, 2, 0, 1]))
+    assert_array_equal(started, [50, 50, 60, 10, 10])
+
+
+def test_a_run_starts_no_earlier_than_the_event_that_ended_the_run_before_it():
+    started = rules.after_previous_end(
+        np.array([10, 10, 10, 10]),
+        row=np.array([0, 0, 1, 1]),
+        from_creation=np.array([F, F, F, F]),
+        event_end=np.array([30, NO_TIME, 40, NO_TIME]),
+    )
+    assert_array_equal(started, [10, 30, 10, 40])
+
+
+def test_a_run_ends_where_its_chapter_settles_or_is_trashed_or_another_run_starts():
+    # Chapter 0: processing, still, settled. Chapter 1: processing, a new run. Chapter 2:
+    # processing, trashed. Chapter 3: processing at the last snapshot.
+    end, reason = rules.end_rows(
+        processing=np.array([T, T, F, T, T, T, T, T]),
+        deleted=np.array([F, F, F, F, F, F, T, F]),
+        chapter=np.array([0, 0, 0, 1, 1, 2, 2, 3]),
+        starts_runs=np.array([T, F, F, T, T, T, F, T]),
+    )
+    assert_array_equal(end, [2, 2, 2, 4, -1, 6, 6, -1])
+    assert_array_equal(
+        reason,
+        [EndReason.SETTLED, EndReason.SETTLED, EndReason.SETTLED, EndReason.NEXT_RUN,
+         EndReason.STILL_RUNNING, EndReason.TRASHED, EndReason.TRASHED,
+         EndReason.STILL_RUNNING],
+    )  # fmt: skip
+
+
+def test_a_run_fails_at_the_first_snapshot_showing_failed_turn_true_or_its_reason_change():
+    failed = rules.run_failed(
+        np.array([T, T, T, T, F]),
+        failed_at_end=np.array([T, T, T, F, T]),
+        kind=np.array([Kind.ADDED_PAGES, Kind.ADDED_PAGES, Kind.RESCAN, Kind.FIRST, Kind.FIRST]),
+        failed_before=np.array([F, T, T, F, F]),
+        reason_changed=np.array([F, F, F, F, F]),
+    )
+    # Added pages on a chapter failed before, same reason: not this run's failure.
+    assert_array_equal(failed, [T, F, T, F, F])
+
+
+def test_a_stall_abandoned_by_the_service_is_stalled_and_running_means_processing_at_the_end():
+    reasons = np.array(["Stalled: no progress for 2 h", "ocr error", None], object)
+    assert_array_equal(rules.stalls(reasons), [T, F, F])
+    outcome = rules.outcome(
+        np.array([T, T, T, F, F]),
+        failed=np.array([T, T, F, F, F]),
+        stalled=np.array([T, F, F, F, F]),
+        still_running=np.array([F, F, F, T, F]),
+    )
+    assert_array_equal(
+        outcome, [Outcome.STALLED, Outcome.FAILED, Outcome.FINISHED, Outcome.RUNNING, NULL]
+    )
+
+
+def test_it_finishes_at_last_activity_of_the_snapshot_that_shows_it_settled():
+    activity_ends = rules.activity_is_end(
+        reviewed=np.array([F, T, F, F]),
+        grew_unpaid=np.array([F, F, T, F]),
+        activity=np.array([150, 150, 150, 90]),
+        snapshot_before=np.full(4, 100),
+        snapshot_at=np.full(4, 200),
+    )
+    # Unless a review or unpaid pages touched the chapter, or it lies outside the interval.
+    assert_array_equal(activity_ends, [T, F, F, F])
+    settled = np.array([T, T, T, F])
+    finished = rules.finish_time(
+        settled, activity_ends, activity=np.full(4, 150), snapshot_at=np.full(4, 200)
+    )
+    assert_array_equal(finished, [150, 200, 200, NO_TIME])
+    assert_array_equal(
+        rules.finish_source(settled, activity_ends),
+        [EndSource.LAST_ACTIVITY, EndSource.SNAPSHOT, EndSource.SNAPSHOT, NULL],
+    )
+
+
+def test_an_end_event_is_looked_for_where_the_run_can_have_ended():
+    open_at_row = np.array([F, T])
+    low, high = rules.event_window(
+        open_at_row,
+        snapshot_before=np.array([100, 100]),
+        snapshot_at=np.array([200, 200]),
+        end_at=np.array([300, 300]),
+    )
+    assert_array_equal(low, [100, 200])
+    assert_array_equal(high, [200, 300])
+    skip = rules.events_to_skip(
+        np.array([F, F, T]), ordinal=np.array([0, 1, 1]), open_before=np.array([T, F, T])
+    )
+    assert_array_equal(skip, [1, 1, 0])
+
+
+def test_a_rescan_pays_again_for_pages_that_ran_its_whole_charge_is_rework():
+    kinds = np.array([Kind.FIRST, Kind.RESCAN, Kind.ADDED_PAGES, Kind.HELD_START, NULL])
+    assert_array_equal(rules.is_rework(kinds), [F, T, F, F, F])
+
+
+def test_runs_are_sorted_by_start_unknown_last_then_chapter_then_number():
+    order = rules.run_order(
+        np.array([NO_TIME, 20, 10, 10]), np.array([0, 1, 2, 1]), np.array([0, 0, 0, 1])
+    )
+    assert_array_equal(order, [3, 2, 1, 0])
+
+
+def test_a_rise_pays_first_for_a_first_run_then_for_pages_added_then_the_rest():
+    first, added, rest = known_part(
+        np.array([5.0, 8.0, 6.0]),  # the rise, in pages x languages
+        pages=np.array([5.0, 6.0, 4.0]),
+        pages_before=np.array([0.0, 4.0, 4.0]),
+        started_before=np.array([F, T, T]),
+    )
+    assert_array_equal(first, [5.0, 0.0, 0.0])
+    assert_array_equal(added, [0.0, 2.0, 0.0])
+    assert_array_equal(rest, [0.0, 6.0, 6.0])
+
+
+def test_the_rest_of_a_rise_is_read_with_the_fewest_runs_and_only_a_rescan_clears_failed():
+    # 4 pages paid; 2 added. Rests: a re-scan of all 6; of the 4 before; held pages (2 of
+    # 6 held) started; the same with `failed` cleared: no reading fits, one run of its own.
+    reading = read_rest(
+        paid=np.array([4.0, 4.0, 4.0, 4.0]),
+        added=np.array([2.0, 2.0, 0.0, 0.0]),
+        rest=np.array([6.0, 4.0, 2.0, 2.0]),
+        pages_before=np.array([4.0, 4.0, 6.0, 6.0]),
+        started_before=np.array([T, T, T, T]),
+        cleared=np.array([F, F, F, T]),
+    )
+    assert_array_equal(reading.held, [0.0, 0.0, 2.0, 0.0])
+    assert_array_equal(reading.before_pages, [0.0, 4.0, 0.0, 0.0])
+    assert_array_equal(reading.before_count, [0, 1, 0, 0])
+    assert_array_equal(reading.after_pages, [6.0, 0.0, 0.0, 2.0])
+    assert_array_equal(reading.after_count, [1, 0, 0, 1])
