@@ -19,9 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# Re-exported (`as When`) only for analysis/runs.py, which imports it from here; the
-# name's home is toolkit.timestamps.
-from toolkit.timestamps import When as When
+from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
