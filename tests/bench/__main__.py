@@ -28,8 +28,15 @@ def _pull(args: argparse.Namespace) -> list[Table]:
 def _history(args: argparse.Namespace) -> list[Table]:
     from tests.bench.bench_history import HistoryOptions, run
 
-    hours = 24 * 30 if args.quick else 24 * 365
-    return run(HistoryOptions(hours=hours, runs=args.runs or 3, store=args.store))
+    days = args.days or (30 if args.quick else 365)
+    options = HistoryOptions(
+        hours=24 * days,
+        chapters=args.chapters,
+        projects=max(1, args.chapters // 100),
+        runs=args.runs or 3,
+        store=args.store,
+    )
+    return run(options)
 
 
 def _uploads(args: argparse.Namespace) -> list[Table]:
@@ -78,6 +85,12 @@ def main() -> None:
     parser.add_argument("--full-loop", action="store_true", help="time the naive loop whole")
     parser.add_argument(
         "--store", default=None, help="history: keep the store in this folder, or reuse it"
+    )
+    parser.add_argument(
+        "--chapters", type=int, default=10_000, help="history: chapters (100 a project)"
+    )
+    parser.add_argument(
+        "--days", type=int, default=None, help="history: days of hourly snapshots (365)"
     )
     parser.add_argument("--out", default=None, help="also write the tables to this file")
     args = parser.parse_args()
