@@ -1,0 +1,63 @@
+"""Issue 31's growth benchmark (`python -m tests.bench growth`): it runs end to end on a
+tiny size, and its table reads the growth exponent right."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.bench.bench_growth import FIGURES, LABELS, table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_growth_runs_end_to_end_and_prints_every_row(tmp_path):
+    # A fresh process per figure: about 2 s each on a quiet machine.
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.bench", "growth", "--sizes", "500x2",
+         "--store-root", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = {line.split(" | ")[0].strip("| ").strip(): line for line in done.stdout.splitlines()}
+    for label in [*(LABELS[f] for f in FIGURES), "median write (history benchmark)"]:
+        assert label in rows, f"no row {label!r} in:\n{done.stdout}"
+        assert "FAILED" not in rows[label] and " - " not in rows[label], rows[label]
+    # 500 chapters and 1,500 languages in the first snapshot, 2% of them an hour after.
+    assert "| changed rows (chapters + languages change logs) | " in done.stdout
+    assert (tmp_path / "500x2" / "written.json").exists()
+    assert (tmp_path / "growth-500x2.json").exists()
+
+
+def _size(rows: int, seconds: float, peak: float) -> dict[str, object]:
+    figure = {"seconds": seconds, "peak_mib": peak, "load": 1.0, "note": ""}
+    return {
+        "changed_rows": rows,
+        "median_write": 0.05,
+        "first_day_write": 0.05,
+        "last_day_write": 0.05,
+        "p95_write": 0.1,
+        "disk_bytes": rows * 4,
+        "files": 10,
+        "figures": {"runs": figure},
+    }
+
+
+def test_the_exponent_is_the_time_ratio_over_the_rows_ratio():
+    # Ten times the rows: a time 10x is linear (1.00), 100x quadratic (2.00); the memory
+    # the same over 10x is flat (0.00). Sizes are ordered by rows, not as given.
+    grid = table(
+        {"big": _size(1000, 10.0, 100.0), "small": _size(100, 1.0, 100.0)}, figures=["runs"]
+    )
+    runs = next(row for row in grid.cells if row[0] == "analysis.runs")
+    assert runs[2] == "1.00; 0.00"
+    assert "small -> big" in grid.title
+    quadratic = table(
+        {"small": _size(100, 1.0, 10.0), "big": _size(1000, 100.0, 100.0)}, figures=["runs"]
+    )
+    assert next(row for row in quadratic.cells if row[0] == "analysis.runs")[2] == "2.00; 1.00"
+    assert "| figure | small | big | growth exponent (time; memory) |" in quadratic.render()
