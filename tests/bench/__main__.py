@@ -21,10 +21,13 @@ ON_REQUEST = ("growth",)
 def _pull(args: argparse.Namespace) -> list[Table]:
     from tests.bench.bench_pull import PullOptions, run
 
-    options = PullOptions(runs=args.runs or (1 if args.quick else 3), full_loop=args.full_loop)
+    runs = args.runs or (1 if args.quick else 3)
     if args.quick:
-        options = PullOptions(projects=20, runs=options.runs)
-    return run(options)
+        return run(PullOptions(projects=20, runs=runs))
+    projects = max(1, args.chapters // 100)
+    if args.incremental_only:
+        return run(PullOptions(projects=projects, latency_ms=0, incremental_only=True))
+    return run(PullOptions(projects=projects, runs=runs, full_loop=args.full_loop))
 
 
 def _history(args: argparse.Namespace) -> list[Table]:
@@ -102,12 +105,17 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="small sizes: a month of history")
     parser.add_argument("--runs", type=int, default=None, help="repeats of each timing")
+    parser.add_argument(
+        "--incremental-only",
+        action="store_true",
+        help="pull: only the incremental snapshot (2.), without injected latency",
+    )
     parser.add_argument("--full-loop", action="store_true", help="time the naive loop whole")
     parser.add_argument(
         "--store", default=None, help="history: keep the store in this folder, or reuse it"
     )
     parser.add_argument(
-        "--chapters", type=int, default=10_000, help="history: chapters (100 a project)"
+        "--chapters", type=int, default=10_000, help="history, pull: chapters (100 a project)"
     )
     parser.add_argument(
         "--days", type=int, default=None, help="history: days of hourly snapshots (365)"
