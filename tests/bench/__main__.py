@@ -81,7 +81,10 @@ def _growth(args: argparse.Namespace) -> list[Table]:
     sizes = args.sizes.split(",") if args.sizes else MATRIX
     return run(
         GrowthOptions(
-            sizes=tuple(Size.parse(s) for s in sizes), store_root=args.store_root, figures=figures
+            sizes=tuple(Size.parse(s) for s in sizes),
+            store_root=args.store_root,
+            figures=figures,
+            recorded=args.recorded,
         )
     )
 
@@ -125,6 +128,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--store-root", default=None, help="growth: keep a store per size here, or reuse it"
+    )
+    parser.add_argument(
+        "--recorded",
+        action="store_true",
+        help="growth: print what --store-root holds, measure nothing",
     )
     parser.add_argument("--figures", default=None, help="growth: only these figures (a,b,...)")
     parser.add_argument("--out", default=None, help="also write the tables to this file")

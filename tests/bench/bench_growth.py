@@ -110,6 +110,8 @@ class GrowthOptions:
     # A folder per size is kept here (writing is the slow part); None: temporary folders.
     store_root: str | None = None
     figures: tuple[str, ...] = FIGURES
+    # Print the table of what earlier runs recorded under `store_root`, measuring nothing.
+    recorded: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ class Measured:
 
 
 def run(options: GrowthOptions) -> list[Table]:
+    if options.recorded:
+        return [table(_recorded(options), figures=options.figures)]
     results: dict[str, dict[str, Any]] = {}
     for size in options.sizes:
         if options.store_root is not None:
@@ -137,6 +141,19 @@ def run(options: GrowthOptions) -> list[Table]:
         finally:
             shutil.rmtree(root, ignore_errors=True)
     return [table(results, figures=options.figures)]
+
+
+def _recorded(options: GrowthOptions) -> dict[str, dict[str, Any]]:
+    if options.store_root is None:
+        raise SystemExit("--recorded reads what earlier runs kept: give their --store-root")
+    results = {}
+    for size in options.sizes:
+        path = os.path.join(options.store_root, f"growth-{size.name}.json")
+        if not os.path.exists(path):
+            raise SystemExit(f"no {path}: measure {size.name} first (leave out --recorded)")
+        with open(path) as file:
+            results[size.name] = json.load(file)
+    return results
 
 
 def _measure_size(root: str, size: Size, options: GrowthOptions) -> dict[str, Any]:
