@@ -85,6 +85,7 @@ def _growth(args: argparse.Namespace) -> list[Table]:
             store_root=args.store_root,
             figures=figures,
             recorded=args.recorded,
+            limit_seconds=args.limit,
         )
     )
 
@@ -133,6 +134,9 @@ def main() -> None:
         "--recorded",
         action="store_true",
         help="growth: print what --store-root holds, measure nothing",
+    )
+    parser.add_argument(
+        "--limit", type=float, default=1800.0, help="growth: stop a figure after this many seconds"
     )
     parser.add_argument("--figures", default=None, help="growth: only these figures (a,b,...)")
     parser.add_argument("--out", default=None, help="also write the tables to this file")

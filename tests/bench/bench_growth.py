@@ -41,7 +41,8 @@ from tests.bench.table import Table, peak, reset_peak
 # month, a quarter and a year.
 MATRIX = tuple(f"{c}x{d}" for c in (10_000, 30_000, 100_000) for d in (30, 90, 365))
 RUN_FIGURES = ("credit_spend", "throughput", "runs", "cycle_times", "failures", "lead_times")
-FIGURES = ("imports", "rows", "as_of", *RUN_FIGURES, "forecast", "weekly", "watch_checks")
+# The weekly page last: the slowest, and the one most likely to reach the time limit.
+FIGURES = ("imports", "rows", "as_of", *RUN_FIGURES, "forecast", "watch_checks", "weekly")
 LABELS = {
     "imports": "Python's start and imports alone (not in the times below)",
     "rows": "count the change logs' rows (one DuckDB query)",
@@ -110,6 +111,8 @@ class GrowthOptions:
     # A folder per size is kept here (writing is the slow part); None: temporary folders.
     store_root: str | None = None
     figures: tuple[str, ...] = FIGURES
+    # A figure still computing after this long is stopped and recorded as over it.
+    limit_seconds: float = 1800.0
     # Print the table of what earlier runs recorded under `store_root`, measuring nothing.
     recorded: bool = False
 
@@ -122,6 +125,8 @@ class Measured:
     note: str = ""
 
     def cell(self) -> str:
+        if self.note.startswith(("STOPPED", "FAILED")):
+            return f"{self.note} @{self.load:.1f}"
         return f"{self.seconds:.2f} s / {self.peak_mib:,.0f} MiB @{self.load:.1f}"
 
 
@@ -171,7 +176,7 @@ def _measure_size(root: str, size: Size, options: GrowthOptions) -> dict[str, An
         "figures": {},
     }
     for figure in options.figures:
-        measured = _in_child(figure, root)
+        measured = _in_child(figure, root, limit=options.limit_seconds)
         print(f"  {size.name}: {figure} {measured.cell()} {measured.note}", flush=True)
         result["figures"][figure] = measured.__dict__
         if figure == "rows" and measured.note:
@@ -190,15 +195,19 @@ def _median(values: Sequence[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def _in_child(figure: str, root: str) -> Measured:
+def _in_child(figure: str, root: str, *, limit: float) -> Measured:
     """Compute one figure in a fresh process; its time and peak RSS as it reports them."""
     load = os.getloadavg()[0]
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.bench.bench_growth", figure, root],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.bench.bench_growth", figure, root],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=limit,
+        )
+    except subprocess.TimeoutExpired:
+        return Measured(limit, math.nan, load, f"STOPPED: over {limit:.0f} s")
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return Measured(math.nan, math.nan, load, f"FAILED: {last[:120]}")
@@ -286,10 +295,10 @@ def _exponent(
     if not a or not b or not (a["seconds"] > 0 and b["seconds"] > 0):
         return ""
     rows = math.log(_rows_ratio(results, first, last))
-    return (
-        f"{math.log(b['seconds'] / a['seconds']) / rows:.2f}; "
-        f"{math.log(b['peak_mib'] / a['peak_mib']) / rows:.2f}"
-    )
+    grown = math.log(b["seconds"] / a["seconds"]) / rows
+    if b["note"].startswith("STOPPED"):  # its time is the limit: the exponent is at least
+        return f"> {grown:.2f}; ?"
+    return f"{grown:.2f}; {math.log(b['peak_mib'] / a['peak_mib']) / rows:.2f}"
 
 
 def _ratio_exponent(
