@@ -69,3 +69,12 @@ def test_the_exponent_is_the_time_ratio_over_the_rows_ratio():
     )
     assert next(row for row in quadratic.cells if row[0] == "analysis.runs")[2] == "2.00; 1.00"
     assert "| figure | small | big | growth exponent (time; memory) |" in quadratic.render()
+
+
+def test_a_figure_stopped_at_the_limit_gives_a_lower_bound():
+    stopped = _size(1000, 100.0, float("nan"))
+    stopped["figures"]["runs"]["note"] = "STOPPED: over 100 s"  # type: ignore[index]
+    grid = table({"small": _size(100, 1.0, 10.0), "big": stopped}, figures=["runs"])
+    row = next(row for row in grid.cells if row[0] == "analysis.runs")
+    assert row[1][1].startswith("STOPPED: over 100 s")
+    assert row[2] == "> 2.00; ?"
