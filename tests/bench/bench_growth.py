@@ -217,40 +217,54 @@ def _in_child(figure: str, root: str, *, limit: float) -> Measured:
 
 @dataclass
 class Grid(Table):
-    """A table with a column per size: rows of (figure, cells, note)."""
+    """A table with a column per size and one per pair of sizes compared: rows of
+    (figure, cells, exponents)."""
 
     head: list[str] = field(default_factory=list)
-    cells: list[tuple[str, list[str], str]] = field(default_factory=list)
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    cells: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
 
     def render(self) -> str:
         lines = [f"## {self.title}", ""]
-        header = ["figure", *self.head, "growth exponent (time; memory)"]
+        header = ["figure", *self.head, *(f"exponent {a} -> {b}" for a, b in self.pairs)]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "---|" * len(header))
-        for figure, cells, note in self.cells:
-            lines.append("| " + " | ".join([figure, *cells, note]) + " |")
+        for figure, cells, notes in self.cells:
+            lines.append("| " + " | ".join([figure, *cells, *notes]) + " |")
         return "\n".join(lines)
+
+
+def pairs(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """The sizes compared: the fewest changed rows with the most, then along each axis
+    (more chapters at the same days, more days at the same chapters) its two ends."""
+    rows = {s: int(r["changed_rows"]) for s, r in results.items() if r.get("changed_rows")}
+    ordered = sorted(rows, key=rows.__getitem__)
+    found = [(ordered[0], ordered[-1])] if len(ordered) > 1 else []
+    sizes = {s: Size.parse(s) for s in ordered}
+    for axis in ("days", "chapters"):  # the axis held fixed
+        for fixed in sorted({getattr(size, axis) for size in sizes.values()}):
+            line = [s for s in ordered if getattr(sizes[s], axis) == fixed]
+            if len(line) > 1 and (line[0], line[-1]) not in found:
+                found.append((line[0], line[-1]))
+    return found
 
 
 def table(results: dict[str, dict[str, Any]], *, figures: Sequence[str] = FIGURES) -> Grid:
     """One row per figure, one column per size (time / peak MiB @load), and the growth
-    exponent between the smallest and the largest size by changed rows."""
+    exponents between the pairs of sizes compared (`pairs`)."""
     sizes = list(results)
-    ends = sorted(
-        (s for s in sizes if results[s].get("changed_rows")),
-        key=lambda s: int(results[s]["changed_rows"]),
-    )
-    first, last = (ends[0], ends[-1]) if len(ends) > 1 else (None, None)
+    compared = pairs(results)
     grid = Grid(
         "Growth: time / peak MiB (@ the one-minute load) per size, chapters x days; "
-        f"exponent {first} -> {last}",
+        "exponent: time; memory",
         head=sizes,
+        pairs=compared,
     )
     grid.cells.append(
         (
             "changed rows (chapters + languages change logs)",
             [f"{int(results[s].get('changed_rows', 0)):,}" for s in sizes],
-            "",
+            [f"x{_rows_ratio(results, a, b):.1f}" for a, b in compared],
         )
     )
 
@@ -270,15 +284,15 @@ def table(results: dict[str, dict[str, Any]], *, figures: Sequence[str] = FIGURE
         ("  p95 write", ms("p95_write"), None),
         ("size on disk, files", size, "disk_bytes"),
     ]:
-        grid.cells.append(
-            (label, [cell(s) for s in sizes], _ratio_exponent(results, key, first, last))
-        )
+        notes = [_ratio_exponent(results, key, a, b) for a, b in compared]
+        grid.cells.append((label, [cell(s) for s in sizes], notes))
     for figure in figures:
         cells = []
         for s in sizes:
             m = results[s]["figures"].get(figure)
             cells.append(Measured(**m).cell() if m else "-")
-        grid.cells.append((LABELS[figure], cells, _exponent(results, figure, first, last)))
+        notes = [_exponent(results, figure, a, b) for a, b in compared]
+        grid.cells.append((LABELS[figure], cells, notes))
     return grid
 
 
@@ -286,10 +300,8 @@ def _rows_ratio(results: dict[str, dict[str, Any]], first: str, last: str) -> fl
     return float(results[last]["changed_rows"] / results[first]["changed_rows"])
 
 
-def _exponent(
-    results: dict[str, dict[str, Any]], figure: str, first: str | None, last: str | None
-) -> str:
-    if first is None or last is None or figure in ("imports",):
+def _exponent(results: dict[str, dict[str, Any]], figure: str, first: str, last: str) -> str:
+    if figure == "imports":
         return ""
     a, b = results[first]["figures"].get(figure), results[last]["figures"].get(figure)
     if not a or not b or not (a["seconds"] > 0 and b["seconds"] > 0):
@@ -302,9 +314,9 @@ def _exponent(
 
 
 def _ratio_exponent(
-    results: dict[str, dict[str, Any]], key: str | None, first: str | None, last: str | None
+    results: dict[str, dict[str, Any]], key: str | None, first: str, last: str
 ) -> str:
-    if key is None or first is None or last is None or not results[first][key]:
+    if key is None or not results[first][key]:
         return ""
     ratio = results[last][key] / results[first][key]
     return f"{math.log(ratio) / math.log(_rows_ratio(results, first, last)):.2f}"
