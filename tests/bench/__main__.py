@@ -1,7 +1,8 @@
 """Run the benchmarks: `.venv/bin/python -m tests.bench [names] [--quick]`.
 
 Names: pull (with the incremental snapshot and the emulator's figures), history,
-uploads, webhooks, dashboard, watch; all of them by default. Each prints its table as it
+uploads, webhooks, dashboard, watch; all of them by default. `growth` (issue 31's table
+over sizes of history, hours at its full matrix) runs only when named. Each prints its table as it
 finishes; with `--out FILE` the tables are also written to FILE (Markdown).
 """
 
@@ -14,22 +15,33 @@ from collections.abc import Callable
 from tests.bench.table import Table, machine
 
 NAMES = ("pull", "history", "uploads", "webhooks", "dashboard", "watch")
+ON_REQUEST = ("growth",)
 
 
 def _pull(args: argparse.Namespace) -> list[Table]:
     from tests.bench.bench_pull import PullOptions, run
 
-    options = PullOptions(runs=args.runs or (1 if args.quick else 3), full_loop=args.full_loop)
+    runs = args.runs or (1 if args.quick else 3)
     if args.quick:
-        options = PullOptions(projects=20, runs=options.runs)
-    return run(options)
+        return run(PullOptions(projects=20, runs=runs))
+    projects = max(1, args.chapters // 100)
+    if args.incremental_only:
+        return run(PullOptions(projects=projects, latency_ms=0, incremental_only=True))
+    return run(PullOptions(projects=projects, runs=runs, full_loop=args.full_loop))
 
 
 def _history(args: argparse.Namespace) -> list[Table]:
     from tests.bench.bench_history import HistoryOptions, run
 
-    hours = 24 * 30 if args.quick else 24 * 365
-    return run(HistoryOptions(hours=hours, runs=args.runs or 3, store=args.store))
+    days = args.days or (30 if args.quick else 365)
+    options = HistoryOptions(
+        hours=24 * days,
+        chapters=args.chapters,
+        projects=max(1, args.chapters // 100),
+        runs=args.runs or 3,
+        store=args.store,
+    )
+    return run(options)
 
 
 def _uploads(args: argparse.Namespace) -> list[Table]:
@@ -59,6 +71,25 @@ def _watch(args: argparse.Namespace) -> list[Table]:
     return run(WatchOptions(runs=args.runs or 3))
 
 
+def _growth(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_growth import FIGURES, MATRIX, GrowthOptions, Size, run
+
+    figures = tuple(args.figures.split(",")) if args.figures else FIGURES
+    unknown = [f for f in figures if f not in FIGURES]
+    if unknown:
+        raise SystemExit(f"--figures: no {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
+    sizes = args.sizes.split(",") if args.sizes else MATRIX
+    return run(
+        GrowthOptions(
+            sizes=tuple(Size.parse(s) for s in sizes),
+            store_root=args.store_root,
+            figures=figures,
+            recorded=args.recorded,
+            limit_seconds=args.limit,
+        )
+    )
+
+
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "pull": _pull,
     "history": _history,
@@ -66,19 +97,48 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "webhooks": _webhooks,
     "dashboard": _dashboard,
     "watch": _watch,
+    "growth": _growth,
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__)
     # argparse checks the empty default of nargs="*" against the choices too.
-    parser.add_argument("names", nargs="*", choices=[*NAMES, []], help="benchmarks to run")
+    parser.add_argument(
+        "names", nargs="*", choices=[*NAMES, *ON_REQUEST, []], help="benchmarks to run"
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes: a month of history")
     parser.add_argument("--runs", type=int, default=None, help="repeats of each timing")
+    parser.add_argument(
+        "--incremental-only",
+        action="store_true",
+        help="pull: only the incremental snapshot (2.), without injected latency",
+    )
     parser.add_argument("--full-loop", action="store_true", help="time the naive loop whole")
     parser.add_argument(
         "--store", default=None, help="history: keep the store in this folder, or reuse it"
     )
+    parser.add_argument(
+        "--chapters", type=int, default=10_000, help="history, pull: chapters (100 a project)"
+    )
+    parser.add_argument(
+        "--days", type=int, default=None, help="history: days of hourly snapshots (365)"
+    )
+    parser.add_argument(
+        "--sizes", default=None, help="growth: CHAPTERSxDAYS,... (default: the issue's matrix)"
+    )
+    parser.add_argument(
+        "--store-root", default=None, help="growth: keep a store per size here, or reuse it"
+    )
+    parser.add_argument(
+        "--recorded",
+        action="store_true",
+        help="growth: print what --store-root holds, measure nothing",
+    )
+    parser.add_argument(
+        "--limit", type=float, default=1800.0, help="growth: stop a figure after this many seconds"
+    )
+    parser.add_argument("--figures", default=None, help="growth: only these figures (a,b,...)")
     parser.add_argument("--out", default=None, help="also write the tables to this file")
     args = parser.parse_args()
     print(f"Machine: {machine()}\n", flush=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.bench.client_side import ClientProcess
-from tests.bench.table import Table, megabytes
+from tests.bench.table import Table, megabytes, peak, reset_peak
 from toolkit.emulator import Emulator
 
 PAGE_BYTES = 10 * 1_048_576
@@ -118,7 +118,7 @@ def upload(url: str, key: str, project_id: str, paths: list[str], *, mode: str) 
 
     with Client(base_url=url, api_key=key, timeout=600) as client:
         client.list_projects()  # warm: the connection and the imports it needs
-        baseline = _reset_peak()
+        baseline = reset_peak()
         started = time.perf_counter()
         if mode == "toolkit":
             chapter = client.create_chapter(project_id, pages=paths)
@@ -141,23 +141,4 @@ def upload(url: str, key: str, project_id: str, paths: list[str], *, mode: str) 
         seconds = time.perf_counter() - started
     if count != len(paths):
         raise RuntimeError(f"{count} pages arrived of {len(paths)}")
-    return {"seconds": seconds, "peak_growth": _peak() - baseline}
-
-
-def _reset_peak() -> int:
-    """Reset the kernel's peak-RSS mark to the current RSS and return it, in bytes."""
-    with open("/proc/self/clear_refs", "w") as control:
-        control.write("5")
-    return _status("VmRSS")
-
-
-def _peak() -> int:
-    return _status("VmHWM")
-
-
-def _status(field: str) -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
+    return {"seconds": seconds, "peak_growth": peak() - baseline}

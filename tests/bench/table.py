@@ -83,3 +83,23 @@ def machine() -> str:
         f"{platform.system()} {platform.release()}{load}; "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     )
+
+
+def reset_peak() -> int:
+    """Reset the kernel's peak-RSS mark to the current RSS and return it, in bytes."""
+    with open("/proc/self/clear_refs", "w") as control:
+        control.write("5")
+    return _proc_status("VmRSS")
+
+
+def peak() -> int:
+    """The process's peak RSS since its start or the last `reset_peak`, in bytes (Linux)."""
+    return _proc_status("VmHWM")
+
+
+def _proc_status(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
