@@ -243,9 +243,18 @@ def from_pandas(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     for field in schema:
         series = frame[field.name]
         if isinstance(series.dtype, pd.CategoricalDtype):
-            series = series.astype(pd.StringDtype())
-        columns.append(pa.array(series, type=field.type, from_pandas=True))
+            columns.append(_from_categories(series, field.type))
+        else:
+            columns.append(pa.array(series, type=field.type, from_pandas=True))
     return conform(pa.Table.from_arrays(columns, schema=schema), schema)
+
+
+def _from_categories(series: pd.Series, type_: pa.DataType) -> pa.Array:
+    """A categorical column as Arrow values: each category converted once and taken by
+    code (converting 100,000 rows through Python objects cost a snapshot seconds)."""
+    codes = series.cat.codes.to_numpy()
+    words = pa.array(series.cat.categories.to_numpy(object), type=type_, from_pandas=True)
+    return words.take(pa.array(codes, mask=codes < 0))
 
 
 def from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
