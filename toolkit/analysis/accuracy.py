@@ -180,9 +180,17 @@ def rolled(obs: Observed, table: str, snapshots: list[pd.Timestamp]) -> Iterator
     state = obs.store.as_of(table, snapshots[0])
     columns = list(state.columns)
     values = [c for c in columns if c not in ("snapshot_id", "snapshot_at")]
-    found = obs.store.query_arrow(_LOG.format(
-        columns=", ".join(f'"{c}"' for c in values), table=table,
-        low=snapshots[0].isoformat(), high=snapshots[-1].isoformat()))  # fmt: skip
+    ends = pd.DataFrame({"at": pd.Series(snapshots, dtype="datetime64[us, UTC]")})
+    found = obs.store.query_arrow(
+        _LOG.format(
+            columns=", ".join(f'"{c}"' for c in values),
+            keys=", ".join(f'"{c}"' for c in keys),
+            table=table,
+            low=snapshots[0].isoformat(),
+            high=snapshots[-1].isoformat(),
+        ),
+        frames={"replayed": ends},
+    )
     # As `as_of` converts its rows (a chapter's `state` is derived, not stored).
     log = schema.to_pandas(found.select(values), schema.SNAPSHOT_TABLES[table])
     log["snapshot_at"] = found.column("snapshot_at").to_pandas().astype(state["snapshot_at"].dtype)
@@ -204,12 +212,14 @@ def rolled(obs: Observed, table: str, snapshots: list[pd.Timestamp]) -> Iterator
         yield state[columns]
 
 
-# A table's changes after one snapshot up to another, in the order they were seen.
+# A table's changes after one snapshot up to another, in the order they were seen; of
+# a key's changes before the same replayed snapshot, only the last.
 _LOG = """
-SELECT snapshot_at, coalesce(_deleted, false) AS _deleted, {columns}
-FROM {table}_changes
-WHERE snapshot_at > '{low}'::TIMESTAMPTZ AND snapshot_at <= '{high}'::TIMESTAMPTZ
-ORDER BY idx
+SELECT c.snapshot_at, coalesce(c._deleted, false) AS _deleted, {columns}
+FROM {table}_changes c ASOF JOIN replayed r ON c.snapshot_at <= r.at
+WHERE c.snapshot_at > '{low}'::TIMESTAMPTZ AND c.snapshot_at <= '{high}'::TIMESTAMPTZ
+QUALIFY row_number() OVER (PARTITION BY {keys}, r.at ORDER BY c.idx DESC) = 1
+ORDER BY c.idx
 """
 
 

@@ -249,7 +249,7 @@ def needs_action(
     """
     if current is None:
         current = obs.store.as_of("chapters", as_of)
-    ids = current["chapter_id"].astype(object).to_numpy()
+    ids = current["chapter_id"].to_numpy(object)
     pages = current["page_count"].fillna(0).astype("int64").to_numpy()
     failed, processing = flag(current["failed"]).to_numpy(), flag(current["processing"]).to_numpy()
     started = flag(current["started"]).to_numpy()
@@ -258,8 +258,8 @@ def needs_action(
     stalled = processing & (quiet >= stall_after.to_timedelta64())
     # Only a settled chapter that ran can hold pages; only those need what its runs paid.
     settled = ~failed & ~stalled & started & ~processing & (pages > 0)
-    ran = _pages_at_last_run(obs, as_of, set(ids[settled]), runs_logged)
-    paid = np.array([ran.get(chapter, n) for chapter, n in zip(ids, pages, strict=True)], "int64")
+    ran = _pages_at_last_run(obs, as_of, pd.Index(ids[settled]), runs_logged)
+    paid = pd.Series(ids).map(ran).fillna(pd.Series(pages)).to_numpy()
     conditions = [failed & ~processing & (pages > 0), failed & ~processing, failed, stalled,
                   ~started & (pages == 0), ~started, settled & (pages > paid)]  # fmt: skip
     said = np.select(conditions, REASONS, default="")
@@ -306,30 +306,33 @@ def run_pages_logged(obs: Observed, until: pd.Timestamp) -> pd.DataFrame:
 
 
 def _pages_at_last_run(
-    obs: Observed, as_of: pd.Timestamp, asked: set[str], logged: pd.DataFrame | None = None
-) -> dict[str, int]:
-    """Pages each chapter has paid to run by `as_of` (at least those `asked` for). At
-    the latest snapshot, the pages the runs' charges paid for (as `stuck` reads them); at
-    an earlier one, the pages of the runs other than re-scans seen by then (a first run
-    seen after held pages were added counts them as run). A chapter with no run in the
-    store (it ran before the first snapshot): its page count at the last change that
-    showed it running or paying (`logged`: `run_pages_logged`, read here if not given)."""
-    if not asked:
-        return {}
+    obs: Observed, as_of: pd.Timestamp, asked: pd.Index, logged: pd.DataFrame | None = None
+) -> pd.Series:
+    """Pages each chapter (by id) has paid to run by `as_of`, at least of those `asked`
+    for. At the latest snapshot, the pages the runs' charges paid for (as `stuck` reads
+    them); at an earlier one, the pages of the runs other than re-scans seen by then (a
+    first run seen after held pages were added counts them as run). A chapter with no
+    run in the store (it ran before the first snapshot): its page count at the last
+    change that showed it running or paying (`logged`: `run_pages_logged`, read here if
+    not given)."""
+    if asked.empty:
+        return pd.Series(dtype="int64")
     if as_of == obs.times[-1]:
         from_runs = paid_pages(obs).dropna()
     else:
         seen = all_runs(obs)
         seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
         from_runs = seen.groupby("chapter_id")["pages"].sum()
-    pages = {str(c): int(n) for c, n in from_runs.items()}
-    if asked - pages.keys():
-        if logged is None:
-            logged = run_pages_logged(obs, as_of)
-        last = logged[logged["snapshot_at"] <= as_of].drop_duplicates("chapter_id", keep="last")
-        found = zip(last["chapter_id"], last["pages"], strict=True)
-        pages = {**{str(c): int(n) for c, n in found}, **pages}
-    return pages
+    pages = pd.Series(from_runs.to_numpy("int64"), index=from_runs.index.astype(object))
+    if asked.isin(pages.index).all():
+        return pages
+    if logged is None:
+        logged = run_pages_logged(obs, as_of)
+    last = logged[logged["snapshot_at"] <= as_of].drop_duplicates("chapter_id", keep="last")
+    logged_pages = pd.Series(
+        last["pages"].to_numpy("int64"), index=last["chapter_id"].astype(object)
+    )
+    return pd.concat([logged_pages[~logged_pages.index.isin(pages.index)], pages])
 
 
 def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
@@ -339,7 +342,13 @@ def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
 def is_open(current: pd.DataFrame, reasons: pd.Series) -> pd.Series:
     """The chapters with work left that needs no person."""
     undone = ~current["status"].isin(DONE) | flag(current["processing"])
-    return undone & ~current["chapter_id"].isin(reasons.index)
+    return undone & ~among(current["chapter_id"], reasons.index)
+
+
+def among(ids: pd.Series, found: pd.Index | pd.Series) -> pd.Series:
+    """`ids.isin(found)` for text ids: pandas' `isin` on Arrow text converts the ids
+    looked for one by one (seconds for thousands of them, at every replay)."""
+    return ids.astype(object).isin(set(found))
 
 
 def _open_work(
@@ -349,7 +358,7 @@ def _open_work(
     chapter's were never fetched), chapters needing action and why."""
     going, held = (
         current[is_open(current, reasons)],
-        current[current["chapter_id"].isin(reasons.index)],
+        current[among(current["chapter_id"], reasons.index)],
     )
     open_langs = languages[~languages["status"].isin(DONE)]
     lang_columns = ["chapter_id", "language_code", "untranslated"]
@@ -362,7 +371,7 @@ def _open_work(
         # A chapter with no open language has nothing left; one whose lines were never
         # fetched (a store taken without details) has an unknown number left, not 0.
         left = going["chapter_id"].map(remaining.astype("Float64"))
-        known = going["chapter_id"].isin(remaining.index)
+        known = among(going["chapter_id"], remaining.index)
         going = going.assign(untranslated=left.where(known, 0.0).astype("Float64"))
     going = going.assign(group=_group_keys(going, by))
     held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
@@ -429,7 +438,7 @@ def _finishes(
     activity since `since` (the window's start) has no finish: nothing says it moves."""
     info = projects.set_index("project_id")
     targets = {str(p): list(codes) for p, codes in info["target_languages"].items()}
-    langs = languages[languages["chapter_id"].isin(going["chapter_id"])]
+    langs = languages[among(languages["chapter_id"], going["chapter_id"])]
     langs = langs.assign(open=~langs["status"].isin(DONE))
     by_chapter = {str(c): group for c, group in langs.groupby("chapter_id")}
     rows = []

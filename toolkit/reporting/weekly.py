@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, cast
 import pandas as pd
 
 from toolkit import analysis
-from toolkit.analysis.observed import Observed, observe
+from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.reporting.figures import DAY, TICK, Figures, Period, figures
 
 if TYPE_CHECKING:
@@ -100,6 +100,13 @@ def gather(
     )
 
 
+# Each chapter's project, as its last change shows it: one column of the chapters' log,
+# not the whole log read into memory.
+_PROJECT_OF_CHAPTER = """
+SELECT chapter_id, arg_max(project_id, idx) AS project_id FROM chapters_changes GROUP BY chapter_id
+"""
+
+
 def _rework_causes(obs: Observed, when: Period) -> pd.DataFrame:
     """Per project: `rework_<cause>` credits for each cause in `CAUSES`."""
     columns = [f"rework_{cause}" for cause in CAUSES]
@@ -109,8 +116,8 @@ def _rework_causes(obs: Observed, when: Period) -> pd.DataFrame:
     if spend.empty:
         return pd.DataFrame(columns=columns, dtype="float64")
     failures = analysis.failures(obs)
-    projects = obs.chapters.drop_duplicates("chapter_id", keep="last")
-    spend = spend.merge(projects[["chapter_id", "project_id"]], on="chapter_id", how="left")
+    projects = answer(obs, _PROJECT_OF_CHAPTER)
+    spend = spend.merge(projects, on="chapter_id", how="left")
     causes = []
     for chapter, day in zip(spend["chapter_id"], spend["period"], strict=True):
         before = failures[(failures["chapter_id"] == chapter) & (failures["seen_at"] < day + DAY)]
