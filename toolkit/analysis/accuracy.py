@@ -94,7 +94,9 @@ def forecast_accuracy(
         for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)
         if (low is None or tick >= low) and (high is None or tick < high)
     ]
-    done = _chapter_finishes(obs)
+    # Only what happened after the first replay can be its outcome.
+    first = times[times <= ticks[0]].iloc[-1] if ticks else times.iloc[-1]
+    done = _chapter_finishes(obs, after=first)
     scores: list[tuple[str, bool, float, float]] = []
     for seen in replays(obs, ticks, stall_after=pd.Timedelta(stall_after)):
         made = forecast_seen(obs, seen, by=by, window=window, freq=freq, reviewed=False)
@@ -136,15 +138,17 @@ _SETTLED = """
 SELECT chapter_id, snapshot_at, last_activity_at AS finished_at
 FROM chapters_changes
 WHERE _changed IS NOT false AND NOT coalesce(_deleted, false)
+  AND snapshot_at > '{after}'::TIMESTAMPTZ
   AND NOT coalesce(processing, false) AND status::VARCHAR IN ('needs_review', 'reviewed')
 ORDER BY snapshot_at, chapter_id
 """
 
 
-def _chapter_finishes(obs: Observed) -> pd.DataFrame:
-    """Every change showing a chapter settled at `needs_review` or after, in time order:
-    `chapter_id, snapshot_at, finished_at` (its `last_activity_at`)."""
-    return answer(obs, _SETTLED)
+def _chapter_finishes(obs: Observed, *, after: pd.Timestamp) -> pd.DataFrame:
+    """Every change after the snapshot `after` showing a chapter settled at
+    `needs_review` or after, in time order: `chapter_id, snapshot_at, finished_at` (its
+    `last_activity_at`)."""
+    return answer(obs, _SETTLED.format(after=after.isoformat()))
 
 
 def replays(

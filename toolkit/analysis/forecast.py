@@ -139,7 +139,7 @@ def seen_at(obs: Observed, as_of: pd.Timestamp, *, stall_after: pd.Timedelta) ->
     """The store at the snapshot `as_of`, read for one forecast: its tables in one read
     of the store (each read opens its logs, much of the cost), in key order."""
     manifest = obs.manifest
-    found = obs.store.workspace(manifest["snapshot_id"][manifest["snapshot_at"] == as_of].iloc[0])
+    found = obs.store.workspace(manifest["snapshot_id"][manifest["snapshot_at"] == as_of].iloc[-1])
     assert found is not None  # `as_of` is one of the manifest's snapshots
     chapters, languages, projects = (
         frame.sort_values(list(schema.KEYS[name]), ignore_index=True)
