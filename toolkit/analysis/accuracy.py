@@ -99,6 +99,8 @@ def forecast_accuracy(
     done = _chapter_finishes(obs, after=first)
     scores: list[tuple[str, bool, float, float]] = []
     for seen in replays(obs, ticks, stall_after=pd.Timedelta(stall_after)):
+        if not is_open(seen.chapters, seen.reasons).any():
+            continue  # nothing open that needs no person: no finish to forecast
         made = forecast_seen(obs, seen, by=by, window=window, freq=freq, reviewed=False)
         made = made[made["finish_p50"].notna()]
         if made.empty:

@@ -258,8 +258,8 @@ def needs_action(
     stalled = processing & (quiet >= stall_after.to_timedelta64())
     # Only a settled chapter that ran can hold pages; only those need what its runs paid.
     settled = ~failed & ~stalled & started & ~processing & (pages > 0)
-    ran = _pages_at_last_run(obs, as_of, pd.Index(ids[settled]), runs_logged)
-    paid = pd.Series(ids).map(ran).fillna(pd.Series(pages)).to_numpy()
+    ran = _pages_at_last_run(obs, as_of, pd.Index(ids[settled], dtype=object), runs_logged)
+    paid = pd.Series(ids, dtype=object).map(ran).fillna(pd.Series(pages)).to_numpy()
     conditions = [failed & ~processing & (pages > 0), failed & ~processing, failed, stalled,
                   ~started & (pages == 0), ~started, settled & (pages > paid)]  # fmt: skip
     said = np.select(conditions, REASONS, default="")
