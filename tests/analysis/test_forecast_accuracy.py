@@ -14,11 +14,16 @@ Replayed every 3 hours (a 3-hour window in 1-hour bins):
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from datafakes import FakeService, hours
+from pandas.testing import assert_frame_equal
 
 import toolkit as tk
 from toolkit import analysis
+from toolkit.analysis.accuracy import replays
+from toolkit.analysis.forecast import forecast_seen
+from toolkit.analysis.observed import observe
 from toolkit.store import SnapshotStore
 
 
@@ -65,3 +70,19 @@ def test_the_horizon_scores_only_outcomes_known_within_it(store):
     assert bounded.set_index("project_id")["replays"].to_dict() == {"p1": 2, "p2": 2}
     empty = analysis.forecast_accuracy(store, since=hours(40))
     assert empty.empty and list(empty.columns)[:2] == ["project_id", "project"]
+
+
+def test_the_replays_see_each_snapshot_as_a_forecast_made_there_does(store):
+    # Read together (one read, then the change log rolled forward), each replay's tables
+    # are the store's at its snapshot, and its forecast the one made there.
+    obs = observe(store)
+    ticks = [hours(h) for h in (2, 3, 7, 7, 12, 16)]  # a repeated tick replays twice
+    seen = list(replays(obs, ticks, stall_after=pd.Timedelta("90min")))
+    assert [s.as_of for s in seen] == [pd.Timestamp(t) for t in ticks]
+    for replayed in seen:
+        for table in ("chapters", "languages", "projects"):
+            assert_frame_equal(getattr(replayed, table), store.as_of(table, replayed.as_of))
+        made = analysis.forecast(store, window="3h", freq="1h", until=replayed.as_of)
+        assert_frame_equal(
+            forecast_seen(obs, replayed, by="project_id", window="3h", freq="1h"), made
+        )

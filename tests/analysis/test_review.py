@@ -5,9 +5,12 @@ clock says, and the forecast's `reviewed_p50` adds the learned lag to its finish
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from page_images import make_page
 
 from toolkit import analysis
+from toolkit.analysis.observed import observe
+from toolkit.analysis.review import review_lag_hours, review_lags, review_moves
 from toolkit.store import SnapshotStore
 
 COMIC = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
@@ -46,6 +49,11 @@ def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
     assert row["reviews_per_day"] == 2 / 7
     lags = [(reviewed_at[c] - ready[c]).total_seconds() / 3600 for c in chapters[:2]]
     assert abs(row["review_lag_hours"] - sum(lags) / 2) < 1e-6
+
+    # The forecast's one-query lag pairs the moves as `review_lags` does.
+    obs = observe(store)
+    paired = review_lags(review_moves(obs, as_of)).groupby("project_id")["hours"].median()
+    assert review_lag_hours(obs, as_of).to_dict() == pytest.approx(paired.to_dict())
 
     # Before any review: one row, all three waiting, no lag yet.
     early = analysis.review_backlog(store, until=store.snapshots()["snapshot_at"].iloc[1])

@@ -21,15 +21,25 @@ tk.analysis.forecast_accuracy(store, by="project_id", horizon="24h", every="1D")
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 
 from toolkit.analysis.calendar import moment, names, with_names
-from toolkit.analysis.forecast import DONE, ForecastBy, forecast, is_open, needs_action
+from toolkit.analysis.forecast import (
+    DONE,
+    ForecastBy,
+    Seen,
+    forecast_seen,
+    is_open,
+    needs_action,
+    run_pages_logged,
+)
 from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.analysis.workspaces import across
+from toolkit.frames import schema
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -84,20 +94,23 @@ def forecast_accuracy(
         for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)
         if (low is None or tick >= low) and (high is None or tick < high)
     ]
-    done = _chapter_finishes(obs)
+    # Only what happened after the first replay can be its outcome.
+    first = times[times <= ticks[0]].iloc[-1] if ticks else times.iloc[-1]
+    done = _chapter_finishes(obs, after=first)
     scores: list[tuple[str, bool, float, float]] = []
-    for tick in ticks:
-        seen = forecast(obs, by=by, until=tick, window=window, freq=freq,
-                        stall_after=stall_after)  # fmt: skip
-        seen = seen[seen["finish_p50"].notna()]
-        if seen.empty:
+    for seen in replays(obs, ticks, stall_after=pd.Timedelta(stall_after)):
+        if not is_open(seen.chapters, seen.reasons).any():
+            continue  # nothing open that needs no person: no finish to forecast
+        made = forecast_seen(obs, seen, by=by, window=window, freq=freq, reviewed=False)
+        made = made[made["finish_p50"].notna()]
+        if made.empty:
             continue
-        as_of = pd.Timestamp(seen["as_of"].iloc[0])
+        as_of = seen.as_of
         # The outcome is known up to the horizon, or to the store's end if that is sooner.
         known = min(as_of + ahead, pd.Timestamp(times.iloc[-1]))
-        truth = _true_finishes(obs, done, as_of, by, pd.Timedelta(stall_after))
-        for group, p10, p50, p90 in zip(seen[by], seen["finish_p10"], seen["finish_p50"],
-                                        seen["finish_p90"], strict=True):  # fmt: skip
+        truth = _true_finishes(seen, done, by)
+        for group, p10, p50, p90 in zip(made[by], made["finish_p10"], made["finish_p50"],
+                                        made["finish_p90"], strict=True):  # fmt: skip
             finish = truth.get(str(group))
             if finish is not None and finish <= known:
                 hit = bool(p10 <= finish and (pd.isna(p90) or finish <= p90))
@@ -127,34 +140,106 @@ _SETTLED = """
 SELECT chapter_id, snapshot_at, last_activity_at AS finished_at
 FROM chapters_changes
 WHERE _changed IS NOT false AND NOT coalesce(_deleted, false)
+  AND snapshot_at > '{after}'::TIMESTAMPTZ
   AND NOT coalesce(processing, false) AND status::VARCHAR IN ('needs_review', 'reviewed')
 ORDER BY snapshot_at, chapter_id
 """
 
 
-def _chapter_finishes(obs: Observed) -> pd.DataFrame:
-    """Every change showing a chapter settled at `needs_review` or after, in time order:
-    `chapter_id, snapshot_at, finished_at` (its `last_activity_at`)."""
-    return answer(obs, _SETTLED)
+def _chapter_finishes(obs: Observed, *, after: pd.Timestamp) -> pd.DataFrame:
+    """Every change after the snapshot `after` showing a chapter settled at
+    `needs_review` or after, in time order: `chapter_id, snapshot_at, finished_at` (its
+    `last_activity_at`)."""
+    return answer(obs, _SETTLED.format(after=after.isoformat()))
 
 
-def _true_finishes(
-    obs: Observed,
-    done: pd.DataFrame,
-    as_of: pd.Timestamp,
-    by: ForecastBy,
-    stall_after: pd.Timedelta,
-) -> dict[str, pd.Timestamp]:
-    """When each group's open work at `as_of` was done (absent: not in the store)."""
-    current = obs.store.as_of("chapters", as_of)
-    reasons = needs_action(obs, as_of=as_of, stall_after=stall_after, current=current)
-    open_now = current[is_open(current, reasons)][["chapter_id", "project_id"]]
+def replays(
+    obs: Observed, ticks: list[pd.Timestamp], *, stall_after: pd.Timedelta
+) -> Iterator[Seen]:
+    """The store as the forecast replayed at each tick sees it (at the latest snapshot at
+    or before the tick), read together: each table once at the first of those snapshots
+    and its changes up to the last, instead of every table at every tick."""
+    times = obs.manifest["snapshot_at"]
+    at = [times.iloc[int(times.searchsorted(tick, side="right")) - 1] for tick in ticks]
+    snapshots = sorted(set(at))
+    if not snapshots:
+        return
+    logged = run_pages_logged(obs, snapshots[-1])
+    tables = zip(
+        *(rolled(obs, name, snapshots) for name in ("chapters", "languages", "projects")),
+        strict=True,
+    )
+    seen: dict[pd.Timestamp, Seen] = {}
+    for when, (chapters, languages, projects) in zip(snapshots, tables, strict=True):
+        reasons = needs_action(obs, as_of=when, stall_after=stall_after, current=chapters,
+                               runs_logged=logged)  # fmt: skip
+        seen[when] = Seen(when, chapters, languages, projects, reasons)
+    for when in at:  # a tick in a gap replays the snapshot before it again
+        yield seen[when]
+
+
+def rolled(obs: Observed, table: str, snapshots: list[pd.Timestamp]) -> Iterator[pd.DataFrame]:
+    """`table` at each of the snapshots `snapshots` (in time order), as `store.as_of` reads
+    it: read at the first, then brought forward by the change log's rows up to each next
+    one (a key's newest row holds; a deleted key's row goes)."""
+    keys = list(schema.KEYS[table])
+    state = obs.store.as_of(table, snapshots[0])
+    columns = list(state.columns)
+    values = [c for c in columns if c not in ("snapshot_id", "snapshot_at")]
+    ends = pd.DataFrame({"at": pd.Series(snapshots, dtype="datetime64[us, UTC]")})
+    found = obs.store.query_arrow(
+        _LOG.format(
+            columns=", ".join(f'"{c}"' for c in values),
+            keys=", ".join(f'"{c}"' for c in keys),
+            table=table,
+            low=snapshots[0].isoformat(),
+            high=snapshots[-1].isoformat(),
+        ),
+        frames={"replayed": ends},
+    )
+    # As `as_of` converts its rows (a chapter's `state` is derived, not stored).
+    log = schema.to_pandas(found.select(values), schema.SNAPSHOT_TABLES[table])
+    log["snapshot_at"] = found.column("snapshot_at").to_pandas().astype(state["snapshot_at"].dtype)
+    log["_deleted"] = found.column("_deleted").to_numpy(zero_copy_only=False)
+    ids = dict(zip(obs.manifest["snapshot_at"], obs.manifest["snapshot_id"], strict=True))
+    state = state.assign(_deleted=False)
+    for when in snapshots:
+        upto = int(log["snapshot_at"].searchsorted(when, side="right"))
+        if upto:
+            state = pd.concat([state, log.iloc[:upto]], ignore_index=True)
+            state = state.drop_duplicates(keys, keep="last")
+            state = state[~state["_deleted"].astype(bool)]
+            log = log.iloc[upto:]
+        state = state.sort_values(keys, ignore_index=True)
+        state["snapshot_id"] = pd.Series(
+            ids[when], index=state.index, dtype=state["snapshot_id"].dtype
+        )
+        state["snapshot_at"] = pd.Series(when, index=state.index).astype(state["snapshot_at"].dtype)
+        yield state[columns]
+
+
+# A table's changes after one snapshot up to another, in the order they were seen; of
+# a key's changes before the same replayed snapshot, only the last.
+_LOG = """
+SELECT c.snapshot_at, coalesce(c._deleted, false) AS _deleted, {columns}
+FROM {table}_changes c ASOF JOIN replayed r ON c.snapshot_at <= r.at
+WHERE c.snapshot_at > '{low}'::TIMESTAMPTZ AND c.snapshot_at <= '{high}'::TIMESTAMPTZ
+QUALIFY row_number() OVER (PARTITION BY {keys}, r.at ORDER BY c.idx DESC) = 1
+ORDER BY c.idx
+"""
+
+
+def _true_finishes(seen: Seen, done: pd.DataFrame, by: ForecastBy) -> dict[str, pd.Timestamp]:
+    """When each group's open work at the snapshot `seen` was done (absent: not in the
+    store)."""
+    current, as_of = seen.chapters, seen.as_of
+    open_now = current[is_open(current, seen.reasons)][["chapter_id", "project_id"]]
     later = done[done["snapshot_at"] > as_of].drop_duplicates("chapter_id")
     open_now = open_now.assign(
         finished=open_now["chapter_id"].map(later.set_index("chapter_id")["finished_at"])
     )
     if by == "language_code":
-        languages = obs.store.as_of("languages", as_of)
+        languages = seen.languages
         undone = languages[~languages["status"].isin(DONE)][["chapter_id", "language_code"]]
         open_now = open_now.merge(undone, on="chapter_id")
     grouped = open_now.groupby(open_now[by].astype(str))["finished"]

@@ -29,6 +29,7 @@ The method, in the words a production lead would use (docs/analysis.md has the r
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Final, Literal, cast
 
@@ -37,15 +38,16 @@ import pandas as pd
 
 from toolkit.analysis.calendar import moment
 from toolkit.analysis.due import with_due
-from toolkit.analysis.observed import Observed, flag, observe, with_previous
-from toolkit.analysis.review import review_lags, review_moves
+from toolkit.analysis.observed import Observed, answer, flag, observe, with_previous
+from toolkit.analysis.review import review_lag_hours
 from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.work import Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
+from toolkit.frames import schema
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
-    from pandas.api.typing import NaTType, NAType
+    from pandas.api.typing import NAType
 
     from toolkit.store import SnapshotStore
 
@@ -113,22 +115,68 @@ def forecast(
     if until is not None:
         manifest = manifest[manifest["snapshot_at"] <= moment(until, tz)]
     if manifest.empty:
-        empty = _shape(pd.DataFrame(), by, tz)
-        return with_due(empty, due, tz=tz) if due is not None else empty
-    last = len(manifest) - 1  # the snapshot's position (idx): the manifest is in order
-    as_of = manifest["snapshot_at"].iloc[-1]
-    times = manifest["snapshot_at"]
+        frame = _shape(pd.DataFrame(), by, tz)
+    else:
+        seen = seen_at(obs, manifest["snapshot_at"].iloc[-1], stall_after=pd.Timedelta(stall_after))
+        frame = forecast_seen(obs, seen, by=by, window=window, freq=freq, tz=tz)
+    return with_due(frame, due, tz=tz) if due is not None else frame
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The store as a forecast made at the snapshot `as_of` sees it: that snapshot's
+    chapters, languages and projects, and why each chapter that waits for a person
+    does (`needs_action`)."""
+
+    as_of: pd.Timestamp
+    chapters: pd.DataFrame
+    languages: pd.DataFrame
+    projects: pd.DataFrame
+    reasons: pd.Series
+
+
+def seen_at(obs: Observed, as_of: pd.Timestamp, *, stall_after: pd.Timedelta) -> Seen:
+    """The store at the snapshot `as_of`, read for one forecast: its tables in one read
+    of the store (each read opens its logs, much of the cost), in key order."""
+    manifest = obs.manifest
+    found = obs.store.workspace(manifest["snapshot_id"][manifest["snapshot_at"] == as_of].iloc[-1])
+    assert found is not None  # `as_of` is one of the manifest's snapshots
+    chapters, languages, projects = (
+        frame.sort_values(list(schema.KEYS[name]), ignore_index=True)
+        for name, frame in (
+            ("chapters", found.chapters),
+            ("languages", found.languages),
+            ("projects", found.projects),
+        )
+    )
+    reasons = needs_action(obs, as_of=as_of, stall_after=stall_after, current=chapters)
+    return Seen(as_of, chapters, languages, projects, reasons)
+
+
+def forecast_seen(
+    obs: Observed,
+    seen: Seen,
+    *,
+    by: ForecastBy,
+    window: str | pd.Timedelta = "7D",
+    freq: str = "1D",
+    tz: str | None = None,
+    reviewed: bool = True,
+) -> pd.DataFrame:
+    """`forecast` at the snapshot `seen` holds (the replays of `forecast_accuracy` read
+    theirs together); `reviewed=False` leaves `reviewed_p50` null, which the track
+    record does not check, for the review lags' query."""
+    as_of, current, languages, projects = seen.as_of, seen.chapters, seen.languages, seen.projects
+    times = obs.manifest["snapshot_at"]
+    last = int(times.searchsorted(as_of, side="right")) - 1  # the snapshot's position (idx)
+    times = times.iloc[: last + 1]
     before = times[times < as_of - pd.Timedelta(window)]
     first = len(before) - 1 if len(before) else 0  # the last snapshot before the window
-    current = obs.store.as_of("chapters", as_of)
-    languages = obs.store.as_of("languages", as_of)
-    projects = obs.store.as_of("projects", as_of)
-    reasons = needs_action(obs, as_of=as_of, stall_after=pd.Timedelta(stall_after), current=current)
-    open_rows = _open_work(current, languages, reasons, by)
+    open_rows = _open_work(current, languages, seen.reasons, by)
     spans = times.iloc[first : last + 1].diff().dropna()
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
     interval = cast(pd.Timedelta, spans.median()) if len(spans) else pd.Timedelta(0)
-    going = current[is_open(current, reasons)]
+    going = current[is_open(current, seen.reasons)]
     moving = open_rows[open_rows["open_chapters"] > 0]
     if moving["remaining_lines"].notna().any():
         model = learn(obs, projects, first=first, last=last, freq=freq, tz=tz)
@@ -137,13 +185,13 @@ def forecast(
     finishes = _finishes(
         model, going, languages, projects, as_of, since=times.iloc[first], slack=interval
     )
-    lags = review_lags(review_moves(obs, as_of)).groupby("project_id")["hours"].median()
+    # The lags are read only when there is a finish to add them to.
+    lags = review_lag_hours(obs, as_of) if reviewed and len(finishes) else pd.Series(dtype=float)
     finishes["reviewed_p50"] = finishes["finish_p50"] + pd.to_timedelta(
         finishes["project_id"].map(lags), unit="h"
     )
     frame = _estimate(open_rows, finishes, by, as_of)
-    shaped = _shape(_named(frame, by, current, projects), by, tz)
-    return with_due(shaped, due, tz=tz) if due is not None else shaped
+    return _shape(_named(frame, by, current, projects), by, tz)
 
 
 @across
@@ -189,85 +237,102 @@ def needs_action(
     as_of: pd.Timestamp,
     stall_after: pd.Timedelta,
     current: pd.DataFrame | None = None,
+    runs_logged: pd.DataFrame | None = None,
 ) -> pd.Series:
     """Why each chapter at the snapshot `as_of` waits for a person, by chapter id;
     chapters that need nothing are absent. `current`: the chapters at `as_of`, when the
-    caller has read them already.
+    caller has read them already; `runs_logged`: `run_pages_logged`, when the caller
+    asks at several snapshots.
 
     Held pages: the page count now above the pages the chapter's runs paid for by then
     (see `_pages_at_last_run`).
     """
-    # `forecast_accuracy` asks at each replay twice: for the forecast and for its truth.
-    key = f"needs_action {as_of.isoformat()} {stall_after}"
-    if key in obs.memo:
-        return cast(pd.Series, obs.memo[key])
     if current is None:
         current = obs.store.as_of("chapters", as_of)
-    ran_pages = _pages_at_last_run(obs, as_of)
-    reasons: dict[str, str] = {}
-    for row in current.itertuples(index=False):
-        # pandas-stubs type itertuples fields as any scalar; these columns' dtypes are known.
-        chapter_id = cast(str, row.chapter_id)
-        page_count = cast("float | NAType", row.page_count)
-        last_activity = cast("pd.Timestamp | NaTType", row.last_activity_at)
-        processing = _true(cast("bool | NAType", row.processing))
-        failed = _true(cast("bool | NAType", row.failed))
-        pages = int(page_count) if not pd.isna(page_count) else 0
-        quiet = as_of - last_activity if not pd.isna(last_activity) else None
-        if failed and not processing:
-            reasons[chapter_id] = (
-                "failed, waiting for a re-scan"
-                if pages
-                else "failed; its text needs uploading again as a new chapter"
-            )
-        elif failed:
-            reasons[chapter_id] = "failed earlier; needs a re-scan after this run"
-        elif processing and quiet is not None and quiet >= stall_after:
-            reasons[chapter_id] = "running with no progress"
-        elif not _true(cast("bool | NAType", row.started)):
-            reasons[chapter_id] = "staged with no pages" if pages == 0 else "staged, never started"
-        elif not processing and pages > ran_pages.get(chapter_id, pages):
-            reasons[chapter_id] = "held pages never started"
-    obs.memo[key] = pd.Series(reasons, dtype=TEXT)
-    return cast(pd.Series, obs.memo[key])
+    ids = current["chapter_id"].to_numpy(object)
+    pages = current["page_count"].fillna(0).astype("int64").to_numpy()
+    failed, processing = flag(current["failed"]).to_numpy(), flag(current["processing"]).to_numpy()
+    started = flag(current["started"]).to_numpy()
+    # A chapter never active has no quiet spell (a null time compares false).
+    quiet = (as_of - current["last_activity_at"]).to_numpy()
+    stalled = processing & (quiet >= stall_after.to_timedelta64())
+    # Only a settled chapter that ran can hold pages; only those need what its runs paid.
+    settled = ~failed & ~stalled & started & ~processing & (pages > 0)
+    ran = _pages_at_last_run(obs, as_of, pd.Index(ids[settled], dtype=object), runs_logged)
+    paid = pd.Series(ids, dtype=object).map(ran).fillna(pd.Series(pages)).to_numpy()
+    conditions = [failed & ~processing & (pages > 0), failed & ~processing, failed, stalled,
+                  ~started & (pages == 0), ~started, settled & (pages > paid)]  # fmt: skip
+    said = np.select(conditions, REASONS, default="")
+    return pd.Series(said[said != ""], index=pd.Index(ids[said != ""], dtype=object), dtype=TEXT)
+
+
+# The reasons `needs_action` gives, in the order it tries them.
+REASONS = [
+    "failed, waiting for a re-scan",
+    "failed; its text needs uploading again as a new chapter",
+    "failed earlier; needs a re-scan after this run",
+    "running with no progress",
+    "staged with no pages",
+    "staged, never started",
+    "held pages never started",
+]
 
 
 def _true(value: bool | NAType) -> bool:
     return not pd.isna(value) and bool(value)
 
 
-# Per chapter, its page count at the last change up to a time that showed it running or
-# paying (a rise of `credits_spent`). Both are followed columns: only rows flagged
-# `_changed` can show them, and the rows left out repeat the page count of the one before.
-_LAST_RUN_PAGES = """
-SELECT chapter_id, arg_max(coalesce(page_count, 0), idx) AS pages FROM (
-    SELECT idx, chapter_id, page_count, processing,
+# Per chapter and change, up to the last snapshot: its page count at each change that
+# showed it running or paying (a rise of `credits_spent`). Both are followed columns:
+# only rows flagged `_changed` can show them, and the rows left out repeat the page
+# count of the one before. A question at an earlier snapshot takes the last row by then.
+_RUN_PAGES = """
+SELECT chapter_id, snapshot_at, pages FROM (
+    SELECT idx, chapter_id, snapshot_at, coalesce(page_count, 0) AS pages, processing,
            coalesce(credits_spent, 0) > coalesce(lag(credits_spent) OVER (
                PARTITION BY chapter_id ORDER BY idx), 0) AS paid
     FROM chapters_changes
-    WHERE _changed IS NOT false AND snapshot_at <= '{as_of}'::TIMESTAMPTZ
+    WHERE _changed IS NOT false AND snapshot_at <= '{until}'::TIMESTAMPTZ
 )
 WHERE coalesce(processing, false) OR paid
-GROUP BY chapter_id
+ORDER BY idx, chapter_id
 """
 
 
-def _pages_at_last_run(obs: Observed, as_of: pd.Timestamp) -> dict[str, int]:
-    """Pages each chapter has paid to run by `as_of`. At the latest snapshot, the pages
-    the runs' charges paid for (as `stuck` reads them); at an earlier one, the pages of
-    the runs other than re-scans seen by then (a first run seen after held pages were
-    added counts them as run). A chapter with no run in the store (it ran before the
-    first snapshot): its page count at the last change that showed it running or paying."""
-    ran = obs.store.query_arrow(_LAST_RUN_PAGES.format(as_of=as_of.isoformat()))
-    pages = dict(zip(ran["chapter_id"].to_pylist(), ran["pages"].to_pylist(), strict=True))
+def run_pages_logged(obs: Observed, until: pd.Timestamp) -> pd.DataFrame:
+    """`chapter_id, snapshot_at, pages`: each chapter's page count at every change up to
+    `until` that showed it running or paying, in time order."""
+    return answer(obs, _RUN_PAGES.format(until=until.isoformat()))
+
+
+def _pages_at_last_run(
+    obs: Observed, as_of: pd.Timestamp, asked: pd.Index, logged: pd.DataFrame | None = None
+) -> pd.Series:
+    """Pages each chapter (by id) has paid to run by `as_of`, at least of those `asked`
+    for. At the latest snapshot, the pages the runs' charges paid for (as `stuck` reads
+    them); at an earlier one, the pages of the runs other than re-scans seen by then (a
+    first run seen after held pages were added counts them as run). A chapter with no
+    run in the store (it ran before the first snapshot): its page count at the last
+    change that showed it running or paying (`logged`: `run_pages_logged`, read here if
+    not given)."""
+    if asked.empty:
+        return pd.Series(dtype="int64")
     if as_of == obs.times[-1]:
         from_runs = paid_pages(obs).dropna()
     else:
         seen = all_runs(obs)
         seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
         from_runs = seen.groupby("chapter_id")["pages"].sum()
-    pages.update({str(c): int(n) for c, n in from_runs.items()})
-    return pages
+    pages = pd.Series(from_runs.to_numpy("int64"), index=from_runs.index.astype(object))
+    if asked.isin(pages.index).all():
+        return pages
+    if logged is None:
+        logged = run_pages_logged(obs, as_of)
+    last = logged[logged["snapshot_at"] <= as_of].drop_duplicates("chapter_id", keep="last")
+    logged_pages = pd.Series(
+        last["pages"].to_numpy("int64"), index=last["chapter_id"].astype(object)
+    )
+    return pd.concat([logged_pages[~logged_pages.index.isin(pages.index)], pages])
 
 
 def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
@@ -277,7 +342,13 @@ def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
 def is_open(current: pd.DataFrame, reasons: pd.Series) -> pd.Series:
     """The chapters with work left that needs no person."""
     undone = ~current["status"].isin(DONE) | flag(current["processing"])
-    return undone & ~current["chapter_id"].isin(reasons.index)
+    return undone & ~among(current["chapter_id"], reasons.index)
+
+
+def among(ids: pd.Series, found: pd.Index | pd.Series) -> pd.Series:
+    """`ids.isin(found)` for text ids: pandas' `isin` on Arrow text converts the ids
+    looked for one by one (seconds for thousands of them, at every replay)."""
+    return ids.astype(object).isin(set(found))
 
 
 def _open_work(
@@ -287,7 +358,7 @@ def _open_work(
     chapter's were never fetched), chapters needing action and why."""
     going, held = (
         current[is_open(current, reasons)],
-        current[current["chapter_id"].isin(reasons.index)],
+        current[among(current["chapter_id"], reasons.index)],
     )
     open_langs = languages[~languages["status"].isin(DONE)]
     lang_columns = ["chapter_id", "language_code", "untranslated"]
@@ -300,7 +371,7 @@ def _open_work(
         # A chapter with no open language has nothing left; one whose lines were never
         # fetched (a store taken without details) has an unknown number left, not 0.
         left = going["chapter_id"].map(remaining.astype("Float64"))
-        known = going["chapter_id"].isin(remaining.index)
+        known = among(going["chapter_id"], remaining.index)
         going = going.assign(untranslated=left.where(known, 0.0).astype("Float64"))
     going = going.assign(group=_group_keys(going, by))
     held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
@@ -367,7 +438,7 @@ def _finishes(
     activity since `since` (the window's start) has no finish: nothing says it moves."""
     info = projects.set_index("project_id")
     targets = {str(p): list(codes) for p, codes in info["target_languages"].items()}
-    langs = languages[languages["chapter_id"].isin(going["chapter_id"])]
+    langs = languages[among(languages["chapter_id"], going["chapter_id"])]
     langs = langs.assign(open=~langs["status"].isin(DONE))
     by_chapter = {str(c): group for c, group in langs.groupby("chapter_id")}
     rows = []

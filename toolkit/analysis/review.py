@@ -52,6 +52,28 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     return answer(obs, _MOVES.format(as_of=as_of.isoformat()))
 
 
+# A review's lag: from the chapter's last move into `needs_review` at or before it
+# (`review_lags`' pairing, as an ASOF join), its median per project over the history.
+_LAG_MEDIANS = """
+WITH moves AS ({moves})
+SELECT r.project_id, median((epoch_us(r.at) - epoch_us(w.ready_at)) / 3600e6) AS hours
+FROM (SELECT * FROM moves WHERE move = 'reviewed') r
+ASOF JOIN (SELECT chapter_id, moves.at AS ready_at FROM moves WHERE move = 'ready') w
+  ON r.chapter_id = w.chapter_id AND r.at >= w.ready_at
+GROUP BY r.project_id
+"""
+
+
+def review_lag_hours(obs: Observed, as_of: pd.Timestamp) -> pd.Series:
+    """The median review lag in hours per project id, over the reviews seen up to
+    `as_of` (`review_lags`, in one query)."""
+    if obs.manifest.empty:
+        return pd.Series(dtype="float64")
+    moves = _MOVES.format(as_of=as_of.isoformat()).replace("ORDER BY chapter_id, idx", "")
+    found = answer(obs, _LAG_MEDIANS.format(moves=moves))
+    return pd.Series(found["hours"].to_numpy(float), index=found["project_id"].astype(object))
+
+
 def review_lags(moves: pd.DataFrame) -> pd.DataFrame:
     """Per review: `chapter_id, project_id, reviewed_at, hours` since the chapter was
     last ready before it (reviews of chapters never seen ready are left out)."""

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, cast
 import pandas as pd
 
 from toolkit import analysis
-from toolkit.analysis.observed import Observed, observe
-from toolkit.reporting.figures import DAY, TICK, Figures, Period, figures
+from toolkit.analysis.observed import Observed, answer, observe
+from toolkit.reporting.figures import DAY, TICK, TIME, Figures, Period, figures
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -100,6 +100,13 @@ def gather(
     )
 
 
+# Each chapter's project, as its last change shows it: one column of the chapters' log,
+# not the whole log read into memory.
+_PROJECT_OF_CHAPTER = """
+SELECT chapter_id, arg_max(project_id, idx) AS project_id FROM chapters_changes GROUP BY chapter_id
+"""
+
+
 def _rework_causes(obs: Observed, when: Period) -> pd.DataFrame:
     """Per project: `rework_<cause>` credits for each cause in `CAUSES`."""
     columns = [f"rework_{cause}" for cause in CAUSES]
@@ -109,19 +116,47 @@ def _rework_causes(obs: Observed, when: Period) -> pd.DataFrame:
     if spend.empty:
         return pd.DataFrame(columns=columns, dtype="float64")
     failures = analysis.failures(obs)
-    projects = obs.chapters.drop_duplicates("chapter_id", keep="last")
-    spend = spend.merge(projects[["chapter_id", "project_id"]], on="chapter_id", how="left")
-    causes = []
-    for chapter, day in zip(spend["chapter_id"], spend["period"], strict=True):
-        before = failures[(failures["chapter_id"] == chapter) & (failures["seen_at"] < day + DAY)]
-        causes.append(str(before["kind"].iloc[-1]) if len(before) else "rescan")
-    spend["cause"] = causes
+    projects = answer(obs, _PROJECT_OF_CHAPTER)
+    spend = spend.merge(projects, on="chapter_id", how="left")
+    spend["cause"] = _latest_failure(spend, failures).fillna("rescan")
     table = spend.pivot_table(
         index="project_id", columns="cause", values="rework_credits", aggfunc="sum"
     )
     table = table.reindex(columns=list(CAUSES)).fillna(0)
     table.columns = columns
     return table
+
+
+def _latest_failure(spend: pd.DataFrame, failures: pd.DataFrame) -> pd.Series:
+    """Per row of `spend` (a chapter's re-run credits of a day): the kind of the
+    chapter's latest failure seen before that day's end (the last in `failures`' order,
+    by `seen_at` and run), null where it had none."""
+    none = pd.Series(pd.NA, index=spend.index, dtype=object)
+    if failures.empty:  # (merge_asof refuses empty Arrow keys)
+        return none
+    rows = pd.DataFrame(
+        {
+            "chapter_id": spend["chapter_id"].astype(object),
+            "end": (spend["period"] + DAY).astype(TIME),
+            "row": spend.index,
+        }
+    )
+    seen = pd.DataFrame(
+        {
+            "chapter_id": failures["chapter_id"].astype(object),
+            "seen_at": failures["seen_at"].astype(TIME),
+            "kind": failures["kind"].astype(object),
+        }
+    )
+    found = pd.merge_asof(
+        rows.sort_values("end", kind="stable"),
+        seen.sort_values("seen_at", kind="stable"),
+        left_on="end",
+        right_on="seen_at",
+        by="chapter_id",
+        allow_exact_matches=False,
+    )
+    return none.fillna(found.set_index("row")["kind"])
 
 
 def _number(value: object) -> float:
