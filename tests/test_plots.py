@@ -6,6 +6,7 @@ from datetime import timedelta
 import matplotlib
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
+import pandas as pd
 import pytest
 from datafakes import T0, FakeService
 from matplotlib.lines import Line2D
@@ -164,3 +165,31 @@ def drawn_color(handle):
     if isinstance(handle, Line2D):
         return handle.get_color()
     return handle.get_facecolor()[0]
+
+
+def test_the_weekly_page_draws_the_largest_projects_and_the_rest_as_other(big_store):
+    weekly = gather(big_store)
+    ax = daily_plot(weekly, "lines").axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert len(labels) == plots.TOP + 1 and labels[-1] == plots.OTHER
+    # Every project's lines are still drawn: the stacks add up to the day's lines.
+    tops: dict[float, float] = {}
+    for bar in ax.patches:
+        x = round(bar.get_x() + bar.get_width() / 2, 6)
+        tops[x] = max(tops.get(x, 0.0), bar.get_y() + bar.get_height())
+    per_day = weekly.days.groupby("day")["lines"].sum().sort_index()
+    assert sorted(tops.values()) == pytest.approx(sorted(per_day.astype(float)))
+
+
+def test_the_weekly_pages_rework_bars_keep_the_largest_projects_and_sum_the_rest():
+    from toolkit.reporting.page import _largest_rework
+    from toolkit.reporting.weekly import CAUSES
+
+    projects = pd.DataFrame({"project": [f"Series {n}" for n in range(12)]})
+    for k, cause in enumerate(CAUSES):
+        projects[f"rework_{cause}"] = [float(n + k) for n in range(12)]
+    projects["rework_credits"] = projects[[f"rework_{c}" for c in CAUSES]].sum(axis=1)
+    shown = _largest_rework(projects)
+    assert list(shown["project"]) == [f"Series {n}" for n in range(11, 3, -1)] + ["other"]
+    assert shown["rework_credits"].sum() == projects["rework_credits"].sum()
+    assert shown.iloc[-1]["rework_stalled"] == sum(range(4))

@@ -106,8 +106,23 @@ def _top(frame: pd.DataFrame, column: str, measure: str, top: int) -> pd.DataFra
     return frame.assign(**{column: labels})
 
 
-def _wide(frame: pd.DataFrame, index: str, column: str, measure: str, top: int) -> pd.DataFrame:
-    """Rows per `index`, one column per group (largest first, "other" last)."""
+def largest_wide(
+    frame: pd.DataFrame, index: str, column: str, measure: str, top: int = TOP
+) -> pd.DataFrame:
+    """Rows per `index`, one column per `column` value: the `top` largest by `measure`
+    (largest first), the rest summed as "other" (last). A plot with a thousand projects
+    shows the few that matter and one bar for the rest, and draws in a second.
+
+    Args:
+        frame: Long rows: `index`, `column` and `measure` among its columns.
+        index: The column whose values become the rows (days, periods).
+        column: The column whose values become the columns (projects, languages).
+        measure: The column summed.
+        top: How many columns keep their own name.
+
+    Returns:
+        The wide frame of floats, zeros where a group has no row.
+    """
     frame = _top(frame, column, measure, top)
     wide = frame.pivot_table(index=index, columns=column, values=measure, aggfunc="sum")
     wide = wide.fillna(0).astype(float)
@@ -358,7 +373,7 @@ def throughput(
     group = str(next(c for c in frame.columns if c not in ("period", "lines")))
     if group == "project_id":
         frame = frame.assign(project_id=_project_names(source, frame["project_id"]))
-    wide = _wide(frame, "period", group, "lines", top)
+    wide = largest_wide(frame, "period", group, "lines", top)
     _stacked(ax, wide, _freq_width(freq), _project_styles(source, group, wide.columns))
     label = _GROUP_LABELS[group]
     ax.set_ylabel(f"lines translated per {_per(freq)}")
@@ -401,7 +416,7 @@ def credit_spend(
         frame = frame.assign(project_id=_project_names(source, frame["project_id"]))
     new = frame["credits"].astype(float) - frame["rework_credits"].astype(float)
     frame = frame.assign(new_credits=new)
-    wide = _wide(frame, "period", group, "new_credits", top)
+    wide = largest_wide(frame, "period", group, "new_credits", top)
     rework = frame.groupby("period")["rework_credits"].sum().astype(float)
     wide[REWORK] = rework.reindex(wide.index, fill_value=0.0)
     hatched = {"hatch": "//", "facecolor": "white", "edgecolor": "#555555"}

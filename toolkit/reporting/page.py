@@ -249,11 +249,14 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
     x = np.arange(len(days))
     hatch = ["//" if p else "" for p in partial]
     if measure == "lines":
-        wide = weekly.days.pivot_table(
-            index="day", columns="project", values="lines", aggfunc="sum"
-        ).reindex(days, fill_value=0)
+        wide = plots.largest_wide(weekly.days, "day", "project", "lines").reindex(
+            days, fill_value=0
+        )
         bottom = np.zeros(len(days))
-        colors = plots.project_colors(weekly.projects["project"])
+        colors = {
+            **plots.project_colors(weekly.projects["project"]),
+            plots.OTHER: plots.OTHER_COLOR,
+        }
         for project in wide.columns:
             values = wide[project].to_numpy()
             ax.bar(x, values, bottom=bottom, label=str(project), hatch=hatch, edgecolor="white",
@@ -280,7 +283,7 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
 
 def _rework_plot(projects: pd.DataFrame) -> Figure:
     figure, ax = _figure()
-    shown = projects.sort_values("rework_credits")
+    shown = _largest_rework(projects).sort_values("rework_credits")
     left = np.zeros(len(shown))
     for cause in CAUSES:
         values = shown[f"rework_{cause}"].to_numpy(dtype=float)
@@ -293,6 +296,18 @@ def _rework_plot(projects: pd.DataFrame) -> Figure:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return figure
+
+
+def _largest_rework(projects: pd.DataFrame) -> pd.DataFrame:
+    """The projects with the most re-run credits, the rest summed as one "other" row
+    (one bar per project stops being readable past a few)."""
+    ranked = projects.sort_values("rework_credits", ascending=False)
+    if len(ranked) <= plots.TOP + 1:
+        return ranked
+    rest = ranked.iloc[plots.TOP :]
+    columns = ["rework_credits", *(f"rework_{cause}" for cause in CAUSES)]
+    other = pd.DataFrame({"project": [plots.OTHER], **{c: [rest[c].sum()] for c in columns}})
+    return pd.concat([ranked.iloc[: plots.TOP][["project", *columns]], other], ignore_index=True)
 
 
 def _status_plot(weekly: Weekly) -> Figure:
