@@ -53,7 +53,7 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
 
 
 # A review's lag: from the chapter's last move into `needs_review` at or before it
-# (`review_lags`' pairing, as an ASOF join), its median per project over the history.
+# (an ASOF join per chapter), its median per project over the history.
 _LAG_MEDIANS = """
 WITH moves AS ({moves})
 SELECT r.project_id, median((epoch_us(r.at) - epoch_us(w.ready_at)) / 3600e6) AS hours
@@ -66,30 +66,12 @@ GROUP BY r.project_id
 
 def review_lag_hours(obs: Observed, as_of: pd.Timestamp) -> pd.Series:
     """The median review lag in hours per project id, over the reviews seen up to
-    `as_of` (`review_lags`, in one query)."""
+    `as_of`, in one query."""
     if obs.manifest.empty:
         return pd.Series(dtype="float64")
     moves = _MOVES.format(as_of=as_of.isoformat()).replace("ORDER BY chapter_id, idx", "")
     found = answer(obs, _LAG_MEDIANS.format(moves=moves))
     return pd.Series(found["hours"].to_numpy(float), index=found["project_id"].astype(object))
-
-
-def review_lags(moves: pd.DataFrame) -> pd.DataFrame:
-    """Per review: `chapter_id, project_id, reviewed_at, hours` since the chapter was
-    last ready before it (reviews of chapters never seen ready are left out)."""
-    ready = moves[moves["move"] == "ready"].sort_values("at")
-    done = moves[moves["move"] == "reviewed"].sort_values("at")
-    if done.empty or ready.empty:  # no pair (and merge_asof refuses empty Arrow keys)
-        none = done.iloc[:0]
-        return pd.DataFrame({"chapter_id": none["chapter_id"], "project_id": none["project_id"],
-                             "reviewed_at": none["at"],
-                             "hours": pd.Series(dtype="float64", index=none.index)})  # fmt: skip
-    paired = pd.merge_asof(done, ready[["chapter_id", "at"]].rename(columns={"at": "ready_at"}),
-                           left_on="at", right_on="ready_at", by="chapter_id")  # fmt: skip
-    paired = paired[paired["ready_at"].notna()]
-    hours = (paired["at"] - paired["ready_at"]).dt.total_seconds() / 3600
-    return pd.DataFrame({"chapter_id": paired["chapter_id"], "project_id": paired["project_id"],
-                         "reviewed_at": paired["at"], "hours": hours})  # fmt: skip
 
 
 @across
@@ -124,7 +106,6 @@ def review_backlog(
         return pd.DataFrame(columns=["project_id", "project", *COLUMNS])
     as_of = times.iloc[-1]
     moves = review_moves(obs, as_of)
-    lags = review_lags(moves)
     current = obs.store.as_of("chapters", as_of)
     waiting = current[(current["status"].astype("string") == "needs_review")
                       & ~flag(current["processing"])]  # fmt: skip
@@ -135,7 +116,6 @@ def review_backlog(
     since = pd.Series(ready_at, index=waiting.index).fillna(waiting["last_activity_at"])
     wait_hours = (as_of - since).dt.total_seconds() / 3600
     span = pd.Timedelta(window)
-    recent = lags[lags["reviewed_at"] > as_of - span]
     reviewed = moves[(moves["move"] == "reviewed") & (moves["at"] > as_of - span)]
     frame = pd.DataFrame(
         {
@@ -143,11 +123,12 @@ def review_backlog(
             "oldest_wait_hours": wait_hours.groupby(waiting["project_id"]).max(),
             "reviews_per_day": reviewed.groupby("project_id").size()
             / (span / pd.Timedelta(days=1)),
-            "review_lag_hours": lags.groupby("project_id")["hours"].median(),
+            "review_lag_hours": review_lag_hours(obs, as_of),
         }
     )
-    active = frame.index.isin(waiting["project_id"]) | frame.index.isin(recent["project_id"])
-    frame = frame[active | frame.index.isin(reviewed["project_id"])]
+    frame = frame[
+        frame.index.isin(waiting["project_id"]) | frame.index.isin(reviewed["project_id"])
+    ]
     frame["waiting"] = frame["waiting"].fillna(0).astype("Int64")
     frame["reviews_per_day"] = frame["reviews_per_day"].fillna(0.0)
     for column in ("oldest_wait_hours", "reviews_per_day", "review_lag_hours"):
