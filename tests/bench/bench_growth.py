@@ -36,6 +36,7 @@ from typing import Any
 
 from tests.bench.bench_history import START, HistoryOptions, disk_bytes, file_count, kept
 from tests.bench.table import Table, peak, reset_peak
+from tests.bench.watch_config import WATCH_CONFIG
 
 # Sizes as chapters x days, the issue's matrix: 10,000, 30,000 and 100,000 chapters by a
 # month, a quarter and a year.
@@ -52,30 +53,6 @@ LABELS = {
     "weekly": "tk.report, the weekly page of the last week",
     "watch_checks": "tk.watch.checks (a watch cycle's store part)",
 }
-# The watch config of benchmark 8, with the synthetic workspace's project names.
-WATCH_CONFIG = """\
-store = "{root}"
-interval = "15m"
-[workspaces.bench]
-base_url = "http://127.0.0.1:9"
-key_env = "BENCH_WATCH_KEY"
-[[budgets]]
-scope = "project"
-name = "Series 1"
-period = "month"
-credits = 100000
-[[budgets]]
-scope = "workspace"
-name = "bench"
-period = "week"
-credits = 20
-[[budgets]]
-scope = "agency"
-period = "month"
-credits = 10000000
-[due]
-{due}
-"""
 
 
 @dataclass(frozen=True)
@@ -356,7 +333,11 @@ def _compute(figure: str, root: str) -> str:
             config = os.path.join(folder, "watch.toml")
             due = "\n".join(f'"Series {n}" = 2025-01-01' for n in range(5))
             with open(config, "w") as file:
-                file.write(WATCH_CONFIG.format(root=folder, due=due))
+                file.write(
+                    WATCH_CONFIG.format(
+                        root=folder, url="http://127.0.0.1:9", project="Series 1", due=due
+                    )
+                )
             found = tk.watch.checks(store, config)
             return f"{len(found)} findings"
     raise SystemExit(f"no figure {figure!r}; the figures are {', '.join(FIGURES)}")

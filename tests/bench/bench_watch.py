@@ -30,31 +30,8 @@ from tests.bench.bench_pull import _change
 from tests.bench.client_side import ClientProcess, take_snapshot
 from tests.bench.seeding import seed_workspace
 from tests.bench.table import Table, median_time, spread
+from tests.bench.watch_config import WATCH_CONFIG
 from toolkit.emulator import Emulator
-
-CONFIG = """\
-store = "{root}"
-interval = "15m"
-[workspaces.bench]
-base_url = "{url}"
-key_env = "BENCH_WATCH_KEY"
-[[budgets]]
-scope = "project"
-name = "Series 001"
-period = "month"
-credits = 100000
-[[budgets]]
-scope = "workspace"
-name = "bench"
-period = "week"
-credits = 20
-[[budgets]]
-scope = "agency"
-period = "month"
-credits = 10000000
-[due]
-{due}
-"""
 
 
 @dataclass(frozen=True)
@@ -81,7 +58,9 @@ def run(options: WatchOptions) -> list[Table]:
         yesterday = emulator.now().date() - timedelta(days=1)
         due = "\n".join(f'"Series {n:03d}" = {yesterday.isoformat()}' for n in range(5))
         config = Path(folder) / "watch.toml"
-        config.write_text(CONFIG.format(root=root, url=emulator.url, due=due))
+        config.write_text(
+            WATCH_CONFIG.format(root=root, url=emulator.url, project="Series 001", due=due)
+        )
         with ClientProcess() as client:
             first = client.call(
                 take_snapshot, emulator.url, seeded.api_key, str(root / "bench"), details="all"
