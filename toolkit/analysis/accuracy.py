@@ -235,8 +235,10 @@ def _true_finishes(seen: Seen, done: pd.DataFrame, by: ForecastBy) -> dict[str, 
     current, as_of = seen.chapters, seen.as_of
     open_now = current[is_open(current, seen.reasons)][["chapter_id", "project_id"]]
     later = done[done["snapshot_at"] > as_of].drop_duplicates("chapter_id")
+    # reindex, not Series.map: map through an empty Series of times casts it to float64.
+    finished_at = later.set_index("chapter_id")["finished_at"]
     open_now = open_now.assign(
-        finished=open_now["chapter_id"].map(later.set_index("chapter_id")["finished_at"])
+        finished=finished_at.reindex(open_now["chapter_id"]).to_numpy()
     )
     if by == "language_code":
         languages = seen.languages
