@@ -229,3 +229,118 @@ def test_a_full_disk_during_maintenance_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.startswith(f"toolkit snapshot: the disk of the store {root} is full")
     assert err.count("\n") == 1 and "free some space" in err
+
+
+# -- ports that are taken, out of range or not allowed ----------------------------------
+
+
+@pytest.fixture
+def taken_port():
+    """A loopback port another program listens on."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        yield int(other.getsockname()[1])
+
+
+SERVERS = {"emulator": ["emulator"], "webhooks serve": ["webhooks", "serve"]}
+
+
+@pytest.fixture
+def secret_set(monkeypatch, tmp_path):
+    monkeypatch.setenv("CTS_WEBHOOK_SECRET", "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+    monkeypatch.setenv("CTS_STORE", str(tmp_path / "store"))
+
+
+@pytest.mark.parametrize("command", SERVERS.values(), ids=SERVERS.keys())
+def test_a_taken_port_is_one_line_naming_it_and_exit_1(capsys, secret_set, taken_port, command):
+    assert cli.main([*command, "--port", str(taken_port)]) == 1
+    out, err = capsys.readouterr()
+    assert err.startswith(f"toolkit {command[0]}: the ") and err.count("\n") == 1
+    assert f"cannot listen on 127.0.0.1:{taken_port} (Address already in use)" in err
+    assert "choose another" in err and "Traceback" not in out + err
+
+
+@pytest.mark.parametrize("port", ["99999", "-1"])
+@pytest.mark.parametrize("command", SERVERS.values(), ids=SERVERS.keys())
+def test_a_port_out_of_range_is_one_line_and_exit_1(capsys, secret_set, command, port):
+    assert cli.main([*command, "--port", port]) == 1
+    assert capsys.readouterr().err == (
+        f"toolkit {command[0]}: --port {port} is not a port: give one from 1 to 65535 "
+        "(0: any free one)\n"
+    )
+
+
+def test_an_address_not_of_this_machine_is_one_line_and_exit_1(capsys):
+    # 192.0.2.0/24 is for documentation: no interface of this machine has it.
+    assert cli.main(["emulator", "--host", "192.0.2.1", "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("toolkit emulator: the emulator cannot listen on 192.0.2.1:0 (")
+    assert err.count("\n") == 1
+
+
+# -- a store on a read-only or a full disk ----------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """Mount a tmpfs (root only: skipped elsewhere); yields a function remounting it
+    read-only. Unmounted afterwards."""
+    mounted = tmp_path / "disk"
+    mounted.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mounted)],
+                          capture_output=True)  # fmt: skip
+    if made.returncode != 0:
+        pytest.skip("mounting a small disk needs root")
+    try:
+        yield mounted
+    finally:
+        subprocess.run(["umount", "-l", str(mounted)], check=True)
+
+
+def _read_only(mounted: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(mounted)], check=True)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["demo", "--hours", "1", "--out", "{disk}/demo"],
+        ["snapshot", "--store", "{disk}/store"],
+        ["report", "--html", "--store", "{store}", "--out", "{disk}/report"],
+        ["report", "--json", "--store", "{store}", "--out", "{disk}/report"],
+    ],
+    ids=["demo", "snapshot", "report --html", "report --json"],
+)
+def test_a_read_only_disk_is_one_line_naming_the_path_and_exit_2(
+    monkeypatch, capsys, tmp_path, small_disk, command
+):
+    store = tmp_path / "store"
+    _two_snapshots(store)
+    _read_only(small_disk)
+    service = Service()
+    service.add_project("p1", languages=("en",))
+    monkeypatch.setattr(cli, "_client", lambda args: service)
+    argv = [part.format(disk=small_disk, store=store) for part in command]
+    assert cli.main(argv) == 2
+    option = "--out" if "--out" in command else "--store"
+    assert capsys.readouterr().err == (
+        f"toolkit {command[0]}: {argv[argv.index(option) + 1]} is on a read-only disk: "
+        f"give {option} a folder you can write to\n"
+    )
+
+
+def _two_snapshots(root: Path) -> None:
+    service = FakeService()
+    service.add_project("p1", languages=("en",))
+    service.add_chapter("c1", "p1", position=1, languages=("en",))
+    store = SnapshotStore(root)
+    for step in range(2):
+        store.take(service, at=hours(step))
+
+
+def test_a_demo_on_a_full_disk_ends_in_one_line_and_exit_2(capsys, small_disk):
+    assert cli.main(["demo", "--hours", "1", "--out", f"{small_disk}/demo"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"toolkit demo: could not write to {small_disk}/demo/")
+    assert "the disk is full: free some space" in last

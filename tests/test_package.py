@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import email.parser
+import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 import zipfile
 from importlib.metadata import PackageNotFoundError
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from epochs import SUITE_START
 
 import toolkit
 
@@ -40,20 +43,36 @@ def _pyproject() -> dict[str, Any]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
-def test_the_wheel_says_who_it_is_what_licence_and_what_it_needs(tmp_path):
-    # Built from a copy: an in-tree build leaves build/lib behind, and a later wheel would
-    # carry files deleted since.
-    source = tmp_path / "source"
+# What a distribution is built from: the files a checkout's `pip install .` reads.
+SOURCES = ("toolkit", "pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in")
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory) -> tuple[Path, Path]:
+    """The sdist, and the wheel built from it (as `uv build` and `pip install sdist` do).
+
+    Built from a copy: an in-tree build leaves build/lib behind, and a later wheel would
+    carry files deleted since."""
+    tmp = tmp_path_factory.mktemp("dist")
+    source = tmp / "source"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "toolkit", source / "toolkit", ignore=ignore)
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(ROOT / name, source / name)
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=ignore)
+        else:
+            shutil.copy(ROOT / name, source / name)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(tmp_path)],
+        [sys.executable, "-m", "uv", "build", "-q", "--out-dir", str(tmp / "dist"), str(source)],
         check=True,
         capture_output=True,
     )
-    (wheel_path,) = tmp_path.glob("*.whl")
+    (sdist,) = (tmp / "dist").glob("*.tar.gz")
+    (wheel,) = (tmp / "dist").glob("*.whl")
+    return sdist, wheel
+
+
+def test_the_wheel_says_who_it_is_what_licence_and_what_it_needs(dists):
+    wheel_path = dists[1]
     project = _pyproject()
     with zipfile.ZipFile(wheel_path) as wheel:
         names = wheel.namelist()
@@ -69,6 +88,59 @@ def test_the_wheel_says_who_it_is_what_licence_and_what_it_needs(tmp_path):
     assert "toolkit = toolkit.cli:main" in entry_points
     assert "toolkit = toolkit.pytest_plugin" in entry_points
     assert {"toolkit/py.typed", "toolkit/emulator/routes/openapi.json"} <= set(names)
+    assert _samples(names) == SAMPLES
+    urls = dict(url.split(", ", 1) for url in metadata.get_all("Project-URL"))
+    assert set(urls) == {"Documentation", "Changelog", "Source"}
+
+
+# The sample chapters the demo uploads, as shipped in the package.
+SAMPLES = sorted(
+    [f"toolkit/data/samples/comic/chapter-{c:02d}/page-{p:02d}.png"
+     for c, pages in ((1, 4), (2, 3), (3, 5)) for p in range(1, pages + 1)]
+    + [f"toolkit/data/samples/novel/chapter-{n:02d}.txt" for n in (1, 2)]
+)  # fmt: skip
+
+
+def _samples(names: list[str]) -> list[str]:
+    return sorted(n for n in names if "/data/samples/" in n and n.endswith((".png", ".txt")))
+
+
+def test_the_sdist_carries_the_package_and_its_samples_and_no_tests(dists):
+    with tarfile.open(dists[0]) as sdist:
+        names = [name.split("/", 1)[1] for name in sdist.getnames() if "/" in name]
+    assert _samples(names) == SAMPLES
+    assert {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md"} <= set(names)
+    assert not [n for n in names if n.startswith(("tests/", "notebooks/", "docs/"))]
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_runs_the_demo_outside_the_checkout(dists, tmp_path):
+    """What a user gets: the wheel in a fresh venv, `toolkit demo` run in a folder far from
+    the checkout (issue 36: the wheel lacked the novel samples and the demo crashed)."""
+    venv = tmp_path / "venv"
+    uv = [sys.executable, "-m", "uv"]
+    subprocess.run([*uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [*uv, "pip", "install", "-q", "--python", str(python), str(dists[1])],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CTS_STORE")}
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    done = subprocess.run(
+        [venv / "bin" / "toolkit", "demo", "--hours", "2", "--start", SUITE_START.isoformat()],
+        cwd=work, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    page = work / "data" / "demo" / "weekly-report.html"
+    assert page.stat().st_size > 10_000
+    assert done.stdout.strip().splitlines()[-1].endswith(str(page.resolve()))
+    where = subprocess.run(
+        [python, "-c", "import toolkit; print(toolkit.__file__)"],
+        cwd=work, env=env, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert str(venv) in where and str(ROOT) not in where
 
 
 def test_the_version_comes_from_the_installed_distribution():

@@ -21,8 +21,9 @@ toolkit --version                                    # the installed version
 Every handler imports what it needs when it runs, so `toolkit --help` stays quick.
 An error ends the command with one line `toolkit <command>: ...` on stderr, never a
 traceback (`_stopped` says which line and status): exit status 1 when the command
-refused (a setting, a path, what the service refused), 2 when something it depends on
-failed (the service never answered, the store could not be read or written).
+refused (a setting, a path, a port that is out of range, taken or not allowed, what the
+service refused), 2 when something it depends on failed (the service never answered,
+the store could not be read or written: damaged, on a read-only or full disk).
 """
 
 from __future__ import annotations
@@ -161,22 +162,41 @@ def _report(args: argparse.Namespace) -> None:
 def _emulator(args: argparse.Namespace) -> None:
     from toolkit.emulator import run_server
 
-    run_server(
-        host=args.host,
-        port=args.port,
-        clock=args.clock,
-        speed=args.speed,
-        seed=args.seed,
-        state=args.state,
-        admin_token=args.admin_token,
-        start=args.start,
-    )
+    _check_port(args.port)
+    try:
+        run_server(
+            host=args.host,
+            port=args.port,
+            clock=args.clock,
+            speed=args.speed,
+            seed=args.seed,
+            state=args.state,
+            admin_token=args.admin_token,
+            start=args.start,
+        )
+    except RuntimeError as exc:
+        # The one RuntimeError it documents: the address cannot be listened on.
+        if not isinstance(exc.__cause__, OSError):
+            raise
+        raise ToolkitError(
+            f"the emulator cannot listen on {args.host}:{args.port} "
+            f"({exc.__cause__.strerror or exc.__cause__}); choose another --port "
+            "(0: any free one) or --host"
+        ) from exc
 
 
 def _webhooks_serve(args: argparse.Namespace) -> None:
     from toolkit.webhooks import serve
 
+    _check_port(args.port)
     serve(host=args.host, port=args.port, store=args.store)
+
+
+def _check_port(port: int) -> None:
+    if not 0 <= port <= 65535:
+        raise ToolkitError(
+            f"--port {port} is not a port: give one from 1 to 65535 (0: any free one)"
+        )
 
 
 def _upload(args: argparse.Namespace) -> None:
@@ -459,6 +479,10 @@ def _stopped(exc: Exception, args: argparse.Namespace) -> tuple[str, int]:
     damaged or full store lets through (an `OSError`, delta-rs, DuckDB) are told here.
     Anything else is a bug, and `main` lets its traceback show.
     """
+    read_only = _on_read_only_disk(exc, args)
+    if read_only is not None:
+        path, option = read_only
+        return f"{path} is on a read-only disk: give {option} a folder you can write to", 2
     if isinstance(exc, TransportError):
         base_url = getattr(args, "base_url", None) or "the service"
         return f"no answer from {base_url}: {_cause(exc)}", 2
@@ -527,6 +551,35 @@ def _disk_full(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _on_read_only_disk(exc: BaseException, args: argparse.Namespace) -> tuple[str, str] | None:
+    """The path the command could not write because its disk is mounted read-only, and
+    the option that named it; None when that is not why `exc` stopped it. Asked of the
+    file system, not read from the error: delta-rs says only that it could not create a
+    folder."""
+    named = {
+        option: value
+        for option, value in (("--out", getattr(args, "out", None)),
+                              ("--store", _store_named(args) if "store" in args else None))
+        if value and "://" not in str(value)
+    }  # fmt: skip
+    seen: BaseException | None = exc
+    io = False  # only an error of the disk can be the disk's
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.filename and seen.errno != errno.EROFS:
+            return None  # another reason the OS gave (a file in the way, a permission)
+        io = io or isinstance(seen, _foreign_store_errors())
+        seen = seen.__cause__ or seen.__context__
+    if not io:
+        return None
+    for option, value in named.items():
+        place = os.path.abspath(value)
+        while not os.path.exists(place):
+            place = os.path.dirname(place)
+        if os.statvfs(place).f_flag & os.ST_RDONLY:
+            return str(value), option
+    return None
 
 
 def _store_named(args: argparse.Namespace) -> str:

@@ -4,7 +4,7 @@ Past 400 lines on purpose: it is one script, a day read from top to bottom (plan
 upload, operate, snapshot, report).
 
 The emulator (manual clock, the demo workspace) and the webhook `Receiver` run on
-loopback. The sample chapters in `data/samples` are uploaded through the public
+loopback. The sample chapters shipped in the package are uploaded through the public
 `Client` over the day, faults make some runs fail or stall, an operator's routine
 re-scans failed chapters every hour, a snapshot is taken every simulated hour, and
 `write_report` turns the store into plots, `summary.csv` and `figures.json`; the demo

@@ -10,9 +10,11 @@ plain text files in `data/samples/novel/`, written by hand.
 Decisions:
 - Pages are 480 x 680 pixels in a 16-level grey palette: big enough to read, small
   enough that all samples stay a few hundred KB.
-- When `data/samples` is missing (an installed wheel rather than a checkout), comic pages
-  are rendered in memory instead; novel text has no such fallback and the error says
-  where the files are expected.
+- The samples ship inside the package (package data, some 160 KB) and are read through
+  `importlib.resources`, so `toolkit demo` works the same from a checkout, a wheel or an
+  sdist (issue 36: a wheel without them crashed the demo). Where a `root` given holds
+  no pages, comic pages are rendered in memory; a missing novel text is an error naming
+  where it was expected.
 """
 
 from __future__ import annotations
@@ -20,13 +22,17 @@ from __future__ import annotations
 import io
 import random
 import textwrap
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from PIL import Image, ImageDraw, ImageFont
 
-SAMPLES_DIR = Path(__file__).resolve().parents[1] / "data" / "samples"
+SAMPLES: Traversable = resources.files("toolkit") / "data" / "samples"
+"""The samples shipped with the package (a folder on disk in every ordinary install)."""
 PAGE_SIZE = (480, 680)
 # Pages per sample comic chapter; the demo and notebooks upload these.
 COMIC_CHAPTERS: dict[int, int] = {1: 4, 2: 3, 3: 5}
@@ -193,39 +199,50 @@ def page_png(chapter: int, page: int) -> bytes:
 def comic_chapter(chapter: int, *, root: Path | None = None) -> list[Path] | list[bytes]:
     """The pages of sample comic chapter `chapter`, in reading order.
 
-    Paths to the committed files when they exist, else the pages rendered in memory.
+    Paths to the shipped files (or those under `root`), else the pages rendered in memory.
     """
     if chapter not in COMIC_CHAPTERS:
         raise ValueError(f"no sample comic chapter {chapter}; choose from {sorted(COMIC_CHAPTERS)}")
-    folder = (root or SAMPLES_DIR) / "comic" / f"chapter-{chapter:02d}"
-    paths = sorted(folder.glob("page-*.png"))
-    if paths:
-        return paths
+    folder = (root or SAMPLES) / "comic" / f"chapter-{chapter:02d}"
+    found = _files(folder, "page-", ".png")
+    if found and all(isinstance(page, Path) for page in found):
+        return [Path(str(page)) for page in found]
+    if found:  # a package read from a zip: the bytes, not paths
+        return [page.read_bytes() for page in found]
     return [page_png(chapter, page) for page in range(1, COMIC_CHAPTERS[chapter] + 1)]
+
+
+def _files(folder: Traversable, prefix: str, suffix: str) -> list[Traversable]:
+    """The files of `folder` named `prefix...suffix`, by name (none if it is missing)."""
+    if not folder.is_dir():
+        return []
+    named = (f for f in folder.iterdir() if f.name.startswith(prefix) and f.name.endswith(suffix))
+    return sorted(named, key=lambda f: f.name)
 
 
 def novel_chapter(chapter: int, *, root: Path | None = None) -> str:
     """The text of sample novel chapter `chapter`."""
-    path = (root or SAMPLES_DIR) / "novel" / f"chapter-{chapter:02d}.txt"
-    if not path.exists():
+    path = (root or SAMPLES) / "novel" / f"chapter-{chapter:02d}.txt"
+    if not path.is_file():
         raise FileNotFoundError(
-            f"sample novel text {path} is missing; the samples live in the repository's "
-            "data/samples folder (run from a checkout of the toolkit)"
+            f"sample novel text {path} is missing; the samples ship in the package's "
+            "data/samples folder: reinstall the toolkit"
         )
     return path.read_text(encoding="utf-8")
 
 
 def novel_chapters(*, root: Path | None = None) -> list[int]:
-    """The numbers of the sample novel chapters on disk."""
-    folder = (root or SAMPLES_DIR) / "novel"
-    return sorted(int(p.stem.split("-")[1]) for p in folder.glob("chapter-*.txt"))
+    """The numbers of the sample novel chapters shipped (or under `root`)."""
+    found = _files((root or SAMPLES) / "novel", "chapter-", ".txt")
+    return [int(f.name.removesuffix(".txt").split("-")[1]) for f in found]
 
 
 def write_samples(root: Path | None = None) -> list[Path]:
-    """Render every sample comic page to `root/comic/` (default `data/samples`)."""
+    """Render every sample comic page to `root/comic/` (default: the package's
+    `data/samples`, in a checkout)."""
     written = []
     for chapter, count in COMIC_CHAPTERS.items():
-        folder = (root or SAMPLES_DIR) / "comic" / f"chapter-{chapter:02d}"
+        folder = (root or Path(str(SAMPLES))) / "comic" / f"chapter-{chapter:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         for page in range(1, count + 1):
             path = folder / f"page-{page:02d}.png"

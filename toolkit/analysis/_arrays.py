@@ -1,5 +1,6 @@
 """Array helpers of the run pipeline: columns of the transitions frame as plain numpy
-arrays, and the few grouped steps numpy lacks (rank within a group, carry forward).
+arrays, and the few grouped steps numpy lacks (rank within a group, carry forward); and
+`looked_up`, the one way the analyses look values up by key in a frame that may be empty.
 
 The pipeline works on numpy arrays because a year holds some 700,000 transition rows
 and 200,000 runs; these helpers are how a stage reads a column of that size once.
@@ -17,6 +18,19 @@ NO_TIME: Final = np.iinfo("int64").min
 """A time that is not known, in int64 microseconds (numpy's NaT)."""
 FAR: Final = np.iinfo("int64").max
 """Later than any time: an open end, a sort key after every start."""
+
+
+def looked_up(keys: pd.Series, table: pd.Series) -> pd.Series:
+    """`table`'s values at `keys` (null where a key is absent), on `keys`' index, in
+    `table`'s dtype where it can hold a null.
+
+    `keys.map(table)` says the same, but through an empty `table` pandas first casts its
+    values to float64: times and durations then fail (`TypeError: Cannot cast
+    DatetimeArray to dtype float64`, the 24-hour demo's crash in issue 36) and texts come
+    back as floats. `table`'s index must be unique, as for `map`.
+    """
+    found = table.reindex(pd.Index(keys.to_numpy(), dtype=object))
+    return pd.Series(found.array, index=keys.index, name=keys.name, copy=False)
 
 
 def is_true(values: pd.Series) -> np.ndarray:

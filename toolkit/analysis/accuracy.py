@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import moment, names, with_names
 from toolkit.analysis.forecast import (
     DONE,
@@ -235,11 +236,8 @@ def _true_finishes(seen: Seen, done: pd.DataFrame, by: ForecastBy) -> dict[str, 
     current, as_of = seen.chapters, seen.as_of
     open_now = current[is_open(current, seen.reasons)][["chapter_id", "project_id"]]
     later = done[done["snapshot_at"] > as_of].drop_duplicates("chapter_id")
-    # reindex, not Series.map: map through an empty Series of times casts it to float64.
     finished_at = later.set_index("chapter_id")["finished_at"]
-    open_now = open_now.assign(
-        finished=finished_at.reindex(open_now["chapter_id"]).to_numpy()
-    )
+    open_now = open_now.assign(finished=looked_up(open_now["chapter_id"], finished_at))
     if by == "language_code":
         languages = seen.languages
         undone = languages[~languages["status"].isin(DONE)][["chapter_id", "language_code"]]

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Final, Literal, cast
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import moment
 from toolkit.analysis.due import with_due
 from toolkit.analysis.observed import Observed, answer, flag, observe, with_previous
@@ -223,7 +224,8 @@ def burn_down(
     # pandas-stubs: stack() is DataFrame | Series; of plain (not multi-level) columns, a Series.
     frame = cast(pd.Series, per.stack()).rename("remaining_lines").reset_index()
     frame.columns = ["snapshot_at", by, "remaining_lines"]
-    frame["snapshot_at"] = frame["snapshot_at"].astype(TIME)
+    # to_datetime: a store with no snapshot leaves the index naive.
+    frame["snapshot_at"] = pd.to_datetime(frame["snapshot_at"], utc=True).astype(TIME)
     if tz:
         frame["snapshot_at"] = frame["snapshot_at"].dt.tz_convert(tz)
     frame[by] = frame[by].astype(TEXT)
@@ -486,7 +488,7 @@ def _estimate(
     latest = latest.mask(unknown.reindex(latest.index).fillna(False).astype(bool))
     per_chapter = finishes.drop_duplicates(["group", "chapter_id"]).groupby("group")
     for column in quantiles:
-        out[column] = out["group"].map(latest[column]) if len(latest) else pd.NaT
+        out[column] = looked_up(out["group"], latest[column])
     out["lines_per_hour"] = out["group"].map(per_chapter["pace"].mean())
     out["bins"] = out["group"].map(per_chapter["samples"].min())
     left = out["remaining_lines"]

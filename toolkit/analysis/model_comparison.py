@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import runs
 from toolkit.analysis.workspaces import across
@@ -134,8 +135,8 @@ def _with_strata(obs: Observed, seen: pd.DataFrame) -> pd.DataFrame:
     """The runs with their project's kind and process steps, and their model by name."""
     projects = obs.store.latest("projects").set_index("project_id")
     seen = seen.assign(
-        kind=seen["project_id"].map(projects["kind"]).astype(TEXT),
-        process_steps=seen["project_id"].map(projects["process_steps"]).astype(TEXT),
+        kind=looked_up(seen["project_id"], projects["kind"]).astype(TEXT),
+        process_steps=looked_up(seen["project_id"], projects["process_steps"]).astype(TEXT),
         model=seen["models"].astype(TEXT).fillna("(unknown)"),
     )
     return seen.astype({"languages": "Int64", "pages": "Int64"})

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import sorted_by, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_codes import Outcome
@@ -227,7 +228,7 @@ def stuck(
 
     slow = stalled(obs, threshold)
     part = latest[latest["chapter_id"].isin(slow["chapter_id"])]
-    hours = part["chapter_id"].map(slow.set_index("chapter_id")["stalled_hours"])
+    hours = looked_up(part["chapter_id"], slow.set_index("chapter_id")["stalled_hours"])
     add(part, "stalled", "running, no progress for " + hours.round(1).astype(str) + " h",
         part["last_activity_at"])  # fmt: skip
     idle = ~latest["processing"].fillna(False).astype(bool)

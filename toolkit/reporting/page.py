@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from html import escape
 from typing import TYPE_CHECKING, Any, cast
 
@@ -42,6 +42,7 @@ tr.total td { font-weight: 600; border-top: 2px solid #999; }
 tr.partial td { color: #777; font-style: italic; }
 img { max-width: 100%; margin: 0.4em 0 1em; }
 p.note { color: #666; font-size: 0.9em; }
+p.nothing { color: #555; font-style: italic; }
 """
 
 
@@ -60,28 +61,87 @@ def render(weekly: Weekly, *, title: str) -> str:
         *(f"<li>{escape(sentence)}</li>" for sentence in sentences(weekly)),
         "</ul>",
         f"<h2>Projects, {escape(when.label())}</h2>",
-        _summary_table(weekly.figures),
-        _at_end_note(weekly.figures),
+        *_section(weekly, _nothing_in_projects, _project_section),
         f"<h2>Against the previous period, {escape(weekly.previous.period.label())}</h2>",
         _change_table(weekly.figures, weekly.previous),
         "<h2>Review and forecast</h2>",
         f'<p class="record">{escape(track_record(weekly))}</p>',
         _review_table(weekly),
         "<h2>Re-runs by project</h2>",
+        *_section(weekly, _nothing_in_rework, _rework_section),
+        "<h2>Day by day</h2>",
+        *_section(weekly, _nothing_in_days, _daily_section),
+        "<h2>Where chapters stand</h2>",
+        *_section(weekly, _nothing_in_status, _status_section),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+# -- sections -----------------------------------------------------------------------
+# A section with nothing to show for the data at hand says so in one line and the rest
+# of the page renders. Each `_nothing_in_*` names the one case its section cannot be
+# drawn for; anything else a section raises is a bug and fails the page.
+
+
+def _section(
+    weekly: Weekly,
+    nothing: Callable[[Weekly], str | None],
+    draw: Callable[[Weekly], list[str]],
+) -> list[str]:
+    """The section's HTML, or one line saying why it has nothing to show."""
+    why = nothing(weekly)
+    return [f'<p class="nothing">{escape(why)}</p>'] if why else draw(weekly)
+
+
+def _nothing_in_projects(weekly: Weekly) -> str | None:
+    if weekly.figures.projects.empty:
+        return "No project yet: the snapshots have found no project in this workspace."
+    return None
+
+
+def _project_section(weekly: Weekly) -> list[str]:
+    return [_summary_table(weekly.figures), _at_end_note(weekly.figures)]
+
+
+def _nothing_in_rework(weekly: Weekly) -> str | None:
+    if not (weekly.projects["rework_credits"].fillna(0) > 0).any():
+        return "No credits were paid for re-runs in this period."
+    return None
+
+
+def _rework_section(weekly: Weekly) -> list[str]:
+    return [
         _rework_table(weekly.projects),
         _image(_rework_plot(weekly.projects), "Re-run credits by project and cause"),
-        "<h2>Day by day</h2>",
+    ]
+
+
+def _nothing_in_days(weekly: Weekly) -> str | None:
+    if weekly.days.empty:
+        return "No day to show: nothing was translated or charged between this period's snapshots."
+    return None
+
+
+def _daily_section(weekly: Weekly) -> list[str]:
+    return [
         _daily_table(weekly),
         _image(daily_plot(weekly, "lines"), "Lines translated per day and project"),
         _image(daily_plot(weekly, "credits"), "Credits per day, new work and re-runs"),
         '<p class="note">* partial day: the snapshots do not span it, so its figures are '
         "a part-day's. Every figure is counted between snapshots, in the day of the later "
         "one.</p>",
-        "<h2>Where chapters stand</h2>",
-        _image(_status_plot(weekly), "Chapters by state and project"),
-        "</body></html>",
     ]
-    return "\n".join(parts)
+
+
+def _nothing_in_status(weekly: Weekly) -> str | None:
+    if weekly.observed.latest_chapters.empty:
+        return "No chapter yet: the last snapshot found none."
+    return None
+
+
+def _status_section(weekly: Weekly) -> list[str]:
+    return [_image(_status_plot(weekly), "Chapters by state and project")]
 
 
 # -- tables -------------------------------------------------------------------------

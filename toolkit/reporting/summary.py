@@ -97,7 +97,7 @@ def write_report(
     if echo:
         print(text_summary(figs))
         for name, frame in tables.items():
-            print(f"\n{name.replace('_', ' ').capitalize()}:\n{_terminal(frame)}")
+            print(f"\n{name.replace('_', ' ').capitalize()}:\n{_terminal(name, frame)}")
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
     return folder
 
@@ -124,9 +124,20 @@ def _make_folder(folder: Path) -> None:
         ) from exc
 
 
-def _terminal(frame: pd.DataFrame) -> str:
+# What a table of `_outlook` says, in one line, when the store gives it no row.
+NOTHING = {
+    "forecast": "no chapter open or waiting for a person: nothing to forecast",
+    "model_comparison": "no run yet to compare the translation models on",
+    "spend_this_month": "no workspace to sum the spend of",
+}
+
+
+def _terminal(name: str, frame: pd.DataFrame) -> str:
     """A weekly table for the terminal: the figures by the notebooks' rules, and long
-    verdicts (the model comparison's) as sentences below rather than a column off-screen."""
+    verdicts (the model comparison's) as sentences below rather than a column off-screen;
+    one line instead of an empty table."""
+    if frame.empty:
+        return f"  ({NOTHING[name]})"
     if "verdict" not in frame.columns:
         return text(frame)
     verdicts = "\n".join(f"  - {v}" for v in dict.fromkeys(frame["verdict"].dropna()))

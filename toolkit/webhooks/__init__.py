@@ -12,10 +12,11 @@ gives the decisions.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from toolkit.config import store_path, webhook_secret
-from toolkit.errors import WebhookVerificationError
+from toolkit.errors import ToolkitError, WebhookVerificationError
 from toolkit.webhooks.receiver import EventSink, Receiver
 from toolkit.webhooks.verification import verify
 
@@ -41,15 +42,33 @@ def serve(
     from toolkit.store import SnapshotStore
 
     root = store_path(store)
+    key = webhook_secret(secret)
+    # Bound here, not by uvicorn: a port that is taken or not allowed is then one
+    # ToolkitError, where uvicorn logs it and exits with its own status 3.
+    listening = _listen(host, port)
     receiver = Receiver(
-        webhook_secret(secret),
-        store=SnapshotStore(root),
-        seen_path=seen_path or default_seen_path(root),
+        key, store=SnapshotStore(root), seen_path=seen_path or default_seen_path(root)
     )
     try:
-        uvicorn.run(receiver, host=host, port=port, log_level="info")
+        config = uvicorn.Config(receiver, host=host, port=port, log_level="info")
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         receiver.close()
+        listening.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port, or a ToolkitError saying why it cannot."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except (OSError, OverflowError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        why = why.split(" (while attempting")[0]  # create_server's addition names the address
+        raise ToolkitError(
+            f"the webhook receiver cannot listen on {host}:{port} ({why}); "
+            "choose another port (--port, port=) or host"
+        ) from exc
 
 
 def default_seen_path(root: str) -> Path:

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# CI: the main job as a user gets it (issue 36). Builds the sdist and the wheel from it,
+# installs the wheel into a clean venv in a temporary folder outside the checkout, and
+# there runs the README's first command (`toolkit demo` at its defaults: 24 simulated
+# hours, report in ./data/demo), `toolkit report --html` and `--json` on the demo's
+# store, and the pytest plugin's README example. Each must exit 0; the first that does
+# not fails CI. Nothing of the checkout is on the path: PYTHONPATH and CTS_* are unset.
+#
+#   .ci/wheel_demo.sh            # uses uv (the test extra installs it) and python3
+#   PYTHON=/usr/bin/python3.12 .ci/wheel_demo.sh
+#
+# About 2-3 minutes on an idle machine (docs/testing.md has the measured figures).
+set -euo pipefail
+
+checkout="$(cd "$(dirname "$0")/.." && pwd)"
+python="${PYTHON:-python3}"
+if command -v uv >/dev/null 2>&1; then uv=(uv); else uv=("$python" -m uv); fi
+work="$(mktemp -d "${TMPDIR:-/tmp}/toolkit-wheel-demo.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+step() { echo "== wheel demo: $* ($(date -u +%H:%M:%S))"; }
+
+step "build the sdist and the wheel from it"
+# From the sdist, as `pip install` of an sdist does; no build/ is left in the checkout.
+"${uv[@]}" build -q --out-dir "$work/dist" "$checkout"
+wheel=("$work"/dist/*.whl)
+
+step "install ${wheel[0]##*/} into a clean venv"
+"${uv[@]}" venv -q --python "$python" "$work/venv"
+"${uv[@]}" pip install -q --python "$work/venv/bin/python" "${wheel[0]}" pytest
+
+mkdir "$work/user"
+cd "$work/user"
+unset PYTHONPATH CTS_STORE CTS_BASE_URL CTS_API_KEY CTS_WEBHOOK_SECRET
+bin="$work/venv/bin"
+started=$SECONDS
+
+step "toolkit demo (the README's first command, at its defaults)"
+"$bin/toolkit" demo
+test -s data/demo/weekly-report.html
+demo_seconds=$((SECONDS - started))
+
+step "toolkit report --html and --json on the demo's store"
+"$bin/toolkit" report --html --store data/demo/snapshots --out report
+test -s report/weekly-report.html
+"$bin/toolkit" report --json --store data/demo/snapshots --out report
+test -s report/figures.json
+
+step "the pytest plugin's README example"
+cat > test_uploader.py <<'EOF'
+def my_uploader(client, project_id, pages):
+    return client.create_chapter(project_id, pages=pages)
+
+
+def test_my_uploader(cts_client, cts_project, cts_pages, cts_advance, cts_webhooks):
+    project = cts_project("Moonlit Harbor", kind="comic", target_languages=["en", "fr"])
+    chapter = my_uploader(cts_client, project.id, cts_pages(3))     # your code under test
+    cts_advance(3600)                                                # one simulated hour
+    assert cts_client.get_chapter(chapter.id).status == "needs_review"
+    finished = cts_webhooks.of_type("chapter.finished")
+    assert [event["data"]["chapterId"] for event in finished] == [chapter.id]
+EOF
+"$bin/python" -m pytest -q -p no:cacheprovider test_uploader.py
+
+step "done: the demo took ${demo_seconds} s, everything after the install $((SECONDS - started)) s"
