@@ -41,7 +41,6 @@ from toolkit.analysis.calendar import period_starts
 from toolkit.analysis.observed import Observed, flag, with_previous
 
 ENOUGH: Final = 3  # samples a learned pace or duration needs to have a spread
-QUANTILES: Final = (0.1, 0.5, 0.9)
 
 
 @dataclass(frozen=True)
