@@ -276,6 +276,62 @@ def test_each_public_analysis_function_is_the_function_its_module_defines():
     assert rewrapped == []
 
 
+# The exported members (httpx's tests/test_exported_members.py): what `toolkit` holds is
+# what `__all__` lists, every error a user can catch is there and in the tree drawn in
+# errors.py's docstring, and every listed name says what it is.
+
+
+def test_every_public_name_on_toolkit_is_in_all():
+    import inspect
+
+    import toolkit
+
+    # Submodules become attributes when imported (toolkit.errors, toolkit.client, ...)
+    # and are reached by their path; `typing`'s names are the module's own tools. Every
+    # other public name the package defines is listed.
+    held = [
+        name for name, value in vars(toolkit).items()
+        if not name.startswith("_") and not inspect.ismodule(value)
+        and getattr(value, "__module__", "").startswith("toolkit")
+    ]  # fmt: skip
+    assert sorted(set(held) - set(toolkit.__all__)) == []
+
+
+def test_every_error_is_on_toolkit_and_in_the_drawn_tree():
+    import inspect
+
+    import toolkit
+    from toolkit import errors
+
+    classes = {
+        name for name, value in vars(errors).items()
+        if inspect.isclass(value) and issubclass(value, Exception)
+        and value.__module__ == errors.__name__
+    }  # fmt: skip
+    assert sorted(classes - set(toolkit.__all__)) == []
+    assert all(getattr(toolkit, name) is getattr(errors, name) for name in classes)
+    tree = (errors.__doc__ or "").split("```")[1]
+    drawn = set(re.findall(r"^[\s│├└─]*(\w+)", tree, flags=re.MULTILINE))
+    assert drawn == classes
+
+
+def test_every_name_in_all_has_a_docstring():
+    import inspect
+
+    import toolkit
+
+    undocumented = []
+    for name in toolkit.__all__:
+        value = getattr(toolkit, name)
+        doc = value.__doc__ if inspect.ismodule(value) else vars(value).get("__doc__")
+        if callable(value) and not inspect.isclass(value):
+            doc = value.__doc__
+        # A dataclass without a docstring is given its signature, which says nothing.
+        if not doc or not doc.strip() or doc.startswith(f"{name}("):
+            undocumented.append(name)
+    assert undocumented == []
+
+
 TESTS_ROOT = Path(__file__).resolve().parent
 
 

@@ -60,6 +60,7 @@ def _missing() -> str | None:
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.slow,  # JupyterLab, its kernel and Chromium: several processes
     pytest.mark.skipif(_missing() is not None, reason=str(_missing())),
     # A real JupyterLab and Chromium on a loaded 2-core machine: one failure was seen in
     # about ten full-suite runs and never reproduced alone, so one fresh try is allowed

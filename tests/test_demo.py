@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -13,26 +17,68 @@ from epochs import SUITE_START
 from html_page import Page
 
 from toolkit import analysis
+from toolkit import demo as demo_module
 from toolkit.cli import main
-from toolkit.demo import MARKER, plan, prepare_out, run_demo, simulate_day
+from toolkit.demo import MARKER, Day, plan, prepare_out, run_demo, simulate_day
 from toolkit.errors import ToolkitError
 from toolkit.formatting import count
 from toolkit.reporting.figures import FIGURES, WORDS
 from toolkit.store import SnapshotStore
 
 
-@pytest.mark.epochs
-def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys, epoch):
-    out = tmp_path / "demo"
-    assert main(["demo", "--out", str(out), "--hours", "3", "--start", epoch.isoformat()]) == 0
+@dataclass(frozen=True)
+class Demo:
+    """What one demo wrote (`out`) and printed, and the day it simulated."""
 
+    out: Path
+    printed: str
+    day: Day
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Demo:
+    """`toolkit demo --hours 3` at the suite's instant, through the command line, run once:
+    the tests of what it wrote read it and never write to it. The day `run_demo`
+    simulated is kept for the checks of its ledger."""
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    days: list[Day] = []
+
+    def kept(*args: Any, **kwargs: Any) -> Day:
+        days.append(simulate_day(*args, **kwargs))
+        return days[-1]
+
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+        patch.setattr(demo_module, "simulate_day", kept)
+        start = SUITE_START.isoformat()
+        assert main(["demo", "--out", str(out), "--hours", "3", "--start", start]) == 0
+    return Demo(out, printed.getvalue(), days[0])
+
+
+def test_short_demo_writes_report_snapshots_and_events(demo: Demo):
+    check_short_demo(demo.out, demo.printed, hours=3)
+
+
+# The demo at the instants where time is awkward: an hour is enough to cross the clock
+# change and the new year, whose midnight is also a day's (the daily merge: so
+# "before-midnight" adds nothing here). The morning is the module's three-hour demo. An
+# hour of demo costs nearly what three do (the report is most of it): hence one each.
+@pytest.mark.epochs("summer-time-ends", "new-year", "leap-day")
+def test_an_hour_of_demo_at_an_awkward_instant_writes_everything(tmp_path: Path, capsys, epoch):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--hours", "1", "--start", epoch.isoformat()]) == 0
+    check_short_demo(out, capsys.readouterr().out, hours=1)
+
+
+def check_short_demo(out: Path, printed: str, *, hours: int) -> None:
+    """What a short demo of whole `hours` writes and says."""
     store = SnapshotStore(str(out / "snapshots"))
     snapshots = store.snapshots().sort_values("snapshot_at")
     # The baseline, one per simulated hour, then the closing watch cycle's own.
-    assert len(snapshots) == 5
-    gaps = snapshots["snapshot_at"].iloc[:4].diff().dropna().unique().tolist()
+    assert len(snapshots) == hours + 2
+    gaps = snapshots["snapshot_at"].iloc[: hours + 1].diff().dropna().unique().tolist()
     assert gaps == [timedelta(hours=1)]
-    assert snapshots["snapshot_at"].iloc[4] >= snapshots["snapshot_at"].iloc[3]
+    assert snapshots["snapshot_at"].iloc[-1] >= snapshots["snapshot_at"].iloc[-2]
 
     events = store.history("events")
     assert {"chapter.finished", "export.ready"} <= set(events["type"])
@@ -48,9 +94,8 @@ def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys, e
     assert len(pictures) >= 3 and tables
     assert all(p.stat().st_size > 1000 for p in pictures)
 
-    printed = capsys.readouterr().out
     lines = printed.strip().splitlines()
-    shows = next(line for line in lines if line.startswith("It shows 3 simulated hours ("))
+    shows = next(line for line in lines if line.startswith(f"It shows {hours} simulated hours ("))
     assert "credits spent" in shows and "webhook events" in shows
     assert (
         lines[-1]
@@ -67,10 +112,8 @@ def test_short_demo_writes_report_snapshots_and_events(tmp_path: Path, capsys, e
     assert (out / "watch" / "alerts" / "_delta_log").is_dir()  # kept: a rerun re-alerts nothing
 
 
-def test_every_surface_of_the_demo_shows_the_same_figures(tmp_path: Path, capsys):
-    out = tmp_path / "demo"
-    run_demo(out=out, hours=3, start=SUITE_START)
-    printed = capsys.readouterr().out
+def test_every_surface_of_the_demo_shows_the_same_figures(demo: Demo):
+    out, printed = demo.out, demo.printed
     figures = json.loads((out / "figures.json").read_text())
 
     # figures.json: the contract's shape; counts and credits are integers.
@@ -154,9 +197,9 @@ def values_by(figures: dict) -> list[list[int]]:
     return [[p[k] for k in FIGURES] for p in figures["projects"]]
 
 
-def test_the_day_has_failures_and_rescans(tmp_path: Path, epoch):
-    store = SnapshotStore(str(tmp_path / "snapshots"))
-    day = simulate_day(store, hours=3, progress=False, start=epoch)
+def test_the_day_has_failures_and_rescans(demo: Demo):
+    store = SnapshotStore(str(demo.out / "snapshots"))
+    day = demo.day
     assert day.rescans > 0
     rescans = [c for c in day.ledger["charges"] if c["reason"] == "rescan"]
     assert len(rescans) == day.rescans

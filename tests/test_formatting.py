@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pandas as pd
 
 import toolkit as tk
-from toolkit.formatting import count, hours, moment, size, text_table, whole
+from toolkit.formatting import count, escape, hours, moment, size, text_table, whole
 
 
 def test_values_read_as_a_person_expects():
@@ -94,3 +94,8 @@ def test_text_shows_a_frame_for_the_terminal_by_the_notebook_rules():
     first, second = lines[1].split(), lines[2].split()
     assert first[2:] == ["252", "23", "min", "26%", "2026-11-27", "18:35"]
     assert second[3:] == ["-", "13.0", "h", "0%", "-"]  # missing: a dash, never NaN or 0
+
+
+def test_text_for_html_is_escaped_once_for_text_and_attributes():
+    assert escape(None) == "" and escape(3) == "3"
+    assert escape('Moon <b>&</b> "Sun"') == "Moon &lt;b&gt;&amp;&lt;/b&gt; &quot;Sun&quot;"

@@ -165,6 +165,7 @@ def test_my_uploader(run, cts_emulator, cts_client, cts_project, cts_pages, cts_
 """
 
 
+@pytest.mark.slow
 def test_the_readme_example_runs_under_xdist_each_test_on_its_own_emulator(pytester):
     seen = pytester.mkdir("seen")
     pytester.makepyfile(test_example=f"SEEN = {str(seen)!r}\n" + UNDER_XDIST)

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from toolkit.timestamps import parse_http_date, parse_millis, parse_time
+from toolkit.timestamps import parse_http_date, parse_millis, parse_time, utc
 
 
 def test_iso_times_are_aware_and_a_zoneless_one_is_utc():
@@ -70,3 +70,13 @@ def test_the_lost_create_bound_reads_minus_zero_as_utc_too(new_york):
 
     answer = httpx.Response(409, headers={"Date": "Mon, 23 Nov 2026 16:00:00 -0000"})
     assert earliest_arrival(answer, 0.0) == datetime(2026, 11, 23, 16, 0, 0, tzinfo=UTC)
+
+
+def test_utc_reads_a_naive_time_as_utc_and_converts_an_aware_one():
+    paris = timezone(timedelta(hours=1))
+    assert utc(datetime(2026, 11, 18, 9, 0)) == datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
+    assert utc(datetime(2026, 11, 18, 10, 0, tzinfo=paris)).tzinfo is UTC
+    assert utc("2026-11-18T10:00:00+01:00") == datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
+    # A datetime needs no pandas, so the ends of its range are UTC too (the store's
+    # "every period is past" bound is datetime.max).
+    assert utc(datetime.max) == datetime.max.replace(tzinfo=UTC)

@@ -23,6 +23,7 @@ ToolkitError
 ├── StoreError (also OSError)            the snapshot store cannot be read or written
 │   ├── OldStoreLayout                   a store in the first layout: migrate it
 │   └── DamagedStore                     a file of the store is damaged or missing
+├── QueryError (also ValueError)         SQL given to SnapshotStore.query that DuckDB cannot run
 └── WebhookVerificationError             a webhook delivery failed verification
 ```
 

@@ -70,6 +70,14 @@ def card(title: str, rows: Mapping[str, str]) -> str:
     return f"<div><b>{escape(title)}</b><table>{cells}</table></div>"
 
 
+def escape(value: object) -> str:
+    """A value as text for an HTML page or panel: None as nothing, `<`, `&` and quotes
+    escaped (so the same text is safe in an attribute)."""
+    from html import escape as html_escape
+
+    return html_escape("" if value is None else str(value))
+
+
 def _missing(value: Any) -> bool:
     if value is None:
         return True

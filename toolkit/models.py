@@ -28,7 +28,6 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from toolkit.timestamps import parse_millis, parse_time
 
-ChapterStatus = Literal["translating", "needs_review", "reviewed"]
 STATUS_ORDER: tuple[str, ...] = ("translating", "needs_review", "reviewed")
 
 _STORAGE_KEY = re.compile(r"^sourceImage\w*Key$")

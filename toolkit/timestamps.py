@@ -64,8 +64,16 @@ def utc(when: When) -> datetime:
     Returns:
         The same instant in UTC.
     """
+    if type(when) is datetime:  # to the microsecond already, and any year: no pandas
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
     import pandas as pd  # here, so that the client (which reads times too) loads no pandas
 
     stamp = pd.Timestamp(when)
     stamp = stamp.tz_localize(UTC) if stamp.tzinfo is None else stamp.tz_convert(UTC)
     return stamp.floor("us").to_pydatetime()
+
+
+def in_hours(spans: pd.Series) -> pd.Series:
+    """Durations (a Series of timedeltas) in hours, as floats; a missing one stays missing."""
+    hours: pd.Series = spans.dt.total_seconds() / 3600
+    return hours

@@ -3,6 +3,14 @@ two weeks of snapshots with gaps; every figure from the snapshots alone and with
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
 import pytest
 from deltalake import DeltaTable
 from ledger import WEBHOOK, check_runs, events, true_runs
@@ -11,6 +19,8 @@ from pandas.testing import assert_frame_equal
 
 from toolkit import analysis
 from toolkit.cli import main
+from toolkit.client import Client
+from toolkit.emulator import Emulator
 from toolkit.errors import OldStoreLayout
 from toolkit.store import SnapshotStore
 from toolkit.store import columns as store_columns
@@ -105,28 +115,63 @@ def _before_baseline(run, store) -> bool:
     return run.started_at <= store.snapshots()["snapshot_at"].iloc[0]
 
 
+@dataclass(frozen=True)
+class History:
+    """A simulated history: the emulator that ran it (its ledger and deliveries are the
+    truth) and the store that watched it. Shared by the tests of the module: read it,
+    never write to it."""
+
+    emulator: Any
+    workspace: dict[str, Any]
+    root: Path
+
+    def store(self, tmp_path: Path, *, with_events: bool) -> SnapshotStore:
+        """The store as the snapshots left it, or a copy of it with the events recorded."""
+        if not with_events:
+            return SnapshotStore(self.root)
+        shutil.copytree(self.root, tmp_path / "store")
+        store = SnapshotStore(tmp_path / "store")
+        store.record_events(events(self.emulator))
+        return store
+
+
+@pytest.fixture(scope="module")
+def histories(tmp_path_factory) -> Iterator[Callable[..., History]]:
+    """Simulate once, check many times: `histories(start, steps=..., ...)` simulates a
+    history the first time it is asked for and hands the same one out after (the events
+    change only what is read, so the tests with and without them share it)."""
+    made: dict[tuple[Any, ...], History] = {}
+    with contextlib.ExitStack() as running:
+
+        def history(start: datetime, **simulation: Any) -> History:
+            key = (start, *sorted(simulation.items()))
+            if key not in made:
+                emulator = running.enter_context(Emulator(clock="manual", start=start))
+                workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
+                root = tmp_path_factory.mktemp("history") / "store"
+                with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+                    simulate(emulator, workspace, client, SnapshotStore(root), **simulation)
+                made[key] = History(emulator, workspace, root)
+            return made[key]
+
+        yield history
+
+
 @pytest.mark.epochs
 @pytest.mark.parametrize("with_events", [False, True])
-def test_a_six_hour_day_that_starts_after_the_uploads(
-    emulator, workspace, client, tmp_path, with_events
-):
-    store = SnapshotStore(tmp_path / "store")
-    simulate(emulator, workspace, client, store, steps=6, hours=1, gap=range(0), failing=0.5)
-    if with_events:
-        store.record_events(events(emulator))
-    runs = check_figures(store, emulator, workspace)
+def test_a_six_hour_day_that_starts_after_the_uploads(histories, epoch, tmp_path, with_events):
+    day = histories(epoch, steps=6, hours=1, gap=range(0), failing=0.5)
+    store = day.store(tmp_path, with_events=with_events)
+    runs = check_figures(store, day.emulator, day.workspace)
     assert (runs["kind"] == "rescan").any()
     assert analysis.price_estimate(store, runs["project_id"].iloc[0], pages=20, languages=1) == 20
 
 
 @pytest.mark.parametrize("with_events", [False, True])
-def test_two_weeks_with_an_outage(emulator, workspace, client, tmp_path, with_events):
-    store = SnapshotStore(tmp_path / "store")
-    simulate(emulator, workspace, client, store, steps=56, hours=6, gap=range(20, 26),
-             failing=0.2)  # fmt: skip
-    if with_events:
-        store.record_events(events(emulator))
-    runs = check_figures(store, emulator, workspace)
+def test_two_weeks_with_an_outage(histories, epoch, tmp_path, with_events):
+    weeks = histories(epoch, steps=56, hours=6, gap=range(20, 26), failing=0.2)
+    store = weeks.store(tmp_path, with_events=with_events)
+    runs = check_figures(store, weeks.emulator, weeks.workspace)
     assert runs["outcome"].isin(["stalled"]).any()
     finished = analysis.finished(store, freq="W-MON", by="project_id")
     assert finished["runs"].sum() == (runs["outcome"] == "finished").sum()

@@ -11,19 +11,37 @@ after failing) and compares every figure, from the snapshots alone and with the 
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
 import pandas as pd
 import pytest
+from epochs import SUITE_START
 from ledger import WEBHOOK, events
 from scenarios import RUN, pages, rescans_and_added_pages_in_one_interval
 
 from tests.bench.reference_runs import ASKED_WITH, REFERENCES, reference_runs
 from toolkit import analysis
+from toolkit.client import Client
+from toolkit.emulator import Emulator
 from toolkit.store import SnapshotStore
 
 
-@pytest.fixture
-def store(emulator, workspace, client, tmp_path):
-    """A store that saw every awkward case, snapshots taken at chosen moments."""
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory) -> Iterator[tuple[Emulator, Path]]:
+    """The emulator and the folder of a store that saw every awkward case, simulated once
+    for the module: the tests read it (events go into a copy)."""
+    root = tmp_path_factory.mktemp("reference") / "store"
+    with Emulator(clock="manual", start=SUITE_START) as emulator:
+        workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
+        with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+            awkward_cases(emulator, workspace, client, SnapshotStore(root))
+        yield emulator, root
+
+
+def awkward_cases(emulator, workspace, client, store) -> None:
+    """Every awkward case, snapshots taken into `store` at chosen moments."""
     emulator.add_webhook(workspace["id"], WEBHOOK, ["chapter.finished", "chapter.failed"],
                          allow_private=True)  # fmt: skip
     comic = emulator.create_project(
@@ -34,7 +52,6 @@ def store(emulator, workspace, client, tmp_path):
         workspace["id"], name="River of Stars", kind="novel", source_language="zh",
         reading_direction="ltr", process_steps="translate", target_languages=["en", "es"],
     )  # fmt: skip
-    store = SnapshotStore(tmp_path / "store")
     going = client.create_chapter(comic["id"], pages=pages(0, 2))
     store.take(client)  # the baseline, one run going
     rescans_and_added_pages_in_one_interval(emulator, client, store, comic["id"], first_page=10)
@@ -73,13 +90,15 @@ def store(emulator, workspace, client, tmp_path):
     emulator.trash_chapter(running.id)
     emulator.advance(RUN)
     store.take(client)
-    return store
 
 
 @pytest.mark.parametrize("with_events", [False, True])
-def test_each_reference_query_gives_the_figure_of_its_function(store, emulator, with_events):
+def test_each_reference_query_gives_the_figure_of_its_function(seen, tmp_path, with_events):
+    emulator, root = seen
     if with_events:
-        store.record_events(events(emulator))
+        root = Path(shutil.copytree(root, tmp_path / "store"))
+        SnapshotStore(root).record_events(events(emulator))
+    store = SnapshotStore(root)
     found = analysis.runs(store)
     assert set(found["kind"].dropna()) == {"first", "rescan", "added_pages", "held_start"}
     assert {"failed", "finished"} <= set(found["outcome"].dropna())

@@ -426,6 +426,7 @@ def test_a_file_cut_off_mid_write_is_never_visible(tmp_path, service, monkeypatc
 # Two processes writing into one store.
 
 
+@pytest.mark.slow
 def test_two_processes_taking_snapshots_into_one_store_lose_nothing(tmp_path):
     count = 8
     writers = [(str(tmp_path), None, name, count) for name in ("a", "b")]

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from toolkit.store import SnapshotStore
 
 TESTS = Path(__file__).parents[1]  # datafakes.py
@@ -35,6 +37,7 @@ def data_files(root: Path) -> set[Path]:
     return {p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts}
 
 
+@pytest.mark.slow
 def test_kill_9_while_taking_snapshots_leaves_every_committed_snapshot_whole(tmp_path):
     root = tmp_path / "store"
     for round_ in range(6):
@@ -100,6 +103,7 @@ def every_snapshot(root: Path) -> dict[str, dict[str, object]]:
     } | {"manifest": store.snapshots()[["snapshot_id", "snapshot_at"]]}
 
 
+@pytest.mark.slow
 def test_kill_9_during_merges_checkpoints_and_vacuums_loses_no_snapshot(tmp_path, capsys):
     from datafakes import FakeService, hours
     from pandas.testing import assert_frame_equal

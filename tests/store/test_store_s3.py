@@ -76,6 +76,7 @@ def test_a_store_on_s3_reads_writes_and_maintains_like_a_folder(s3):
     assert other.latest("chapters")["chapter_id"].tolist() == ["c1"]
 
 
+@pytest.mark.slow
 def test_two_processes_taking_snapshots_into_one_s3_store_lose_nothing(s3):
     uri = f"s3://{BUCKET}/shared"
     count = 6
@@ -83,6 +84,7 @@ def test_two_processes_taking_snapshots_into_one_s3_store_lose_nothing(s3):
     assert_every_snapshot_is_its_writers(SnapshotStore(uri, storage_options=s3), 2, count)
 
 
+@pytest.mark.slow
 def test_three_writers_on_s3_one_killed_mid_write_lose_nothing_committed(s3):
     uri = f"s3://{BUCKET}/killed"
     context = multiprocessing.get_context("spawn")

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,8 +23,6 @@ from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
-
-UTC_TIME: Final = "datetime64[us, UTC]"
 
 
 def moment(when: When | None, tz: str | None) -> pd.Timestamp | None:

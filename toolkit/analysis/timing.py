@@ -13,7 +13,7 @@ from toolkit.analysis.run_codes import Kind
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import all_runs, run_chapters, runs_kept
 from toolkit.analysis.workspaces import across
-from toolkit.timestamps import When
+from toolkit.timestamps import When, in_hours
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -26,10 +26,6 @@ def check_by(by: str) -> str:
     if by not in BY_COLUMN:
         raise ValueError(f"by must be one of {', '.join(BY_COLUMN)}, not {by!r}")
     return BY_COLUMN[by]
-
-
-def _hours(end: pd.Series, start: pd.Series) -> pd.Series:
-    return ((end - start).dt.total_seconds() / 3600).astype("Float64")
 
 
 @across
@@ -61,7 +57,7 @@ def cycle_times(
     # The columns first, then the rows: filtering a year's 200,000 runs costs by column.
     frame = runs[["chapter_id", "chapter", "project_id", "project", "kind", "started_at",
                   "finished_at", "run_id", "started_source", "finished_source"]][done]  # fmt: skip
-    frame.insert(7, "hours", _hours(frame["finished_at"], frame["started_at"]))
+    frame.insert(7, "hours", in_hours(frame["finished_at"] - frame["started_at"]).astype("Float64"))
     frame = sorted_by(frame, ["finished_at", "run_id"])
     return within(frame, "finished_at", since=since, until=until, tz=tz)
 
@@ -115,7 +111,9 @@ def lead_times(
         }
     )
     frame = frame[frame["reviewable_at"].notna()].rename_axis("chapter_id").reset_index()
-    frame.insert(6, "hours", _hours(frame["reviewable_at"], frame["uploaded_at"]))
+    frame.insert(
+        6, "hours", in_hours(frame["reviewable_at"] - frame["uploaded_at"]).astype("Float64")
+    )
     frame["runs"] = frame["runs"].astype("Int64")
     frame["failed_runs"] = frame["failed_runs"].astype("Int64")
     frame["chapter_id"] = frame["chapter_id"].astype(pd.StringDtype())

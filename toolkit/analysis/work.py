@@ -39,9 +39,9 @@ import pandas as pd
 
 from toolkit.analysis.calendar import period_starts
 from toolkit.analysis.observed import Observed, flag, with_previous
+from toolkit.timestamps import in_hours
 
 ENOUGH: Final = 3  # samples a learned pace or duration needs to have a spread
-QUANTILES: Final = (0.1, 0.5, 0.9)
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def pace_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) 
             "chapter_id": going["chapter_id"],
             "project_id": going["project_id"],
             "lines": (going["covered"] - going["prev_covered"]).astype(float),
-            "hours": _hours(going["at"] - going["before"]),
+            "hours": in_hours(going["at"] - going["before"]),
             "bin": period_starts(going["at"], freq, tz),
         }
     )
@@ -183,7 +183,7 @@ def run_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) -
             "chapter_id": ends["chapter_id"],
             "project_id": ends["project_id"],
             "lines": ends["covered"].astype(float),
-            "hours": _hours(ends["last_activity_at"] - ends["created_at"]),
+            "hours": in_hours(ends["last_activity_at"] - ends["created_at"]),
             "bin": period_starts(ends["at"], freq, tz),
         }
     )
@@ -237,7 +237,7 @@ def finished_tails(steps: pd.DataFrame, ends: pd.DataFrame) -> pd.DataFrame:
     )
     merged = merged[merged["settled_idx"].notna() & ~flag(merged["failed"])]
     sizes = steps.drop_duplicates("chapter_id", keep="last").set_index("chapter_id")
-    hours = _hours(merged["last_activity_at"] - merged["ended"])
+    hours = in_hours(merged["last_activity_at"] - merged["ended"])
     return pd.DataFrame(
         {
             "chapter_id": merged["chapter_id"].to_numpy(),
@@ -292,7 +292,7 @@ def reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Times
     guess = first["at"] - pd.to_timedelta((first["covered"] / rate).fillna(0), unit="h")
     lower = first[["before", "created_at"]].max(axis=1)
     began = guess.clip(lower=lower, upper=first["at"])
-    hours = _hours(began - first["created_at"]) / units(first["page_count"])
+    hours = in_hours(began - first["created_at"]) / units(first["page_count"])
     return pd.Series(hours.to_numpy(float), index=first["chapter_id"].to_numpy())
 
 
@@ -472,8 +472,3 @@ def _paces(
         paces[chapter] = Spread(chosen.p10 * scale, chosen.p50 * scale, chosen.p90 * scale,
                                 chosen.samples)  # fmt: skip
     return paces
-
-
-def _hours(spans: pd.Series) -> pd.Series:
-    hours: pd.Series = spans.dt.total_seconds() / 3600
-    return hours

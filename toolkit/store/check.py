@@ -70,6 +70,7 @@ from toolkit.store.ledger import (
 )
 from toolkit.store.maintenance import layout
 from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
+from toolkit.timestamps import utc
 
 QUARANTINE = "_quarantine"
 QUARANTINE_DAYS = 7
@@ -350,7 +351,7 @@ def _check_data(table: DeltaTable, folder: str, name: str) -> list[Finding]:
         if damage is None:
             continue
         low, high = action.get(f"min.{column}"), action.get(f"max.{column}")
-        spans = [(_utc(low), _utc(high))] if low is not None and high is not None else []
+        spans = [(utc(low), utc(high))] if low is not None and high is not None else []
         rows = "events" if name == "events" else "rows"
         when = "".join(f" from {_time(lo)} to {_time(hi)}" for lo, hi in spans)
         findings.append(
@@ -388,8 +389,8 @@ def _damage_of(path: str, action: dict[str, Any], column: str) -> str | None:
         if integers:
             wrong = (found["min"], found["max"]) != (low, high)
         else:  # the log keeps times to the millisecond
-            wrong = not (_utc(low) - _MS <= _utc(found["min"]) <= _utc(found["max"])
-                         <= _utc(high) + _MS)  # fmt: skip
+            wrong = not (utc(low) - _MS <= utc(found["min"]) <= utc(found["max"])
+                         <= utc(high) + _MS)  # fmt: skip
         if wrong:
             return f"damaged (its {name} values are not those its log records)"
     return None
@@ -424,7 +425,7 @@ def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
         problems = Ledger(tables).verify(manifest, names)
     except StoreError:
         return []
-    at = [_utc(t) for t in manifest.column("snapshot_at").to_pylist()]
+    at = [utc(t) for t in manifest.column("snapshot_at").to_pylist()]
     times = dict(zip(manifest.column("snapshot_id").to_pylist(), at, strict=True))
     uncommitted: dict[str, Finding] = {}
     for problem in problems:
@@ -516,7 +517,7 @@ def _name_lost(
     row whose time a lost manifest file or commit covers is that finding's, not its own."""
     manifest = _readable_manifest(os.path.join(root, "manifest"))
     ids = manifest.column("snapshot_id").to_pylist()
-    times = [_utc(t) for t in manifest.column("snapshot_at").to_pylist()]
+    times = [utc(t) for t in manifest.column("snapshot_at").to_pylist()]
     full = pc.fill_null(manifest.column("full"), False).to_pylist()
     every: set[str] = set()
     for finding in findings:
@@ -679,13 +680,8 @@ def _time(when: datetime) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _utc(value: object) -> datetime:
-    assert isinstance(value, datetime)
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def _parse(text: str) -> datetime:
-    return _utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    return utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
 
 def _parses(path: str) -> bool:

@@ -42,6 +42,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 from toolkit.frames import schema
 from toolkit.store.columns import CHANGED, TRACKED
 from toolkit.store.tables import WRITER, Tables
+from toolkit.timestamps import utc
 
 SortKeys = list[tuple[str, str]]  # column, "ascending" or "descending"
 # A sort key, not a stored column: `_changed` with null (rows older than the flag) read
@@ -94,8 +95,8 @@ def spans(
     if rows.num_rows == 0:
         return
     times = rows.column(column)
-    low = _utc(pc.min(times).as_py())
-    high = _utc(pc.max(times).as_py())
+    low = utc(pc.min(times).as_py())
+    high = utc(pc.max(times).as_py())
     start = datetime(low.year, low.month, 1 if monthly else low.day, tzinfo=UTC)
     if not monthly:
         start -= timedelta(days=start.weekday())
@@ -151,7 +152,7 @@ def _periods(
     for low, high in zip(lows, highs, strict=True):
         if low is None or high is None or high >= day:
             continue
-        low, high = _utc(low), _utc(high)
+        low, high = utc(low), utc(high)
         if kept.monthly:
             # This month's so far until it ends: the span never reaches today's rows.
             start = datetime(low.year, low.month, 1, tzinfo=UTC)
@@ -199,7 +200,3 @@ def _merge(table: DeltaTable, name: str, today: datetime | None) -> int:
             continue
         merged += count
     return merged
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -10,13 +10,12 @@ never applies to anything it did not show.
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
 from toolkit.batch import Progress, UploadInterrupted, UploadPlan, plan_upload, upload
-from toolkit.formatting import count, size
+from toolkit.formatting import count, escape, size
 from toolkit.widgets._inputs import BudgetBox
 from toolkit.widgets._table import rows_table
 
@@ -101,11 +100,11 @@ class FolderForm(widgets.VBox):
         plan = plan_upload(
             self.panel.client, self.folder.value.strip(), project=project, store=self.panel.store
         )
-        lines = [f"<p><b>{_esc(plan.headline())}</b></p>"]
+        lines = [f"<p><b>{escape(plan.headline())}</b></p>"]
         if plan.items:
             lines.append(rows_table(plan.rows()))
         if plan.problems:
-            listed = "".join(f"<li>{_esc(str(p))}</li>" for p in plan.problems)
+            listed = "".join(f"<li>{escape(str(p))}</li>" for p in plan.problems)
             lines.append(
                 '<p class="tk-problems" style="color:#b91c1c"><b>Fix first:</b></p>'
                 f"<ul>{listed}</ul>"
@@ -125,7 +124,7 @@ class FolderForm(widgets.VBox):
             self.run()
             return
         self.question.value = (
-            f'<p class="tk-question">{_esc(self.plan.headline())}<br><b>That is over the '
+            f'<p class="tk-question">{escape(self.plan.headline())}<br><b>That is over the '
             f"budget of {budget:,} credits.</b> Send it anyway?</p>"
         )
         self.confirm.description = f"Yes, upload for {self.plan.quote.label}"
@@ -156,7 +155,7 @@ class FolderForm(widgets.VBox):
         current = f"; sending {progress.current}" if progress.current else ""
         self.progress_text.value = (
             f"{progress.chapters_done} of {count(progress.chapters_total, 'chapter')}, "
-            f"{size(progress.bytes_done)} of {size(progress.bytes_total)}{_esc(current)}"
+            f"{size(progress.bytes_done)} of {size(progress.bytes_total)}{escape(current)}"
         )
 
     def withdraw(self, why: str | None = None) -> None:
@@ -169,7 +168,3 @@ class FolderForm(widgets.VBox):
         if why:
             self.panel.message.show(why, "info", owner=self)
         self.panel.message.update_buttons()
-
-
-def _esc(text: str) -> str:
-    return html.escape(text, quote=False)

@@ -9,13 +9,12 @@ shown in full and wraps.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from toolkit.formatting import count, whole
+from toolkit.formatting import count, escape, whole
 from toolkit.frames import chapter_states
 from toolkit.widgets._chapters import phase, state
 
@@ -37,15 +36,11 @@ _LABELS = {
 }
 
 
-def _esc(value: object) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
 def label(key: str) -> str:
     text, fg, bg = _LABELS.get(key, (key, "#374151", "#f3f4f6"))
     return (
         f'<span class="tk-state tk-{key}" style="color:{fg};background:{bg};'
-        f'padding:0 6px;border-radius:8px;white-space:nowrap">{_esc(text)}</span>'
+        f'padding:0 6px;border-radius:8px;white-space:nowrap">{escape(text)}</span>'
     )
 
 
@@ -64,15 +59,15 @@ class Coverage:
     def html(self, code: str) -> str:
         share = self.share
         if share is None:
-            return f"<b>{_esc(code)}</b> {count(self.covered, 'line')}"
+            return f"<b>{escape(code)}</b> {count(self.covered, 'line')}"
         width = round(share * 100)
         tip = f"{self.covered} of {self.covered + (self.untranslated or 0)} lines translated"
         bar = (
-            f'<span title="{_esc(tip)}" style="display:inline-block;width:80px;height:8px;'
+            f'<span title="{escape(tip)}" style="display:inline-block;width:80px;height:8px;'
             f'background:#e5e7eb;vertical-align:middle"><span style="display:block;'
             f'width:{width}%;height:8px;background:#16a34a"></span></span>'
         )
-        return f'<span style="white-space:nowrap"><b>{_esc(code)}</b> {bar} {width}%</span>'
+        return f'<span style="white-space:nowrap"><b>{escape(code)}</b> {bar} {width}%</span>'
 
 
 def coverage(chapter: ChapterListItem, detail: ChapterDetail | None) -> dict[str, Coverage]:
@@ -93,7 +88,7 @@ def _state_cell(
     found = {chapter.id: detail} if detail is not None else None
     parts = [label(chapter_states([chapter], found)[0])]
     if key == "running":
-        parts.append(f"<small>{_esc(phase(chapter, detail, project))}</small>")
+        parts.append(f"<small>{escape(phase(chapter, detail, project))}</small>")
     if stalled:
         parts.append('<small style="color:#a16207">no progress in the last snapshots</small>')
     if chapter.failed:
@@ -101,8 +96,8 @@ def _state_cell(
         if key == "running":
             parts.append(label("failed"))
         parts.append(
-            f'<div class="tk-reason" title="{_esc(reason)}" style="color:#b91c1c;'
-            f'max-width:40em;white-space:normal;font-size:12px">{_esc(reason)}</div>'
+            f'<div class="tk-reason" title="{escape(reason)}" style="color:#b91c1c;'
+            f'max-width:40em;white-space:normal;font-size:12px">{escape(reason)}</div>'
         )
     return " ".join(parts)
 
@@ -140,9 +135,9 @@ def chapter_table(
         detail = chapter_details.get(chapter.id)
         languages = "<br>".join(cov.html(code) for code, cov in coverage(chapter, detail).items())
         cells = [
-            _esc(chapter.position),
-            _esc(chapter.title or ""),
-            _esc(chapter.page_count or 0),
+            escape(chapter.position),
+            escape(chapter.title or ""),
+            escape(chapter.page_count or 0),
             _state_cell(chapter, detail, project, chapter.id in stalled),
             languages,
             _finish(finish.get(chapter.id), now),
@@ -178,9 +173,9 @@ def rows_table(rows: Sequence[Mapping[str, str]]) -> str:
     """Rows of text (a plan, a summary) as a plain HTML table headed by their keys."""
     if not rows:
         return ""
-    header = "".join(f'<th style="{_CELL}">{_esc(h)}</th>' for h in rows[0])
+    header = "".join(f'<th style="{_CELL}">{escape(h)}</th>' for h in rows[0])
     body = "".join(
-        "<tr>" + "".join(f'<td style="{_CELL}">{_esc(v)}</td>' for v in row.values()) + "</tr>"
+        "<tr>" + "".join(f'<td style="{_CELL}">{escape(v)}</td>' for v in row.values()) + "</tr>"
         for row in rows
     )
     return (

@@ -32,7 +32,6 @@ Decisions where the spec and DESIGN are silent:
 
 from __future__ import annotations
 
-import html
 import os
 import threading
 import weakref
@@ -41,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from toolkit.formatting import count, hours
+from toolkit.formatting import count, escape, hours
 from toolkit.widgets._alerts import AlertsLine
 from toolkit.widgets._chapters import FILTERS, SORTS, FinishEstimates, fetch_chapter_details
 from toolkit.widgets._feedback import Feedback
@@ -224,7 +223,7 @@ class Dashboard(widgets.VBox):
         now = self.client.last_response_date
         if project_id != self._shown:
             self.status.value = (
-                f"<small>Loading {_esc(project.name)}: the details of "
+                f"<small>Loading {escape(project.name)}: the details of "
                 f"{count(len(chapters), 'chapter')}…</small>"
             )
         self.chapter_details = self._fetch_chapter_details(chapters)
@@ -237,11 +236,11 @@ class Dashboard(widgets.VBox):
         # On the service's clock, as the spend line's "as of" (an emulator's may be
         # anywhere); this machine's only when the answer carried no Date.
         shown = f"{now.astimezone(UTC):%H:%M:%S} UTC" if now else f"{datetime.now():%H:%M:%S}"
-        self.status.value = f"<small>{_esc(project.name)}, updated {shown}</small>"
+        self.status.value = f"<small>{escape(project.name)}, updated {shown}</small>"
         self.spend.value = f"<small>{self._spend_line(project_id, chapters, now)}</small>"
         lines = self._review_lines()
         line = lines.get(project_id, NO_REVIEW) if lines is not None else ""
-        self.review.value = f"<small>{_esc(line)}</small>" if line else ""
+        self.review.value = f"<small>{escape(line)}</small>" if line else ""
         self.alerts.value = self._alerts.html()
         self._render()
 
@@ -259,9 +258,9 @@ class Dashboard(widgets.VBox):
         self._seen_activity.clear()
         self._finish_estimates = FinishEstimates()
         self.page = 0
-        self.status.value = f"<small>Loading {_esc(project.name)}…</small>"
+        self.status.value = f"<small>Loading {escape(project.name)}…</small>"
         self.table.value = (
-            f"<p class='tk-loading'><i>Loading the chapters of {_esc(project.name)}…</i></p>"
+            f"<p class='tk-loading'><i>Loading the chapters of {escape(project.name)}…</i></p>"
         )
         self.summary.value = self.page_label.value = ""
         self._count_filters(counted=False)  # the previous project's counts would mislead
@@ -486,7 +485,3 @@ def _review_words(backlog: pd.DataFrame) -> dict[str, str]:
         at = f"{row['as_of']:%a %d %b %H:%M} UTC"
         lines[str(row["project_id"])] = f"{text}, at the latest snapshot, {at}."
     return lines
-
-
-def _esc(text: str | None) -> str:
-    return html.escape(text or "", quote=False)

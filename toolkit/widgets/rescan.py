@@ -15,13 +15,12 @@ Decisions where the spec and DESIGN are silent:
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
 from toolkit.errors import InvalidUpload
-from toolkit.formatting import count
+from toolkit.formatting import count, escape
 from toolkit.pricing import quote_rescans
 from toolkit.widgets._feedback import Feedback, Tone, error_message
 from toolkit.widgets._inputs import AUTO, BudgetBox, chapter_label
@@ -191,7 +190,7 @@ class RescanPanel(widgets.VBox):
         if not comics:
             lines.append("No failed chapters." if not self.show_all.value else "No chapters.")
         reasons = "".join(
-            f"<li>{_esc(self.name(c))}: {_esc(c.failure_reason or 'no reason given')}</li>"
+            f"<li>{escape(self.name(c))}: {escape(c.failure_reason or 'no reason given')}</li>"
             for c in comics
             if c.failed
         )
@@ -220,7 +219,7 @@ class RescanPanel(widgets.VBox):
             pages = sum(c.page_count or 0 for c in chosen)
             what = f"{count(len(chosen), 'chapter')}, {count(pages, 'page')}"
             run = "Re-scanning it" if len(chosen) == 1 else "Re-scanning them"
-            self.cost.value = f"{what}: {_esc(quote.sentence(run=run))}"
+            self.cost.value = f"{what}: {escape(quote.sentence(run=run))}"
         else:
             self.cost.value = "Choose the chapters to re-scan."
         if self.pending:
@@ -295,7 +294,3 @@ class RescanPanel(widgets.VBox):
         tone: Tone = "success" if not failures else "error" if failures == len(ids) else "warning"
         self.message.run(self.refresh)
         self.message.show("\n".join(lines), tone)
-
-
-def _esc(text: str | None) -> str:
-    return html.escape(text or "", quote=False)
