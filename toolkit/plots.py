@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from toolkit import analysis
+from toolkit import analysis, metrics
 from toolkit.analysis import workspaces
 from toolkit.analysis.observed import observe, with_previous
 
@@ -604,7 +604,7 @@ def burn_down(
         ax.plot([], [], color=color, label=label)
     _date_axis(ax)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("lines still to translate (all open work)")
+    ax.set_ylabel(metrics.header("open_work_lines"))
     ax.set_title(f"Burn-down by {_GROUP_LABELS[by]}: p50 dashed, p10-p90 shaded")
     _legend(ax, _GROUP_LABELS[by])
     return ax

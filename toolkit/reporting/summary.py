@@ -49,7 +49,7 @@ def text_summary(figs: Figures) -> str:
     at_end = label("open_lines", when).removeprefix(WORDS["open_lines"] + " ")
     lines = [
         f"Figures, {when.label()} ({when.snapshots} snapshots after the baseline); "
-        f"lines still to translate and chapters that need a person {at_end}; "
+        f"{WORDS['open_lines']} and {WORDS['needs_action']} {at_end}; "
         '"-": no data (docs/figures.md):',
         text_table(rows),
     ]
