@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
-import toolkit as tk
-from toolkit import formatting, metrics
+import matplotlib.pyplot
+import pandas as pd
+import pytest
+from epochs import SUITE_START
+from html_page import Page
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "figures.md"
+import toolkit as tk
+from toolkit import formatting, metrics, plots
+from toolkit.demo import run_demo
+from toolkit.store import SnapshotStore
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "figures.md"
+NOTEBOOKS = ROOT / "notebooks"
 
 
 def test_the_glossary_has_unique_names_and_labels():
@@ -53,3 +68,71 @@ def test_the_docs_table_is_the_registry():
         "docs/figures.md's table differs from toolkit/metrics.py: paste "
         "toolkit.metrics.markdown() between the registry markers"
     )
+
+
+# -- every surface of the demo and the notebooks reads the registry's labels ----------
+
+PERIOD = re.compile(r"^\d{1,2}(-\d{1,2})? \w{3}")  # a period's own label heads a column
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The 6-hour demo's folder and what it printed (the 24-hour one says the same)."""
+    out = tmp_path_factory.mktemp("labels") / "demo"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        run_demo(out=out, hours=6, start=SUITE_START)
+    return out, printed.getvalue()
+
+
+def unknown(labels: Iterable[str]) -> list[str]:
+    return sorted({text for text in labels if text and not metrics.known(text)})
+
+
+def test_the_demos_files_are_headed_by_registry_names(demo):
+    out, _ = demo
+    headers = [c for f in out.glob("*.csv") for c in pd.read_csv(f, nrows=0).columns]
+    figures = json.loads((out / "figures.json").read_text())
+    keys = [*figures["totals"], *(k for p in figures["projects"] for k in p)]
+    assert headers and unknown([*headers, *keys]) == []
+
+
+def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo):
+    out, printed = demo
+    heads = [line for line in printed.splitlines() if re.match(r"(project|kind|workspace)  ", line)]
+    assert len(heads) >= 4  # figures, forecast, model comparison, spend this month
+    cells = [cell for line in heads for cell in re.split(r"\s{2,}", line.strip())]
+    page = Page((out / "weekly-report.html").read_text(encoding="utf-8"))
+    headers = [cell for row in page.rows[:1] for cell in row]
+    headers += [cell for row in page.rows if row and row[0] in ("Project", "Figure", "Day")
+                for cell in row if not PERIOD.match(cell)]  # fmt: skip
+    assert unknown(cells) == [] and unknown(headers) == []
+    assert "lines still to translate" not in printed
+
+
+def test_the_plots_axes_and_legends_use_registry_labels(demo):
+    out, _ = demo
+    store = SnapshotStore(str(out / "snapshots"))
+    texts = []
+    for draw in (plots.progress, plots.throughput, plots.credit_spend, plots.status_breakdown,
+                 plots.cycle_times, plots.burn_down):  # fmt: skip
+        ax = draw(store)
+        legend = ax.get_legend()
+        texts += [ax.get_xlabel(), ax.get_ylabel(), legend.get_title().get_text() if legend else ""]
+        matplotlib.pyplot.close(ax.figure)
+    assert unknown(texts) == []
+
+
+def test_the_notebooks_name_their_columns_by_the_registry():
+    written = []
+    for notebook in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            source = "".join(cell["source"])
+            # Columns a notebook names itself: renamed ones and named aggregates.
+            for renamed in re.findall(r"rename\(columns=\{([^}]*)\}", source):
+                written += re.findall(r":\s*\"([^\"]+)\"", renamed)
+            for aggregate in re.findall(r"\.agg\(([^)]*)\)", source):
+                written += re.findall(r"(\w+)=", aggregate)
+    assert unknown(written) == []

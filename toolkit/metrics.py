@@ -22,6 +22,7 @@ says "time", not "hours": it shows in minutes under an hour, in hours above
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -113,6 +114,27 @@ FIGURES: dict[str, Figure] = _registry(
            "Runs that stalled, over the runs that ended."),
     Figure("rework_share", "re-run credits (share of credits)", "share of credits", "share",
            "Credits that paid again for pages already paid for, over all credits."),
+    Figure("lines_to_date", "lines translated to date (running total)", "lines", "count",
+           "Every line translated at each snapshot, those before the store's first snapshot "
+           "included; a re-scan takes its chapter's away."),
+    Figure("cycle_hours", "run time", "hours", "duration",
+           "From a run's start to its chapter waiting for review."),
+    Figure("mean_cycle_hours", "mean run time", "hours", "duration",
+           "The mean time from start to finish of the runs that finished."),
+    Figure("longest_cycle_hours", "longest run time", "hours", "duration",
+           "The longest time from start to finish of a run that finished."),
+    Figure("lead_hours_p50", "time from upload to review, p50", "hours", "duration",
+           "Half the chapters went from upload to needs review within this time."),
+    Figure("lead_hours_p90", "time from upload to review, p90", "hours", "duration",
+           "Nine chapters in ten went from upload to needs review within this time."),
+    Figure("chapters", "chapters", "chapters", "count",
+           "Chapters in a state at the latest snapshot.", at_end=True),
+    Figure("rework_stalled", "re-run credits after stalls", "credits", "credits",
+           "Credits that paid again for the pages of runs the service abandoned as stalled."),
+    Figure("rework_failed", "re-run credits after failures", "credits", "credits",
+           "Credits that paid again for the pages of runs that failed."),
+    Figure("rework_rescan", "re-run credits as plain re-scans", "credits", "credits",
+           "Credits that paid again for pages re-scanned after a run that finished."),
     Figure("pages", "pages", "pages", "count", "Pages the runs processed."),
     Figure("languages", "target languages", "languages", "count",
            "How many target languages each chapter is translated into."),
@@ -130,6 +152,10 @@ FIGURES: dict[str, Figure] = _registry(
     Figure("waiting_since", "waiting since", "time", "moment",
            "When the chapter started waiting: its run finished, failed or stalled, or its pages "
            "were held."),
+    Figure("oldest_wait_hours", "oldest review wait", "hours", "duration",
+           "How long the chapter waiting longest for review has waited."),
+    Figure("reviews_per_day", "reviews per day", "chapters per day", "pace",
+           "Chapters reviewed in the period over its days."),
     Figure("review_lag_hours", "review wait", "hours", "duration",
            "From a chapter's finish to its review."),
     Figure("stalled_hours", "time without progress", "hours", "duration",
@@ -153,7 +179,7 @@ FIGURES: dict[str, Figure] = _registry(
 
 # Other columns holding the same quantity as a figure: they read its label.
 ALIASES = {"remaining_lines": "open_lines", "failed": "runs_failed", "stalled": "runs_stalled",
-           "stall_rate": "stalled_rate"}  # fmt: skip
+           "stall_rate": "stalled_rate", "waiting": "needs_review"}  # fmt: skip
 
 # Plain column names that need no definition: who and when a row is about.
 KEYS = {
@@ -161,7 +187,9 @@ KEYS = {
     "chapter_id": "chapter id", "chapter": "chapter", "kind": "kind", "model": "model",
     "process_steps": "process steps", "month": "month", "previous_month": "previous month",
     "reason": "reason", "detail": "detail", "since": "since", "position": "position",
-    "last_progress_at": "last progress", "scope": "scope",
+    "last_progress_at": "last progress", "scope": "scope", "figure": "figure", "day": "day",
+    "covered": "covered", "difference": "change", "time": "time (UTC)", "state": "state",
+    "language": "language", "language_code": "language",
 }  # fmt: skip
 
 
@@ -176,15 +204,28 @@ def header(column: object) -> str:
 
 
 def known(text: str) -> bool:
-    """Whether `text` is a label the registry defines (any case, a period after a
-    comma or " at " allowed): what the label-scan test asks of every header."""
+    """Whether `text` is a label the registry defines, in any case, with what a surface
+    may add: an interval (`in each hour`), a unit (`(minutes)`), then a period after a
+    comma or a moment after " at ". What the label-scan test asks of every header."""
     words = text.strip().lower()
     labels = {f.words.lower() for f in FIGURES.values()} | set(KEYS.values())
     labels |= set(FIGURES) | set(KEYS) | set(ALIASES)
-    if words in labels:
-        return True
-    return any(words.startswith(label + ", ") or words.startswith(label + " at ")
-               for label in labels)  # fmt: skip
+    for label in sorted(labels, key=len, reverse=True):
+        if words == label:
+            return True
+        rest = words.removeprefix(label)
+        if rest != words and _ADDED.fullmatch(rest):
+            return True
+    return False
+
+
+_ADDED = re.compile(r"( in each \w+)?( \([^)]*\))?(, .+| at .+)?")
+
+
+def per(name: str, interval: str) -> str:
+    """The label of a figure counted in each interval of a plot: `lines translated in
+    each hour` (not a running total: that is `lines_to_date`)."""
+    return f"{header(name)} in each {interval}"
 
 
 def label(name: str, period: str | None = None, *, at: str | None = None) -> str:
