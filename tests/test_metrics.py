@@ -45,7 +45,7 @@ def test_the_two_kinds_of_open_work_have_two_labels():
 def test_a_duration_is_labelled_time_and_shown_in_minutes_or_hours():
     durations = [f for f in metrics.FIGURES.values() if f.format == "duration"]
     assert durations and all("hours" not in f.words for f in durations)
-    assert formatting.show("hours_per_page", 0.00728) == "0 min"
+    assert formatting.show("hours_per_page", 0.00728) == "26 s"
     assert formatting.show("median_cycle_hours", 2.5) == "2.5 h"
     assert formatting.show("failure_rate", 0.375) == "38%"
     assert formatting.show("credits", 602.0) == "602"
@@ -95,6 +95,13 @@ def test_the_demos_files_are_headed_by_registry_names(demo):
     figures = json.loads((out / "figures.json").read_text())
     keys = [*figures["totals"], *(k for p in figures["projects"] for k in p)]
     assert headers and unknown([*headers, *keys]) == []
+    # Credits and counts are whole in every file, as on every surface: 602, never 602.0.
+    spend = (out / "spend_this_month.csv").read_text().splitlines()[1].split(",")
+    assert spend[3].isdigit() and spend[6].isdigit()
+    models = pd.read_csv(out / "model_comparison.csv")
+    assert pd.api.types.is_integer_dtype(models["credits"])
+    verdicts = " ".join(models["verdict"].dropna())
+    assert "hours per page" not in verdicts and not re.search(r"\d\.\d{3}", verdicts)
 
 
 def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo):

@@ -92,11 +92,13 @@ def whole(value: Any) -> str:
 
 
 def hours(value: Any) -> str:
-    """A duration given in hours: `25 min` under an hour (0.0 h would say nothing), else
-    hours to one decimal, `7.5 h`, `31.2 h`; blank when missing."""
+    """A duration given in hours: `26 s` under a minute, `25 min` under an hour (0.0 h
+    would say nothing), else hours to one decimal, `7.5 h`, `31.2 h`; blank when missing."""
     if missing(value):
         return ""
     value = float(value)
+    if value and abs(value) < 1 / 60:  # "0 min" would say nothing
+        return f"{round(value * 3600)} s"
     return f"{round(value * 60)} min" if abs(value) < 1 else f"{value:,.1f} h"
 
 

@@ -235,7 +235,7 @@ def figures(
         }
         for name, values in per.items():
             table = table.join(values.rename(name), how="outer")
-            table[name] = _whole(table[name].fillna(0))
+            table[name] = whole_numbers(table[name].fillna(0))
     if when.end is not None:
         outlook = analysis.forecast(obs, by="project_id", until=when.end).set_index("project_id")
         outlook = outlook[["remaining_lines", "needs_action"]].set_axis(list(AT_END), axis=1)
@@ -243,7 +243,7 @@ def figures(
         # A project absent from the forecast has no open work: 0, not unknown.
         absent = ~table.index.isin(outlook.index)
         for name in AT_END:
-            table[name] = _whole(table[name].mask(absent, 0))
+            table[name] = whole_numbers(table[name].mask(absent, 0))
     for name in FIGURES:
         if name not in table.columns:
             table[name] = pd.array([pd.NA] * len(table), dtype="Int64")
@@ -265,7 +265,7 @@ def _names(obs: Observed) -> pd.Series:
     )
 
 
-def _whole(values: pd.Series) -> pd.Series:
+def whole_numbers(values: pd.Series) -> pd.Series:
     """Counts and credits as whole numbers (halves up, as `formatting.whole` shows them)."""
     numbers = pd.to_numeric(values, errors="coerce").astype("Float64")
     return pd.Series(np.floor(numbers + 0.5), index=values.index).astype("Int64")
