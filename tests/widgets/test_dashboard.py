@@ -319,7 +319,9 @@ def test_stalled_chapters_are_marked_from_the_store(
     store = SnapshotStore(str(tmp_path / "snapshots"))
     emulator.set_faults(stall_rate=1.0, seed=5)
     client.create_chapter(comic_project["id"], pages=pages[:1])
-    for minutes in (0, 10, 40, 40):
+    # Past the one default (tk.analysis.STALL_AFTER, 90 minutes), short of the 2 hours
+    # after which the service abandons the run.
+    for minutes in (0, 10, 40, 50):
         emulator.advance(minutes * 60)
         store.take(client, at=emulator.now())
     dash = Dashboard(client, store=store)

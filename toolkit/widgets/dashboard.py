@@ -78,7 +78,8 @@ class Dashboard(widgets.VBox):
         interval: Seconds between refreshes while "Auto-refresh" is ticked.
         auto_refresh: Start with "Auto-refresh" ticked.
         stall_threshold: How long a running chapter may show no progress before it is
-            marked stalled (a pandas duration: "1h", "90min").
+            marked stalled (a pandas duration: "1h", "90min"); None:
+            `tk.analysis.STALL_AFTER`, the one default of the analysis and the watch.
         page_size: Chapters shown per page of the table.
         watch: A `toolkit watch` config (a path or the object): the open alerts the
             watch holds for this workspace are shown (with `store` only: the alerts live
@@ -92,7 +93,7 @@ class Dashboard(widgets.VBox):
         store: SnapshotStore | None = None,
         interval: float = 5.0,
         auto_refresh: bool = False,
-        stall_threshold: str = "1h",
+        stall_threshold: str | pd.Timedelta | None = None,
         page_size: int = 25,
         watch: WatchConfig | str | os.PathLike[str] | None = None,
     ) -> None:
@@ -292,7 +293,10 @@ class Dashboard(widgets.VBox):
         if key != self._stall_key:
             from toolkit import analysis
 
-            frame = analysis.stalled(self.store, threshold=self.stall_threshold)
+            threshold = self.stall_threshold
+            frame = analysis.stalled(
+                self.store, threshold=analysis.STALL_AFTER if threshold is None else threshold
+            )
             self._stalled_cache = set(frame["chapter_id"].dropna()) if len(frame) else set()
             self._stall_key = key
         return self._stalled_cache if key is not None else set()
