@@ -87,7 +87,11 @@ def coverage(chapter: ChapterListItem, detail: ChapterDetail | None) -> dict[str
 
 
 def _state_cell(
-    chapter: ChapterListItem, detail: ChapterDetail | None, project: Project | None, stalled: bool
+    chapter: ChapterListItem,
+    detail: ChapterDetail | None,
+    project: Project | None,
+    stalled: bool,
+    waits: str | None = None,
 ) -> str:
     key = state(chapter)
     found = {chapter.id: detail} if detail is not None else None
@@ -96,6 +100,10 @@ def _state_cell(
         parts.append(f"<small>{_esc(phase(chapter, detail, project))}</small>")
     if stalled:
         parts.append('<small style="color:#a16207">no progress in the last snapshots</small>')
+    if waits:  # what it waits a person for, and since when (the store's `stuck`)
+        parts.append(
+            f'<div class="tk-waits" style="color:#a16207;font-size:12px">{_esc(waits)}</div>'
+        )
     if chapter.failed:
         reason = chapter.failure_reason or "no reason given"
         if key == "running":
@@ -128,6 +136,7 @@ def chapter_table(
     *,
     project: Project | None = None,
     stalled: Collection[str] = (),
+    waits: Mapping[str, str] | None = None,
     finish: Mapping[str, datetime] | None = None,
     now: datetime | None = None,
 ) -> str:
@@ -143,7 +152,9 @@ def chapter_table(
             _esc(chapter.position),
             _esc(chapter.title or ""),
             _esc(chapter.page_count or 0),
-            _state_cell(chapter, detail, project, chapter.id in stalled),
+            _state_cell(
+                chapter, detail, project, chapter.id in stalled, (waits or {}).get(chapter.id)
+            ),
             languages,
             _finish(finish.get(chapter.id), now),
             whole(chapter.credits_spent or 0),
