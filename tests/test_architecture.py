@@ -36,6 +36,7 @@ PUBLIC = frozenset(
         "toolkit.batch",
         "toolkit.pricing",
         "toolkit.formatting",
+        "toolkit.metrics",  # the registry of figures: every surface's labels
         "toolkit.watch",
         "toolkit.agency",  # settings of several workspaces: part of the configuration
     }

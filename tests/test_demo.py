@@ -107,7 +107,8 @@ def check_short_demo(out: Path, printed: str, *, hours: int) -> None:
     watched = lines[lines.index(shows) + 2 : -1]
     assert lines[lines.index(shows) + 1].startswith("One watch cycle (`toolkit watch --once`")
     assert any(w.startswith("  opened budget [demo] demo has spent ") for w in watched)
-    assert any(" failed_waiting " in w and "(re-scan it to retry)" in w for w in watched)
+    assert any(" failed_waiting " in w and "Re-scan it to retry." in w for w in watched)
+    assert not any("to retry" in w.split("Re-scan it to retry.")[0] for w in watched)
     assert all(w.endswith("(sent to slack)") for w in watched)
     assert (out / "watch" / "alerts" / "_delta_log").is_dir()  # kept: a rerun re-alerts nothing
 
@@ -186,7 +187,8 @@ def test_every_surface_of_the_demo_shows_the_same_figures(demo: Demo):
     # Work waiting for a person: a comic chapter to re-scan, held pages never started.
     waiting = analysis.stuck(store)
     failed = waiting[waiting["reason"] == "failed"]
-    assert failed["detail"].str.endswith("(re-scan it to retry)").any()
+    assert (failed["advice"] == "re-scan it to retry").any()
+    assert not failed["detail"].str.contains("re-scan").any()  # the advice is said once
     assert (waiting["reason"] == "held_pages").any()
     assert forecast.loc["Moonlit Harbor", "needs_action_reason"].count("waiting for a re-scan")
     assert "held pages never started" in forecast.loc["Seoul Nights", "needs_action_reason"]

@@ -68,12 +68,13 @@ def test_counts_pandas_made_floats_show_whole_and_prices_per_page_keep_decimals(
     assert ">0.50<" in html  # a price per page is not a sum of credits
 
 
-def test_daily_periods_show_as_dates_and_headers_as_words():
+def test_daily_periods_show_as_dates_and_headers_as_the_registry_labels():
     days = pd.DatetimeIndex(["2026-11-25", "2026-11-26"], tz="UTC", name="period")
     frame = pd.DataFrame({"rework_credits": [1.0, 2.0], "lines_per_hour": [185.0, 16.667]}, days)
     html = tk.table(frame).to_html()
     assert ">2026-11-26<" in html and "00:00" not in html
-    assert ">rework credits<" in html and "rework_credits" not in html
+    assert ">credits spent on re-runs<" in html and "rework_credits" not in html
+    assert ">lines translated per hour<" in html
     assert ">185.00<" in html and ">16.67<" in html
 
 
@@ -90,7 +91,7 @@ def test_text_shows_a_frame_for_the_terminal_by_the_notebook_rules():
     )
     lines = tk.formatting.text(frame).splitlines()
     assert lines[0].split("  ")[0] == "project"  # ids left out beside names, words for `_`
-    assert "project id" not in lines[0] and "hours p50" in lines[0]
+    assert "project id" not in lines[0] and "time to finish, likely (p50)" in lines[0]
     first, second = lines[1].split(), lines[2].split()
     assert first[2:] == ["252", "23", "min", "26%", "2026-11-27", "18:35"]
     assert second[3:] == ["-", "13.0", "h", "0%", "-"]  # missing: a dash, never NaN or 0

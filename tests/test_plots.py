@@ -107,7 +107,7 @@ def test_a_hundred_projects_stay_legible_as_top_n_and_other(big_store, name):
 def test_helpers_take_the_frames_the_analysis_returns(small_store):
     spend = analysis.credit_spend(small_store, freq="1h", by="language_code")
     ax = plots.credit_spend(spend, freq="1h")
-    assert "per hour, by language" in ax.get_title()
+    assert "in each hour, by language" in ax.get_title()
     assert "re-runs (rework)" in ax.get_legend_handles_labels()[1]
     lines = analysis.throughput(small_store, freq="1h", by="project_id")
     ax = plots.throughput(lines)
@@ -193,3 +193,27 @@ def test_the_weekly_pages_rework_bars_keep_the_largest_projects_and_sum_the_rest
     assert list(shown["project"]) == [f"Series {n}" for n in range(11, 3, -1)] + ["other"]
     assert shown["rework_credits"].sum() == projects["rework_credits"].sum()
     assert shown.iloc[-1]["rework_stalled"] == sum(range(4))
+
+
+def test_a_part_day_is_marked_on_the_plot_as_on_the_page(small_store):
+    # Six hourly snapshots of one day: the day's bar covers only part of it.
+    ax = plots.credit_spend(small_store, freq="1D")
+    assert "(* part-day)" in ax.get_title()
+    assert [t.get_text() for t in ax.texts] == ["*"]
+    assert ax.get_ylabel() == "credits spent in each day"
+    hourly = plots.credit_spend(small_store, freq="1h")  # a bin per snapshot: none partial
+    assert "*" not in hourly.get_title() and not hourly.texts
+
+
+def test_progress_says_it_is_a_running_total(small_store):
+    assert "running total" in plots.progress(small_store).get_ylabel()
+
+
+def test_the_burn_downs_forecast_is_drawn_on_the_time_axis_where_the_title_says(small_store):
+    ax = plots.burn_down(small_store)
+    dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    if "p50 dashed to a dot" in ax.get_title():
+        assert dots and all(list(line.get_ydata()) == [0] for line in dots)
+    else:
+        assert not dots and "no forecast yet" in ax.get_title()
+    assert ax.get_ylabel() == "all open lines, those waiting for a person included"

@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and editors
         projects_frame,
         pull,
     )
+    from toolkit.metrics import glossary
     from toolkit.store import SnapshotInfo, SnapshotStore
 
     __version__: str
@@ -88,6 +89,7 @@ _LAZY: dict[str, str] = {
     "Workspace": "toolkit.frames",
     "chapters_frame": "toolkit.frames",
     "exports_frame": "toolkit.frames",
+    "glossary": "toolkit.metrics",
     "languages_frame": "toolkit.frames",
     "projects_frame": "toolkit.frames",
     "pull": "toolkit.frames",
@@ -146,6 +148,7 @@ __all__ = [
     "chapters_frame",
     "emulator",
     "exports_frame",
+    "glossary",
     "languages_frame",
     "plots",
     "pricing",

@@ -13,7 +13,8 @@ percentages; times to the minute; flags as yes/no; lists
 joined with commas; long text (a failure reason) wraps instead of being cut; a column of
 ids is left out when the table has names beside it, and an index of ids is hidden the
 same way. Durations in hours read as the weekly page shows them: minutes under an hour,
-else hours to one decimal.
+else hours to one decimal; so their headers say "time", never "hours" (the registry's
+labels, `toolkit.metrics`, head every column it defines).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from toolkit import metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,7 +81,7 @@ def escape(value: object) -> str:
     return html_escape("" if value is None else str(value))
 
 
-def _missing(value: Any) -> bool:
+def missing(value: Any) -> bool:
     if value is None:
         return True
     try:
@@ -91,23 +94,25 @@ def _missing(value: Any) -> bool:
 
 def whole(value: Any) -> str:
     """A credit or count figure: `1,234`, blank when missing; halves round up."""
-    if _missing(value):
+    if missing(value):
         return ""
     return f"{math.floor(float(value) + 0.5):,}"
 
 
 def hours(value: Any) -> str:
-    """A duration given in hours: `25 min` under an hour (0.0 h would say nothing), else
-    hours to one decimal, `7.5 h`, `31.2 h`; blank when missing."""
-    if _missing(value):
+    """A duration given in hours: `26 s` under a minute, `25 min` under an hour (0.0 h
+    would say nothing), else hours to one decimal, `7.5 h`, `31.2 h`; blank when missing."""
+    if missing(value):
         return ""
     value = float(value)
+    if value and abs(value) < 1 / 60:  # "0 min" would say nothing
+        return f"{round(value * 3600)} s"
     return f"{round(value * 60)} min" if abs(value) < 1 else f"{value:,.1f} h"
 
 
 def moment(value: Any) -> str:
     """A time to the minute, in the zone it carries: `2026-11-21 14:05`."""
-    if _missing(value):
+    if missing(value):
         return ""
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
@@ -121,26 +126,26 @@ def _is_credit(name: str) -> bool:
 
 def yes_no(value: Any) -> str:
     """A flag: `yes`, `no`, blank when missing."""
-    return "" if _missing(value) else ("yes" if value else "no")
+    return "" if missing(value) else ("yes" if value else "no")
 
 
-def _percent(value: Any) -> str:
-    return "" if _missing(value) else f"{float(value):.0%}"
+def percent(value: Any) -> str:
+    return "" if missing(value) else f"{float(value):.0%}"
 
 
-def _number(value: Any) -> str:
-    return "" if _missing(value) else f"{value:,.2f}"
+def number(value: Any) -> str:
+    return "" if missing(value) else f"{value:,.2f}"
 
 
 def _listed(value: Any) -> str:
     """A list cell (target languages, models) as `en, fr`."""
     if value is None or isinstance(value, str) or not hasattr(value, "__iter__"):
-        return "" if _missing(value) else str(value)
+        return "" if missing(value) else str(value)
     return ", ".join(str(item) for item in value)
 
 
 def _byte_size(value: Any) -> str:
-    return "" if _missing(value) else size(int(value))
+    return "" if missing(value) else size(int(value))
 
 
 def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] | None:
@@ -155,19 +160,39 @@ def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] |
         return (
             _listed if kinds.is_object_dtype(series.dtype) or "list" in str(series.dtype) else None
         )
-    if credits or _is_credit(name):
+    if credits:
+        return whole
+    figure = metrics.FIGURES.get(metrics.ALIASES.get(name, name))
+    if figure is not None and figure.format in _BY_FORMAT:
+        return _BY_FORMAT[figure.format]
+    if _is_credit(name):
         return whole
     if name.endswith(("rate", "share")):
-        return _percent
+        return percent
     if "hours" in name:
         return hours
     if name in ("byte_size", "bytes"):
         return _byte_size
     if "_per_" in name:  # a price or a pace: its decimals matter
-        return _number
+        return number
     if kinds.is_float_dtype(series.dtype) and not _whole_numbers(series):
-        return _number
+        return number
     return whole  # counts, also where pandas made them floats (`describe`, a mean of ints)
+
+
+# How a registered figure reads, by its format (toolkit.metrics).
+_BY_FORMAT: dict[str, Callable[[Any], str]] = {
+    "count": whole, "credits": whole, "duration": hours, "share": percent, "pace": number,
+}  # fmt: skip
+
+
+def show(name: str, value: Any) -> str:
+    """`value` of the registry's figure `name` as every surface shows it: `show("hours_p50",
+    0.13)` -> `8 min`, `show("failure_rate", 0.5)` -> `50%`; blank when missing."""
+    kind = metrics.FIGURES[metrics.ALIASES.get(name, name)].format
+    if kind in _BY_FORMAT:
+        return _BY_FORMAT[kind](value)
+    return moment(value) if kind == "moment" else _plain(value)
 
 
 def _time_rule(times: Any) -> Callable[[Any], str]:
@@ -176,7 +201,7 @@ def _time_rule(times: Any) -> Callable[[Any], str]:
 
     values = pd.DatetimeIndex(times).dropna()
     if len(values) and bool((values == values.normalize()).all()):
-        return lambda value: "" if _missing(value) else f"{value:%Y-%m-%d}"
+        return lambda value: "" if missing(value) else f"{value:%Y-%m-%d}"
     return moment
 
 
@@ -200,7 +225,7 @@ def text(frame: pd.DataFrame, *, credits: bool = False, missing: str = "-") -> s
     rules = {c: _rule(str(c).lower(), frame[c], credits) or _plain for c in frame.columns}
     rows = [
         {
-            str(c).replace("_", " "): rules[c](value) or missing
+            metrics.header(c): rules[c](value) or missing
             for c, value in zip(frame.columns, values, strict=True)
         }
         for values in frame.itertuples(index=False)
@@ -218,7 +243,7 @@ def _without_ids(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
 
 
 def _plain(value: Any) -> str:
-    return "" if _missing(value) else str(value)
+    return "" if missing(value) else str(value)
 
 
 def table(
@@ -230,7 +255,8 @@ def table(
     every number when `credits=True`, for a pivot of credits) and counts as whole
     numbers, rates as percentages, prices and paces (`*_per_*`) to two decimals, hours
     as minutes or hours, sizes in bytes as kB/MB, times to the minute (days as dates),
-    flags as yes/no, lists joined; headers read as words (`_` as spaces).
+    flags as yes/no, lists joined; a figure the registry defines (`toolkit.metrics`)
+    reads by its format there; headers are the registry's labels (else `_` as spaces).
     Columns named `*_id` are dropped when a `name`, `project` or `chapter` column is
     there to say the same; an index of ids is hidden likewise.
     """
@@ -248,8 +274,8 @@ def table(
         styler = styler.hide(axis="index")
     elif pd.api.types.is_datetime64_any_dtype(frame.index.dtype):
         styler = styler.format_index(_time_rule(frame.index), axis="index")
-    # Headers in words: `median_cycle_hours` reads `median cycle hours`.
-    styler = styler.format_index(lambda label: str(label).replace("_", " "), axis="columns")
+    # Headers in words, the registry's: `median_cycle_hours` reads `median run time`.
+    styler = styler.format_index(metrics.header, axis="columns")
     wrap: list[tuple[str, str | float]] = [
         ("white-space", "normal"),
         ("max-width", WRAP_WIDTH),

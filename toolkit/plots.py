@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from toolkit import analysis
+from toolkit import analysis, metrics
 from toolkit.analysis import workspaces
 from toolkit.analysis.observed import observe, with_previous
 
@@ -94,7 +94,7 @@ def _date_axis(ax: Axes) -> None:
     locator = mdates.AutoDateLocator(minticks=3, maxticks=10)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
-    ax.set_xlabel("time (UTC)")
+    ax.set_xlabel(metrics.header("time"))
 
 
 def _top(frame: pd.DataFrame, column: str, measure: str, top: int) -> pd.DataFrame:
@@ -155,6 +155,29 @@ def _stacked(
         for area, name in zip(areas, wide.columns, strict=True):
             area.set(**styles.get(name, {}))
     _date_axis(ax)
+
+
+def _mark_partial(
+    ax: Axes, source: Source, wide: pd.DataFrame, width: pd.Timedelta | None, per: str
+) -> str:
+    """Mark with `*` the bars of periods the snapshots cover only in part, as the weekly
+    page marks its part-days; returns what the title adds (nothing when none is). A
+    period no longer than the snapshots' spacing is never partial: each holds one step."""
+    if isinstance(source, pd.DataFrame) or width is None or wide.empty:
+        return ""
+    times = pd.Series(observe(source).times, dtype="datetime64[us, UTC]")
+    if len(times) < 2 or width <= times.diff().median():
+        return ""
+    starts = pd.to_datetime(pd.Series(wide.index), utc=True)
+    partial = (times.iloc[0] > starts) | (times.iloc[-1] < starts + width)
+    if not partial.any():
+        return ""
+    heights = wide.sum(axis=1).to_numpy()
+    for start, height, part in zip(_naive(starts), heights, partial, strict=True):
+        if part:
+            ax.annotate("*", (start + width * 0.425, height), ha="center", va="bottom",
+                        fontsize="large", fontweight="bold")  # fmt: skip
+    return f" (* part-{per})"
 
 
 def _project_styles(
@@ -335,10 +358,10 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
         ax.plot(x, wide[name].to_numpy(), drawstyle="steps-post", label=str(name), linewidth=1.8,
                 **style)  # fmt: skip
     _date_axis(ax)
-    ax.set_ylabel("translated lines (all languages)")
-    ax.set_title("Translation progress by project")
+    ax.set_ylabel(metrics.header("lines_to_date"))
+    ax.set_title("Translation progress by project: a running total, all languages")
     ax.set_ylim(bottom=0)
-    _legend(ax, "project")
+    _legend(ax, metrics.header("project"))
     return ax
 
 
@@ -376,8 +399,9 @@ def throughput(
     wide = largest_wide(frame, "period", group, "lines", top)
     _stacked(ax, wide, _freq_width(freq), _project_styles(source, group, wide.columns))
     label = _GROUP_LABELS[group]
-    ax.set_ylabel(f"lines translated per {_per(freq)}")
-    ax.set_title(f"Throughput: lines translated per {_per(freq)}, by {label}")
+    marked = _mark_partial(ax, source, wide, _freq_width(freq), _per(freq))
+    ax.set_ylabel(metrics.per("lines", _per(freq)))
+    ax.set_title(f"Throughput: {metrics.per('lines', _per(freq))}, by {label}{marked}")
     _legend(ax, label)
     return ax
 
@@ -423,8 +447,10 @@ def credit_spend(
     styles = _project_styles(source, group, [c for c in wide.columns if c != REWORK])
     _stacked(ax, wide, _freq_width(freq), {**styles, REWORK: hatched})
     label = _GROUP_LABELS[group]
-    ax.set_ylabel(f"credits per {_per(freq)}")
-    ax.set_title(f"Credit spend per {_per(freq)}, by {label} (hatched: paid for re-runs)")
+    marked = _mark_partial(ax, source, wide, _freq_width(freq), _per(freq))
+    ax.set_ylabel(metrics.per("credits", _per(freq)))
+    ax.set_title(f"{metrics.per('credits', _per(freq)).capitalize()}{marked}, by {label}; "
+                 "hatched: paid for re-runs")  # fmt: skip
     _legend(ax, label)
     return ax
 
@@ -480,14 +506,14 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
             label=state_name.replace("_", " "),
         )
         left += values
-    ax.set_xlabel("chapters")
+    ax.set_xlabel(metrics.header("chapters"))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel("project")
+    ax.set_ylabel(metrics.header("project"))
     when = ""
     if "snapshot_at" in chapters.columns and len(chapters):
         when = f" at {chapters['snapshot_at'].max():%Y-%m-%d %H:%M} UTC"
     ax.set_title(f"Chapters by state and project{when}")
-    _legend(ax, "state")
+    _legend(ax, metrics.header("state"))
     return ax
 
 
@@ -540,10 +566,10 @@ def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
         ax.legend(fontsize="small")
     else:
         ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel(f"{unit} from start of run to needs review")
-    ax.set_ylabel("runs")
+    ax.set_xlabel(f"{metrics.header('cycle_hours')} ({unit}), from start to needs review")
+    ax.set_ylabel(metrics.header("runs"))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"Cycle times of {len(values)} finished runs")
+    ax.set_title(f"Run times of {len(values)} finished runs")
     return ax
 
 
@@ -571,6 +597,7 @@ def burn_down(
     turn = itertools.cycle(mpl.rcParams["axes.prop_cycle"].by_key()["color"])
     labels = seen.set_index("key")["label"].astype(str)
     named = _colors(source, labels) if by == "project_id" else {}
+    banded = False
     for key, cycled in zip(ranked, turn, strict=False):
         color = named.get(labels[key], cycled)
         mine = left[left["key"] == key]
@@ -590,9 +617,15 @@ def burn_down(
             ax.fill([start, p10, far], [height, 0, 0], color=color, alpha=0.18, linewidth=0)
             # matplotlib's stubs: Timestamps are fine on a date axis (unit conversion).
             ax.plot([start, p50], [height, 0], color=color, linestyle="--", linewidth=1.2)  # type: ignore[arg-type]
+            # On the time axis too, where a few lines left would make the band too thin
+            # to see: the p10-p90 span as a bar, the p50 as a dot.
+            ax.plot([p10 if pd.notna(p10) else start, far], [0, 0], color=color, alpha=0.45,  # type: ignore[arg-type]
+                    linewidth=6, solid_capstyle="butt", clip_on=False)  # fmt: skip
+            ax.plot([p50], [0], marker="o", color=color, clip_on=False, markersize=7)  # type: ignore[arg-type]
+            banded = True
             label += f" (p50 {p50:%b %d %H:%M})"
         if row["needs_action"]:
-            label += f", {row['needs_action']} need action"
+            label += f", {row['needs_action']} need a person"
             waiting = row["needs_action_lines"]
             if pd.notna(waiting) and waiting > 0:  # apart: above the work that moves
                 at = pd.Timestamp(row["as_of"]).tz_convert(None)
@@ -604,8 +637,9 @@ def burn_down(
         ax.plot([], [], color=color, label=label)
     _date_axis(ax)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("lines still to translate (all open work)")
-    ax.set_title(f"Burn-down by {_GROUP_LABELS[by]}: p50 dashed, p10-p90 shaded")
+    ax.set_ylabel(metrics.header("open_work_lines"))
+    drawn = ": p50 dashed to a dot, p10-p90 band" if banded else ": no forecast yet (no pace)"
+    ax.set_title(f"Burn-down by {_GROUP_LABELS[by]}{drawn}")
     _legend(ax, _GROUP_LABELS[by])
     return ax
 

@@ -88,3 +88,46 @@ def test_failure_rates_count_failed_and_stalled_runs_over_runs(
 
 def _retries(emulator, workspace) -> int:
     return sum(c["reason"] == "rescan" for c in emulator.ledger(workspace["id"])["charges"])
+
+
+# -- the one reason vocabulary: words and advice per kind of chapter -----------------
+
+KINDS = ("comic", "novel")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("reason", sorted(analysis.REASONS))
+def test_every_reason_has_words_and_advice_for_every_kind(reason: str, kind: str):
+    words, advice = analysis.reason_words(reason, kind), analysis.advice(reason, kind)
+    assert words and advice and "_" not in words + advice  # words, never codes
+    assert words.lower() not in advice.lower()  # said once: the advice adds what to do
+    if kind == "novel":
+        assert "re-scan it" not in advice and "then re-scan" not in advice
+
+
+def test_a_failed_novel_is_told_to_upload_its_text_and_a_comic_to_rescan():
+    assert analysis.advice("failed", "comic") == "re-scan it to retry"
+    assert analysis.advice("failed", "novel").startswith("upload its text again")
+    assert "re-scan" not in analysis.reason_words("failed", "novel")
+
+
+def test_the_forecasts_reasons_are_the_tables_words():
+    from toolkit.analysis.forecast import REASONS as FORECAST_REASONS
+
+    words = {analysis.reason_words(r, k) for r in analysis.REASONS for k in KINDS}
+    assert set(FORECAST_REASONS) <= words
+
+
+def test_a_failure_reason_loses_the_services_own_retry_advice():
+    from toolkit.analysis.trouble import without_advice
+
+    told = ("The run failed while translating page 3 into fr: the translation model "
+            "returned no usable text, so re-scan the chapter to retry.")  # fmt: skip
+    assert without_advice(told) == (
+        "The run failed while translating page 3 into fr: the translation model "
+        "returned no usable text."
+    )
+    assert without_advice("The run stalled; it should be retried with a re-scan.") == (
+        "The run stalled."
+    )
+    assert without_advice("Out of memory") == "Out of memory."

@@ -151,7 +151,7 @@ def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
     bands = [patch for patch in ax.patches if patch.get_alpha()]
     assert len(bands) == len(steady)  # one band per project on track, none for "Waiting"
     labels = ax.get_legend_handles_labels()[1]
-    assert any(label.startswith("Waiting") and "need action" in label for label in labels)
+    assert any(label.startswith("Waiting") and "need a person" in label for label in labels)
     apart = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
     assert apart, "the work waiting for a person is drawn apart"
     plt.close(ax.figure)

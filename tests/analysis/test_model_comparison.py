@@ -82,7 +82,10 @@ def test_like_for_like_price_equals_the_ledger_and_hides_no_mix_effect(mixed_day
                     == row.process_steps]  # fmt: skip
         ended = mine[mine["outcome"].isin(["finished", "failed", "stalled"])]
         assert row.runs == len(mine) and row.ended_runs == len(ended)
-        assert row.failure_rate == pytest.approx((ended["outcome"] == "failed").mean())
+        # Failed or stalled: the same quantity as failure_rates' (one label, one figure).
+        assert row.failure_rate == pytest.approx(
+            ended["outcome"].isin(["failed", "stalled"]).mean()
+        )
 
 
 def test_price_per_page_per_project_and_language(mixed_day):
@@ -124,7 +127,9 @@ def test_a_model_that_costs_more_is_named_and_too_few_runs_are_said(tmp_path):
     assert table.loc["m-cheap", "credits_per_page_language"] == 1.0
     assert table.loc["m-dear", "credits_per_page_language"] == 2.0
     verdict = table.loc["m-cheap", "verdict"]
-    assert verdict.startswith("price: m-cheap is better (m-cheap 1 vs m-dear 2 ")
+    assert verdict.startswith(
+        "price: m-cheap is better (credits per page and language: m-cheap 1.00 vs m-dear 2.00; "
+    )
     assert "speed: cannot tell m-cheap and m-dear apart" in verdict  # both 1 h for 10 pages
 
     prices = analysis.price_by_language(store).set_index("project_id")

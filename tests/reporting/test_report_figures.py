@@ -37,7 +37,7 @@ def test_every_label_says_what_it_counts_and_over_which_period(store):
     when = period(store)
     assert label("runs_failed", when) == "runs failed, stalls apart, 2-3 Mar"
     assert label("credits", when) == "credits spent, 2-3 Mar"
-    assert label("open_lines", when) == "lines still to translate at 3 Mar 11:00 UTC"
+    assert label("open_lines", when) == "open lines that go on by themselves at 3 Mar 11:00 UTC"
     assert label("needs_action", when) == "chapters that need a person at 3 Mar 11:00 UTC"
 
 

@@ -59,7 +59,7 @@ def test_partial_days_and_the_period_label_are_in_the_zone(store):
         pd.Timestamp("2026-11-18", tz="Europe/Paris"),
         pd.Timestamp("2026-11-19", tz="Europe/Paris"),
     ]
-    assert label("open_lines", paris) == "lines still to translate at 19 Nov 01:30 CET"
+    assert label("open_lines", paris) == "open lines that go on by themselves at 19 Nov 01:30 CET"
     # The same instants: only how they are shown changed.
     assert (paris.start, paris.end) == (utc.start, utc.end)
 

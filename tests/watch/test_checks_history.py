@@ -187,7 +187,10 @@ def test_throughput_that_drops_while_work_runs_is_flagged_low(history):
 def test_a_chapter_running_without_progress_is_stalled_until_it_is_dealt_with(history):
     (row,) = [r for _, r in found(history.at_14, "stalled").iterrows()]
     assert row["scope"] == "chapter" and row["subject"].startswith("Harbor Lights: Chapter ")
-    assert row["message"].endswith("is running with no progress for 1.0 h")
+    assert row["message"].endswith(
+        "is running with no progress for 1.0 h; wait: the service abandons a run after "
+        "2 hours without progress; then re-scan it"
+    )
     assert row["figures"]["chapter_id"] == history.ids["stalled"]
     assert found(history.at_15, "stalled").empty
 
@@ -196,7 +199,7 @@ def test_a_failed_chapter_waits_for_a_rescan_past_its_threshold(history):
     (row,) = [r for _, r in found(history.at_14, "failed_waiting").iterrows()]
     assert row["subject"] == "Side Stories: Chapter 2"
     assert row["message"].startswith("Side Stories: Chapter 2 failed 1.2 h ago and waits: ")
-    assert "(re-scan it to retry)" in row["message"]
+    assert row["message"].endswith(". Re-scan it to retry.")  # the advice once, in words
     assert row["figures"]["chapter_id"] == history.ids["failed"]
     assert found(history.at_15, "failed_waiting").empty  # re-scanned
 
@@ -204,7 +207,7 @@ def test_a_failed_chapter_waits_for_a_rescan_past_its_threshold(history):
 def test_held_pages_never_started_are_found_at_once_and_resolve_when_started(history):
     row = only(history.at_14, "held_pages", "Side Stories: Chapter 1")
     assert row["message"] == (
-        "Side Stories: Chapter 1: 2 pages held, never started; start them or remove them"
+        "Side Stories: Chapter 1: 2 pages held, never started; start its held pages or remove them"
     )
     assert row["figures"]["chapter_id"] == history.ids["held"]
     assert found(history.at_15, "held_pages").empty

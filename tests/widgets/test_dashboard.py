@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -99,6 +99,7 @@ def test_filters_count_and_keep_their_chapters(emulator, comic_project, client, 
     dash = Dashboard(client)
     assert [label for label, _ in dash.filter.options] == [
         "All (4)", "Running (1)", "Failed (1)", "Needs review (1)", "Staged (1)",
+        "Needs a person (2)", "Held pages (0)",
     ]  # fmt: skip
     assert rows(dash) == ["4", "1", "2", "3"]  # running first, then failed, then by number
     for key, expected in [("failed", ["1"]), ("staged", ["3"]), ("running", ["4"])]:
@@ -178,7 +179,9 @@ def test_switching_project_says_it_is_loading_and_fetches_details_concurrently(
         assert status == "<small>Loading Small Steps…</small>"
         assert table == "<p class='tk-loading'><i>Loading the chapters of Small Steps…</i></p>"
         assert 'class="tk-chapter"' not in table  # never the previous project's rows
-        assert labels == ["All", "Running", "Failed", "Needs review", "Staged"]  # nor counts
+        assert labels == [
+            "All", "Running", "Failed", "Needs review", "Staged", "Needs a person", "Held pages",
+        ]  # nor counts  # fmt: skip
     assert transport.barrier.broken is False
 
 
@@ -319,7 +322,9 @@ def test_stalled_chapters_are_marked_from_the_store(
     store = SnapshotStore(str(tmp_path / "snapshots"))
     emulator.set_faults(stall_rate=1.0, seed=5)
     client.create_chapter(comic_project["id"], pages=pages[:1])
-    for minutes in (0, 10, 40, 40):
+    # Past the one default (tk.analysis.STALL_AFTER, 90 minutes), short of the 2 hours
+    # after which the service abandons the run.
+    for minutes in (0, 10, 40, 50):
         emulator.advance(minutes * 60)
         store.take(client, at=emulator.now())
     dash = Dashboard(client, store=store)
@@ -389,9 +394,42 @@ def test_the_review_line_is_the_projects_review_backlog(emulator, workspace, cli
     dash.refresh()
     row = analysis.review_backlog(store).set_index("project_id").loc[project["id"]]
     assert row["waiting"] == 2 and row["reviews_per_day"] == 1 / 7
+    # One count, live, as the "Needs review" filter beside it counts: the service's now.
+    waiting = [c for c in client.list_chapters(project["id"]) if c.status == "needs_review"]
+    oldest = min(c.last_activity_at for c in waiting)
     assert dash.review.value == (
-        f"<small>Review: 2 chapters waiting, the oldest for {row['oldest_wait_hours']:.1f} h; "
-        f"0.1 reviews a day (last 7 days), at the latest snapshot, "
-        f"{row['as_of']:%a %d %b %H:%M} UTC.</small>"
+        f"<small>Review: 2 chapters waiting now, the oldest since "
+        f"{oldest.astimezone(UTC):%a %d %b %H:%M} UTC; "
+        "0.1 reviews a day (last 7 days, from the snapshots).</small>"
     )
+    assert "Needs review (2)" in [label for label, _ in dash.filter.options]
     assert Dashboard(client).review.value == ""  # no store, no line
+
+
+def test_held_pages_and_staged_chapters_show_what_they_wait_a_person_for(
+    emulator, comic_project, client, pages, tmp_path
+):
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    store.take(client)
+    held = client.create_chapter(comic_project["id"], pages=pages[:1])
+    settle(emulator, client, comic_project["id"])
+    store.take(client)  # its run, and the page it paid for
+    added = client.add_pages(held.id, pages=pages[1:3], hold=True)  # held, never started
+    client.create_chapter(comic_project["id"], staged=True)  # staged, no pages yet
+    store.take(client)
+    dash = Dashboard(client, store=store)
+    labels = [label for label, _ in dash.filter.options]
+    assert "Needs a person (2)" in labels and "Held pages (1)" in labels
+    dash.filter.value = "held"
+    assert rows(dash) == ["1"]
+    assert "needs a person: held pages never started, waiting since " in dash.table.value
+    assert "start its held pages or remove them" in dash.table.value
+    dash.filter.value = "needs_person"
+    assert rows(dash) == ["1", "2"]
+    assert "needs a person: staged with no pages" in dash.table.value
+    assert "add its pages, then start it" in dash.table.value
+    # The held pages started: their mark goes at once (the chapter runs again).
+    client.start_chapter(held.id, page_ids=[page.id for page in added.pages])
+    dash.refresh()
+    assert "held pages never started" not in dash.table.value
+    assert "Needs a person (1)" in [label for label, _ in dash.filter.options]

@@ -38,13 +38,25 @@ from toolkit.analysis.monthly import monthly_spend
 from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
-from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
+from toolkit.analysis.trouble import (
+    REASONS,
+    STALL_AFTER,
+    advice,
+    failure_rates,
+    failures,
+    reason_words,
+    stalled,
+    stuck,
+)
 
 __all__ = [
+    "REASONS",
+    "STALL_AFTER",
     "ForecastBy",
     "RunsBy",
     "SpendBy",
     "ThroughputBy",
+    "advice",
     "burn_down",
     "compare_models",
     "credit_spend",
@@ -60,6 +72,7 @@ __all__ = [
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
+    "reason_words",
     "review_backlog",
     "runs",
     "stalled",

@@ -39,6 +39,7 @@ from toolkit.analysis.forecast import (
     run_pages_logged,
 )
 from toolkit.analysis.observed import Observed, answer, observe
+from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.analysis.workspaces import across
 from toolkit.frames import schema
 from toolkit.timestamps import When
@@ -58,7 +59,7 @@ def forecast_accuracy(
     every: str | pd.Timedelta = "1D",
     window: str | pd.Timedelta = "7D",
     freq: str = "1D",
-    stall_after: str | pd.Timedelta = "90min",
+    stall_after: str | pd.Timedelta = STALL_AFTER,
     since: When | None = None,
     until: When | None = None,
     tz: str | None = None,

@@ -42,6 +42,7 @@ from toolkit.analysis.due import with_due
 from toolkit.analysis.observed import Observed, answer, flag, observe, with_previous
 from toolkit.analysis.review import review_lag_hours
 from toolkit.analysis.runs import all_runs, paid_pages
+from toolkit.analysis.trouble import STALL_AFTER, reason_words
 from toolkit.analysis.work import Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
 from toolkit.frames import schema
@@ -70,7 +71,7 @@ def forecast(
     window: str | pd.Timedelta = "7D",
     freq: str = "1D",
     until: When | None = None,
-    stall_after: str | pd.Timedelta = "90min",
+    stall_after: str | pd.Timedelta = STALL_AFTER,
     tz: str | None = None,
     due: Mapping[str, date | str] | None = None,
 ) -> pd.DataFrame:
@@ -268,15 +269,16 @@ def needs_action(
     return pd.Series(said[said != ""], index=pd.Index(ids[said != ""], dtype=object), dtype=TEXT)
 
 
-# The reasons `needs_action` gives, in the order it tries them.
+# The reasons `needs_action` gives, in the order it tries them: the words of the one
+# reason vocabulary (`trouble.REASONS`), as `stuck` and the watch say them.
 REASONS = [
-    "failed, waiting for a re-scan",
-    "failed; its text needs uploading again as a new chapter",
-    "failed earlier; needs a re-scan after this run",
-    "running with no progress",
-    "staged with no pages",
-    "staged, never started",
-    "held pages never started",
+    reason_words("failed"),
+    reason_words("failed", "novel"),
+    reason_words("failed"),
+    reason_words("stalled"),
+    reason_words("no_pages"),
+    reason_words("not_started"),
+    reason_words("held_pages"),
 ]
 
 

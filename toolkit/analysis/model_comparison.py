@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from toolkit import metrics
 from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import runs
 from toolkit.analysis.workspaces import across
+from toolkit.formatting import show
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -168,10 +170,11 @@ def _median_ratio(num: np.ndarray, den: np.ndarray) -> float:
     return float(np.median(num / den)) if len(num) else np.nan
 
 
+# Each measure's statistic and the registry's figure (toolkit.metrics) it is shown as.
 STATISTICS: dict[str, tuple[Callable[[np.ndarray, np.ndarray], float], str]] = {
-    "price": (_ratio, "credits per page and language"),
-    "speed": (_median_ratio, "hours per page"),
-    "failures": (_ratio, "share of runs failed or stalled"),
+    "price": (_ratio, "credits_per_page_language"),
+    "speed": (_median_ratio, "hours_per_page"),
+    "failures": (_ratio, "failure_rate"),
 }
 
 
@@ -193,7 +196,10 @@ def _figures(mine: pd.DataFrame) -> dict[str, object]:
             else np.nan
         ),
         "hours_per_page": _median_ratio(*samples["speed"]),
-        "failure_rate": float((ended["outcome"] == "failed").mean()) if len(ended) else np.nan,
+        # Failed or stalled, as `failure_rates` counts it (one label, one quantity).
+        "failure_rate": float(ended["outcome"].isin(["failed", "stalled"]).mean())
+        if len(ended)
+        else np.nan,
         "stall_rate": float((ended["outcome"] == "stalled").mean()) if len(ended) else np.nan,
         "rework_share": float(mine["rework"].sum()) / credits if credits else np.nan,
     }
@@ -209,19 +215,20 @@ def _verdict(stratum: pd.DataFrame, *, confidence: float, min_runs: int) -> str:
         return f"too few runs to compare ({listed}; at least {min_runs} each)"
     per_model = {m: _samples(stratum[stratum["model"] == m]) for m in models}
     parts = []
-    for measure, (statistic, unit) in STATISTICS.items():
-        parts.append(_compare(measure, statistic, unit, per_model, confidence))
+    for measure, (statistic, figure) in STATISTICS.items():
+        parts.append(_compare(measure, statistic, figure, per_model, confidence))
     return "; ".join(parts)
 
 
 def _compare(
     measure: str,
     statistic: Callable[[np.ndarray, np.ndarray], float],
-    unit: str,
+    figure: str,
     per_model: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]],
     confidence: float,
 ) -> str:
-    """One measure across the stratum's models: each against the best, bootstrapped."""
+    """One measure across the stratum's models: each against the best, bootstrapped; the
+    values read as the registry shows `figure` (`26 s`, `14%`), under its label."""
     data = {m: per_model[m][measure] for m in per_model if len(per_model[m][measure][0])}
     if len(data) < 2:
         return f"{measure}: not enough runs that show it"
@@ -242,9 +249,11 @@ def _compare(
         gap = values[model] - values[best]
         smaller = min(abs(values[model]), abs(values[best]))
         material = gap > MATERIAL * smaller if smaller else gap > 0
-        figures = f"{best} {values[best]:.3g} vs {model} {values[model]:.3g} {unit}"
+        figures = (f"{metrics.header(figure)}: {best} {show(figure, values[best])} vs "
+                   f"{model} {show(figure, values[model])}")  # fmt: skip
         if low > 0 and material:
-            interval = f"{confidence:.0%} interval of the gap {low:.3g} to {high:.3g}"
+            interval = (f"{confidence:.0%} interval of the gap {show(figure, low)} to "
+                        f"{show(figure, high)}")  # fmt: skip
             said.append(f"{measure}: {best} is better ({figures}; {interval})")
         else:
             said.append(f"{measure}: cannot tell {best} and {model} apart ({figures})")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import pandas as pd
@@ -21,6 +23,67 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 TEXT = pd.StringDtype()
+# How long a running chapter may show no progress before it counts as stalled: the one
+# default of `stalled`, `stuck`, the forecast, the watch and the Dashboard.
+STALL_AFTER: Final = pd.Timedelta(minutes=90)
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a chapter needs a person, in words, and what to do, per kind of chapter: a
+    novel (text, no pages: it cannot be re-scanned) or one of pages (comics)."""
+
+    words: str
+    advice: str
+    novel_words: str | None = None  # when a novel's differ
+    novel_advice: str | None = None
+
+
+# The one reason vocabulary: `stuck`'s `reason` codes, the forecast's counts, the watch's
+# alerts and the Dashboard read their words and advice here (`reason_words`, `advice`).
+REASONS: Final[dict[str, Reason]] = {
+    "stalled": Reason(
+        "running with no progress",
+        "wait: the service abandons a run after 2 hours without progress; then re-scan it",
+        novel_advice="wait: the service abandons a run after 2 hours without progress; "
+        "then upload its text again as a new chapter",
+    ),
+    "failed": Reason(
+        "failed, waiting for a re-scan",
+        "re-scan it to retry",
+        novel_words="failed, waiting for its text to be uploaded again",
+        novel_advice="upload its text again as a new chapter (a novel cannot be re-scanned)",
+    ),
+    "held_pages": Reason("held pages never started", "start its held pages or remove them"),
+    "no_pages": Reason("staged with no pages", "add its pages, then start it"),
+    "not_started": Reason("staged, never started", "start it"),
+}
+
+
+def reason_words(reason: str, kind: str | None = None) -> str:
+    """A reason code of `stuck` in words, for a chapter of project `kind` ("novel", or
+    one of pages): `failed` -> "failed, waiting for a re-scan"."""
+    entry = REASONS[reason]
+    return entry.novel_words if kind == "novel" and entry.novel_words else entry.words
+
+
+def advice(reason: str, kind: str | None = None) -> str:
+    """What a person does about `reason` for a chapter of project `kind`; a novel is
+    never told to re-scan."""
+    entry = REASONS[reason]
+    return entry.novel_advice if kind == "novel" and entry.novel_advice else entry.advice
+
+
+# A failure reason's own closing advice ("..., so re-scan the chapter to retry."): the
+# reasons table gives the advice, per kind, so it is not said twice or contradicted.
+_SERVICE_ADVICE = re.compile(r"[,;]\s*(so\s+)?[^,;]*\b(re-scan|retr)\w*[^,;]*\.?\s*$")
+
+
+def without_advice(reason: str) -> str:
+    """A service's failure reason without its own retry advice: `The run failed ...: the
+    model returned no usable text, so re-scan the chapter to retry.` -> `... text.`"""
+    stripped = _SERVICE_ADVICE.sub("", reason).rstrip()
+    return stripped if stripped.endswith(".") else stripped + "."
 
 
 @across
@@ -127,7 +190,7 @@ def failure_rates(
 @across
 def stalled(
     store: SnapshotStore | Observed,
-    threshold: str | pd.Timedelta = "90min",
+    threshold: str | pd.Timedelta = STALL_AFTER,
     *,
     since: When | None = None,
     until: When | None = None,
@@ -180,17 +243,20 @@ def stalled(
 def stuck(
     store: SnapshotStore | Observed,
     *,
-    threshold: str | pd.Timedelta = "90min",
+    threshold: str | pd.Timedelta = STALL_AFTER,
     since: When | None = None,
     until: When | None = None,
     tz: str | None = None,
 ) -> pd.DataFrame:
     """What needs a person now, one row per chapter and reason: `chapter_id, chapter,
-    project_id, project, reason, detail, since`. Reasons: `stalled` (running without
-    progress for `threshold`), `failed` (its last run failed and it waits for a re-scan,
-    or a novel for its text to be uploaded again), `held_pages` (pages sent with hold
-    that never started), `no_pages` (a staged chapter with no pages), `not_started`
-    (a staged chapter with pages, never started). `since`/`until` bound `since`.
+    project_id, project, reason, detail, since, advice`. Reasons (`REASONS`, in words by
+    `reason_words`): `stalled` (running without progress for `threshold`), `failed` (its
+    last run failed and it waits for a re-scan, or a novel for its text to be uploaded
+    again), `held_pages` (pages sent with hold that never started), `no_pages` (a staged
+    chapter of pages with none yet), `not_started` (a staged chapter with pages, or a
+    staged novel, never started). `detail` says what was seen (a failure's reason without
+    the service's own retry advice); `advice` what to do, for the chapter's kind (a novel
+    is never told to re-scan). `since`/`until` bound `since`.
 
     Args:
         store: A store (or its `Observed` view); several workspaces' stores at once (a
@@ -211,7 +277,10 @@ def stuck(
     names = _project_names(obs)
     rows: list[pd.DataFrame] = []
 
+    kinds = _project_kinds(obs)
+
     def add(part: pd.DataFrame, reason: str, detail: pd.Series, when: pd.Series) -> None:
+        kind = part["project_id"].map(kinds)
         rows.append(
             pd.DataFrame(
                 {
@@ -222,6 +291,7 @@ def stuck(
                     "reason": reason,
                     "detail": detail.astype(TEXT),
                     "since": when.astype("datetime64[us, UTC]"),
+                    "advice": pd.array([advice(reason, k) for k in kind], dtype=TEXT),
                 }
             )
         )
@@ -233,10 +303,8 @@ def stuck(
         part["last_activity_at"])  # fmt: skip
     idle = ~latest["processing"].fillna(False).astype(bool)
     failed = latest[idle & latest["failed"].fillna(False).astype(bool)]
-    novel = failed["page_count"].fillna(0) == 0
-    what = np.where(novel, "upload its text again as a new chapter", "re-scan it to retry")
-    add(failed, "failed", failed["failure_reason"].fillna("failed").astype(str) + " (" + what + ")",
-        failed["last_activity_at"])  # fmt: skip
+    told = failed["failure_reason"].fillna("The run failed.").astype(str).map(without_advice)
+    add(failed, "failed", told, failed["last_activity_at"])
     paid = paid_pages(obs)
     started = latest["started"].fillna(False).astype(bool)
     pages = latest["page_count"].fillna(0).astype("int64")
@@ -245,11 +313,13 @@ def stuck(
     add(held, "held_pages", _pages(unpaid[held.index]) + " held, never started",
         held["last_activity_at"])  # fmt: skip
     empty = latest[~started & (pages == 0) & (latest["chapter_id"].notna())]
-    empty = empty[empty["project_id"].map(_project_kinds(obs)) != "novel"]
+    novel = latest["project_id"].map(kinds) == "novel"
+    empty = empty[~novel[empty.index]]
     add(empty, "no_pages", pd.Series("staged, no pages yet", index=empty.index),
         empty["created_at"])  # fmt: skip
-    waiting = latest[~started & (pages > 0)]
-    add(waiting, "not_started", _pages(pages[waiting.index]) + " staged, never started",
+    waiting = latest[~started & ((pages > 0) | novel)]
+    staged = np.where(novel[waiting.index], "its text", _pages(pages[waiting.index]))
+    add(waiting, "not_started", pd.Series(staged, index=waiting.index) + " staged, never started",
         waiting["last_activity_at"])  # fmt: skip
     frame = pd.concat(rows, ignore_index=True)
     frame = frame.sort_values(["reason", "since", "chapter_id"], ignore_index=True)

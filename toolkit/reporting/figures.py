@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import pandas as pd
 
-from toolkit import analysis
+from toolkit import analysis, metrics
 from toolkit.analysis.observed import Observed, observe
 
 if TYPE_CHECKING:
@@ -40,19 +40,11 @@ if TYPE_CHECKING:
 
 FIGURES = ("chapters_finished", "runs_failed", "runs_stalled", "credits", "rework_credits",
            "lines", "open_lines", "needs_action")  # fmt: skip
-# What each figure counts, in a reader's words; a surface adds the period (`label`).
-WORDS = {
-    "chapters_finished": "chapters finished",
-    "runs_failed": "runs failed, stalls apart",
-    "runs_stalled": "runs stalled",
-    "credits": "credits spent",
-    "rework_credits": "credits spent on re-runs",
-    "lines": "lines translated",
-    "open_lines": "lines still to translate",
-    "needs_action": "chapters that need a person",
-    "median_cycle_hours": "median run time",
-}
-AT_END = ("open_lines", "needs_action")  # counted at the last snapshot, not over the period
+# What each figure counts, in a reader's words (the registry's labels, toolkit.metrics);
+# a surface adds the period (`label`).
+WORDS = {name: metrics.FIGURES[name].words for name in (*FIGURES, "median_cycle_hours")}
+# Counted at the last snapshot, not over the period.
+AT_END = tuple(name for name in FIGURES if metrics.FIGURES[name].at_end)
 DAY = pd.Timedelta(days=1)
 TICK = pd.Timedelta(microseconds=1)
 TIME: Final = "datetime64[us, UTC]"
@@ -109,12 +101,12 @@ class Figures:
 
 def label(figure: str, when: Period) -> str:
     """What `figure` counts and over which period: `runs failed, stalls apart, 19-26 Nov`;
-    a count at the period's end names that moment: `lines still to translate at 26 Nov
-    12:01 UTC`."""
-    if figure in AT_END and when.end is not None:
-        end = when.local(when.end)
-        return f"{WORDS[figure]} at {end.day} {end:%b %H:%M %Z}"
-    return f"{WORDS[figure]}, {when.label()}"
+    a count at the period's end names that moment: `open lines that go on by themselves
+    at 26 Nov 12:01 UTC`."""
+    if when.end is None:
+        return metrics.label(figure, when.label())
+    end = when.local(when.end)
+    return metrics.label(figure, when.label(), at=f"{end.day} {end:%b %H:%M %Z}")
 
 
 def period(
@@ -243,7 +235,7 @@ def figures(
         }
         for name, values in per.items():
             table = table.join(values.rename(name), how="outer")
-            table[name] = _whole(table[name].fillna(0))
+            table[name] = whole_numbers(table[name].fillna(0))
     if when.end is not None:
         outlook = analysis.forecast(obs, by="project_id", until=when.end).set_index("project_id")
         outlook = outlook[["remaining_lines", "needs_action"]].set_axis(list(AT_END), axis=1)
@@ -251,7 +243,7 @@ def figures(
         # A project absent from the forecast has no open work: 0, not unknown.
         absent = ~table.index.isin(outlook.index)
         for name in AT_END:
-            table[name] = _whole(table[name].mask(absent, 0))
+            table[name] = whole_numbers(table[name].mask(absent, 0))
     for name in FIGURES:
         if name not in table.columns:
             table[name] = pd.array([pd.NA] * len(table), dtype="Int64")
@@ -273,7 +265,7 @@ def _names(obs: Observed) -> pd.Series:
     )
 
 
-def _whole(values: pd.Series) -> pd.Series:
+def whole_numbers(values: pd.Series) -> pd.Series:
     """Counts and credits as whole numbers (halves up, as `formatting.whole` shows them)."""
     numbers = pd.to_numeric(values, errors="coerce").astype("Float64")
     return pd.Series(np.floor(numbers + 0.5), index=values.index).astype("Int64")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from toolkit import plots
+from toolkit import metrics, plots
 from toolkit.formatting import hours
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
 from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences, track_record
@@ -164,6 +164,11 @@ def _share(part: float, whole: float) -> str:
     return "–" if pd.isna(part) or pd.isna(whole) or not whole else f"{part / whole:.0%}"
 
 
+def header_of(name: str) -> str:
+    """A column's header on the page: the registry's label (toolkit.metrics), capitalised."""
+    return metrics.header(name).capitalize()
+
+
 def _table(header: list[str], rows: list[list[str]], *, classes: list[str] | None = None) -> str:
     def cell(tag: str, index: int, text: str) -> str:
         numeric = ' class="n"' if index > 0 else ""
@@ -184,8 +189,7 @@ def _count(value: object) -> str:
 
 
 def _summary_table(figs: Figures) -> str:
-    header = ["Project", *(WORDS[name].capitalize() for name in FIGURES),
-              WORDS["median_cycle_hours"].capitalize()]  # fmt: skip
+    header = [header_of(name) for name in ("project", *FIGURES, "median_cycle_hours")]
     rows = [
         [str(row["project"]), *_figure_cells(row), _hours(_number(row["median_cycle_hours"]))]
         for row in figs.projects.to_dict("records")
@@ -209,12 +213,13 @@ def _figure_cells(row: Mapping[Any, object]) -> list[str]:
 
 def _change_table(now: Figures, before: Figures) -> str:
     """Each figure's total in both periods, and the change where both have data."""
-    header = ["Figure", now.period.label(), before.period.label(), "Change"]
+    header = [header_of("figure"), now.period.label(), before.period.label(),
+              header_of("difference")]  # fmt: skip
     rows = []
     for name in FIGURES:
         this, last = now.totals[name], before.totals[name]
         change = "–" if this is None or last is None else f"{this - last:+,}"
-        rows.append([WORDS[name].capitalize(), _count(this), _count(last), change])
+        rows.append([header_of(name), _count(this), _count(last), change])
     return _table(header, rows)
 
 
@@ -231,7 +236,8 @@ def _at_end_note(figs: Figures) -> str:
 
 
 def _rework_table(projects: pd.DataFrame) -> str:
-    header = ["Project", "Re-run credits", *(CAUSE_WORDS[c] for c in CAUSES), "Share of credits"]
+    header = [header_of(name) for name in ("project", "rework_credits",
+              *(f"rework_{cause}" for cause in CAUSES), "rework_share")]  # fmt: skip
     rows = [
         [
             str(row.project),
@@ -257,7 +263,8 @@ def _review_table(weekly: Weekly) -> str:
         ]
         for row in weekly.review.itertuples(index=False)
     ]
-    header = ["Project", "Waiting for review", "Oldest wait", "Reviews per day"]
+    header = [header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
+              "reviews_per_day")]  # fmt: skip
     return _table(header, rows) + (
         '<p class="note">Waiting and the oldest wait: at the last snapshot. Reviews per '
         "day: over the period's whole days.</p>"
@@ -282,7 +289,8 @@ def _daily_table(weekly: Weekly) -> str:
             ]
         )
         classes.append("partial" if partial else "")
-    return _table(["Day", "Lines", "Credits", "of which re-runs", "Covered"], rows, classes=classes)
+    header = [header_of(name) for name in ("day", "lines", "credits", "rework_credits", "covered")]
+    return _table(header, rows, classes=classes)
 
 
 # -- plots --------------------------------------------------------------------------

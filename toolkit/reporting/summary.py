@@ -17,11 +17,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from toolkit import analysis, plots
+from toolkit import analysis, metrics, plots
 from toolkit.analysis.observed import Observed
 from toolkit.errors import ConfigError, ToolkitError
 from toolkit.formatting import hours, text, text_table, whole
-from toolkit.reporting.figures import FIGURES, WORDS, Figures, figures, label, write_json
+from toolkit.reporting.figures import (
+    FIGURES,
+    WORDS,
+    Figures,
+    figures,
+    label,
+    whole_numbers,
+    write_json,
+)
 from toolkit.store import SnapshotStore
 
 PLOTS = ("progress", "throughput", "credit_spend", "status_breakdown", "cycle_times")
@@ -49,7 +57,7 @@ def text_summary(figs: Figures) -> str:
     at_end = label("open_lines", when).removeprefix(WORDS["open_lines"] + " ")
     lines = [
         f"Figures, {when.label()} ({when.snapshots} snapshots after the baseline); "
-        f"lines still to translate and chapters that need a person {at_end}; "
+        f"{WORDS['open_lines']} and {WORDS['needs_action']} {at_end}; "
         '"-": no data (docs/figures.md):',
         text_table(rows),
     ]
@@ -144,6 +152,17 @@ def _terminal(name: str, frame: pd.DataFrame) -> str:
     return f"{text(frame.drop(columns='verdict'))}\nVerdicts:\n{verdicts}"
 
 
+def _counted_whole(frame: pd.DataFrame) -> pd.DataFrame:
+    """Counts and credits (by the registry's formats) as whole numbers in a CSV file, as
+    every surface shows them: `602`, never `602.0`; the empty cell stays no data."""
+    whole_columns = [
+        c for c in frame.columns
+        if (f := metrics.FIGURES.get(metrics.ALIASES.get(str(c), str(c)))) is not None
+        and f.format in ("count", "credits") and pd.api.types.is_float_dtype(frame[c].dtype)
+    ]  # fmt: skip
+    return frame.assign(**{c: whole_numbers(frame[c]) for c in whole_columns})
+
+
 def _outlook(
     obs: Observed, folder: Path, workspaces: Mapping[str, SnapshotStore] | None
 ) -> tuple[list[Path], dict[str, pd.DataFrame]]:
@@ -169,6 +188,6 @@ def _outlook(
     written = [burn]
     for name, frame in tables.items():
         path = folder / f"{name}.csv"
-        frame.to_csv(path, index=False)
+        _counted_whole(frame).to_csv(path, index=False)
         written.append(path)
     return written, tables

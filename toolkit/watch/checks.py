@@ -189,13 +189,13 @@ def _trouble(
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
                    "since": row.since.isoformat(), "hours": hours}  # fmt: skip
         if row.reason == "stalled" and waited >= own.stalled_after:
-            message = f"{subject} is running with no progress for {_hours(waited)}"
+            message = f"{subject} is running with no progress for {_hours(waited)}; {row.advice}"
             check = "stalled"
         elif row.reason == "failed" and waited >= own.failed_waiting_after:
-            message = f"{subject} failed {_hours(waited)} ago and waits: {row.detail}"
+            message = f"{subject} failed {_hours(waited)} ago and waits: {row.detail} {_do(row)}"
             check = "failed_waiting"
         elif row.reason == "held_pages":
-            message = f"{subject}: {row.detail}; start them or remove them"
+            message = f"{subject}: {row.detail}; {row.advice}"
             check = "held_pages"
         else:
             continue
@@ -204,6 +204,11 @@ def _trouble(
                 Finding(check, "chapter", subject, label, message, figures, row.chapter_id)
             )
     return found
+
+
+def _do(row: Any) -> str:
+    """The reasons table's advice for the chapter's kind, as a sentence."""
+    return f"{str(row.advice)[0].upper()}{str(row.advice)[1:]}."
 
 
 def _hours(span: pd.Timedelta) -> str:

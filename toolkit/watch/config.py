@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.config import Secret, is_loopback_host, normalize_base_url
 from toolkit.errors import ConfigError
 
@@ -45,7 +46,7 @@ class CheckSettings:
     """Thresholds of the checks: `[checks]`, then a workspace's `[workspaces.X.checks]`,
     then a project's `[checks.projects."NAME"]`, each overriding the keys it sets."""
 
-    stalled_after: timedelta = timedelta(minutes=90)
+    stalled_after: timedelta = STALL_AFTER  # the one default (toolkit.analysis)
     failed_waiting_after: timedelta = timedelta(hours=4)
     missing_events_after: timedelta = timedelta(minutes=30)
     remind: timedelta = timedelta(hours=24)

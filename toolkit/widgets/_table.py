@@ -82,7 +82,11 @@ def coverage(chapter: ChapterListItem, detail: ChapterDetail | None) -> dict[str
 
 
 def _state_cell(
-    chapter: ChapterListItem, detail: ChapterDetail | None, project: Project | None, stalled: bool
+    chapter: ChapterListItem,
+    detail: ChapterDetail | None,
+    project: Project | None,
+    stalled: bool,
+    waits: str | None = None,
 ) -> str:
     key = state(chapter)
     found = {chapter.id: detail} if detail is not None else None
@@ -91,6 +95,10 @@ def _state_cell(
         parts.append(f"<small>{escape(phase(chapter, detail, project))}</small>")
     if stalled:
         parts.append('<small style="color:#a16207">no progress in the last snapshots</small>')
+    if waits:  # what it waits a person for, and since when (the store's `stuck`)
+        parts.append(
+            f'<div class="tk-waits" style="color:#a16207;font-size:12px">{escape(waits)}</div>'
+        )
     if chapter.failed:
         reason = chapter.failure_reason or "no reason given"
         if key == "running":
@@ -123,6 +131,7 @@ def chapter_table(
     *,
     project: Project | None = None,
     stalled: Collection[str] = (),
+    waits: Mapping[str, str] | None = None,
     finish: Mapping[str, datetime] | None = None,
     now: datetime | None = None,
 ) -> str:
@@ -138,7 +147,9 @@ def chapter_table(
             escape(chapter.position),
             escape(chapter.title or ""),
             escape(chapter.page_count or 0),
-            _state_cell(chapter, detail, project, chapter.id in stalled),
+            _state_cell(
+                chapter, detail, project, chapter.id in stalled, (waits or {}).get(chapter.id)
+            ),
             languages,
             _finish(finish.get(chapter.id), now),
             whole(chapter.credits_spent or 0),

@@ -35,14 +35,21 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from toolkit.formatting import count, escape, hours
+from toolkit.formatting import count, escape
 from toolkit.widgets._alerts import AlertsLine
-from toolkit.widgets._chapters import FILTERS, SORTS, FinishEstimates, fetch_chapter_details
+from toolkit.widgets._chapters import (
+    FILTERS,
+    SORTS,
+    FinishEstimates,
+    fetch_chapter_details,
+    state,
+)
 from toolkit.widgets._feedback import Feedback
 from toolkit.widgets._inputs import AUTO, project_label
 from toolkit.widgets._spend import SpendLine, workspace_chapters
@@ -57,7 +64,7 @@ if TYPE_CHECKING:
     from toolkit.watch import WatchConfig
 
 MIN_INTERVAL = 0.05
-NO_REVIEW = "Review: no chapter waiting and none reviewed in the last 7 days."
+NO_REVIEW_PACE = "no review in the last 7 days"
 _LIVE: weakref.WeakSet[Dashboard] = weakref.WeakSet()
 
 
@@ -77,7 +84,8 @@ class Dashboard(widgets.VBox):
         interval: Seconds between refreshes while "Auto-refresh" is ticked.
         auto_refresh: Start with "Auto-refresh" ticked.
         stall_threshold: How long a running chapter may show no progress before it is
-            marked stalled (a pandas duration: "1h", "90min").
+            marked stalled (a pandas duration: "1h", "90min"); None:
+            `tk.analysis.STALL_AFTER`, the one default of the analysis and the watch.
         page_size: Chapters shown per page of the table.
         watch: A `toolkit watch` config (a path or the object): the open alerts the
             watch holds for this workspace are shown (with `store` only: the alerts live
@@ -91,7 +99,7 @@ class Dashboard(widgets.VBox):
         store: SnapshotStore | None = None,
         interval: float = 5.0,
         auto_refresh: bool = False,
-        stall_threshold: str = "1h",
+        stall_threshold: str | pd.Timedelta | None = None,
         page_size: int = 25,
         watch: WatchConfig | str | os.PathLike[str] | None = None,
     ) -> None:
@@ -104,6 +112,8 @@ class Dashboard(widgets.VBox):
         self.finish: dict[str, datetime] = {}
         self.service_now: datetime | None = None
         self.stalled_ids: set[str] = set()
+        # What each chapter waits a person for, in words, and since when (`_waits`).
+        self.waits: dict[str, str] = {}
         self.refreshes = 0
         self.page = 0
         self._shown: str | None = None
@@ -112,7 +122,7 @@ class Dashboard(widgets.VBox):
         self._spend = SpendLine(store)
         self._alerts = AlertsLine(store, watch)
         self._stall_key: object = None
-        self._stalled_cache: set[str] = set()
+        self._stuck: dict[str, tuple[str, datetime]] = {}  # the store's, by chapter id
         self._review_key: object = None
         self._review: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -141,7 +151,7 @@ class Dashboard(widgets.VBox):
         self.alerts = widgets.HTML()
         self.message = Feedback()
         self.filter = widgets.ToggleButtons(
-            options=[(name, key) for key, (name, _) in FILTERS.items()],
+            options=[(name, key) for key, (name, _) in self._filters().items()],
             value="all",
             style={"button_width": "auto"},
         )
@@ -231,6 +241,7 @@ class Dashboard(widgets.VBox):
         self.finish = self._finish_estimates.update(chapters, self.chapter_details, now)
         self.service_now = now
         self.stalled_ids = self._stalled()
+        self.waits = self._waits(chapters, project)
         self._shown = project_id
         self.refreshes += 1
         # On the service's clock, as the spend line's "as of" (an emulator's may be
@@ -239,7 +250,7 @@ class Dashboard(widgets.VBox):
         self.status.value = f"<small>{escape(project.name)}, updated {shown}</small>"
         self.spend.value = f"<small>{self._spend_line(project_id, chapters, now)}</small>"
         lines = self._review_lines()
-        line = lines.get(project_id, NO_REVIEW) if lines is not None else ""
+        line = _review_line(chapters, lines.get(project_id)) if lines is not None else ""
         self.review.value = f"<small>{escape(line)}</small>" if line else ""
         self.alerts.value = self._alerts.html()
         self._render()
@@ -284,17 +295,72 @@ class Dashboard(widgets.VBox):
         }
 
     def _stalled(self) -> set[str]:
+        """The chapters the store's latest snapshot shows stalled."""
+        return {cid for cid, (reason, _) in self._stuck_rows().items() if reason == "stalled"}
+
+    def _stuck_rows(self) -> dict[str, tuple[str, datetime]]:
+        """`tk.analysis.stuck` at the store's latest snapshot (read again only when a new
+        snapshot comes): each chapter's reason and since when."""
         if self.store is None:
-            return set()
+            return {}
         snapshots = self.store.snapshots()
         key = snapshots["snapshot_id"].iloc[-1] if len(snapshots) else None
         if key != self._stall_key:
             from toolkit import analysis
 
-            frame = analysis.stalled(self.store, threshold=self.stall_threshold)
-            self._stalled_cache = set(frame["chapter_id"].dropna()) if len(frame) else set()
+            threshold = self.stall_threshold
+            frame = analysis.stuck(
+                self.store, threshold=analysis.STALL_AFTER if threshold is None else threshold
+            )
+            self._stuck = {
+                str(row["chapter_id"]): (str(row["reason"]), row["since"].to_pydatetime())
+                for row in frame.to_dict("records")
+            }
             self._stall_key = key
-        return self._stalled_cache if key is not None else set()
+        return self._stuck if key is not None else {}
+
+    def _waits(self, chapters: list[ChapterListItem], project: Project) -> dict[str, str]:
+        """What each chapter waits a person for, in the reasons table's words, since when,
+        and what to do: failed and staged as the service shows them now; stalled runs and
+        held pages as the store's latest snapshot does (the service lists no held page),
+        while the chapter still is so."""
+        stuck = self._stuck_rows()
+        said: dict[str, tuple[str, datetime | None]] = {}
+        for chapter in chapters:
+            seen = stuck.get(chapter.id)
+            if chapter.failed and not chapter.processing:
+                said[chapter.id] = ("failed", chapter.last_activity_at)
+            elif chapter.started is False:
+                empty = not chapter.page_count and project.kind != "novel"
+                staged = seen[1] if seen is not None else chapter.last_activity_at
+                said[chapter.id] = ("no_pages" if empty else "not_started", staged)
+            elif (
+                seen is not None
+                and seen[0] in ("stalled", "held_pages")
+                and ((seen[0] == "stalled") == bool(chapter.processing))
+            ):
+                said[chapter.id] = seen  # still stalled, or its held pages still not run
+        if not said:
+            return {}
+        from toolkit import analysis
+
+        return {
+            chapter_id: (
+                f"needs a person: {analysis.reason_words(reason, project.kind)}"
+                + (f", waiting since {since.astimezone(UTC):%a %d %b %H:%M} UTC" if since else "")
+                + f"; {analysis.advice(reason, project.kind)}"
+            )
+            for chapter_id, (reason, since) in said.items()
+        }
+
+    def _filters(self) -> dict[str, tuple[str, Callable[[ChapterListItem], bool]]]:
+        """The table's filters: the chapter states, and what waits for a person."""
+        held = {cid for cid, (reason, _) in self._stuck.items() if reason == "held_pages"}
+        return {
+            **FILTERS,
+            "needs_person": ("Needs a person", lambda c: c.id in self.waits),
+            "held": ("Held pages", lambda c: c.id in held and c.id in self.waits),
+        }
 
     def _review_lines(self) -> dict[str, str] | None:
         """Per project, its review backlog at the store's latest snapshot, in words
@@ -315,7 +381,7 @@ class Dashboard(widgets.VBox):
 
     def visible(self) -> list[ChapterListItem]:
         """The chapters the filter keeps, in the chosen order (every page)."""
-        keep = FILTERS[self.filter.value][1]
+        keep = self._filters()[self.filter.value][1]
         order = SORTS[self.sort.value][1]
         return sorted((c for c in self.chapters if keep(c)), key=order)
 
@@ -330,7 +396,7 @@ class Dashboard(widgets.VBox):
         if not self.chapters:
             self.table.value = "<p><i>No chapters in this project yet.</i></p>"
         elif not shown:
-            name = FILTERS[self.filter.value][0].lower()
+            name = self._filters()[self.filter.value][0].lower()
             self.table.value = f"<p><i>No chapters here are {name}.</i></p>"
         else:
             self.table.value = chapter_table(
@@ -338,6 +404,7 @@ class Dashboard(widgets.VBox):
                 self.chapter_details,
                 project=project,
                 stalled=self.stalled_ids,
+                waits=self.waits,
                 finish=self.finish,
                 now=self.service_now,
             )
@@ -353,7 +420,7 @@ class Dashboard(widgets.VBox):
     def _count_filters(self, *, counted: bool = True) -> None:
         options = [
             (f"{name} ({sum(keep(c) for c in self.chapters)})" if counted else name, key)
-            for key, (name, keep) in FILTERS.items()
+            for key, (name, keep) in self._filters().items()
         ]
         if options != list(self.filter.options):
             value, self._loading = self.filter.value, True
@@ -473,15 +540,21 @@ def _origin(client: Client) -> object:
 
 
 def _review_words(backlog: pd.DataFrame) -> dict[str, str]:
-    """`Review: 2 chapters waiting, the oldest for 5.0 h; 1.4 reviews a day (7 days), at
-    the latest snapshot, Tue 03 Mar 11:00 UTC`, per project id."""
-    lines = {}
-    for row in backlog.to_dict("records"):
-        waiting = int(row["waiting"])
-        text = f"Review: {count(waiting, 'chapter')} waiting"
-        if waiting:
-            text += f", the oldest for {hours(row['oldest_wait_hours'])}"
-        text += f"; {row['reviews_per_day']:.1f} reviews a day (last 7 days)"
-        at = f"{row['as_of']:%a %d %b %H:%M} UTC"
-        lines[str(row["project_id"])] = f"{text}, at the latest snapshot, {at}."
-    return lines
+    """`1.4 reviews a day (last 7 days, from the snapshots)`, per project id: the pace;
+    the count waiting is the live one (`_review_line`)."""
+    return {
+        str(row["project_id"]): f"{row['reviews_per_day']:.1f} reviews a day "
+        "(last 7 days, from the snapshots)"
+        for row in backlog.to_dict("records")
+    }
+
+
+def _review_line(chapters: list[ChapterListItem], pace: str | None) -> str:
+    """One review count, live, as the "Needs review" filter counts it: `Review: 2
+    chapters waiting now, the oldest since Tue 03 Mar 11:00 UTC; 1.4 reviews a day ...`."""
+    waiting = [c for c in chapters if state(c) == "needs_review"]
+    text = f"Review: {count(len(waiting), 'chapter')} waiting now"
+    times = [c.last_activity_at for c in waiting if c.last_activity_at is not None]
+    if times:
+        text += f", the oldest since {min(times).astimezone(UTC):%a %d %b %H:%M} UTC"
+    return f"{text}; {pace or NO_REVIEW_PACE}."
