@@ -344,3 +344,17 @@ def test_a_demo_on_a_full_disk_ends_in_one_line_and_exit_2(capsys, small_disk):
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"toolkit demo: could not write to {small_disk}/demo/")
     assert "the disk is full: free some space" in last
+
+
+def test_an_error_a_thread_logs_during_a_command_is_one_line_not_a_traceback(capsys):
+    import logging
+
+    try:
+        raise OSError(errno.ENOSPC, "database or disk is full")
+    except OSError:
+        with cli._warnings_shown("demo"):
+            logging.getLogger("toolkit.webhooks").exception("the store refused webhook events")
+    assert capsys.readouterr().err == (
+        "toolkit demo: the store refused webhook events (OSError: [Errno 28] database or "
+        "disk is full)\n"
+    )
