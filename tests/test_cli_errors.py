@@ -358,3 +358,13 @@ def test_an_error_a_thread_logs_during_a_command_is_one_line_not_a_traceback(cap
         "toolkit demo: the store refused webhook events (OSError: [Errno 28] database or "
         "disk is full)\n"
     )
+
+
+def test_an_emulator_state_file_that_cannot_be_opened_is_one_line_and_exit_1(tmp_path, capsys):
+    state = tmp_path / "no-such-folder" / "state.sqlite"
+    assert cli.main(["emulator", "--port", "0", "--state", str(state)]) == 1
+    assert capsys.readouterr().err == (
+        f"toolkit emulator: the emulator's state file {state} cannot be opened (unable to "
+        "open database file); give --state a file in a folder you can write to, or leave "
+        "it out to keep the state in memory\n"
+    )

@@ -163,6 +163,7 @@ def _emulator(args: argparse.Namespace) -> None:
     from toolkit.emulator import run_server
 
     _check_port(args.port)
+    _check_state(args.state)
     try:
         run_server(
             host=args.host,
@@ -190,6 +191,21 @@ def _webhooks_serve(args: argparse.Namespace) -> None:
 
     _check_port(args.port)
     serve(host=args.host, port=args.port, store=args.store)
+
+
+def _check_state(path: str) -> None:
+    """The emulator's SQLite state file opens (made if missing), or one line says why."""
+    import sqlite3
+
+    if path == ":memory:":
+        return
+    try:
+        sqlite3.connect(path).close()
+    except sqlite3.Error as exc:
+        raise ToolkitError(
+            f"the emulator's state file {path} cannot be opened ({exc}); give --state a "
+            "file in a folder you can write to, or leave it out to keep the state in memory"
+        ) from exc
 
 
 def _check_port(port: int) -> None:
