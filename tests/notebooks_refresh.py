@@ -5,10 +5,11 @@
 
 Each notebook runs top to bottom in a fresh kernel of this Python (nbclient), as a
 reader without a service runs it: `CTS_BASE_URL` and `CTS_API_KEY` unset, so it starts
-its own emulator; this checkout's `toolkit` comes first on the kernel's path. The outputs
-are written back (not the widgets' state), and the hash of the notebook's code (`code_hash`) is kept in its
-metadata: tests/test_notebooks.py fails when a notebook's code changed since its outputs
-were made, or when an output is not what the code's `tk.table` draws (docs/testing.md).
+its own emulator; this checkout's `toolkit` comes first on the kernel's path. The
+outputs are written back (not the widgets' state), and the hash of the notebook's code
+(`code_hash`) is kept in its metadata: tests/test_notebooks.py fails when a notebook's
+code changed since its outputs were made, or when an output is not what the code's
+`tk.table` draws (docs/testing.md).
 """
 
 from __future__ import annotations

@@ -344,3 +344,27 @@ def test_a_demo_on_a_full_disk_ends_in_one_line_and_exit_2(capsys, small_disk):
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"toolkit demo: could not write to {small_disk}/demo/")
     assert "the disk is full: free some space" in last
+
+
+def test_an_error_a_thread_logs_during_a_command_is_one_line_not_a_traceback(capsys):
+    import logging
+
+    try:
+        raise OSError(errno.ENOSPC, "database or disk is full")
+    except OSError:
+        with cli._warnings_shown("demo"):
+            logging.getLogger("toolkit.webhooks").exception("the store refused webhook events")
+    assert capsys.readouterr().err == (
+        "toolkit demo: the store refused webhook events (OSError: [Errno 28] database or "
+        "disk is full)\n"
+    )
+
+
+def test_an_emulator_state_file_that_cannot_be_opened_is_one_line_and_exit_1(tmp_path, capsys):
+    state = tmp_path / "no-such-folder" / "state.sqlite"
+    assert cli.main(["emulator", "--port", "0", "--state", str(state)]) == 1
+    assert capsys.readouterr().err == (
+        f"toolkit emulator: the emulator's state file {state} cannot be opened (unable to "
+        "open database file); give --state a file in a folder you can write to, or leave "
+        "it out to keep the state in memory\n"
+    )

@@ -163,6 +163,7 @@ def _emulator(args: argparse.Namespace) -> None:
     from toolkit.emulator import run_server
 
     _check_port(args.port)
+    _check_state(args.state)
     try:
         run_server(
             host=args.host,
@@ -190,6 +191,21 @@ def _webhooks_serve(args: argparse.Namespace) -> None:
 
     _check_port(args.port)
     serve(host=args.host, port=args.port, store=args.store)
+
+
+def _check_state(path: str) -> None:
+    """The emulator's SQLite state file opens (made if missing), or one line says why."""
+    import sqlite3
+
+    if path == ":memory:":
+        return
+    try:
+        sqlite3.connect(path).close()
+    except sqlite3.Error as exc:
+        raise ToolkitError(
+            f"the emulator's state file {path} cannot be opened ({exc}); give --state a "
+            "file in a folder you can write to, or leave it out to keep the state in memory"
+        ) from exc
 
 
 def _check_port(port: int) -> None:
@@ -571,7 +587,7 @@ def _on_read_only_disk(exc: BaseException, args: argparse.Namespace) -> tuple[st
             return None  # another reason the OS gave (a file in the way, a permission)
         io = io or isinstance(seen, _foreign_store_errors())
         seen = seen.__cause__ or seen.__context__
-    if not io:
+    if not io or not hasattr(os, "statvfs"):  # (Windows has no statvfs: the error's words)
         return None
     for option, value in named.items():
         place = os.path.abspath(value)
@@ -600,7 +616,7 @@ def _warnings_shown(command: str) -> Iterator[None]:
     the command on stderr, without Python's file and line."""
     shown = logging.StreamHandler(sys.stderr)
     shown.setLevel(logging.WARNING)
-    shown.setFormatter(logging.Formatter(f"toolkit {command}: %(message)s"))
+    shown.setFormatter(_OneLine(command))
     logger = logging.getLogger("toolkit")
     logger.addHandler(shown)
 
@@ -614,6 +630,22 @@ def _warnings_shown(command: str) -> Iterator[None]:
             yield
     finally:
         logger.removeHandler(shown)
+
+
+class _OneLine(logging.Formatter):
+    """A logged warning as one line of the command: an error logged with it (a receiver
+    thread's, on a full disk) is named after the message, not shown as a traceback."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__()
+        self.command = command
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            message += f" ({type(error).__name__}: {_first_line(error)})"
+        return f"toolkit {self.command}: {message}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,6 +1,7 @@
-"""Every public analysis function, and every report, on stores with nothing or one row in
-them: no snapshot, no project, no chapter, one snapshot of one chapter, one chapter that
-finished or failed. None raises (issue 36: a lookup through an empty frame of times
+"""Every public analysis function, and the watch's checks that read them, on stores with
+nothing or one row in them: no snapshot, no project, no chapter, one snapshot of one
+chapter, one chapter that finished or failed (the reports: tests/reporting/
+test_report_sections.py). None raises (issue 36: a lookup through an empty frame of times
 crashed the 24-hour demo's weekly page); `looked_up` is the lookup they share."""
 
 from __future__ import annotations
@@ -123,3 +124,21 @@ def test_every_public_analysis_function_answers_on_a_store_with_nothing_or_one_r
         return
     answered = getattr(analysis, name)(small, **CALLS[name])
     assert isinstance(answered, pd.DataFrame | pd.Series | dict | float | int | type(None))
+
+
+def test_the_watch_checks_answer_on_a_store_with_nothing_or_one_row(small, tmp_path):
+    from datetime import timedelta
+
+    from toolkit.watch.checks import evaluate
+    from toolkit.watch.config import Budget, CheckSettings, WatchConfig, Workspace
+
+    config = WatchConfig(
+        path="(test)",
+        store=str(tmp_path / "watch"),
+        interval=timedelta(hours=1),
+        workspaces={"w": Workspace("w", "http://127.0.0.1:9", "CTS_KEY_W", str(small.root))},
+        budgets=(Budget("workspace", "w", "month", 100),),
+        checks=CheckSettings(failed_waiting_after=timedelta(minutes=1)),
+    )
+    found = evaluate({"w": small}, config)
+    assert all(finding.workspace == "w" for finding in found)

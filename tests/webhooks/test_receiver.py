@@ -307,3 +307,21 @@ def test_verifying_does_not_import_starlette_until_a_receiver_is_built():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_an_event_its_sqlite_cannot_keep_is_a_503_and_one_logged_line(
+    receiver, asgi_server, monkeypatch, caplog
+):
+    def full(event: dict) -> bool:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(receiver._inbox, "add", full)
+    url = asgi_server(receiver)
+    with caplog.at_level("WARNING", logger="toolkit"):
+        answer = deliver(url, event_body())
+    assert answer.status_code == 503  # the service sends it again later
+    assert "database or disk is full" in answer.json()["error"]["message"]
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("toolkit")] == [
+        "the receiver could not keep event msg_1 (database or disk is full)"
+    ]
+    assert not [r for r in caplog.records if r.exc_info]

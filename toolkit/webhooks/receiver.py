@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -166,7 +167,13 @@ class Receiver:
             return _refusal(400, str(exc))
         if event["type"] == "ping":
             return JSONResponse({"ok": True})
-        fresh = await run_in_threadpool(self._inbox.add, event)
+        try:
+            fresh = await run_in_threadpool(self._inbox.add, event)
+        except sqlite3.OperationalError as exc:
+            # Its own SQLite cannot keep it (a full or read-only disk): a line, not a
+            # traceback per delivery, and a 503 the service retries later.
+            log.warning("the receiver could not keep event %s (%s)", webhook_id, exc)
+            return _refusal(503, f"the receiver could not keep the event ({exc}); send it again")
         if fresh and self.store is not None:
             await self._groups.wait()
         return JSONResponse({"webhookId": webhook_id, "repeat": not fresh})
