@@ -68,6 +68,23 @@ def _instant(text: str) -> datetime:
     return when
 
 
+def _chaos_file(path: str) -> list[Any]:
+    """The chaos rules of `toolkit emulator --chaos FILE`: a JSON list (the emulator checks
+    each rule before it starts)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            rules = json.load(file)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path!r}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{path!r} is not JSON: {exc}") from None
+    if not isinstance(rules, list):
+        raise argparse.ArgumentTypeError(f"{path!r} must hold a JSON list of chaos rules")
+    return rules
+
+
 def _demo(args: argparse.Namespace) -> None:
     from toolkit.demo import run_demo
 
@@ -159,18 +176,23 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _emulator(args: argparse.Namespace) -> None:
-    from toolkit.emulator import run_server
+    from toolkit.emulator import ChaosRuleError, run_server
 
-    run_server(
-        host=args.host,
-        port=args.port,
-        clock=args.clock,
-        speed=args.speed,
-        seed=args.seed,
-        state=args.state,
-        admin_token=args.admin_token,
-        start=args.start,
-    )
+    try:
+        run_server(
+            host=args.host,
+            port=args.port,
+            clock=args.clock,
+            speed=args.speed,
+            seed=args.seed,
+            state=args.state,
+            admin_token=args.admin_token,
+            start=args.start,
+            chaos=args.chaos or [],
+        )
+    except ChaosRuleError as exc:
+        print(f"toolkit emulator: --chaos: {exc}; fix the file and start again", file=sys.stderr)
+        args.exit_status = 2
 
 
 def _webhooks_serve(args: argparse.Namespace) -> None:
@@ -402,6 +424,13 @@ def build_parser() -> argparse.ArgumentParser:
     emulator.add_argument("--state", default=":memory:", help="SQLite file for its state")
     emulator.add_argument("--admin-token", default=None, help="token for /_emulator routes")
     emulator.add_argument("--start", type=_instant, default=None, help=START_HELP)
+    emulator.add_argument(
+        "--chaos",
+        type=_chaos_file,
+        default=None,
+        metavar="FILE",
+        help="a JSON list of chaos rules to start with (docs/emulator.md, Chaos)",
+    )
     emulator.set_defaults(handler=_emulator)
 
     webhooks = commands.add_parser("webhooks", help="webhook receiver")

@@ -13,6 +13,6 @@ The layout and every decision where the spec is silent are in docs/emulator.md.
 
 from __future__ import annotations
 
-from toolkit.emulator.server import AdminCallError, Emulator, run_server
+from toolkit.emulator.server import AdminCallError, ChaosRuleError, Emulator, run_server
 
-__all__ = ["AdminCallError", "Emulator", "run_server"]
+__all__ = ["AdminCallError", "ChaosRuleError", "Emulator", "run_server"]

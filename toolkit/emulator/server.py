@@ -19,6 +19,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import httpx
 
 from toolkit.emulator.app import build_app
+from toolkit.emulator.chaos_middleware import ConnectionHandle
 from toolkit.emulator.core.clock import Clock, ClockMode
 from toolkit.emulator.core.db import Database
 from toolkit.emulator.core.engine import Engine
@@ -36,6 +38,7 @@ from toolkit.emulator.core.services import Services
 from toolkit.emulator.core.state import State, from_ms
 from toolkit.emulator.delivery.deliveries import Deliveries
 from toolkit.emulator.intake.uploads import PageFolder
+from toolkit.emulator.routes.errors import EmulatorError
 from toolkit.emulator.serving import BackgroundServer
 
 
@@ -55,6 +58,10 @@ class AdminCallError(Exception):
         super().__init__(message)
         self.status = status
         self.server_message = server_message
+
+
+class ChaosRuleError(ValueError):
+    """A chaos rule given to `run_server` (`toolkit emulator --chaos`) that cannot work."""
 
 
 class Emulator:
@@ -150,7 +157,7 @@ class Emulator:
                 "choose another port"
             ) from exc
         self._background.start(
-            self.app,
+            ConnectionHandle(self.app),
             name="cts-emulator",
             lifespan="off",
             date_header=False,
@@ -402,6 +409,102 @@ class Emulator:
         }
         return self._call("PUT", "/_emulator/faults", body)
 
+    def add_chaos(
+        self,
+        method: str,
+        route: str,
+        kind: str,
+        *,
+        project_id: str | None = None,
+        chapter_id: str | None = None,
+        probability: float = 1.0,
+        count: int | None = None,
+        seed: int = 0,
+        status: int | None = None,
+        body: Any = None,
+        retry_after: int | None = None,
+        latency_ms: int | None = None,
+        after_bytes: int | None = None,
+        chunk_bytes: int | None = None,
+        interval_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """Add a chaos rule for one `/api/v1` route (docs/emulator.md, "Chaos").
+
+        ```python
+        emu.add_chaos("POST", "/projects/{project_id}/chapters", "status", status=429,
+                      retry_after=30, count=2)
+        emu.add_chaos("POST", "/projects/{project_id}/chapters", "drop", count=1)
+        ```
+
+        Args:
+            method: "GET", "POST" or "*".
+            route: The route as the spec writes it (`/chapters/{id}`), or "*".
+            kind: "status" (answer `status` with `body` and `Retry-After`, doing
+                nothing), "latency" (wait `latency_ms` real milliseconds first), "drop"
+                (act, then close the connection with no answer), "cut" (act, then close
+                after `after_bytes` of the body), "reset" (reset the connection before
+                acting), "trickle" (act, then send the body `chunk_bytes` at a time,
+                `interval_ms` apart).
+            project_id: Only requests about this project (its chapters included).
+            chapter_id: Only requests about this chapter.
+            probability: The share of matching requests it fires on (seeded draws).
+            count: Fire this many times, then stay listed as spent; None: always.
+            seed: Seeds the rule's draws.
+            status: For "status": the status to answer (400-599).
+            body: For "status": the JSON body; the error shape by default.
+            retry_after: For "status": a `Retry-After` header, in seconds.
+            latency_ms: For "latency".
+            after_bytes: For "cut".
+            chunk_bytes: For "trickle" (default 1).
+            interval_ms: For "trickle".
+
+        Returns:
+            The rule as listed, with its `id`.
+
+        Raises:
+            AdminCallError: A field that does not fit the kind, or an unknown route (400).
+        """
+        fields = {
+            "method": method,
+            "route": route,
+            "kind": kind,
+            "projectId": project_id,
+            "chapterId": chapter_id,
+            "probability": probability,
+            "count": count,
+            "seed": seed,
+            "status": status,
+            "body": body,
+            "retryAfter": retry_after,
+            "latencyMs": latency_ms,
+            "afterBytes": after_bytes,
+            "chunkBytes": chunk_bytes,
+            "intervalMs": interval_ms,
+        }
+        always = {"projectId", "chapterId", "count", "body", "retryAfter"}
+        rule = {k: v for k, v in fields.items() if v is not None or k in always}
+        return self._call("POST", "/_emulator/chaos", rule)
+
+    def chaos_rules(self) -> list[dict[str, Any]]:
+        """The chaos rules, in the order added, each with `applied` (times it fired).
+
+        Returns:
+            One object per rule, as `add_chaos` returned it.
+        """
+        answer: list[dict[str, Any]] = self._send("GET", "/_emulator/chaos")
+        return answer
+
+    def clear_chaos(self, rule_id: str | None = None) -> None:
+        """Remove one chaos rule, or every rule when `rule_id` is None.
+
+        Args:
+            rule_id: The rule's `id`.
+
+        Raises:
+            AdminCallError: No such rule (404).
+        """
+        self._call("DELETE", "/_emulator/chaos" + (f"/{rule_id}" if rule_id else ""))
+
     def seed_demo(self) -> dict[str, Any]:
         """Build the demo workspace (once: seeding again returns the same one).
 
@@ -516,6 +619,7 @@ def run_server(
     state: str,
     admin_token: str | None,
     start: datetime | None = None,
+    chaos: Sequence[Any] = (),
 ) -> None:
     """Serve until Ctrl-C or SIGTERM, printing the address and the admin token
     (`toolkit emulator` runs this).
@@ -530,11 +634,19 @@ def run_server(
         state: `":memory:"` or a SQLite file (see `Emulator`).
         admin_token: The admin calls' bearer token; a random one by default.
         start: The clock's first instant; by default now.
+        chaos: Chaos rules to start with, as `POST /_emulator/chaos` takes them.
 
     Raises:
         RuntimeError: The address cannot be listened on.
+        ChaosRuleError: A rule of `chaos` cannot work (nothing was started).
     """
     emulator = Emulator(state=state, clock=clock, admin_token=admin_token, speed=speed, start=start)
+    for number, rule in enumerate(chaos, start=1):
+        try:
+            emulator.services.chaos.add(rule)
+        except EmulatorError as exc:
+            emulator.stop()
+            raise ChaosRuleError(f"rule {number}: {exc.message}") from None
     emulator.start(host=host, port=port)
     # A service manager stops with SIGTERM: shut down as cleanly as on Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -545,6 +657,8 @@ def run_server(
         pace = f"{speed:g} simulated s per real s" if clock == "realtime" else "advance it by hand"
         print(f"Chapter Translation Service emulator on {emulator.url}  (clock: {clock}, {pace})")
         print(f"  admin token:  {emulator.admin_token}")
+        if chaos:
+            print(f"  chaos rules:  {len(chaos)} (GET /_emulator/chaos lists what each did)")
         if seed == "demo":
             demo = emulator.seed_demo()
             print(f"  demo workspace {demo['workspaceId']}")
