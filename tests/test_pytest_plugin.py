@@ -154,6 +154,20 @@ def test_latency_is_only_slower(cts_chaos, cts_client, cts_project):
 """
 
 
+# docs/emulator.md's state-control example.
+CONTROL_EXAMPLE = """
+def test_my_dashboard_shows_a_chapter_stuck_in_french(cts_emulator, cts_client, cts_project,
+                                                      cts_pages, cts_advance):
+    project = cts_project(target_languages=["en", "fr"])
+    chapter = cts_client.create_chapter(project.id, pages=cts_pages(3))
+    cts_emulator.hold(chapter.id, "translate", language="fr")
+    cts_advance(3 * 3600)
+    languages = {l.language_code: l for l in cts_client.list_chapters(project.id)[0].languages}
+    assert languages["en"].covered > 0 and languages["fr"].covered == 0
+    cts_emulator.release(chapter.id)
+"""
+
+
 NOT_USING_ANY = """
 import sys, threading
 
@@ -177,9 +191,10 @@ def test_the_fixtures_work_in_a_project_that_only_installs_the_toolkit(pytester)
         test_a_plain=NOT_USING_ANY,
         test_b_integration=USING_EVERY_FIXTURE,
         test_c_chaos=CHAOS_EXAMPLES,
+        test_d_control=CONTROL_EXAMPLE,
     )
     result = pytester.runpytest_subprocess(*ONLY_THE_TOOLKIT, "-v")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=17)
     result.stdout.fnmatch_lines(["*test_a_plain.py::test_nothing_of_the_toolkit_runs PASSED*"])
 
 

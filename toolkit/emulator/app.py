@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolkit.emulator.chaos_middleware import ChaosInjection
 from toolkit.emulator.core.services import Services
-from toolkit.emulator.routes import admin, api, chaos, openapi
+from toolkit.emulator.routes import admin, api, chaos, control, openapi
 from toolkit.emulator.routes.errors import EmulatorError, error
 from toolkit.emulator.routes.webhooks import webhook_routes
 
@@ -124,6 +124,7 @@ def build_app(services: Services) -> Starlette:
             *api.routes,
             *admin.routes,
             *chaos.routes,
+            *control.routes,
             *openapi.routes,
             *webhook_routes(services.deliveries),
         ],

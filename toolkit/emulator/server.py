@@ -29,6 +29,7 @@ import httpx
 from toolkit.emulator.app import build_app
 from toolkit.emulator.chaos_middleware import ConnectionHandle
 from toolkit.emulator.core.clock import Clock, ClockMode
+from toolkit.emulator.core.control import Control
 from toolkit.emulator.core.db import Database
 from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.faults import Faults
@@ -115,7 +116,11 @@ class Emulator:
         files = PageFolder(pages_root)
         deliveries = Deliveries(self._db, self.clock)
         engine.sinks.append(deliveries.emit)
-        scheduler = Scheduler(self.clock, engine, store, deliveries)
+        operations = Operations(store, engine, files)
+        control = Control(self._db, store, operations)
+        engine.holds = control.holds_run
+        engine.next_fate = control.take_fate
+        scheduler = Scheduler(self.clock, engine, store, deliveries, control)
         self.services = Services(
             db=self._db,
             state=store,
@@ -123,10 +128,11 @@ class Emulator:
             faults=faults,
             engine=engine,
             files=files,
-            operations=Operations(store, engine, files),
+            operations=operations,
             scheduler=scheduler,
             admin_token=self.admin_token,
             deliveries=deliveries,
+            control=control,
         )
         self.app = build_app(self.services)
         self.url = ""
@@ -338,20 +344,78 @@ class Emulator:
         """
         return self._call("POST", f"/_emulator/chapters/{chapter_id}/trash")
 
-    def review_chapter(self, chapter_id: str) -> dict[str, Any]:
-        """Mark a chapter reviewed, as a reviewer does in the dashboard.
+    def review_chapter(self, chapter_id: str, *, at: datetime | None = None) -> dict[str, Any]:
+        """Mark a chapter reviewed, as a reviewer does in the dashboard, now or at `at`.
 
         Args:
             chapter_id: The chapter's id.
+            at: A later instant on the emulator's clock: the review happens when the clock
+                passes it (still running then, the chapter is reviewed once its run
+                ends, checked each simulated minute for a day).
 
         Returns:
-            The chapter's detail, as `GET /chapters/:id` answers.
+            The chapter's detail, as `GET /chapters/:id` answers; with `at`, what is set
+            on the chapter (`control`).
 
         Raises:
-            AdminCallError: No such chapter (404), or it is processing or has nothing
-                translated yet (409).
+            AdminCallError: No such chapter (404), it is processing or has nothing
+                translated yet (409), or `at` is not later than the clock (400).
         """
-        return self._call("POST", f"/_emulator/chapters/{chapter_id}/review")
+        body = None if at is None else {"at": at.isoformat()}
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/review", body)
+
+    def hold(self, chapter_id: str, phase: str, *, language: str | None = None) -> dict[str, Any]:
+        """Keep a chapter's runs from taking a step of `phase` until `release`.
+
+        ```python
+        emu.hold(chapter_id, "translate", language="fr")   # en translates, fr waits
+        ```
+
+        Args:
+            chapter_id: The chapter's id.
+            phase: "read", "translate", "clean", "letter" or "package".
+            language: Only this target language's steps (translate and package only).
+
+        Returns:
+            What is set on the chapter (`control`).
+
+        Raises:
+            AdminCallError: No such chapter (404), an unknown phase or language (400).
+        """
+        body = {"phase": phase, "languageCode": language}
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/hold", body)
+
+    def release(self, chapter_id: str) -> dict[str, Any]:
+        """Lift every hold of a chapter; a run waiting at one takes its step now.
+
+        Returns:
+            What is set on the chapter (`control`).
+        """
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/release")
+
+    def set_fate(self, chapter_id: str, fate: str, *, step: int = 1) -> dict[str, Any]:
+        """How a chapter's run ends: the run going now if it has not passed `step`, else
+        the next run to start (a re-scan, added pages). The fault settings are untouched.
+
+        Args:
+            chapter_id: The chapter's id.
+            fate: "fail" (fails at the step), "stall" (stops there, abandoned 2 h
+                later), or "ok".
+            step: The translation step (one page in one language), from 1.
+
+        Returns:
+            What is set on the chapter (`control`).
+
+        Raises:
+            AdminCallError: No such chapter (404), an unknown fate or a bad step (400).
+        """
+        body = {"fate": fate, "step": step}
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/fate", body)
+
+    def control(self, chapter_id: str) -> dict[str, Any]:
+        """What is set on a chapter: `{chapterId, holds, heldAt, nextRun, reviewAt}`;
+        `heldAt` names the phase a run waits at, if one does."""
+        return self._call("GET", f"/_emulator/chapters/{chapter_id}/control")
 
     def advance(self, seconds: float) -> datetime:
         """Move the manual clock on, running every run step and delivery due meanwhile.

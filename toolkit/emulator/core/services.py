@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from toolkit.emulator.core.chaos import Chaos
 from toolkit.emulator.core.clock import Clock
+from toolkit.emulator.core.control import Control
 from toolkit.emulator.core.db import Database
 from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.faults import Faults
@@ -33,6 +34,7 @@ class Services:
     scheduler: Scheduler
     admin_token: str
     deliveries: Deliveries
+    control: Control
     chaos: Chaos = field(default_factory=Chaos)
 
     def now_ms(self) -> int:
