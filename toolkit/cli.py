@@ -176,7 +176,7 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _emulator(args: argparse.Namespace) -> None:
-    from toolkit.emulator import ChaosRuleError, run_server
+    from toolkit.emulator import ChaosRuleError, NotARecording, run_server
 
     try:
         run_server(
@@ -189,9 +189,14 @@ def _emulator(args: argparse.Namespace) -> None:
             admin_token=args.admin_token,
             start=args.start,
             chaos=args.chaos or [],
+            record=args.record,
+            replay_from=args.replay,
         )
     except ChaosRuleError as exc:
         print(f"toolkit emulator: --chaos: {exc}; fix the file and start again", file=sys.stderr)
+        args.exit_status = 2
+    except NotARecording as exc:
+        print(f"toolkit emulator: --replay: {exc}", file=sys.stderr)
         args.exit_status = 2
 
 
@@ -430,6 +435,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="a JSON list of chaos rules to start with (docs/emulator.md, Chaos)",
+    )
+    emulator.add_argument(
+        "--record", default=None, metavar="FILE", help="record every request to FILE"
+    )
+    emulator.add_argument(
+        "--replay",
+        default=None,
+        metavar="FILE",
+        help="replay a recording first, then serve what it rebuilt (manual clock)",
     )
     emulator.set_defaults(handler=_emulator)
 

@@ -97,3 +97,44 @@ def test_command_refuses_a_chaos_file_naming_the_rule_and_the_field(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "rule 2:" in done.stderr and "kind must be one of" in done.stderr
+
+
+def test_command_replays_a_recording_then_serves_what_it_rebuilt(tmp_path):
+    from toolkit.emulator import Emulator
+
+    recording = tmp_path / "session.jsonl"
+    with Emulator(start=SUITE_START, record=recording) as emu:
+        workspace = emu.create_workspace("Replayed", credits=5)
+        emu.advance(90)
+    command = [sys.executable, "-m", "toolkit.cli", "emulator", "--port", "0"]
+    command += ["--replay", str(recording)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+    )  # fmt: skip
+    try:
+        output = []
+        deadline = time.monotonic() + 60
+        while not any("Ctrl-C" in line for line in output):
+            assert time.monotonic() < deadline and process.poll() is None, "".join(output)
+            output.append(process.stdout.readline())
+        text = "".join(output)
+        assert "replayed:     2 requests" in text and "answers all as recorded" in text
+        url = re.search(r"on (http://127\.0\.0\.1:\d+)", text).group(1)
+        token = re.search(r"admin token:\s+(\S+)", text).group(1)
+        with plain_client(url, token) as admin:
+            assert admin.get("/_emulator/clock").json()["now"] == "2026-11-18T09:01:30.000Z"
+        assert workspace["id"] not in text
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+        process.stdout.close()
+
+
+def test_command_refuses_a_file_that_is_not_a_recording(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    command = [sys.executable, "-m", "toolkit.cli", "emulator", "--replay", str(notes)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "is not an emulator recording" in done.stderr

@@ -39,6 +39,7 @@ from toolkit.emulator.core.services import Services
 from toolkit.emulator.core.state import State, from_ms
 from toolkit.emulator.delivery.deliveries import Deliveries
 from toolkit.emulator.intake.uploads import PageFolder
+from toolkit.emulator.recording import Recorder, ReplayReport, read_recording, replay_into
 from toolkit.emulator.routes.errors import EmulatorError
 from toolkit.emulator.serving import BackgroundServer
 
@@ -80,6 +81,8 @@ class Emulator:
         speed: Simulated seconds per real second, for the realtime clock.
         start: The clock's first instant (aware); by default now. A saved state's clock
             resumes from where it got to if that is later.
+        record: A file to record every request to, for `replay` (docs/emulator.md,
+            "Record and replay"); it is written as requests are answered.
     """
 
     def __init__(
@@ -90,6 +93,7 @@ class Emulator:
         *,
         speed: float = 60.0,
         start: datetime | None = None,
+        record: str | Path | None = None,
     ) -> None:
         self.admin_token = admin_token or secrets.token_urlsafe(24)
         self._db = Database(state)
@@ -135,6 +139,9 @@ class Emulator:
             control=control,
         )
         self.app = build_app(self.services)
+        self._recorder = (
+            Recorder(self.app, services=self.services, path=record) if record is not None else None
+        )
         self.url = ""
         self._background: BackgroundServer | None = None
         self._http: httpx.Client | None = None
@@ -163,7 +170,7 @@ class Emulator:
                 "choose another port"
             ) from exc
         self._background.start(
-            ConnectionHandle(self.app),
+            ConnectionHandle(self._recorder or self.app),
             name="cts-emulator",
             lifespan="off",
             date_header=False,
@@ -193,6 +200,8 @@ class Emulator:
         if self._background is not None:
             self._background.stop()
         self.services.scheduler.stop()
+        if self._recorder is not None:
+            self._recorder.close()
         self.services.deliveries.close()
         self._db.close()
         if self._temp_pages is not None:
@@ -388,6 +397,9 @@ class Emulator:
     def release(self, chapter_id: str) -> dict[str, Any]:
         """Lift every hold of a chapter; a run waiting at one takes its step now.
 
+        Args:
+            chapter_id: The chapter's id.
+
         Returns:
             What is set on the chapter (`control`).
         """
@@ -413,8 +425,15 @@ class Emulator:
         return self._call("POST", f"/_emulator/chapters/{chapter_id}/fate", body)
 
     def control(self, chapter_id: str) -> dict[str, Any]:
-        """What is set on a chapter: `{chapterId, holds, heldAt, nextRun, reviewAt}`;
-        `heldAt` names the phase a run waits at, if one does."""
+        """What is set on a chapter.
+
+        Args:
+            chapter_id: The chapter's id.
+
+        Returns:
+            `{chapterId, holds, heldAt, nextRun, reviewAt}`; `heldAt` names the phase a
+            run waits at, if one does.
+        """
         return self._call("GET", f"/_emulator/chapters/{chapter_id}/control")
 
     def advance(self, seconds: float) -> datetime:
@@ -665,6 +684,32 @@ class Emulator:
         return answer
 
 
+def replay(path: str | Path, emulator: Emulator | None = None) -> tuple[Emulator, ReplayReport]:
+    """Replay a recording into a fresh emulator; returns it (running) and the report.
+
+    ```python
+    emu, report = replay("session.jsonl")
+    assert report.same, report.differences[:3]
+    ```
+
+    Args:
+        path: The recording (`Emulator(record=...)`, `toolkit emulator --record`).
+        emulator: A fresh, running emulator on a manual clock at the recording's start;
+            by default one is made and started.
+
+    Returns:
+        The emulator, running, and what the replay found (docs/emulator.md).
+
+    Raises:
+        NotARecording: The file cannot be read as a recording.
+    """
+    if emulator is None:
+        header, _ = read_recording(path)
+        start = datetime.fromisoformat(header["start"])
+        emulator = Emulator(clock="manual", start=start).start()
+    return emulator, replay_into(emulator, path)
+
+
 def _parse_now(body: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(body["now"])  # Python 3.11 reads the "Z"
 
@@ -684,6 +729,8 @@ def run_server(
     admin_token: str | None,
     start: datetime | None = None,
     chaos: Sequence[Any] = (),
+    record: str | None = None,
+    replay_from: str | None = None,
 ) -> None:
     """Serve until Ctrl-C or SIGTERM, printing the address and the admin token
     (`toolkit emulator` runs this).
@@ -699,12 +746,20 @@ def run_server(
         admin_token: The admin calls' bearer token; a random one by default.
         start: The clock's first instant; by default now.
         chaos: Chaos rules to start with, as `POST /_emulator/chaos` takes them.
+        record: A file to record every request to.
+        replay_from: A recording to replay first (the clock is then manual, from the
+            recording's start); the emulator then serves the state it rebuilt.
 
     Raises:
         RuntimeError: The address cannot be listened on.
         ChaosRuleError: A rule of `chaos` cannot work (nothing was started).
     """
-    emulator = Emulator(state=state, clock=clock, admin_token=admin_token, speed=speed, start=start)
+    if replay_from is not None:
+        header, _ = read_recording(replay_from)
+        clock, start = "manual", datetime.fromisoformat(header["start"])
+    emulator = Emulator(
+        state=state, clock=clock, admin_token=admin_token, speed=speed, start=start, record=record
+    )
     for number, rule in enumerate(chaos, start=1):
         try:
             emulator.services.chaos.add(rule)
@@ -721,6 +776,12 @@ def run_server(
         pace = f"{speed:g} simulated s per real s" if clock == "realtime" else "advance it by hand"
         print(f"Chapter Translation Service emulator on {emulator.url}  (clock: {clock}, {pace})")
         print(f"  admin token:  {emulator.admin_token}")
+        if replay_from is not None:
+            _, report = replay(replay_from, emulator)
+            verdict = "all as recorded" if report.same else f"{len(report.differences)} differ"
+            print(f"  replayed:     {report.requests} requests of {replay_from}, answers {verdict}")
+        if record is not None:
+            print(f"  recording to: {record}")
         if chaos:
             print(f"  chaos rules:  {len(chaos)} (GET /_emulator/chaos lists what each did)")
         if seed == "demo":
