@@ -10,6 +10,8 @@ toolkit report     [--store PATH] [--out DIR] [--html | --json] [--tz ZONE] [--d
                    [--workspace NAME ...]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
+                   [--chaos RULES.json] [--record FILE] [--replay FILE]
+toolkit conformance --base-url URL [--write] [--project NAME]   # agrees/differs/unchecked
 toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
@@ -198,6 +200,24 @@ def _emulator(args: argparse.Namespace) -> None:
     except NotARecording as exc:
         print(f"toolkit emulator: --replay: {exc}", file=sys.stderr)
         args.exit_status = 2
+
+
+def _conformance(args: argparse.Namespace) -> None:
+    """One line per decision; exit 0 when none differs, 1 when one does, 2 when the check
+    could not run (no settings, no answer, the key refused)."""
+    from toolkit.conformance import run_conformance, summary
+
+    try:
+        findings = run_conformance(args.base_url, write=args.write, project=args.project)
+    except (ConfigError, TransportError, ApiError) as exc:
+        line = exc.command_line if isinstance(exc, ConfigError) and exc.command_line else str(exc)
+        print(f"toolkit conformance: {line}", file=sys.stderr)
+        args.exit_status = 2
+        return
+    for finding in findings:
+        print(finding.line())
+    print(summary(findings))
+    args.exit_status = 1 if any(f.verdict == "differs" for f in findings) else 0
 
 
 def _webhooks_serve(args: argparse.Namespace) -> None:
@@ -446,6 +466,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay a recording first, then serve what it rebuilt (manual clock)",
     )
     emulator.set_defaults(handler=_emulator)
+
+    conformance = commands.add_parser(
+        "conformance", help="check the decisions the toolkit relies on against a service"
+    )
+    conformance.add_argument(
+        "--base-url", default=None, help="the service's root, without /api/v1 (CTS_BASE_URL)"
+    )
+    conformance.add_argument(
+        "--write",
+        action="store_true",
+        help="also check writes: creates one staged chapter (it stays; no credits spent)",
+    )
+    conformance.add_argument(
+        "--project", default=None, help="the project to write in (default: the first comic)"
+    )
+    conformance.set_defaults(handler=_conformance)
 
     webhooks = commands.add_parser("webhooks", help="webhook receiver")
     webhook_commands = webhooks.add_subparsers(dest="webhooks_command", required=True)
