@@ -237,6 +237,40 @@ def test_the_readme_example_runs_under_xdist_each_test_on_its_own_emulator(pytes
     assert [run["projects"] for run in runs] == [1, 1]
 
 
+# A project's conftest that refuses the data, plotting and notebook stacks, as if the
+# slim install (docs/pytest-plugin.md: the toolkit with --no-deps and five packages)
+# were all there is. The plugin has loaded before it; its fixtures import when they run.
+WITHOUT_THE_HEAVY_STACK = """
+import importlib.abc, sys
+
+REFUSED = {"pandas", "pyarrow", "duckdb", "deltalake", "polars", "numpy", "matplotlib",
+           "ipywidgets", "IPython"}
+assert not REFUSED & {name.partition(".")[0] for name in sys.modules}, "loaded already"
+
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in REFUSED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Missing())
+"""
+
+
+def test_the_readme_example_and_the_chaos_examples_run_without_the_heavy_stack(pytester):
+    readme = UNDER_XDIST.replace('@pytest.mark.parametrize("run", range(2))', "").replace(
+        "def test_my_uploader(run, ", "def test_my_uploader("
+    )
+    seen = pytester.mkdir("seen")
+    pytester.makeconftest(WITHOUT_THE_HEAVY_STACK)
+    pytester.makepyfile(
+        test_readme=f"SEEN = {str(seen)!r}\nimport os\nos.environ.setdefault("
+        "'PYTEST_XDIST_WORKER', 'none')\n" + readme,
+        test_chaos=CHAOS_EXAMPLES,
+    )
+    result = pytester.runpytest_subprocess(*ONLY_THE_TOOLKIT)
+    result.assert_outcomes(passed=6)
+
+
 def test_importing_the_plugin_imports_nothing_heavy():
     heavy = ("pandas", "pyarrow", "matplotlib", "httpx", "uvicorn", "starlette", "PIL")
     code = f"import sys, toolkit.pytest_plugin; print([m for m in {heavy!r} if m in sys.modules])"
