@@ -121,3 +121,63 @@ def test_a_refused_key_is_exit_2(emulator, monkeypatch, capsys):
     assert main(["conformance", "--base-url", emulator.url]) == 2
     err = capsys.readouterr().err
     assert "key was refused" in err and "x" * 32 not in err
+
+
+def test_webhook_decisions_are_checked_on_deliveries_to_its_own_receiver(
+    emulator, demo, monkeypatch, capsys, pages
+):
+    import socket
+    import threading
+    import time
+
+    import httpx
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    # What a person does in the dashboard: an endpoint pointing at the receiver, its
+    # Test button, and chapters that run.
+    endpoint = emulator.add_webhook(
+        demo["workspaceId"],
+        f"http://127.0.0.1:{port}/hook",
+        ["chapter.finished", "chapter.failed", "export.ready"],
+    )
+    monkeypatch.setenv("CTS_WEBHOOK_SECRET", endpoint["secret"])
+
+    def dashboard() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until the receiver listens
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        emulator.test_webhook(endpoint["id"])
+        api = httpx.Client(
+            base_url=f"{emulator.url}/api/v1",
+            headers={"Authorization": f"Bearer {demo['apiKey']}"},
+        )
+        with api:
+            project = next(p for p in api.get("/projects").json() if p["kind"] == "comic")
+            files = [("pages", (f"{n}.png", page, "image/png")) for n, page in enumerate(pages)]
+            failing = api.post(f"/projects/{project['id']}/chapters", files=files).json()
+            emulator.set_fate(failing["id"], "fail", step=1)
+            api.post(f"/projects/{project['id']}/chapters", files=files[:1])
+        emulator.advance(4 * 3600)
+
+    trigger = threading.Thread(target=dashboard)
+    trigger.start()
+    try:
+        code = main(
+            ["conformance", "--base-url", emulator.url, "--receiver", f"127.0.0.1:{port}",
+             "--wait", "60"]
+        )  # fmt: skip
+    finally:
+        trigger.join(timeout=120)
+    out = capsys.readouterr().out
+    verdicts = _lines(out)
+    from toolkit.conformance_webhooks import DECISIONS
+
+    assert code == 0, out
+    assert {verdicts[decision] for decision in DECISIONS.values()} == {"agrees"}, out
+    assert endpoint["secret"] not in out

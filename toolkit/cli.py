@@ -11,7 +11,7 @@ toolkit report     [--store PATH] [--out DIR] [--html | --json] [--tz ZONE] [--d
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
                    [--chaos RULES.json] [--record FILE] [--replay FILE]
-toolkit conformance --base-url URL [--write] [--project NAME]   # agrees/differs/unchecked
+toolkit conformance --base-url URL [--write] [--project NAME] [--receiver HOST:PORT] [--wait S]
 toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
@@ -202,13 +202,27 @@ def _emulator(args: argparse.Namespace) -> None:
         args.exit_status = 2
 
 
+def _host_port(text: str) -> tuple[str, int]:
+    """`--receiver HOST:PORT`."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT, e.g. 0.0.0.0:8000")
+    return host, int(port)
+
+
 def _conformance(args: argparse.Namespace) -> None:
     """One line per decision; exit 0 when none differs, 1 when one does, 2 when the check
     could not run (no settings, no answer, the key refused)."""
     from toolkit.conformance import run_conformance, summary
 
     try:
-        findings = run_conformance(args.base_url, write=args.write, project=args.project)
+        findings = run_conformance(
+            args.base_url,
+            write=args.write,
+            project=args.project,
+            receiver=args.receiver,
+            wait=args.wait,
+        )
     except (ConfigError, TransportError, ApiError) as exc:
         line = exc.command_line if isinstance(exc, ConfigError) and exc.command_line else str(exc)
         print(f"toolkit conformance: {line}", file=sys.stderr)
@@ -480,6 +494,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conformance.add_argument(
         "--project", default=None, help="the project to write in (default: the first comic)"
+    )
+    conformance.add_argument(
+        "--receiver",
+        type=_host_port,
+        default=None,
+        metavar="HOST:PORT",
+        help="receive webhook deliveries here (an endpoint the dashboard points at; "
+        "secret in CTS_WEBHOOK_SECRET)",
+    )
+    conformance.add_argument(
+        "--wait", type=float, default=120.0, help="seconds to wait for deliveries (120)"
     )
     conformance.set_defaults(handler=_conformance)
 

@@ -120,6 +120,9 @@ def run_conformance(
     write: bool = False,
     project: str | None = None,
     transport: httpx.BaseTransport | None = None,
+    receiver: tuple[str, int] | None = None,
+    wait: float = 120.0,
+    webhook_secret: str | Secret[str] | None = None,
 ) -> list[Finding]:
     """Check every decision the toolkit relies on against the service at `base_url`.
 
@@ -130,6 +133,11 @@ def run_conformance(
             the API cannot delete it; no credits are spent).
         project: The project (name or id) to write in; by default the first comic one.
         transport: An httpx transport (tests).
+        receiver: Where to receive deliveries (host, port): an endpoint added in the
+            dashboard points there; without it the webhook decisions are unchecked.
+        wait: Real seconds to wait for deliveries after the other checks (it ends
+            early once every kind and the ping came).
+        webhook_secret: The endpoint's signing secret (default `CTS_WEBHOOK_SECRET`).
 
     Returns:
         One finding per decision, in the order checked.
@@ -141,6 +149,13 @@ def run_conformance(
     """
     settings = Settings.resolve(base_url, api_key)
     run = _Run(settings, transport)
+    collector = None
+    if receiver is not None:
+        from toolkit.config import webhook_secret as configured_secret
+        from toolkit.conformance_webhooks import DeliveryCollector
+
+        webhook_secret = configured_secret(webhook_secret)
+        collector = DeliveryCollector(*receiver)
     try:
         projects = _check_projects(run)
         chapters = _check_chapters(run, projects)
@@ -151,14 +166,33 @@ def run_conformance(
         else:
             for decision in WRITE_DECISIONS:
                 run.skip(decision, "a write; run with --write to check it")
-        run.skip(
-            "webhook deliveries: finished, failed (`chapter.failed`) and export.ready, signed",
-            "endpoints are added in the dashboard; point one at `toolkit webhooks serve` "
-            "and compare its events with docs/webhooks.md",
-        )
+        _check_webhooks(run, collector, wait, webhook_secret)
     finally:
         run.http.close()
+        if collector is not None:
+            collector.stop()
     return run.findings
+
+
+def _check_webhooks(
+    run: _Run, collector: Any, wait: float, secret: str | Secret[str] | None
+) -> None:
+    if collector is None:
+        run.skip(
+            "webhook deliveries: signed, their envelope, each event's data, the ping",
+            "endpoints are added in the dashboard; point one at --receiver HOST:PORT",
+        )
+        return
+    from toolkit.conformance_webhooks import judge_deliveries
+
+    collector.wait(wait)
+    assert secret is not None
+    held = secret if isinstance(secret, Secret) else Secret(secret)
+    for decision, verdict in judge_deliveries(collector.deliveries, held):
+        if verdict is False:
+            run.skip(decision, f"no such delivery came in {wait:g} s")
+        else:
+            run.judge(decision, verdict if isinstance(verdict, str) else None)
 
 
 def _check_projects(run: _Run) -> list[dict[str, Any]]:
