@@ -31,6 +31,7 @@ PUBLIC = frozenset(
         "toolkit.analysis",
         "toolkit.webhooks",
         "toolkit.emulator",
+        "toolkit.conformance",  # `toolkit conformance`: checks a service, as a user would
         "toolkit.plots",
         "toolkit.reporting",
         "toolkit.batch",

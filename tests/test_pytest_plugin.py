@@ -115,6 +115,59 @@ def test_a_later_test_sees_no_socket_left_open():
 """
 
 
+# docs/emulator.md's chaos examples, as a user's test file.
+CHAOS_EXAMPLES = """
+import pytest
+import toolkit as tk
+
+CREATE = "/projects/{project_id}/chapters"
+
+def test_my_upload_survives_rate_limits(cts_chaos, cts_client, cts_project, cts_pages):
+    cts_chaos("POST", CREATE, "status", status=429, retry_after=30, count=2)
+    chapter = cts_client.create_chapter(cts_project().id, pages=cts_pages(2))
+    assert chapter.position == 1
+
+def test_a_lost_answer_is_reconciled(cts_chaos, cts_client, cts_project, cts_pages):
+    project = cts_project()
+    cts_chaos("POST", CREATE, "drop", count=1)  # acted, then the answer was lost
+    chapter = cts_client.create_chapter(project.id, pages=cts_pages(2), position=1)
+    assert [c.id for c in cts_client.list_chapters(project.id)] == [chapter.id]
+
+def test_cut_and_reset_reads_are_retried(cts_chaos, cts_client, cts_project, cts_emulator):
+    cts_project("Flaky")
+    cts_chaos("GET", "/projects", "cut", after_bytes=10, count=1)
+    cts_chaos("GET", "/projects", "reset", count=1)
+    assert [p.name for p in cts_client.list_projects()] == ["Flaky"]
+    assert [r["applied"] for r in cts_emulator.chaos_rules()] == [1, 1]
+
+def test_a_slow_answer_outlasts_my_timeout(cts_chaos, cts_workspace, cts_project, cts_pages):
+    project = cts_project()
+    cts_chaos("POST", CREATE, "trickle", chunk_bytes=1, interval_ms=2000, count=1)
+    with tk.Client(base_url=cts_workspace.base_url, api_key=cts_workspace.api_key,
+                   timeout=0.3, max_retries=0) as client:
+        with pytest.raises(tk.TransportError):
+            client.create_chapter(project.id, pages=cts_pages(1))
+
+def test_latency_is_only_slower(cts_chaos, cts_client, cts_project):
+    cts_chaos("GET", "*", "latency", latency_ms=20)
+    assert cts_client.get_project(cts_project().id).name == "Test project"
+"""
+
+
+# docs/emulator.md's state-control example.
+CONTROL_EXAMPLE = """
+def test_my_dashboard_shows_a_chapter_stuck_in_french(cts_emulator, cts_client, cts_project,
+                                                      cts_pages, cts_advance):
+    project = cts_project(target_languages=["en", "fr"])
+    chapter = cts_client.create_chapter(project.id, pages=cts_pages(3))
+    cts_emulator.hold(chapter.id, "translate", language="fr")
+    cts_advance(3 * 3600)
+    languages = {l.language_code: l for l in cts_client.list_chapters(project.id)[0].languages}
+    assert languages["en"].covered > 0 and languages["fr"].covered == 0
+    cts_emulator.release(chapter.id)
+"""
+
+
 NOT_USING_ANY = """
 import sys, threading
 
@@ -134,9 +187,14 @@ def test_nothing_of_the_toolkit_runs():
 def test_the_fixtures_work_in_a_project_that_only_installs_the_toolkit(pytester):
     # One pytest run (each takes seconds to start): the plain file is collected first,
     # so it sees the session before any fixture of the plugin has run.
-    pytester.makepyfile(test_a_plain=NOT_USING_ANY, test_b_integration=USING_EVERY_FIXTURE)
+    pytester.makepyfile(
+        test_a_plain=NOT_USING_ANY,
+        test_b_integration=USING_EVERY_FIXTURE,
+        test_c_chaos=CHAOS_EXAMPLES,
+        test_d_control=CONTROL_EXAMPLE,
+    )
     result = pytester.runpytest_subprocess(*ONLY_THE_TOOLKIT, "-v")
-    result.assert_outcomes(passed=11)
+    result.assert_outcomes(passed=17)
     result.stdout.fnmatch_lines(["*test_a_plain.py::test_nothing_of_the_toolkit_runs PASSED*"])
 
 
@@ -180,6 +238,40 @@ def test_the_readme_example_runs_under_xdist_each_test_on_its_own_emulator(pytes
     assert [run["projects"] for run in runs] == [1, 1]
 
 
+# A project's conftest that refuses the data, plotting and notebook stacks, as if the
+# slim install (docs/pytest-plugin.md: the toolkit with --no-deps and five packages)
+# were all there is. The plugin has loaded before it; its fixtures import when they run.
+WITHOUT_THE_HEAVY_STACK = """
+import importlib.abc, sys
+
+REFUSED = {"pandas", "pyarrow", "duckdb", "deltalake", "polars", "numpy", "matplotlib",
+           "ipywidgets", "IPython"}
+assert not REFUSED & {name.partition(".")[0] for name in sys.modules}, "loaded already"
+
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in REFUSED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Missing())
+"""
+
+
+def test_the_readme_example_and_the_chaos_examples_run_without_the_heavy_stack(pytester):
+    readme = UNDER_XDIST.replace('@pytest.mark.parametrize("run", range(2))', "").replace(
+        "def test_my_uploader(run, ", "def test_my_uploader("
+    )
+    seen = pytester.mkdir("seen")
+    pytester.makeconftest(WITHOUT_THE_HEAVY_STACK)
+    pytester.makepyfile(
+        test_readme=f"SEEN = {str(seen)!r}\nimport os\nos.environ.setdefault("
+        "'PYTEST_XDIST_WORKER', 'none')\n" + readme,
+        test_chaos=CHAOS_EXAMPLES,
+    )
+    result = pytester.runpytest_subprocess(*ONLY_THE_TOOLKIT)
+    result.assert_outcomes(passed=6)
+
+
 def test_importing_the_plugin_imports_nothing_heavy():
     heavy = ("pandas", "pyarrow", "matplotlib", "httpx", "uvicorn", "starlette", "PIL")
     code = f"import sys, toolkit.pytest_plugin; print([m for m in {heavy!r} if m in sys.modules])"
@@ -189,7 +281,7 @@ def test_importing_the_plugin_imports_nothing_heavy():
 
 def test_every_fixture_is_prefixed_so_it_cannot_clash():
     fixtures = [name for name, value in vars(plugin).items() if _is_fixture(value)]
-    assert len(fixtures) == 11
+    assert len(fixtures) == 12
     assert all(name.startswith("cts_") for name in fixtures), fixtures
 
 

@@ -10,6 +10,8 @@ toolkit report     [--store PATH] [--out DIR] [--html | --json] [--tz ZONE] [--d
                    [--workspace NAME ...]
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
+                   [--chaos RULES.json] [--record FILE] [--replay FILE]
+toolkit conformance --base-url URL [--write] [--project NAME] [--receiver HOST:PORT] [--wait S]
 toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
@@ -67,6 +69,23 @@ def _instant(text: str) -> datetime:
     if when.tzinfo is None:
         raise argparse.ArgumentTypeError(f"{text!r} has no time zone: add Z for UTC")
     return when
+
+
+def _chaos_file(path: str) -> list[Any]:
+    """The chaos rules of `toolkit emulator --chaos FILE`: a JSON list (the emulator checks
+    each rule before it starts)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            rules = json.load(file)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path!r}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{path!r} is not JSON: {exc}") from None
+    if not isinstance(rules, list):
+        raise argparse.ArgumentTypeError(f"{path!r} must hold a JSON list of chaos rules")
+    return rules
 
 
 def _demo(args: argparse.Namespace) -> None:
@@ -160,7 +179,7 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _emulator(args: argparse.Namespace) -> None:
-    from toolkit.emulator import run_server
+    from toolkit.emulator import ChaosRuleError, NotARecording, run_server
 
     _check_port(args.port)
     _check_state(args.state)
@@ -174,6 +193,9 @@ def _emulator(args: argparse.Namespace) -> None:
             state=args.state,
             admin_token=args.admin_token,
             start=args.start,
+            chaos=args.chaos or [],
+            record=args.record,
+            replay_from=args.replay,
         )
     except RuntimeError as exc:
         # The one RuntimeError it documents: the address cannot be listened on.
@@ -184,6 +206,42 @@ def _emulator(args: argparse.Namespace) -> None:
             f"({exc.__cause__.strerror or exc.__cause__}); choose another --port "
             "(0: any free one) or --host"
         ) from exc
+    except ChaosRuleError as exc:
+        raise ToolkitError(f"--chaos: {exc}; fix the file and start again") from exc
+    except NotARecording as exc:
+        raise ToolkitError(f"--replay: {exc}") from exc
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    """`--receiver HOST:PORT`."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT, e.g. 0.0.0.0:8000")
+    return host, int(port)
+
+
+def _conformance(args: argparse.Namespace) -> None:
+    """One line per decision; exit 0 when none differs, 1 when one does, 2 when the check
+    could not run (no settings, no answer, the key refused)."""
+    from toolkit.conformance import run_conformance, summary
+
+    try:
+        findings = run_conformance(
+            args.base_url,
+            write=args.write,
+            project=args.project,
+            receiver=args.receiver,
+            wait=args.wait,
+        )
+    except (ConfigError, TransportError, ApiError) as exc:
+        line = exc.command_line if isinstance(exc, ConfigError) and exc.command_line else str(exc)
+        print(f"toolkit conformance: {line}", file=sys.stderr)
+        args.exit_status = 2
+        return
+    for finding in findings:
+        print(finding.line())
+    print(summary(findings))
+    args.exit_status = 1 if any(f.verdict == "differs" for f in findings) else 0
 
 
 def _webhooks_serve(args: argparse.Namespace) -> None:
@@ -438,7 +496,50 @@ def build_parser() -> argparse.ArgumentParser:
     emulator.add_argument("--state", default=":memory:", help="SQLite file for its state")
     emulator.add_argument("--admin-token", default=None, help="token for /_emulator routes")
     emulator.add_argument("--start", type=_instant, default=None, help=START_HELP)
+    emulator.add_argument(
+        "--chaos",
+        type=_chaos_file,
+        default=None,
+        metavar="FILE",
+        help="a JSON list of chaos rules to start with (docs/emulator.md, Chaos)",
+    )
+    emulator.add_argument(
+        "--record", default=None, metavar="FILE", help="record every request to FILE"
+    )
+    emulator.add_argument(
+        "--replay",
+        default=None,
+        metavar="FILE",
+        help="replay a recording first, then serve what it rebuilt (manual clock)",
+    )
     emulator.set_defaults(handler=_emulator)
+
+    conformance = commands.add_parser(
+        "conformance", help="check the decisions the toolkit relies on against a service"
+    )
+    conformance.add_argument(
+        "--base-url", default=None, help="the service's root, without /api/v1 (CTS_BASE_URL)"
+    )
+    conformance.add_argument(
+        "--write",
+        action="store_true",
+        help="also check writes: creates one staged chapter (it stays; no credits spent)",
+    )
+    conformance.add_argument(
+        "--project", default=None, help="the project to write in (default: the first comic)"
+    )
+    conformance.add_argument(
+        "--receiver",
+        type=_host_port,
+        default=None,
+        metavar="HOST:PORT",
+        help="receive webhook deliveries here (an endpoint the dashboard points at; "
+        "secret in CTS_WEBHOOK_SECRET)",
+    )
+    conformance.add_argument(
+        "--wait", type=float, default=120.0, help="seconds to wait for deliveries (120)"
+    )
+    conformance.set_defaults(handler=_conformance)
 
     webhooks = commands.add_parser("webhooks", help="webhook receiver")
     webhook_commands = webhooks.add_subparsers(dest="webhooks_command", required=True)

@@ -29,6 +29,7 @@ returns once every run step and webhook delivery due by then has happened.
 | `cts_async_client` | a `tk.AsyncClient` bound to it; use it as `async with cts_async_client:` |
 | `cts_advance` | `cts_advance(seconds)`: move the clock on; returns the new time |
 | `cts_faults` | `cts_faults(failure_rate=, stall_rate=, latency_ms=, error_rate=, seed=)` |
+| `cts_chaos` | `cts_chaos(method, route, kind, ...)`: a fault for one route (docs/emulator.md) |
 | `cts_webhooks` | a receiver on loopback for every event kind; `.events` holds what verified |
 | `cts_pages` | `cts_pages(count)`: that many distinct PNG page images, as bytes |
 """
@@ -190,6 +191,14 @@ def cts_faults(cts_emulator: Emulator) -> Callable[..., dict[str, Any]]:
     """`cts_faults(failure_rate=0.5, seed=1)`: shares of runs that fail or stall, latency,
     share of requests answered 503. Unnamed settings are 0."""
     return cts_emulator.set_faults
+
+
+@pytest.fixture
+def cts_chaos(cts_emulator: Emulator) -> Callable[..., dict[str, Any]]:
+    """`cts_chaos("POST", "/projects/{id}/chapters", "drop", count=1)`: a chaos rule for one
+    route (kinds status, latency, drop, cut, reset, trickle); `cts_emulator.chaos_rules()`
+    lists what each did."""
+    return cts_emulator.add_chaos
 
 
 @pytest.fixture

@@ -13,6 +13,15 @@ The layout and every decision where the spec is silent are in docs/emulator.md.
 
 from __future__ import annotations
 
-from toolkit.emulator.server import AdminCallError, Emulator, run_server
+from toolkit.emulator.recording import NotARecording, ReplayReport
+from toolkit.emulator.server import AdminCallError, ChaosRuleError, Emulator, replay, run_server
 
-__all__ = ["AdminCallError", "Emulator", "run_server"]
+__all__ = [
+    "AdminCallError",
+    "ChaosRuleError",
+    "Emulator",
+    "NotARecording",
+    "ReplayReport",
+    "replay",
+    "run_server",
+]

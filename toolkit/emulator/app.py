@@ -17,8 +17,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toolkit.emulator.chaos_middleware import ChaosInjection
 from toolkit.emulator.core.services import Services
-from toolkit.emulator.routes import admin, api, openapi
+from toolkit.emulator.routes import admin, api, chaos, control, openapi
 from toolkit.emulator.routes.errors import EmulatorError, error
 from toolkit.emulator.routes.webhooks import webhook_routes
 
@@ -119,9 +120,17 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def build_app(services: Services) -> Starlette:
     """The app; the webhook admin routes sit behind the admin guard too."""
     app = Starlette(
-        routes=[*api.routes, *admin.routes, *openapi.routes, *webhook_routes(services.deliveries)],
+        routes=[
+            *api.routes,
+            *admin.routes,
+            *chaos.routes,
+            *control.routes,
+            *openapi.routes,
+            *webhook_routes(services.deliveries),
+        ],
         middleware=[
             Middleware(ClockDate, services=services),
+            Middleware(ChaosInjection, services=services),
             Middleware(FaultInjection, services=services),
             Middleware(AdminGuard, services=services),
         ],

@@ -19,6 +19,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ from typing import Any
 import httpx
 
 from toolkit.emulator.app import build_app
+from toolkit.emulator.chaos_middleware import ConnectionHandle
 from toolkit.emulator.core.clock import Clock, ClockMode
+from toolkit.emulator.core.control import Control
 from toolkit.emulator.core.db import Database
 from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.faults import Faults
@@ -36,6 +39,8 @@ from toolkit.emulator.core.services import Services
 from toolkit.emulator.core.state import State, from_ms
 from toolkit.emulator.delivery.deliveries import Deliveries
 from toolkit.emulator.intake.uploads import PageFolder
+from toolkit.emulator.recording import Recorder, ReplayReport, read_recording, replay_into
+from toolkit.emulator.routes.errors import EmulatorError
 from toolkit.emulator.serving import BackgroundServer
 
 
@@ -57,6 +62,10 @@ class AdminCallError(Exception):
         self.server_message = server_message
 
 
+class ChaosRuleError(ValueError):
+    """A chaos rule given to `run_server` (`toolkit emulator --chaos`) that cannot work."""
+
+
 class Emulator:
     """The emulated service and its admin calls, served on a background thread.
 
@@ -72,6 +81,8 @@ class Emulator:
         speed: Simulated seconds per real second, for the realtime clock.
         start: The clock's first instant (aware); by default now. A saved state's clock
             resumes from where it got to if that is later.
+        record: A file to record every request to, for `replay` (docs/emulator.md,
+            "Record and replay"); it is written as requests are answered.
     """
 
     def __init__(
@@ -82,6 +93,7 @@ class Emulator:
         *,
         speed: float = 60.0,
         start: datetime | None = None,
+        record: str | Path | None = None,
     ) -> None:
         self.admin_token = admin_token or secrets.token_urlsafe(24)
         self._db = Database(state)
@@ -108,7 +120,11 @@ class Emulator:
         files = PageFolder(pages_root)
         deliveries = Deliveries(self._db, self.clock)
         engine.sinks.append(deliveries.emit)
-        scheduler = Scheduler(self.clock, engine, store, deliveries)
+        operations = Operations(store, engine, files)
+        control = Control(self._db, store, operations)
+        engine.holds = control.holds_run
+        engine.next_fate = control.take_fate
+        scheduler = Scheduler(self.clock, engine, store, deliveries, control)
         self.services = Services(
             db=self._db,
             state=store,
@@ -116,12 +132,16 @@ class Emulator:
             faults=faults,
             engine=engine,
             files=files,
-            operations=Operations(store, engine, files),
+            operations=operations,
             scheduler=scheduler,
             admin_token=self.admin_token,
             deliveries=deliveries,
+            control=control,
         )
         self.app = build_app(self.services)
+        self._recorder = (
+            Recorder(self.app, services=self.services, path=record) if record is not None else None
+        )
         self.url = ""
         self._background: BackgroundServer | None = None
         self._http: httpx.Client | None = None
@@ -150,7 +170,7 @@ class Emulator:
                 "choose another port"
             ) from exc
         self._background.start(
-            self.app,
+            ConnectionHandle(self._recorder or self.app),
             name="cts-emulator",
             lifespan="off",
             date_header=False,
@@ -180,6 +200,8 @@ class Emulator:
         if self._background is not None:
             self._background.stop()
         self.services.scheduler.stop()
+        if self._recorder is not None:
+            self._recorder.close()
         self.services.deliveries.close()
         self._db.close()
         if self._temp_pages is not None:
@@ -331,20 +353,88 @@ class Emulator:
         """
         return self._call("POST", f"/_emulator/chapters/{chapter_id}/trash")
 
-    def review_chapter(self, chapter_id: str) -> dict[str, Any]:
-        """Mark a chapter reviewed, as a reviewer does in the dashboard.
+    def review_chapter(self, chapter_id: str, *, at: datetime | None = None) -> dict[str, Any]:
+        """Mark a chapter reviewed, as a reviewer does in the dashboard, now or at `at`.
+
+        Args:
+            chapter_id: The chapter's id.
+            at: A later instant on the emulator's clock: the review happens when the clock
+                passes it (still running then, the chapter is reviewed once its run
+                ends, checked each simulated minute for a day).
+
+        Returns:
+            The chapter's detail, as `GET /chapters/:id` answers; with `at`, what is set
+            on the chapter (`control`).
+
+        Raises:
+            AdminCallError: No such chapter (404), it is processing or has nothing
+                translated yet (409), or `at` is not later than the clock (400).
+        """
+        body = None if at is None else {"at": at.isoformat()}
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/review", body)
+
+    def hold(self, chapter_id: str, phase: str, *, language: str | None = None) -> dict[str, Any]:
+        """Keep a chapter's runs from taking a step of `phase` until `release`.
+
+        ```python
+        emu.hold(chapter_id, "translate", language="fr")   # en translates, fr waits
+        ```
+
+        Args:
+            chapter_id: The chapter's id.
+            phase: "read", "translate", "clean", "letter" or "package".
+            language: Only this target language's steps (translate and package only).
+
+        Returns:
+            What is set on the chapter (`control`).
+
+        Raises:
+            AdminCallError: No such chapter (404), an unknown phase or language (400).
+        """
+        body = {"phase": phase, "languageCode": language}
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/hold", body)
+
+    def release(self, chapter_id: str) -> dict[str, Any]:
+        """Lift every hold of a chapter; a run waiting at one takes its step now.
 
         Args:
             chapter_id: The chapter's id.
 
         Returns:
-            The chapter's detail, as `GET /chapters/:id` answers.
+            What is set on the chapter (`control`).
+        """
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/release")
+
+    def set_fate(self, chapter_id: str, fate: str, *, step: int = 1) -> dict[str, Any]:
+        """How a chapter's run ends: the run going now if it has not passed `step`, else
+        the next run to start (a re-scan, added pages). The fault settings are untouched.
+
+        Args:
+            chapter_id: The chapter's id.
+            fate: "fail" (fails at the step), "stall" (stops there, abandoned 2 h
+                later), or "ok".
+            step: The translation step (one page in one language), from 1.
+
+        Returns:
+            What is set on the chapter (`control`).
 
         Raises:
-            AdminCallError: No such chapter (404), or it is processing or has nothing
-                translated yet (409).
+            AdminCallError: No such chapter (404), an unknown fate or a bad step (400).
         """
-        return self._call("POST", f"/_emulator/chapters/{chapter_id}/review")
+        body = {"fate": fate, "step": step}
+        return self._call("POST", f"/_emulator/chapters/{chapter_id}/fate", body)
+
+    def control(self, chapter_id: str) -> dict[str, Any]:
+        """What is set on a chapter.
+
+        Args:
+            chapter_id: The chapter's id.
+
+        Returns:
+            `{chapterId, holds, heldAt, nextRun, reviewAt}`; `heldAt` names the phase a
+            run waits at, if one does.
+        """
+        return self._call("GET", f"/_emulator/chapters/{chapter_id}/control")
 
     def advance(self, seconds: float) -> datetime:
         """Move the manual clock on, running every run step and delivery due meanwhile.
@@ -401,6 +491,102 @@ class Emulator:
             "seed": seed,
         }
         return self._call("PUT", "/_emulator/faults", body)
+
+    def add_chaos(
+        self,
+        method: str,
+        route: str,
+        kind: str,
+        *,
+        project_id: str | None = None,
+        chapter_id: str | None = None,
+        probability: float = 1.0,
+        count: int | None = None,
+        seed: int = 0,
+        status: int | None = None,
+        body: Any = None,
+        retry_after: int | None = None,
+        latency_ms: int | None = None,
+        after_bytes: int | None = None,
+        chunk_bytes: int | None = None,
+        interval_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """Add a chaos rule for one `/api/v1` route (docs/emulator.md, "Chaos").
+
+        ```python
+        emu.add_chaos("POST", "/projects/{project_id}/chapters", "status", status=429,
+                      retry_after=30, count=2)
+        emu.add_chaos("POST", "/projects/{project_id}/chapters", "drop", count=1)
+        ```
+
+        Args:
+            method: "GET", "POST" or "*".
+            route: The route as the spec writes it (`/chapters/{id}`), or "*".
+            kind: "status" (answer `status` with `body` and `Retry-After`, doing
+                nothing), "latency" (wait `latency_ms` real milliseconds first), "drop"
+                (act, then close the connection with no answer), "cut" (act, then close
+                after `after_bytes` of the body), "reset" (reset the connection before
+                acting), "trickle" (act, then send the body `chunk_bytes` at a time,
+                `interval_ms` apart).
+            project_id: Only requests about this project (its chapters included).
+            chapter_id: Only requests about this chapter.
+            probability: The share of matching requests it fires on (seeded draws).
+            count: Fire this many times, then stay listed as spent; None: always.
+            seed: Seeds the rule's draws.
+            status: For "status": the status to answer (400-599).
+            body: For "status": the JSON body; the error shape by default.
+            retry_after: For "status": a `Retry-After` header, in seconds.
+            latency_ms: For "latency".
+            after_bytes: For "cut".
+            chunk_bytes: For "trickle" (default 1).
+            interval_ms: For "trickle".
+
+        Returns:
+            The rule as listed, with its `id`.
+
+        Raises:
+            AdminCallError: A field that does not fit the kind, or an unknown route (400).
+        """
+        fields = {
+            "method": method,
+            "route": route,
+            "kind": kind,
+            "projectId": project_id,
+            "chapterId": chapter_id,
+            "probability": probability,
+            "count": count,
+            "seed": seed,
+            "status": status,
+            "body": body,
+            "retryAfter": retry_after,
+            "latencyMs": latency_ms,
+            "afterBytes": after_bytes,
+            "chunkBytes": chunk_bytes,
+            "intervalMs": interval_ms,
+        }
+        always = {"projectId", "chapterId", "count", "body", "retryAfter"}
+        rule = {k: v for k, v in fields.items() if v is not None or k in always}
+        return self._call("POST", "/_emulator/chaos", rule)
+
+    def chaos_rules(self) -> list[dict[str, Any]]:
+        """The chaos rules, in the order added, each with `applied` (times it fired).
+
+        Returns:
+            One object per rule, as `add_chaos` returned it.
+        """
+        answer: list[dict[str, Any]] = self._send("GET", "/_emulator/chaos")
+        return answer
+
+    def clear_chaos(self, rule_id: str | None = None) -> None:
+        """Remove one chaos rule, or every rule when `rule_id` is None.
+
+        Args:
+            rule_id: The rule's `id`.
+
+        Raises:
+            AdminCallError: No such rule (404).
+        """
+        self._call("DELETE", "/_emulator/chaos" + (f"/{rule_id}" if rule_id else ""))
 
     def seed_demo(self) -> dict[str, Any]:
         """Build the demo workspace (once: seeding again returns the same one).
@@ -498,6 +684,32 @@ class Emulator:
         return answer
 
 
+def replay(path: str | Path, emulator: Emulator | None = None) -> tuple[Emulator, ReplayReport]:
+    """Replay a recording into a fresh emulator; returns it (running) and the report.
+
+    ```python
+    emu, report = replay("session.jsonl")
+    assert report.same, report.differences[:3]
+    ```
+
+    Args:
+        path: The recording (`Emulator(record=...)`, `toolkit emulator --record`).
+        emulator: A fresh, running emulator on a manual clock at the recording's start;
+            by default one is made and started.
+
+    Returns:
+        The emulator, running, and what the replay found (docs/emulator.md).
+
+    Raises:
+        NotARecording: The file cannot be read as a recording.
+    """
+    if emulator is None:
+        header, _ = read_recording(path)
+        start = datetime.fromisoformat(header["start"])
+        emulator = Emulator(clock="manual", start=start).start()
+    return emulator, replay_into(emulator, path)
+
+
 def _parse_now(body: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(body["now"])  # Python 3.11 reads the "Z"
 
@@ -516,6 +728,9 @@ def run_server(
     state: str,
     admin_token: str | None,
     start: datetime | None = None,
+    chaos: Sequence[Any] = (),
+    record: str | None = None,
+    replay_from: str | None = None,
 ) -> None:
     """Serve until Ctrl-C or SIGTERM, printing the address and the admin token
     (`toolkit emulator` runs this).
@@ -530,11 +745,27 @@ def run_server(
         state: `":memory:"` or a SQLite file (see `Emulator`).
         admin_token: The admin calls' bearer token; a random one by default.
         start: The clock's first instant; by default now.
+        chaos: Chaos rules to start with, as `POST /_emulator/chaos` takes them.
+        record: A file to record every request to.
+        replay_from: A recording to replay first (the clock is then manual, from the
+            recording's start); the emulator then serves the state it rebuilt.
 
     Raises:
         RuntimeError: The address cannot be listened on.
+        ChaosRuleError: A rule of `chaos` cannot work (nothing was started).
     """
-    emulator = Emulator(state=state, clock=clock, admin_token=admin_token, speed=speed, start=start)
+    if replay_from is not None:
+        header, _ = read_recording(replay_from)
+        clock, start = "manual", datetime.fromisoformat(header["start"])
+    emulator = Emulator(
+        state=state, clock=clock, admin_token=admin_token, speed=speed, start=start, record=record
+    )
+    for number, rule in enumerate(chaos, start=1):
+        try:
+            emulator.services.chaos.add(rule)
+        except EmulatorError as exc:
+            emulator.stop()
+            raise ChaosRuleError(f"rule {number}: {exc.message}") from None
     emulator.start(host=host, port=port)
     # A service manager stops with SIGTERM: shut down as cleanly as on Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -545,6 +776,14 @@ def run_server(
         pace = f"{speed:g} simulated s per real s" if clock == "realtime" else "advance it by hand"
         print(f"Chapter Translation Service emulator on {emulator.url}  (clock: {clock}, {pace})")
         print(f"  admin token:  {emulator.admin_token}")
+        if replay_from is not None:
+            _, report = replay(replay_from, emulator)
+            verdict = "all as recorded" if report.same else f"{len(report.differences)} differ"
+            print(f"  replayed:     {report.requests} requests of {replay_from}, answers {verdict}")
+        if record is not None:
+            print(f"  recording to: {record}")
+        if chaos:
+            print(f"  chaos rules:  {len(chaos)} (GET /_emulator/chaos lists what each did)")
         if seed == "demo":
             demo = emulator.seed_demo()
             print(f"  demo workspace {demo['workspaceId']}")

@@ -47,6 +47,10 @@ class Engine:
         self.faults = faults
         self.sinks: list[EventSink] = []
         self.on_work: Callable[[], None] = lambda: None
+        # State control (`control`) plugs in here: a held step parks its run, and a fate
+        # set for a chapter's next run replaces the draw.
+        self.holds: Callable[[Run], bool] = lambda run: False
+        self.next_fate: Callable[[str], tuple[str, int] | None] = lambda chapter_id: None
 
     # -- the seam to webhook deliveries ---------------------------------------------
 
@@ -76,7 +80,11 @@ class Engine:
                 (chapter["id"],),
             )
         ]
-        fate_name, fate_step = fate or self.faults.draw_fate(len(units) * len(languages))
+        fate_name, fate_step = (
+            fate
+            or self.next_fate(chapter["id"])
+            or self.faults.draw_fate(len(units) * len(languages))
+        )
         seq_row = self.db.one("SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM runs")
         run_id = new_id()
         self.db.execute(
@@ -159,6 +167,9 @@ class Engine:
     # -- steps --------------------------------------------------------------------------
 
     def _step(self, run: Run, at: int) -> None:
+        if self.holds(run):
+            self._move(run, due=None)  # parked until released (`control.release`)
+            return
         self.db.execute("UPDATE chapters SET activity_ms = ? WHERE id = ?", (at, run.chapter_id))
         handlers = {
             "read": self._read,

@@ -11,6 +11,7 @@ import time
 from datetime import datetime, timedelta
 
 from toolkit.emulator.core.clock import Clock
+from toolkit.emulator.core.control import Control
 from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.state import State, to_ms
 from toolkit.emulator.delivery.deliveries import Deliveries
@@ -23,7 +24,15 @@ _SAVE_EVERY = 1.0
 
 
 class Scheduler:
-    def __init__(self, clock: Clock, engine: Engine, state: State, deliveries: Deliveries) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        engine: Engine,
+        state: State,
+        deliveries: Deliveries,
+        control: Control | None = None,
+    ) -> None:
+        self.control = control
         self.clock = clock
         self.engine = engine
         self.state = state
@@ -36,6 +45,8 @@ class Scheduler:
 
     def next_due(self) -> datetime | None:
         times = [self.engine.next_due(), self.deliveries.next_due()]
+        if self.control is not None:
+            times.append(self.control.next_due())
         present = [t for t in times if t is not None]
         return min(present) if present else None
 
@@ -55,6 +66,8 @@ class Scheduler:
     def _run_at(self, when: datetime) -> None:
         self.engine.run_due(when)
         self.deliveries.run_due(when)
+        if self.control is not None:
+            self.control.run_due(when)
 
     def save_clock(self) -> None:
         self.state.put_setting(CLOCK_SETTING, to_ms(self.clock.now()))

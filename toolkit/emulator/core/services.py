@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from toolkit.emulator.core.chaos import Chaos
 from toolkit.emulator.core.clock import Clock
+from toolkit.emulator.core.control import Control
 from toolkit.emulator.core.db import Database
 from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.faults import Faults
@@ -32,6 +34,8 @@ class Services:
     scheduler: Scheduler
     admin_token: str
     deliveries: Deliveries
+    control: Control
+    chaos: Chaos = field(default_factory=Chaos)
 
     def now_ms(self) -> int:
         return to_ms(self.clock.now())

@@ -229,7 +229,7 @@ class State:
             LEFT JOIN chapters c ON c.project_id = p.id AND c.deleted_ms IS NULL
             WHERE p.workspace_id = ? AND p.deleted_ms IS NULL
             GROUP BY p.id
-            ORDER BY last_chapter_ms IS NULL, last_chapter_ms DESC, p.created_ms DESC, p.id
+            ORDER BY last_chapter_ms IS NULL, last_chapter_ms DESC, p.created_ms DESC, p.rowid DESC
             """,
             (workspace_id,),
         )

@@ -137,7 +137,7 @@ class Deliveries:
             row["id"]
             for row in self.db.query(
                 "SELECT id, events FROM webhook_endpoints"
-                " WHERE workspace_id = ? AND deleted_ms IS NULL ORDER BY created_ms, id",
+                " WHERE workspace_id = ? AND deleted_ms IS NULL ORDER BY created_ms, rowid",
                 (workspace_id,),
             )
             if type in json.loads(row["events"])

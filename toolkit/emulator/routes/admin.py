@@ -8,6 +8,7 @@ to advance (it moves by itself).
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -123,10 +124,33 @@ def trash_chapter(request: Request) -> JSONResponse:
     return JSONResponse({})
 
 
-def review_chapter(request: Request) -> JSONResponse:
+async def review_chapter(request: Request) -> JSONResponse:
     services = services_of(request)
+    body = await read_json(request)
+    if isinstance(body, dict) and body.get("at") is not None:
+        at = _later_instant(services, body["at"])
+        return JSONResponse(
+            services.control.schedule_review(request.path_params["id"], at), status_code=202
+        )
     services.operations.review(request.path_params["id"], at=services.now_ms())
     return JSONResponse(read_chapter_detail(services, request.path_params["id"]))
+
+
+def _later_instant(services: Services, value: Any) -> datetime:
+    try:
+        at = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise EmulatorError(400, f"at must be an ISO 8601 time with its zone, not {value!r}")
+    now = services.clock.now()
+    if at <= now:
+        raise EmulatorError(
+            400,
+            f"at must be later than the emulator's clock ({iso(now)}); "
+            "leave it out to review at once",
+        )
+    return at
 
 
 def get_clock(request: Request) -> JSONResponse:
