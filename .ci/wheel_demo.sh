@@ -61,4 +61,16 @@ def test_my_uploader(cts_client, cts_project, cts_pages, cts_advance, cts_webhoo
 EOF
 "$bin/python" -m pytest -q -p no:cacheprovider test_uploader.py
 
+step "the slim install (docs/pytest-plugin.md) runs the same example, no data stack"
+"${uv[@]}" venv -q --python "$python" "$work/slim"
+"${uv[@]}" pip install -q --python "$work/slim/bin/python" --no-deps "${wheel[0]}"
+"${uv[@]}" pip install -q --python "$work/slim/bin/python" \
+  httpx starlette uvicorn python-multipart pillow tqdm pytest
+for absent in pandas pyarrow duckdb deltalake matplotlib ipywidgets; do
+  if "$work/slim/bin/python" -c "import $absent" 2>/dev/null; then
+    echo "the slim install holds $absent" >&2; exit 1
+  fi
+done
+"$work/slim/bin/python" -m pytest -q -p no:cacheprovider test_uploader.py
+
 step "done: the demo took ${demo_seconds} s, everything after the install $((SECONDS - started)) s"
