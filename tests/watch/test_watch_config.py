@@ -77,7 +77,7 @@ def test_the_contracts_example_reads_into_typed_settings(tmp_path):
         ("https://hooks.example.com/cts", "http://hooks.example.com/cts",
          "line 19: notify.webhook.url: the webhook URL (http://hooks.example.com) must be https"),
         ('key_env = "CTS_API_KEY"', 'key_env = "cts_live_abc 123"',
-         "line 5: workspaces.studio.key_env: 'cts_live_abc 123' is not an environment"),
+         "line 5: workspaces.studio.key_env: is not an environment variable's name (the value"),
     ],
 )  # fmt: skip
 def test_a_bad_key_or_value_is_refused_naming_the_file_the_line_and_the_key(

@@ -1,10 +1,11 @@
 """One watch cycle, and the loop `toolkit watch` runs.
 
 A cycle snapshots every workspace of the config, evaluates the checks, and, holding the
-store's watch lock, works out what opened, needs a reminder or resolved, sends it and
-records it. A workspace the service did not answer for is reported by the `snapshots`
-check (one alert for the whole outage, resolved by the first snapshot after it); its
-other findings stay as its store last showed them.
+store's watch lock, works out what opened, needs a reminder or resolved, records those
+messages as owed (one commit), then sends everything owed and due, in order, recording
+each target's outcomes (`outbox`). A workspace the service did not answer for is
+reported by the `snapshots` check (one alert for the whole outage, resolved by the first
+snapshot after it); its other findings stay as its store last showed them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from toolkit.watch.alerts import Alert, AlertLog, transitions
 from toolkit.watch.checks import evaluate
 from toolkit.watch.config import WatchConfig
 from toolkit.watch.findings import Finding
-from toolkit.watch.notify import deliver
+from toolkit.watch.notify import senders
+from toolkit.watch.outbox import Outbox, Outcome, messages
+from toolkit.watch.wording import title
 
 
 @dataclass
@@ -32,21 +35,34 @@ class Cycle:
     changes: list[Alert]
     broken: dict[str, str] = field(default_factory=dict)  # workspace -> why no snapshot
     at: datetime | None = None  # the service's time the cycle ran at
+    outcomes: list[Outcome] = field(default_factory=list)  # what each target got or not
 
     @property
     def needs_attention(self) -> bool:
         return bool(self.findings)
 
     def lines(self) -> list[str]:
-        """What the command prints: one line per message sent, and what failed."""
+        """What the command prints: a line per message this cycle decided or sent, with
+        where it went and what is still owed."""
         out = []
+        ours = {a.message_id for a in self.changes if a.notifies}
         for alert in self.changes:
             if not alert.notifies:
                 continue
             f = alert.finding
             told = f" (sent to {', '.join(alert.sent_to)})" if alert.sent_to else ""
             failed = f" (not delivered: {'; '.join(alert.failed_to)})" if alert.failed_to else ""
-            out.append(f"{alert.event} {f.check} [{f.workspace}] {f.message}{told}{failed}")
+            out.append(f"{alert.event} {f.check} [{f.workspace}] {title(f.check)}: "
+                       f"{f.message}{told}{failed}")  # fmt: skip
+        for o in self.outcomes:
+            if o.message.message_id in ours:
+                continue
+            f = o.message.finding
+            what = {"delivered": f"sent late to {o.target}", "failed": f"{o.target}: {o.why}",
+                    "given_up": f"{o.target}: {o.why}",
+                    "skipped": f"not sent to {o.target}: {o.why}"}[o.outcome]  # fmt: skip
+            out.append(f"{o.message.event} {f.check} [{f.workspace}] {title(f.check)}: "
+                       f"{f.message} ({what})")  # fmt: skip
         return out
 
 
@@ -68,13 +84,25 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
     if now is None:  # never a snapshot: nothing to time alerts by but this machine's clock
         now = datetime.now().astimezone()
     log = AlertLog(config.store)
+    targets = senders(config)
     with log.locked():
         unreadable = frozenset(f.workspace for f in findings if f.detail == "store_check")
-        changes = transitions(log.open_alerts(), findings, now, config.checks.remind, unreadable)
-        deliver(config, changes, now, wait=retry_wait)
+        changes = transitions(log.open_alerts(log.rows()), findings, now, config.checks.remind,
+                              unreadable, tuple(targets))  # fmt: skip
         if any(alert.notifies for alert in changes):
-            log.record(changes, now)
-    return Cycle(findings, changes, broken, now)
+            log.record(changes, now)  # owed from here on, under the ids just drawn
+        outcomes = Outbox(log).send(
+            messages(log.rows()), targets, now, retries=config.retries,
+            wait=config.retry_wait if retry_wait is None else retry_wait,
+        )  # fmt: skip
+    by_id = {a.message_id: a for a in changes if a.notifies}
+    for o in outcomes:
+        alert = by_id.get(o.message.message_id)
+        if alert is not None and o.outcome == "delivered":
+            alert.sent_to.append(o.target)
+        elif alert is not None:
+            alert.failed_to.append(f"{o.target}: {o.why}")
+    return Cycle(findings, changes, broken, now, outcomes)
 
 
 def run_forever(
