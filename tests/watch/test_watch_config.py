@@ -56,7 +56,7 @@ def test_the_contracts_example_reads_into_typed_settings(tmp_path):
     assert config.workspaces["studio"].store == str(tmp_path / "data/snapshots/studio")
     (budget,) = config.budgets
     assert (budget.scope, budget.name, budget.period, budget.credits, budget.warn_at) == (
-        "project", "Moonlit Harbor", "month", 500, 0.8,
+        "project", "Moonlit Harbor", "month", 500, (0.8,),
     )  # fmt: skip
     assert config.checks.stalled_after == timedelta(minutes=90)
     assert config.checks.remind == timedelta(hours=24)

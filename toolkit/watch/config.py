@@ -17,6 +17,7 @@ environment variable only, read into a `Secret` when the watch needs them, never
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import math
 import os
@@ -75,7 +76,7 @@ class Budget:
     name: str | None  # a project's or workspace's name; None for the agency
     period: Period
     credits: int
-    warn_at: float = 0.8
+    warn_at: tuple[float, ...] = (0.8,)  # warning levels, shares of the credits, ascending
     line: int = 0  # where it is written, for messages
 
 
@@ -361,10 +362,8 @@ class _Reader:
             line = self.lines.get(where[:depth])
             if line is not None:
                 break
-        key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where)
-        key = key.replace(".[", "[")
         at = f", line {line}" if line else ""
-        return f"{self.file}{at}: {key}"
+        return f"{self.file}{at}: {_key(where)}"
 
     def table(self, value: Any, where: Path_, keys: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -446,12 +445,18 @@ class _Reader:
                            if "retry_wait" in data else 2.0)  # fmt: skip
         if retry_wait > 10:
             raise self.fail(("retry_wait",), "is at most 10s (the store's lock is held meanwhile)")
+        read_budgets = tuple(self.budget(b, ("budgets", i)) for i, b in enumerate(budgets))
+        for i, b in enumerate(read_budgets):
+            if b.scope == "workspace" and b.name not in workspaces:
+                near = ", ".join(repr(n) for n in difflib.get_close_matches(b.name or "", spaces))
+                raise self.fail(("budgets", i, "name"), f"no workspace {b.name!r} in this config"
+                                + (f"; the nearest: {near}" if near else ""))  # fmt: skip
         return WatchConfig(
             path=self.file,
             store=store,
             interval=interval,
             workspaces=workspaces,
-            budgets=tuple(self.budget(b, ("budgets", i)) for i, b in enumerate(budgets)),
+            budgets=read_budgets,
             checks=base,
             workspace_checks=workspace_checks,
             project_checks=projects,
@@ -461,11 +466,7 @@ class _Reader:
             email=self.email(notify["email"]) if "email" in notify else None,
             retries=retries,
             retry_wait=retry_wait,
-            where={
-                ".".join(str(p) for p in k if isinstance(p, str)): self.at(k)
-                for k in self.lines
-                if all(isinstance(p, str) for p in k)
-            },
+            where={_key(k): self.at(k) for k in self.lines},
         )
 
     def workspace(
@@ -506,7 +507,7 @@ class _Reader:
             )
         if "anomaly_mads" in data:
             changed["anomaly_mads"] = float(
-                self.get(data, where, "anomaly_mads", (int, float), _within(0.5, 100))
+                self.get(data, where, "anomaly_mads", (int, float), _within(0.5, 1e6))
             )
         if "off" in data:
             names: tuple[str, ...] = PROJECT_CHECKS if level == "project" else CHECKS
@@ -526,14 +527,16 @@ class _Reader:
         if scope == "agency" and "name" in data:
             raise self.fail((*where, "name"), "an agency budget covers every workspace: no name")
         warn_at = (
-            self.get(data, where, "warn_at", (int, float), _share) if "warn_at" in data else 0.8
+            self.get(data, where, "warn_at", (int, float, list), _shares)
+            if "warn_at" in data
+            else (0.8,)
         )
         return Budget(
             scope=scope,
             name=self.get(data, where, "name", str) if "name" in data else None,
             period=self.get(data, where, "period", str, _choice("month", "week")),
             credits=self.get(data, where, "credits", int, _positive),
-            warn_at=float(warn_at),
+            warn_at=warn_at,
             line=self.lines.get(where, 0),
         )
 
@@ -614,8 +617,15 @@ class _Reader:
 
 
 _words = {"str": "text", "int": "a whole number", "bool": "true or false", "list": "a list",
-          "int or float": "a number", "date or str": "a date (2026-12-20)",
+          "int or float": "a number", "int or float or list": "a share or a list of them",
+          "date or str": "a date (2026-12-20)",
           "list or str": "an address or a list of them"}  # fmt: skip
+
+
+def _key(where: Path_) -> str:
+    """("budgets", 0, "name") -> budgets[0].name, as refusals name a key."""
+    key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where)
+    return key.replace(".[", "[")
 
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -687,6 +697,17 @@ def _share(value: float) -> float:
             f"is a share of the budget, above 0 and at most 1 (0.8 is 80%), not {value}"
         )
     return value
+
+
+def _shares(value: float | list[Any]) -> tuple[float, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items or len(items) > 10:
+        raise ValueError("give one to ten warning levels, like 0.8 or [0.5, 0.8, 1.0]")
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int | float):
+            raise ValueError(f"{_short(item)} is not a share of the budget (0.8 is 80%)")
+        _share(item)
+    return tuple(sorted({float(item) for item in items}))
 
 
 def _port(value: int) -> int:

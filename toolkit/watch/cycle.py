@@ -10,13 +10,14 @@ snapshot after it); its other findings stay as its store last showed them.
 
 from __future__ import annotations
 
+import difflib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from toolkit.client import Client
-from toolkit.errors import ApiError, IncompletePull, StoreError, TransportError
+from toolkit.errors import ApiError, ConfigError, IncompletePull, StoreError, TransportError
 from toolkit.store import SnapshotStore
 from toolkit.watch.alerts import Alert, AlertLog, transitions
 from toolkit.watch.checks import evaluate
@@ -80,6 +81,8 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
     times = [s.snapshots()["snapshot_at"] for s in stores.values()]
     known = [t.iloc[-1] for t in times if len(t)]
     now = max(known).to_pydatetime() if known else None
+    if not broken:
+        check_projects(config, stores)
     findings = evaluate(stores, config, broken=broken)
     if now is None:  # never a snapshot: nothing to time alerts by but this machine's clock
         now = datetime.now().astimezone()
@@ -103,6 +106,32 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
         elif alert is not None:
             alert.failed_to.append(f"{o.target}: {o.why}")
     return Cycle(findings, changes, broken, now, outcomes)
+
+
+def check_projects(config: WatchConfig, stores: Mapping[str, SnapshotStore]) -> None:
+    """Every project a budget or a due date names is in one of the workspaces: a
+    `ConfigError` naming the file, line and key, and the names nearest, for the first that
+    is not (else it would silently never be checked)."""
+    named = [(f"budgets[{i}].name", b.name) for i, b in enumerate(config.budgets)
+             if b.scope == "project" and b.name]  # fmt: skip
+    named += [(f"due.{name}", name) for name in config.due]
+    if not named:
+        return
+    known: set[str] = set()
+    for store in stores.values():
+        try:
+            projects = store.latest("projects")
+        except StoreError:
+            return  # a damaged store: the `snapshots` check says so; judge names later
+        known |= set(projects["name"].astype(str)) | set(projects["project_id"].astype(str))
+    for key, name in named:
+        if name not in known:
+            near = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+            hint = f"; the nearest: {', '.join(repr(n) for n in near)}" if near else ""
+            raise ConfigError(
+                f"{config.where.get(key, key)}: no project {name!r} in any workspace of the "
+                f"config{hint}"
+            )
 
 
 def run_forever(
