@@ -140,7 +140,7 @@ def test_a_budget_crossed_warns_once_stays_quiet_then_resolves_when_raised(
     assert "6 of its 7 credits" in data["message"]
     _, headers, body = sink.got[0]
     Webhook(SECRET).verify(body, headers)  # any Standard Webhooks library verifies it
-    assert "budget" in sink.bodies("/slack")[0]["text"]
+    assert sink.bodies("/slack")[0]["text"].startswith("[Alert] Budget: ")
     assert len(mailbox.mail) == 1 and "Moonlit Harbor" in mailbox.mail[0]
     assert first.changes[0].sent_to == ["webhook", "slack", "email"]
 

@@ -643,7 +643,9 @@ def _short(value: Any) -> str:
 
 
 def _variable(name: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+    # Upper case only: a key or secret pasted here (`cts_live_...`, `whsec_...`) would
+    # otherwise pass as a name and be shown back in "set cts_live_...".
+    if not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,127}", name):
         raise ValueError(
             "is not an environment variable's name (the value is not shown: if it is a "
             "secret, put it in a variable and name that variable here)"

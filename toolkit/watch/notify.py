@@ -8,9 +8,10 @@ The webhook's body is the contract of docs/watch.md:
 signed with `webhook-id` (the message's id, drawn when it was decided: every attempt
 carries it and the same body), `webhook-timestamp` (the wall clock, as receivers check
 it) and `webhook-signature`, by our own signing primitive (`toolkit._signing`). Slack
-and e-mail get one message per round holding every owed message's line, each naming its
-alert; the Slack request carries a `webhook-id` and the e-mail a `Message-ID` made from
-the ids it holds, so a repeat after a kill is recognisable there too.
+gets a post per message, its `webhook-id` header the message's id; e-mail one message
+per round holding every owed message's line, each naming its alert, with the ids it
+holds in `X-CTS-Message-Ids` (and its `Message-ID` made from them), so a repeat after a
+kill is recognisable there too.
 
 Each sender raises `Undelivered` (the outbox's) for anything that went wrong, naming the
 exception's type or the status, never a URL (a Slack URL is a secret) nor a secret: one
@@ -68,7 +69,7 @@ def headline(message: Message) -> str:
 
 
 def batch_id(messages: list[Message]) -> str:
-    """The id of a Slack or e-mail message holding `messages`: the same on a repeat."""
+    """The id of an e-mail holding `messages`: the same when the same ones go again."""
     digest = hashlib.sha256("|".join(m.message_id for m in messages).encode()).hexdigest()
     return f"msg_{digest[:24]}"
 
@@ -149,9 +150,14 @@ def _webhook(
 
 
 def _slack(address: Secret[str], allow_private: bool, batch: list[Message], timeout: float) -> None:
-    body = json.dumps({"text": "\n".join(headline(m) for m in batch)}).encode()
-    headers = {"content-type": "application/json", "webhook-id": batch_id(batch)}
-    _post(address.reveal(), allow_private, body, headers, timeout, "Slack")
+    for done, message in enumerate(batch):
+        body = json.dumps({"text": headline(message)}).encode()
+        headers = {"content-type": "application/json", "webhook-id": message.message_id}
+        try:
+            _post(address.reveal(), allow_private, body, headers, timeout, "Slack")
+        except Undelivered as stopped:
+            stopped.done = done
+            raise
 
 
 def _email(settings: Email, batch: list[Message]) -> None:
@@ -163,6 +169,7 @@ def _email(settings: Email, batch: list[Message]) -> None:
     message["From"] = settings.sender
     message["To"] = ", ".join(settings.to)
     message["Message-ID"] = f"<{batch_id(batch)}@cts-watch>"
+    message["X-CTS-Message-Ids"] = " ".join(m.message_id for m in batch)
     message.set_content("\n\n".join(headline(m) for m in batch) + "\n")
     try:
         _smtp_send(settings, message)
