@@ -3,6 +3,7 @@ the webhook and Slack targets, an SMTP server (aiosmtpd) for e-mail."""
 
 from __future__ import annotations
 
+import email
 import json
 import os
 import socket
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import threading
 from datetime import timedelta
+from email import policy
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -293,9 +295,33 @@ def test_a_damaged_store_is_one_alert_and_leaves_the_others_open(
     out, err = capsys.readouterr()
     assert err.startswith("toolkit watch: studio: the snapshot could not be written: ")
     assert len(err.splitlines()) == 1
-    shown = "opened snapshots [studio] Snapshots not taken: `toolkit store check --store "
+    shown = "opened snapshots [studio] `toolkit store check --store "
     assert any(line.startswith(shown) for line in out.splitlines())
     assert "budget" not in out  # neither resolved (its store cannot be read) nor repeated
     rows = tk.watch.AlertLog(str(tmp_path / "store")).open_alerts()
     checks = sorted(a.finding.check for a in rows.values())
     assert checks == ["budget", "snapshots", "snapshots"]  # the store check, the snapshot
+
+
+def test_e_mail_is_never_sent_in_plain_text_unless_the_config_names_the_host(
+    watched, sink, mailbox, monkeypatch, emulator
+):
+    """aiosmtpd here offers no STARTTLS: without `allow_plaintext` nothing goes to it,
+    not the password, not the mail; the other targets are told all the same."""
+    monkeypatch.setenv("WATCH_TEST_USER", "watch")
+    monkeypatch.setenv("WATCH_TEST_PASSWORD", "PasswordNeverShown")
+    plain = watched.read_text()
+    watched.write_text(plain.replace('allow_plaintext = "127.0.0.1"\n', 'user_env = '
+                       '"WATCH_TEST_USER"\npassword_env = "WATCH_TEST_PASSWORD"\n'))  # fmt: skip
+    cycle = run_cycle(read_config(watched), retry_wait=0)
+    (alert,) = cycle.changes
+    assert alert.sent_to == ["webhook", "slack"] and mailbox.mail == []
+    assert alert.failed_to == ["email: the server offers no STARTTLS: nothing sent in plain text"]
+    assert "PasswordNeverShown" not in "\n".join(cycle.lines())
+
+    watched.write_text(plain)  # the config names the host: plain text allowed there
+    emulator.advance(900)
+    later = run_cycle(read_config(watched), retry_wait=0)
+    (mail,) = mailbox.mail
+    assert alert.alert_id in email.message_from_string(mail, policy=policy.default).get_content()
+    assert later.lines()[-1].endswith("(sent late to email)")

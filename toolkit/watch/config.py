@@ -27,6 +27,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -93,7 +94,7 @@ class Webhook:
 
 @dataclass(frozen=True)
 class Slack:
-    url: Secret[str] | None = None  # written in the file (a loopback sink in tests)
+    url: Secret[str] | str | None = None  # written in the file (a loopback sink in tests)
     url_env: str | None = None  # else read from this variable: the usual Slack URL is secret
     allow_private: bool = False
     timeout: float = TIMEOUT
@@ -101,7 +102,7 @@ class Slack:
     def address(self) -> Secret[str]:
         if self.url_env:
             return secret_from(self.url_env, "the Slack webhook URL")
-        return self.url or Secret("")
+        return self.url if isinstance(self.url, Secret) else Secret(self.url or "")
 
 
 @dataclass(frozen=True)
@@ -163,9 +164,9 @@ class WatchConfig:
             for key in ("user_env", "password_env"):
                 name = getattr(self.email, key)
                 if name:
-                    value = self._secret(f"notify.email.{key}", lambda n=name: secret_from(
-                        n, "the SMTP credentials"))  # fmt: skip
-                    self._secret(f"notify.email.{key}", lambda v=value: _smtp_text(v))
+                    value = self._secret(f"notify.email.{key}", partial(
+                        secret_from, name, "the SMTP credentials"))  # fmt: skip
+                    self._secret(f"notify.email.{key}", partial(_smtp_text, value))
 
     def _secret(self, key: str, check: Callable[[], T]) -> T:
         try:
@@ -592,8 +593,9 @@ class _Reader:
             raise self.fail(where, "give both user_env and password_env, or neither")
         private = self.get(data, where, "allow_private", bool) if "allow_private" in data else False
         host = self.get(data, where, "host", str, lambda h: _smtp_host(h, private))
-        tls = self.get(data, where, "tls", str, _choice("starttls", "implicit")) if (
-            "tls" in data) else "starttls"  # fmt: skip
+        tls: Literal["starttls", "implicit"] = self.get(
+            data, where, "tls", str, _choice("starttls", "implicit")
+        ) if "tls" in data else "starttls"  # fmt: skip
         plaintext = self.get(data, where, "allow_plaintext", str) if (
             "allow_plaintext" in data) else None  # fmt: skip
         if plaintext is not None and plaintext != host:

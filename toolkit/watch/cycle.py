@@ -25,7 +25,6 @@ from toolkit.watch.config import WatchConfig
 from toolkit.watch.findings import Finding
 from toolkit.watch.notify import senders
 from toolkit.watch.outbox import Outbox, Outcome, messages
-from toolkit.watch.wording import title
 
 
 @dataclass
@@ -53,17 +52,17 @@ class Cycle:
             f = alert.finding
             told = f" (sent to {', '.join(alert.sent_to)})" if alert.sent_to else ""
             failed = f" (not delivered: {'; '.join(alert.failed_to)})" if alert.failed_to else ""
-            out.append(f"{alert.event} {f.check} [{f.workspace}] {title(f.check)}: "
-                       f"{f.message}{told}{failed}")  # fmt: skip
+            out.append(f"{alert.event} {f.check} [{f.workspace}] {f.message}{told}{failed}")
         for o in self.outcomes:
             if o.message.message_id in ours:
                 continue
             f = o.message.finding
-            what = {"delivered": f"sent late to {o.target}", "failed": f"{o.target}: {o.why}",
+            when = f"{o.next_at:%d %b %H:%M} UTC" if o.next_at else ""
+            what = {"delivered": f"sent late to {o.target}",
+                    "failed": f"not delivered: {o.target}: {o.why}; tried again from {when}",
                     "given_up": f"{o.target}: {o.why}",
                     "skipped": f"not sent to {o.target}: {o.why}"}[o.outcome]  # fmt: skip
-            out.append(f"{o.message.event} {f.check} [{f.workspace}] {title(f.check)}: "
-                       f"{f.message} ({what})")  # fmt: skip
+            out.append(f"{o.message.event} {f.check} [{f.workspace}] {f.message} ({what})")
         return out
 
 
