@@ -234,6 +234,8 @@ def test_an_unreachable_service_exits_2_with_one_line(watched, emulator, capsys)
     assert len(err) == 1 and err[0].startswith(
         "toolkit watch: studio: no answer from http://127.0.0.1"
     )
+    assert f"check its base_url ({watched}, line 5: workspaces.studio.base_url)" in err[0]
+    assert "CTS_BASE_URL" not in err[0]
 
 
 def test_the_loop_carries_on_across_an_outage_told_once_and_resolved_once(

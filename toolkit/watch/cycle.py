@@ -73,7 +73,14 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
         try:
             with Client(workspace.base_url, workspace.api_key()) as client:
                 stores[name].take(client, progress=False)  # cron mails what it prints
-        except (TransportError, ApiError, IncompletePull) as exc:
+        except TransportError as exc:
+            # The watch's URL comes from its config, not CTS_BASE_URL: say where it is.
+            where = config.where.get(f"workspaces.{name}.base_url", f"workspaces.{name}.base_url")
+            broken[name] = (
+                f"no answer from {workspace.base_url}: {exc.reason or type(exc).__name__}; "
+                f"check its base_url ({where}), that the service runs, and the network"
+            )
+        except (ApiError, IncompletePull) as exc:
             broken[name] = f"no answer from {workspace.base_url}: {exc}"
         except StoreError as exc:  # e.g. damaged: the `snapshots` check says what to do
             broken[name] = f"the snapshot could not be written: {exc}"
