@@ -327,3 +327,17 @@ def test_e_mail_is_never_sent_in_plain_text_unless_the_config_names_the_host(
     (mail,) = mailbox.mail
     assert alert.alert_id in email.message_from_string(mail, policy=policy.default).get_content()
     assert later.lines()[-1].endswith("(sent late to email)")
+
+
+def test_a_budget_naming_no_project_is_refused_at_the_first_cycle_with_the_nearest(
+    watched, sink, capsys
+):
+    watched.write_text(watched.read_text().replace('"Moonlit Harbor"', '"Moonlit Harbr"'))
+    assert main(["watch", "--config", str(watched), "--once"]) != 0
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(
+        f"toolkit watch: {watched}, line 9: budgets[0].name: no project 'Moonlit Harbr' in "
+        "any workspace of the config; the nearest: 'Moonlit Harbor'"
+    )
+    assert sink.got == []  # nothing was decided, nothing sent
