@@ -382,3 +382,19 @@ def test_retry_after_puts_the_next_round_off_and_a_short_one_is_waited_for_in_th
     (failed,) = outbox.send(messages(log.rows()), {"webhook": limited}, NOW, retries=3, wait=0)
     assert len(calls) == 2 and failed.outcome == "failed"
     assert failed.next_at == NOW + timedelta(hours=1)  # Retry-After beats the 5-minute wait
+
+
+def test_a_target_that_raises_anything_fails_alone_and_the_others_are_told(tmp_path):
+    log = tk.watch.AlertLog(str(tmp_path))
+    mail = Flaky()
+
+    def broken(batch: list[Message]) -> None:
+        raise ValueError("the webhook secret is not 'whsec_' followed by base64")
+
+    decide(log, "a1", "opened", ("webhook", "email"), NOW)
+    done = Outbox(log).send(messages(log.rows()), {"webhook": broken, "email": mail}, NOW,
+                            retries=1, wait=0)  # fmt: skip
+    assert {(o.target, o.outcome, o.why) for o in done} == {
+        ("webhook", "failed", "ValueError"), ("email", "delivered", "")
+    }  # fmt: skip
+    assert mail.got == ["msg_a1_opened"]

@@ -76,17 +76,20 @@ def batch_id(messages: list[Message]) -> str:
 
 def senders(config: WatchConfig) -> dict[str, Sender]:
     """The configured targets by name (`webhook`, `slack`, `email`). Their secrets were
-    checked when the watch started (`WatchConfig.check_secrets`)."""
+    checked when the watch started (`WatchConfig.check_secrets`); each is read when its
+    target sends, so one missing (a library caller that did not check) fails that target
+    alone."""
     found: dict[str, Sender] = {}
     if config.webhook is not None:
         hook = config.webhook
-        secret = secret_from(hook.secret_env, "the webhook signing secret")
-        found["webhook"] = lambda batch: _webhook(hook.url, hook.allow_private, secret,
-                                                  batch, hook.timeout)  # fmt: skip
+        found["webhook"] = lambda batch: _webhook(
+            hook.url, hook.allow_private, secret_from(hook.secret_env, "the webhook secret"),
+            batch, hook.timeout,
+        )  # fmt: skip
     if config.slack is not None:
         slack = config.slack
-        address = slack.address()
-        found["slack"] = lambda batch: _slack(address, slack.allow_private, batch, slack.timeout)
+        found["slack"] = lambda batch: _slack(slack.address(), slack.allow_private, batch,
+                                              slack.timeout)  # fmt: skip
     if config.email is not None:
         email = config.email
         found["email"] = lambda batch: _email(email, batch)

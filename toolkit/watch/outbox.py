@@ -196,7 +196,12 @@ def _send_to(
     attempt = 0
     while pending:
         try:
-            sender(pending)
+            try:
+                sender(pending)
+            except Undelivered:
+                raise
+            except Exception as exc:  # a bug or a bad secret: this target's failure alone
+                raise Undelivered(type(exc).__name__) from None
             outcomes += [Outcome(m, target, "delivered") for m in pending]
             return outcomes
         except Undelivered as stopped:
