@@ -188,9 +188,10 @@ def test_a_chapter_running_without_progress_is_stalled_until_it_is_dealt_with(hi
     (row,) = [r for _, r in found(history.at_14, "stalled").iterrows()]
     assert row["scope"] == "chapter" and row["subject"].startswith("Harbor Lights: Chapter ")
     assert row["message"].endswith(
-        "is running with no progress for 1.0 h; wait: the service abandons a run after "
-        "2 hours without progress; then re-scan it"
+        "is running with no progress since 18 Nov 13:00 UTC; wait: the service abandons a "
+        "run after 2 hours without progress; then re-scan it"
     )
+    assert row["figures"]["hours"] == 1.0
     assert row["figures"]["chapter_id"] == history.ids["stalled"]
     assert found(history.at_15, "stalled").empty
 
@@ -198,7 +199,7 @@ def test_a_chapter_running_without_progress_is_stalled_until_it_is_dealt_with(hi
 def test_a_failed_chapter_waits_for_a_rescan_past_its_threshold(history):
     (row,) = [r for _, r in found(history.at_14, "failed_waiting").iterrows()]
     assert row["subject"] == "Side Stories: Chapter 2"
-    assert row["message"].startswith("Side Stories: Chapter 2 failed 1.2 h ago and waits: ")
+    assert row["message"].startswith("Side Stories: Chapter 2 failed at 18 Nov 12:4")
     assert row["message"].endswith(". Re-scan it to retry.")  # the advice once, in words
     assert row["figures"]["chapter_id"] == history.ids["failed"]
     assert found(history.at_15, "failed_waiting").empty  # re-scanned
@@ -238,7 +239,8 @@ def test_a_due_date_the_forecast_passes_is_a_miss_through_checks(history):
 def test_a_workspace_whose_snapshots_stopped_is_found_against_the_newest(history):
     row = only(history.at_14, "snapshots", "annex")
     assert (row["scope"], row["workspace"]) == ("workspace", "annex")
-    assert row["message"] == "the last snapshot of annex is from 18 Nov 09:00 UTC, 5.0 h old"
+    assert row["message"] == "the last snapshot of annex is from 18 Nov 09:00 UTC"
+    assert row["figures"]["hours"] == 5.0
     assert row["figures"]["hours"] == 5.0
     assert found(history.at_15, "snapshots").empty
 

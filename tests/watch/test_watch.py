@@ -3,6 +3,7 @@ the webhook and Slack targets, an SMTP server (aiosmtpd) for e-mail."""
 
 from __future__ import annotations
 
+import email
 import json
 import os
 import socket
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import threading
 from datetime import timedelta
+from email import policy
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -102,6 +104,8 @@ allow_private = true
 [notify.email]
 host = "127.0.0.1"
 port = {mailbox.port}
+allow_private = true
+allow_plaintext = "127.0.0.1"
 from = "cts-watch@example.com"
 to = ["lead@example.com"]
 """
@@ -138,7 +142,7 @@ def test_a_budget_crossed_warns_once_stays_quiet_then_resolves_when_raised(
     assert "6 of its 7 credits" in data["message"]
     _, headers, body = sink.got[0]
     Webhook(SECRET).verify(body, headers)  # any Standard Webhooks library verifies it
-    assert "budget" in sink.bodies("/slack")[0]["text"]
+    assert sink.bodies("/slack")[0]["text"].startswith("[Alert] Budget: ")
     assert len(mailbox.mail) == 1 and "Moonlit Harbor" in mailbox.mail[0]
     assert first.changes[0].sent_to == ["webhook", "slack", "email"]
 
@@ -156,18 +160,29 @@ def test_a_budget_crossed_warns_once_stays_quiet_then_resolves_when_raised(
 
     rows = tk.watch.AlertLog(str(tmp_path / "store")).rows().to_pylist()
     assert [r["event"] for r in rows] == ["opened", "resolved"]
-    assert rows[-1]["status"] == "resolved" and rows[-1]["sent_to"] == ["webhook", "slack", "email"]
+    assert rows[-1]["status"] == "resolved"
+    assert rows[-1]["owed_to"] == ["webhook", "slack", "email"]
+    assert third.changes[0].sent_to == ["webhook", "slack", "email"]
 
 
-def test_a_target_that_fails_is_retried_and_recorded_as_not_delivered(watched, sink, tmp_path):
-    text = watched.read_text().replace(f"{sink.url}/slack", "http://127.0.0.1:9/slack")
-    watched.write_text(text)
+def test_a_target_that_fails_is_owed_the_message_and_gets_it_when_it_recovers(
+    watched, sink, tmp_path, emulator
+):
+    good = watched.read_text()
+    watched.write_text(good.replace(f"{sink.url}/slack", "http://127.0.0.1:9/slack"))
     cycle = run_cycle(read_config(watched), retry_wait=0)
     (alert,) = cycle.changes
     assert alert.sent_to == ["webhook", "email"]
     assert alert.failed_to and alert.failed_to[0].startswith("slack: ConnectError")
-    (row,) = tk.watch.AlertLog(str(tmp_path / "store")).rows().to_pylist()
-    assert row["failed_to"] == alert.failed_to
+    assert sink.bodies("/slack") == []
+
+    watched.write_text(good)  # Slack answers again
+    emulator.advance(900)  # past the first wait (5 minutes)
+    later = run_cycle(read_config(watched), retry_wait=0)
+    assert [line.endswith("(sent late to slack)") for line in later.lines()] == [True]
+    (told,) = sink.bodies("/slack")
+    assert alert.alert_id in told["text"] and told["text"].startswith("[Alert] Budget: ")
+    assert len(sink.bodies("/hook")) == 1  # the others were told once, in the first cycle
 
 
 def watch_command(config: Path, *args: str) -> list[str]:
@@ -220,6 +235,8 @@ def test_an_unreachable_service_exits_2_with_one_line(watched, emulator, capsys)
     assert len(err) == 1 and err[0].startswith(
         "toolkit watch: studio: no answer from http://127.0.0.1"
     )
+    assert f"check its base_url ({watched}, line 5: workspaces.studio.base_url)" in err[0]
+    assert "CTS_BASE_URL" not in err[0]
 
 
 def test_the_loop_carries_on_across_an_outage_told_once_and_resolved_once(
@@ -281,9 +298,47 @@ def test_a_damaged_store_is_one_alert_and_leaves_the_others_open(
     out, err = capsys.readouterr()
     assert err.startswith("toolkit watch: studio: the snapshot could not be written: ")
     assert len(err.splitlines()) == 1
-    assert any(line.startswith("opened snapshots [studio] `toolkit store check --store ")
-               for line in out.splitlines())  # fmt: skip
+    shown = "opened snapshots [studio] `toolkit store check --store "
+    assert any(line.startswith(shown) for line in out.splitlines())
     assert "budget" not in out  # neither resolved (its store cannot be read) nor repeated
     rows = tk.watch.AlertLog(str(tmp_path / "store")).open_alerts()
     checks = sorted(a.finding.check for a in rows.values())
     assert checks == ["budget", "snapshots", "snapshots"]  # the store check, the snapshot
+
+
+def test_e_mail_is_never_sent_in_plain_text_unless_the_config_names_the_host(
+    watched, sink, mailbox, monkeypatch, emulator
+):
+    """aiosmtpd here offers no STARTTLS: without `allow_plaintext` nothing goes to it,
+    not the password, not the mail; the other targets are told all the same."""
+    monkeypatch.setenv("WATCH_TEST_USER", "watch")
+    monkeypatch.setenv("WATCH_TEST_PASSWORD", "PasswordNeverShown")
+    plain = watched.read_text()
+    watched.write_text(plain.replace('allow_plaintext = "127.0.0.1"\n', 'user_env = '
+                       '"WATCH_TEST_USER"\npassword_env = "WATCH_TEST_PASSWORD"\n'))  # fmt: skip
+    cycle = run_cycle(read_config(watched), retry_wait=0)
+    (alert,) = cycle.changes
+    assert alert.sent_to == ["webhook", "slack"] and mailbox.mail == []
+    assert alert.failed_to == ["email: the server offers no STARTTLS: nothing sent in plain text"]
+    assert "PasswordNeverShown" not in "\n".join(cycle.lines())
+
+    watched.write_text(plain)  # the config names the host: plain text allowed there
+    emulator.advance(900)
+    later = run_cycle(read_config(watched), retry_wait=0)
+    (mail,) = mailbox.mail
+    assert alert.alert_id in email.message_from_string(mail, policy=policy.default).get_content()
+    assert later.lines()[-1].endswith("(sent late to email)")
+
+
+def test_a_budget_naming_no_project_is_refused_at_the_first_cycle_with_the_nearest(
+    watched, sink, capsys
+):
+    watched.write_text(watched.read_text().replace('"Moonlit Harbor"', '"Moonlit Harbr"'))
+    assert main(["watch", "--config", str(watched), "--once"]) != 0
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(
+        f"toolkit watch: {watched}, line 9: budgets[0].name: no project 'Moonlit Harbr' in "
+        "any workspace of the config; the nearest: 'Moonlit Harbor'"
+    )
+    assert sink.got == []  # nothing was decided, nothing sent

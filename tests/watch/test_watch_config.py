@@ -56,7 +56,7 @@ def test_the_contracts_example_reads_into_typed_settings(tmp_path):
     assert config.workspaces["studio"].store == str(tmp_path / "data/snapshots/studio")
     (budget,) = config.budgets
     assert (budget.scope, budget.name, budget.period, budget.credits, budget.warn_at) == (
-        "project", "Moonlit Harbor", "month", 500, 0.8,
+        "project", "Moonlit Harbor", "month", 500, (0.8,),
     )  # fmt: skip
     assert config.checks.stalled_after == timedelta(minutes=90)
     assert config.checks.remind == timedelta(hours=24)
@@ -77,7 +77,7 @@ def test_the_contracts_example_reads_into_typed_settings(tmp_path):
         ("https://hooks.example.com/cts", "http://hooks.example.com/cts",
          "line 19: notify.webhook.url: the webhook URL (http://hooks.example.com) must be https"),
         ('key_env = "CTS_API_KEY"', 'key_env = "cts_live_abc 123"',
-         "line 5: workspaces.studio.key_env: 'cts_live_abc 123' is not an environment"),
+         "line 5: workspaces.studio.key_env: is not an environment variable's name (the value"),
     ],
 )  # fmt: skip
 def test_a_bad_key_or_value_is_refused_naming_the_file_the_line_and_the_key(
@@ -182,3 +182,89 @@ def test_a_bad_project_or_workspace_setting_is_refused_naming_its_line(tmp_path,
     with pytest.raises(ConfigError) as caught:
         read_config(path)
     assert str(caught.value).startswith(f"{path}, {where}")
+
+
+# Every config the watch must refuse: (what is changed, the refusal's start after the
+# file's name). Each is refused when the watch starts, exit 2, one line, no traceback,
+# and no secret of the config or the environment in anything printed.
+SECRETS = {
+    "CTS_API_KEY": "cts_live_K3yNeverShown",
+    "WATCH_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T000/B000/SlackPathNeverShown",
+    "SMTP_USER": "watch@example.com",
+    "SMTP_PASSWORD": "PasswordNeverShown",
+}
+DEEP = "[" * 500 + "]" * 500
+REFUSED = [
+    ("https://hooks.example.com/cts", "https://169.254.169.254/cts", {},
+     "line 19: notify.webhook.url: the webhook host 169.254.169.254 is a private"),
+    ("https://hooks.example.com/cts", "https://10.0.0.1/cts", {},
+     "line 19: notify.webhook.url: the webhook host 10.0.0.1"),
+    ("https://hooks.example.com/cts", "https://[fd00::1]/cts", {},
+     "line 19: notify.webhook.url: the webhook host fd00::1"),
+    ("https://hooks.example.com/cts", "https://metadata.google.internal/cts", {},
+     "line 19: notify.webhook.url: the webhook host metadata.google.internal is an internal"),
+    ("https://hooks.example.com/cts", "http://127.0.0.1:9/cts", {},
+     "line 19: notify.webhook.url: the webhook URL (http://127.0.0.1) must be https"),
+    ('host = "smtp.example.com"', 'host = "169.254.169.254"', {},
+     "line 24: notify.email.host: the SMTP host 169.254.169.254"),
+    ('host = "smtp.example.com"', 'host = "localhost"', {},
+     "line 24: notify.email.host: the SMTP host localhost is an internal name"),
+    ('interval = "15m"', 'interval = "15m"\nretries = 8', {},
+     "line 3: retries: must be between 1 and 5, not 8"),
+    ('interval = "15m"', 'interval = "15m"\nretry_wait = "10min"', {},
+     "line 3: retry_wait: is at most 10s"),
+    ('remind = "24h"', 'remind = "24h"\nanomaly_mads = nan', {},
+     "line 16: checks.anomaly_mads: must be between"),
+    ('remind = "24h"', 'remind = "24h"\nanomaly_mads = inf', {},
+     "line 16: checks.anomaly_mads: must be between"),
+    ("warn_at = 0.8", "warn_at = nan", {}, "line 11: budgets[0].warn_at: "),
+    ("warn_at = 0.8", "warn_at = [0.5, 2]", {}, "line 11: budgets[0].warn_at: "),
+    ("[workspaces.studio]", '[workspaces."../../escape"]', {},
+     "line 3: workspaces.../../escape: a workspace's label is a name"),
+    ('interval = "15m"', 'interval = "0.000000001s"', {},
+     "line 2: interval: '0.000000001s' is shorter than a minute"),
+    ('"90min"', '"99999999999999999d"', {},
+     "line 13: checks.stalled_after: '99999999999999999d' is longer than ten years"),
+    ('store = "data/snapshots"', f"store = {DEEP}", {}, "not valid TOML"),
+    ('scope = "project"', 'scope = "workspace"', {},
+     "line 8: budgets[0].name: no workspace 'Moonlit Harbor' in this config"),
+    ('key_env = "CTS_API_KEY"', 'key_env = "cts_live_K3yNeverShown"', {},
+     "line 5: workspaces.studio.key_env: is not an environment variable's name"),
+    ('secret_env = "WATCH_WEBHOOK_SECRET"', 'secret_env = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"',
+     {}, "line 20: notify.webhook.secret_env: is not an environment variable's name"),
+    ('password_env = "SMTP_PASSWORD"', 'password_env = "PasswordNeverShown!"', {},
+     "line 29: notify.email.password_env: is not an environment variable's name"),
+    ('key_env = "CTS_API_KEY"', "key_env = 12345", {},
+     "line 5: workspaces.studio.key_env: must be text"),
+    ("port = 587", "port = 587\nstarttls = false", {},
+     "line 26: notify.email.starttls: unknown key"),
+    ("port = 587", 'port = 587\nallow_plaintext = "relay.example.com"', {},
+     "line 26: notify.email.allow_plaintext: names 'relay.example.com', not the host"),
+    ("url_env =", 'timeout = "5m"\nurl_env =', {}, "line 22: notify.slack.timeout: '5m' is not"),
+    ("", "", {"WATCH_WEBHOOK_SECRET": "not base64 at all!"},
+     "line 20: notify.webhook.secret_env: the webhook secret is not 'whsec_'"),
+    ("", "", {"SMTP_PASSWORD": "PässwordNeverShown"},
+     "line 29: notify.email.password_env: SMTP credentials must be plain ASCII"),
+    ("", "", {"SLACK_WEBHOOK_URL": "https://10.0.0.1/services/T000/B000/SlackPathNeverShown"},
+     "line 22: notify.slack.url_env: the Slack host 10.0.0.1"),
+    ("", "", {"CTS_API_KEY": ""}, "line 5: workspaces.studio.key_env: the API key of workspace"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new", "env", "refusal"), REFUSED)
+def test_every_bad_config_is_refused_with_file_line_and_key_exit_2_and_no_secret(
+    tmp_path, monkeypatch, capsys, old, new, env, refusal
+):
+    from toolkit.cli import main
+
+    for name, value in {**SECRETS, **env}.items():
+        monkeypatch.setenv(name, value)
+    path = written(tmp_path, EXAMPLE.replace(old, new, 1) if old else EXAMPLE)
+    assert main(["watch", "--config", str(path), "--once"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"toolkit watch: {path}"), err
+    assert refusal in err, err
+    for secret in (*SECRETS.values(), "SlackPathNeverShown", "PässwordNeverShown"):
+        assert secret not in err

@@ -9,7 +9,9 @@ tk.watch.run_cycle(config)                               # snapshot, check, noti
 
 The parts: `config` (the TOML file), `checks` (the evaluation, with `budget` and
 `anomaly`), `findings` (what a check finds), `alerts` (the state in the store's `alerts`
-table), `notify` (webhook, Slack, e-mail) and `cycle` (one cycle, and the loop).
+table, each message owed), `outbox` (what each target got: the `deliveries` table, the
+order and the retry schedule), `notify` (webhook, Slack, e-mail), `wording` (checks'
+names and actions in words, ages) and `cycle` (one cycle, and the loop).
 """
 
 from __future__ import annotations

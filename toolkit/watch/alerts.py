@@ -1,25 +1,30 @@
-"""The alert state: which conditions are open, since when, and who was told.
+"""The alert state: which conditions are open, since when, and what each target is owed.
 
 The `alerts` table is a Delta table in the watch's store (`<store>/alerts/`), appended
 one commit per cycle: a row per alert that opened, was reminded, was seen again or
-resolved. An alert's state is its newest row. `alert_id` is made when a condition opens
-and kept by its reminders and its resolution; the same condition opening again later is
-a new alert.
+resolved. An alert's state is its newest row. `alert_id` is drawn at random when a
+condition is first seen and kept by its reminders and its resolution; the same
+condition opening again later is a new alert.
+
+A row that tells people something is also a message: its `message_id` (the webhook-id)
+is drawn then, and `owed_to` lists the targets it is owed to. The row is committed
+before anything is sent, so a kill at any instant leaves either nothing decided (the
+next cycle decides again, the ids not yet shown to anyone) or a message owed under ids
+that every later attempt reuses. What was delivered is in the `deliveries` table
+(`toolkit.watch.outbox`).
 
 A cycle holds the store's watch lock (`<store>/.watch.lock`, an exclusive `flock`) from
-reading the state to committing the new rows, so a second watcher waits and then sees
-what the first sent. The rows are committed after the notifications went out: a crash
-in between sends them again on the next cycle (with the same `webhook-id`, so a
-receiver can drop the repeat); a crash or kill at any other point re-alerts nothing.
+reading the state to committing what it sent, so a second watcher waits and then sees
+what the first did.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -47,8 +52,8 @@ SCHEMA = pa.schema(
         ("first_seen", TIME),
         ("last_seen", TIME),
         ("last_sent", TIME),  # the service's time of the last message sent about it
-        ("sent_to", pa.list_(pa.string())),  # targets that took this row's message
-        ("failed_to", pa.list_(pa.string())),  # targets that did not, with why
+        ("message_id", pa.string()),  # the webhook-id of this row's message; null for seen
+        ("owed_to", pa.list_(pa.string())),  # the targets this row's message is owed to
         ("recorded_at", TIME),  # the service's time of the cycle
         ("written_at", TIME),  # this machine's: orders commits made at one service time
     ]
@@ -65,8 +70,10 @@ class Alert:
     first_seen: datetime
     last_seen: datetime
     last_sent: datetime | None
-    sent_to: list[str] = field(default_factory=list)
-    failed_to: list[str] = field(default_factory=list)
+    message_id: str | None = None  # drawn when the message is decided, kept by re-sends
+    owed_to: list[str] = field(default_factory=list)
+    sent_to: list[str] = field(default_factory=list)  # this cycle's deliveries (not stored)
+    failed_to: list[str] = field(default_factory=list)  # this cycle's failures, with why
 
     @property
     def status(self) -> str:
@@ -77,9 +84,24 @@ class Alert:
         return self.event != "seen"
 
 
-def alert_id(key: str, first_seen: datetime) -> str:
-    digest = hashlib.sha256(f"{key}|{first_seen.isoformat()}".encode()).hexdigest()
-    return f"alert_{digest[:24]}"
+def finding_of(row: dict[str, object]) -> Finding:
+    """The finding an `alerts` row was written about."""
+    return Finding(
+        check=str(row["check"]),
+        scope=str(row["scope"]),
+        subject=str(row["subject"]),
+        workspace=str(row["workspace"]),
+        message=str(row["message"]),
+        figures=json.loads(str(row["figures"] or "{}")),
+        detail=str(row["key"]).split("|", 4)[-1],
+    )
+
+
+def new_id(prefix: str) -> str:
+    """A fresh alert or message id. Random, not derived from the cycle's time: it is
+    stored before anyone sees it, and a cycle that dies before storing it never showed
+    it, so the next cycle drawing another is safe."""
+    return f"{prefix}_{uuid.uuid4().hex[:24]}"
 
 
 class AlertLog:
@@ -112,9 +134,10 @@ class AlertLog:
         table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
         return table.sort_by([("written_at", "ascending"), ("recorded_at", "ascending")])
 
-    def open_alerts(self) -> dict[str, Alert]:
-        """The open alerts by condition key (each alert's newest row)."""
-        table = self.rows()
+    def open_alerts(self, table: pa.Table | None = None) -> dict[str, Alert]:
+        """The open alerts by condition key (each alert's newest row), from `table` when
+        the rows were read already."""
+        table = self.rows() if table is None else table
         newest: dict[str, dict[str, object]] = {}
         for row in table.to_pylist():  # recorded in order: the last row of an id wins
             newest[str(row["alert_id"])] = row
@@ -122,18 +145,9 @@ class AlertLog:
         for row in newest.values():
             if row["status"] != "open":
                 continue
-            finding = Finding(
-                check=str(row["check"]),
-                scope=str(row["scope"]),
-                subject=str(row["subject"]),
-                workspace=str(row["workspace"]),
-                message=str(row["message"]),
-                figures=json.loads(str(row["figures"] or "{}")),
-                detail=str(row["key"]).split("|", 4)[-1],
-            )
             found[str(row["key"])] = Alert(
                 alert_id=str(row["alert_id"]),
-                finding=finding,
+                finding=finding_of(row),
                 event="seen",
                 first_seen=row["first_seen"],  # type: ignore[arg-type]
                 last_seen=row["last_seen"],  # type: ignore[arg-type]
@@ -142,6 +156,7 @@ class AlertLog:
         return found
 
     def record(self, alerts: list[Alert], now: datetime) -> None:
+        """Append the cycle's rows as one commit: its messages are owed from then on."""
         if not alerts:
             return
         written = datetime.now(UTC)
@@ -160,8 +175,8 @@ class AlertLog:
                 "first_seen": a.first_seen,
                 "last_seen": a.last_seen,
                 "last_sent": a.last_sent,
-                "sent_to": a.sent_to,
-                "failed_to": a.failed_to,
+                "message_id": a.message_id,
+                "owed_to": a.owed_to if a.notifies else [],
                 "recorded_at": now,
                 "written_at": written,
             }
@@ -176,17 +191,19 @@ def transitions(
     now: datetime,
     remind: timedelta,
     unreadable: frozenset[str] = frozenset(),
+    targets: tuple[str, ...] = (),
 ) -> list[Alert]:
     """What this cycle does about each condition: opens the new ones, reminds of those
     last told about `remind` ago or more, resolves the ones no longer found, and notes
     the rest as seen (no message). The open alerts of `unreadable` workspaces (a damaged
-    store: nothing could be checked) stay as they were, neither resolved nor reminded."""
+    store: nothing could be checked) stay as they were, neither resolved nor reminded.
+    Each message gets its id now and is owed to `targets`."""
     changes = []
     found = {f.key: f for f in findings}
     for key, finding in found.items():
         known = open_alerts.get(key)
         if known is None:
-            changes.append(Alert(alert_id(key, now), finding, "opened", now, now, now))
+            changes.append(Alert(new_id("alert"), finding, "opened", now, now, now))
             continue
         due = known.last_sent is None or now - known.last_sent >= remind
         event: Kind = "reminder" if due else "seen"
@@ -200,4 +217,7 @@ def transitions(
                 Alert(known.alert_id, known.finding, "resolved", known.first_seen,
                       known.last_seen, now)
             )  # fmt: skip
+    for change in changes:
+        if change.notifies:
+            change.message_id, change.owed_to = new_id("msg"), list(targets)
     return changes

@@ -2,9 +2,10 @@
 
 Spend is counted as `toolkit.analysis.credit_spend` counts it (the rise of each
 chapter's credits between snapshots), from the period's start (UTC midnight on the 1st,
-or on Monday) to the latest snapshot. A budget at or over `warn_at` of its credits is a
-`warn` finding, at or over its credits a `limit` one (a separate alert: crossing the
-limit is news even while the warning is open). The runway is read from the burn rate
+or on Monday) to the latest snapshot. Each level of `warn_at` the spend reached is a
+`warn` finding of its own (50%, then 80%: each announced once a period, as billing
+systems do, and resolved when the period turns), and the credits reached a `limit` one
+(crossing the limit is news even while the warnings are open). The runway is read from the burn rate
 of the last `BURN_WINDOW` (or since the first snapshot, if that is later): "at this rate
 the budget runs out on 19 May".
 """
@@ -55,9 +56,7 @@ def evaluate(
         spent, burn, covered, where = _measure(budget, stores, start, now)
         if covered is None:
             continue  # the project or workspace is not in these stores
-        found = _crossed(budget, spent, burn, start, end, now, where)
-        if found is not None:
-            findings.append(found)
+        findings += _crossed(budget, spent, burn, start, end, now, where)
     return findings
 
 
@@ -99,17 +98,33 @@ def _crossed(
     end: pd.Timestamp,
     now: pd.Timestamp,
     workspace: str,
-) -> Finding | None:
+) -> list[Finding]:
+    """A finding per level reached: each warning level, and the limit."""
     share = spent / budget.credits
-    if share < budget.warn_at:
-        return None
-    level = "limit" if share >= 1 else "warn"
+    levels = [w for w in budget.warn_at if w < 1 and share >= w] + ([1.0] if share >= 1 else [])
+    return [_level(budget, spent, burn, start, end, now, workspace, at) for at in levels]
+
+
+def _level(
+    budget: Budget,
+    spent: float,
+    burn: float | None,
+    start: pd.Timestamp,
+    end: pd.Timestamp,
+    now: pd.Timestamp,
+    workspace: str,
+    at: float,
+) -> Finding:
+    share = spent / budget.credits
+    level = "limit" if at >= 1 else "warn"
+    # One warning level keeps the key it always had; several are told apart by their share.
+    name = level if level == "limit" or len(budget.warn_at) == 1 else f"warn{round(at * 100)}"
     what = budget.name if budget.scope != "agency" else "the agency"
     span = f"{start:%B %Y}" if budget.period == "month" else f"the week from {start.day} {start:%b}"
     message = (
         f"{what} has spent {spent:,.0f} of its {budget.credits:,} credits for {span} "
-        f"({share:.0%}"
-        + (", over the limit" if level == "limit" else f", warning at {budget.warn_at:.0%}")
+        f"({share:.0%} as of {now:%d %b %H:%M} UTC"
+        + (", over the limit" if level == "limit" else f", warning at {at:.0%}")
         + ")"
     )
     runs_out = None
@@ -129,7 +144,7 @@ def _crossed(
             "spent": round(spent),
             "credits": budget.credits,
             "share": round(share, 3),
-            "warn_at": budget.warn_at,
+            "warn_at": at,
             "level": level,
             "period": budget.period,
             "period_start": start.isoformat(),
@@ -137,5 +152,5 @@ def _crossed(
             "burn_per_day": round(burn * 24, 1) if burn is not None else None,
             "runs_out": runs_out.isoformat() if runs_out is not None else None,
         },
-        detail=f"{budget.period}:{start.date().isoformat()}:{level}",
+        detail=f"{budget.period}:{start.date().isoformat()}:{name}",
     )

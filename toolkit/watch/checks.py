@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -19,7 +20,7 @@ import pandas as pd
 from toolkit import analysis
 from toolkit.errors import ConfigError, ToolkitError
 from toolkit.formatting import count
-from toolkit.watch import anomaly, budget
+from toolkit.watch import anomaly, budget, wording
 from toolkit.watch.alerts import AlertLog
 from toolkit.watch.config import CheckSettings, WatchConfig, read_config
 from toolkit.watch.findings import Finding, Findings, as_frame
@@ -44,15 +45,21 @@ def open_alerts(
     """The alerts `toolkit watch` holds open for one workspace's store (or every
     workspace's, given the root), and the agency's budgets, which concern them all: what
     people were told, oldest first. Columns `check, scope, subject, workspace, message,
-    first_seen, last_sent` (service time)."""
+    first_seen, last_sent` (service time), and for showing it: `title` (the check in
+    words), `action` (what clears it) and `age` (since `first_seen`, as of this call:
+    a surface shows the age at the moment it shows the alert)."""
     settings, stores = _stores(store, config)
     ours = {*stores, budget.AGENCY}
     alerts = [a for a in AlertLog(settings.store).open_alerts().values()
               if a.finding.workspace in ours]  # fmt: skip
+    shown_at = datetime.now(UTC)
     rows = [{"check": a.finding.check, "scope": a.finding.scope, "subject": a.finding.subject,
              "workspace": a.finding.workspace, "message": a.finding.message,
-             "first_seen": a.first_seen, "last_sent": a.last_sent} for a in alerts]  # fmt: skip
-    columns = ["check", "scope", "subject", "workspace", "message", "first_seen", "last_sent"]
+             "first_seen": a.first_seen, "last_sent": a.last_sent,
+             "title": wording.title(a.finding.check), "action": wording.action(a.finding.check),
+             "age": wording.age(a.first_seen, shown_at)} for a in alerts]  # fmt: skip
+    columns = ["check", "scope", "subject", "workspace", "message", "first_seen", "last_sent",
+               "title", "action", "age"]  # fmt: skip
     frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values(["first_seen", "check", "subject"], ignore_index=True)
 
@@ -186,13 +193,15 @@ def _trouble(
         waited = now - row.since
         subject = f"{row.project}: {row.chapter}"
         hours = round(waited.total_seconds() / 3600, 1)
+        since = f"{row.since:%d %b %H:%M} UTC"
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
                    "since": row.since.isoformat(), "hours": hours}  # fmt: skip
         if row.reason == "stalled" and waited >= own.stalled_after:
-            message = f"{subject} is running with no progress for {_hours(waited)}; {row.advice}"
+            # Times, not ages: the text is read hours later (an age is worked out then).
+            message = f"{subject} is running with no progress since {since}; {row.advice}"
             check = "stalled"
         elif row.reason == "failed" and waited >= own.failed_waiting_after:
-            message = f"{subject} failed {_hours(waited)} ago and waits: {row.detail} {_do(row)}"
+            message = f"{subject} failed at {since} and waits: {row.detail} {_do(row)}"
             check = "failed_waiting"
         elif row.reason == "held_pages":
             message = f"{subject}: {row.detail}; {row.advice}"
@@ -209,11 +218,6 @@ def _trouble(
 def _do(row: Any) -> str:
     """The reasons table's advice for the chapter's kind, as a sentence."""
     return f"{str(row.advice)[0].upper()}{str(row.advice)[1:]}."
-
-
-def _hours(span: pd.Timedelta) -> str:
-    hours = span.total_seconds() / 3600
-    return f"{hours:.1f} h" if hours < 10 else f"{hours:.0f} h"
 
 
 def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]:
@@ -301,8 +305,7 @@ def _snapshots(
         found.append(
             Finding(
                 "snapshots", "workspace", label, label,
-                f"the last snapshot of {label} is from {last:%d %b %H:%M} UTC, "
-                f"{_hours(age)} old{why}",
+                f"the last snapshot of {label} is from {last:%d %b %H:%M} UTC{why}",
                 {"last_snapshot": last.isoformat(), "hours": round(age.total_seconds() / 3600, 2)},
                 "age",
             )

@@ -17,12 +17,17 @@ environment variable only, read into a `Secret` when the watch needs them, never
 
 from __future__ import annotations
 
+import difflib
+import ipaddress
+import math
 import os
 import re
+import socket
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -73,8 +78,11 @@ class Budget:
     name: str | None  # a project's or workspace's name; None for the agency
     period: Period
     credits: int
-    warn_at: float = 0.8
+    warn_at: tuple[float, ...] = (0.8,)  # warning levels, shares of the credits, ascending
     line: int = 0  # where it is written, for messages
+
+
+TIMEOUT = 10.0  # seconds a target may take to answer (the service's webhook limit)
 
 
 @dataclass(frozen=True)
@@ -82,18 +90,20 @@ class Webhook:
     url: str
     secret_env: str
     allow_private: bool = False
+    timeout: float = TIMEOUT
 
 
 @dataclass(frozen=True)
 class Slack:
-    url: str | None = None  # a URL without a secret in it (a loopback sink in tests)
+    url: Secret[str] | str | None = None  # written in the file (a loopback sink in tests)
     url_env: str | None = None  # else read from this variable: the usual Slack URL is secret
     allow_private: bool = False
+    timeout: float = TIMEOUT
 
     def address(self) -> Secret[str]:
         if self.url_env:
             return secret_from(self.url_env, "the Slack webhook URL")
-        return Secret(self.url or "")
+        return self.url if isinstance(self.url, Secret) else Secret(self.url or "")
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,10 @@ class Email:
     port: int = 587
     user_env: str | None = None
     password_env: str | None = None
-    starttls: bool = True  # used when the server offers it
+    tls: Literal["starttls", "implicit"] = "starttls"  # STARTTLS must be offered
+    allow_plaintext: str | None = None  # the one host that may be used without TLS
+    allow_private: bool = False
+    timeout: float = TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -121,8 +134,9 @@ class WatchConfig:
     webhook: Webhook | None = None
     slack: Slack | None = None
     email: Email | None = None
-    retries: int = 3  # attempts per notification and target
+    retries: int = 3  # attempts per target and round (docs/watch.md: the outbox)
     retry_wait: float = 2.0  # seconds before the second attempt, doubling
+    where: dict[str, str] = field(default_factory=dict)  # key -> "file, line N: key"
 
     def checks_for(self, workspace: str, *project: str) -> CheckSettings:
         """The thresholds for one workspace, and for one of its projects when given its
@@ -134,17 +148,32 @@ class WatchConfig:
         return settings
 
     def check_secrets(self) -> None:
-        """Every secret the watch needs is set (a `ConfigError` naming the first that is not)."""
-        for workspace in self.workspaces.values():
-            workspace.api_key()
+        """Every secret the watch needs is set and usable: a `ConfigError` naming the
+        file, line and key of the first that is not, never its value."""
+        for name, workspace in self.workspaces.items():
+            self._secret(f"workspaces.{name}.key_env", workspace.api_key)
         if self.webhook is not None:
-            secret_from(self.webhook.secret_env, "the webhook signing secret")
-        if self.slack is not None:
-            check_target_url(self.slack.address().reveal(), self.slack.allow_private, "Slack")
+            hook = self.webhook
+            secret = self._secret("notify.webhook.secret_env", lambda: secret_from(
+                hook.secret_env, "the webhook signing secret"))  # fmt: skip
+            self._secret("notify.webhook.secret_env", lambda: _signing_secret(secret))
+        if self.slack is not None and self.slack.url_env:
+            slack = self.slack
+            self._secret("notify.slack.url_env", lambda: check_target_url(
+                slack.address(), slack.allow_private, "Slack"))  # fmt: skip
         if self.email is not None:
-            for name in (self.email.user_env, self.email.password_env):
+            for key in ("user_env", "password_env"):
+                name = getattr(self.email, key)
                 if name:
-                    secret_from(name, "the SMTP credentials")
+                    value = self._secret(f"notify.email.{key}", partial(
+                        secret_from, name, "the SMTP credentials"))  # fmt: skip
+                    self._secret(f"notify.email.{key}", partial(_smtp_text, value))
+
+    def _secret(self, key: str, check: Callable[[], T]) -> T:
+        try:
+            return check()
+        except (ConfigError, ValueError) as exc:
+            raise ConfigError(f"{self.where.get(key, key)}: {exc}") from None
 
 
 def secret_from(variable: str, what: str) -> Secret[str]:
@@ -153,24 +182,84 @@ def secret_from(variable: str, what: str) -> Secret[str]:
     return Secret(os.environ[variable])
 
 
-def check_target_url(url: str, allow_private: bool, what: str) -> str:
-    """A notification URL: https, or http to loopback with allow_private = true. The
-    message names only scheme and host: a Slack URL's path is its secret."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.scheme == "https" and host:
-        return url
-    if parts.scheme == "http" and host and is_loopback_host(host) and allow_private:
-        return url
-    if parts.scheme == "http" and host and is_loopback_host(host):
-        raise ConfigError(
-            f"the {what} URL http://{host} is plain http: set allow_private = true for a "
-            "loopback receiver, or use https"
+def _signing_secret(secret: Secret[str]) -> None:
+    from toolkit._signing import decode_secret
+
+    if not decode_secret(secret):  # raises ValueError, naming no secret, for non-base64
+        raise ValueError("the webhook secret is empty after 'whsec_'")
+
+
+def _smtp_text(value: Secret[str]) -> None:
+    """SMTP AUTH carries ASCII only (smtplib would fail at the first send, quoting it)."""
+    text = value.reveal()
+    if not text.isascii() or any(c in text for c in "\r\n\0"):
+        raise ValueError(
+            "SMTP credentials must be plain ASCII without line breaks (the value is not shown)"
         )
-    raise ConfigError(
-        f"the {what} URL ({parts.scheme or 'no scheme'}://{host}) must be https "
-        "(plain http only to loopback with allow_private = true)"
-    )
+
+
+# Names that lead to a cloud's metadata service or the local network, whatever DNS says.
+_INTERNAL_NAMES = ("localhost", "metadata.google.internal", "metadata")
+_INTERNAL_SUFFIXES = (".internal", ".local", ".localhost", ".localdomain", ".home.arpa")
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%")[0])
+    except ValueError:
+        return None
+
+
+def check_destination(host: str, allow_private: bool, what: str, *, resolve: bool) -> None:
+    """Refuse a host that is not public, as the service refuses webhook URLs: a literal
+    private, loopback, link-local (metadata) or reserved address, an internal name, and,
+    with `resolve` (before every send: names change their answers), a name resolving to
+    one. `allow_private = true` on the target lets it through (tests, a local relay)."""
+    if allow_private:
+        return
+    name = host.lower().rstrip(".")
+    literal = _ip(name)
+    if literal is not None:
+        addresses = [literal]
+    elif name in _INTERNAL_NAMES or name.endswith(_INTERNAL_SUFFIXES) or "." not in name:
+        raise ConfigError(
+            f"the {what} host {host} is an internal name: set allow_private = true to use it"
+        )
+    elif resolve:
+        try:
+            answers = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise ConfigError(
+                f"the {what} host {host} does not resolve ({type(exc).__name__})"
+            ) from None
+        addresses = [a for a in (_ip(str(info[4][0])) for info in answers) if a]
+    else:
+        return
+    for address in addresses:
+        if not address.is_global or address.is_multicast:
+            raise ConfigError(
+                f"the {what} host {host} is a private, loopback, link-local or reserved "
+                f"address ({address}): set allow_private = true to use it"
+            )
+
+
+def check_target_url(url: str | Secret[str], allow_private: bool, what: str) -> str:
+    """A notification URL: https to a public host, or (with allow_private = true) http or
+    https to any. The message names only scheme and host: a Slack URL's path is its
+    secret."""
+    text = url.reveal() if isinstance(url, Secret) else url
+    parts = urlsplit(text)
+    host = parts.hostname or ""
+    if parts.scheme not in ("https", "http") or not host:
+        raise ConfigError(f"the {what} URL ({parts.scheme or 'no scheme'}://{host}) must be https")
+    if parts.scheme == "http" and not allow_private:
+        plain = "loopback" if is_loopback_host(host) else host
+        raise ConfigError(
+            f"the {what} URL (http://{host}) must be https (plain http to {plain} only "
+            "with allow_private = true)"
+        )
+    check_destination(host, allow_private, what, resolve=False)
+    return text
 
 
 def read_config(path: str | os.PathLike[str]) -> WatchConfig:
@@ -185,6 +274,8 @@ def read_config(path: str | os.PathLike[str]) -> WatchConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}: not valid TOML: nested too deeply") from None
     return _Reader(str(file), key_lines(text), file.parent).config(data)
 
 
@@ -227,12 +318,34 @@ _UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours"
           "weeks": 604800}  # fmt: skip
 
 
+LONGEST = timedelta(days=3660)  # ten years: longer is a mistake, and near timedelta's end
+SHORTEST_INTERVAL = timedelta(minutes=1)  # a cycle snapshots every workspace
+
+
 def parse_duration(text: str) -> timedelta:
-    """ "15m", "90min", "4h", "2d", "1w" -> a positive timedelta (ValueError otherwise)."""
+    """ "15m", "90min", "4h", "2d", "1w" -> a positive timedelta of at most ten years
+    (ValueError otherwise)."""
     match = _DURATION.match(text)
     if not match or float(match.group(1)) <= 0:
         raise ValueError(f"{text!r} is not a duration like 15m, 90min, 4h or 2d")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if not seconds <= LONGEST.total_seconds():
+        raise ValueError(f"{text!r} is longer than ten years")
+    return timedelta(seconds=seconds)
+
+
+def _interval(text: str) -> timedelta:
+    value = parse_duration(text)
+    if value < SHORTEST_INTERVAL:
+        raise ValueError(f"{text!r} is shorter than a minute (a cycle snapshots every workspace)")
+    return value
+
+
+def _timeout(text: str) -> float:
+    seconds = parse_duration(text).total_seconds()
+    if not 1 <= seconds <= 60:
+        raise ValueError(f"{text!r} is not between 1s and 60s")
+    return seconds
 
 
 class _Reader:
@@ -242,15 +355,17 @@ class _Reader:
         self.file, self.lines, self.folder = file, lines, folder
 
     def fail(self, where: Path_, problem: str) -> ConfigError:
+        return ConfigError(f"{self.at(where)}: {problem}")
+
+    def at(self, where: Path_) -> str:
+        """ "file, line N: key" for a key (its table's line when the key is not written)."""
         line = None
         for depth in range(len(where), 0, -1):  # the key's line, else its table's
             line = self.lines.get(where[:depth])
             if line is not None:
                 break
-        key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where)
-        key = key.replace(".[", "[")
         at = f", line {line}" if line else ""
-        return ConfigError(f"{self.file}{at}: {key}: {problem}")
+        return f"{self.file}{at}: {_key(where)}"
 
     def table(self, value: Any, where: Path_, keys: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -273,28 +388,37 @@ class _Reader:
             names = kind.__name__ if isinstance(kind, type) else " or ".join(
                 k.__name__ for k in kind
             )  # fmt: skip
-            raise self.fail((*where, key), f"must be {_words.get(names, names)}, not {value!r}")
+            shown = "" if _secret_key(key) else f", not {_short(value)}"
+            raise self.fail((*where, key), f"must be {_words.get(names, names)}{shown}")
         if convert is None:
             return value
         try:
             return convert(value)
-        except (ValueError, ConfigError) as exc:
+        except (ValueError, ConfigError, OverflowError) as exc:
             raise self.fail((*where, key), str(exc)) from None
 
     def config(self, data: dict[str, Any]) -> WatchConfig:
-        top = ("store", "interval", "workspaces", "budgets", "checks", "due", "notify", "retries")
+        top = ("store", "interval", "workspaces", "budgets", "checks", "due", "notify", "retries",
+               "retry_wait")  # fmt: skip
         self.table(data, (), top)
         store = self.get(data, (), "store", str) if "store" in data else "data/snapshots"
         if not os.path.isabs(store) and "://" not in store:
             store = str(self.folder / store) if str(self.folder) not in ("", ".") else store
         interval = (
-            self.get(data, (), "interval", str, parse_duration)
+            self.get(data, (), "interval", str, _interval)
             if "interval" in data
             else timedelta(minutes=15)
         )
         if "workspaces" not in data or not data["workspaces"]:
             raise self.fail(("workspaces",), "name at least one: [workspaces.studio]")
         spaces = self.table(data["workspaces"], ("workspaces",), tuple(data["workspaces"]))
+        for name in spaces:
+            if not _LABEL.fullmatch(name):
+                raise self.fail(
+                    ("workspaces", name),
+                    "a workspace's label is a name (letters, "
+                    "digits, - and _), not a path: its store is <store>/<label>",
+                )
         checks_data = data.get("checks", {})
         base = replace(CheckSettings(), **self.checks(checks_data, ("checks",), "top"))
         workspaces, workspace_checks = {}, {}
@@ -318,15 +442,23 @@ class _Reader:
             for name in self.table(data.get("due", {}), ("due",), tuple(data.get("due", {})))
         }
         notify = self.table(data.get("notify", {}), ("notify",), ("webhook", "slack", "email"))
-        retries = self.get(data, (), "retries", int) if "retries" in data else 3
-        if retries < 1:
-            raise self.fail(("retries",), "must be at least 1 (attempts per notification)")
+        retries = self.get(data, (), "retries", int, _within(1, 5)) if "retries" in data else 3
+        retry_wait = float(self.get(data, (), "retry_wait", str, parse_duration).total_seconds()
+                           if "retry_wait" in data else 2.0)  # fmt: skip
+        if retry_wait > 10:
+            raise self.fail(("retry_wait",), "is at most 10s (the store's lock is held meanwhile)")
+        read_budgets = tuple(self.budget(b, ("budgets", i)) for i, b in enumerate(budgets))
+        for i, b in enumerate(read_budgets):
+            if b.scope == "workspace" and b.name not in workspaces:
+                near = ", ".join(repr(n) for n in difflib.get_close_matches(b.name or "", spaces))
+                raise self.fail(("budgets", i, "name"), f"no workspace {b.name!r} in this config"
+                                + (f"; the nearest: {near}" if near else ""))  # fmt: skip
         return WatchConfig(
             path=self.file,
             store=store,
             interval=interval,
             workspaces=workspaces,
-            budgets=tuple(self.budget(b, ("budgets", i)) for i, b in enumerate(budgets)),
+            budgets=read_budgets,
             checks=base,
             workspace_checks=workspace_checks,
             project_checks=projects,
@@ -335,6 +467,8 @@ class _Reader:
             slack=self.slack(notify["slack"]) if "slack" in notify else None,
             email=self.email(notify["email"]) if "email" in notify else None,
             retries=retries,
+            retry_wait=retry_wait,
+            where={_key(k): self.at(k) for k in self.lines},
         )
 
     def workspace(
@@ -348,6 +482,8 @@ class _Reader:
         url = self.get(table, where, "base_url", str, normalize_base_url)
         key_env = self.get(table, where, "key_env", str, _variable)
         store = self.get(table, where, "store", str) if "store" in table else f"{root}/{name}"
+        if "store" in table and not os.path.isabs(store) and "://" not in store:
+            store = str(self.folder / store) if str(self.folder) not in ("", ".") else store
         return Workspace(name, url, key_env, store), table.get("checks")
 
     def checks(
@@ -373,7 +509,7 @@ class _Reader:
             )
         if "anomaly_mads" in data:
             changed["anomaly_mads"] = float(
-                self.get(data, where, "anomaly_mads", (int, float), _positive)
+                self.get(data, where, "anomaly_mads", (int, float), _within(0.5, 1e6))
             )
         if "off" in data:
             names: tuple[str, ...] = PROJECT_CHECKS if level == "project" else CHECKS
@@ -393,20 +529,25 @@ class _Reader:
         if scope == "agency" and "name" in data:
             raise self.fail((*where, "name"), "an agency budget covers every workspace: no name")
         warn_at = (
-            self.get(data, where, "warn_at", (int, float), _share) if "warn_at" in data else 0.8
+            self.get(data, where, "warn_at", (int, float, list), _shares)
+            if "warn_at" in data
+            else (0.8,)
         )
         return Budget(
             scope=scope,
             name=self.get(data, where, "name", str) if "name" in data else None,
             period=self.get(data, where, "period", str, _choice("month", "week")),
             credits=self.get(data, where, "credits", int, _positive),
-            warn_at=float(warn_at),
+            warn_at=warn_at,
             line=self.lines.get(where, 0),
         )
 
+    def timeout(self, data: Mapping[str, Any], where: Path_) -> float:
+        return self.get(data, where, "timeout", str, _timeout) if "timeout" in data else TIMEOUT
+
     def webhook(self, data: Any) -> Webhook:
         where: Path_ = ("notify", "webhook")
-        data = self.table(data, where, ("url", "secret_env", "allow_private"))
+        data = self.table(data, where, ("url", "secret_env", "allow_private", "timeout"))
         for key in ("url", "secret_env"):
             if key not in data:
                 raise self.fail(where, f"lacks {key}")
@@ -417,24 +558,31 @@ class _Reader:
             ),
             secret_env=self.get(data, where, "secret_env", str, _variable),
             allow_private=private,
+            timeout=self.timeout(data, where),
         )
 
     def slack(self, data: Any) -> Slack:
         where: Path_ = ("notify", "slack")
-        data = self.table(data, where, ("url", "url_env", "allow_private"))
+        data = self.table(data, where, ("url", "url_env", "allow_private", "timeout"))
         if ("url" in data) == ("url_env" in data):
             raise self.fail(where, "give url_env (the variable holding the URL) or url")
         private = self.get(data, where, "allow_private", bool) if "allow_private" in data else False
+        timeout = self.timeout(data, where)
         if "url" in data:
-            url = self.get(data, where, "url", str, lambda u: check_target_url(u, private, "Slack"))
-            return Slack(url=url, allow_private=private)
-        return Slack(
-            url_env=self.get(data, where, "url_env", str, _variable), allow_private=private
-        )
+            # Held as a Secret at once: the path of a Slack URL is what lets anyone post.
+            url = Secret(self.get(data, where, "url", str))
+            try:
+                check_target_url(url, private, "Slack")
+            except ConfigError as exc:
+                raise self.fail((*where, "url"), str(exc)) from None
+            return Slack(url=url, allow_private=private, timeout=timeout)
+        return Slack(url_env=self.get(data, where, "url_env", str, _variable),
+                     allow_private=private, timeout=timeout)  # fmt: skip
 
     def email(self, data: Any) -> Email:
         where: Path_ = ("notify", "email")
-        keys = ("host", "port", "from", "to", "user_env", "password_env", "starttls")
+        keys = ("host", "port", "from", "to", "user_env", "password_env", "tls",
+                "allow_plaintext", "allow_private", "timeout")  # fmt: skip
         data = self.table(data, where, keys)
         for key in ("host", "from", "to"):
             if key not in data:
@@ -444,25 +592,84 @@ class _Reader:
                     for key in ("user_env", "password_env") if key in data}  # fmt: skip
         if len(optional) == 1:
             raise self.fail(where, "give both user_env and password_env, or neither")
+        private = self.get(data, where, "allow_private", bool) if "allow_private" in data else False
+        host = self.get(data, where, "host", str, lambda h: _smtp_host(h, private))
+        tls: Literal["starttls", "implicit"] = self.get(
+            data, where, "tls", str, _choice("starttls", "implicit")
+        ) if "tls" in data else "starttls"  # fmt: skip
+        plaintext = self.get(data, where, "allow_plaintext", str) if (
+            "allow_plaintext" in data) else None  # fmt: skip
+        if plaintext is not None and plaintext != host:
+            raise self.fail(
+                (*where, "allow_plaintext"),
+                f"names {plaintext!r}, not the host "
+                f"{host!r}: it allows plain text only to the host written here",
+            )
+        default_port = 465 if tls == "implicit" else 587
         return Email(
-            host=self.get(data, where, "host", str),
+            host=host,
             to=to,
             sender=self.get(data, where, "from", str, _address),
-            port=self.get(data, where, "port", int, _port) if "port" in data else 587,
-            starttls=self.get(data, where, "starttls", bool) if "starttls" in data else True,
+            port=self.get(data, where, "port", int, _port) if "port" in data else default_port,
+            tls=tls,
+            allow_plaintext=plaintext,
+            allow_private=private,
+            timeout=self.timeout(data, where),
             **optional,
         )
 
 
 _words = {"str": "text", "int": "a whole number", "bool": "true or false", "list": "a list",
-          "int or float": "a number", "date or str": "a date (2026-12-20)",
+          "int or float": "a number", "int or float or list": "a share or a list of them",
+          "date or str": "a date (2026-12-20)",
           "list or str": "an address or a list of them"}  # fmt: skip
 
 
+def _key(where: Path_) -> str:
+    """("budgets", 0, "name") -> budgets[0].name, as refusals name a key."""
+    key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where)
+    return key.replace(".[", "[")
+
+
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_SECRET_KEYS = ("key_env", "secret_env", "url_env", "user_env", "password_env", "url")
+
+
+def _secret_key(key: str) -> bool:
+    """A key whose value may be a secret written by mistake: never shown back."""
+    return key in _SECRET_KEYS
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _variable(name: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise ValueError(f"{name!r} is not an environment variable's name (the value goes there)")
+    # Upper case only: a key or secret pasted here (`cts_live_...`, `whsec_...`) would
+    # otherwise pass as a name and be shown back in "set cts_live_...".
+    if not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,127}", name):
+        raise ValueError(
+            "is not an environment variable's name (the value is not shown: if it is a "
+            "secret, put it in a variable and name that variable here)"
+        )
     return name
+
+
+def _smtp_host(host: str, allow_private: bool) -> str:
+    if not host or (any(c in host for c in "/:@ ") and _ip(host) is None):
+        raise ValueError(f"{_short(host)} is not a host name")
+    check_destination(host, allow_private, "SMTP", resolve=False)
+    return host
+
+
+def _within(low: float, high: float) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if not (math.isfinite(value) and low <= value <= high):
+            raise ValueError(f"must be between {low:g} and {high:g}, not {value}")
+        return value
+
+    return check
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -475,7 +682,7 @@ def _choice(*allowed: str) -> Callable[[str], str]:
 
 
 def _positive(value: float) -> float:
-    if value <= 0:
+    if not math.isfinite(value) or value <= 0:
         raise ValueError(f"must be above 0, not {value}")
     return value
 
@@ -490,11 +697,22 @@ def _at_least(low: int) -> Callable[[int], int]:
 
 
 def _share(value: float) -> float:
-    if not 0 < value <= 1:
+    if not (math.isfinite(value) and 0 < value <= 1):
         raise ValueError(
             f"is a share of the budget, above 0 and at most 1 (0.8 is 80%), not {value}"
         )
     return value
+
+
+def _shares(value: float | list[Any]) -> tuple[float, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items or len(items) > 10:
+        raise ValueError("give one to ten warning levels, like 0.8 or [0.5, 0.8, 1.0]")
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int | float):
+            raise ValueError(f"{_short(item)} is not a share of the budget (0.8 is 80%)")
+        _share(item)
+    return tuple(sorted({float(item) for item in items}))
 
 
 def _port(value: int) -> int:

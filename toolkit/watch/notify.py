@@ -5,10 +5,17 @@ The webhook's body is the contract of docs/watch.md:
     {"type": "alert.opened" | "alert.reminder" | "alert.resolved", "timestamp": ISO,
      "data": {"alert_id", "check", "scope", "subject", "workspace", "message", "figures"}}
 
-signed with `webhook-id` (the alert's id and the message's kind: a resend after a crash
-carries the same id), `webhook-timestamp` (the wall clock, as receivers check it) and
-`webhook-signature`, by our own signing primitive (`toolkit._signing`). Every target is
-tried `retries` times with a doubling wait; what still fails is returned, to be recorded.
+signed with `webhook-id` (the message's id, drawn when it was decided: every attempt
+carries it and the same body), `webhook-timestamp` (the wall clock, as receivers check
+it) and `webhook-signature`, by our own signing primitive (`toolkit._signing`). Slack
+gets a post per message, its `webhook-id` header the message's id; e-mail one message
+per round holding every owed message's line, each naming its alert, with the ids it
+holds in `X-CTS-Message-Ids` (and its `Message-ID` made from them), so a repeat after a
+kill is recognisable there too.
+
+Each sender raises `Undelivered` (the outbox's) for anything that went wrong, naming the
+exception's type or the status, never a URL (a Slack URL is a secret) nor a secret: one
+target's failure never reaches another's.
 """
 
 from __future__ import annotations
@@ -18,29 +25,30 @@ import json
 import smtplib
 import ssl
 import time
-from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from email.message import EmailMessage
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
 
 import httpx
 
 from toolkit._signing import sign
 from toolkit.config import Secret
-from toolkit.watch.alerts import Alert
-from toolkit.watch.config import WatchConfig, check_target_url, secret_from
+from toolkit.watch.config import Email, WatchConfig, check_destination, secret_from
+from toolkit.watch.outbox import Message, Sender, Undelivered
+from toolkit.watch.wording import action, title
 
-TIMEOUT = 10.0
-Send = Callable[[list[Alert], datetime], None]
+HEADLINE = {"opened": "Alert", "reminder": "Still open", "resolved": "Resolved"}
 
 
-def payload(alert: Alert, now: datetime) -> dict[str, object]:
-    """The webhook body of one alert message (contract)."""
-    f = alert.finding
+def payload(message: Message) -> dict[str, object]:
+    """The webhook body of one message (contract)."""
+    f = message.finding
     return {
-        "type": f"alert.{alert.event}",
-        "timestamp": now.isoformat(),
+        "type": f"alert.{message.event}",
+        "timestamp": message.decided_at.isoformat(),
         "data": {
-            "alert_id": alert.alert_id,
+            "alert_id": message.alert_id,
             "check": f.check,
             "scope": f.scope,
             "subject": f.subject,
@@ -51,112 +59,148 @@ def payload(alert: Alert, now: datetime) -> dict[str, object]:
     }
 
 
-def message_id(alert: Alert) -> str:
-    """The `webhook-id` of one message: the same when a crash makes it go out again."""
-    stamp = alert.last_sent.isoformat() if alert.last_sent else ""
-    digest = hashlib.sha256(f"{alert.alert_id}|{alert.event}|{stamp}".encode()).hexdigest()
+def headline(message: Message) -> str:
+    """One message in words: what, the facts with their times, what clears it, its id."""
+    f = message.finding
+    text = f"[{HEADLINE[message.event]}] {title(f.check)}: {f.message}"
+    if message.event != "resolved":
+        text += f" To clear it: {action(f.check)}."
+    return f"{text} ({message.alert_id})"
+
+
+def batch_id(messages: list[Message]) -> str:
+    """The id of an e-mail holding `messages`: the same when the same ones go again."""
+    digest = hashlib.sha256("|".join(m.message_id for m in messages).encode()).hexdigest()
     return f"msg_{digest[:24]}"
 
 
-def headline(alert: Alert) -> str:
-    word = {"opened": "Alert", "reminder": "Still open", "resolved": "Resolved"}[alert.event]
-    return f"[{word}] {alert.finding.check}: {alert.finding.message}"
-
-
-def targets(config: WatchConfig) -> dict[str, Send]:
-    """The configured targets by name (`webhook`, `slack`, `email`), each sending one
-    cycle's messages; raising means not delivered."""
-    found: dict[str, Send] = {}
+def senders(config: WatchConfig) -> dict[str, Sender]:
+    """The configured targets by name (`webhook`, `slack`, `email`). Their secrets were
+    checked when the watch started (`WatchConfig.check_secrets`); each is read when its
+    target sends, so one missing (a library caller that did not check) fails that target
+    alone."""
+    found: dict[str, Sender] = {}
     if config.webhook is not None:
         hook = config.webhook
-        secret = secret_from(hook.secret_env, "the webhook signing secret")
-        found["webhook"] = lambda alerts, now: _webhook(hook.url, secret, alerts, now)
+        found["webhook"] = lambda batch: _webhook(
+            hook.url, hook.allow_private, secret_from(hook.secret_env, "the webhook secret"),
+            batch, hook.timeout,
+        )  # fmt: skip
     if config.slack is not None:
-        address = config.slack.address()
-        check_target_url(address.reveal(), config.slack.allow_private, "Slack")
-        found["slack"] = lambda alerts, now: _slack(address, alerts)
+        slack = config.slack
+        found["slack"] = lambda batch: _slack(slack.address(), slack.allow_private, batch,
+                                              slack.timeout)  # fmt: skip
     if config.email is not None:
-        found["email"] = lambda alerts, now: _email(config, alerts)
+        email = config.email
+        found["email"] = lambda batch: _email(email, batch)
     return found
 
 
-def deliver(
-    config: WatchConfig, alerts: list[Alert], now: datetime, *, wait: float | None = None
-) -> None:
-    """Send every notifying alert to every target, retrying; each alert's `sent_to` and
-    `failed_to` say what happened."""
-    telling = [a for a in alerts if a.notifies]
-    if not telling:
-        return
-    pause = config.retry_wait if wait is None else wait
-    for name, send in targets(config).items():
-        problem = ""
-        for attempt in range(config.retries):
-            try:
-                send(telling, now)
-                problem = ""
-                break
-            except (httpx.HTTPError, OSError, smtplib.SMTPException, _Refused) as exc:
-                problem = f"{name}: {_why(exc)}"
-                if attempt < config.retries - 1:
-                    time.sleep(pause * 2**attempt)
-        for alert in telling:
-            (alert.failed_to if problem else alert.sent_to).append(problem or name)
+def _why(exc: BaseException) -> str:
+    """What went wrong, by the exception's type: its text may quote a URL or a secret."""
+    return type(exc).__name__
 
 
-class _Refused(Exception):
-    """A target answered, but not with 2xx."""
+def retry_after(value: str | None) -> float | None:
+    """`Retry-After` in seconds: a number of seconds or an HTTP date; None if unreadable."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _why(exc: Exception) -> str:
-    if isinstance(exc, httpx.HTTPError):
-        return f"{type(exc).__name__}"  # never the URL: a Slack URL is a secret
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-def _post(url: str, content: bytes, headers: dict[str, str]) -> None:
-    answer = httpx.post(url, content=content, headers=headers, timeout=TIMEOUT,
-                        follow_redirects=False)  # fmt: skip
+def _post(
+    url: str, allow_private: bool, content: bytes, headers: dict[str, str], timeout: float,
+    what: str,
+) -> None:  # fmt: skip
+    """POST once; `Undelivered` unless a 2xx came back. The address is checked before
+    every attempt, as the service checks its webhook URLs: a name may change its answer."""
+    try:
+        check_destination(urlsplit(url).hostname or "", allow_private, what, resolve=True)
+        answer = httpx.post(url, content=content, headers=headers, timeout=timeout,
+                            follow_redirects=False)  # fmt: skip
+    except Exception as exc:  # any failure here is this target's alone
+        raise Undelivered(_why(exc)) from None
     if not answer.is_success:
-        raise _Refused(f"answered {answer.status_code}")
+        wait = retry_after(answer.headers.get("retry-after"))
+        raise Undelivered(f"answered {answer.status_code}", retry_after=wait)
 
 
-def _webhook(url: str, secret: Secret[str], alerts: list[Alert], now: datetime) -> None:
-    for alert in alerts:
-        body = json.dumps(payload(alert, now), separators=(",", ":")).encode()
-        webhook_id = message_id(alert)
+def _webhook(
+    url: str, allow_private: bool, secret: Secret[str], batch: list[Message], timeout: float
+) -> None:
+    for done, message in enumerate(batch):
+        body = json.dumps(payload(message), separators=(",", ":")).encode()
         timestamp = str(int(time.time()))  # wall clock: receivers check it against theirs
         headers = {
             "content-type": "application/json",
-            "webhook-id": webhook_id,
+            "webhook-id": message.message_id,
             "webhook-timestamp": timestamp,
-            "webhook-signature": sign(secret, webhook_id, timestamp, body),
+            "webhook-signature": sign(secret, message.message_id, timestamp, body),
         }
-        _post(url, body, headers)
+        try:
+            _post(url, allow_private, body, headers, timeout, "webhook")
+        except Undelivered as stopped:
+            stopped.done = done
+            raise
 
 
-def _slack(address: Secret[str], alerts: list[Alert]) -> None:
-    text = "\n".join(headline(a) for a in alerts)
-    body = json.dumps({"text": text}).encode()
-    _post(address.reveal(), body, {"content-type": "application/json"})
+def _slack(address: Secret[str], allow_private: bool, batch: list[Message], timeout: float) -> None:
+    for done, message in enumerate(batch):
+        body = json.dumps({"text": headline(message)}).encode()
+        headers = {"content-type": "application/json", "webhook-id": message.message_id}
+        try:
+            _post(address.reveal(), allow_private, body, headers, timeout, "Slack")
+        except Undelivered as stopped:
+            stopped.done = done
+            raise
 
 
-def _email(config: WatchConfig, alerts: list[Alert]) -> None:
-    settings = config.email
-    assert settings is not None
+def _email(settings: Email, batch: list[Message]) -> None:
     message = EmailMessage()
-    opened = sum(a.event == "opened" for a in alerts)
-    resolved = sum(a.event == "resolved" for a in alerts)
-    still = len(alerts) - opened - resolved
+    opened = sum(m.event == "opened" for m in batch)
+    resolved = sum(m.event == "resolved" for m in batch)
+    still = len(batch) - opened - resolved
     message["Subject"] = f"CTS watch: {opened} new, {resolved} resolved, {still} still open"
     message["From"] = settings.sender
     message["To"] = ", ".join(settings.to)
-    message.set_content("\n\n".join(headline(a) for a in alerts) + "\n")
-    with smtplib.SMTP(settings.host, settings.port, timeout=TIMEOUT) as smtp:
+    message["Message-ID"] = f"<{batch_id(batch)}@cts-watch>"
+    message["X-CTS-Message-Ids"] = " ".join(m.message_id for m in batch)
+    message.set_content("\n\n".join(headline(m) for m in batch) + "\n")
+    try:
+        _smtp_send(settings, message)
+    except Undelivered:
+        raise
+    except Exception as exc:  # smtplib's frames may hold the password: never re-raised
+        raise Undelivered(_why(exc)) from None
+
+
+def _smtp_send(settings: Email, message: EmailMessage) -> None:
+    """Send over TLS (implicit, or STARTTLS, which the server must offer); in plain text
+    only to the host `allow_plaintext` names."""
+    check_destination(settings.host, settings.allow_private, "SMTP", resolve=True)
+    context = ssl.create_default_context()
+    smtp: smtplib.SMTP
+    if settings.tls == "implicit":
+        smtp = smtplib.SMTP_SSL(settings.host, settings.port, timeout=settings.timeout,
+                                context=context)  # fmt: skip
+    else:
+        smtp = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout)
+    with smtp:
         smtp.ehlo()
-        if settings.starttls and smtp.has_extn("starttls"):
-            smtp.starttls(context=ssl.create_default_context())
-            smtp.ehlo()
+        if settings.tls == "starttls":
+            if smtp.has_extn("starttls"):
+                smtp.starttls(context=context)
+                smtp.ehlo()
+            elif settings.allow_plaintext != settings.host:
+                raise Undelivered("the server offers no STARTTLS: nothing sent in plain text")
         if settings.user_env and settings.password_env:
             user = secret_from(settings.user_env, "the SMTP user")
             password = secret_from(settings.password_env, "the SMTP password")
