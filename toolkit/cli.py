@@ -430,14 +430,23 @@ def _watch(args: argparse.Namespace) -> None:
             print(f"toolkit watch: {name}: {why}", file=sys.stderr, flush=True)
 
     if args.once:
-        cycle = run_cycle(config)
+        try:
+            cycle = run_cycle(config)
+        except ConfigError as exc:  # a project the config names is not in any workspace
+            print(f"toolkit watch: {exc}", file=sys.stderr)
+            args.exit_status = 2
+            return
         report(cycle)
         args.exit_status = 2 if cycle.broken else int(cycle.needs_attention)
         return
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop cleanly, like SIGTERM
-        run_forever(config, interval, stop, report)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop cleanly, like SIGTERM
+            run_forever(config, interval, stop, report)
+    except ConfigError as exc:  # found at the first cycle, as with --once
+        print(f"toolkit watch: {exc}", file=sys.stderr)
+        args.exit_status = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
