@@ -97,7 +97,7 @@ def read_config(path: str | os.PathLike[str] | None = None) -> dict[str, dict[st
 
 def _from_shared(table: dict[str, Any], root: object, name: str) -> dict[str, Any]:
     """A `[workspaces.NAME]` table of the one format, as this module's settings read it."""
-    settings = {key: table[key] for key in ("base_url", "store") if key in table}
+    settings: dict[str, Any] = {k: table[k] for k in ("base_url", "store") if k in table}
     if "key_env" in table:
         settings["api_key_env"] = table["key_env"]
     if "store" not in settings and isinstance(root, str):
