@@ -238,9 +238,7 @@ def _true_finishes(seen: Seen, done: pd.DataFrame, by: ForecastBy) -> dict[str, 
     later = done[done["snapshot_at"] > as_of].drop_duplicates("chapter_id")
     # reindex, not Series.map: map through an empty Series of times casts it to float64.
     finished_at = later.set_index("chapter_id")["finished_at"]
-    open_now = open_now.assign(
-        finished=finished_at.reindex(open_now["chapter_id"]).to_numpy()
-    )
+    open_now = open_now.assign(finished=finished_at.reindex(open_now["chapter_id"]).to_numpy())
     if by == "language_code":
         languages = seen.languages
         undone = languages[~languages["status"].isin(DONE)][["chapter_id", "language_code"]]
