@@ -72,6 +72,43 @@ def test_a_key_in_a_file_others_can_read_is_refused(tmp_path, monkeypatch):
         read_config(config)
 
 
+def test_the_watchs_config_configures_the_snapshot_of_the_same_workspaces(
+    two_workspaces, emulator, tmp_path, capsys
+):
+    """One format, one file: `toolkit watch`'s [workspaces.NAME] tables serve
+    `toolkit snapshot` as they are, and the watch reads the same file."""
+    from toolkit.watch import read_config as read_watch_config
+
+    root, _, _ = two_workspaces
+    shared = tmp_path / "watch.toml"
+    shared.write_text(
+        f'store = "{root}"\n'
+        f'[workspaces.studio-a]\nbase_url = "{emulator.url}"\nkey_env = "CTS_API_KEY_STUDIO_A"\n'
+        f'[workspaces.studio-b]\nbase_url = "{emulator.url}"\nkey_env = "BETA_KEY"\n'
+        f'store = "{root}/b"\n',
+        encoding="utf-8",
+    )
+    argv = ["snapshot", "--config", str(shared), "--workspace", "studio-a",
+            "--workspace", "studio-b"]  # fmt: skip
+    assert main(argv) == 0
+    assert "note:" not in capsys.readouterr().err  # the one format: nothing to say
+    assert SnapshotStore(root / "studio-a").latest("projects")["name"].tolist() == ["Alpha"]
+    assert SnapshotStore(root / "b").latest("projects")["name"].tolist() == ["Beta"]
+    watched = read_watch_config(shared).workspaces
+    assert {n: w.store for n, w in watched.items()} == {
+        "studio-a": f"{root}/studio-a",
+        "studio-b": f"{root}/b",
+    }
+
+
+def test_the_earlier_format_is_still_read_with_a_one_line_note(two_workspaces, capsys):
+    _, config, _ = two_workspaces  # [studio-b] api_key_env = ...
+    assert read_config(config) == {"studio-b": {"api_key_env": "BETA_KEY"}}
+    note = capsys.readouterr().err.strip().splitlines()
+    assert len(note) == 1 and note[0].startswith("note: workspaces config ")
+    assert "[workspaces.NAME]" in note[0] and "key_env" in note[0]
+
+
 def test_report_per_workspace_shows_the_agency_spend(two_workspaces, emulator, tmp_path):
     import pandas as pd
     from page_images import make_page

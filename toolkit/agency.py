@@ -9,16 +9,23 @@ An agency runs several workspaces, each with its own API key. `toolkit snapshot
 - the store at `<store root>/<name>` (the root: `--store`, else `CTS_STORE`), or where the
   file says; a store holds one workspace and is labelled with its name.
 
-The config file (`--config FILE`, else `CTS_WORKSPACES`) is TOML, one table per workspace:
+The config file (`--config FILE`, else `CTS_WORKSPACES`) is TOML in the one format
+`toolkit watch` reads too, so one file configures an agency's workspaces once (the
+watch's config file serves as it is; its other tables are the watch's alone):
 
 ```toml
-[studio-a]
-api_key_env = "STUDIO_A_KEY"        # the variable that holds its key
-store = "data/snapshots/studio-a"
-[studio-b]
-api_key = "cts_..."                 # allowed only in a file no one else can read
+store = "data/snapshots"            # the stores' root: <root>/<name> unless a store is set
+[workspaces.studio-a]
+key_env = "STUDIO_A_KEY"            # the variable that holds its key
 base_url = "https://translate.example.com"
+[workspaces.studio-b]
+key_env = "STUDIO_B_KEY"
+store = "data/snapshots/studio-b"
 ```
+
+The earlier format, one top-level table per workspace (`[studio-a]` with `api_key_env`,
+`api_key`, `base_url`, `store`), is still read, with a one-line note on stderr saying
+how to move to the one above.
 
 The key is never written to a store, printed or shown in a repr (it stays a `Secret`).
 """
@@ -28,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +70,17 @@ def read_config(path: str | os.PathLike[str] | None = None) -> dict[str, dict[st
         raise ConfigError(f"workspaces config {str(file)!r} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"workspaces config {str(file)!r} is not valid TOML: {exc}") from None
+    spaces = tables.get("workspaces")
+    if isinstance(spaces, dict) and spaces and all(isinstance(t, dict) for t in spaces.values()):
+        return {
+            name: _from_shared(table, tables.get("store"), name) for name, table in spaces.items()
+        }
+    if tables:
+        sys.stderr.write(
+            f"note: workspaces config {str(file)!r} is in the earlier format ([NAME] tables); "
+            "`toolkit watch` and `toolkit snapshot` both read [workspaces.NAME] tables with "
+            "key_env, base_url and store (docs/watch.md)\n"
+        )
     for name, table in tables.items():
         if not isinstance(table, dict):
             raise ConfigError(
@@ -76,6 +95,16 @@ def read_config(path: str | os.PathLike[str] | None = None) -> dict[str, dict[st
     return tables
 
 
+def _from_shared(table: dict[str, Any], root: object, name: str) -> dict[str, Any]:
+    """A `[workspaces.NAME]` table of the one format, as this module's settings read it."""
+    settings: dict[str, Any] = {k: table[k] for k in ("base_url", "store") if k in table}
+    if "key_env" in table:
+        settings["api_key_env"] = table["key_env"]
+    if "store" not in settings and isinstance(root, str):
+        settings["store"] = f"{root}/{name}"  # as the watch places it
+    return settings
+
+
 def workspace_settings(
     name: str, *, config: dict[str, dict[str, Any]] | None = None, store_root: str | None = None
 ) -> WorkspaceSettings:
@@ -86,8 +115,8 @@ def workspace_settings(
     key = os.environ.get(key_variable) or table.get("api_key")
     if not key:
         raise ConfigError(
-            f"no API key for workspace {name!r}: set {key_variable}, or give it api_key_env "
-            "(or api_key) in the workspaces config file"
+            f"no API key for workspace {name!r}: set {key_variable}, or name the variable "
+            f"that holds it with key_env in the config file's [workspaces.{name}] table"
         )
     url = (
         os.environ.get(f"CTS_BASE_URL_{suffix}")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from toolkit import metrics
+from toolkit.metrics import ALIASES, FIGURES, header
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -162,7 +162,7 @@ def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] |
         )
     if credits:
         return whole
-    figure = metrics.FIGURES.get(metrics.ALIASES.get(name, name))
+    figure = FIGURES.get(ALIASES.get(name, name))
     if figure is not None and figure.format in _BY_FORMAT:
         return _BY_FORMAT[figure.format]
     if _is_credit(name):
@@ -189,7 +189,7 @@ _BY_FORMAT: dict[str, Callable[[Any], str]] = {
 def show(name: str, value: Any) -> str:
     """`value` of the registry's figure `name` as every surface shows it: `show("hours_p50",
     0.13)` -> `8 min`, `show("failure_rate", 0.5)` -> `50%`; blank when missing."""
-    kind = metrics.FIGURES[metrics.ALIASES.get(name, name)].format
+    kind = FIGURES[ALIASES.get(name, name)].format
     if kind in _BY_FORMAT:
         return _BY_FORMAT[kind](value)
     return moment(value) if kind == "moment" else _plain(value)
@@ -225,7 +225,7 @@ def text(frame: pd.DataFrame, *, credits: bool = False, missing: str = "-") -> s
     rules = {c: _rule(str(c).lower(), frame[c], credits) or _plain for c in frame.columns}
     rows = [
         {
-            metrics.header(c): rules[c](value) or missing
+            header(c): rules[c](value) or missing
             for c, value in zip(frame.columns, values, strict=True)
         }
         for values in frame.itertuples(index=False)
@@ -275,7 +275,7 @@ def table(
     elif pd.api.types.is_datetime64_any_dtype(frame.index.dtype):
         styler = styler.format_index(_time_rule(frame.index), axis="index")
     # Headers in words, the registry's: `median_cycle_hours` reads `median run time`.
-    styler = styler.format_index(metrics.header, axis="columns")
+    styler = styler.format_index(header, axis="columns")
     wrap: list[tuple[str, str | float]] = [
         ("white-space", "normal"),
         ("max-width", WRAP_WIDTH),

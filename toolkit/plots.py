@@ -597,7 +597,7 @@ def burn_down(
     turn = itertools.cycle(mpl.rcParams["axes.prop_cycle"].by_key()["color"])
     labels = seen.set_index("key")["label"].astype(str)
     named = _colors(source, labels) if by == "project_id" else {}
-    banded = False
+    banded = dotted = False
     for key, cycled in zip(ranked, turn, strict=False):
         color = named.get(labels[key], cycled)
         mine = left[left["key"] == key]
@@ -634,11 +634,13 @@ def burn_down(
                 ax.plot([at, at], [base, base + float(waiting)], color=color, linestyle=":",  # type: ignore[arg-type]
                         linewidth=3)  # fmt: skip
                 label += f" ({waiting} lines)"
+                dotted = True
         ax.plot([], [], color=color, label=label)
     _date_axis(ax)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(metrics.header("open_work_lines"))
     drawn = ": p50 dashed to a dot, p10-p90 band" if banded else ": no forecast yet (no pace)"
+    drawn += "; dotted: waiting for a person" if dotted else ""
     ax.set_title(f"Burn-down by {_GROUP_LABELS[by]}{drawn}")
     _legend(ax, _GROUP_LABELS[by])
     return ax

@@ -131,3 +131,23 @@ def test_a_failure_reason_loses_the_services_own_retry_advice():
         "The run stalled."
     )
     assert without_advice("Out of memory") == "Out of memory."
+
+
+def test_a_failed_novel_needs_a_person_in_a_novels_words(
+    emulator, novel_project, comic_project, client, store
+):
+    """A novel cannot be re-scanned: its failure says to upload the text again."""
+    store.take(client)
+    emulator.set_faults(failure_rate=1.0, seed=7)
+    novel = client.create_chapter(novel_project["id"], text="第一章。" * 200)
+    comic = client.create_chapter(comic_project["id"], pages=[make_page(1)])
+    emulator.advance(3 * 3600)  # both runs have failed
+    store.take(client)
+    stuck = analysis.stuck(store).set_index("chapter_id")
+    assert stuck.loc[novel.id, "reason"] == "failed"
+    assert stuck.loc[novel.id, "advice"].startswith("upload its text again as a new chapter")
+    assert "re-scan" not in stuck.loc[novel.id, "detail"]
+    assert stuck.loc[comic.id, "advice"] == "re-scan it to retry"
+    forecast = analysis.forecast(store, by="project_id").set_index("project")
+    said = forecast.loc["River of Stars", "needs_action_reason"]
+    assert analysis.reason_words("failed", "novel") in said  # the table's words

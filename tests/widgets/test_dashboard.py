@@ -433,3 +433,20 @@ def test_held_pages_and_staged_chapters_show_what_they_wait_a_person_for(
     dash.refresh()
     assert "held pages never started" not in dash.table.value
     assert "Needs a person (1)" in [label for label, _ in dash.filter.options]
+
+
+def test_a_staged_chapter_with_pages_is_started_from_the_dashboard(
+    emulator, comic_project, client, pages
+):
+    staged = client.create_chapter(comic_project["id"], staged=True)
+    client.add_pages(staged.id, pages=pages[:2], hold=True)  # pages, never started
+    dash = Dashboard(client)
+    assert dash.start_row.layout.display == ""
+    assert [value for _, value in dash.start_picker.options] == [staged.id]
+    assert "needs a person: staged, never started" in dash.table.value
+    dash.start_button.click()
+    assert "not started" not in dash.message.value, dash.message.value
+    (listed,) = client.list_chapters(comic_project["id"])
+    assert listed.started and listed.processing
+    assert "Started: 2 pages running." in dash.message.value
+    assert dash.start_row.layout.display == "none"  # nothing left to start

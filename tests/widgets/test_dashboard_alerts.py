@@ -60,3 +60,12 @@ def test_without_a_watch_config_there_is_no_alerts_section_and_watch_needs_a_sto
     assert Dashboard(client).alerts.value == ""
     with pytest.raises(ValueError, match="give the dashboard store= as well as watch="):
         Dashboard(client, watch=tmp_path / "watch.toml")
+
+
+def test_alert_checks_read_in_words_from_the_reasons_table():
+    from toolkit.widgets._alerts import check_words
+
+    assert check_words("held_pages") == "held pages never started"
+    assert check_words("failed_waiting") == "failed, waiting for a re-scan"
+    assert check_words("stalled") == "running with no progress"
+    assert check_words("missing_events") == "webhook events missing"

@@ -318,9 +318,9 @@ def stuck(
     add(empty, "no_pages", pd.Series("staged, no pages yet", index=empty.index),
         empty["created_at"])  # fmt: skip
     waiting = latest[~started & ((pages > 0) | novel)]
-    staged = np.where(novel[waiting.index], "its text", _pages(pages[waiting.index]))
-    add(waiting, "not_started", pd.Series(staged, index=waiting.index) + " staged, never started",
-        waiting["last_activity_at"])  # fmt: skip
+    what = np.where(novel[waiting.index], "its text", _pages(pages[waiting.index]))
+    staged = pd.Series([f"{w} staged, never started" for w in what], index=waiting.index)
+    add(waiting, "not_started", staged, waiting["last_activity_at"])
     frame = pd.concat(rows, ignore_index=True)
     frame = frame.sort_values(["reason", "since", "chapter_id"], ignore_index=True)
     return within(frame, "since", since=since, until=until, tz=tz)

@@ -16,6 +16,27 @@ if TYPE_CHECKING:
     from toolkit.watch import WatchConfig
 
 
+# Each watch check in a reader's words; those about a chapter that needs a person say
+# it in the words of the one reasons table (`tk.analysis.reason_words`).
+_CHECK_WORDS = {
+    "budget": "budget",
+    "anomaly": "unusual pace",
+    "due": "due date at risk",
+    "missing_events": "webhook events missing",
+    "snapshots": "snapshots",
+}
+_CHECK_REASONS = {"stalled": "stalled", "failed_waiting": "failed", "held_pages": "held_pages"}
+
+
+def check_words(check: str) -> str:
+    """A watch check's name in words: `held_pages` -> "held pages never started"."""
+    if check in _CHECK_REASONS:
+        from toolkit import analysis
+
+        return analysis.reason_words(_CHECK_REASONS[check])
+    return _CHECK_WORDS.get(check, check.replace("_", " "))
+
+
 class AlertsLine:
     def __init__(
         self, store: SnapshotStore | None, watch: WatchConfig | str | os.PathLike[str] | None
@@ -42,7 +63,8 @@ class AlertsLine:
         if alerts.empty:
             return "<small>No open alerts (toolkit watch).</small>"
         items = "".join(
-            f"<li><b>{html.escape(str(row.check))}</b>: {html.escape(str(row.message))} "
+            f"<li><b>{html.escape(check_words(str(row.check)))}</b>: "
+            f"{html.escape(str(row.message))} "
             f"<small>(since {row.first_seen:%d %b %H:%M} UTC)</small></li>"
             for row in alerts.itertuples(index=False)
         )

@@ -161,6 +161,13 @@ class Dashboard(widgets.VBox):
             description="Sort",
             layout={"width": "320px"},
         )
+        self.start_picker = widgets.Dropdown(
+            description="Staged", options=[], layout={"width": "360px"}
+        )
+        self.start_button = widgets.Button(description="Start", button_style="warning")
+        self.start_row = widgets.HBox(
+            [self.start_picker, self.start_button], layout={"display": "none"}
+        )
         self.table = widgets.HTML()
         self.previous = widgets.Button(description="Previous", icon="chevron-left")
         self.next = widgets.Button(description="Next", icon="chevron-right")
@@ -176,6 +183,7 @@ class Dashboard(widgets.VBox):
                 self.alerts,
                 self.message,
                 widgets.HBox([self.filter, self.sort]),
+                self.start_row,
                 self.table,
                 widgets.HBox([self.previous, self.page_label, self.next]),
                 self.summary,
@@ -189,6 +197,10 @@ class Dashboard(widgets.VBox):
             working="Taking snapshot…",
             doing="No snapshot was taken",
         )
+        self.message.on_click(
+            self.start_button, self._start_chosen, working="Starting…",
+            doing="The chapter was not started",
+        )  # fmt: skip
         self.previous.on_click(lambda _: self._turn(-1))
         self.next.on_click(lambda _: self._turn(+1))
         self.picker.observe(self._picked, names="value")
@@ -326,12 +338,17 @@ class Dashboard(widgets.VBox):
         while the chapter still is so."""
         stuck = self._stuck_rows()
         said: dict[str, tuple[str, datetime | None]] = {}
+        startable: list[tuple[str, str]] = []  # staged with pages, never started
         for chapter in chapters:
             seen = stuck.get(chapter.id)
             if chapter.failed and not chapter.processing:
                 said[chapter.id] = ("failed", chapter.last_activity_at)
             elif chapter.started is False:
                 empty = not chapter.page_count and project.kind != "novel"
+                if not empty:
+                    startable.append(
+                        (f"{chapter.position}: {chapter.title or 'untitled'}", chapter.id)
+                    )
                 staged = seen[1] if seen is not None else chapter.last_activity_at
                 said[chapter.id] = ("no_pages" if empty else "not_started", staged)
             elif (
@@ -340,6 +357,7 @@ class Dashboard(widgets.VBox):
                 and ((seen[0] == "stalled") == bool(chapter.processing))
             ):
                 said[chapter.id] = seen  # still stalled, or its held pages still not run
+        self._offer_start(startable)
         if not said:
             return {}
         from toolkit import analysis
@@ -352,6 +370,25 @@ class Dashboard(widgets.VBox):
             )
             for chapter_id, (reason, since) in said.items()
         }
+
+    def _offer_start(self, startable: list[tuple[str, str]]) -> None:
+        """The Start action: the staged chapters with pages, never started. (Held pages on
+        a chapter that ran need their page ids, which only the upload that held them
+        knows: the UploadPanel's "Start held pages" starts those.)"""
+        if list(self.start_picker.options) != startable:
+            chosen = self.start_picker.value
+            self.start_picker.options = startable
+            ids = [value for _, value in startable]
+            self.start_picker.value = chosen if chosen in ids else (ids[0] if ids else None)
+        self.start_row.layout.display = "" if startable else "none"
+
+    def _start_chosen(self) -> None:
+        chapter_id = self.start_picker.value
+        if chapter_id is None:
+            return
+        result = self.client.start_chapter(chapter_id)
+        self.message.show(f"Started: {count(result.page_count, 'page')} running.", "success")
+        self.refresh()
 
     def _filters(self) -> dict[str, tuple[str, Callable[[ChapterListItem], bool]]]:
         """The table's filters: the chapter states, and what waits for a person."""
