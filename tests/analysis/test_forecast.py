@@ -85,10 +85,13 @@ def test_steady_work_finishes_inside_the_band_and_near_the_median(backlog, emula
     for project in steady:
         row = seen.loc[project]
         assert row["status"] == "on track" and row["needs_action"] == 0
-        assert row["finish_p10"] <= row["finish_p50"] <= row["finish_p90"]
+        # No run finished between two snapshots that showed it translating, so nothing
+        # bounds the work after the last line: the p90 is open, and says so.
+        assert pd.isna(row["finish_p90"]) and row["band"].startswith("open")
+        assert row["finish_p10"] <= row["finish_p50"]
         true_left = (truth[project] - as_of).total_seconds()
         guessed = (row["finish_p50"] - as_of).total_seconds()
-        inside += row["finish_p10"] <= truth[project] <= row["finish_p90"]
+        inside += row["finish_p10"] <= truth[project]
         close += abs(guessed - true_left) <= 0.2 * true_left
     assert inside >= 0.8 * len(steady)
     assert close == len(steady)

@@ -54,7 +54,10 @@ def test_replays_score_the_band_and_the_p50_against_what_happened(store):
     assert steady["project"] == "Steady"
     assert (steady["replays"], steady["inside"], steady["inside_share"]) == (3, 3, 1.0)
     assert steady["p50_error_hours"] == pytest.approx(0, abs=1e-6)
-    assert (slowing["replays"], slowing["inside"], slowing["inside_share"]) == (4, 2, 0.5)
+    # Until a run has finished nothing bounds the work after the last line: the band's
+    # p90 is open (issue 40), so the late finishes of the replays made before the first
+    # finish (hour 10) are inside it; the p50 still says how early the forecast was.
+    assert (slowing["replays"], slowing["inside"], slowing["inside_share"]) == (4, 4, 1.0)
     # Median of -5, -3.86, 0 and 0 hours (the middle two): the forecast was early.
     assert slowing["p50_error_hours"] == pytest.approx(-(3 + 6 / 7) / 2, abs=1e-3)
 

@@ -41,7 +41,7 @@ from toolkit.analysis.due import with_due
 from toolkit.analysis.observed import Observed, answer, flag, observe, with_previous
 from toolkit.analysis.review import review_lag_hours
 from toolkit.analysis.runs import all_runs, paid_pages
-from toolkit.analysis.work import Model, OpenChapter, learn
+from toolkit.analysis.work import BANDS, Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
 from toolkit.frames import schema
 from toolkit.timestamps import When
@@ -58,7 +58,7 @@ DONE = ("needs_review", "reviewed")
 
 COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
            "finish_p50", "finish_p90", "hours_p50", "reviewed_p50", "needs_action",
-           "needs_action_lines", "needs_action_reason", "status", "as_of"]  # fmt: skip
+           "needs_action_lines", "needs_action_reason", "status", "band", "as_of"]  # fmt: skip
 
 
 @across
@@ -462,11 +462,14 @@ def _finishes(
                        mine["untranslated"].fillna(0), mine["covered"].fillna(0), strict=True)],
         )  # fmt: skip
         pace = model.paces.get(chapter_id)
+        band = model.band(chapter)
         for code, finish in model.finishes(chapter, as_of, since=since, slack=slack).items():
             rows.append([chapter_id, project_id, code, *finish,
-                         pace.p50 if pace else np.nan, pace.samples if pace else 0])  # fmt: skip
+                         pace.p50 if pace else np.nan, pace.samples if pace else 0,
+                         band])  # fmt: skip
     frame = pd.DataFrame(rows, columns=["chapter_id", "project_id", "language_code", "finish_p10",
-                                       "finish_p50", "finish_p90", "pace", "samples"])  # fmt: skip
+                                       "finish_p50", "finish_p90", "pace", "samples",
+                                       "band"])  # fmt: skip
     for column in ("finish_p10", "finish_p50", "finish_p90"):
         frame[column] = pd.to_datetime(frame[column], utc=True)
     return frame
@@ -487,6 +490,10 @@ def _estimate(
     per_chapter = finishes.drop_duplicates(["group", "chapter_id"]).groupby("group")
     for column in quantiles:
         out[column] = out["group"].map(latest[column]) if len(latest) else pd.NaT
+    # The group's band is as sure as its least sure part (BANDS: surest first).
+    weakest = finishes.assign(rank=finishes["band"].map(_band_rank)).sort_values("rank")
+    out["band"] = out["group"].map(weakest.drop_duplicates("group", keep="last")
+                                   .set_index("group")["band"])  # fmt: skip
     out["lines_per_hour"] = out["group"].map(per_chapter["pace"].mean())
     out["bins"] = out["group"].map(per_chapter["samples"].min())
     left = out["remaining_lines"]
@@ -502,8 +509,14 @@ def _estimate(
     )
     unsure = out["status"].isin(["needs action", "remaining unknown", "no recent throughput"])
     out.loc[unsure, quantiles] = pd.NaT
+    out.loc[unsure, "band"] = pd.NA
     out["as_of"] = as_of
     return out
+
+
+def _band_rank(label: str) -> int:
+    """The place of a band's label among `work.BANDS` (surest first)."""
+    return next((rank for rank, start in enumerate(BANDS) if label.startswith(start)), len(BANDS))
 
 
 def _named(
@@ -532,7 +545,7 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
     names = {"project_id": ["project"], "chapter_id": ["chapter", "project_id", "project"]}
     leading = [by, *names.get(by, [])]
     frame = frame.reindex(columns=[*leading, *COLUMNS])
-    for column in [*leading, "needs_action_reason", "status"]:
+    for column in [*leading, "needs_action_reason", "status", "band"]:
         frame[column] = frame[column].astype(TEXT)
     for column in ("open_chapters", "remaining_lines", "bins", "needs_action",
                    "needs_action_lines"):  # fmt: skip
