@@ -4,6 +4,7 @@
 tk.analysis.runs(store)                                         # one row per run
 tk.analysis.throughput(store, freq="1h", by="language_code")   # lines per hour
 tk.analysis.credit_spend(store, freq="1D", by="project_id")     # credits per day
+tk.analysis.spend_in(store, since="2027-01-01", until="2027-02-01")   # at each charge's time
 tk.analysis.cycle_times(store); tk.analysis.lead_times(store)
 tk.analysis.failures(store); tk.analysis.failure_rates(store, by="project_id")
 tk.analysis.finished(store, freq="D"); tk.analysis.stalled(store); tk.analysis.stuck(store)
@@ -37,6 +38,7 @@ from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.monthly import monthly_spend
 from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
+from toolkit.analysis.spent import charges, spend_in
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
 
@@ -46,6 +48,7 @@ __all__ = [
     "SpendBy",
     "ThroughputBy",
     "burn_down",
+    "charges",
     "compare_models",
     "credit_spend",
     "cycle_times",
@@ -62,6 +65,7 @@ __all__ = [
     "price_per_page",
     "review_backlog",
     "runs",
+    "spend_in",
     "stalled",
     "stuck",
     "throughput",
