@@ -101,7 +101,9 @@ def forecast_accuracy(
     for seen in replays(obs, ticks, stall_after=pd.Timedelta(stall_after)):
         if not is_open(seen.chapters, seen.reasons).any():
             continue  # nothing open that needs no person: no finish to forecast
-        made = forecast_seen(obs, seen, by=by, window=window, freq=freq, reviewed=False)
+        made = forecast_seen(
+            obs, seen, by=by, window=window, freq=freq, reviewed=False, dated_waits=False
+        )
         made = made[made["finish_p50"].notna()]
         if made.empty:
             continue
@@ -237,9 +239,7 @@ def _true_finishes(seen: Seen, done: pd.DataFrame, by: ForecastBy) -> dict[str, 
     later = done[done["snapshot_at"] > as_of].drop_duplicates("chapter_id")
     # reindex, not Series.map: map through an empty Series of times casts it to float64.
     finished_at = later.set_index("chapter_id")["finished_at"]
-    open_now = open_now.assign(
-        finished=finished_at.reindex(open_now["chapter_id"]).to_numpy()
-    )
+    open_now = open_now.assign(finished=finished_at.reindex(open_now["chapter_id"]).to_numpy())
     if by == "language_code":
         languages = seen.languages
         undone = languages[~languages["status"].isin(DONE)][["chapter_id", "language_code"]]

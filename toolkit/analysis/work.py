@@ -30,7 +30,7 @@ the earlier snapshot showed left), never outside them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Final
 
@@ -356,13 +356,15 @@ def reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Times
 class Model:
     """What was learned from the history up to a snapshot. `paces` and `ended` by
     chapter id; `reading` (hours per unit) by project kind; `tails` by (kind, steps)
-    and by steps alone; `lines_per_unit` by project id and by kind."""
+    and the workspace's pooled one (`POOLED`); `lines_per_unit` and `page_counts` (of
+    the chapters with pages) by project id and by kind."""
 
     paces: dict[str, Spread]
     reading: dict[str, float]
     tails: dict[tuple[str, str] | str, Tail]
     lines_per_unit: dict[str, float]
     ended: dict[str, tuple[pd.Timestamp, pd.Timestamp, pd.Timestamp]]
+    page_counts: dict[str, list[float]] = field(default_factory=dict)
 
     def tail(self, kind: str, steps: str) -> Tail | None:
         """The tail of a project kind and steps: its own fit, once it has `ENOUGH`
@@ -505,6 +507,14 @@ def learn(
         sums = size.groupby(key)[["lines", "units"]].sum()
         per_unit.update((str(k), float(v)) for k, v in (sums["lines"] / sums["units"]).items())
 
+    paged = latest[latest["page_count"].fillna(0) > 0]
+    counts = pd.DataFrame({"pages": paged["page_count"].astype(float),
+                           "project": paged["project_id"].astype(object)})  # fmt: skip
+    counts["kind"] = counts["project"].map(kind_of)
+    page_counts: dict[str, list[float]] = {}
+    for key in ("kind", "project"):
+        page_counts.update((str(k), list(g)) for k, g in counts.groupby(key)["pages"])
+
     last_ends = ends.drop_duplicates("chapter_id", keep="last")
     return Model(
         paces,
@@ -521,6 +531,7 @@ def learn(
                 strict=True,
             )
         },
+        page_counts,
     )
 
 
