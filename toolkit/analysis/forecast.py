@@ -593,7 +593,7 @@ def _unit_prices(obs: Observed, held: pd.DataFrame, projects: pd.DataFrame) -> U
     kinds = dict(zip(projects["project_id"], projects["kind"], strict=True))
     novels = held["project_id"].map(kinds).eq("novel").any()
     per_chapter = price_per_chapter(obs) if novels else {}
-    return UnitPrices(dict(obs.stage(Prices).learned), per_chapter)  # type: ignore[arg-type]
+    return UnitPrices(dict(obs.stage(Prices).learned), per_chapter)
 
 
 def _band_rank(label: str) -> int:
