@@ -11,6 +11,7 @@ tk.analysis.finished(store, freq="D"); tk.analysis.stalled(store); tk.analysis.s
 tk.analysis.price_estimate(store, project_id, pages=20)
 tk.analysis.forecast(store, by="project_id")     # when the open work will be done
 tk.analysis.forecast_accuracy(store)             # how past forecasts held
+tk.analysis.band_calibration(store)              # the band's width from that record
 tk.analysis.compare_models(store)                # like-for-like cost, speed, failures
 tk.analysis.review_backlog(store)                # chapters waiting for review, reviews a day
 ```
@@ -24,6 +25,7 @@ once (a mapping label -> store, or a list) and then answers with a `workspace` c
 from __future__ import annotations
 
 from toolkit.analysis.accuracy import forecast_accuracy
+from toolkit.analysis.calibration import Calibration, band_calibration
 from toolkit.analysis.forecast import ForecastBy, burn_down, forecast
 from toolkit.analysis.measures import (
     SpendBy,
@@ -43,10 +45,12 @@ from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import failure_rates, failures, stalled, stuck
 
 __all__ = [
+    "Calibration",
     "ForecastBy",
     "RunsBy",
     "SpendBy",
     "ThroughputBy",
+    "band_calibration",
     "burn_down",
     "charges",
     "compare_models",

@@ -52,6 +52,7 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from pandas.api.typing import NAType
 
+    from toolkit.analysis.calibration import Calibration
     from toolkit.store import SnapshotStore
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
@@ -77,6 +78,7 @@ def forecast(
     stall_after: str | pd.Timedelta = "90min",
     tz: str | None = None,
     due: Mapping[str, date | str] | None = None,
+    calibration: Calibration | None = None,
 ) -> pd.DataFrame:
     """When the open work of each group will be done, with a spread; one row per group
     that has open work or work waiting for a person.
@@ -106,15 +108,24 @@ def forecast(
         tz: the zone of the bins and of the times shown.
         due: due dates by project name or id (by project only): adds `due`,
             `will_miss`, `late_hours_p50` and `late_hours_p90` (`toolkit.analysis.due`).
+        calibration: the band's width from the forecast's own record
+            (`band_calibration` for the same `by`): p10 and p90 moved by it, and
+            `band` says so.
 
     Returns:
         One row per group, with the columns above.
 
     Raises:
-        ValueError: `by` is not one of the three groups.
+        ValueError: `by` is not one of the three groups, or `calibration` was made for
+            other groups.
     """
     if by not in ("project_id", "language_code", "chapter_id"):
         raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")
+    if calibration is not None and calibration.by != by:
+        raise ValueError(
+            f"the calibration is of groups by {calibration.by}, the forecast by {by}: "
+            f"make it with band_calibration(store, by={by!r})"
+        )
     obs = observe(store)
     manifest = obs.manifest
     if until is not None:
@@ -124,6 +135,8 @@ def forecast(
     else:
         seen = seen_at(obs, manifest["snapshot_at"].iloc[-1], stall_after=pd.Timedelta(stall_after))
         frame = forecast_seen(obs, seen, by=by, window=window, freq=freq, tz=tz)
+    if calibration is not None:
+        frame = calibration.apply(frame)
     return with_due(frame, due, tz=tz) if due is not None else frame
 
 
