@@ -199,13 +199,12 @@ def forecast_seen(
     going = current[is_open(current, seen.reasons)]
     held = current[among(current["chapter_id"], seen.reasons.index)] if dated_waits else None
     moving = open_rows[open_rows["open_chapters"] > 0]
-    known = moving["remaining_lines"].notna().any()
-    if known or (held is not None and len(held)):
+    # Learning reads the whole history (seconds on a year): only for open work with
+    # known lines to time. Work that waits for a person is dated with what that taught.
+    if moving["remaining_lines"].notna().any():
         model = learn(obs, projects, first=first, last=last, freq=freq, tz=tz)
     else:  # nothing to time (no open work, or none with known lines): nothing to learn
-        model = Model({}, {}, {}, {}, {})
-    if not known:
-        going = going.iloc[:0]
+        going, model = going.iloc[:0], Model({}, {}, {}, {}, {})
     finishes = _finishes(
         model, going, languages, projects, as_of, since=times.iloc[first], slack=interval
     )

@@ -62,36 +62,42 @@ def waiting_work(
     """Per waiting chapter (`held`: chapters at the snapshot) and language: `COLUMNS`.
     `unpaid_pages`: by chapter id, the pages its runs have not paid for (held pages);
     a chapter absent from it runs (and pays for) all its pages."""
-    info = projects.set_index("project_id")
-    targets = {str(p): list(codes) for p, codes in info["target_languages"].items()}
+    ids = projects["project_id"].astype(str)
+    targets = {p: list(codes) for p, codes in zip(ids, projects["target_languages"], strict=True)}
+    kinds = dict(zip(ids, projects["kind"].fillna("").astype(str), strict=True))
+    steps_of = dict(zip(ids, projects["process_steps"].fillna("").astype(str), strict=True))
     sizes = _sizes(model, projects)
-    by_chapter = {str(c): group for c, group in languages.groupby("chapter_id")}
+    # The waiting chapters' language codes, in one pass (not a frame per chapter).
+    mine = languages[languages["chapter_id"].astype(object).isin(set(held["chapter_id"]))]
+    by_chapter = mine.groupby(mine["chapter_id"].astype(object))["language_code"].agg(list)
     rows = []
     for record in held.to_dict("records"):
         chapter_id, project_id = str(record["chapter_id"]), str(record["project_id"])
-        kind = str(info["kind"].get(project_id, ""))
+        kind = kinds.get(project_id, "")
         count = record["page_count"]
         known = pd.notna(count) and count > 0
         band = (float(count),) * 3 if known else sizes.get(project_id, (1.0, 1.0, 1.0))
         units = max(band[1], 1.0)
         order = {code: place for place, code in enumerate(targets.get(project_id, []))}
-        mine = by_chapter.get(chapter_id)
+        found = by_chapter.get(chapter_id)
         codes = (
-            sorted(mine["language_code"].astype(str), key=lambda c: (order.get(c, len(order)), c))
-            if mine is not None
+            sorted(map(str, found), key=lambda c: (order.get(c, len(order)), c))
+            if found is not None
             else list(targets.get(project_id, []))
         )
         chapter = OpenChapter(
             chapter_id=chapter_id,
             project_id=project_id,
             kind=kind,
-            steps=str(info["process_steps"].get(project_id, "")),
+            steps=steps_of.get(project_id, ""),
             units=units,
             processing=True,  # as if started now, from its first page
             last_activity_at=as_of,
             languages=[(code, True, 0.0, 0.0) for code in codes],
         )
-        finishes = model.finishes(chapter, as_of, since=since, slack=slack) if codes else {}
+        # Nothing learned (no open work to time): no date, and no call to make one.
+        known = codes and model.paces
+        finishes = model.finishes(chapter, as_of, since=since, slack=slack) if known else {}
         price = prices.of(project_id, novel=kind == "novel")
         if kind == "novel":
             costs = [price] * 3
