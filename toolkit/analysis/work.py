@@ -540,7 +540,9 @@ def _paces(
 ) -> dict[str, Spread]:
     """Each chapter's pace: its project's spread if that has `ENOUGH` samples, else its
     kind's, else everyone's; scaled to the chapter's own pooled pace when that has
-    `ENOUGH` samples (one interval of a chapter is a few pages: too few to tell)."""
+    `ENOUGH` samples (one interval of a chapter is a few pages: too few to tell). Its
+    fast and slow ends lie at least `1/sqrt(samples)` of the pooled pace from it (one
+    sample: twice and half as fast), so that the fewer the samples, the wider."""
     samples = samples.assign(kind=samples["project_id"].map(kind_of))
     levels: dict[str, Spread] = {}
     for key in ("project_id", "kind"):
@@ -564,7 +566,11 @@ def _paces(
         chosen = (enough or known)[0]
         mine = own.get(chapter)
         scale = mine.p50 / chosen.p50 if mine and mine.samples >= ENOUGH else 1.0
-        paces[chapter] = Spread(chosen.p10 * scale, chosen.p50 * scale, chosen.p90 * scale,
+        # The fewer the samples, the wider: at least p50 x (1 +- 1/sqrt(samples)).
+        share = 1 / np.sqrt(max(chosen.samples, 1))
+        pooled = chosen.p50 * scale
+        paces[chapter] = Spread(max(chosen.p10 * scale, pooled * (1 + share)), pooled,
+                                min(chosen.p90 * scale, pooled / (1 + share)),
                                 chosen.samples)  # fmt: skip
     return paces
 
