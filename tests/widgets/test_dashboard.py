@@ -8,6 +8,7 @@ import time
 from datetime import datetime
 
 import httpx
+import pandas as pd
 import pytest
 from widget_helpers import failed_chapter, settle
 
@@ -388,10 +389,12 @@ def test_the_review_line_is_the_projects_review_backlog(emulator, workspace, cli
     dash.picker.value = project["id"]
     dash.refresh()
     row = analysis.review_backlog(store).set_index("project_id").loc[project["id"]]
-    assert row["waiting"] == 2 and row["reviews_per_day"] == 1 / 7
+    # One review over the 1.75 hours the store has seen (issue 40: not over 7 days).
+    seen = (row["as_of"] - store.snapshots()["snapshot_at"].iloc[0]) / pd.Timedelta(days=1)
+    assert row["waiting"] == 2 and row["reviews_per_day"] == pytest.approx(1 / seen)
     assert dash.review.value == (
         f"<small>Review: 2 chapters waiting, the oldest for {row['oldest_wait_hours']:.1f} h; "
-        f"0.1 reviews a day (last 7 days), at the latest snapshot, "
+        f"{row['reviews_per_day']:.1f} reviews a day (last 7 days), at the latest snapshot, "
         f"{row['as_of']:%a %d %b %H:%M} UTC.</small>"
     )
     assert Dashboard(client).review.value == ""  # no store, no line
