@@ -70,13 +70,15 @@ def waiting_work(
     # The waiting chapters' language codes, in one pass (not a frame per chapter).
     mine = languages[languages["chapter_id"].astype(object).isin(set(held["chapter_id"]))]
     by_chapter = mine.groupby(mine["chapter_id"].astype(object))["language_code"].agg(list)
+    unpaid = {str(c): float(n) for c, n in unpaid_pages.items()}
     rows = []
-    for record in held.to_dict("records"):
+    columns = ["chapter_id", "project_id", "page_count", "last_activity_at", "created_at"]
+    for record in held[columns].to_dict("records"):
         chapter_id, project_id = str(record["chapter_id"]), str(record["project_id"])
         kind = kinds.get(project_id, "")
         count = record["page_count"]
-        known = pd.notna(count) and count > 0
-        band = (float(count),) * 3 if known else sizes.get(project_id, (1.0, 1.0, 1.0))
+        paged = pd.notna(count) and count > 0
+        band = (float(count),) * 3 if paged else sizes.get(project_id, (1.0, 1.0, 1.0))
         units = max(band[1], 1.0)
         order = {code: place for place, code in enumerate(targets.get(project_id, []))}
         found = by_chapter.get(chapter_id)
@@ -85,24 +87,24 @@ def waiting_work(
             if found is not None
             else list(targets.get(project_id, []))
         )
-        chapter = OpenChapter(
-            chapter_id=chapter_id,
-            project_id=project_id,
-            kind=kind,
-            steps=steps_of.get(project_id, ""),
-            units=units,
-            processing=True,  # as if started now, from its first page
-            last_activity_at=as_of,
-            languages=[(code, True, 0.0, 0.0) for code in codes],
-        )
-        # Nothing learned (no open work to time): no date, and no call to make one.
-        known = codes and model.paces
-        finishes = model.finishes(chapter, as_of, since=since, slack=slack) if known else {}
+        finishes: dict[str, list[pd.Timestamp | None]] = {}
+        if codes and model.paces:  # nothing learned (no open work to time): no date
+            chapter = OpenChapter(
+                chapter_id=chapter_id,
+                project_id=project_id,
+                kind=kind,
+                steps=steps_of.get(project_id, ""),
+                units=units,
+                processing=True,  # as if started now, from its first page
+                last_activity_at=as_of,
+                languages=[(code, True, 0.0, 0.0) for code in codes],
+            )
+            finishes = model.finishes(chapter, as_of, since=since, slack=slack)
         price = prices.of(project_id, novel=kind == "novel")
         if kind == "novel":
             costs = [price] * 3
-        elif chapter_id in unpaid_pages.index:
-            costs = [float(unpaid_pages[chapter_id]) * price] * 3
+        elif chapter_id in unpaid:
+            costs = [unpaid[chapter_id] * price] * 3
         else:
             costs = [max(size, 1.0) * price for size in band]
         active = record["last_activity_at"]
