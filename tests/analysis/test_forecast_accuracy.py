@@ -5,15 +5,19 @@ done at hour 10; "Slowing" does the same until hour 5, then 50 an hour, done at 
 Replayed every 3 hours (a 3-hour window in 1-hour bins):
 
 - Steady, at hours 3, 6 and 9: p50 at hour 10 every time, inside the band, no error.
-- Slowing at hour 3: p50 at 10 and p90 at 11 (no tail learned yet: one snapshot
-  interval), done at 15: a miss, 5 hours early. At 6: the slow hour is one bin of
-  four (the window reaches back to the snapshot before it), 450 lines left at 87.5 an
-  hour: p50 at 11.1, p90 at 13.9: a miss, 3.9 hours early. At 9 and 12: the window
-  holds only the slow pace, p50 at 15: inside, no error. 2 of 4.
+- Slowing at hour 3: p50 at 10, done at 15: 5 hours early. At 6: the slow hour is one
+  bin of four (the window reaches back to the snapshot before it), 450 lines left at
+  87.5 an hour: p50 at 11.1, 3.9 hours early. No run had finished at either: nothing
+  bounds the work after the last line, the p90 is open and the band holds (before
+  issue 40 it added one snapshot interval and missed both). At 9 and 12: the window
+  holds only the slow pace, p50 at 15: inside, no error. 4 of 4.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
 import pytest
 from datafakes import FakeService, hours
@@ -21,7 +25,8 @@ from pandas.testing import assert_frame_equal
 
 import toolkit as tk
 from toolkit import analysis
-from toolkit.analysis.accuracy import replays
+from toolkit.analysis.accuracy import replay_scores, replays
+from toolkit.analysis.calibration import Calibration
 from toolkit.analysis.forecast import forecast_seen
 from toolkit.analysis.observed import observe
 from toolkit.store import SnapshotStore
@@ -29,15 +34,24 @@ from toolkit.store import SnapshotStore
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> SnapshotStore:
+    return _history(tmp_path_factory.mktemp("accuracy") / "store", ("p1", "p2"))
+
+
+def _history(path, projects: tuple[str, ...]) -> SnapshotStore:
+    """The hourly history of the module's docstring, with the projects asked for."""
     service = FakeService()
-    store = SnapshotStore(tmp_path_factory.mktemp("accuracy") / "store")
+    store = SnapshotStore(path)
     for pid, name in (("p1", "Steady"), ("p2", "Slowing")):
+        if pid not in projects:
+            continue
         service.add_project(pid, name=name, languages=("en",))
         service.add_chapter(f"c-{pid}", pid, languages=("en",), covered=0, untranslated=1000)
     for hour in range(17):
         steady = min(100 * hour, 1000)
         slowing = min(100 * hour if hour <= 5 else 500 + 50 * (hour - 5), 1000)
         for pid, covered in (("p1", steady), ("p2", slowing)):
+            if pid not in projects:
+                continue
             done = covered == 1000
             moved = hour if not done else (10 if pid == "p1" else 15)
             service.update(f"c-{pid}", covered=covered, untranslated=1000 - covered,
@@ -54,7 +68,10 @@ def test_replays_score_the_band_and_the_p50_against_what_happened(store):
     assert steady["project"] == "Steady"
     assert (steady["replays"], steady["inside"], steady["inside_share"]) == (3, 3, 1.0)
     assert steady["p50_error_hours"] == pytest.approx(0, abs=1e-6)
-    assert (slowing["replays"], slowing["inside"], slowing["inside_share"]) == (4, 2, 0.5)
+    # Until a run has finished nothing bounds the work after the last line: the band's
+    # p90 is open (issue 40), so the late finishes of the replays made before the first
+    # finish (hour 10) are inside it; the p50 still says how early the forecast was.
+    assert (slowing["replays"], slowing["inside"], slowing["inside_share"]) == (4, 4, 1.0)
     # Median of -5, -3.86, 0 and 0 hours (the middle two): the forecast was early.
     assert slowing["p50_error_hours"] == pytest.approx(-(3 + 6 / 7) / 2, abs=1e-3)
 
@@ -86,3 +103,38 @@ def test_the_replays_see_each_snapshot_as_a_forecast_made_there_does(store):
         assert_frame_equal(
             forecast_seen(obs, replayed, by="project_id", window="3h", freq="1h"), made
         )
+
+
+def test_the_band_is_set_by_its_own_record(store, tmp_path):
+    # Hourly replays: each scored one is a conformity score; the width is the
+    # ceil((n + 1) x 0.8)-th smallest of them (split conformal).
+    record = dict(every="1h", window="3h", freq="1h")
+    calibration = analysis.band_calibration(store, **record)
+    scores = np.sort(
+        replay_scores(observe(store), by="project_id", horizon="24h", stall_after="90min",
+                      since=None, until=None, tz=None, **record)["score"].to_numpy()
+    )  # fmt: skip
+    n = len(scores)
+    assert calibration.replays == n > 4
+    assert calibration.width == pytest.approx(scores[math.ceil((n + 1) * 0.8) - 1])
+    # Every band held here (the p90 is open until a run finishes, and p10 never came
+    # after the finish): the record asks for no widening.
+    assert calibration.held == n and calibration.width <= 0
+    early = analysis.band_calibration(store, **record, until=hours(3))
+    assert early.replays < 4 and early.width is None  # too few for 80%
+    assert "too few to calibrate" in early.says()
+
+    # A record that asks for half the time to p50 more on each side: p10 and p90 move by
+    # that, an open p90 stays open, and the band says how it was set.
+    wider = Calibration("project_id", 0.5, 20, 12, 0.8)
+    plain = analysis.forecast(store, window="3h", freq="1h", until=hours(12))
+    plain = plain.set_index("project_id")
+    made = analysis.forecast(store, window="3h", freq="1h", until=hours(12),
+                             calibration=wider).set_index("project_id")  # fmt: skip
+    half = (plain["finish_p50"] - plain["as_of"]) / 2
+    assert made["finish_p10"].equals(plain["finish_p10"] - half)
+    assert made["finish_p90"].equals(plain["finish_p90"] + half)  # NaT stays NaT
+    assert made["finish_p50"].equals(plain["finish_p50"])
+    assert made["band"].str.contains("calibrated on 20 past replays, of which 12 held").all()
+    with pytest.raises(ValueError, match="band_calibration"):
+        analysis.forecast(store, by="chapter_id", calibration=wider)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from ledger import WEBHOOK, events
 from page_images import make_page
 
 from toolkit import analysis
 from toolkit.analysis.observed import observe
-from toolkit.analysis.review import review_lag_hours, review_moves
+from toolkit.analysis.review import review_lag_hours, review_lags, review_moves
 from toolkit.store import SnapshotStore
 
 COMIC = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
@@ -46,13 +47,16 @@ def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
     assert row["project"] == "Reviewed" and row["waiting"] == 1
     waited = (as_of - ready[chapters[2]]).total_seconds() / 3600
     assert abs(row["oldest_wait_hours"] - waited) < 1e-6
-    assert row["reviews_per_day"] == 2 / 7
+    # Two reviews over the 2.5 hours the store has seen, not over the 7-day window.
+    span = (as_of - store.snapshots()["snapshot_at"].iloc[0]) / pd.Timedelta(days=1)
+    assert row["reviews_per_day"] == pytest.approx(2 / span)
     lags = [(reviewed_at[c] - ready[c]).total_seconds() / 3600 for c in chapters[:2]]
     assert abs(row["review_lag_hours"] - sum(lags) / 2) < 1e-6
 
-    # The one-query lag pairs the moves as a plain merge_asof does.
+    # The lags pair the moves as a plain merge_asof does when every chapter was seen
+    # waiting.
     obs = observe(store)
-    paired = review_lags(review_moves(obs, as_of)).groupby("project_id")["hours"].median()
+    paired = paired_lags(review_moves(obs, as_of)).groupby("project_id")["hours"].median()
     assert review_lag_hours(obs, as_of).to_dict() == pytest.approx(paired.to_dict())
 
     # Before any review: one row, all three waiting, no lag yet.
@@ -69,7 +73,7 @@ def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
     assert seen.loc[project["id"], "reviewed_p50"] == seen.loc[project["id"], "finish_p50"] + lag
 
 
-def review_lags(moves: pd.DataFrame) -> pd.DataFrame:
+def paired_lags(moves: pd.DataFrame) -> pd.DataFrame:
     """Per review: `chapter_id, project_id, reviewed_at, hours` since the chapter was
     last ready before it (reviews of chapters never seen ready are left out)."""
     ready = moves[moves["move"] == "ready"].sort_values("at")
@@ -85,3 +89,51 @@ def review_lags(moves: pd.DataFrame) -> pd.DataFrame:
     hours = (paired["at"] - paired["ready_at"]).dt.total_seconds() / 3600
     return pd.DataFrame({"chapter_id": paired["chapter_id"], "project_id": paired["project_id"],
                          "reviewed_at": paired["at"], "hours": hours})  # fmt: skip
+
+
+def test_a_review_faster_than_the_snapshots_counts_in_the_lag(
+    emulator, workspace, client, tmp_path
+):
+    """Two chapters: one seen waiting, then reviewed 2 hours after it was ready; one
+    finished and reviewed 1 hour later between two snapshots (never seen waiting). With
+    the `chapter.finished` events in the store, its lag is exact; without them, it is
+    placed in the middle of the snapshot before and the review: counted, never dropped."""
+    project = emulator.create_project(workspace["id"], name="Fast", **COMIC)
+    emulator.add_webhook(workspace["id"], WEBHOOK, ["chapter.finished"])
+    with_events = SnapshotStore(tmp_path / "events")
+    without = SnapshotStore(tmp_path / "none")
+    for store in (with_events, without):
+        store.take(client)
+    slow = client.create_chapter(project["id"], pages=[make_page(1)]).id
+    emulator.advance(900)
+    for store in (with_events, without):
+        store.take(client)
+    fast = client.create_chapter(project["id"], pages=[make_page(2)]).id
+    emulator.advance(900)
+    listed = {c.id: c for c in client.list_chapters(project["id"])}
+    ready = {c: pd.Timestamp(listed[c].last_activity_at) for c in (slow, fast)}
+    emulator.advance(
+        (ready[fast] + pd.Timedelta(hours=1) - pd.Timestamp(emulator.now())).total_seconds()
+    )
+    emulator.review_chapter(fast)  # 1 hour after it was ready, before any snapshot saw it
+    waited = pd.Timestamp(emulator.now()) - ready[slow]
+    emulator.advance((pd.Timedelta(hours=2) - waited).total_seconds())
+    emulator.review_chapter(slow)  # 2 hours after it was ready
+    for store in (with_events, without):
+        store.take(client)
+    with_events.record_events(events(emulator))
+    as_of = with_events.snapshots()["snapshot_at"].iloc[-1]
+
+    lags = review_lags(observe(with_events), as_of).set_index("chapter_id")
+    assert lags.loc[fast, "source"] == "event" and lags.loc[slow, "source"] == "snapshot"
+    assert lags.loc[fast, "hours"] == pytest.approx(1, abs=1e-6)
+    assert lags.loc[slow, "hours"] == pytest.approx(2, abs=1e-6)
+    assert review_lag_hours(observe(with_events), as_of)[project["id"]] == pytest.approx(1.5)
+    backlog = analysis.review_backlog(with_events).set_index("project_id")
+    assert backlog.loc[project["id"], "review_lag_hours"] == pytest.approx(1.5)
+
+    bounded = review_lags(observe(without), as_of).set_index("chapter_id")
+    assert bounded.loc[fast, "source"] == "bounds"
+    before = without.snapshots()["snapshot_at"].iloc[1]
+    reviewed = bounded.loc[fast, "reviewed_at"]
+    assert bounded.loc[fast, "ready_at"] == before + (reviewed - before) / 2

@@ -4,12 +4,14 @@
 tk.analysis.runs(store)                                         # one row per run
 tk.analysis.throughput(store, freq="1h", by="language_code")   # lines per hour
 tk.analysis.credit_spend(store, freq="1D", by="project_id")     # credits per day
+tk.analysis.spend_in(store, since="2027-01-01", until="2027-02-01")   # at each charge's time
 tk.analysis.cycle_times(store); tk.analysis.lead_times(store)
 tk.analysis.failures(store); tk.analysis.failure_rates(store, by="project_id")
 tk.analysis.finished(store, freq="D"); tk.analysis.stalled(store); tk.analysis.stuck(store)
 tk.analysis.price_estimate(store, project_id, pages=20)
 tk.analysis.forecast(store, by="project_id")     # when the open work will be done
 tk.analysis.forecast_accuracy(store)             # how past forecasts held
+tk.analysis.band_calibration(store)              # the band's width from that record
 tk.analysis.compare_models(store)                # like-for-like cost, speed, failures
 tk.analysis.review_backlog(store)                # chapters waiting for review, reviews a day
 ```
@@ -23,6 +25,7 @@ once (a mapping label -> store, or a list) and then answers with a `workspace` c
 from __future__ import annotations
 
 from toolkit.analysis.accuracy import forecast_accuracy
+from toolkit.analysis.calibration import Calibration, band_calibration
 from toolkit.analysis.forecast import ForecastBy, burn_down, forecast
 from toolkit.analysis.measures import (
     SpendBy,
@@ -37,6 +40,7 @@ from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.monthly import monthly_spend
 from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
+from toolkit.analysis.spent import charges, spend_in
 from toolkit.analysis.timing import RunsBy, cycle_times, finished, lead_times
 from toolkit.analysis.trouble import (
     REASONS,
@@ -52,12 +56,15 @@ from toolkit.analysis.trouble import (
 __all__ = [
     "REASONS",
     "STALL_AFTER",
+    "Calibration",
     "ForecastBy",
     "RunsBy",
     "SpendBy",
     "ThroughputBy",
     "advice",
+    "band_calibration",
     "burn_down",
+    "charges",
     "compare_models",
     "credit_spend",
     "cycle_times",
@@ -75,6 +82,7 @@ __all__ = [
     "reason_words",
     "review_backlog",
     "runs",
+    "spend_in",
     "stalled",
     "stuck",
     "throughput",

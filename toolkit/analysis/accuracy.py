@@ -86,9 +86,42 @@ def forecast_accuracy(
         names beside the ids.
     """
     obs = observe(store)
-    times = obs.manifest["snapshot_at"]
-    if times.empty:
+    if obs.manifest.empty:
         return _shaped(pd.DataFrame(columns=[by, *COLUMNS]), by)
+    frame = replay_scores(obs, by=by, horizon=horizon, every=every, window=window, freq=freq,
+                          stall_after=stall_after, since=since, until=until, tz=tz)  # fmt: skip
+    grouped = frame.groupby(by)
+    out = pd.DataFrame(
+        {
+            "replays": grouped.size(),
+            "inside": grouped["hit"].sum(),
+            "p50_error_hours": grouped["error"].median(),
+            "p50_error_share": grouped["share"].median(),
+        }
+    )
+    out["inside_share"] = out["inside"] / out["replays"]
+    projects, chapters = names(obs.store)
+    return with_names(_shaped(out.reset_index(), by), projects, chapters)
+
+
+def replay_scores(
+    obs: Observed,
+    *,
+    by: ForecastBy,
+    horizon: str | pd.Timedelta,
+    every: str | pd.Timedelta,
+    window: str | pd.Timedelta,
+    freq: str,
+    stall_after: str | pd.Timedelta,
+    since: When | None,
+    until: When | None,
+    tz: str | None,
+) -> pd.DataFrame:
+    """One row per group and scored replay (as `forecast_accuracy` scores them): `<by>,
+    hit, error` (p50 minus the true finish, hours; null for a miss not yet done),
+    `share` (its unsigned share of the true time left) and `score`: how far outside
+    the band the finish fell, in shares of the time to p50 (`_score`)."""
+    times = obs.manifest["snapshot_at"]
     ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
     low, high = moment(since, tz), moment(until, tz)
     ticks = [
@@ -99,11 +132,13 @@ def forecast_accuracy(
     # Only what happened after the first replay can be its outcome.
     first = times[times <= ticks[0]].iloc[-1] if ticks else times.iloc[-1]
     done = _chapter_finishes(obs, after=first)
-    scores: list[tuple[str, bool, float, float]] = []
+    scores: list[tuple[str, bool, float, float, float]] = []
     for seen in replays(obs, ticks, stall_after=pd.Timedelta(stall_after)):
         if not is_open(seen.chapters, seen.reasons).any():
             continue  # nothing open that needs no person: no finish to forecast
-        made = forecast_seen(obs, seen, by=by, window=window, freq=freq, reviewed=False)
+        made = forecast_seen(
+            obs, seen, by=by, window=window, freq=freq, reviewed=False, dated_waits=False
+        )
         made = made[made["finish_p50"].notna()]
         if made.empty:
             continue
@@ -118,22 +153,28 @@ def forecast_accuracy(
                 hit = bool(p10 <= finish and (pd.isna(p90) or finish <= p90))
                 error = (p50 - finish) / pd.Timedelta(hours=1)
                 share = abs(error) / max((finish - as_of) / pd.Timedelta(hours=1), 1e-9)
-                scores.append((str(group), hit, error, share))
+                scores.append((str(group), hit, error, share, _score(as_of, p10, p50, p90, finish)))
             elif known == as_of + ahead and pd.notna(p90) and p90 < known:
-                scores.append((str(group), False, np.nan, np.nan))  # the band said done by then
-    frame = pd.DataFrame(scores, columns=[by, "hit", "error", "share"])
-    grouped = frame.groupby(by)
-    out = pd.DataFrame(
-        {
-            "replays": grouped.size(),
-            "inside": grouped["hit"].sum(),
-            "p50_error_hours": grouped["error"].median(),
-            "p50_error_share": grouped["share"].median(),
-        }
-    )
-    out["inside_share"] = out["inside"] / out["replays"]
-    projects, chapters = names(obs.store)
-    return with_names(_shaped(out.reset_index(), by), projects, chapters)
+                # The band said done by then; the finish is later than `known`, at least.
+                score = _score(as_of, p10, p50, p90, known)
+                scores.append((str(group), False, np.nan, np.nan, score))
+    return pd.DataFrame(scores, columns=[by, "hit", "error", "share", "score"])
+
+
+def _score(
+    as_of: pd.Timestamp,
+    p10: pd.Timestamp,
+    p50: pd.Timestamp,
+    p90: pd.Timestamp,
+    finish: pd.Timestamp,
+) -> float:
+    """How far outside p10-p90 `finish` fell (negative: how far inside), over the time
+    from the replay to its p50 (at least a minute): the conformity score of a split-
+    conformal band (`calibration`). An open p90 bounds nothing above."""
+    span = max((p50 - as_of) / pd.Timedelta(hours=1), 1 / 60)
+    below = (p10 - finish) / pd.Timedelta(hours=1)
+    above = -np.inf if pd.isna(p90) else (finish - p90) / pd.Timedelta(hours=1)
+    return float(max(below, above) / span)
 
 
 # Settling changes `status` or `processing`, both followed: the first settled row after

@@ -39,11 +39,14 @@ import pandas as pd
 from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import moment
 from toolkit.analysis.due import with_due
+from toolkit.analysis.measures import price_per_chapter
 from toolkit.analysis.observed import Observed, answer, flag, observe, with_previous
+from toolkit.analysis.prices import Prices
 from toolkit.analysis.review import review_lag_hours
 from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.trouble import STALL_AFTER, reason_words
-from toolkit.analysis.work import Model, OpenChapter, learn
+from toolkit.analysis.waiting import UnitPrices, waiting_work
+from toolkit.analysis.work import BANDS, Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
 from toolkit.frames import schema
 from toolkit.timestamps import When
@@ -51,6 +54,7 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from pandas.api.typing import NAType
 
+    from toolkit.analysis.calibration import Calibration
     from toolkit.store import SnapshotStore
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
@@ -60,7 +64,9 @@ DONE = ("needs_review", "reviewed")
 
 COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
            "finish_p50", "finish_p90", "hours_p50", "reviewed_p50", "needs_action",
-           "needs_action_lines", "needs_action_reason", "status", "as_of"]  # fmt: skip
+           "needs_action_lines", "needs_action_reason", "waiting_since", "unblocked_p10",
+           "unblocked_p50", "unblocked_p90", "credits_to_finish_p10", "credits_to_finish",
+           "credits_to_finish_p90", "status", "band", "as_of"]  # fmt: skip
 
 
 @across
@@ -74,6 +80,7 @@ def forecast(
     stall_after: str | pd.Timedelta = STALL_AFTER,
     tz: str | None = None,
     due: Mapping[str, date | str] | None = None,
+    calibration: Calibration | None = None,
 ) -> pd.DataFrame:
     """When the open work of each group will be done, with a spread; one row per group
     that has open work or work waiting for a person.
@@ -103,15 +110,24 @@ def forecast(
         tz: the zone of the bins and of the times shown.
         due: due dates by project name or id (by project only): adds `due`,
             `will_miss`, `late_hours_p50` and `late_hours_p90` (`toolkit.analysis.due`).
+        calibration: the band's width from the forecast's own record
+            (`band_calibration` for the same `by`): p10 and p90 moved by it, and
+            `band` says so.
 
     Returns:
         One row per group, with the columns above.
 
     Raises:
-        ValueError: `by` is not one of the three groups.
+        ValueError: `by` is not one of the three groups, or `calibration` was made for
+            other groups.
     """
     if by not in ("project_id", "language_code", "chapter_id"):
         raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")
+    if calibration is not None and calibration.by != by:
+        raise ValueError(
+            f"the calibration is of groups by {calibration.by}, the forecast by {by}: "
+            f"make it with band_calibration(store, by={by!r})"
+        )
     obs = observe(store)
     manifest = obs.manifest
     if until is not None:
@@ -121,6 +137,8 @@ def forecast(
     else:
         seen = seen_at(obs, manifest["snapshot_at"].iloc[-1], stall_after=pd.Timedelta(stall_after))
         frame = forecast_seen(obs, seen, by=by, window=window, freq=freq, tz=tz)
+    if calibration is not None:
+        frame = calibration.apply(frame)
     return with_due(frame, due, tz=tz) if due is not None else frame
 
 
@@ -164,10 +182,12 @@ def forecast_seen(
     freq: str = "1D",
     tz: str | None = None,
     reviewed: bool = True,
+    dated_waits: bool = True,
 ) -> pd.DataFrame:
     """`forecast` at the snapshot `seen` holds (the replays of `forecast_accuracy` read
     theirs together); `reviewed=False` leaves `reviewed_p50` null, which the track
-    record does not check, for the review lags' query."""
+    record does not check, for the review lags' query; `dated_waits=False` leaves the
+    work waiting for a person undated (`waiting`), which it does not check either."""
     as_of, current, languages, projects = seen.as_of, seen.chapters, seen.languages, seen.projects
     times = obs.manifest["snapshot_at"]
     last = int(times.searchsorted(as_of, side="right")) - 1  # the snapshot's position (idx)
@@ -179,7 +199,10 @@ def forecast_seen(
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
     interval = cast(pd.Timedelta, spans.median()) if len(spans) else pd.Timedelta(0)
     going = current[is_open(current, seen.reasons)]
+    held = current[among(current["chapter_id"], seen.reasons.index)] if dated_waits else None
     moving = open_rows[open_rows["open_chapters"] > 0]
+    # Learning reads the whole history (seconds on a year): only for open work with
+    # known lines to time. Work that waits for a person is dated with what that taught.
     if moving["remaining_lines"].notna().any():
         model = learn(obs, projects, first=first, last=last, freq=freq, tz=tz)
     else:  # nothing to time (no open work, or none with known lines): nothing to learn
@@ -187,12 +210,18 @@ def forecast_seen(
     finishes = _finishes(
         model, going, languages, projects, as_of, since=times.iloc[first], slack=interval
     )
+    waits = None
+    if held is not None and len(held):
+        waits = waiting_work(model, held, languages, projects, as_of, since=times.iloc[first],
+                             slack=interval, unpaid_pages=_unpaid(obs, as_of, held, seen.reasons),
+                             prices=_unit_prices(obs, held, projects))  # fmt: skip
     # The lags are read only when there is a finish to add them to.
     lags = review_lag_hours(obs, as_of) if reviewed and len(finishes) else pd.Series(dtype=float)
     finishes["reviewed_p50"] = finishes["finish_p50"] + pd.to_timedelta(
         finishes["project_id"].map(lags), unit="h"
     )
     frame = _estimate(open_rows, finishes, by, as_of)
+    frame = _with_waits(frame, finishes, waits, by)
     return _shape(_named(frame, by, current, projects), by, tz)
 
 
@@ -466,11 +495,14 @@ def _finishes(
                        mine["untranslated"].fillna(0), mine["covered"].fillna(0), strict=True)],
         )  # fmt: skip
         pace = model.paces.get(chapter_id)
+        band = model.band(chapter)
         for code, finish in model.finishes(chapter, as_of, since=since, slack=slack).items():
             rows.append([chapter_id, project_id, code, *finish,
-                         pace.p50 if pace else np.nan, pace.samples if pace else 0])  # fmt: skip
+                         pace.p50 if pace else np.nan, pace.samples if pace else 0,
+                         band])  # fmt: skip
     frame = pd.DataFrame(rows, columns=["chapter_id", "project_id", "language_code", "finish_p10",
-                                       "finish_p50", "finish_p90", "pace", "samples"])  # fmt: skip
+                                       "finish_p50", "finish_p90", "pace", "samples",
+                                       "band"])  # fmt: skip
     for column in ("finish_p10", "finish_p50", "finish_p90"):
         frame[column] = pd.to_datetime(frame[column], utc=True)
     return frame
@@ -491,6 +523,10 @@ def _estimate(
     per_chapter = finishes.drop_duplicates(["group", "chapter_id"]).groupby("group")
     for column in quantiles:
         out[column] = looked_up(out["group"], latest[column])
+    # The group's band is as sure as its least sure part (BANDS: surest first).
+    weakest = finishes.assign(rank=finishes["band"].map(_band_rank)).sort_values("rank")
+    out["band"] = out["group"].map(weakest.drop_duplicates("group", keep="last")
+                                   .set_index("group")["band"])  # fmt: skip
     out["lines_per_hour"] = out["group"].map(per_chapter["pace"].mean())
     out["bins"] = out["group"].map(per_chapter["samples"].min())
     left = out["remaining_lines"]
@@ -506,8 +542,79 @@ def _estimate(
     )
     unsure = out["status"].isin(["needs action", "remaining unknown", "no recent throughput"])
     out.loc[unsure, quantiles] = pd.NaT
+    out.loc[unsure, "band"] = pd.NA
     out["as_of"] = as_of
     return out
+
+
+def _with_waits(
+    frame: pd.DataFrame, finishes: pd.DataFrame, waits: pd.DataFrame | None, by: ForecastBy
+) -> pd.DataFrame:
+    """Each group's work waiting for a person (`waiting`): since when the longest has
+    waited, the group's finish if it were unblocked now (the latest of its open work's
+    and of the waiting work run from now, at each quantile; an open p90 stays open), and
+    the credits to finish it (0 where nothing waits: running work has paid)."""
+    frame = frame.assign(credits_to_finish_p10=0.0, credits_to_finish=0.0,
+                         credits_to_finish_p90=0.0)  # fmt: skip
+    if waits is None or waits.empty:
+        return frame
+    waits = waits.assign(group=_group_keys(waits, by))
+    frame["waiting_since"] = frame["group"].map(waits.groupby("group")["waiting_since"].min())
+    parts = ["p10", "p50", "p90"]
+    both = pd.concat(
+        [
+            finishes.assign(group=_group_keys(finishes, by)).rename(
+                columns={f"finish_{q}": f"unblocked_{q}" for q in parts}
+            ),
+            waits,
+        ]
+    )
+    columns = [f"unblocked_{q}" for q in parts]
+    latest = both.groupby("group")[columns].max()
+    unknown = both[columns].isna().groupby(both["group"]).any()
+    latest = latest.mask(unknown)
+    waiting_groups = set(waits["group"])
+    for column in columns:
+        found = frame["group"].map(latest[column])
+        frame[column] = found.where(frame["group"].isin(waiting_groups))
+    for mine, theirs in (("credits_to_finish_p10", "credits_p10"),
+                         ("credits_to_finish", "credits_p50"),
+                         ("credits_to_finish_p90", "credits_p90")):  # fmt: skip
+        summed = waits.groupby("group")[theirs].sum()
+        no_price = waits[theirs].isna().groupby(waits["group"]).any()  # unknown, not 0
+        frame[mine] = (
+            frame["group"]
+            .map(summed.mask(no_price))
+            .where(frame["group"].isin(waiting_groups), 0.0)
+        )
+    return frame
+
+
+def _unpaid(
+    obs: Observed, as_of: pd.Timestamp, held: pd.DataFrame, reasons: pd.Series
+) -> pd.Series:
+    """By chapter id, the pages not paid for of the chapters holding pages never started."""
+    holding = held[held["chapter_id"].map(reasons) == REASONS[6]]
+    if holding.empty:
+        return pd.Series(dtype="float64")
+    ids = pd.Index(holding["chapter_id"].astype(object))
+    paid = _pages_at_last_run(obs, as_of, ids)
+    pages = pd.Series(holding["page_count"].fillna(0).to_numpy(float), index=ids)
+    return (pages - paid.reindex(ids).fillna(0).astype(float)).clip(lower=0)
+
+
+def _unit_prices(obs: Observed, held: pd.DataFrame, projects: pd.DataFrame) -> UnitPrices:
+    """The prices the waiting chapters' projects pay (a novel's only where one waits:
+    it reads every run)."""
+    kinds = dict(zip(projects["project_id"], projects["kind"], strict=True))
+    novels = held["project_id"].map(kinds).eq("novel").any()
+    per_chapter = price_per_chapter(obs) if novels else {}
+    return UnitPrices(dict(obs.stage(Prices).learned), per_chapter)
+
+
+def _band_rank(label: str) -> int:
+    """The place of a band's label among `work.BANDS` (surest first)."""
+    return next((rank for rank, start in enumerate(BANDS) if label.startswith(start)), len(BANDS))
 
 
 def _named(
@@ -536,13 +643,16 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
     names = {"project_id": ["project"], "chapter_id": ["chapter", "project_id", "project"]}
     leading = [by, *names.get(by, [])]
     frame = frame.reindex(columns=[*leading, *COLUMNS])
-    for column in [*leading, "needs_action_reason", "status"]:
+    for column in [*leading, "needs_action_reason", "status", "band"]:
         frame[column] = frame[column].astype(TEXT)
     for column in ("open_chapters", "remaining_lines", "bins", "needs_action",
                    "needs_action_lines"):  # fmt: skip
         frame[column] = frame[column].astype("Int64")
     frame["lines_per_hour"] = frame["lines_per_hour"].astype("Float64")
-    for column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50", "as_of"):
+    for column in ("credits_to_finish_p10", "credits_to_finish", "credits_to_finish_p90"):
+        frame[column] = frame[column].astype("Float64")
+    for column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50", "as_of",
+                   "waiting_since", "unblocked_p10", "unblocked_p50", "unblocked_p90"):  # fmt: skip
         frame[column] = pd.to_datetime(frame[column], utc=True).astype(TIME)
         if tz:
             frame[column] = frame[column].dt.tz_convert(tz)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from toolkit.analysis.measures import credit_spend
 from toolkit.analysis.observed import Observed
+from toolkit.analysis.spent import charges
 from toolkit.analysis.workspaces import TEXT, label, labelled, stack
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ def monthly_spend(
     """Credits spent this month against last month, per workspace (and a total row):
     `workspace, month, previous_month, this_month, last_month, change,
     this_month_rework, last_month_rework`.
+
+    Each charge counts in the month it was paid (`analysis.spent`): a first run at its
+    chapter's creation, any other charge at the snapshot that first showed it.
 
     "This month" is the calendar month (in `tz`, UTC by default) of `until` (by default
     each store's latest snapshot, the latest of them for all); spend so far, so early in
@@ -54,9 +57,9 @@ def monthly_spend(
         ValueError: No stores were given, or several share a workspace label.
     """
     several = labelled(stores) or {label(stores, default="default"): stores}  # type: ignore[arg-type]
-    daily = {name: credit_spend(store, freq="1h") for name, store in several.items()}
-    frame = stack(daily)
-    times = frame["period"].dt.tz_convert(tz) if tz else frame["period"]
+    # Each charge at its own time (`spent`): a first run at its chapter's creation.
+    frame = stack({name: charges(store) for name, store in several.items()})
+    times = frame["charged_at"].dt.tz_convert(tz) if tz else frame["charged_at"]
     if until is not None:
         end = pd.Timestamp(until)
         end = end.tz_localize("UTC") if end.tzinfo is None else end

@@ -8,7 +8,10 @@ A chapter is *ready* when its status turns `needs_review` with no run going, at 
 `last_activity_at` in the first snapshot that shows it (the run's last step); it is
 *reviewed* when its status turns `reviewed`, at its `last_activity_at` then (a review
 touches the chapter). The review lag is the time between the two; the forecast adds a
-project's median lag to its finish for `reviewed_p50`.
+project's median lag to its finish for `reviewed_p50`. A chapter finished and reviewed
+between two snapshots was never seen ready: its `chapter.finished` event, where the
+store holds it, says when it was; else it lies between the two snapshots
+(`review_lags`). Reviews a day count over the span the store saw, at most the window.
 """
 
 from __future__ import annotations
@@ -30,48 +33,95 @@ COLUMNS = ["waiting", "oldest_wait_hours", "reviews_per_day", "review_lag_hours"
 
 # A move is a change of status, a followed column: only rows flagged `_changed` can
 # hold one, and each carries the status it changed from (`_previous`), so the query
-# reads a few rows of the chapters' log instead of the whole of it.
+# reads a few rows of the chapters' log instead of the whole of it. `since` is the time
+# of the snapshot before the move's (the chapter was not there yet then).
 _MOVES = """
-SELECT chapter_id, project_id, last_activity_at AS at,
-       CASE WHEN status::VARCHAR = 'needs_review' THEN 'ready' ELSE 'reviewed' END AS move
-FROM chapters_changes
-WHERE _changed IS NOT false AND snapshot_at <= '{as_of}'::TIMESTAMPTZ
-  AND NOT coalesce(_deleted, false) AND NOT coalesce(processing, false)
-  AND status::VARCHAR IN ('needs_review', 'reviewed')
-  AND status::VARCHAR IS DISTINCT FROM
-      CASE WHEN _previous.existed THEN _previous.status::VARCHAR END
-ORDER BY chapter_id, idx
+SELECT c.chapter_id, c.project_id, c.last_activity_at AS at,
+       CASE WHEN c.status::VARCHAR = 'needs_review' THEN 'ready' ELSE 'reviewed' END AS move,
+       c.idx, s.snapshot_at AS since
+FROM chapters_changes c
+LEFT JOIN (SELECT snapshot_at, row_number() OVER (ORDER BY snapshot_at) AS idx
+           FROM snapshots) s ON s.idx = c.idx
+WHERE c._changed IS NOT false AND c.snapshot_at <= '{as_of}'::TIMESTAMPTZ
+  AND NOT coalesce(c._deleted, false) AND NOT coalesce(c.processing, false)
+  AND c.status::VARCHAR IN ('needs_review', 'reviewed')
+  AND c.status::VARCHAR IS DISTINCT FROM
+      CASE WHEN c._previous.existed THEN c._previous.status::VARCHAR END
+ORDER BY c.chapter_id, c.idx
+"""
+
+# The runs' ends the store holds as events: where a chapter was finished and reviewed
+# between two snapshots, the only trace of its being ready.
+_FINISHED = """
+SELECT chapter_id, min(timestamp) AS finished_at FROM events
+WHERE type = 'chapter.finished' AND chapter_id IS NOT NULL
+  AND timestamp <= '{as_of}'::TIMESTAMPTZ
+GROUP BY chapter_id, timestamp ORDER BY chapter_id, timestamp
 """
 
 
 def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     """Each chapter's moves into `needs_review` (ready) and `reviewed` seen up to
-    `as_of`: `chapter_id, project_id, move` (`ready` or `reviewed`), `at`."""
+    `as_of`, in order: `chapter_id, project_id, move` (`ready` or `reviewed`), `at`,
+    `idx` (the snapshot's position) and `since` (the time of the snapshot before; null
+    for the first)."""
     if obs.manifest.empty:
-        return pd.DataFrame(columns=["chapter_id", "project_id", "at", "move"])
+        return pd.DataFrame(columns=["chapter_id", "project_id", "at", "move", "idx", "since"])
     return answer(obs, _MOVES.format(as_of=as_of.isoformat()))
 
 
-# A review's lag: from the chapter's last move into `needs_review` at or before it
-# (an ASOF join per chapter), its median per project over the history.
-_LAG_MEDIANS = """
-WITH moves AS ({moves})
-SELECT r.project_id, median((epoch_us(r.at) - epoch_us(w.ready_at)) / 3600e6) AS hours
-FROM (SELECT * FROM moves WHERE move = 'reviewed') r
-ASOF JOIN (SELECT chapter_id, moves.at AS ready_at FROM moves WHERE move = 'ready') w
-  ON r.chapter_id = w.chapter_id AND r.at >= w.ready_at
-GROUP BY r.project_id
-"""
+def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
+    """Per review seen up to `as_of`: `chapter_id, project_id, reviewed_at, ready_at,
+    source, hours`. The chapter was ready at its move into `needs_review` before the
+    review (`snapshot`); reviewed before any snapshot showed it waiting, at its
+    `chapter.finished` event in the store since the snapshot before (`event`), else at
+    the middle of that snapshot and the review (`bounds`: the lag is then known to half
+    the span). A review the first snapshot already showed has no lag."""
+    moves = review_moves(obs, as_of)
+    earlier = moves.groupby("chapter_id", sort=False)
+    before_move, before_at = earlier["move"].shift(1), earlier["at"].shift(1)
+    reviews = moves.assign(before_move=before_move, before_at=before_at)
+    reviews = reviews[(reviews["move"] == "reviewed") & reviews["since"].notna()]
+    paired = (reviews["before_move"] == "ready").fillna(False).astype(bool)
+    ready = reviews["before_at"].where(paired)
+    source = pd.Series("snapshot", index=reviews.index, dtype=object).where(paired, "bounds")
+    fast = reviews[~paired]
+    if len(fast):
+        finished = answer(obs, _FINISHED.format(as_of=as_of.isoformat()))
+        found = fast.reset_index().merge(finished, on="chapter_id")
+        found = found[
+            (found["finished_at"] > found["since"]) & (found["finished_at"] <= found["at"])
+        ]
+        last = found.sort_values("finished_at").drop_duplicates("index", keep="last")
+        by_event = pd.Series(
+            pd.to_datetime(last["finished_at"], utc=True).to_numpy(), index=last["index"].to_numpy()
+        ).astype(ready.dtype)
+        ready = ready.fillna(by_event.reindex(ready.index))
+        source[by_event.index] = "event"
+        middle = fast["since"] + (fast["at"] - fast["since"]) / 2
+        ready = ready.fillna(middle.reindex(ready.index))
+    ready = pd.to_datetime(ready, utc=True)
+    hours = (reviews["at"] - ready).dt.total_seconds() / 3600
+    return pd.DataFrame(
+        {
+            "chapter_id": reviews["chapter_id"],
+            "project_id": reviews["project_id"],
+            "reviewed_at": reviews["at"],
+            "ready_at": ready,
+            "source": source.astype("string"),
+            "hours": hours.clip(lower=0).astype(float),
+        }
+    ).reset_index(drop=True)
 
 
 def review_lag_hours(obs: Observed, as_of: pd.Timestamp) -> pd.Series:
     """The median review lag in hours per project id, over the reviews seen up to
-    `as_of`, in one query."""
+    `as_of` (`review_lags`)."""
     if obs.manifest.empty:
         return pd.Series(dtype="float64")
-    moves = _MOVES.format(as_of=as_of.isoformat()).replace("ORDER BY chapter_id, idx", "")
-    found = answer(obs, _LAG_MEDIANS.format(moves=moves))
-    return pd.Series(found["hours"].to_numpy(float), index=found["project_id"].astype(object))
+    lags = review_lags(obs, as_of)
+    medians = lags.groupby(lags["project_id"].astype(object))["hours"].median()
+    return medians.astype("float64")
 
 
 @across
@@ -115,14 +165,15 @@ def review_backlog(
     ready_at = pd.to_datetime(ready.reindex(waiting["chapter_id"].to_numpy()).to_numpy(), utc=True)
     since = pd.Series(ready_at, index=waiting.index).fillna(waiting["last_activity_at"])
     wait_hours = (as_of - since).dt.total_seconds() / 3600
-    span = pd.Timedelta(window)
+    # Over the span the store saw: a store younger than the window saw less of it.
+    span = min(pd.Timedelta(window), as_of - times.iloc[0])
     reviewed = moves[(moves["move"] == "reviewed") & (moves["at"] > as_of - span)]
     frame = pd.DataFrame(
         {
             "waiting": waiting.groupby("project_id")["chapter_id"].nunique(),
             "oldest_wait_hours": wait_hours.groupby(waiting["project_id"]).max(),
             "reviews_per_day": reviewed.groupby("project_id").size()
-            / (span / pd.Timedelta(days=1)),
+            / max(span / pd.Timedelta(days=1), 1e-9),
             "review_lag_hours": review_lag_hours(obs, as_of),
         }
     )

@@ -30,7 +30,7 @@ the earlier snapshot showed left), never outside them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Final
 
@@ -41,6 +41,9 @@ from toolkit.analysis.calendar import period_starts
 from toolkit.analysis.observed import Observed, flag, with_previous
 from toolkit.timestamps import in_hours
 
+# How sure a band is, surest first: the first words of `Model.band`'s answers.
+BANDS: Final = ("learned", "pooled", "whole runs", "open")
+POOLED: Final = "*"  # the key of the workspace's pooled tail in `Model.tails`
 ENOUGH: Final = 3  # samples a learned pace or duration needs to have a spread
 
 
@@ -61,13 +64,26 @@ class Spread:
 class Tail:
     """Hours of work after the last line: `per_page` (cleaning and lettering that do
     not depend on languages), `per_page_language` (lettering), `per_language`
-    (packaging); `low`/`high`: the 10th and 90th percentile of what the fit leaves over."""
+    (packaging); `low`/`high`: the 10th and 90th percentile of what the fit leaves over
+    (widened when runs are few); `runs`: the finished runs behind it; `pooled`: fitted
+    over the workspace's runs of every kind and steps, its own being too few."""
 
     per_page: float
     per_page_language: float
     per_language: float
     low: float
     high: float
+    runs: int = 0
+    pooled: bool = False
+
+    def band(self, hours: float, slack_hours: float) -> tuple[float, float]:
+        """Hours below and above `hours` (this tail for one chapter) its p10 and p90
+        lie: what the fit left over, at least half a snapshot interval (`slack_hours`:
+        the ends of translation it was learned from are known to an interval) and at
+        least `hours / sqrt(runs)`, so that the fewer the runs, the wider."""
+        few = hours / np.sqrt(max(self.runs, 1))
+        half = slack_hours / 2
+        return min(self.low, -half, -few), max(self.high, half, few)
 
     def hours(self, units: float, languages: int, through: int) -> float:
         """Hours from the end of translation until the `through`-th language is packaged."""
@@ -253,33 +269,73 @@ def units(page_count: pd.Series) -> pd.Series:
     return page_count.fillna(0).astype(float).clip(lower=1)
 
 
-def fit_tail(samples: pd.DataFrame) -> Tail | None:
-    """Hours per page, per page and language, and per language, none negative, that
-    best fit the finished runs' tails (least squares over the subsets of the three
-    whose coefficients all come out non-negative)."""
+# The parts of the work after the last line, as the service runs them (the emulator's
+# run engine): packaging, per language, always; cleaning, per page, for `clean` and
+# `full`; lettering, per page and language, for `full` only. A novel only packages.
+PACKAGE, CLEAN, LETTER = 0, 1, 2
+PARTS: Final = {"text": (PACKAGE,), "translate": (PACKAGE,), "clean": (PACKAGE, CLEAN),
+                "full": (PACKAGE, CLEAN, LETTER)}  # fmt: skip
+
+
+def tail_parts(kind: str, steps: str) -> tuple[int, ...]:
+    """The parts a chapter of this project kind and steps has after its last line
+    (every part where the steps are not known)."""
+    if kind == "novel":
+        return (PACKAGE,)
+    return PARTS.get(steps, (PACKAGE, CLEAN, LETTER))
+
+
+def fit_tail(
+    samples: pd.DataFrame, parts: tuple[int, ...] = (PACKAGE, CLEAN, LETTER)
+) -> Tail | None:
+    """Hours per language (packaging), per page (cleaning) and per page and language
+    (lettering), none negative, that best fit the finished runs' tails `units,
+    languages, hours` (least squares over the subsets of `parts` whose coefficients all
+    come out non-negative); `low` and `high`: the 10th and 90th percentile of what it
+    leaves over (none below `ENOUGH` runs, which `Tail.band` widens). Optional columns
+    `cleaned` and `lettered` say whether each run's steps had those parts (default:
+    yes), so that runs of other steps can share the fit (the workspace's pooled tail).
+    Of fits equally good, the one with fewer parts wins, packaging first: one run fits
+    every part exactly, and only packaging is in every run (a 3-page, 3-language `text`
+    run of 1.5 minutes is half a minute per language, not per page)."""
     if samples.empty:
         return None
     size = samples["units"].to_numpy(float)
     langs = samples["languages"].to_numpy(float)
-    features = np.column_stack([size, size * langs, langs])
+    cleaned = samples["cleaned"].to_numpy(float) if "cleaned" in samples else np.ones(len(size))
+    lettered = samples["lettered"].to_numpy(float) if "lettered" in samples else np.ones(len(size))
+    features = np.column_stack([langs, size * cleaned, size * langs * lettered])
     hours = samples["hours"].to_numpy(float)
     best: tuple[float, np.ndarray] | None = None
-    for count in (1, 2, 3):
-        for chosen in combinations(range(3), count):
+    for count in range(1, len(parts) + 1):
+        for chosen in combinations(parts, count):
             solved = np.linalg.lstsq(features[:, chosen], hours, rcond=None)[0]
             if (solved < 0).any():
                 continue
             coef = np.zeros(3)
             coef[list(chosen)] = solved
             error = float(((features @ coef - hours) ** 2).sum())
-            if best is None or error < best[0] - 1e-12:
+            if best is None or error < best[0] - 1e-12 * max(1.0, float((hours**2).sum())):
                 best = (error, coef)
     if best is None:
         return None
-    left_over = hours - features @ best[1]
+    fitted = features @ best[1]
+    left_over = hours - fitted
     low, high = np.quantile(left_over, [0.1, 0.9]) if len(hours) >= ENOUGH else (0.0, 0.0)
-    page, page_language, language = (float(value) for value in best[1])
-    return Tail(page, page_language, language, low=float(min(low, 0)), high=float(max(high, 0)))
+    language, page, page_language = (float(value) for value in best[1])
+    return Tail(page, page_language, language, low=float(min(low, 0)), high=float(max(high, 0)),
+                runs=len(hours))  # fmt: skip
+
+
+def restricted(tail: Tail, parts: tuple[int, ...]) -> Tail:
+    """`tail` with only the parts a project's steps have (the pooled tail, for one kind
+    and steps)."""
+    return replace(
+        tail,
+        per_language=tail.per_language if PACKAGE in parts else 0.0,
+        per_page=tail.per_page if CLEAN in parts else 0.0,
+        per_page_language=tail.per_page_language if LETTER in parts else 0.0,
+    )
 
 
 def reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Timestamp) -> pd.Series:
@@ -300,13 +356,38 @@ def reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Times
 class Model:
     """What was learned from the history up to a snapshot. `paces` and `ended` by
     chapter id; `reading` (hours per unit) by project kind; `tails` by (kind, steps)
-    and by steps alone; `lines_per_unit` by project id and by kind."""
+    and the workspace's pooled one (`POOLED`); `lines_per_unit` and `page_counts` (of
+    the chapters with pages) by project id and by kind."""
 
     paces: dict[str, Spread]
     reading: dict[str, float]
     tails: dict[tuple[str, str] | str, Tail]
     lines_per_unit: dict[str, float]
     ended: dict[str, tuple[pd.Timestamp, pd.Timestamp, pd.Timestamp]]
+    page_counts: dict[str, list[float]] = field(default_factory=dict)
+
+    def tail(self, kind: str, steps: str) -> Tail | None:
+        """The tail of a project kind and steps: its own fit, once it has `ENOUGH`
+        finished runs, else the workspace's pooled fit with the parts these steps have
+        (None: no run has finished in the history)."""
+        own = self.tails.get((kind, steps))
+        if own is not None:
+            return own
+        pooled = self.tails.get(POOLED)
+        return None if pooled is None else restricted(pooled, tail_parts(kind, steps))
+
+    def band(self, chapter: OpenChapter) -> str:
+        """How the band of `chapter`'s finish is set, in words (starting with one of
+        `BANDS`)."""
+        pace = self.paces.get(chapter.chapter_id)
+        if pace is not None and pace.whole_runs:
+            return f"whole runs: {pace.samples} paces of runs, creation to finish"
+        tail = self.tail(chapter.kind, chapter.steps)
+        if tail is None:
+            return "open: no run has finished in the history, nothing bounds the p90"
+        if tail.pooled:
+            return f"pooled: the tail from {tail.runs} runs of the workspace's every steps"
+        return f"learned: the tail from {tail.runs} runs of these steps"
 
     def finishes(
         self,
@@ -319,11 +400,11 @@ class Model:
         """When each open language of `chapter` reaches `needs_review`, at p10, p50 and
         p90 (None: unknown): the lines left in every language (and, while the chapter
         reads, the lines its unread pages are expected to hold) at its pace, then the
-        tail up to that language's packaging. Without a learned tail, p90 allows `slack`
-        (a snapshot interval) for it; with one, its band is at least half of `slack`
-        either way (the ends of translation it was learned from are known to an
-        interval). A chapter with no activity since `since` (the window's start) has no
-        finish: nothing says it moves."""
+        tail up to that language's packaging (`tail`). Without any finished run in the
+        history, p90 is open (None with a p50): nothing bounds the tail; with a pace of
+        whole runs (the tail inside it), p90 allows `slack` (a snapshot interval); with
+        a learned tail, `Tail.band`. A chapter with no activity since `since` (the
+        window's start) has no finish: nothing says it moves."""
         count = len(chapter.languages)
         left = sum(lines for _, _, lines, _ in chapter.languages)
         covered = sum(done for _, _, _, done in chapter.languages)
@@ -345,20 +426,22 @@ class Model:
         elif pace is not None:
             start = [as_of + pd.Timedelta(hours=reading + lines / rate)
                      for rate in (pace.p10, pace.p50, pace.p90)]  # fmt: skip
-        tail = self.tails.get((chapter.kind, chapter.steps), self.tails.get(chapter.steps))
-        tail = None if whole else tail
+        tail = None if whole else self.tail(chapter.kind, chapter.steps)
         out: dict[str, list[pd.Timestamp | None]] = {}
         for place, (code, still_open, _, _) in enumerate(chapter.languages, start=1):
             if not still_open:
                 continue
-            if tail is None:
+            after: list[pd.Timedelta | None]
+            if whole:  # the tail is inside the pace of whole runs, to an interval
                 after = [pd.Timedelta(0), pd.Timedelta(0), slack]
+            elif tail is None:  # no run has finished: nothing bounds the tail above
+                after = [pd.Timedelta(0), pd.Timedelta(0), None]
             else:
                 base = tail.hours(chapter.units, count, place)
-                half = slack / pd.Timedelta(hours=2)
-                extras = (min(tail.low, -half), 0.0, max(tail.high, half))
+                below, above = tail.band(base, slack / pd.Timedelta(hours=1))
+                extras = (below, 0.0, above)
                 after = [pd.Timedelta(hours=max(base + extra, 0.0)) for extra in extras]
-            out[code] = [None if s is None else max(s + a, as_of)
+            out[code] = [None if s is None or a is None else max(s + a, as_of)
                          for s, a in zip(start, after, strict=True)]  # fmt: skip
         return out
 
@@ -401,12 +484,15 @@ def learn(
     projects_of_tails = tails["chapter_id"].map(project_of)
     tails = tails.assign(kind=projects_of_tails.map(kind_of), steps=projects_of_tails.map(steps_of))
     fitted: dict[tuple[str, str] | str, Tail] = {}
+    parts = [tail_parts(str(k), str(s)) for k, s in zip(tails["kind"], tails["steps"], strict=True)]
+    shared = tails.assign(
+        cleaned=[CLEAN in p for p in parts], lettered=[LETTER in p for p in parts]
+    )
+    if (pooled_tail := fit_tail(shared)) is not None:
+        fitted[POOLED] = replace(pooled_tail, pooled=True)
     for (kind, step), group in tails.groupby(["kind", "steps"]):
-        if (tail := fit_tail(group)) is not None:
+        if len(group) >= ENOUGH and (tail := fit_tail(group, tail_parts(str(kind), str(step)))):
             fitted[(str(kind), str(step))] = tail
-    for step, group in tails.groupby("steps"):
-        if (tail := fit_tail(group)) is not None:
-            fitted[str(step)] = tail
 
     reading = reading_samples(steps, pooled, since=times.iloc[0])
     read_kind = reading.groupby(reading.index.map(project_of).map(kind_of)).median()
@@ -420,6 +506,14 @@ def learn(
     for key in ("kind", "project"):  # a project's own figure wins over its kind's
         sums = size.groupby(key)[["lines", "units"]].sum()
         per_unit.update((str(k), float(v)) for k, v in (sums["lines"] / sums["units"]).items())
+
+    paged = latest[latest["page_count"].fillna(0) > 0]
+    counts = pd.DataFrame({"pages": paged["page_count"].astype(float),
+                           "project": paged["project_id"].astype(object)})  # fmt: skip
+    counts["kind"] = counts["project"].map(kind_of)
+    page_counts: dict[str, list[float]] = {}
+    for key in ("kind", "project"):
+        page_counts.update((str(k), list(g)) for k, g in counts.groupby(key)["pages"])
 
     last_ends = ends.drop_duplicates("chapter_id", keep="last")
     return Model(
@@ -437,6 +531,7 @@ def learn(
                 strict=True,
             )
         },
+        page_counts,
     )
 
 
@@ -445,7 +540,9 @@ def _paces(
 ) -> dict[str, Spread]:
     """Each chapter's pace: its project's spread if that has `ENOUGH` samples, else its
     kind's, else everyone's; scaled to the chapter's own pooled pace when that has
-    `ENOUGH` samples (one interval of a chapter is a few pages: too few to tell)."""
+    `ENOUGH` samples (one interval of a chapter is a few pages: too few to tell). Its
+    fast and slow ends lie at least `1/sqrt(samples)` of the pooled pace from it (one
+    sample: twice and half as fast), so that the fewer the samples, the wider."""
     samples = samples.assign(kind=samples["project_id"].map(kind_of))
     levels: dict[str, Spread] = {}
     for key in ("project_id", "kind"):
@@ -469,6 +566,10 @@ def _paces(
         chosen = (enough or known)[0]
         mine = own.get(chapter)
         scale = mine.p50 / chosen.p50 if mine and mine.samples >= ENOUGH else 1.0
-        paces[chapter] = Spread(chosen.p10 * scale, chosen.p50 * scale, chosen.p90 * scale,
+        # The fewer the samples, the wider: at least p50 x (1 +- 1/sqrt(samples)).
+        share = 1 / np.sqrt(max(chosen.samples, 1))
+        pooled = chosen.p50 * scale
+        paces[chapter] = Spread(max(chosen.p10 * scale, pooled * (1 + share)), pooled,
+                                min(chosen.p90 * scale, pooled / (1 + share)),
                                 chosen.samples)  # fmt: skip
     return paces

@@ -40,7 +40,7 @@ def bounds(now: pd.Timestamp, period: str) -> tuple[pd.Timestamp, pd.Timestamp]:
 
 def _credits(store: SnapshotStore, budget: Budget, since: pd.Timestamp, freq: str = "1D") -> float:
     """Credits the budget's scope spent in `store` since `since`."""
-    frame = analysis.credit_spend(store, freq=freq, by="project_id", since=since)
+    frame = analysis.spend_in(store, since=since)  # each charge at its own time
     if budget.scope == "project":
         frame = frame[(frame["project"] == budget.name) | (frame["project_id"] == budget.name)]
     return float(frame["credits"].sum())

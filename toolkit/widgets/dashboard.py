@@ -577,11 +577,11 @@ def _origin(client: Client) -> object:
 
 
 def _review_words(backlog: pd.DataFrame) -> dict[str, str]:
-    """`1.4 reviews a day (last 7 days, from the snapshots)`, per project id: the pace;
+    """`1.4 reviews a day (from the snapshots of the last 7 days)`, per project id: the pace;
     the count waiting is the live one (`_review_line`)."""
     return {
         str(row["project_id"]): f"{row['reviews_per_day']:.1f} reviews a day "
-        "(last 7 days, from the snapshots)"
+        "(from the snapshots of the last 7 days)"
         for row in backlog.to_dict("records")
     }
 

@@ -1,0 +1,107 @@
+"""Credits at the moment they were spent: the figure a budget's period and a calendar
+month count.
+
+```python
+tk.analysis.charges(store)                             # one row per charge, with its time
+tk.analysis.spend_in(store, since="2027-01-01", until="2027-02-01")   # per project
+```
+
+`credit_spend` puts each charge in the period of the snapshot that first showed it: for
+a trend that is what the store saw. A budget's period asks when the money went: a run
+is paid when it starts (DESIGN.md), and for a first run that moment is known exactly,
+the chapter's creation (`runs`: `started_source` `created`); a charge at 23:50 on 31
+January seen by the 00:30 snapshot is January's. No event tells when a re-scan, added
+pages or held pages started: such a charge lies between the snapshot before and the one
+that showed it, and counts at the later (the snapshot), so that a period's spend never
+holds a charge the store could not have seen by its end.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis._arrays import NO_TIME, taken, to_micros
+from toolkit.analysis.calendar import moment
+from toolkit.analysis.observed import Observed, observe
+from toolkit.analysis.run_table import RunTable
+from toolkit.analysis.transitions import Transitions
+from toolkit.analysis.workspaces import TEXT, across
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+    from toolkit.timestamps import When
+
+TIME = "datetime64[us, UTC]"
+
+
+@across
+def charges(store: SnapshotStore | Observed) -> pd.DataFrame:
+    """One row per charge the store saw after its first snapshot: `chapter_id,
+    project_id, credits, rework_credits, charged_at, source` (`created`: a first run,
+    paid at the chapter's creation; `snapshot`: paid before the snapshot that first
+    showed it, at that snapshot's time) and `seen_at` (that snapshot)."""
+    obs = observe(store)
+    runs = obs.stage(RunTable)
+    if not len(runs.row):
+        return pd.DataFrame(
+            {
+                "chapter_id": pd.Series(dtype=TEXT),
+                "project_id": pd.Series(dtype=TEXT),
+                "credits": pd.Series(dtype="float64"),
+                "rework_credits": pd.Series(dtype="float64"),
+                "charged_at": pd.Series(dtype=TIME),
+                "source": pd.Series(dtype=TEXT),
+                "seen_at": pd.Series(dtype=TIME),
+            }
+        )
+    seen = to_micros(obs.manifest["snapshot_at"])[runs.seen_idx]
+    exact = runs.from_creation.astype(bool) & (runs.started != NO_TIME)
+    at = np.where(exact, runs.started, seen)
+    rows = obs.stage(Transitions).rows
+    frame = pd.DataFrame(
+        {
+            "chapter_id": taken(rows["chapter_id"], runs.row).astype(object).to_numpy(),
+            "project_id": taken(rows["project_id"], runs.row).astype(object).to_numpy(),
+            "credits": runs.credits.astype("float64"),
+            "rework_credits": runs.rework.astype("float64"),
+            "charged_at": pd.to_datetime(at, unit="us", utc=True).astype(TIME),
+            "source": np.where(exact, "created", "snapshot"),
+            "seen_at": pd.to_datetime(seen, unit="us", utc=True).astype(TIME),
+        }
+    )
+    frame = frame[(runs.seen_idx > 0) & (frame["credits"] > 0)]
+    for column in ("chapter_id", "project_id", "source"):
+        frame[column] = frame[column].astype(TEXT)
+    return frame.sort_values(["charged_at", "chapter_id"], ignore_index=True)
+
+
+@across
+def spend_in(
+    store: SnapshotStore | Observed,
+    *,
+    since: When | None = None,
+    until: When | None = None,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """Credits charged in [since, until) at each charge's own time (`charges`), per
+    project: `project_id, project, credits, rework_credits` (projects with a charge
+    only; a naive bound is read in `tz`). A budget's period and a calendar month ask
+    this."""
+    obs = observe(store)
+    found = charges(obs)
+    low, high = moment(since, tz), moment(until, tz)
+    if low is not None:
+        found = found[found["charged_at"] >= low]
+    if high is not None:
+        found = found[found["charged_at"] < high]
+    sums = found.groupby(found["project_id"].astype(object))[["credits", "rework_credits"]].sum()
+    projects = obs.store.latest("projects")
+    names = dict(zip(projects["project_id"].astype(object), projects["name"], strict=True))
+    out = sums.reset_index()
+    out.insert(1, "project", out["project_id"].map(names))
+    for column in ("project_id", "project"):
+        out[column] = out[column].astype(TEXT)
+    return out.sort_values("project_id", ignore_index=True)

@@ -1,0 +1,133 @@
+"""Work that waits for a person, as a forecast dates it: since when it waits, when it
+would be done if a person unblocked it now, and what finishing it will cost.
+
+A chapter that waits (`forecast.needs_action`: failed, stalled, staged, held pages) has
+no finish of its own: nothing moves it. Unblocked now, it runs from the start as the
+service runs a chapter (`work`: read, translate every language in turn, the tail): a
+re-scan of a failed or stalled chapter reads and translates all its pages again, held
+or staged pages run for the first time. Its lines are the lines a page holds in its
+project (else its kind) times its pages; a chapter with no pages yet (staged) is taken
+at its project's typical size (the median page count of the project's chapters).
+
+Credits to finish: a running chapter has paid already (a run is charged when it
+starts), so what is left to pay is the waiting work's: its pages (held pages: those
+not paid yet) in its languages at the project's learned price per page and language
+(`Prices`), a novel's chapter at the project's median first-run charge per chapter and
+language (`price_per_chapter`). The service's price per page does not vary, so the band
+is that of the work's size: exact where the pages are known, and for a chapter with no
+pages yet the 10th and 90th percentile of its project's page counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis.work import Model, OpenChapter
+
+COLUMNS = ["chapter_id", "project_id", "language_code", "waiting_since", "unblocked_p10",
+           "unblocked_p50", "unblocked_p90", "credits_p10", "credits_p50",
+           "credits_p90"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class UnitPrices:
+    """Credits per page and language by project id (`None`: the workspace), and per
+    chapter and language for chapters with no pages (novels)."""
+
+    per_page: dict[str | None, float]
+    per_chapter: dict[str | None, float]
+
+    def of(self, project_id: str, *, novel: bool) -> float:
+        """The price of one unit (a page; a novel's chapter) in one language; NaN if
+        none was learned."""
+        table = self.per_chapter if novel else self.per_page
+        return float(table.get(project_id, table.get(None, np.nan)))
+
+
+def waiting_work(
+    model: Model,
+    held: pd.DataFrame,
+    languages: pd.DataFrame,
+    projects: pd.DataFrame,
+    as_of: pd.Timestamp,
+    *,
+    since: pd.Timestamp,
+    slack: pd.Timedelta,
+    unpaid_pages: pd.Series,
+    prices: UnitPrices,
+) -> pd.DataFrame:
+    """Per waiting chapter (`held`: chapters at the snapshot) and language: `COLUMNS`.
+    `unpaid_pages`: by chapter id, the pages its runs have not paid for (held pages);
+    a chapter absent from it runs (and pays for) all its pages."""
+    ids = projects["project_id"].astype(str)
+    targets = {p: list(codes) for p, codes in zip(ids, projects["target_languages"], strict=True)}
+    kinds = dict(zip(ids, projects["kind"].fillna("").astype(str), strict=True))
+    steps_of = dict(zip(ids, projects["process_steps"].fillna("").astype(str), strict=True))
+    sizes = _sizes(model, projects)
+    # The waiting chapters' language codes, in one pass (not a frame per chapter).
+    mine = languages[languages["chapter_id"].astype(object).isin(set(held["chapter_id"]))]
+    by_chapter = mine.groupby(mine["chapter_id"].astype(object))["language_code"].agg(list)
+    unpaid = {str(c): float(n) for c, n in unpaid_pages.items()}
+    rows = []
+    columns = ["chapter_id", "project_id", "page_count", "last_activity_at", "created_at"]
+    for record in held[columns].to_dict("records"):
+        chapter_id, project_id = str(record["chapter_id"]), str(record["project_id"])
+        kind = kinds.get(project_id, "")
+        count = record["page_count"]
+        paged = pd.notna(count) and count > 0
+        band = (float(count),) * 3 if paged else sizes.get(project_id, (1.0, 1.0, 1.0))
+        units = max(band[1], 1.0)
+        order = {code: place for place, code in enumerate(targets.get(project_id, []))}
+        found = by_chapter.get(chapter_id)
+        codes = (
+            sorted(map(str, found), key=lambda c: (order.get(c, len(order)), c))
+            if found is not None
+            else list(targets.get(project_id, []))
+        )
+        finishes: dict[str, list[pd.Timestamp | None]] = {}
+        if codes and model.paces:  # nothing learned (no open work to time): no date
+            chapter = OpenChapter(
+                chapter_id=chapter_id,
+                project_id=project_id,
+                kind=kind,
+                steps=steps_of.get(project_id, ""),
+                units=units,
+                processing=True,  # as if started now, from its first page
+                last_activity_at=as_of,
+                languages=[(code, True, 0.0, 0.0) for code in codes],
+            )
+            finishes = model.finishes(chapter, as_of, since=since, slack=slack)
+        price = prices.of(project_id, novel=kind == "novel")
+        if kind == "novel":
+            costs = [price] * 3
+        elif chapter_id in unpaid:
+            costs = [unpaid[chapter_id] * price] * 3
+        else:
+            costs = [max(size, 1.0) * price for size in band]
+        active = record["last_activity_at"]
+        waited = active if pd.notna(active) else record["created_at"]
+        for code in codes:
+            rows.append([chapter_id, project_id, code, waited, *finishes.get(code, [None] * 3),
+                         *costs])  # fmt: skip
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    for column in ("waiting_since", "unblocked_p10", "unblocked_p50", "unblocked_p90"):
+        frame[column] = pd.to_datetime(frame[column], utc=True)
+    for column in ("credits_p10", "credits_p50", "credits_p90"):
+        frame[column] = frame[column].astype(float)
+    return frame
+
+
+def _sizes(model: Model, projects: pd.DataFrame) -> dict[str, tuple[float, float, float]]:
+    """Per project id, the 10th, 50th and 90th percentile of its chapters' page counts
+    (`Model.page_counts`), else its kind's."""
+    kinds = dict(zip(projects["project_id"].astype(str), projects["kind"].fillna(""), strict=True))
+    out = {}
+    for project, kind in kinds.items():
+        counts = model.page_counts.get(project) or model.page_counts.get(str(kind))
+        if counts:
+            low, mid, high = np.quantile(counts, [0.1, 0.5, 0.9])
+            out[project] = (float(low), float(mid), float(high))
+    return out
