@@ -25,7 +25,7 @@ from toolkit.errors import (
     UnexpectedAnswer,
     error_class_for,
 )
-from toolkit.models import MISSING, Resource, UnexpectedValue
+from toolkit.models import MISSING, Resource, UnexpectedValue, camel, shown
 
 R = TypeVar("R", bound=Resource)
 
@@ -407,8 +407,19 @@ def parse_one(
 
 
 def parse_many(
-    model: type[R], response: httpx.Response, spec: RequestSpec, *, required: Sequence[str] = ()
+    model: type[R],
+    response: httpx.Response,
+    spec: RequestSpec,
+    *,
+    required: Sequence[str] = (),
+    keys: Sequence[str] = ("id",),
 ) -> list[R]:
+    """The answer as a list of `model`; `UnexpectedAnswer` for one the spec does not describe.
+
+    `keys` name the attributes that tell the items apart (a chapter list's `id` and
+    `position`): each must be sent, not empty, and held by one item only. A list that
+    names one chapter twice contradicts itself, and either reading of it is a guess.
+    """
     body = json_body(response, spec)
     if not isinstance(body, list):
         raise unexpected(response, spec, "body", body, "a list of objects")
@@ -416,8 +427,47 @@ def parse_many(
     for number, item in enumerate(body):
         if not isinstance(item, Mapping):
             raise unexpected(response, spec, f"[{number}]", item, "an object")
-        found.append(_parsed(model, item, response, spec, required, f"[{number}]"))
+        present = (*required, *(camel(key) for key in keys))
+        found.append(_parsed(model, item, response, spec, present, f"[{number}]"))
+    for key in keys:
+        _refuse_repeats(found, key, response, spec)
     return found
+
+
+def _refuse_repeats(
+    items: Sequence[Resource], key: str, response: httpx.Response, spec: RequestSpec
+) -> None:
+    """`UnexpectedAnswer` naming both items when two hold the same `key`, or one an empty one."""
+    name = camel(key)
+    seen: dict[Any, int] = {}
+    for number, item in enumerate(items):
+        value = getattr(item, key)
+        if value == "" or value is None:
+            raise unexpected(response, spec, f"[{number}].{name}", value, "a non-empty value")
+        first = seen.setdefault(value, number)
+        if first != number:
+            raise contradiction(response, spec, (first, number), name, value)
+
+
+def contradiction(
+    response: httpx.Response, spec: RequestSpec, numbers: tuple[int, int], name: str, value: Any
+) -> UnexpectedAnswer:
+    """An `UnexpectedAnswer` for a list whose items `numbers` both hold `name` = `value`."""
+    route = f"{spec.method} {spec.path}"
+    first, second = numbers
+    what = f"items [{first}] and [{second}] both have {name} {shown(value)}"
+    advice = "nothing was taken from it; try again later, and report the answer if it repeats"
+    return UnexpectedAnswer(
+        f"{route} answered {response.status_code} with a list that contradicts itself: "
+        f"{what}; {advice}",
+        route=route,
+        field=f"[{second}].{name}",
+        value=value,
+        status=response.status_code,
+        response=response,
+        reason=f"the service's answer contradicts itself ({what})",
+        advice=advice,
+    )
 
 
 def _parsed(
