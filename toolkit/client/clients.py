@@ -335,7 +335,8 @@ class Client(_BaseClient):
             staged: True for an empty comic chapter, to add pages to and start later.
             text: A novel chapter's text (at most 200,000 characters); it runs at once.
             position: The chapter number. With it, a create whose answer was lost is
-                retried and reconciled safely.
+                retried without making a second chapter; the chapter then found at that
+                number is named (`UnconfirmedCreate`), never taken as this create's.
 
         Returns:
             The new chapter, with its pages' storage keys.
@@ -344,6 +345,8 @@ class Client(_BaseClient):
             InvalidUpload: A page or the text is refused before sending.
             InsufficientCredits: The workspace cannot pay for the run.
             Conflict: `position` is taken.
+            UnconfirmedCreate: The answer was lost and `position` is taken now, perhaps
+                by this create: `chapter_id` names the chapter to check.
         """
         return self._run(self._create_flow(project_id, pages, staged, text, position))
 
