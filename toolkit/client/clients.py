@@ -21,7 +21,7 @@ import httpx
 
 from toolkit.client import flows as _flows
 from toolkit.client.flows import Flow, Send, Sleep
-from toolkit.client.requests import BearerAuth, RequestSpec, scrubbed
+from toolkit.client.requests import BearerAuth, RequestSpec, scrubbed, sent_wholly, watched
 from toolkit.client.retry import RetryPolicy, parse_retry_after
 from toolkit.client.uploads import PageSource
 from toolkit.client.waiting import wait_for_chapter as _wait_flow
@@ -138,7 +138,8 @@ class _BaseClient:
 
     @staticmethod
     def _build(http: httpx.Client | httpx.AsyncClient, spec: RequestSpec) -> httpx.Request:
-        return http.build_request(spec.method, spec.path, json=spec.json, files=spec.files)
+        request = http.build_request(spec.method, spec.path, json=spec.json, files=spec.files)
+        return watched(request)
 
     # Flows, one per public method; the clients below only drive them.
 
@@ -260,11 +261,12 @@ class Client(_BaseClient):
             self._sleep(step.seconds)
             return None
         started = self._retry.monotonic()
+        request = self._build(self._http, step.spec)
         try:
-            response = self._http.send(self._build(self._http, step.spec))
+            response = self._http.send(request)
         except httpx.TransportError as exc:
             self._observe(None, started)
-            return scrubbed(exc)
+            return sent_wholly(scrubbed(exc), request)
         self._observe(response, started)
         return self._note(response)
 
@@ -484,11 +486,12 @@ class AsyncClient(_BaseClient):
                 await waited
             return None
         started = self._retry.monotonic()
+        request = self._build(self._http, step.spec)
         try:
-            response = await self._http.send(self._build(self._http, step.spec))
+            response = await self._http.send(request)
         except httpx.TransportError as exc:
             self._observe(None, started)
-            return scrubbed(exc)
+            return sent_wholly(scrubbed(exc), request)
         self._observe(response, started)
         return self._note(response)
 

@@ -10,13 +10,13 @@ docs/client.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import httpx
 
-from toolkit.client.retry import never_sent, parse_retry_after
+from toolkit.client.retry import BodyNotSent, never_sent, parse_retry_after
 from toolkit.config import Secret
 from toolkit.errors import (
     ApiError,
@@ -331,7 +331,10 @@ def transport_error(
     if attempts > 1:
         what += f" after {attempts} attempts"
     hint = None
-    if never_sent(error) and not maybe_acted:
+    if isinstance(error, BodyNotSent) and not maybe_acted:
+        reason = "the connection broke before the request was completely sent, so it was not sent"
+        advice = "the service cannot have acted on it: it is safe to send it again"
+    elif never_sent(error) and not maybe_acted:
         reason = "could not reach the service"
         advice = "check the base URL (CTS_BASE_URL), that the service runs, and the network"
     elif spec.method == "GET":
@@ -346,6 +349,54 @@ def transport_error(
             hint = "with position= the client reconciles such a retry by itself"
     message = f"{what}; {reason}: {advice}" + (f"; {hint}" if hint else "")
     return TransportError(message, reason=reason, advice=advice)
+
+
+class WatchedBody(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A request's body that notes whether httpx took all of it.
+
+    httpcore hides a failed body write (it goes on to read an early answer, then fails
+    on the read), so the error alone cannot tell "broke while sending" from "broke after
+    sending". A body whose last chunk was never asked past was not written whole.
+    """
+
+    def __init__(self, inner: httpx.SyncByteStream | httpx.AsyncByteStream) -> None:
+        self.inner = inner
+        self.complete = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.inner  # type: ignore[misc]
+        self.complete = True
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.inner:  # type: ignore[union-attr]
+            yield chunk
+        self.complete = True
+
+
+def watched(request: httpx.Request) -> httpx.Request:
+    """`request` with a streamed body (an upload's multipart form) in a `WatchedBody`.
+
+    A body held in memory (JSON, or none) is not watched: httpx may hand it over without
+    iterating the stream, and a break around it is told as "may have acted", which is
+    never untrue.
+    """
+    if not isinstance(request.stream, httpx.ByteStream):
+        request.stream = WatchedBody(request.stream)
+    return request
+
+
+def sent_wholly(error: httpx.TransportError, request: httpx.Request) -> httpx.TransportError:
+    """`error`, or `BodyNotSent` when it came before `request`'s body was written whole."""
+    body = request.stream
+    if isinstance(error, httpx.LocalProtocolError) or never_sent(error):
+        return error  # refused before sending, or never connected: told as such already
+    if isinstance(body, WatchedBody) and not body.complete:
+        unsent = BodyNotSent(
+            f"the connection broke while the request body was being sent ({error})"
+        )
+        unsent.__cause__ = error
+        return unsent
+    return error
 
 
 def scrubbed(error: httpx.TransportError) -> httpx.TransportError:
