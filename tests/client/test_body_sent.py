@@ -56,9 +56,8 @@ def client_over(handler: BreakMidBody, **options: object) -> tk.Client:
 
 def test_a_break_before_the_body_was_written_says_not_sent_and_safe_to_retry():
     handler = BreakMidBody(keep=1024, breaks=99)
-    with client_over(handler, max_retries=2) as client:
-        with pytest.raises(tk.TransportError) as caught:
-            client.create_chapter("p1", [make_page(1)])
+    with client_over(handler, max_retries=2) as client, pytest.raises(tk.TransportError) as caught:
+        client.create_chapter("p1", [make_page(1)])
     error = caught.value
     assert error.reason == (
         "the connection broke before the request was completely sent, so it was not sent"
