@@ -46,7 +46,7 @@ class RequestSpec:
     """One request to send (relative to `{base_url}/api/v1`) and what it is about.
 
     `repeatable` marks a request that may be sent again after a lost answer: every GET,
-    and a chapter create with a position (its repeat is reconciled).
+    and a chapter create with a position (a 409 on its repeat names the chapter found).
     """
 
     method: Literal["GET", "POST"]
@@ -346,7 +346,7 @@ def transport_error(
             "it again"
         )
         if spec.action == "create_chapter" and spec.position is None:
-            hint = "with position= the client reconciles such a retry by itself"
+            hint = "with position= the client retries it and names the chapter it finds"
     message = f"{what}; {reason}: {advice}" + (f"; {hint}" if hint else "")
     return TransportError(message, reason=reason, advice=advice)
 

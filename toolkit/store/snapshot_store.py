@@ -43,6 +43,7 @@ as they were taken (the service's `Date` header counts whole seconds).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -57,6 +58,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 import pandas as pd
 import pyarrow as pa
+from deltalake.exceptions import CommitFailedError
 
 from toolkit.config import store_path
 from toolkit.errors import DamagedStore, OldStoreLayout, QueryError, StoreError, ToolkitError
@@ -363,7 +365,11 @@ class SnapshotStore:
             transaction=transaction,
         )
         if not self._wrote and versions.recorded(self._tables) is None:
-            versions.record(self._tables, versions.LAYOUT)  # a new store, or one from before
+            # A new store, or one from before the version: recorded once. The snapshot is
+            # committed already; if other writers keep the record from landing, the next
+            # take records it.
+            with contextlib.suppress(CommitFailedError):
+                versions.record(self._tables, versions.LAYOUT)
         with self._lock:
             self._last = (snapshot_id, tables)
         self._wrote = True
@@ -728,8 +734,8 @@ class SnapshotStore:
         Every reading and writing method starts here, so this starts an operation: each
         table is brought up to date once in it. A store written by an earlier toolkit is
         upgraded first when `writing`, refused otherwise: it reads only once upgraded."""
-        versions.refuse_newer(self._tables, self.root)
         manifest = self._committed()
+        versions.refuse_newer(self._tables, self.root)
         if manifest is not None and is_current(manifest):
             # Another engine's DELETE of manifest rows would make snapshots vanish without
             # a word: every read and write is refused until the commit is undone.

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from deltalake import CommitProperties
+from deltalake.exceptions import CommitFailedError
 
 from toolkit.errors import StoreError
 from toolkit.store.ledger import OPERATION_KEY
@@ -42,8 +43,8 @@ class Step:
 
 
 def recorded(tables: Tables) -> int | None:
-    """The layout recorded on the manifest; None when none is (or there is no manifest)."""
-    tables.begin()
+    """The layout recorded on the manifest (as of the operation `tables` is in); None when
+    none is, or there is no manifest."""
     manifest = tables.get("manifest")
     if manifest is None:
         return None
@@ -73,16 +74,25 @@ def detected(tables: Tables, is_current: Callable[[Tables], bool]) -> int:
 
 
 def record(tables: Tables, version: int) -> None:
-    """Write `version` on the manifest (a commit that changes no rows)."""
-    tables.begin()
-    manifest = tables.get("manifest")
-    if manifest is None:
-        return
-    manifest.alter.set_table_properties(
-        {LAYOUT_KEY: str(version)},
-        raise_if_not_exists=False,
-        commit_properties=CommitProperties(custom_metadata={OPERATION_KEY: "layout"}),
-    )
+    """Write `version` on the manifest (a commit that changes no rows).
+
+    Writers of one store record it at once on their first takes: a metadata change
+    conflicts with any commit made meanwhile, so it is tried again on the table as it now
+    is (and left alone once another writer recorded it)."""
+    properties = CommitProperties(custom_metadata={OPERATION_KEY: "layout"})
+    for attempt in range(5):
+        tables.begin()
+        manifest = tables.get("manifest")
+        if manifest is None or recorded(tables) == version:
+            return
+        try:
+            manifest.alter.set_table_properties(
+                {LAYOUT_KEY: str(version)}, raise_if_not_exists=False, commit_properties=properties
+            )
+            return
+        except CommitFailedError:
+            if attempt == 4:
+                raise
 
 
 def migrate(
@@ -90,6 +100,7 @@ def migrate(
 ) -> list[str]:
     """Bring the store to `LAYOUT` one step at a time, recording each version reached;
     returns what each step did, under its name."""
+    tables.begin()
     refuse_newer(tables, root)
     version = recorded(tables)
     if version is None:
@@ -102,6 +113,7 @@ def migrate(
         done += [f"{step.name}: {line}" for line in said] or [step.name]
         version = step.start + 1
         record(tables, version)
+        tables.begin()  # the step and the record changed the tables: look again
     if recorded(tables) != version and tables.get("manifest") is not None:
         record(tables, version)
     return done
