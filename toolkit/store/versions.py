@@ -13,7 +13,9 @@ it outlives log clean-up and checkpoints, and every engine shows it). The layout
 A store written before the version was recorded is placed by the two detectors the
 readers used to carry: a manifest that is not a Delta table is layout 1
 (`migrate.is_old_store`), a manifest row without `keeps_previous` layout 2
-(`upgrade.is_current`); otherwise it is layout 3, and the first write records that.
+(`upgrade.is_current`); otherwise it is layout 3, and the first write records that. A
+toolkit from before the version that writes to a store recorded as 3 leaves rows without
+the mark: the layout 2 detector then places it at 2 again, as before the version existed.
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ def migrate(
     tables.begin()
     refuse_newer(tables, root)
     version = recorded(tables)
-    if version is None:
+    if version is None or (version == LAYOUT and not is_current(tables)):
+        # Recorded 3 with unmarked rows: a toolkit from before the version wrote since
+        # (it neither reads nor keeps the record), so layout 2's step runs again.
         version = detected(tables, is_current)
     done: list[str] = []
     for step in steps:
