@@ -58,7 +58,7 @@ class UnexpectedValue(ValueError):
     """
 
     def __init__(self, field: str, value: Any, expected: str) -> None:
-        told = "missing" if value is MISSING else f"{_shown(value)}, not {expected}"
+        told = "missing" if value is MISSING else f"{shown(value)}, not {expected}"
         super().__init__(f"{field} is {told}")
         self.field, self.value, self.expected = field, value, expected
 
@@ -75,7 +75,7 @@ class UnexpectedValue(ValueError):
         return UnexpectedValue(outer + joined, self.value, self.expected)
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """The value as JSON writes it (`true`, `null`), cut to 80 characters."""
     try:
         text = json.dumps(value, ensure_ascii=False)
@@ -130,7 +130,9 @@ def _whole(value: Any) -> Any:
 def _number(value: Any) -> Any:
     if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
         return value
-    if type(value) is float and math.isfinite(value):
+    # 1e308 is finite but no Int64 column or sum of credits holds it: refused here, where
+    # the route is known, rather than overflowing later in a frame.
+    if type(value) is float and math.isfinite(value) and INT64_MIN <= value <= INT64_MAX:
         return value
     raise _Wrong
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from lossy import lossy_client
 from page_images import make_folder
 
 from toolkit.batch import RECORD_NAME, plan_upload, upload
@@ -113,3 +114,23 @@ def test_novel_chapters_are_sent_as_text(emulator, workspace, novel_project, cli
     assert [c.position for c in chapters] == [1, 3]
     again = plan_upload(client, tmp_path, project="River of Stars")
     assert [i.action for i in again.items] == ["skip", "skip"]
+
+
+def test_a_lost_create_is_one_line_the_user_can_act_on(
+    emulator, workspace, comic_project, client, tmp_path
+):
+    """The first chapter's answer is lost after the service made it: the upload does not
+    report it created (it cannot be sure) and says, in one line, what to check."""
+    make_folder(tmp_path, {12: 2, 13: 1})
+    plan = plan_upload(client, tmp_path, project="Moonlit Harbor")
+    lossy, transport = lossy_client(emulator, workspace)
+    with lossy:
+        summary = upload(lossy, plan)
+    assert transport.lost == [201]
+    assert [o.result for o in summary.outcomes] == ["refused", "not sent"]
+    detail = summary.outcomes[0].detail
+    assert detail == (
+        "Chapter 12 exists, created in the same second as this upload: it may be yours or "
+        "someone else's (the service shows nothing of its pages to tell by). Check chapter "
+        "12 is yours before sending again; if it is not, pick another chapter number."
+    )

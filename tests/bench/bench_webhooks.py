@@ -14,6 +14,11 @@ events table are counted). Both variants check that every event arrived exactly 
 Slow senders: 8 connections each announce a 1 MiB delivery and send 4 KiB of it every
 0.25 s; the receiver's process RSS is sampled meanwhile (`/proc/self/statm`, Linux), and
 each sender's answer (408 after the receiver's 10 s body limit) and when it came.
+
+Memory under load (issue 38): 8 senders deliver 10,000 events between them, one in ten
+slow (its body in four pieces 50 ms apart) and one in fifty oversized (1.5 MiB, chunked,
+refused 413 after 1 MiB); the receiver's RSS is read after the first 500 deliveries and
+sampled every 0.2 s through the rest: its peak must stay within 20% of that.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class WebhookOptions:
     deliveries: int = 2_000
     concurrency: int = 8
     runs: int = 5
+    mixed: int = 10_000  # deliveries of the memory run (issue 38)
 
 
 def run(options: WebhookOptions) -> list[Table]:
@@ -50,7 +56,11 @@ def run(options: WebhookOptions) -> list[Table]:
         with ClientProcess() as sender:
             for with_store, count in ((False, options.deliveries), (True, options.deliveries // 4)):
                 _receiver_rate(table, sender, folder, options, count=count, with_store=with_store)
-        _slow_senders(table, folder)
+            _slow_senders(table, folder)
+            for with_store in (False, True):
+                memory_under_load(
+                    table, sender, folder, deliveries=options.mixed, with_store=with_store
+                )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return [table]
@@ -277,3 +287,108 @@ def _rss_mib() -> float:
     with open("/proc/self/statm") as statm:
         pages = int(statm.read().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+
+
+# -- memory under load (issue 38) -----------------------------------------------------------
+
+FIRST = 500  # deliveries before the reference reading of RSS
+MIXED_SENDERS = 8
+SLOW_PIECES, SLOW_PAUSE = 4, 0.05
+OVERSIZED = 3 << 19  # 1.5 MiB: over the receiver's 1 MiB limit
+
+
+def memory_under_load(
+    table: Table, sender: ClientProcess, folder: str, *, deliveries: int, with_store: bool = False
+) -> None:
+    """The receiver's RSS after the first `FIRST` deliveries, and its peak over the rest;
+    `with_store`: each event handed to a `SnapshotStore` too."""
+    import threading
+
+    from toolkit import SnapshotStore
+    from toolkit.webhooks import Receiver
+
+    store = SnapshotStore(f"{folder}/mixed-store") if with_store else None
+    receiver = Receiver(SECRET, store=store, seen_path=f"{folder}/mixed.sqlite")
+    samples: list[float] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            samples.append(_rss_mib())
+            stop.wait(0.2)
+
+    try:
+        with serving(receiver) as url:
+            first = sender.call(send_mixed, url, 0, FIRST, senders=MIXED_SENDERS)
+            reference = _rss_mib()
+            sampler = threading.Thread(target=sample)
+            sampler.start()
+            try:
+                rest = sender.call(send_mixed, url, FIRST, deliveries - FIRST,
+                                   senders=MIXED_SENDERS)  # fmt: skip
+            finally:
+                stop.set()
+                sampler.join()
+            after = _rss_mib()
+        kept = len(receiver.events())
+    finally:
+        receiver.close()
+    peak = max([*samples, after])
+    answers = {k: first["answers"].get(k, 0) + rest["answers"].get(k, 0)
+               for k in {*first["answers"], *rest["answers"]}}  # fmt: skip
+    said = ", ".join(f"{n:,} {status}" for status, n in sorted(answers.items()))
+    table.add(
+        f"receiver{' + SnapshotStore' if with_store else ''} RSS, {deliveries:,} mixed "
+        f"deliveries: after {FIRST} / peak / end",
+        f"{reference:.0f} / {peak:.0f} / {after:.0f} MiB",
+        f"{MIXED_SENDERS} senders; 1 in 10 slow, 1 in 50 oversized; answers {said}; "
+        f"{kept:,} events kept; {first['seconds'] + rest['seconds']:.0f} s",
+    )
+    ratio = peak / reference
+    table.verdict(f"  peak / after the first {FIRST}", f"{ratio:.2f}x", ratio <= 1.2, "<= 1.2x")
+
+
+def send_mixed(url: str, start: int, count: int, *, senders: int) -> dict[str, Any]:
+    """POST deliveries `start` .. `start + count - 1`, `senders` at a time, each on its own
+    connection: plain, slow (the body in pieces) or oversized (chunked, over the limit),
+    by number. Returns the answers by status and the seconds taken."""
+    from collections import Counter
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    local = __import__("threading").local()
+
+    def client() -> httpx.Client:
+        if not hasattr(local, "http"):
+            local.http = httpx.Client(timeout=30)
+        return local.http  # type: ignore[no-any-return]
+
+    def send(number: int) -> str:
+        body, headers = signed(number)
+        if number % 50 == 0:
+            headers = {k: v for k, v in headers.items() if k != "content-length"}
+            pieces = [b" " * (64 << 10)] * (OVERSIZED // (64 << 10))
+            content: Any = iter(pieces)
+        elif number % 10 == 5:
+            headers = {k: v for k, v in headers.items() if k != "content-length"}
+            size = -(-len(body) // SLOW_PIECES)
+
+            def trickle(body: bytes = body, size: int = size) -> Iterator[bytes]:
+                for at in range(0, len(body), size):
+                    yield body[at : at + size]
+                    time.sleep(SLOW_PAUSE)
+
+            content = trickle()
+        else:
+            content = body
+        try:
+            return str(client().post(url, content=content, headers=headers).status_code)
+        except httpx.HTTPError as error:
+            local.__dict__.pop("http", None)  # a refused body closes the connection
+            return type(error).__name__
+
+    began = time.perf_counter()
+    with ThreadPoolExecutor(senders) as pool:
+        answers = Counter(pool.map(send, range(start, start + count)))
+    return {"seconds": time.perf_counter() - began, "answers": dict(answers)}

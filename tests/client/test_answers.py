@@ -77,6 +77,9 @@ ERRORS = [
     Row("chapters", "[0].title", 5),
     Row("chapters", "[0].pageCount", 2**64),
     Row("chapters", "[0].pageCount", 2.5),
+    Row("chapters", "[0].creditsSpent", 1e308),  # finite, but past any Int64 column
+    Row("chapters", "[0].id", DELETE),
+    Row("chapters", "[0].id", "", field="[0].id", named=""),
     Row("chapters", "[0].languages[0].covered", 2**70),
     Row("chapters", "[0].languages[0].covered", False),
     Row("chapters", "[0].languages[0].models", ["m", 3]),
@@ -95,7 +98,7 @@ ERRORS = [
         "chapters",
         "",
         None,
-        body='[{"id": "c1", "creditsSpent": 1e400, "languages": []}]',
+        body='[{"id": "c1", "position": 1, "creditsSpent": 1e400, "languages": []}]',
         field="[0].creditsSpent",
         named=float("inf"),  # what Python's JSON reader makes of 1e400
     ),

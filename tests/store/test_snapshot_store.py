@@ -248,6 +248,9 @@ def old_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in (store_columns, store_diff, store_writing):
         monkeypatch.setattr(module, "TRACKED", {})
     monkeypatch.setattr(store_module, "is_current", lambda manifest: True)
+    # This is the current code with the old writer's rules, so its first take records
+    # layout 3: rows without the mark then place the store at 2 again, as when an old
+    # toolkit writes to a store already upgraded.
 
 
 def test_a_store_written_before_the_changed_flag_is_upgraded_by_the_next_take(

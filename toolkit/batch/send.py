@@ -1,8 +1,10 @@
 """Sending a planned folder upload, chapter by chapter, and its summary.
 
 Each chapter is one `create_chapter` call at its own number: the service creates a
-chapter with all its pages or not at all, and with a number the client reconciles a
-retry whose answer was lost, so a chapter is never half there. The first refusal stops
+chapter with all its pages or not at all, and with a number a retry whose answer was
+lost never makes a second one, so a chapter is never half there (nor counted as created
+when the client cannot be sure: `UnconfirmedCreate` is a refusal in one line saying what
+to check). The first refusal stops
 the upload (the next chapters would most likely meet the same one: no credits left, the
 network down); the summary says what was created, skipped, refused and not sent, and
 the same upload run again continues from there.

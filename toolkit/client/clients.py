@@ -21,7 +21,7 @@ import httpx
 
 from toolkit.client import flows as _flows
 from toolkit.client.flows import Flow, Send, Sleep
-from toolkit.client.requests import BearerAuth, RequestSpec, scrubbed
+from toolkit.client.requests import BearerAuth, RequestSpec, scrubbed, sent_wholly, watched
 from toolkit.client.retry import RetryPolicy, parse_retry_after
 from toolkit.client.uploads import PageSource
 from toolkit.client.waiting import wait_for_chapter as _wait_flow
@@ -138,7 +138,8 @@ class _BaseClient:
 
     @staticmethod
     def _build(http: httpx.Client | httpx.AsyncClient, spec: RequestSpec) -> httpx.Request:
-        return http.build_request(spec.method, spec.path, json=spec.json, files=spec.files)
+        request = http.build_request(spec.method, spec.path, json=spec.json, files=spec.files)
+        return watched(request)
 
     # Flows, one per public method; the clients below only drive them.
 
@@ -260,11 +261,12 @@ class Client(_BaseClient):
             self._sleep(step.seconds)
             return None
         started = self._retry.monotonic()
+        request = self._build(self._http, step.spec)
         try:
-            response = self._http.send(self._build(self._http, step.spec))
+            response = self._http.send(request)
         except httpx.TransportError as exc:
             self._observe(None, started)
-            return scrubbed(exc)
+            return sent_wholly(scrubbed(exc), request)
         self._observe(response, started)
         return self._note(response)
 
@@ -335,7 +337,8 @@ class Client(_BaseClient):
             staged: True for an empty comic chapter, to add pages to and start later.
             text: A novel chapter's text (at most 200,000 characters); it runs at once.
             position: The chapter number. With it, a create whose answer was lost is
-                retried and reconciled safely.
+                retried without making a second chapter; the chapter then found at that
+                number is named (`UnconfirmedCreate`), never taken as this create's.
 
         Returns:
             The new chapter, with its pages' storage keys.
@@ -344,6 +347,8 @@ class Client(_BaseClient):
             InvalidUpload: A page or the text is refused before sending.
             InsufficientCredits: The workspace cannot pay for the run.
             Conflict: `position` is taken.
+            UnconfirmedCreate: The answer was lost and `position` is taken now, perhaps
+                by this create: `chapter_id` names the chapter to check.
         """
         return self._run(self._create_flow(project_id, pages, staged, text, position))
 
@@ -481,11 +486,12 @@ class AsyncClient(_BaseClient):
                 await waited
             return None
         started = self._retry.monotonic()
+        request = self._build(self._http, step.spec)
         try:
-            response = await self._http.send(self._build(self._http, step.spec))
+            response = await self._http.send(request)
         except httpx.TransportError as exc:
             self._observe(None, started)
-            return scrubbed(exc)
+            return sent_wholly(scrubbed(exc), request)
         self._observe(response, started)
         return self._note(response)
 

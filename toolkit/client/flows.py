@@ -159,7 +159,10 @@ def list_chapters(project_id: str, policy: RetryPolicy) -> Flow[list[ChapterList
     path = f"/projects/{path_id(project_id, 'project_id')}/chapters"
     spec = RequestSpec("GET", path, "list_chapters", project_id=project_id, repeatable=True)
     answer = yield from call(spec, policy)
-    return parse_many(ChapterListItem, answer, spec, required=CHAPTER_REQUIRED)
+    # A project's chapter numbers are its own: two items at one number contradict the list.
+    return parse_many(
+        ChapterListItem, answer, spec, required=CHAPTER_REQUIRED, keys=("id", "position")
+    )
 
 
 def get_chapter(
@@ -267,9 +270,12 @@ class _Sent:
 def _reconcile(
     spec: RequestSpec, outcome: Outcome, policy: RetryPolicy, sent: _Sent
 ) -> Flow[NewChapter]:
-    """After a lost answer and a 409 on the repeat, find the chapter our first try made.
+    """After a lost answer and a 409 on the repeat, name the chapter found at our number.
 
-    It is adopted only when it is certainly ours; else `UnconfirmedCreate` names it.
+    It is never adopted as ours: the service gives back nothing of a chapter's content (no
+    page sizes or hashes, no text) that would exclude another writer, and a wrong adoption
+    reports pages as uploaded that never were. `UnconfirmedCreate` names the chapter, and
+    says when it is certainly someone else's.
     """
     assert spec.project_id is not None
     chapters = yield from list_chapters(spec.project_id, policy)
@@ -283,66 +289,92 @@ def _reconcile(
                 "chapters before sending again"
             ),
         )
-    earliest = earliest_arrival(outcome.response, sent.seconds)
-    doubt = _not_certainly_ours(found, earliest, sent)
-    if doubt is not None:
-        raise outcome.error(
-            spec,
-            note=f"An earlier attempt's answer was lost, and {doubt}",
-            error_class=UnconfirmedCreate,
-            reason=f"chapter {found.position} is taken, perhaps not by this upload",
-            advice=(
-                f"look at chapter {found.position} before sending again; if it is not yours, "
-                "pick another chapter number"
-            ),
-            chapter_id=found.id,
-            position=found.position,
-            created_at=found.created_at,
+    arrival = earliest_arrival(outcome.response, sent.seconds, floor=False)
+    doubt, theirs = _doubt(found, arrival, sent)
+    number = found.position
+    if theirs:
+        advice = f"pick another chapter number, or look at chapter {number} first"
+    else:
+        advice = (
+            f"check chapter {number} is yours before sending again; if it is not, "
+            "pick another chapter number"
         )
-    logger.info(
-        "chapter %s of project %s (%s) was created by an attempt whose answer was lost",
-        *(spec.position, spec.project_id, found.id),
+    named = f"chapter {number} (id {found.id!r}, created {_when(found.created_at)})"
+    raise outcome.error(
+        spec,
+        note=(
+            f"An earlier attempt's answer was lost, and {doubt}. Found: {named}; "
+            f"{advice} (get_chapter({found.id!r}) shows it)"
+        ),
+        error_class=UnconfirmedCreate,
+        reason=doubt,
+        advice=advice,
+        chapter_id=found.id,
+        position=number,
+        created_at=found.created_at,
     )
-    return NewChapter.from_json(found.raw)
 
 
-def earliest_arrival(answer: httpx.Response, seconds: float) -> datetime | None:
+def earliest_arrival(
+    answer: httpx.Response, seconds: float, *, floor: bool = True
+) -> datetime | None:
     """The earliest our first attempt can have reached the service, on the service's clock.
 
     The repeat's answer came at its `Date` or up to a second later (`Date` has whole
-    seconds, rounded down); the first attempt left `seconds` before that answer came. The
-    result is floored to the second, so that a `createdAt` written in whole seconds
-    compares fairly too. None without a readable `Date`.
+    seconds, rounded down); the first attempt left `seconds` before that answer came. With
+    `floor` the result is floored to the second, so that a `createdAt` written in whole
+    seconds compares fairly too. None without a readable `Date`.
     """
     service_now = parse_http_date(answer.headers.get("date"))
     if service_now is None:
         return None
-    return (service_now - timedelta(seconds=seconds)).replace(microsecond=0)
+    arrival = service_now - timedelta(seconds=seconds)
+    return arrival.replace(microsecond=0) if floor else arrival
 
 
-def _not_certainly_ours(
-    found: ChapterListItem, earliest: datetime | None, sent: _Sent
-) -> str | None:
-    """Why the chapter found at our number may not be the one our lost attempt made, or
-    None when it certainly is. Rules: docs/client.md ("A create whose answer was lost")."""
+def _doubt(found: ChapterListItem, arrival: datetime | None, sent: _Sent) -> tuple[str, bool]:
+    """What the list shows of the chapter found at our number, in one clause, and whether
+    that makes it certainly someone else's. Rules: docs/client.md ("A create whose answer
+    was lost")."""
+    number = found.position
     created = found.created_at
-    named = f"chapter {found.position} (id {found.id!r}, created {_when(created)})"
-    if earliest is None or created is None:
-        missing = "no Date header" if earliest is None else "no createdAt"
+    if arrival is None or created is None:
+        missing = "no Date header" if arrival is None else "no creation time"
         return (
-            f"the client cannot tell whether {named} is the one it made (the service gave "
-            f"{missing}): look at it with get_chapter({found.id!r}) before sending again"
+            f"chapter {number} exists and the service gave {missing} to compare it with "
+            f"this upload: it may be yours or someone else's",
+            False,
         )
-    if created < earliest:
+    when = f"created {_gap(created, arrival)}"
+    if created < arrival.replace(microsecond=0):
         return (
-            f"{named} was made before this create's first attempt could reach the service "
-            f"({_when(earliest)} at the earliest, by the service's clock): it is someone "
-            f"else's, and {sent.lost}"
+            f"chapter {number} exists, {when}, before this upload could reach the service: "
+            f"it is someone else's, and {sent.lost}",
+            True,
         )
     mismatch = _mismatch(found, sent)
     if mismatch is not None:
-        return f"{named} {mismatch}: it is someone else's, and {sent.lost}"
-    return None
+        return (
+            f"chapter {number} exists, {when}, and {mismatch}: it is someone else's, "
+            f"and {sent.lost}",
+            True,
+        )
+    return (
+        f"chapter {number} exists, {when}: it may be yours or someone else's (the service "
+        f"shows nothing of its {'text' if sent.form == 'text' else 'pages'} to tell by)",
+        False,
+    )
+
+
+def _gap(created: datetime, arrival: datetime) -> str:
+    """When `created` was, against our first attempt's earliest arrival, in whole seconds
+    (the `Date` header's resolution) or minutes."""
+    seconds = round((arrival - created).total_seconds())
+    size = abs(seconds)
+    amount = f"{size // 60} min" if size >= 120 else f"{size} s"
+    if seconds == 0:
+        return "in the same second as this upload"
+    return f"{amount} {'before' if seconds > 0 else 'after'} this upload"
 
 
 def _mismatch(found: ChapterListItem, sent: _Sent) -> str | None:

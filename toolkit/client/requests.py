@@ -10,13 +10,13 @@ docs/client.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import httpx
 
-from toolkit.client.retry import never_sent, parse_retry_after
+from toolkit.client.retry import BodyNotSent, never_sent, parse_retry_after
 from toolkit.config import Secret
 from toolkit.errors import (
     ApiError,
@@ -25,7 +25,7 @@ from toolkit.errors import (
     UnexpectedAnswer,
     error_class_for,
 )
-from toolkit.models import MISSING, Resource, UnexpectedValue
+from toolkit.models import MISSING, Resource, UnexpectedValue, camel, shown
 
 R = TypeVar("R", bound=Resource)
 
@@ -46,7 +46,7 @@ class RequestSpec:
     """One request to send (relative to `{base_url}/api/v1`) and what it is about.
 
     `repeatable` marks a request that may be sent again after a lost answer: every GET,
-    and a chapter create with a position (its repeat is reconciled).
+    and a chapter create with a position (a 409 on its repeat names the chapter found).
     """
 
     method: Literal["GET", "POST"]
@@ -331,7 +331,10 @@ def transport_error(
     if attempts > 1:
         what += f" after {attempts} attempts"
     hint = None
-    if never_sent(error) and not maybe_acted:
+    if isinstance(error, BodyNotSent) and not maybe_acted:
+        reason = "the connection broke before the request was completely sent, so it was not sent"
+        advice = "the service cannot have acted on it: it is safe to send it again"
+    elif never_sent(error) and not maybe_acted:
         reason = "could not reach the service"
         advice = "check the base URL (CTS_BASE_URL), that the service runs, and the network"
     elif spec.method == "GET":
@@ -343,9 +346,57 @@ def transport_error(
             "it again"
         )
         if spec.action == "create_chapter" and spec.position is None:
-            hint = "with position= the client reconciles such a retry by itself"
+            hint = "with position= the client retries it and names the chapter it finds"
     message = f"{what}; {reason}: {advice}" + (f"; {hint}" if hint else "")
     return TransportError(message, reason=reason, advice=advice)
+
+
+class WatchedBody(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A request's body that notes whether httpx took all of it.
+
+    httpcore hides a failed body write (it goes on to read an early answer, then fails
+    on the read), so the error alone cannot tell "broke while sending" from "broke after
+    sending". A body whose last chunk was never asked past was not written whole.
+    """
+
+    def __init__(self, inner: httpx.SyncByteStream | httpx.AsyncByteStream) -> None:
+        self.inner = inner
+        self.complete = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.inner  # type: ignore[misc]
+        self.complete = True
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.inner:  # type: ignore[union-attr]
+            yield chunk
+        self.complete = True
+
+
+def watched(request: httpx.Request) -> httpx.Request:
+    """`request` with a streamed body (an upload's multipart form) in a `WatchedBody`.
+
+    A body held in memory (JSON, or none) is not watched: httpx may hand it over without
+    iterating the stream, and a break around it is told as "may have acted", which is
+    never untrue.
+    """
+    if not isinstance(request.stream, httpx.ByteStream):
+        request.stream = WatchedBody(request.stream)
+    return request
+
+
+def sent_wholly(error: httpx.TransportError, request: httpx.Request) -> httpx.TransportError:
+    """`error`, or `BodyNotSent` when it came before `request`'s body was written whole."""
+    body = request.stream
+    if isinstance(error, httpx.LocalProtocolError) or never_sent(error):
+        return error  # refused before sending, or never connected: told as such already
+    if isinstance(body, WatchedBody) and not body.complete:
+        unsent = BodyNotSent(
+            f"the connection broke while the request body was being sent ({error})"
+        )
+        unsent.__cause__ = error
+        return unsent
+    return error
 
 
 def scrubbed(error: httpx.TransportError) -> httpx.TransportError:
@@ -407,8 +458,19 @@ def parse_one(
 
 
 def parse_many(
-    model: type[R], response: httpx.Response, spec: RequestSpec, *, required: Sequence[str] = ()
+    model: type[R],
+    response: httpx.Response,
+    spec: RequestSpec,
+    *,
+    required: Sequence[str] = (),
+    keys: Sequence[str] = ("id",),
 ) -> list[R]:
+    """The answer as a list of `model`; `UnexpectedAnswer` for one the spec does not describe.
+
+    `keys` name the attributes that tell the items apart (a chapter list's `id` and
+    `position`): each must be sent, not empty, and held by one item only. A list that
+    names one chapter twice contradicts itself, and either reading of it is a guess.
+    """
     body = json_body(response, spec)
     if not isinstance(body, list):
         raise unexpected(response, spec, "body", body, "a list of objects")
@@ -416,8 +478,47 @@ def parse_many(
     for number, item in enumerate(body):
         if not isinstance(item, Mapping):
             raise unexpected(response, spec, f"[{number}]", item, "an object")
-        found.append(_parsed(model, item, response, spec, required, f"[{number}]"))
+        present = (*required, *(camel(key) for key in keys))
+        found.append(_parsed(model, item, response, spec, present, f"[{number}]"))
+    for key in keys:
+        _refuse_repeats(found, key, response, spec)
     return found
+
+
+def _refuse_repeats(
+    items: Sequence[Resource], key: str, response: httpx.Response, spec: RequestSpec
+) -> None:
+    """`UnexpectedAnswer` naming both items when two hold the same `key`, or one an empty one."""
+    name = camel(key)
+    seen: dict[Any, int] = {}
+    for number, item in enumerate(items):
+        value = getattr(item, key)
+        if value == "" or value is None:
+            raise unexpected(response, spec, f"[{number}].{name}", value, "a non-empty value")
+        first = seen.setdefault(value, number)
+        if first != number:
+            raise contradiction(response, spec, (first, number), name, value)
+
+
+def contradiction(
+    response: httpx.Response, spec: RequestSpec, numbers: tuple[int, int], name: str, value: Any
+) -> UnexpectedAnswer:
+    """An `UnexpectedAnswer` for a list whose items `numbers` both hold `name` = `value`."""
+    route = f"{spec.method} {spec.path}"
+    first, second = numbers
+    what = f"items [{first}] and [{second}] both have {name} {shown(value)}"
+    advice = "nothing was taken from it; try again later, and report the answer if it repeats"
+    return UnexpectedAnswer(
+        f"{route} answered {response.status_code} with a list that contradicts itself: "
+        f"{what}; {advice}",
+        route=route,
+        field=f"[{second}].{name}",
+        value=value,
+        status=response.status_code,
+        response=response,
+        reason=f"the service's answer contradicts itself ({what})",
+        advice=advice,
+    )
 
 
 def _parsed(

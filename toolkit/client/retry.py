@@ -16,8 +16,16 @@ import httpx
 from toolkit.timestamps import parse_http_date
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
-# The connection was never made, so nothing was sent.
-NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+class BodyNotSent(httpx.WriteError):
+    """The connection broke before httpx had written the request's whole body: no service
+    acts on a request it did not receive whole (its length or last chunk is missing)."""
+
+
+# The connection was never made, or broke before the whole request was written: the
+# service cannot have acted.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, BodyNotSent)
 # Failures worth another try for a request that may be repeated.
 TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 

@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit.errors import UnexpectedAnswer
 from toolkit.frames import schema
 from toolkit.frames.fetcher import DEFAULT_DEADLINE, Fetcher
 from toolkit.frames.states import chapter_states
@@ -96,12 +97,48 @@ class Workspace:
         return card("Workspace", rows)
 
 
-def _whole(value: Any, what: str) -> int | None:
+def _whole(value: Any, field: str, route: str) -> int | None:
+    """The count as an int; `UnexpectedAnswer` naming the field for a fraction (12.7 credits),
+    which the Int64 columns cannot hold and rounding would make up."""
     if value is None:
         return None
     if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"{what} is {value}, not a whole number; the toolkit stores it as Int64")
+        advice = "report the answer: the toolkit stores it as a whole number and will not round"
+        raise UnexpectedAnswer(
+            f"{route} answered with {field} {value}, not a whole number; {advice}",
+            route=route,
+            field=field,
+            value=value,
+            status=200,
+            reason=f"the service sent {field} {value}, not a whole number",
+            advice=advice,
+        )
     return int(value)
+
+
+def _chapters_route(item: ChapterListItem) -> str:
+    return f"GET /projects/{item.project_id}/chapters"
+
+
+def refuse_repeated_chapters(items: Iterable[ChapterListItem]) -> None:
+    """`UnexpectedAnswer` when two project lists both hold one chapter: one row each would
+    count it twice. (A repeat within one list is refused by the client already.)"""
+    seen: dict[str, ChapterListItem] = {}
+    for item in items:
+        first = seen.setdefault(item.id, item)
+        if first is not item:
+            routes = f"{_chapters_route(first)} and {_chapters_route(item)}"
+            what = f"chapter {item.id} is listed by both {routes}"
+            advice = "nothing was taken; try again later, and report the answers if it repeats"
+            raise UnexpectedAnswer(
+                f"the service's answers contradict each other: {what}; {advice}",
+                route=_chapters_route(item),
+                field="id",
+                value=item.id,
+                status=200,
+                reason=f"the service's answers contradict each other ({what})",
+                advice=advice,
+            )
 
 
 class UnknownStatus(UserWarning):
@@ -136,7 +173,7 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
         One row per project.
 
     Raises:
-        ValueError: A count the service sent is not a whole number.
+        UnexpectedAnswer: A count the service sent is not a whole number.
     """
     rows = [
         {
@@ -148,7 +185,7 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
             "process_steps": p.process_steps,
             "translation_model": p.translation_model,
             "target_languages": p.language_codes if "targetLanguages" in p.raw else None,
-            "chapter_count": _whole(p.chapter_count, "chapterCount"),
+            "chapter_count": _whole(p.chapter_count, "chapterCount", "GET /projects"),
             "last_chapter_at": p.last_chapter_at,
             "created_at": p.created_at,
         }
@@ -171,23 +208,25 @@ def chapter_rows(
         One row per chapter.
 
     Raises:
-        ValueError: A count the service sent is not a whole number.
+        UnexpectedAnswer: A count the service sent is not a whole number.
     """
     items = list(items)
     rows = [
         {
             "chapter_id": c.id,
             "project_id": c.project_id,
-            "position": _whole(c.position, "position"),
+            "position": _whole(c.position, "position", _chapters_route(c)),
             "title": c.title,
             "summary": c.summary,
-            "page_count": _whole(c.page_count, "pageCount"),
+            "page_count": _whole(c.page_count, "pageCount", _chapters_route(c)),
             "started": c.started,
             "processing": c.processing,
             "failed": c.failed,
             "failure_reason": c.failure_reason,
             "status": c.status,
-            "credits_spent": _whole(c.credits_spent, f"creditsSpent of chapter {c.id}"),
+            "credits_spent": _whole(
+                c.credits_spent, f"creditsSpent of chapter {c.id}", _chapters_route(c)
+            ),
             "last_activity_at": c.last_activity_at,
             "created_at": c.created_at,
             "state": state,
@@ -215,7 +254,7 @@ def language_rows(
         One row per chapter and target language.
 
     Raises:
-        ValueError: A count the service sent is not a whole number.
+        UnexpectedAnswer: A count the service sent is not a whole number.
     """
     chapter_details = chapter_details or {}
     carried = carried or {}
@@ -238,8 +277,8 @@ def language_rows(
                     "project_id": c.project_id,
                     "language_code": lang.language_code,
                     "status": lang.status,
-                    "covered": _whole(lang.covered, "covered"),
-                    "untranslated": _whole(left, "untranslated"),
+                    "covered": _whole(lang.covered, "covered", _chapters_route(c)),
+                    "untranslated": _whole(left, "untranslated", f"GET /chapters/{c.id}"),
                     "failed": lang.failed,
                     "exporting": lang.exporting,
                     "models": list(lang.models) if "models" in lang.raw else None,
@@ -265,8 +304,8 @@ def export_rows(items: Iterable[ChapterListItem]) -> pa.Table:
             "language_code": e.language_code,
             "format": e.format,
             "filename": e.filename,
-            "byte_size": _whole(e.byte_size, "byteSize"),
-            "page_count": _whole(e.page_count, "pageCount"),
+            "byte_size": _whole(e.byte_size, "byteSize", _chapters_route(c)),
+            "page_count": _whole(e.page_count, "pageCount", _chapters_route(c)),
             "prepared_at": e.prepared_at,
         }
         for c in items
@@ -383,7 +422,9 @@ def _chapter_items(fetcher: Fetcher, project_ids: Sequence[str] | None) -> list[
         project_ids = [p.id for p in fetcher.projects()]
     project_ids = project_id_list(project_ids)
     lists = fetcher.chapters(project_ids)
-    return [item for pid in project_ids for item in lists.get(pid, [])]
+    items = [item for pid in project_ids for item in lists.get(pid, [])]
+    refuse_repeated_chapters(items)
+    return items
 
 
 def pull(
@@ -416,6 +457,8 @@ def pull(
 
     Raises:
         ValueError: `details` is not one of "all", "changed", "none".
+        UnexpectedAnswer: An answer contradicts itself or another (one chapter listed
+            twice), or holds a count the frames cannot keep (12.7 credits).
         TypeError: `client` is an `AsyncClient` (pulls take the blocking `Client`).
         IncompletePull: Some requests still failed when the deadline came.
         TransportError: The service answered none of the first requests.
@@ -430,6 +473,7 @@ def pull(
         # A project trashed between the two reads is gone from the workspace: drop it too.
         projects = [p for p in projects if p.id in lists]
         items = [item for p in projects for item in lists[p.id]]
+        refuse_repeated_chapters(items)
 
         carried: dict[tuple[str, str], int | None] = {}
         wanted = [c.id for c in items] if details != "none" else []

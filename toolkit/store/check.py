@@ -16,15 +16,19 @@ Each finding is said once, with the snapshots it touches (from when to when) and
   other reads only once restored from a backup, and so does a table whose whole
   `_delta_log` is gone.
 - **unreadable**: a data file this user may not read (permissions); repair leaves it.
+- **foreign** (a commit no toolkit made, such as a `DELETE`, `UPDATE` or `OPTIMIZE` run
+  with another engine, on a snapshot table or the manifest): repair undoes it, restoring
+  the table to the toolkit's last commit before it (`undo`), so every snapshot whose
+  rows are still on disk is kept; the finding prints that restore as a command, which
+  works when followed by hand. When the toolkit committed after it, it is repaired as a
+  lost file is.
 - **lost** (a data file the table lists is missing, does not decode, or is not the file
-  its log lists: another size, row count or range of values) and
-  **foreign** (a commit no toolkit made, such as a `DELETE` run with another engine):
-  the snapshots whose rows the file held or the commit changed would read other than
-  they were taken, and so would the ones after them up to the next full snapshot
-  (their states are built on those rows). Repair removes the file from its table and
-  those snapshots from the manifest: they are named lost, and every other snapshot
-  reads exactly as taken. Restore the file (or undo the commit) from a backup instead
-  to keep them.
+  its log lists: another size, row count or range of values): the snapshots whose rows
+  the file held would read other than they were taken, and so would the ones after them
+  up to the next full snapshot (their states are built on those rows). Repair removes
+  the file from its table and those snapshots from the manifest: they are named lost,
+  and every other snapshot reads exactly as taken. Restore the file from a backup
+  instead to keep them.
 
 - **missing**, **commit**, **unbased** (a snapshot's commits disagree with its
   manifest row, see `ledger`): repair removes it and the ones built on it; and
@@ -70,6 +74,7 @@ from toolkit.store.ledger import (
 )
 from toolkit.store.maintenance import layout
 from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
+from toolkit.store.undo import restore_advice, undo
 from toolkit.timestamps import utc
 
 QUARANTINE = "_quarantine"
@@ -165,6 +170,7 @@ def check_report(
     quarantine = os.path.join(root, QUARANTINE, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     findings: list[Finding] = []
     notes: list[str] = []
+    undone = _undo_foreign(root) if repair else []
     for name in layout():
         folder = os.path.join(root, name)
         if os.path.isdir(os.path.join(folder, "_delta_log")):
@@ -179,6 +185,7 @@ def check_report(
                                 datetime.max.replace(tzinfo=UTC))])
             )  # fmt: skip
     uncommitted = _check_ledger(root, findings)
+    findings.extend(undone)
     _name_lost(root, findings, uncommitted, repair)
     if repair:
         notes.extend(_empty_old_quarantine(root))
@@ -428,6 +435,11 @@ def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
     at = [utc(t) for t in manifest.column("snapshot_at").to_pylist()]
     times = dict(zip(manifest.column("snapshot_id").to_pylist(), at, strict=True))
     uncommitted: dict[str, Finding] = {}
+    if any(p.kind == "foreign" and p.table == "manifest" for p in problems):
+        # The manifest's rows were changed by another engine: what the other checks
+        # compare against is that commit's doing (undoing it brings the rows back), so
+        # it alone is said until it is undone.
+        problems = [p for p in problems if p.kind == "foreign"]
     for problem in problems:
         log = os.path.join(root, problem.table, "_delta_log")
         if problem.version is not None:
@@ -498,6 +510,16 @@ def _foreign(root: str, problem: Problem, path: str) -> Finding:
     if not touched:  # its files' statistics were cleaned from the log: say all of it
         touched = [(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))]
     low, high = min(s[0] for s in touched), max(s[1] for s in touched)
+    if problem.restore_to is not None:
+        back = problem.restore_to
+        return Finding(
+            "foreign", name, path,
+            f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
+            f"undoes it: restores {name} to version {back}, the toolkit's last commit, and "
+            "keeps every snapshot whose rows are still there (or do it yourself: "
+            f"`{restore_advice(os.path.join(root, name), back)}`)",
+            repairable=True, spans=[(low, high)],
+        )  # fmt: skip
     return Finding(
         "foreign", name, path,
         f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
@@ -506,6 +528,46 @@ def _foreign(root: str, problem: Problem, path: str) -> Finding:
         f"`DeltaTable(...).restore({version - 1})`)",
         repairable=True, spans=[(low, high)],
     )  # fmt: skip
+
+
+def _undo_foreign(root: str) -> list[Finding]:
+    """Each table's foreign commits undone by restoring it to the toolkit's last commit
+    before them (`undo`), where that drops no commit of the toolkit's; one finding per
+    table, already repaired. A table this cannot be done for is left to the usual check."""
+    tables = Tables(root)
+    tables.begin()
+    try:
+        manifest = _readable_manifest(os.path.join(root, "manifest"))
+        problems = Ledger(tables).verify(manifest, list(schema.SNAPSHOT_TABLES))
+    except Exception:  # a damaged table or manifest: its own finding, found below
+        return []
+    found: dict[str, list[Problem]] = {}
+    for problem in problems:
+        if problem.kind == "foreign" and problem.restore_to is not None:
+            found.setdefault(problem.table, []).append(problem)
+    undone = []
+    for name, foreign in found.items():
+        back = min(p.restore_to for p in foreign if p.restore_to is not None)
+        versions = sorted(p.version for p in foreign if p.version is not None)
+        folder = os.path.join(root, name)
+        try:
+            at = undo(folder, back, [f"{name}:{v}" for v in versions])
+        except Exception as error:  # left to the usual check, which names it
+            undone.append(
+                Finding("foreign", name, folder, f"the undo failed ({first_line(error)})",
+                        f"restore it yourself: `{restore_advice(folder, back)}`")
+            )  # fmt: skip
+            continue
+        log = os.path.join(folder, "_delta_log")
+        for problem in foreign:
+            undone.append(
+                Finding("foreign", name, os.path.join(log, f"{problem.version:020}.json"),
+                        problem.what, "", repairable=True,
+                        done=f"undone: {name} restored to version {back}, "
+                        f"the toolkit's last commit before it (commit {at}); every snapshot "
+                        "whose rows are still there is kept")
+            )  # fmt: skip
+    return undone
 
 
 def _name_lost(

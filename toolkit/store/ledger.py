@@ -1,5 +1,8 @@
 """What each snapshot committed, per table, and the check that the tables still hold it.
 
+Past 400 lines on purpose: every check below (missing, changed, foreign and undone
+commits) reads the same parsed commits of a table's log, kept here once per store.
+
 A snapshot's manifest row records in `commits`, for each table it wrote, the Delta
 version of its commit and what that commit added: rows, data files and their bytes (from
 the commit's `add` actions). Every store commit also carries the snapshot's id in its
@@ -10,7 +13,10 @@ both against the tables' logs, never reading a data file:
   reach (the newest commit deleted), or to a table that has no log at all;
 - **commit**: the commit at a recorded version does not add what the snapshot recorded
   (truncated, rewritten) or belongs to another snapshot;
-- **foreign**: a commit no toolkit made (another engine's `DELETE`, say);
+- **foreign**: a commit no toolkit made (another engine's `DELETE`, say), unless a later
+  `RESTORE` undid it (one made by hand, or by `check --repair`): a `RESTORE` to version
+  `t` undoes the commits after `t` when none of them is the toolkit's, and is then no
+  finding either;
 - **unbased**: a snapshot built on another that has no manifest row (the manifest's
   commit of that one was lost);
 - **uncommitted**: a table commit of a snapshot without a manifest row. A take stopped
@@ -82,6 +88,18 @@ class Commit:
     removes: int = 0
 
     @property
+    def restored_to(self) -> int | None:
+        """The version a `RESTORE` commit went back to; None for any other commit (or a
+        restore to a time, which names no version)."""
+        if self.info.get("operation") != "RESTORE":
+            return None
+        version = (self.info.get("operationParameters") or {}).get("version")
+        try:
+            return int(version) if version is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    @property
     def snapshot_id(self) -> str | None:
         found = self.info.get(SNAPSHOT_ID_KEY)
         return str(found) if found else None
@@ -112,6 +130,9 @@ class Problem:
     version: int | None
     snapshot_ids: tuple[str, ...]
     what: str
+    # For a foreign commit: the toolkit's last commit before it, when restoring the
+    # table to it drops no toolkit commit (none came after the foreign one).
+    restore_to: int | None = None
 
 
 # In an `add` action: the file's size, and its row count inside the stats text. Matched
@@ -223,7 +244,7 @@ class Ledger:
         """Where the manifest (its rows in snapshot order) and the logs of tables
         `names` disagree."""
         settled = self.settled()
-        problems = _unbased(manifest)
+        problems = _unbased(manifest) + self.foreign("manifest", settled)
         parsed = recorded_commits(manifest)
         for name in names:
             if self._tables.get(name) is not None:
@@ -272,22 +293,35 @@ class Ledger:
                 problems.append(self._mismatch(name, commits, ids[i], recorded, int(i)))
         for version, commit in sorted(commits.items()):
             snapshot_id = commit.snapshot_id
-            if snapshot_id is not None:
-                if snapshot_id not in position and f"snapshot:{snapshot_id}" not in settled:
-                    problems.append(
-                        Problem("uncommitted", name, version, (snapshot_id,),
-                                f"commit {version} of {name} holds rows of snapshot "
-                                f"{snapshot_id}, which has no manifest row")
-                    )  # fmt: skip
-            elif not commit.by_toolkit() and f"{name}:{version}" not in settled:
-                if commit.removes == 0 and not commit.rows:
-                    continue  # changed no rows (a property, an optimize of nothing)
-                operation = commit.info.get("operation", "a write")
+            if snapshot_id is None or snapshot_id in position:
+                continue
+            if f"snapshot:{snapshot_id}" not in settled:
                 problems.append(
-                    Problem("foreign", name, version, (),
-                            f"commit {version} of {name} ({operation}) was not made by the "
-                            "toolkit: the rows it removed or added were never a snapshot's")
+                    Problem("uncommitted", name, version, (snapshot_id,),
+                            f"commit {version} of {name} holds rows of snapshot "
+                            f"{snapshot_id}, which has no manifest row")
                 )  # fmt: skip
+        return problems + self.foreign(name, settled)
+
+    def foreign(self, name: str, settled: set[str]) -> list[Problem]:
+        """Table `name`'s commits no toolkit made that changed rows, unless a `RESTORE`
+        undid them or a repair settled them (the manifest's own included: a `DELETE` of
+        its rows would make snapshots vanish without a word)."""
+        commits = self.commits(name)
+        undone = undone_commits(commits)
+        problems = []
+        for version, commit in sorted(commits.items()):
+            if version in undone or commit.snapshot_id is not None or commit.by_toolkit():
+                continue
+            if f"{name}:{version}" in settled or (commit.removes == 0 and not commit.rows):
+                continue  # settled, or changed no rows (a property, an optimize of nothing)
+            operation = commit.info.get("operation", "a write")
+            problems.append(
+                Problem("foreign", name, version, (),
+                        f"commit {version} of {name} ({operation}) was not made by the "
+                        "toolkit: the rows it removed or added were never a snapshot's",
+                        restore_to=_restore_point(commits, version, undone))
+            )  # fmt: skip
         return problems
 
     @staticmethod
@@ -314,6 +348,37 @@ class Ledger:
             f"but snapshot {snapshot_id} committed {recorded['rows'][i]} rows in "
             f"{recorded['files'][i]}: the commit was changed or truncated",
         )  # fmt: skip
+
+
+def undone_commits(commits: dict[int, Commit]) -> set[int]:
+    """The versions a `RESTORE` undid, and those `RESTORE`s: a restore to version `t` at
+    version `v` undoes `t+1 .. v-1` when every one of them is in the log and none is the
+    toolkit's (it would drop a snapshot's rows otherwise, and stays a finding)."""
+    undone: set[int] = set()
+    for version, commit in sorted(commits.items()):
+        target = commit.restored_to
+        if target is None or target >= version:
+            continue
+        between = range(target + 1, version)
+        if all(v in commits and (v in undone or not commits[v].by_toolkit()) for v in between):
+            undone.update(between)
+            undone.add(version)
+    return undone
+
+
+def _restore_point(commits: dict[int, Commit], version: int, undone: set[int]) -> int | None:
+    """The toolkit's last commit before foreign commit `version`, when no toolkit commit
+    came after `version` (restoring to it then loses nothing the toolkit wrote)."""
+    # A vacuum's START/END commits change no rows: restoring past them loses nothing.
+    later = [
+        v
+        for v, c in commits.items()
+        if v > version and v not in undone and c.by_toolkit() and (c.rows or c.removes)
+    ]
+    earlier = [v for v, c in commits.items() if v < version and v not in undone and c.by_toolkit()]
+    if later or not earlier:
+        return None
+    return max(earlier)
 
 
 def _known(value: int | None) -> int:

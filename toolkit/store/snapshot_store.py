@@ -43,6 +43,7 @@ as they were taken (the service's `Date` header counts whole seconds).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -57,16 +58,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 import pandas as pd
 import pyarrow as pa
+from deltalake.exceptions import CommitFailedError
 
 from toolkit.config import store_path
 from toolkit.errors import DamagedStore, OldStoreLayout, QueryError, StoreError, ToolkitError
 from toolkit.frames import Details, Workspace, pull, schema
 from toolkit.frames.pull import project_id_list
 from toolkit.store import events as _store_events
+from toolkit.store import versions
 from toolkit.store.columns import MANIFEST_STORED, PREVIOUS, stored_schema
 from toolkit.store.connection import arrow, connect
 from toolkit.store.ids import new_id
-from toolkit.store.ledger import COMMITS, Ledger, witness_of
+from toolkit.store.ledger import COMMITS, Ledger, Problem, witness_of
 from toolkit.store.log import Log
 from toolkit.store.manifest import order_manifest
 from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
@@ -79,7 +82,7 @@ from toolkit.store.tables import (
     first_line,
     version_of,
 )
-from toolkit.store.upgrade import is_current, upgrade, upgrade_message
+from toolkit.store.upgrade import is_current, is_current_store, upgrade, upgrade_message
 from toolkit.store.writing import base_of, changes_of, resume, stamp
 from toolkit.timestamps import When, utc
 
@@ -361,6 +364,12 @@ class SnapshotStore:
             metadata=metadata,
             transaction=transaction,
         )
+        if not self._wrote and versions.recorded(self._tables) is None:
+            # A new store, or one from before the version: recorded once. The snapshot is
+            # committed already; if other writers keep the record from landing, the next
+            # take records it.
+            with contextlib.suppress(CommitFailedError):
+                versions.record(self._tables, versions.LAYOUT)
         with self._lock:
             self._last = (snapshot_id, tables)
         self._wrote = True
@@ -447,19 +456,27 @@ class SnapshotStore:
             What was done, a line per table; empty when the store was current.
         """
         with self._upgrading:
-            done = []
-            if self._tables.local and is_old_store(self._tables.root):
-                copied = migrate_in_place(self._tables.root)
-                rows = ", ".join(f"{name} {count:,}" for name, count in copied.items())
-                done.append(
-                    f"converted from the first layout (rows copied: {rows}; the old files are "
-                    f"kept in {os.path.join(self._tables.root, FIRST_LAYOUT)})"
-                )
-            done += upgrade(self._tables)
+            done = versions.migrate(self._tables, self.root, self._steps(), is_current_store)
         with self._lock:
             self._manifest_files.clear()
             self._worked_out.clear()
         return done
+
+    def _steps(self) -> list[versions.Step]:
+        """The migrations, one per layout before the current one (`versions`)."""
+
+        def from_first(tables: Tables) -> list[str]:
+            copied = migrate_in_place(tables.root)
+            rows = ", ".join(f"{name} {count:,}" for name, count in copied.items())
+            return [
+                f"converted from the first layout (rows copied: {rows}; the old files are "
+                f"kept in {os.path.join(tables.root, FIRST_LAYOUT)})"
+            ]
+
+        return [
+            versions.Step(1, "layout 1 to 2 (Parquet folders to Delta tables)", from_first),
+            versions.Step(2, "layout 2 to 3 (rows keep what they changed from)", upgrade),
+        ]
 
     def history(
         self,
@@ -718,7 +735,11 @@ class SnapshotStore:
         table is brought up to date once in it. A store written by an earlier toolkit is
         upgraded first when `writing`, refused otherwise: it reads only once upgraded."""
         manifest = self._committed()
+        versions.refuse_newer(self._tables, self.root)
         if manifest is not None and is_current(manifest):
+            # Another engine's DELETE of manifest rows would make snapshots vanish without
+            # a word: every read and write is refused until the commit is undone.
+            self._refuse(self._ledger.foreign("manifest", self._ledger.settled()), manifest)
             return manifest
         first_layout = manifest is None and self._tables.local and is_old_store(self._tables.root)
         if manifest is None and not first_layout:
@@ -816,6 +837,14 @@ class SnapshotStore:
         if key in self._verified:
             return
         problems = [p for p in self._ledger.verify(manifest, tables) if p.kind != "uncommitted"]
+        self._refuse(problems, manifest)
+        unlike = [path for name in names for path in self._tables.unlike_listed(name)]
+        if unlike:
+            raise self._damaged(OSError(f"{unlike[0]} is not the file its table lists"))
+        self._verified.add(key)
+
+    def _refuse(self, problems: list[Problem], manifest: pa.Table) -> None:
+        """`DamagedStore` naming `problems` and the snapshots they make read wrong."""
         if problems:
             times = dict(zip(manifest.column("snapshot_id").to_pylist(),
                              manifest.column("snapshot_at").to_pylist(), strict=True))  # fmt: skip
@@ -825,13 +854,9 @@ class SnapshotStore:
             )
             raise DamagedStore(
                 f"the store {self.root!r} would read wrong: {named}. Run `toolkit store check "
-                f"--store {self.root} --repair` to name every snapshot it touches and remove "
-                "them, so that the others read as taken"
+                f"--store {self.root} --repair`: it undoes another engine's commits, and names "
+                "and removes every snapshot it cannot keep, so that the others read as taken"
             )
-        unlike = [path for name in names for path in self._tables.unlike_listed(name)]
-        if unlike:
-            raise self._damaged(OSError(f"{unlike[0]} is not the file its table lists"))
-        self._verified.add(key)
 
     def _damaged(self, error: Exception) -> StoreError:
         """What a failed read says: the damaged files, found by the check, and what to do."""

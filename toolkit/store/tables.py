@@ -139,6 +139,13 @@ class Tables:
         with self._lock:
             self._fresh.clear()
 
+    def forget(self, name: str) -> None:
+        """Drop table `name`'s open object: the next `get` opens it afresh (from its newest
+        checkpoint, without the state every commit since it was opened added)."""
+        with self._lock:
+            self._open.pop(name, None)
+            self._fresh.discard(name)
+
     def get(self, name: str) -> DeltaTable | None:
         """The table at its newest version (as of this operation's first look), or None
         when it was never written."""

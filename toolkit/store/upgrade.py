@@ -58,6 +58,13 @@ def is_current(manifest: pa.Table) -> bool:
     return bool(pc.all(marks).as_py()) if manifest.num_rows else True
 
 
+def is_current_store(tables: Tables) -> bool:
+    """Whether the store's manifest (if any) is all in the current layout: the detector
+    of layout 2 for a store that records no version (`versions`)."""
+    tables.begin()
+    return tables.get("manifest") is None or is_current(_manifest(tables))
+
+
 def upgrade_message(root: str) -> str:
     """What a reader of a store not yet upgraded is told."""
     return (

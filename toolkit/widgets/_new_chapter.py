@@ -3,9 +3,10 @@
 Each form shows what its run will cost before anything is sent, checks what it can in
 the panel's own terms first (a chapter number already taken), and sends through the
 client's `create_chapter` at an explicit number (the one typed, else the next free
-one), so a retry after a lost answer is reconciled by the client instead of creating
-the chapter twice. "Create chapter" is enabled only while the form has something to
-send; after a chapter is created the form is empty again.
+one), so a retry after a lost answer never creates the chapter twice (the client names
+the chapter it finds, `UnconfirmedCreate`, and the panel shows that in one line).
+"Create chapter" is enabled only while the form has something to send; after a chapter
+is created the form is empty again.
 """
 
 from __future__ import annotations
