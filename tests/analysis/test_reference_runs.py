@@ -14,7 +14,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from ledger import WEBHOOK, events
-from scenarios import RUN, pages, rescans_and_added_pages_in_one_interval
+from scenarios import (
+    RUN,
+    held_pages_started_hours_after_a_rescan,
+    pages,
+    rescans_and_added_pages_in_one_interval,
+)
 
 from tests.bench.reference_runs import ASKED_WITH, REFERENCES, reference_runs
 from toolkit import analysis
@@ -49,6 +54,8 @@ def store(emulator, workspace, client, tmp_path):
     client.rescan_chapter(going.id)
     emulator.advance(RUN)
     store.take(client)
+    # A re-scan and pages held in one interval, the held pages started hours later.
+    held_pages_started_hours_after_a_rescan(emulator, client, store, comic["id"], first_page=90)
     # Failures, re-scanned; an outage with no snapshot for six hours.
     emulator.set_faults(failure_rate=0.5, seed=11)
     for round_ in range(4):

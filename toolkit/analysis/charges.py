@@ -126,7 +126,6 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
         started_before=rows.started_before[at],
     )
     pages[at, Slot.FIRST], count[at, Slot.FIRST] = first, first > EPS
-    pages[at, Slot.ADDED_PAGES], count[at, Slot.ADDED_PAGES] = added, added > EPS
     reset = np.where(
         rows.baseline[at], _paid_at_baseline(rows.pages[at], rows.credits[at], per_page[at]), 0.0
     )
@@ -141,14 +140,19 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     for k in range(rank.max() + 1 if len(rank) else 0):
         i = read[rank == k]
         j = at[i]
-        reading = read_rest(
-            paid=known[i] + held_so_far[segments.segment[i]] + first[i],
-            added=added[i],
-            rest=rest[i],
-            pages_before=rows.pages_before[j],
-            started_before=rows.started_before[j],
-            cleared=rows.cleared[j],
-        )
+        chapter_state = {
+            "paid": known[i] + held_so_far[segments.segment[i]] + first[i],
+            "pages_before": rows.pages_before[j],
+            "started_before": rows.started_before[j],
+            "cleared": rows.cleared[j],
+        }
+        as_run = read_rest(added=added[i], rest=rest[i], **chapter_state)
+        as_held = read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
+        kept = new_pages_held(added[i], fits_as_run=as_run.fits, fits_as_held=as_held.fits)
+        reading = RestReading(*(np.where(kept, h, r) for h, r in zip(as_held, as_run, strict=True)))
+        # Pages kept held were not paid for: later rises read them as held, not paid.
+        held_so_far[segments.segment[i]] -= np.where(kept, added[i], 0.0)
+        added[i] = np.where(kept, 0.0, added[i])
         pages[j, Slot.HELD_START], count[j, Slot.HELD_START] = reading.held, reading.held > EPS
         pages[j, Slot.RESCAN_BEFORE] = reading.before_pages
         count[j, Slot.RESCAN_BEFORE] = reading.before_count
@@ -156,6 +160,7 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
         count[j, Slot.RESCAN_AFTER] = reading.after_count
         held[i] = reading.held
         held_so_far[segments.segment[i]] += reading.held
+    pages[at, Slot.ADDED_PAGES], count[at, Slot.ADDED_PAGES] = added, added > EPS
     grown = first + added + held
     paid = np.zeros(len(rows.rise))
     paid[at] = np.where(segments.ends, reset, segments.paid_before(grown) + grown)
@@ -267,13 +272,15 @@ def known_part(
 
 class RestReading(NamedTuple):
     """How the rest of a rise splits: held pages started, the re-scans before them
-    (pages each, how many) and the re-scans after them."""
+    (pages each, how many) and the re-scans after them; `fits`: whether a reading fits
+    (else the rest is one run of its own)."""
 
     held: np.ndarray
     before_pages: np.ndarray
     before_count: np.ndarray
     after_pages: np.ndarray
     after_count: np.ndarray
+    fits: np.ndarray
 
 
 def _whole(value: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -352,4 +359,17 @@ def read_rest(
         before_count=before_count.astype("int64"),
         after_pages=np.select([rescan_after | held_then_rescan, odd], [after_size, rest], 0.0),
         after_count=np.where(odd, 1, after_count).astype("int64"),
+        fits=np.asarray(readable, bool),
     )
+
+
+def new_pages_held(
+    added: np.ndarray, *, fits_as_run: np.ndarray, fits_as_held: np.ndarray
+) -> np.ndarray:
+    """Pages that appeared in an interval were kept held (sent with `hold`), not run,
+    when the rise reads as whole runs only without them: a re-scan of 3 paid pages and 2
+    new pages held pays for 3, which `3 = 2 added + 1` cannot explain. Otherwise they
+    ran. `fits_as_run`, `fits_as_held`: whether `read_rest` fits the rest with the new
+    pages run, and with them held (their pages in the rest). (Reference: CTE `walk`,
+    `keep_held`.)"""
+    return np.asarray((added > EPS) & ~fits_as_run & fits_as_held, bool)
