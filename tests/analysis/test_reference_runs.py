@@ -16,6 +16,7 @@ import pytest
 from ledger import WEBHOOK, events
 from scenarios import (
     RUN,
+    as_many_held_pages_as_ran,
     held_pages_started_hours_after_a_rescan,
     pages,
     rescans_and_added_pages_in_one_interval,
@@ -56,6 +57,7 @@ def store(emulator, workspace, client, tmp_path):
     store.take(client)
     # A re-scan and pages held in one interval, the held pages started hours later.
     held_pages_started_hours_after_a_rescan(emulator, client, store, comic["id"], first_page=90)
+    as_many_held_pages_as_ran(emulator, client, store, comic["id"], first_page=110)
     # Failures, re-scanned; an outage with no snapshot for six hours.
     emulator.set_faults(failure_rate=0.5, seed=11)
     for round_ in range(4):

@@ -205,6 +205,7 @@ def test_the_rest_of_a_rise_is_read_with_the_fewest_runs_and_only_a_rescan_clear
         pages_before=np.array([4.0, 4.0, 6.0, 6.0]),
         started_before=np.array([T, T, T, T]),
         cleared=np.array([F, F, F, T]),
+        may_retry=np.array([F, F, F, T]),
     )
     assert_array_equal(reading.held, [0.0, 0.0, 2.0, 0.0])
     assert_array_equal(reading.before_pages, [0.0, 4.0, 0.0, 0.0])
@@ -217,7 +218,8 @@ def test_new_pages_were_held_when_the_rise_reads_as_whole_runs_only_without_them
     # 3 pages paid, 2 new: a rise of 3 is a re-scan with the new pages held (2 added
     # would leave 1, no run); a rise of 5, 2 added and a re-scan of the 3 before.
     args = {"paid": np.array([3.0, 3.0]), "pages_before": np.array([3.0, 3.0]),
-            "started_before": np.array([T, T]), "cleared": np.array([F, F])}  # fmt: skip
+            "started_before": np.array([T, T]), "cleared": np.array([F, F]),
+            "may_retry": np.array([F, F])}  # fmt: skip
     added = np.array([2.0, 2.0])
     as_run = read_rest(added=added, rest=np.array([1.0, 3.0]), **args)
     as_held = read_rest(added=np.zeros(2), rest=np.array([3.0, 5.0]), **args)
@@ -229,3 +231,21 @@ def test_new_pages_were_held_when_the_rise_reads_as_whole_runs_only_without_them
     assert_array_equal(
         new_pages_held(np.zeros(1), fits_as_run=np.array([F]), fits_as_held=np.array([T])), [F]
     )
+
+
+def test_held_pages_started_win_a_tie_with_a_rescan_unless_a_failure_was_retried():
+    # 2 pages paid, 2 held: a rise of 2 is the held pages started, or a re-scan of the 2
+    # that ran. A chapter with nothing to retry (never failed, or failed and processing
+    # at the snapshot, which a re-scan would have cleared): the held pages; one that
+    # had failed and is not: the re-scan.
+    reading = read_rest(
+        paid=np.array([2.0, 2.0]),
+        added=np.zeros(2),
+        rest=np.array([2.0, 2.0]),
+        pages_before=np.array([4.0, 4.0]),
+        started_before=np.array([T, T]),
+        cleared=np.array([F, F]),
+        may_retry=np.array([F, T]),
+    )
+    assert_array_equal(reading.held, [2.0, 0.0])
+    assert_array_equal(reading.before_count, [0, 1])

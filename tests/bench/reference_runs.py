@@ -67,18 +67,23 @@ def _readings(
 
 
 def _best(rest: str, r: str) -> str:
-    """The reading with the fewest runs wins, ties in the order of the readings; -1 no
-    rest, 5 none fits."""
-    least = f"least({r}0, {r}1, {r}2, {r}3, {r}4)"
-    cases = "".join(f"\n                WHEN {r}{n} = {least} THEN {n}" for n in range(5))
+    """The reading with the fewest runs wins, ties in the order of the readings, except
+    that held pages started (2) win a tie with a re-scan (0, 1) unless the chapter had a
+    failure to retry (`may_retry`): half a run more breaks it; -1 no rest, 5 none fits."""
+    retry = "CASE WHEN may_retry THEN 0 ELSE 0.5 END"
+    runs = [f"{r}0 + {retry}", f"{r}1 + {retry}", f"{r}2", f"{r}3", f"{r}4"]
+    least = f"least({', '.join(runs)})"
+    cases = "".join(
+        f"\n                WHEN {run} = {least} THEN {n}" for n, run in enumerate(runs)
+    )
     return f"CASE WHEN ({rest}) <= {EPS} THEN -1{cases}\n                ELSE 5 END"
 
 
 def _read(source: str) -> str:
-    """The rows of `source` (with `paid`, `held_before`, `rest`, `added`, `cleared`) with
-    their rest read (`best`), once with the new pages run and once with them kept held
-    (`keep_held`: only the second fits; then `added` is 0, the rest holds them and
-    `dropped` says how many pages were not paid for after all)."""
+    """The rows of `source` (with `paid`, `held_before`, `rest`, `added`, `cleared`,
+    `may_retry`) with their rest read (`best`), once with the new pages run and once
+    with them kept held (`keep_held`: only the second fits; then `added` is 0, the rest
+    holds them and `dropped` says how many pages were not paid for after all)."""
     return f"""
         SELECT * REPLACE (CASE WHEN keep_held THEN 0 ELSE added END AS added,
                           CASE WHEN keep_held THEN rest + added ELSE rest END AS rest),
@@ -198,6 +203,7 @@ s AS (
            CASE WHEN is_new THEN 0 ELSE prev_pages END AS pages_before,
            NOT is_new AND prev_started AS started_before,
            NOT is_new AND prev_failed AND NOT failed AS cleared,
+           NOT is_new AND prev_failed AND NOT (failed AND processing) AS may_retry,
            NOT is_new AND NOT prev_processing AND processing AS turned_on,
            languages * coalesce(pp.price, (SELECT price FROM workspace_price)) AS per_page,
            ta.at_us AS at_us, tb.at_us AS before_us
@@ -210,7 +216,7 @@ m0 AS (
     -- deletion, a rise. A first run and added pages pay for pages known without what
     -- was paid before; the rest of a rise (re-scans, held pages) is read against it.
     SELECT chapter_id, idx, baseline, is_new, deleted, pages, pages_before,
-           started_before, cleared, credits, per_page,
+           started_before, cleared, may_retry, credits, per_page,
            CASE WHEN per_page IS NULL OR isnan(rise / per_page) THEN 0
                 ELSE rise / per_page END AS units
     FROM s WHERE baseline OR is_new OR deleted OR rise > 0
@@ -257,8 +263,8 @@ m AS (
     FROM m3 WINDOW seg AS (PARTITION BY chapter_id, segment ORDER BY idx)
 ),
 rest_rows AS (
-    SELECT chapter_id, idx, segment, known, first, added, rest, cleared, pages_before,
-           started_before,
+    SELECT chapter_id, idx, segment, known, first, added, rest, cleared, may_retry,
+           pages_before, started_before,
            CASE WHEN started_before THEN greatest(pages_before - known - first, 0) ELSE 0
            END AS held_alone
     FROM m WHERE rest > {eps}

@@ -75,6 +75,7 @@ class _Rows:
     pages_before: np.ndarray
     started_before: np.ndarray
     cleared: np.ndarray
+    may_retry: np.ndarray
 
     @classmethod
     def of(cls, found: Transitions) -> _Rows:
@@ -93,6 +94,11 @@ class _Rows:
             pages_before=np.where(new, 0.0, to_float(rows["prev_pages"])),
             started_before=~new & is_true(rows["prev_started"]),
             cleared=~new & is_true(rows["prev_failed"]) & ~is_true(rows["failed"]),
+            # A re-scan clears `failed`: a chapter failed and processing at the snapshot
+            # runs something else.
+            may_retry=~new
+            & is_true(rows["prev_failed"])
+            & ~(is_true(rows["failed"]) & is_true(rows["processing"])),
         )
 
 
@@ -145,6 +151,7 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
             "pages_before": rows.pages_before[j],
             "started_before": rows.started_before[j],
             "cleared": rows.cleared[j],
+            "may_retry": rows.may_retry[j],
         }
         as_run = read_rest(added=added[i], rest=rest[i], **chapter_state)
         as_held = read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
@@ -299,12 +306,16 @@ def read_rest(
     pages_before: np.ndarray,
     started_before: np.ndarray,
     cleared: np.ndarray,
+    may_retry: np.ndarray,
 ) -> RestReading:
     """The rest of a rise is re-scans (each pays for every page that ran), held pages
-    started, or both: the reading with the fewest runs wins, ties in the order below;
-    only a re-scan clears `failed`; a rest no reading fits is one run of its own.
-    `paid`: the pages paid for up to and with the rise's first run. (Reference:
-    `_readings` and CTEs `walk`, `rest_split`, `rest_runs`.)"""
+    started, or both: the reading with the fewest runs wins, ties in the order below,
+    except that held pages started win a tie with a re-scan unless the chapter had a
+    failure to retry (`may_retry`: failed before, and not failed and processing at the
+    snapshot, which a re-scan would have cleared); only a re-scan clears `failed`; a rest
+    no reading fits is one run of its own. `paid`: the pages paid for up to and with the
+    rise's first run.
+    (Reference: `_readings`, `_best` and CTEs `walk`, `rest_split`, `rest_runs`.)"""
     held_before = np.maximum(pages_before - paid, 0.0) * started_before
     paid_after_added = paid + added
     # What is left is re-scans (of the pages paid before the new ones, or after), held
@@ -330,7 +341,9 @@ def read_rest(
                 ),
             ]
         )
-    best = np.argmin(readings, axis=0)
+    # Run counts are whole: half a run more only breaks a tie.
+    retry = np.where(may_retry, 0.0, 0.5)
+    best = np.argmin(readings + np.stack([retry, retry, *np.zeros((3, len(rest)))]), axis=0)
     readable = np.isfinite(readings.min(axis=0)) & (rest > EPS)
     rescan_before = readable & (best == 0)
     rescan_after = readable & (best == 1)
