@@ -63,20 +63,25 @@ def _readings(
              AND {_whole(f"{rest} - ({held})", f"{after} + ({held})")}
              THEN 1 + round_even((({rest}) - ({held})) / ({after} + ({held})), 0) END AS {r}3,
         CASE WHEN ({held}) > {EPS} AND {_whole(f"{rest} - ({held})", paid)}
-             THEN 1 + round_even((({rest}) - ({held})) / ({paid}), 0) END AS {r}4"""
+             THEN 1 + round_even((({rest}) - ({held})) / ({paid}), 0) END AS {r}4,
+        CASE WHEN ({paid}) > {EPS} AND ({rest}) - ({paid}) > {EPS}
+             AND ({rest}) - ({paid}) < ({held}) - {EPS}
+             AND abs(({rest}) - ({paid}) - round_even(({rest}) - ({paid}), 0)) < {EPS}
+             THEN 2 END AS {r}5"""
 
 
 def _best(rest: str, r: str) -> str:
     """The reading with the fewest runs wins, ties in the order of the readings, except
-    that held pages started (2) win a tie with a re-scan (0, 1) unless the chapter had a
-    failure to retry (`may_retry`): half a run more breaks it; -1 no rest, 5 none fits."""
-    retry = "CASE WHEN may_retry THEN 0 ELSE 0.5 END"
-    runs = [f"{r}0 + {retry}", f"{r}1 + {retry}", f"{r}2", f"{r}3", f"{r}4"]
+    that all the held pages started (2) win a tie with a re-scan (0, 1) unless the
+    chapter had a failure to retry (`may_retry`): half a run more breaks it; -1 no rest,
+    6 none fits."""
+    retry = f"CASE WHEN may_retry OR abs(({rest}) - held_before) > {EPS} THEN 0 ELSE 0.5 END"
+    runs = [f"{r}0 + {retry}", f"{r}1 + {retry}", f"{r}2", f"{r}3", f"{r}4", f"{r}5"]
     least = f"least({', '.join(runs)})"
     cases = "".join(
         f"\n                WHEN {run} = {least} THEN {n}" for n, run in enumerate(runs)
     )
-    return f"CASE WHEN ({rest}) <= {EPS} THEN -1{cases}\n                ELSE 5 END"
+    return f"CASE WHEN ({rest}) <= {EPS} THEN -1{cases}\n                ELSE 6 END"
 
 
 def _read(source: str) -> str:
@@ -89,7 +94,7 @@ def _read(source: str) -> str:
                           CASE WHEN keep_held THEN rest + added ELSE rest END AS rest),
                CASE WHEN keep_held THEN best_held ELSE best_run END AS best,
                CASE WHEN keep_held THEN added ELSE 0 END AS dropped
-        FROM (SELECT *, added > {EPS} AND best_run = 5 AND best_held BETWEEN 0 AND 4
+        FROM (SELECT *, added > {EPS} AND best_run = 6 AND best_held BETWEEN 0 AND 5
                         AS keep_held
               FROM (SELECT *, {_best("rest", "r")} AS best_run,
                            {_best("rest + added", "h")} AS best_held
@@ -100,8 +105,10 @@ def _read(source: str) -> str:
                           FROM ({source}))))"""
 
 
-# Held pages started by a reading (2: they alone; 3 and 4: with re-scans).
-_HELD = "CASE best WHEN 2 THEN rest WHEN 3 THEN held_before WHEN 4 THEN held_before ELSE 0 END"
+# Held pages started by a reading (2: they alone; 3 and 4: with re-scans; 5: some of
+# them after a re-scan).
+_HELD = """CASE best WHEN 2 THEN rest WHEN 3 THEN held_before WHEN 4 THEN held_before
+                      WHEN 5 THEN rest - paid ELSE 0 END"""
 
 
 def runs_sql(*, events: bool) -> str:
@@ -293,17 +300,17 @@ rest_runs AS (
     -- Pages and counts of the re-scans before new pages (1), held pages started (3),
     -- re-scans after them (4); a rest no reading fits is one run of its own.
     SELECT chapter_id, idx, held, added,
-           CASE WHEN best IN (0, 4) THEN paid ELSE 0 END AS p1,
-           CASE WHEN best IN (0, 4) THEN round_even((rest - CASE WHEN best = 4 THEN held
+           CASE WHEN best IN (0, 4, 5) THEN paid ELSE 0 END AS p1,
+           CASE WHEN best IN (0, 4, 5) THEN round_even((rest - CASE WHEN best IN (4, 5) THEN held
                 ELSE 0 END) / CASE WHEN paid > {eps} THEN paid ELSE 1 END, 0)
                 ELSE 0 END::BIGINT AS c1,
            CASE WHEN best IN (1, 3) THEN paid + added + held
-                WHEN best = 5 THEN rest ELSE 0 END AS p4,
+                WHEN best = 6 THEN rest ELSE 0 END AS p4,
            CASE WHEN best = 1 THEN round_even(rest / CASE WHEN paid + added + held > {eps}
                     THEN paid + added + held ELSE 1 END, 0)
                 WHEN best = 3 THEN round_even((rest - held) / CASE WHEN paid + added + held
                     > {eps} THEN paid + added + held ELSE 1 END, 0)
-                WHEN best = 5 THEN 1 ELSE 0 END::BIGINT AS c4
+                WHEN best = 6 THEN 1 ELSE 0 END::BIGINT AS c4
     FROM rest_split
 ),
 slots AS (

@@ -124,7 +124,9 @@ class _Player:
             elif rng.random() < plan.hold_rate:
                 added = self.client.add_pages(chapter.id, self.pages(rng.randint(1, 2)), hold=True)
                 self.held.setdefault(chapter.id, []).extend(p.id for p in added.pages)
-            elif self.held.get(chapter.id) and rng.random() < 0.5:
+            elif self.held.get(chapter.id) and not chapter.failed and rng.random() < 0.5:
+                # A failed chapter is re-scanned first: held pages started on it, settled
+                # and still failed, read as the re-scan a failure gets (docs/testing.md).
                 self.client.start_chapter(chapter.id, page_ids=self.held.pop(chapter.id))
         except Conflict:  # a run started by a tangle meanwhile
             pass

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from toolkit.analysis._arrays import carried, category_codes, is_true, rank_within, to_float
 from toolkit.analysis.prices import Prices
@@ -94,12 +95,31 @@ class _Rows:
             pages_before=np.where(new, 0.0, to_float(rows["prev_pages"])),
             started_before=~new & is_true(rows["prev_started"]),
             cleared=~new & is_true(rows["prev_failed"]) & ~is_true(rows["failed"]),
-            # A re-scan clears `failed`: a chapter failed and processing at the snapshot
-            # runs something else.
-            may_retry=~new
-            & is_true(rows["prev_failed"])
-            & ~(is_true(rows["failed"]) & is_true(rows["processing"])),
+            may_retry=may_retry(
+                new=new,
+                failed_before=is_true(rows["prev_failed"]),
+                failed=is_true(rows["failed"]),
+                processing=is_true(rows["processing"]),
+            ),
         )
+
+
+def _reason_changed(rows: pd.DataFrame) -> np.ndarray:
+    """Whether the failure reason changed, both known (a new failure)."""
+    reason, before = category_codes(rows["failure_reason"]), category_codes(rows["prev_reason"])
+    return np.asarray((reason >= 0) & (before >= 0) & (reason != before), bool)
+
+
+def may_retry(
+    *, new: np.ndarray, failed_before: np.ndarray, failed: np.ndarray, processing: np.ndarray
+) -> np.ndarray:
+    """Whether a rise can hold a re-scan that retried a failure: the chapter was failed,
+    and is not both failed and processing at the snapshot (a re-scan clears `failed` at
+    once, so such a chapter runs something else: pages held or added). A chapter failed
+    again and settled may have been re-scanned and failed at the same place, or have run
+    held pages and kept its flag: the store cannot tell, and reads a retry, what a
+    failed chapter is re-scanned for. (Reference: CTE `s`, `may_retry`.)"""
+    return np.asarray(~new & failed_before & ~(failed & processing), bool)
 
 
 def rise_of(
@@ -234,17 +254,11 @@ def _one_run_by_flags(
     live = ~rows.baseline & ~rows.deleted
     novel = (rows.pages == 0) & found.novel()
     unpriced = live & (rows.rise > 0) & (np.isnan(per_page) | novel)
-    reason, prev_reason = (
-        category_codes(frame["failure_reason"]),
-        category_codes(frame["prev_reason"]),
-    )
     failed_again = (
         ~rows.new
         & is_true(frame["failed"])
         & is_true(frame["prev_failed"])
-        & (reason >= 0)
-        & (prev_reason >= 0)
-        & (reason != prev_reason)
+        & _reason_changed(frame)
     )
     turned_on = ~rows.new & ~is_true(frame["prev_processing"]) & is_true(frame["processing"])
     started_now = rows.new & is_true(frame["started"])
@@ -310,12 +324,11 @@ def read_rest(
 ) -> RestReading:
     """The rest of a rise is re-scans (each pays for every page that ran), held pages
     started, or both: the reading with the fewest runs wins, ties in the order below,
-    except that held pages started win a tie with a re-scan unless the chapter had a
-    failure to retry (`may_retry`: failed before, and not failed and processing at the
-    snapshot, which a re-scan would have cleared); only a re-scan clears `failed`; a rest
-    no reading fits is one run of its own. `paid`: the pages paid for up to and with the
-    rise's first run.
-    (Reference: `_readings`, `_best` and CTEs `walk`, `rest_split`, `rest_runs`.)"""
+    except that all the held pages started win a tie with a re-scan unless the chapter
+    had a failure to retry (`may_retry`); only a re-scan clears `failed`; a rest no
+    reading fits is one run of its own. `paid`: the pages paid for up to and with the
+    rise's first run. (Reference: `_readings`, `_best` and CTEs `walk`, `rest_split`,
+    `rest_runs`.)"""
     held_before = np.maximum(pages_before - paid, 0.0) * started_before
     paid_after_added = paid + added
     # What is left is re-scans (of the pages paid before the new ones, or after), held
@@ -339,25 +352,34 @@ def read_rest(
                     1 + np.round((rest - held_before) / paid),
                     np.inf,
                 ),
+                np.where(_some_held_after_a_rescan(rest, paid, held_before), 2.0, np.inf),
             ]
         )
     # Run counts are whole: half a run more only breaks a tie.
-    retry = np.where(may_retry, 0.0, 0.5)
-    best = np.argmin(readings + np.stack([retry, retry, *np.zeros((3, len(rest)))]), axis=0)
+    retry = np.where(may_retry | (np.abs(rest - held_before) > EPS), 0.0, 0.5)
+    best = np.argmin(readings + np.stack([retry, retry, *np.zeros((4, len(rest)))]), axis=0)
     readable = np.isfinite(readings.min(axis=0)) & (rest > EPS)
     rescan_before = readable & (best == 0)
     rescan_after = readable & (best == 1)
     held_only = readable & (best == 2)
     held_then_rescan = readable & (best == 3)
     rescan_then_held = readable & (best == 4)
+    rescan_then_some = readable & (best == 5)
     odd = (rest > EPS) & ~readable  # a rest no reading fits: one run of its own
-    held = np.select([held_only, held_then_rescan | rescan_then_held], [rest, held_before], 0.0)
-    rescans_first = rescan_before | rescan_then_held
+    held = np.select(
+        [held_only, held_then_rescan | rescan_then_held, rescan_then_some],
+        [rest, held_before, rest - paid],
+        0.0,
+    )
+    rescans_first = rescan_before | rescan_then_held | rescan_then_some
     after_size = paid_after_added + held
     with np.errstate(invalid="ignore", divide="ignore"):
         before_count = np.where(
             rescans_first,
-            np.round((rest - held * rescan_then_held) / np.where(paid > EPS, paid, 1)),
+            np.round(
+                (rest - held * (rescan_then_held | rescan_then_some))
+                / np.where(paid > EPS, paid, 1)
+            ),
             0,
         )
         after_count = np.select(
@@ -374,6 +396,17 @@ def read_rest(
         after_count=np.where(odd, 1, after_count).astype("int64"),
         fits=np.asarray(readable, bool),
     )
+
+
+def _some_held_after_a_rescan(
+    rest: np.ndarray, paid: np.ndarray, held_before: np.ndarray
+) -> np.ndarray:
+    """Whether the rest is one re-scan of the pages paid for and then some, not all, of
+    the held pages started (whole pages). (Reference: `_readings`, the sixth.)"""
+    some = rest - paid
+    whole_pages = np.abs(some - np.round(some)) < EPS
+    fits: np.ndarray = (paid > EPS) & (some > EPS) & (some < held_before - EPS) & whole_pages
+    return fits
 
 
 def new_pages_held(
