@@ -73,3 +73,19 @@ def as_many_held_pages_as_ran(
     emulator.advance(RUN)
     store.take(client)
     return chapter
+
+
+def rescan_with_more_pages_held_than_ran(
+    emulator: Any, client: Any, store: SnapshotStore, project_id: str, *, first_page: int = 0
+) -> Any:
+    """A chapter of 2 pages runs and is seen; before the next snapshot it is re-scanned
+    and given 3 pages to hold: the rise, 2 pages, also reads as 2 of the 3 new pages run
+    (issue 36's seed 33). Returns it."""
+    chapter = client.create_chapter(project_id, pages=pages(first_page, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    client.rescan_chapter(chapter.id)
+    emulator.advance(RUN)
+    client.add_pages(chapter.id, pages(first_page + 10, 3), hold=True)
+    store.take(client)
+    return chapter

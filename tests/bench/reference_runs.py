@@ -94,7 +94,7 @@ def _read(source: str) -> str:
                           CASE WHEN keep_held THEN rest + added ELSE rest END AS rest),
                CASE WHEN keep_held THEN best_held ELSE best_run END AS best,
                CASE WHEN keep_held THEN added ELSE 0 END AS dropped
-        FROM (SELECT *, added > {EPS} AND best_run = 6 AND best_held BETWEEN 0 AND 5
+        FROM (SELECT *, added > {EPS} AND best_run IN (-1, 6) AND best_held BETWEEN 0 AND 5
                         AS keep_held
               FROM (SELECT *, {_best("rest", "r")} AS best_run,
                            {_best("rest + added", "h")} AS best_held
@@ -274,7 +274,9 @@ rest_rows AS (
            pages_before, started_before,
            CASE WHEN started_before THEN greatest(pages_before - known - first, 0) ELSE 0
            END AS held_alone
-    FROM m WHERE rest > {eps}
+    -- Rows with a rest, and rows that paid for some of their new pages only.
+    FROM m WHERE rest > {eps} OR (added > {eps} AND added < CASE WHEN started_before
+                                  THEN greatest(pages - pages_before, 0) ELSE 0 END - {eps})
 ),
 walk_rows AS (
     -- Held pages started by one rise change what later rises read as paid, and so do

@@ -161,7 +161,12 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     known = segments.paid_before(first + added)
     held = np.zeros(len(at))
     held_so_far = np.zeros(segments.segment[-1] + 1 if len(at) else 0)
-    read = np.flatnonzero(rest > EPS)
+    # ...and rows that paid for some of their new pages only: the others held, or all of
+    # them held and the rise a re-scan (`new_pages_held`).
+    grown = np.where(
+        rows.started_before[at], np.maximum(rows.pages[at] - rows.pages_before[at], 0.0), 0.0
+    )
+    read = np.flatnonzero((rest > EPS) | ((added > EPS) & (added < grown - EPS)))
     rank = rank_within(rows.chapter[at][read])
     for k in range(rank.max() + 1 if len(rank) else 0):
         i = read[rank == k]
@@ -414,8 +419,10 @@ def new_pages_held(
 ) -> np.ndarray:
     """Pages that appeared in an interval were kept held (sent with `hold`), not run,
     when the rise reads as whole runs only without them: a re-scan of 3 paid pages and 2
-    new pages held pays for 3, which `3 = 2 added + 1` cannot explain. Otherwise they
-    ran. `fits_as_run`, `fits_as_held`: whether `read_rest` fits the rest with the new
-    pages run, and with them held (their pages in the rest). (Reference: CTE `walk`,
+    new pages held pays for 3, which `3 = 2 added + 1` cannot explain. A rise smaller
+    than the new pages (3 of 4 run, one held, in two calls) is read so too when a
+    re-scan with all of them held fits (seed 33). Otherwise they ran. `fits_as_run`,
+    `fits_as_held`: whether `read_rest` fits the rest (none: no fit) with the new pages
+    run, and with them held (their pages in the rest). (Reference: CTE `walk`,
     `keep_held`.)"""
     return np.asarray((added > EPS) & ~fits_as_run & fits_as_held, bool)
