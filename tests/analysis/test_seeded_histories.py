@@ -20,7 +20,17 @@ from hypothesis import strategies as st
 
 from toolkit import analysis
 
-SEEDS = range(25)
+# A wrong figure found and not yet fixed (issue 36's hand-back): seed 22's comic project
+# reads 782 lines where the ledger says 712 (+70, all of one chapter: re-scans that fail,
+# held pages started on the failed chapter by the held_after_rescan tangle, several in
+# one 15-minute interval); its rework and credits are right.
+WRONG = {22: "lines 782, ledger 712: held pages started on a failed chapter between re-scans"}
+SEEDS = [
+    pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason=WRONG[seed]))
+    if seed in WRONG
+    else seed
+    for seed in range(25)
+]
 
 
 @pytest.mark.histories
