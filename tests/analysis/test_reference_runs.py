@@ -19,7 +19,14 @@ import pandas as pd
 import pytest
 from epochs import SUITE_START
 from ledger import WEBHOOK, events
-from scenarios import RUN, pages, rescans_and_added_pages_in_one_interval
+from scenarios import (
+    RUN,
+    as_many_held_pages_as_ran,
+    held_pages_started_hours_after_a_rescan,
+    pages,
+    rescan_with_more_pages_held_than_ran,
+    rescans_and_added_pages_in_one_interval,
+)
 
 from tests.bench.reference_runs import ASKED_WITH, REFERENCES, reference_runs
 from toolkit import analysis
@@ -66,6 +73,10 @@ def awkward_cases(emulator, workspace, client, store) -> None:
     client.rescan_chapter(going.id)
     emulator.advance(RUN)
     store.take(client)
+    # A re-scan and pages held in one interval, the held pages started hours later.
+    held_pages_started_hours_after_a_rescan(emulator, client, store, comic["id"], first_page=90)
+    as_many_held_pages_as_ran(emulator, client, store, comic["id"], first_page=110)
+    rescan_with_more_pages_held_than_ran(emulator, client, store, comic["id"], first_page=130)
     # Failures, re-scanned; an outage with no snapshot for six hours.
     emulator.set_faults(failure_rate=0.5, seed=11)
     for round_ in range(4):

@@ -8,7 +8,7 @@ from numpy.testing import assert_array_equal
 
 from toolkit.analysis import run_rules as rules
 from toolkit.analysis._arrays import NO_TIME
-from toolkit.analysis.charges import known_part, read_rest, rise_of
+from toolkit.analysis.charges import known_part, may_retry, new_pages_held, read_rest, rise_of
 from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
 
 T, F = True, False
@@ -205,9 +205,75 @@ def test_the_rest_of_a_rise_is_read_with_the_fewest_runs_and_only_a_rescan_clear
         pages_before=np.array([4.0, 4.0, 6.0, 6.0]),
         started_before=np.array([T, T, T, T]),
         cleared=np.array([F, F, F, T]),
+        may_retry=np.array([F, F, F, T]),
     )
     assert_array_equal(reading.held, [0.0, 0.0, 2.0, 0.0])
     assert_array_equal(reading.before_pages, [0.0, 4.0, 0.0, 0.0])
     assert_array_equal(reading.before_count, [0, 1, 0, 0])
     assert_array_equal(reading.after_pages, [6.0, 0.0, 0.0, 2.0])
     assert_array_equal(reading.after_count, [1, 0, 0, 1])
+
+
+def test_new_pages_were_held_when_the_rise_reads_as_whole_runs_only_without_them():
+    # 3 pages paid, 2 new: a rise of 3 is a re-scan with the new pages held (2 added
+    # would leave 1, no run); a rise of 5, 2 added and a re-scan of the 3 before.
+    args = {"paid": np.array([3.0, 3.0]), "pages_before": np.array([3.0, 3.0]),
+            "started_before": np.array([T, T]), "cleared": np.array([F, F]),
+            "may_retry": np.array([F, F])}  # fmt: skip
+    added = np.array([2.0, 2.0])
+    as_run = read_rest(added=added, rest=np.array([1.0, 3.0]), **args)
+    as_held = read_rest(added=np.zeros(2), rest=np.array([3.0, 5.0]), **args)
+    assert_array_equal(as_run.fits, [F, T])
+    assert_array_equal(as_held.fits, [T, F])
+    held = new_pages_held(added, fits_as_run=as_run.fits, fits_as_held=as_held.fits)
+    assert_array_equal(held, [T, F])
+    # No new pages: nothing to keep held, whatever fits.
+    assert_array_equal(
+        new_pages_held(np.zeros(1), fits_as_run=np.array([F]), fits_as_held=np.array([T])), [F]
+    )
+
+
+def test_all_held_pages_started_win_a_tie_with_a_rescan_unless_a_failure_was_retried():
+    # 2 pages paid: a rise of 2 is held pages started, or a re-scan of the 2 that ran.
+    # All 2 held pages, nothing to retry: the held pages; a failure to retry: the
+    # re-scan; 2 of 3 held pages: the re-scan (starting some of them is the rarer).
+    reading = read_rest(
+        paid=np.array([2.0, 2.0, 2.0]),
+        added=np.zeros(3),
+        rest=np.array([2.0, 2.0, 2.0]),
+        pages_before=np.array([4.0, 4.0, 5.0]),
+        started_before=np.array([T, T, T]),
+        cleared=np.array([F, F, F]),
+        may_retry=np.array([F, T, F]),
+    )
+    assert_array_equal(reading.held, [2.0, 0.0, 0.0])
+    assert_array_equal(reading.before_count, [0, 1, 1])
+
+
+def test_a_rescan_retries_a_failure_unless_the_chapter_is_failed_and_processing():
+    # Failed before: cleared now, or failed again and settled (a re-scan can fail at the
+    # same place); failed and processing: something else runs (a re-scan clears it).
+    retry = may_retry(
+        new=np.array([F, F, F, F, T]),
+        failed_before=np.array([T, T, T, F, F]),
+        failed=np.array([F, T, T, F, F]),
+        processing=np.array([F, F, T, F, F]),
+    )
+    assert_array_equal(retry, [T, T, F, F, F])
+
+
+def test_a_rescan_then_some_of_the_held_pages_is_two_runs():
+    # 3 pages paid, 3 held: a rise of 5 is a re-scan of the 3 and 2 held pages started.
+    reading = read_rest(
+        paid=np.array([3.0]),
+        added=np.zeros(1),
+        rest=np.array([5.0]),
+        pages_before=np.array([6.0]),
+        started_before=np.array([T]),
+        cleared=np.array([F]),
+        may_retry=np.array([T]),
+    )
+    assert_array_equal(reading.held, [2.0])
+    assert_array_equal(reading.before_pages, [3.0])
+    assert_array_equal(reading.before_count, [1])
+    assert_array_equal(reading.after_count, [0])

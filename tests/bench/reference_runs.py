@@ -45,32 +45,70 @@ def _whole(value: str, size: str) -> str:
     )
 
 
-def _readings(paid: str, held: str) -> str:
+def _readings(
+    paid: str, held: str, *, rest: str = "rest", added: str = "added", prefix: str = "r"
+) -> str:
     """What is left of a rise after a first run and added pages (`rest`), read as runs:
-    each reading with the runs it takes (null: it does not fit). The columns `rest`,
-    `added`, `cleared` are the row's; `paid`: pages paid for before the rise's re-scans
-    (the first run's included); `held`: pages the chapter held unpaid."""
-    after = f"({paid} + added)"
+    each reading with the runs it takes (null: it does not fit). The column `cleared`
+    is the row's; `paid`: pages paid for before the rise's re-scans (the first run's
+    included); `held`: pages the chapter held unpaid; `prefix` names the readings."""
+    after = f"({paid} + {added})"
+    r = prefix
     return f"""
-        CASE WHEN {_whole("rest", paid)} THEN round_even(rest / ({paid}), 0) END AS r0,
-        CASE WHEN {_whole("rest", after)} THEN round_even(rest / {after}, 0) END AS r1,
-        CASE WHEN rest > {EPS} AND rest <= ({held}) + {EPS} AND NOT cleared THEN 1 END AS r2,
-        CASE WHEN ({held}) > {EPS} AND {_whole(f"rest - ({held})", f"{after} + ({held})")}
-             THEN 1 + round_even((rest - ({held})) / ({after} + ({held})), 0) END AS r3,
-        CASE WHEN ({held}) > {EPS} AND {_whole(f"rest - ({held})", paid)}
-             THEN 1 + round_even((rest - ({held})) / ({paid}), 0) END AS r4"""
+        CASE WHEN {_whole(rest, paid)} THEN round_even(({rest}) / ({paid}), 0) END AS {r}0,
+        CASE WHEN {_whole(rest, after)} THEN round_even(({rest}) / {after}, 0) END AS {r}1,
+        CASE WHEN ({rest}) > {EPS} AND ({rest}) <= ({held}) + {EPS} AND NOT cleared
+             THEN 1 END AS {r}2,
+        CASE WHEN ({held}) > {EPS}
+             AND {_whole(f"{rest} - ({held})", f"{after} + ({held})")}
+             THEN 1 + round_even((({rest}) - ({held})) / ({after} + ({held})), 0) END AS {r}3,
+        CASE WHEN ({held}) > {EPS} AND {_whole(f"{rest} - ({held})", paid)}
+             THEN 1 + round_even((({rest}) - ({held})) / ({paid}), 0) END AS {r}4,
+        CASE WHEN ({paid}) > {EPS} AND ({rest}) - ({paid}) > {EPS}
+             AND ({rest}) - ({paid}) < ({held}) - {EPS}
+             AND abs(({rest}) - ({paid}) - round_even(({rest}) - ({paid}), 0)) < {EPS}
+             THEN 2 END AS {r}5"""
 
 
-# The reading with the fewest runs wins, ties in the order of the readings.
-_BEST = f"""CASE WHEN rest <= {EPS} THEN -1
-                WHEN r0 = least(r0, r1, r2, r3, r4) THEN 0
-                WHEN r1 = least(r0, r1, r2, r3, r4) THEN 1
-                WHEN r2 = least(r0, r1, r2, r3, r4) THEN 2
-                WHEN r3 = least(r0, r1, r2, r3, r4) THEN 3
-                WHEN r4 = least(r0, r1, r2, r3, r4) THEN 4
-                ELSE 5 END"""
-# Held pages started by a reading (2: they alone; 3 and 4: with re-scans).
-_HELD = "CASE best WHEN 2 THEN rest WHEN 3 THEN held_before WHEN 4 THEN held_before ELSE 0 END"
+def _best(rest: str, r: str) -> str:
+    """The reading with the fewest runs wins, ties in the order of the readings, except
+    that all the held pages started (2) win a tie with a re-scan (0, 1) unless the
+    chapter had a failure to retry (`may_retry`): half a run more breaks it; -1 no rest,
+    6 none fits."""
+    retry = f"CASE WHEN may_retry OR abs(({rest}) - held_before) > {EPS} THEN 0 ELSE 0.5 END"
+    runs = [f"{r}0 + {retry}", f"{r}1 + {retry}", f"{r}2", f"{r}3", f"{r}4", f"{r}5"]
+    least = f"least({', '.join(runs)})"
+    cases = "".join(
+        f"\n                WHEN {run} = {least} THEN {n}" for n, run in enumerate(runs)
+    )
+    return f"CASE WHEN ({rest}) <= {EPS} THEN -1{cases}\n                ELSE 6 END"
+
+
+def _read(source: str) -> str:
+    """The rows of `source` (with `paid`, `held_before`, `rest`, `added`, `cleared`,
+    `may_retry`) with their rest read (`best`), once with the new pages run and once
+    with them kept held (`keep_held`: only the second fits; then `added` is 0, the rest
+    holds them and `dropped` says how many pages were not paid for after all)."""
+    return f"""
+        SELECT * REPLACE (CASE WHEN keep_held THEN 0 ELSE added END AS added,
+                          CASE WHEN keep_held THEN rest + added ELSE rest END AS rest),
+               CASE WHEN keep_held THEN best_held ELSE best_run END AS best,
+               CASE WHEN keep_held THEN added ELSE 0 END AS dropped
+        FROM (SELECT *, added > {EPS} AND best_run IN (-1, 6) AND best_held BETWEEN 0 AND 5
+                        AS keep_held
+              FROM (SELECT *, {_best("rest", "r")} AS best_run,
+                           {_best("rest + added", "h")} AS best_held
+                    FROM (SELECT *, {_readings("paid", "held_before")},
+                                 {
+        _readings("paid", "held_before", rest="rest + added", added="0", prefix="h")
+    }
+                          FROM ({source}))))"""
+
+
+# Held pages started by a reading (2: they alone; 3 and 4: with re-scans; 5: some of
+# them after a re-scan).
+_HELD = """CASE best WHEN 2 THEN rest WHEN 3 THEN held_before WHEN 4 THEN held_before
+                      WHEN 5 THEN rest - paid ELSE 0 END"""
 
 
 def runs_sql(*, events: bool) -> str:
@@ -78,14 +116,34 @@ def runs_sql(*, events: bool) -> str:
     return _RUNS.format(
         transitions=transitions_ctes(),
         moving=MOVING,
-        readings=_readings("paid", "held_before"),
-        best=_BEST,
         held=_HELD,
         eps=EPS,
         far=FAR,
+        walk_first=_read(_WALK_FIRST),
+        walk_next=_read(_WALK_NEXT),
+        rest_read=_read(_REST),
         ended=_EVENTS if events else _NO_EVENTS,
     )
 
+
+_WALK_FIRST = """
+    SELECT *, known + first AS paid,
+           CASE WHEN started_before THEN greatest(pages_before - known - first, 0)
+                ELSE 0 END AS held_before
+    FROM (SELECT *, 0::DOUBLE AS acc_before FROM walk_rows WHERE k = 0)"""
+_WALK_NEXT = """
+    SELECT *, known + acc_before + first AS paid,
+           CASE WHEN started_before
+                THEN greatest(pages_before - known - acc_before - first, 0)
+                ELSE 0 END AS held_before
+    FROM (SELECT x.*, CASE WHEN x.segment = w.segment THEN w.acc ELSE 0 END AS acc_before
+          FROM walk_rows x JOIN walk w ON x.chapter_id = w.chapter_id AND x.k = w.k + 1)"""
+_REST = """
+    SELECT x.*, x.known + coalesce(w.acc_before, 0) + x.first AS paid,
+           CASE WHEN x.started_before THEN greatest(x.pages_before
+                - (x.known + coalesce(w.acc_before, 0) + x.first), 0)
+                ELSE 0 END AS held_before
+    FROM rest_rows x LEFT JOIN walk w USING (chapter_id, idx)"""
 
 _RUNS = """
 WITH RECURSIVE {transitions},
@@ -152,6 +210,7 @@ s AS (
            CASE WHEN is_new THEN 0 ELSE prev_pages END AS pages_before,
            NOT is_new AND prev_started AS started_before,
            NOT is_new AND prev_failed AND NOT failed AS cleared,
+           NOT is_new AND prev_failed AND NOT (failed AND processing) AS may_retry,
            NOT is_new AND NOT prev_processing AND processing AS turned_on,
            languages * coalesce(pp.price, (SELECT price FROM workspace_price)) AS per_page,
            ta.at_us AS at_us, tb.at_us AS before_us
@@ -164,7 +223,7 @@ m0 AS (
     -- deletion, a rise. A first run and added pages pay for pages known without what
     -- was paid before; the rest of a rise (re-scans, held pages) is read against it.
     SELECT chapter_id, idx, baseline, is_new, deleted, pages, pages_before,
-           started_before, cleared, credits, per_page,
+           started_before, cleared, may_retry, credits, per_page,
            CASE WHEN per_page IS NULL OR isnan(rise / per_page) THEN 0
                 ELSE rise / per_page END AS units
     FROM s WHERE baseline OR is_new OR deleted OR rise > 0
@@ -211,67 +270,49 @@ m AS (
     FROM m3 WINDOW seg AS (PARTITION BY chapter_id, segment ORDER BY idx)
 ),
 rest_rows AS (
-    SELECT chapter_id, idx, segment, known, first, added, rest, cleared, pages_before,
-           started_before,
+    SELECT chapter_id, idx, segment, known, first, added, rest, cleared, may_retry,
+           pages_before, started_before,
            CASE WHEN started_before THEN greatest(pages_before - known - first, 0) ELSE 0
            END AS held_alone
-    FROM m WHERE rest > {eps}
+    -- Rows with a rest, and rows that paid for some of their new pages only.
+    FROM m WHERE rest > {eps} OR (added > {eps} AND added < CASE WHEN started_before
+                                  THEN greatest(pages - pages_before, 0) ELSE 0 END - {eps})
 ),
 walk_rows AS (
-    -- Held pages started by one rise change what later rises read as paid: only
-    -- chapters that held pages at a rise need the walk, each chapter's k-th rise at
-    -- once (without held pages, what was paid is known without it).
+    -- Held pages started by one rise change what later rises read as paid, and so do
+    -- new pages found kept held: only chapters that held pages at a rise, or got new
+    -- ones at a rise with more in it, need the walk, each chapter's k-th rise at once
+    -- (otherwise what was paid is known without it).
     SELECT *, row_number() OVER (PARTITION BY chapter_id ORDER BY idx) - 1 AS k
     FROM rest_rows
-    WHERE chapter_id IN (SELECT chapter_id FROM rest_rows WHERE held_alone > {eps})
+    WHERE chapter_id IN (SELECT chapter_id FROM rest_rows
+                         WHERE held_alone > {eps} OR added > {eps})
 ),
 walk AS (
-    SELECT chapter_id, idx, k, segment, acc_before, acc_before + {held} AS acc FROM (
-        SELECT *, {best} AS best FROM (
-            SELECT *, {readings} FROM (
-                SELECT *, known + first AS paid,
-                       CASE WHEN started_before THEN greatest(pages_before - known - first, 0)
-                            ELSE 0 END AS held_before
-                FROM (SELECT *, 0::DOUBLE AS acc_before FROM walk_rows WHERE k = 0))))
+    SELECT chapter_id, idx, k, segment, acc_before, acc_before + {held} - dropped AS acc
+    FROM ({walk_first})
     UNION ALL
-    SELECT chapter_id, idx, k, segment, acc_before, acc_before + {held} AS acc FROM (
-        SELECT *, {best} AS best FROM (
-            SELECT *, {readings} FROM (
-                SELECT *, known + acc_before + first AS paid,
-                       CASE WHEN started_before
-                            THEN greatest(pages_before - known - acc_before - first, 0)
-                            ELSE 0 END AS held_before
-                FROM (SELECT x.*, CASE WHEN x.segment = w.segment THEN w.acc ELSE 0 END
-                             AS acc_before
-                      FROM walk_rows x JOIN walk w
-                        ON x.chapter_id = w.chapter_id AND x.k = w.k + 1))))
+    SELECT chapter_id, idx, k, segment, acc_before, acc_before + {held} - dropped AS acc
+    FROM ({walk_next})
 ),
 rest_split AS (
-    SELECT *, {held} AS held
-    FROM (
-        SELECT *, {best} AS best FROM (
-            SELECT *, {readings} FROM (
-                SELECT x.*, x.known + coalesce(w.acc_before, 0) + x.first AS paid,
-                       CASE WHEN x.started_before THEN greatest(x.pages_before
-                            - (x.known + coalesce(w.acc_before, 0) + x.first), 0)
-                            ELSE 0 END AS held_before
-                FROM rest_rows x LEFT JOIN walk w USING (chapter_id, idx))))
+    SELECT *, {held} AS held FROM ({rest_read})
 ),
 rest_runs AS (
     -- Pages and counts of the re-scans before new pages (1), held pages started (3),
     -- re-scans after them (4); a rest no reading fits is one run of its own.
-    SELECT chapter_id, idx, held,
-           CASE WHEN best IN (0, 4) THEN paid ELSE 0 END AS p1,
-           CASE WHEN best IN (0, 4) THEN round_even((rest - CASE WHEN best = 4 THEN held
+    SELECT chapter_id, idx, held, added,
+           CASE WHEN best IN (0, 4, 5) THEN paid ELSE 0 END AS p1,
+           CASE WHEN best IN (0, 4, 5) THEN round_even((rest - CASE WHEN best IN (4, 5) THEN held
                 ELSE 0 END) / CASE WHEN paid > {eps} THEN paid ELSE 1 END, 0)
                 ELSE 0 END::BIGINT AS c1,
            CASE WHEN best IN (1, 3) THEN paid + added + held
-                WHEN best = 5 THEN rest ELSE 0 END AS p4,
+                WHEN best = 6 THEN rest ELSE 0 END AS p4,
            CASE WHEN best = 1 THEN round_even(rest / CASE WHEN paid + added + held > {eps}
                     THEN paid + added + held ELSE 1 END, 0)
                 WHEN best = 3 THEN round_even((rest - held) / CASE WHEN paid + added + held
                     > {eps} THEN paid + added + held ELSE 1 END, 0)
-                WHEN best = 5 THEN 1 ELSE 0 END::BIGINT AS c4
+                WHEN best = 6 THEN 1 ELSE 0 END::BIGINT AS c4
     FROM rest_split
 ),
 slots AS (
@@ -287,7 +328,7 @@ slots AS (
                        AND prev_reason IS NOT NULL AND failure_reason <> prev_reason))))
                AS guess,
            baseline AND NOT s.deleted AND processing AS going,
-           coalesce(m.first, 0) AS p0, coalesce(m.added, 0) AS p2,
+           coalesce(m.first, 0) AS p0, coalesce(x.added, m.added, 0) AS p2,
            coalesce(x.held, 0) AS p3, coalesce(x.p1, 0) AS p1, coalesce(x.c1, 0) AS c1,
            coalesce(x.p4, 0) AS p4, coalesce(x.c4, 0) AS c4
     FROM s LEFT JOIN (SELECT chapter_id, idx, first, added FROM m) m USING (chapter_id, idx)

@@ -21,6 +21,10 @@ rises are walked in order: each chapter's k-th of them at once, some twenty nump
 for a year.
 
 The price is learned from first runs only (see `learn_prices`).
+
+Past 400 lines on purpose: the readings of a rise (first run and added pages, then the
+rest: re-scans, held pages, new pages kept held) are one rule, checked against one CTE
+chain of tests/bench/reference_runs.py; split, the walk's state would cross modules.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from toolkit.analysis._arrays import carried, category_codes, is_true, rank_within, to_float
 from toolkit.analysis.prices import Prices
@@ -75,6 +80,7 @@ class _Rows:
     pages_before: np.ndarray
     started_before: np.ndarray
     cleared: np.ndarray
+    may_retry: np.ndarray
 
     @classmethod
     def of(cls, found: Transitions) -> _Rows:
@@ -93,7 +99,31 @@ class _Rows:
             pages_before=np.where(new, 0.0, to_float(rows["prev_pages"])),
             started_before=~new & is_true(rows["prev_started"]),
             cleared=~new & is_true(rows["prev_failed"]) & ~is_true(rows["failed"]),
+            may_retry=may_retry(
+                new=new,
+                failed_before=is_true(rows["prev_failed"]),
+                failed=is_true(rows["failed"]),
+                processing=is_true(rows["processing"]),
+            ),
         )
+
+
+def _reason_changed(rows: pd.DataFrame) -> np.ndarray:
+    """Whether the failure reason changed, both known (a new failure)."""
+    reason, before = category_codes(rows["failure_reason"]), category_codes(rows["prev_reason"])
+    return np.asarray((reason >= 0) & (before >= 0) & (reason != before), bool)
+
+
+def may_retry(
+    *, new: np.ndarray, failed_before: np.ndarray, failed: np.ndarray, processing: np.ndarray
+) -> np.ndarray:
+    """Whether a rise can hold a re-scan that retried a failure: the chapter was failed,
+    and is not both failed and processing at the snapshot (a re-scan clears `failed` at
+    once, so such a chapter runs something else: pages held or added). A chapter failed
+    again and settled may have been re-scanned and failed at the same place, or have run
+    held pages and kept its flag: the store cannot tell, and reads a retry, what a
+    failed chapter is re-scanned for. (Reference: CTE `s`, `may_retry`.)"""
+    return np.asarray(~new & failed_before & ~(failed & processing), bool)
 
 
 def rise_of(
@@ -126,7 +156,6 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
         started_before=rows.started_before[at],
     )
     pages[at, Slot.FIRST], count[at, Slot.FIRST] = first, first > EPS
-    pages[at, Slot.ADDED_PAGES], count[at, Slot.ADDED_PAGES] = added, added > EPS
     reset = np.where(
         rows.baseline[at], _paid_at_baseline(rows.pages[at], rows.credits[at], per_page[at]), 0.0
     )
@@ -136,19 +165,30 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     known = segments.paid_before(first + added)
     held = np.zeros(len(at))
     held_so_far = np.zeros(segments.segment[-1] + 1 if len(at) else 0)
-    read = np.flatnonzero(rest > EPS)
+    # ...and rows that paid for some of their new pages only: the others held, or all of
+    # them held and the rise a re-scan (`new_pages_held`).
+    grown = np.where(
+        rows.started_before[at], np.maximum(rows.pages[at] - rows.pages_before[at], 0.0), 0.0
+    )
+    read = np.flatnonzero((rest > EPS) | ((added > EPS) & (added < grown - EPS)))
     rank = rank_within(rows.chapter[at][read])
     for k in range(rank.max() + 1 if len(rank) else 0):
         i = read[rank == k]
         j = at[i]
-        reading = read_rest(
-            paid=known[i] + held_so_far[segments.segment[i]] + first[i],
-            added=added[i],
-            rest=rest[i],
-            pages_before=rows.pages_before[j],
-            started_before=rows.started_before[j],
-            cleared=rows.cleared[j],
-        )
+        chapter_state = {
+            "paid": known[i] + held_so_far[segments.segment[i]] + first[i],
+            "pages_before": rows.pages_before[j],
+            "started_before": rows.started_before[j],
+            "cleared": rows.cleared[j],
+            "may_retry": rows.may_retry[j],
+        }
+        as_run = read_rest(added=added[i], rest=rest[i], **chapter_state)
+        as_held = read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
+        kept = new_pages_held(added[i], fits_as_run=as_run.fits, fits_as_held=as_held.fits)
+        reading = RestReading(*(np.where(kept, h, r) for h, r in zip(as_held, as_run, strict=True)))
+        # Pages kept held were not paid for: later rises read them as held, not paid.
+        held_so_far[segments.segment[i]] -= np.where(kept, added[i], 0.0)
+        added[i] = np.where(kept, 0.0, added[i])
         pages[j, Slot.HELD_START], count[j, Slot.HELD_START] = reading.held, reading.held > EPS
         pages[j, Slot.RESCAN_BEFORE] = reading.before_pages
         count[j, Slot.RESCAN_BEFORE] = reading.before_count
@@ -156,6 +196,7 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
         count[j, Slot.RESCAN_AFTER] = reading.after_count
         held[i] = reading.held
         held_so_far[segments.segment[i]] += reading.held
+    pages[at, Slot.ADDED_PAGES], count[at, Slot.ADDED_PAGES] = added, added > EPS
     grown = first + added + held
     paid = np.zeros(len(rows.rise))
     paid[at] = np.where(segments.ends, reset, segments.paid_before(grown) + grown)
@@ -222,17 +263,11 @@ def _one_run_by_flags(
     live = ~rows.baseline & ~rows.deleted
     novel = (rows.pages == 0) & found.novel()
     unpriced = live & (rows.rise > 0) & (np.isnan(per_page) | novel)
-    reason, prev_reason = (
-        category_codes(frame["failure_reason"]),
-        category_codes(frame["prev_reason"]),
-    )
     failed_again = (
         ~rows.new
         & is_true(frame["failed"])
         & is_true(frame["prev_failed"])
-        & (reason >= 0)
-        & (prev_reason >= 0)
-        & (reason != prev_reason)
+        & _reason_changed(frame)
     )
     turned_on = ~rows.new & ~is_true(frame["prev_processing"]) & is_true(frame["processing"])
     started_now = rows.new & is_true(frame["started"])
@@ -267,13 +302,15 @@ def known_part(
 
 class RestReading(NamedTuple):
     """How the rest of a rise splits: held pages started, the re-scans before them
-    (pages each, how many) and the re-scans after them."""
+    (pages each, how many) and the re-scans after them; `fits`: whether a reading fits
+    (else the rest is one run of its own)."""
 
     held: np.ndarray
     before_pages: np.ndarray
     before_count: np.ndarray
     after_pages: np.ndarray
     after_count: np.ndarray
+    fits: np.ndarray
 
 
 def _whole(value: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -292,12 +329,15 @@ def read_rest(
     pages_before: np.ndarray,
     started_before: np.ndarray,
     cleared: np.ndarray,
+    may_retry: np.ndarray,
 ) -> RestReading:
     """The rest of a rise is re-scans (each pays for every page that ran), held pages
-    started, or both: the reading with the fewest runs wins, ties in the order below;
-    only a re-scan clears `failed`; a rest no reading fits is one run of its own.
-    `paid`: the pages paid for up to and with the rise's first run. (Reference:
-    `_readings` and CTEs `walk`, `rest_split`, `rest_runs`.)"""
+    started, or both: the reading with the fewest runs wins, ties in the order below,
+    except that all the held pages started win a tie with a re-scan unless the chapter
+    had a failure to retry (`may_retry`); only a re-scan clears `failed`; a rest no
+    reading fits is one run of its own. `paid`: the pages paid for up to and with the
+    rise's first run. (Reference: `_readings`, `_best` and CTEs `walk`, `rest_split`,
+    `rest_runs`.)"""
     held_before = np.maximum(pages_before - paid, 0.0) * started_before
     paid_after_added = paid + added
     # What is left is re-scans (of the pages paid before the new ones, or after), held
@@ -321,23 +361,34 @@ def read_rest(
                     1 + np.round((rest - held_before) / paid),
                     np.inf,
                 ),
+                np.where(_some_held_after_a_rescan(rest, paid, held_before), 2.0, np.inf),
             ]
         )
-    best = np.argmin(readings, axis=0)
+    # Run counts are whole: half a run more only breaks a tie.
+    retry = np.where(may_retry | (np.abs(rest - held_before) > EPS), 0.0, 0.5)
+    best = np.argmin(readings + np.stack([retry, retry, *np.zeros((4, len(rest)))]), axis=0)
     readable = np.isfinite(readings.min(axis=0)) & (rest > EPS)
     rescan_before = readable & (best == 0)
     rescan_after = readable & (best == 1)
     held_only = readable & (best == 2)
     held_then_rescan = readable & (best == 3)
     rescan_then_held = readable & (best == 4)
+    rescan_then_some = readable & (best == 5)
     odd = (rest > EPS) & ~readable  # a rest no reading fits: one run of its own
-    held = np.select([held_only, held_then_rescan | rescan_then_held], [rest, held_before], 0.0)
-    rescans_first = rescan_before | rescan_then_held
+    held = np.select(
+        [held_only, held_then_rescan | rescan_then_held, rescan_then_some],
+        [rest, held_before, rest - paid],
+        0.0,
+    )
+    rescans_first = rescan_before | rescan_then_held | rescan_then_some
     after_size = paid_after_added + held
     with np.errstate(invalid="ignore", divide="ignore"):
         before_count = np.where(
             rescans_first,
-            np.round((rest - held * rescan_then_held) / np.where(paid > EPS, paid, 1)),
+            np.round(
+                (rest - held * (rescan_then_held | rescan_then_some))
+                / np.where(paid > EPS, paid, 1)
+            ),
             0,
         )
         after_count = np.select(
@@ -352,4 +403,30 @@ def read_rest(
         before_count=before_count.astype("int64"),
         after_pages=np.select([rescan_after | held_then_rescan, odd], [after_size, rest], 0.0),
         after_count=np.where(odd, 1, after_count).astype("int64"),
+        fits=np.asarray(readable, bool),
     )
+
+
+def _some_held_after_a_rescan(
+    rest: np.ndarray, paid: np.ndarray, held_before: np.ndarray
+) -> np.ndarray:
+    """Whether the rest is one re-scan of the pages paid for and then some, not all, of
+    the held pages started (whole pages). (Reference: `_readings`, the sixth.)"""
+    some = rest - paid
+    whole_pages = np.abs(some - np.round(some)) < EPS
+    fits: np.ndarray = (paid > EPS) & (some > EPS) & (some < held_before - EPS) & whole_pages
+    return fits
+
+
+def new_pages_held(
+    added: np.ndarray, *, fits_as_run: np.ndarray, fits_as_held: np.ndarray
+) -> np.ndarray:
+    """Pages that appeared in an interval were kept held (sent with `hold`), not run,
+    when the rise reads as whole runs only without them: a re-scan of 3 paid pages and 2
+    new pages held pays for 3, which `3 = 2 added + 1` cannot explain. A rise smaller
+    than the new pages (3 of 4 run, one held, in two calls) is read so too when a
+    re-scan with all of them held fits (seed 33). Otherwise they ran. `fits_as_run`,
+    `fits_as_held`: whether `read_rest` fits the rest (none: no fit) with the new pages
+    run, and with them held (their pages in the rest). (Reference: CTE `walk`,
+    `keep_held`.)"""
+    return np.asarray((added > EPS) & ~fits_as_run & fits_as_held, bool)

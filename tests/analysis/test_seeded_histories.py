@@ -1,0 +1,65 @@
+"""Seeded histories (tests/histories): for each seed of CI's fixed list, every surface
+completes, figures.json equals the emulator's ledger and sums are the same whatever the
+calendar; Hypothesis draws further seeds and shrinks a failing one to the smallest. Each
+wrong figure a seed found is a named case here, played alone.
+
+The seeds are marked `histories` (each plays an emulator history and renders every
+report: seconds each, tens on a loaded machine); CI runs them with `-m histories`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from histories.checks import figures_equal_the_ledger, play_and_check
+from histories.plan import Plan, draw
+from histories.play import played
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolkit import analysis
+
+# A wrong figure found and not yet fixed (issue 36's hand-back): seed 22's comic project
+# reads 782 lines where the ledger says 712 (+70, all of one chapter: re-scans that fail,
+# held pages started on the failed chapter by the held_after_rescan tangle, several in
+# one 15-minute interval); its rework and credits are right.
+WRONG = {22: "lines 782, ledger 712: held pages started on a failed chapter between re-scans"}
+SEEDS = [
+    pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason=WRONG[seed]))
+    if seed in WRONG
+    else seed
+    for seed in range(25)
+]
+
+
+@pytest.mark.histories
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_seeded_history_reads_true_on_every_surface(seed):
+    play_and_check(draw(seed))
+
+
+@pytest.mark.histories
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.integers(min_value=1000, max_value=10**6))
+def test_any_seeded_history_reads_true_on_every_surface(seed):
+    play_and_check(draw(seed))
+
+
+def _alone(tangle: str, **rates: float) -> Plan:
+    """Seed 0's comic project, hourly, with one tangle and nothing else happening."""
+    quiet = {"failure_rate": 0.0, "stall_rate": 0.0, "uploads": 0.0, "hold_rate": 0.0,
+             "add_rate": 0.0, "trash_rate": 0.0, "rescan_rate": 0.0}  # fmt: skip
+    return dataclasses.replace(
+        draw(0), tangles=(tangle,), interval=3600, snapshots=6, **(quiet | rates)
+    )
+
+
+def test_held_pages_started_hours_after_a_rescan_count_their_lines_once(tmp_path):
+    # Issue 36: a re-scan and held pages in one interval, the held pages started hours
+    # later, read as added pages, an odd run and a second re-scan: 276 lines, truth 200.
+    with played(_alone("held_after_rescan"), tmp_path) as history:
+        runs = analysis.runs(history.store)
+        assert runs["kind"].tolist() == ["first", "rescan", "held_start"]
+        assert runs["rework"].tolist() == [0, 12, 0]
+        figures_equal_the_ledger(history, tmp_path)
