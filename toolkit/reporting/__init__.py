@@ -9,7 +9,7 @@ shows beyond the figures), `page` (the week as HTML) and `html` (`tk.report`).
 from __future__ import annotations
 
 from toolkit.reporting.explanations import explain
-from toolkit.reporting.figures import Figures, Period, period, spend
+from toolkit.reporting.figures import Figures, Period, label, period, spend
 from toolkit.reporting.html import report
 from toolkit.reporting.summary import PLOTS, summary, write_report
 
@@ -18,6 +18,7 @@ __all__ = [
     "Figures",
     "Period",
     "explain",
+    "label",
     "period",
     "report",
     "spend",

@@ -33,6 +33,7 @@ from toolkit.analysis.measures import LINES_SQL
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, rescans_seen
 from toolkit.analysis.transitions import Transitions
+from toolkit.formatting import count
 from toolkit.reporting.figures import FIGURES, Period, period
 
 if TYPE_CHECKING:
@@ -88,9 +89,9 @@ def explain(
             figure not counted per language, or `project` names no project.
     """
     if figure not in EXPLAINED:
-        known = "the figure" if figure in metrics.FIGURES else "no figure"
+        what = "a figure explain cannot open yet" if figure in metrics.FIGURES else "no figure"
         raise ValueError(
-            f"{figure!r} is {known} explain can open; it opens the headline figures: "
+            f"{figure!r} is {what}; explain opens the headline figures: "
             f"{', '.join(EXPLAINED)} (tk.glossary() says what each counts)"
         )
     if language is not None and figure not in BY_LANGUAGE:
@@ -228,16 +229,23 @@ def _charges(column: str) -> Reader:
         seen = runs["seen_at"]
         keep = (seen >= when.since) & (seen < when.until) & (runs[column] != 0)
         runs = runs[keep.fillna(False).to_numpy(bool)]
-        detail = (runs["kind"].astype(str) + " run of " + runs["pages"].astype(str) +
-                  " pages in " + runs["languages"].astype(str) + " languages, " +
-                  runs["outcome"].astype(object).fillna("outcome unknown").astype(str))  # fmt: skip
+        outcomes = runs["outcome"].astype(object).fillna("outcome unknown")
+        detail = [
+            f"{kind} run of {count(int(pages), 'page')} in {count(int(languages), 'language')}, "
+            f"{outcome}"
+            for kind, pages, languages, outcome in zip(
+                runs["kind"].astype(object), runs["pages"].fillna(0), runs["languages"].fillna(0),
+                outcomes, strict=True,
+            )
+        ]  # fmt: skip
         return pd.DataFrame(
             {
                 "project_id": runs["project_id"], "project": runs["project"],
                 "chapter_id": runs["chapter_id"], "chapter": runs["chapter"],
                 "source": "charge", "source_id": runs["run_id"], "at": runs["seen_at"],
                 "started_at": runs["started_at"], "finished_at": runs["finished_at"],
-                "detail": detail, "value": runs[column].astype("float64"),
+                "detail": pd.Series(detail, index=runs.index, dtype=object),
+                "value": runs[column].astype("float64"),
             }
         )  # fmt: skip
 
