@@ -6,7 +6,7 @@ parser and the one place that turns an error into a line on stderr belong with t
 ```
 toolkit demo       [--out data/demo] [--hours 24] [--start ISO]
 toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
-toolkit report     [--store PATH] [--out DIR] [--html | --json] [--tz ZONE] [--days 7]
+toolkit report     [--store PATH] [--out DIR] [--html | --json | --xlsx] [--tz ZONE] [--days 7]
                    [--workspace NAME ...]
 toolkit explain    FIGURE [--store PATH] [--project NAME] [--language CODE] [--since ISO]
                    [--until ISO] [--tz ZONE] [--csv FILE]   # the rows behind a figure
@@ -139,6 +139,10 @@ def _report(args: argparse.Namespace) -> None:
     if args.json:
         path = report(store_path(args.store), args.out, format="json", days=args.days, tz=args.tz)
         print(f"Figures written to {path}")
+        return
+    if args.xlsx:
+        path = report(store_path(args.store), args.out, format="xlsx", days=args.days, tz=args.tz)
+        print(f"Figures, explanations and forecast written to {path}")
         return
     if args.tz is not None:
         raise ToolkitError(
@@ -439,6 +443,11 @@ def build_parser() -> argparse.ArgumentParser:
     shape.add_argument(
         "--json", action="store_true", help="only the figures, as --out/figures.json"
     )
+    shape.add_argument(
+        "--xlsx", action="store_true",
+        help="a spreadsheet of the figures, their explanations and the forecast, as "
+        "--out/weekly-report.xlsx",
+    )  # fmt: skip
     report.add_argument("--days", type=int, default=7, help="days the page or figures cover")
     report.add_argument(
         "--tz", default=None, metavar="ZONE",
