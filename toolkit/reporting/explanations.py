@@ -283,8 +283,8 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
     )
     position = keys["idx"].to_numpy("int64")
     marked = resets.assign(again=True)
-    again = keys[["chapter_id", "idx"]].astype({"chapter_id": object})
-    again = again.merge(marked, on=["chapter_id", "idx"], how="left")["again"].notna()
+    pairs = keys[["chapter_id", "idx"]].astype({"chapter_id": object})
+    again = pairs.merge(marked, on=["chapter_id", "idx"], how="left")["again"].notna()
     # Each snapshot's time once, then by position: not a text per row.
     stamps = pd.Series(times.to_numpy()[position], dtype=TIME)
     shown = pd.Series(times.dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)[position])
