@@ -63,3 +63,36 @@ def three_days(root: Path) -> SnapshotStore:
                            activity=T0 + timedelta(hours=32))  # fmt: skip
         store.write(tk.pull(service, details="all"), at=T0 + timedelta(hours=hour))
     return store
+
+
+def trouble(root: Path) -> SnapshotStore:
+    """Hourly from Mon 09:00: one chapter finishes then is given pages it never runs
+    (held), one stalls, is re-scanned and stalls again (quiet for hours), one fails and
+    is left failed, one goes on translating by itself."""
+    service = FakeService()
+    service.add_project("p1", name="Moonlit Harbor", languages=("en", "fr"))
+    service.add_project("p2", name="Star Courier", languages=("en",))
+    store = SnapshotStore(root)
+
+    def take(hour: float) -> None:
+        store.write(tk.pull(service, details="all"), at=T0 + timedelta(hours=hour))
+
+    take(0)
+    service.add_chapter("c1", "p1", pages=3, credits=6, covered=4, created=T0)
+    service.add_chapter("c2", "p2", pages=2, credits=2, covered=5, languages=("en",), created=T0)
+    service.add_chapter("c3", "p1", position=2, pages=2, credits=4, covered=2, created=T0)
+    take(1)
+    service.update("c1", covered=9, untranslated=0, processing=False, status="needs_review")
+    service.update("c2", failed=True, processing=False, reason=STALLED)
+    service.update("c3", failed=True, processing=False, reason=FAILED)
+    take(2)
+    service.update("c1", pages=5)  # held pages: added, never started
+    service.update("c2", failed=False, processing=True, reason=None, credits=4, covered=1,
+                   activity=T0 + timedelta(hours=3))  # fmt: skip
+    later = T0 + timedelta(hours=3)
+    service.add_chapter("c4", "p1", position=3, pages=2, credits=4, covered=3, untranslated=7,
+                        created=later, activity=later)  # fmt: skip
+    take(3)
+    service.update("c4", covered=6, untranslated=4, activity=T0 + timedelta(hours=6))
+    take(6)  # c2 quiet for three hours: stalled
+    return store

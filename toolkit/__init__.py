@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and editors
         pull,
     )
     from toolkit.metrics import glossary
+    from toolkit.reporting import explain
     from toolkit.store import SnapshotInfo, SnapshotStore
 
     __version__: str
@@ -88,6 +89,7 @@ _LAZY: dict[str, str] = {
     "UnknownStatus": "toolkit.frames",
     "Workspace": "toolkit.frames",
     "chapters_frame": "toolkit.frames",
+    "explain": "toolkit.reporting",
     "exports_frame": "toolkit.frames",
     "glossary": "toolkit.metrics",
     "languages_frame": "toolkit.frames",
@@ -147,6 +149,7 @@ __all__ = [
     "batch",
     "chapters_frame",
     "emulator",
+    "explain",
     "exports_frame",
     "glossary",
     "languages_frame",

@@ -6,8 +6,10 @@ parser and the one place that turns an error into a line on stderr belong with t
 ```
 toolkit demo       [--out data/demo] [--hours 24] [--start ISO]
 toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
-toolkit report     [--store PATH] [--out DIR] [--html | --json] [--tz ZONE] [--days 7]
+toolkit report     [--store PATH] [--out DIR] [--html | --json | --xlsx] [--tz ZONE] [--days 7]
                    [--workspace NAME ...]
+toolkit explain    FIGURE [--store PATH] [--project NAME] [--language CODE] [--since ISO]
+                   [--until ISO] [--tz ZONE] [--csv FILE]   # the rows behind a figure
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
                    [--chaos RULES.json] [--record FILE] [--replay FILE]
@@ -157,6 +159,10 @@ def _report(args: argparse.Namespace) -> None:
         path = report(store_path(args.store), args.out, format="json", days=args.days, tz=args.tz)
         print(f"Figures written to {path}")
         return
+    if args.xlsx:
+        path = report(store_path(args.store), args.out, format="xlsx", days=args.days, tz=args.tz)
+        print(f"Figures, explanations and forecast written to {path}")
+        return
     if args.tz is not None:
         raise ToolkitError(
             "--tz sets the zone of the weekly page's days (--html) and of figures.json "
@@ -176,6 +182,43 @@ def _report(args: argparse.Namespace) -> None:
     }
     for name, store in stores.items():
         write_report(store, out=os.path.join(args.out, name), workspaces=stores, days=args.days)
+
+
+def _explain(args: argparse.Namespace) -> None:
+    from toolkit import metrics
+    from toolkit.config import store_path
+    from toolkit.formatting import text
+    from toolkit.reporting import explain, label, period
+    from toolkit.store import SnapshotStore
+
+    path = store_path(args.store)
+    store = SnapshotStore(path)
+    bounds = {"since": args.since, "until": args.until, "tz": args.tz or "UTC"}
+    try:
+        when = period(store, **bounds)
+    except ValueError as exc:  # no snapshots yet
+        raise ToolkitError(f"the store {path}: {exc}") from exc
+    try:  # the figure, the project or the language asked for: said in their own words
+        rows = explain(store, args.figure, project=args.project, language=args.language, **bounds)
+    except ValueError as exc:
+        raise ToolkitError(str(exc)) from exc
+    if args.csv:
+        rows.to_csv(args.csv, index=False)
+        print(f"{len(rows)} rows of {args.figure} written to {args.csv}")
+        return
+    figure = metrics.FIGURES[args.figure]
+    if not when.has_data:
+        print(f"{label(args.figure, when)}: no data (no snapshot in the period)")
+        return
+    total = rows["value"].sum()
+    print(f"{label(args.figure, when)}: {total:,} {figure.unit}, {len(rows)} rows")
+    shown = rows.drop(columns=["figure"]).rename(columns={"value": args.figure})
+    if shown["rule"].nunique() <= 1:  # one rule for every row: said once, above the rows
+        print(f"Counted: {figure.definition}")
+        shown = shown.drop(columns=["rule"])
+    shown = shown.dropna(axis="columns", how="all")
+    if len(shown):
+        print(text(shown))
 
 
 def _emulator(args: argparse.Namespace) -> None:
@@ -483,6 +526,11 @@ def build_parser() -> argparse.ArgumentParser:
     shape.add_argument(
         "--json", action="store_true", help="only the figures, as --out/figures.json"
     )
+    shape.add_argument(
+        "--xlsx", action="store_true",
+        help="a spreadsheet of the figures, their explanations and the forecast, as "
+        "--out/weekly-report.xlsx",
+    )  # fmt: skip
     report.add_argument("--days", type=int, default=7, help="days the page or figures cover")
     report.add_argument(
         "--tz", default=None, metavar="ZONE",
@@ -495,6 +543,25 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     report.add_argument("--config", default=None, help="workspaces config (TOML)")
     report.set_defaults(handler=_report)
+
+    explained = commands.add_parser(
+        "explain", help="the rows behind a headline figure: runs, charges, lines, chapters"
+    )
+    explained.add_argument(
+        "figure", metavar="FIGURE",
+        help="credits, rework_credits, lines, chapters_finished, runs_failed, runs_stalled, "
+        "open_lines or needs_action",
+    )  # fmt: skip
+    explained.add_argument("--store", default=None, help="store location (default CTS_STORE)")
+    explained.add_argument("--project", default=None, help="only this project (name or id)")
+    explained.add_argument(
+        "--language", default=None, metavar="CODE", help="only this language (lines figures)"
+    )
+    explained.add_argument("--since", default=None, metavar="ISO", help="the period's start")
+    explained.add_argument("--until", default=None, metavar="ISO", help="its end, excluded")
+    explained.add_argument("--tz", default=None, metavar="ZONE", help="zone of naive times")
+    explained.add_argument("--csv", default=None, metavar="FILE", help="write the rows as CSV")
+    explained.set_defaults(handler=_explain)
 
     emulator = commands.add_parser("emulator", help="serve a local emulator of the service")
     emulator.add_argument("--host", default="127.0.0.1")

@@ -1,5 +1,6 @@
 """`tk.report`: the weekly report as one self-contained HTML page a lead can mail
-(docs/weekly-report.md), or its figures as `figures.json` (docs/figures.md)."""
+(docs/weekly-report.md), its figures as `figures.json` (docs/figures.md), or a
+spreadsheet of the figures, their explanations and the forecast (`reporting.xlsx`)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,17 @@ from toolkit.errors import ToolkitError
 from toolkit.reporting.figures import figures, write_json
 from toolkit.reporting.page import render
 from toolkit.reporting.weekly import gather
+from toolkit.reporting.xlsx import write_xlsx
 from toolkit.store import SnapshotStore
 
-DEFAULT_NAMES = {"html": "weekly-report.html", "json": "figures.json"}
+DEFAULT_NAMES = {"html": "weekly-report.html", "json": "figures.json", "xlsx": "weekly-report.xlsx"}
 
 
 def report(
     store: SnapshotStore | str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
     *,
-    format: Literal["html", "json"] = "html",
+    format: Literal["html", "json", "xlsx"] = "html",
     since: pd.Timestamp | str | None = None,
     until: pd.Timestamp | str | None = None,
     days: int = 7,
@@ -34,23 +36,31 @@ def report(
 
     format: "html", one self-contained page (`out` its path, default
     `weekly-report.html`), or "json", the period's figures (`out` the folder to write
-    `figures.json` into, or a path ending in `.json`; default `figures.json`). The window
+    `figures.json` into, or a path ending in `.json`; default `figures.json`), or "xlsx",
+    a workbook of the figures, their explanations and the forecast (`out` its path, or
+    the folder to write `weekly-report.xlsx` into; default `weekly-report.xlsx`). The window
     is the `days` days up to the last snapshot, or `since`..`until` (UTC when no zone is
     given). tz: the zone the page's days, midnights and times are in, and a naive
     `since`/`until` is read in (default UTC). Missing folders are made.
     """
-    if format not in ("html", "json"):
-        raise ToolkitError(f'format must be "html" or "json", not {format!r}')
+    if format not in DEFAULT_NAMES:
+        raise ToolkitError(f'format must be "html", "json" or "xlsx", not {format!r}')
     _check_zone(tz)
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
     path = Path(out) if out is not None else Path(f"{DEFAULT_NAMES[format]}")
-    if format == "json" and path.suffix != ".json":
-        path = path / DEFAULT_NAMES["json"]
+    if format in ("json", "xlsx") and path.suffix != f".{format}":
+        path = path / DEFAULT_NAMES[format]
     if path.is_dir():
         raise ToolkitError(
             f"{str(path)!r} is a folder; give the page's file name, such as "
             f"{str(path / DEFAULT_NAMES[format])!r}"
         )
+    if format == "xlsx":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return write_xlsx(Observed(source), path, since=since, until=until, days=days, tz=tz)
+        except ValueError as exc:
+            raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
     try:
         if format == "json":
             figs = figures(Observed(source), since=since, until=until, days=days, tz=tz)

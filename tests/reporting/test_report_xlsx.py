@@ -1,0 +1,76 @@
+"""`tk.report(format="xlsx")` and `toolkit report --xlsx`: the figures, their
+explanations and the forecast as a workbook, equal to `figures.json`."""
+
+from __future__ import annotations
+
+import json
+
+import openpyxl
+import pandas as pd
+import pytest
+from report_stores import trouble
+
+import toolkit as tk
+from toolkit import metrics
+from toolkit.cli import main
+from toolkit.reporting.figures import FIGURES
+from toolkit.reporting.xlsx import SHEETS, heading
+
+
+def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
+    store = trouble(tmp_path / "store")
+    shown = json.loads(tk.report(store, tmp_path / "out", format="json").read_text())
+    path = tk.report(store, tmp_path / "out", format="xlsx")
+    assert path == tmp_path / "out" / "weekly-report.xlsx"
+
+    sheets = pd.read_excel(path, sheet_name=None)
+    assert list(sheets) == list(SHEETS)
+    table = sheets["Figures"].set_index("project")
+    assert list(table.columns) == [heading(name) for name in FIGURES]
+    assert heading("credits") == "credits spent (credits)"
+    for project in shown["projects"]:
+        row = table.loc[project["project"]]
+        assert [int(row[heading(name)]) for name in FIGURES] == [project[n] for n in FIGURES]
+    total = table.loc["(all projects)"]
+    assert [int(total[heading(name)]) for name in FIGURES] == list(shown["totals"].values())
+
+    # The explanations sum to the totals, figure by figure.
+    rows = sheets["Explanations"]
+    sums = rows.groupby("figure")["value"].sum()
+    assert {name: int(sums.get(name, 0)) for name in FIGURES} == shown["totals"]
+    assert set(rows["unit"]) <= {metrics.FIGURES[name].unit for name in FIGURES}
+    assert "at (UTC)" in rows.columns
+
+    # The forecast's headers carry units; the About sheet says what each figure counts.
+    forecast = sheets["Forecast"]
+    assert heading("remaining_lines") in forecast.columns
+    about = sheets["About"]
+    assert metrics.FIGURES["rework_credits"].definition in set(about["what it is"])
+
+    # openpyxl: whole numbers are stored as integers and shown with a thousands separator.
+    book = openpyxl.load_workbook(path)
+    assert book.sheetnames == list(SHEETS)
+    sheet = book["Figures"]
+    headers = [cell.value for cell in sheet[1]]
+    column = headers.index(heading("credits")) + 1
+    cells = [sheet.cell(row=r, column=column) for r in range(2, sheet.max_row + 1)]
+    assert all(isinstance(cell.value, int) for cell in cells)
+    assert {cell.number_format for cell in cells} == {"#,##0"}
+    assert cells[-1].value == shown["totals"]["credits"]
+
+
+def test_the_command_writes_the_workbook_into_out(tmp_path, capsys):
+    trouble(tmp_path / "store")
+    out = tmp_path / "report"
+    assert main(["report", "--store", str(tmp_path / "store"), "--out", str(out), "--xlsx"]) == 0
+    path = out / "weekly-report.xlsx"
+    assert capsys.readouterr().out == (f"Figures, explanations and forecast written to {path}\n")
+    assert pd.read_excel(path, sheet_name="Figures").shape[0] == 3  # two projects, the total
+
+
+def test_a_store_without_snapshots_is_named(tmp_path):
+    empty = tmp_path / "empty"
+    with pytest.raises(tk.ToolkitError, match="it has no snapshots yet") as refused:
+        tk.report(empty, tmp_path / "out.xlsx", format="xlsx")
+    assert str(refused.value).startswith(f"the store {str(empty)!r}: ")
+    assert not (tmp_path / "out.xlsx").exists()

@@ -1,0 +1,71 @@
+"""Figures by a tag of the projects: client, vendor, team, any key a user names.
+
+```python
+tags = {"Moonlit Harbor": {"client": "Aster", "team": "north"}, "p2": {"client": "Brio"}}
+by_tag(figures(store), tags, "client")      # client, projects, the headline figures
+tagged(tk.explain(store, "credits"), tags, "client")   # the rows, with a client column
+```
+
+A project is named by its id or its name (the id wins when both are given); a project
+without the tag counts under `(untagged)`, so the groups add up to the workspace's
+totals. A group's figure is unknown when any of its projects' is, as a total is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import pandas as pd
+
+from toolkit.reporting.figures import FIGURES, Figures
+
+UNTAGGED: Final = "(untagged)"
+Tags = Mapping[str, Mapping[str, str]]
+
+
+def tag_values(projects: pd.DataFrame, tags: Tags, key: str) -> pd.Series:
+    """Each row's value of tag `key`, from its `project_id` or its `project` name;
+    `(untagged)` where neither is tagged with it."""
+    ids = projects["project_id"].astype(object)
+    names = projects["project"].astype(object) if "project" in projects else ids
+
+    def value(project_id: object, name: object) -> str:
+        for ident in (project_id, name):
+            found = tags.get(str(ident), {}).get(key)
+            if found is not None:
+                return found
+        return UNTAGGED
+
+    said = [value(i, n) for i, n in zip(ids, names, strict=True)]
+    return pd.Series(said, index=projects.index, dtype="string", name=key)
+
+
+def tagged(rows: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
+    """`rows` (any frame with `project_id`, such as `tk.explain`'s) with a column `key`
+    holding each row's project's tag, after `project`."""
+    at = list(rows.columns).index("project") + 1 if "project" in rows else 0
+    found = rows.copy()
+    found.insert(at, key, tag_values(rows, tags, key))
+    return found
+
+
+def by_tag(figs: Figures, tags: Tags, key: str) -> pd.DataFrame:
+    """The headline figures summed per value of tag `key`: `<key>, projects` (how many)
+    and the figures, one row per value, in name order with `(untagged)` last."""
+    table = figs.projects.assign(**{key: tag_values(figs.projects, tags, key)})
+    rows = []
+    for value, group in table.groupby(key, sort=False):
+        row: dict[str, object] = {key: value, "projects": len(group)}
+        for name in FIGURES:
+            column = group[name]
+            row[name] = pd.NA if column.isna().any() else int(column.sum())
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=[key, "projects", *FIGURES])
+    frame[key] = frame[key].astype("string")
+    for name in ("projects", *FIGURES):
+        frame[name] = frame[name].astype("Int64")
+    last = frame[key] == UNTAGGED
+    return pd.concat([frame[~last].sort_values(key), frame[last]], ignore_index=True).reset_index(
+        drop=True
+    )
