@@ -429,6 +429,10 @@ def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) 
     # What the budget check will count: this month's spend in the store.
     spent = monthly_spend(store)["this_month"].iloc[0]
     spent = 0 if spent is None or spent != spent else int(spent)
+    credits = math.ceil(max(spent, 1) / 0.9)
+    # A few credits (an hour after midnight on the 1st) cannot sit between 80% and 100%
+    # of a whole budget: warn from half of it then, so the cycle still shows a warning.
+    warn_at = 0.8 if spent >= 0.8 * credits else 0.5
     sink = BackgroundServer()
     sink.start(Starlette(routes=[Route("/slack", keep, methods=["POST"])]), name="demo-sink")
     key_env = "CTS_DEMO_WATCH_KEY"  # the watch reads keys only from the environment
@@ -439,7 +443,7 @@ def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) 
             store=str(folder),
             interval=timedelta(hours=1),
             workspaces={"demo": Workspace("demo", base_url, key_env, str(store.root))},
-            budgets=(Budget("workspace", "demo", "month", math.ceil(max(spent, 1) / 0.9)),),
+            budgets=(Budget("workspace", "demo", "month", credits, warn_at=(warn_at,)),),
             checks=CheckSettings(failed_waiting_after=timedelta(minutes=1)),
             slack=Slack(url=f"{sink.url}/slack", allow_private=True),
         )

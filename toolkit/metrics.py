@@ -100,6 +100,25 @@ FIGURES: dict[str, Figure] = _registry(
            "From the forecast's snapshot to its likely finish."),
     Figure("reviewed_p50", "reviewed, likely (p50)", "time", "moment",
            "The likely finish plus the recent review lag."),
+    Figure("unblocked_p10", "finish if unblocked now, early (p10)", "time", "moment",
+           "When the open work and the work waiting for a person would be done, early, were "
+           "the waiting work started now."),
+    Figure("unblocked_p50", "finish if unblocked now, likely (p50)", "time", "moment",
+           "When the open work and the work waiting for a person would likely be done, were "
+           "the waiting work started now."),
+    Figure("unblocked_p90", "finish if unblocked now, late (p90)", "time", "moment",
+           "When the open work and the work waiting for a person would be done, late, were "
+           "the waiting work started now."),
+    Figure("credits_to_finish", "credits to finish, likely", "credits", "credits",
+           "What the work waiting for a person will cost at learned prices (running work "
+           "has paid)."),
+    Figure("credits_to_finish_p10", "credits to finish, low (p10)", "credits", "credits",
+           "The low end of the credits to finish, from the project's chapter sizes."),
+    Figure("credits_to_finish_p90", "credits to finish, high (p90)", "credits", "credits",
+           "The high end of the credits to finish, from the project's chapter sizes."),
+    Figure("band", "how the band was set", "text", "text",
+           "Whether the forecast's spread was learned from the project's runs, pooled over "
+           "the workspace, calibrated by its own record, or is open (nothing known)."),
     Figure("status", "status", "text", "text", "On track, needs action, or no pace yet."),
     Figure("as_of", "as of", "time", "moment", "The snapshot the figures are counted at."),
     Figure("as_of_utc", "as of (UTC)", "time", "moment",

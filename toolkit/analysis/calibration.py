@@ -29,6 +29,7 @@ import pandas as pd
 
 from toolkit.analysis.accuracy import replay_scores
 from toolkit.analysis.observed import observe
+from toolkit.analysis.trouble import STALL_AFTER
 
 if TYPE_CHECKING:
     from toolkit.analysis.forecast import ForecastBy
@@ -89,7 +90,7 @@ def band_calibration(
     every: str | pd.Timedelta = "1D",
     window: str | pd.Timedelta = "7D",
     freq: str = "1D",
-    stall_after: str | pd.Timedelta = "90min",
+    stall_after: str | pd.Timedelta = STALL_AFTER,
     since: When | None = None,
     until: When | None = None,
     tz: str | None = None,
