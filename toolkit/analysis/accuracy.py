@@ -36,8 +36,8 @@ from toolkit.analysis.forecast import (
     forecast_seen,
     is_open,
     needs_action,
-    run_pages_logged,
 )
+from toolkit.analysis.needs_person import run_pages_logged
 from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.analysis.workspaces import across
