@@ -55,21 +55,39 @@ def needs_person(
         latest = bool(obs.times) and as_of == obs.times[-1]
         chapters = obs.latest_chapters if latest else obs.store.as_of("chapters", as_of)
     ids = chapters["chapter_id"].to_numpy(object)
+    pages = chapters["page_count"].fillna(0).astype("int64")
+    # Only a chapter that ran and rests can hold pages; only those need what runs paid.
+    rests = flag(chapters["started"]) & ~flag(chapters["processing"]) & (pages > 0)
+    ran = pages_at_last_run(obs, as_of, pd.Index(ids[rests.to_numpy()], dtype=object), runs_logged)
+    paid = chapters["chapter_id"].astype(object).map(ran).fillna(pages).astype("int64")
+    return reasons(chapters, as_of=as_of, stall_after=stall_after, kinds=project_kinds(obs),
+                   paid=paid)  # fmt: skip
+
+
+def reasons(
+    chapters: pd.DataFrame,
+    *,
+    as_of: pd.Timestamp,
+    stall_after: pd.Timedelta,
+    kinds: pd.Series,
+    paid: pd.Series | None = None,
+) -> pd.DataFrame:
+    """`needs_person`'s rows for `chapters` as they stand at `as_of` (a snapshot, or the
+    service's answer now: the Dashboard asks so): `chapters` has `chapter_id,
+    project_id, page_count, failed, processing, started, last_activity_at`; `kinds` is
+    the project kind by project id; `paid` the pages each row's runs paid for (None:
+    none held)."""
+    ids = chapters["chapter_id"].to_numpy(object)
     pages = chapters["page_count"].fillna(0).astype("int64").to_numpy()
-    failed, processing = (
-        flag(chapters["failed"]).to_numpy(),
-        flag(chapters["processing"]).to_numpy(),
-    )
-    started = flag(chapters["started"]).to_numpy()
+    failed, started = flag(chapters["failed"]).to_numpy(), flag(chapters["started"]).to_numpy()
+    processing = flag(chapters["processing"]).to_numpy()
     # A novel has no pages: staged, it is never started, not short of pages.
-    novel = chapters["project_id"].astype(object).map(project_kinds(obs)).eq("novel").to_numpy()
+    novel = chapters["project_id"].astype(object).map(kinds).eq("novel").to_numpy()
     # A chapter never active has no quiet spell (a null time compares false).
     quiet = (as_of - chapters["last_activity_at"]).to_numpy()
-    # Only a chapter that ran and rests can hold pages; only those need what runs paid.
     resting = started & ~processing & (pages > 0)
-    ran = pages_at_last_run(obs, as_of, pd.Index(ids[resting], dtype=object), runs_logged)
-    paid = pd.Series(ids, dtype=object).map(ran).fillna(pd.Series(pages)).to_numpy("int64")
-    held = np.where(resting, np.maximum(pages - paid, 0), 0)
+    ran = pages if paid is None else paid.to_numpy("int64")
+    held = np.where(resting, np.maximum(pages - ran, 0), 0)
     found = {
         "failed": failed & ~processing,
         "stalled": processing & (quiet >= stall_after.to_timedelta64()),
