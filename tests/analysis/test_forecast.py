@@ -157,7 +157,7 @@ def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
     for project in steady:  # the work left shrinks as time passes
         assert later.loc[project, "remaining_lines"] < earlier.loc[project, "remaining_lines"]
 
-    left = analysis.burn_down(store).set_index(["snapshot_at", "project_id"])["remaining_lines"]
+    left = analysis.burn_down(store).set_index(["snapshot_at", "project_id"])["open_work_lines"]
     for project in steady:
         assert left.loc[(times.iloc[-1], project)] == later.loc[project, "remaining_lines"]
     # Every project, flagged work included: the burn-down ends at the forecast's open

@@ -5,7 +5,7 @@ the reasons some of it waits for a person; the work model they use is in `work`.
 
 ```python
 tk.analysis.forecast(store, by="project_id", window="7D")   # p10 / p50 / p90 finish times
-tk.analysis.burn_down(store, by="project_id")                # remaining lines per snapshot
+tk.analysis.burn_down(store, by="project_id")                # all open lines per snapshot
 ```
 
 The method, in the words a production lead would use (docs/analysis.md has the rest):
@@ -239,8 +239,10 @@ def burn_down(
     until: When | None = None,
     tz: str | None = None,
 ) -> pd.DataFrame:
-    """Lines still untranslated at each snapshot, per group: long frame
-    `snapshot_at, <by>, remaining_lines` (a line that was never fetched counts as 0),
+    """Lines still untranslated at each snapshot, per group, all open work (what waits
+    for a person included; the forecast's `remaining_lines` is only the work that goes
+    on by itself): long frame `snapshot_at, <by>, open_work_lines` (the registry's
+    figure; a line that was never fetched counts as 0),
     for the snapshots in [since, until) (a naive bound is read in `tz`; times shown in it)."""
     if by not in ("project_id", "language_code", "chapter_id"):
         raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")
@@ -257,14 +259,14 @@ def burn_down(
     if high is not None:
         per = per[per.index < high]
     # pandas-stubs: stack() is DataFrame | Series; of plain (not multi-level) columns, a Series.
-    frame = cast(pd.Series, per.stack()).rename("remaining_lines").reset_index()
-    frame.columns = ["snapshot_at", by, "remaining_lines"]
+    frame = cast(pd.Series, per.stack()).rename("open_work_lines").reset_index()
+    frame.columns = ["snapshot_at", by, "open_work_lines"]
     # to_datetime: a store with no snapshot leaves the index naive.
     frame["snapshot_at"] = pd.to_datetime(frame["snapshot_at"], utc=True).astype(TIME)
     if tz:
         frame["snapshot_at"] = frame["snapshot_at"].dt.tz_convert(tz)
     frame[by] = frame[by].astype(TEXT)
-    frame["remaining_lines"] = frame["remaining_lines"].round().astype("Int64")
+    frame["open_work_lines"] = frame["open_work_lines"].round().astype("Int64")
     return frame.sort_values(["snapshot_at", by], ignore_index=True)
 
 
