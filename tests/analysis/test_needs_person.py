@@ -74,3 +74,52 @@ def test_the_forecast_says_the_rules_first_reason_in_the_chapters_words(waiting)
 
 def test_the_rules_reasons_are_the_vocabularys():
     assert sorted(ORDER) == sorted(analysis.REASONS)
+
+
+def test_the_rule_on_chapters_as_they_stand_one_case_per_reason_and_kind():
+    at = pd.Timestamp("2026-11-18 12:00", tz="UTC")
+    quiet, busy = at - pd.Timedelta("2h"), at - pd.Timedelta("5min")
+    rows = [  # chapter, project, pages, failed, processing, started, last activity
+        ("failed", "comic", 4, True, False, True, quiet),
+        ("rescanning", "comic", 4, True, True, True, busy),  # running again: not failed
+        ("stalled", "comic", 4, False, True, True, quiet),
+        ("running", "comic", 4, False, True, True, busy),
+        ("empty", "comic", 0, False, False, False, pd.NaT),
+        ("staged", "comic", 3, False, False, False, pd.NaT),
+        ("staged novel", "novel", 0, False, False, False, pd.NaT),  # never "no pages"
+        ("held", "comic", 5, False, False, True, quiet),
+        ("failed and held", "comic", 5, True, False, True, quiet),
+        ("done", "comic", 4, False, False, True, quiet),
+    ]
+    chapters = pd.DataFrame(
+        rows,
+        columns=[
+            "chapter_id",
+            "project_id",
+            "page_count",
+            "failed",
+            "processing",
+            "started",
+            "last_activity_at",
+        ],
+    )
+    kinds = pd.Series({"comic": "comic", "novel": "novel"})
+    paid = pd.Series([4, 4, 4, 4, 0, 0, 0, 3, 3, 4], index=chapters.index)
+    found = analysis.needing_person(
+        chapters, kinds=kinds, as_of=at, stall_after=pd.Timedelta("90min"), paid=paid
+    )
+    assert sorted(zip(found["chapter_id"], found["reason"], strict=True)) == sorted([
+        ("failed", "failed"), ("stalled", "stalled"), ("empty", "no_pages"),
+        ("staged", "not_started"), ("staged novel", "not_started"), ("held", "held_pages"),
+        ("failed and held", "failed"), ("failed and held", "held_pages"),
+    ])  # fmt: skip
+    assert found.set_index(["chapter_id", "reason"]).loc[("held", "held_pages"), "held"] == 2
+    stall = pd.Timedelta("90min")
+    first = analysis.needing_person(
+        chapters, kinds=kinds, as_of=at, stall_after=stall, paid=paid, first=True
+    )
+    assert first.set_index("chapter_id").loc["failed and held", "reason"] == "failed"
+    # Without a moment and a threshold no stall is told (the Dashboard reads stalls from
+    # the store); without paid pages nothing is held.
+    live = analysis.needing_person(chapters, kinds=kinds)
+    assert "stalled" not in set(live["reason"]) and "held_pages" not in set(live["reason"])

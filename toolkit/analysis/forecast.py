@@ -41,7 +41,6 @@ from toolkit.analysis.calendar import moment
 from toolkit.analysis.due import with_due
 from toolkit.analysis.measures import price_per_chapter
 from toolkit.analysis.needs_person import (
-    first_reasons,
     needs_person,
     pages_at_last_run,
     project_kinds,
@@ -285,10 +284,8 @@ def needs_action(
     `runs_logged`: `run_pages_logged`, when the caller asks at several snapshots."""
     if current is None:
         current = obs.store.as_of("chapters", as_of)
-    reasons = needs_person(
-        obs, as_of=as_of, stall_after=stall_after, chapters=current, runs_logged=runs_logged
-    )
-    found = first_reasons(reasons)
+    found = needs_person(obs, as_of=as_of, stall_after=stall_after, chapters=current,
+                         runs_logged=runs_logged, first=True)  # fmt: skip
     kind = current["project_id"].astype(object).map(project_kinds(obs))
     said = [reason_words(code, kind[at]) for code, at in zip(found["reason"], found.index)]  # noqa: B905
     ids = pd.Index(found["chapter_id"].to_numpy(object), dtype=object)

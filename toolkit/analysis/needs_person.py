@@ -29,6 +29,7 @@ def needs_person(
     stall_after: pd.Timedelta,
     chapters: pd.DataFrame | None = None,
     runs_logged: pd.DataFrame | None = None,
+    first: bool = False,
 ) -> pd.DataFrame:
     """One row per chapter at the snapshot `as_of` and reason it waits for a person:
     `chapter_id, reason, held` (the pages held and never started; 0 for other reasons),
@@ -47,6 +48,7 @@ def needs_person(
         stall_after: How long without progress makes a running chapter stalled.
         chapters: The chapters at `as_of`, when the caller read them already.
         runs_logged: `run_pages_logged`, when the caller asks at several snapshots.
+        first: Only each chapter's first reason in `ORDER` (when one is said).
 
     Returns:
         The chapters that need a person, one row per reason.
@@ -60,37 +62,54 @@ def needs_person(
     rests = flag(chapters["started"]) & ~flag(chapters["processing"]) & (pages > 0)
     ran = pages_at_last_run(obs, as_of, pd.Index(ids[rests.to_numpy()], dtype=object), runs_logged)
     paid = chapters["chapter_id"].astype(object).map(ran).fillna(pages).astype("int64")
-    return reasons(chapters, as_of=as_of, stall_after=stall_after, kinds=project_kinds(obs),
-                   paid=paid)  # fmt: skip
+    return needing_person(chapters, as_of=as_of, stall_after=stall_after,
+                          kinds=project_kinds(obs), paid=paid, first=first)  # fmt: skip
 
 
-def reasons(
+def needing_person(
     chapters: pd.DataFrame,
     *,
-    as_of: pd.Timestamp,
-    stall_after: pd.Timedelta,
     kinds: pd.Series,
+    as_of: pd.Timestamp | None = None,
+    stall_after: pd.Timedelta | None = None,
     paid: pd.Series | None = None,
+    first: bool = False,
 ) -> pd.DataFrame:
-    """`needs_person`'s rows for `chapters` as they stand at `as_of` (a snapshot, or the
-    service's answer now: the Dashboard asks so): `chapters` has `chapter_id,
-    project_id, page_count, failed, processing, started, last_activity_at`; `kinds` is
-    the project kind by project id; `paid` the pages each row's runs paid for (None:
-    none held)."""
+    """The one rule of who needs a person, on `chapters` as they stand at `as_of` (a
+    snapshot's, or the service's answer now: the Dashboard asks so): one row per chapter
+    and reason, `chapter_id, reason, held`, indexed like `chapters`, in `ORDER`.
+
+    Args:
+        chapters: `chapter_id, project_id, page_count, failed, processing, started,
+            last_activity_at` (a null flag counts as false).
+        kinds: The project kind by project id (a staged novel is "not started").
+        as_of: The moment the chapters stand at; with `stall_after`, what tells a stall.
+        stall_after: How long without progress makes a running chapter stalled; None:
+            no stall is told (the caller reads stalls elsewhere).
+        paid: The pages each row's runs paid for, indexed like `chapters`; None: none
+            held.
+        first: Only each chapter's first reason in `ORDER` (when one is said).
+
+    Returns:
+        The chapters that need a person, one row per reason.
+    """
     ids = chapters["chapter_id"].to_numpy(object)
     pages = chapters["page_count"].fillna(0).astype("int64").to_numpy()
     failed, started = flag(chapters["failed"]).to_numpy(), flag(chapters["started"]).to_numpy()
     processing = flag(chapters["processing"]).to_numpy()
     # A novel has no pages: staged, it is never started, not short of pages.
     novel = chapters["project_id"].astype(object).map(kinds).eq("novel").to_numpy()
-    # A chapter never active has no quiet spell (a null time compares false).
-    quiet = (as_of - chapters["last_activity_at"]).to_numpy()
+    if as_of is None or stall_after is None:
+        stalled = np.zeros(len(chapters), dtype=bool)
+    else:  # A chapter never active has no quiet spell (a null time compares false).
+        quiet = (as_of - chapters["last_activity_at"]).to_numpy()
+        stalled = processing & (quiet >= stall_after.to_timedelta64())
     resting = started & ~processing & (pages > 0)
     ran = pages if paid is None else paid.to_numpy("int64")
     held = np.where(resting, np.maximum(pages - ran, 0), 0)
     found = {
         "failed": failed & ~processing,
-        "stalled": processing & (quiet >= stall_after.to_timedelta64()),
+        "stalled": stalled,
         "no_pages": ~started & (pages == 0) & ~novel,
         "not_started": ~started & ((pages > 0) | novel),
         "held_pages": held > 0,
@@ -106,18 +125,14 @@ def reasons(
         )
         for reason, mask in ((reason, found[reason]) for reason in ORDER)
     ]
-    return pd.concat(parts)
+    frame = pd.concat(parts)
+    return frame[~frame["chapter_id"].duplicated()] if first else frame
 
 
 def project_kinds(obs: Observed) -> pd.Series:
     """Each project's kind (`novel`, or one of pages) by project id."""
     projects = obs.latest_projects
     return projects.set_index(projects["project_id"].astype(object))["kind"].astype(object)
-
-
-def first_reasons(found: pd.DataFrame) -> pd.DataFrame:
-    """`needs_person`'s rows cut to each chapter's first reason in `ORDER`."""
-    return found[~found["chapter_id"].duplicated()]
 
 
 # Per chapter and change, up to the last snapshot: its page count at each change that

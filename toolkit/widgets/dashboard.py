@@ -600,11 +600,11 @@ def _review_line(chapters: list[ChapterListItem], pace: str | None) -> str:
 
 def _live_reasons(chapters: list[ChapterListItem], project: Project) -> dict[str, str]:
     """Each chapter's first reason to need a person as the service shows it now, by the
-    one rule (`needs_person`'s `reasons`); stalls and held pages need the store's
+    one rule (`tk.analysis.needing_person`); stalls and held pages need the store's
     history, so they come from `tk.analysis.stuck` instead."""
     import pandas as pd
 
-    from toolkit.analysis.needs_person import first_reasons, reasons
+    from toolkit import analysis
 
     frame = pd.DataFrame(
         {
@@ -615,13 +615,8 @@ def _live_reasons(chapters: list[ChapterListItem], project: Project) -> dict[str
             "processing": pd.array([c.processing for c in chapters], dtype="boolean"),
             # The service leaves `started` out only for chapters that started.
             "started": pd.array([c.started is not False for c in chapters], dtype="boolean"),
-            # Only stalls read it, and those come from the store.
-            "last_activity_at": pd.Series(
-                pd.NaT, index=range(len(chapters)), dtype="datetime64[us, UTC]"
-            ),
         }
     )
-    found = reasons(frame, as_of=pd.Timestamp.now(tz="UTC"), stall_after=pd.Timedelta.max,
-                    kinds=pd.Series({project.id: project.kind}))  # fmt: skip
-    found = first_reasons(found)
+    kinds = pd.Series({project.id: project.kind})
+    found = analysis.needing_person(frame, kinds=kinds, first=True)
     return dict(zip(found["chapter_id"], found["reason"], strict=True))
