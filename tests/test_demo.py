@@ -106,8 +106,10 @@ def check_short_demo(out: Path, printed: str, *, hours: int) -> None:
     # The closing watch cycle: a budget warning, what waits for a person, where it went.
     watched = lines[lines.index(shows) + 2 : -1]
     assert lines[lines.index(shows) + 1].startswith("One watch cycle (`toolkit watch --once`")
-    assert any(w.startswith("  opened budget [demo] demo has spent ") for w in watched)
-    assert any(" failed_waiting " in w and "Re-scan it to retry." in w for w in watched)
+    assert any(w.startswith("  opened: Budget [demo]: demo has spent ") for w in watched)
+    failed = "  opened: Failed, waiting for a re-scan [demo]: "
+    assert any(w.startswith(failed) and "Re-scan it to retry." in w for w in watched)
+    assert not any("_" in w.split("[demo]")[0] for w in watched)  # checks in words
     assert not any("to retry" in w.split("Re-scan it to retry.")[0] for w in watched)
     assert all(w.endswith("(sent to slack)") for w in watched)
     assert (out / "watch" / "alerts" / "_delta_log").is_dir()  # kept: a rerun re-alerts nothing

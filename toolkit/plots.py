@@ -601,7 +601,7 @@ def burn_down(
     for key, cycled in zip(ranked, turn, strict=False):
         color = named.get(labels[key], cycled)
         mine = left[left["key"] == key]
-        ax.plot(_naive(mine["snapshot_at"]), mine["remaining_lines"].astype(float),
+        ax.plot(_naive(mine["snapshot_at"]), mine["open_work_lines"].astype(float),
                 drawstyle="steps-post", color=color, linewidth=1.8)  # fmt: skip
         row = seen[seen["key"] == key].iloc[0]
         label = str(row["label"])

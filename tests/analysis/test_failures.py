@@ -111,13 +111,6 @@ def test_a_failed_novel_is_told_to_upload_its_text_and_a_comic_to_rescan():
     assert "re-scan" not in analysis.reason_words("failed", "novel")
 
 
-def test_the_forecasts_reasons_are_the_tables_words():
-    from toolkit.analysis.forecast import REASONS as FORECAST_REASONS
-
-    words = {analysis.reason_words(r, k) for r in analysis.REASONS for k in KINDS}
-    assert set(FORECAST_REASONS) <= words
-
-
 def test_a_failure_reason_loses_the_services_own_retry_advice():
     from toolkit.analysis.trouble import without_advice
 

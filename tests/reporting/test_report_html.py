@@ -194,9 +194,14 @@ def test_the_track_record_and_the_review_backlog_are_the_analysis_figures(review
     record = tk.analysis.forecast_accuracy(reviewed, since=when.since, until=when.until)
     inside, checked = int(record["inside"].sum()), int(record["replays"].sum())
     assert checked > 0  # Steady's finish at hour 48 is checked by the replay a day before
+    # How the band was set: calibrated from the same replays the record counts.
+    band = tk.analysis.band_calibration(reviewed, since=when.since, until=when.until)
+    assert (band.replays, band.held) == (checked, inside)
     line = (f"Over {when.label()}, {inside / checked:.0%} of finishes fell inside the "
-            f"forecast's p10-p90 band ({inside} of {checked} checked).")  # fmt: skip
+            f"forecast's p10-p90 band ({inside} of {checked} checked). "
+            f"The band is {band.says()}.")  # fmt: skip
     assert track_record(weekly) == line
+    assert weekly.band == band
     page = Page(tk.report(reviewed, tmp_path / "week.html").read_text(encoding="utf-8"))
     assert line in page.texts
     backlog = tk.analysis.review_backlog(reviewed, window="4D").set_index("project")
@@ -214,7 +219,10 @@ def test_the_track_record_and_the_review_backlog_are_the_analysis_figures(review
 def test_with_no_finish_to_check_the_page_says_so(store, tmp_path):
     weekly = gather(store)
     assert tk.analysis.forecast_accuracy(store).empty
-    assert track_record(weekly).endswith(", no finish to check yet: the forecast's band is "
-                                         "checked once the work it forecast is done.")  # fmt: skip
+    assert track_record(weekly).endswith(
+        ", no finish to check yet: the forecast's band is checked once the work it "
+        "forecast is done. The band is the model's band: 0 past replays are too few to "
+        "calibrate it at 80% (0 held)."
+    )
     page = Page(tk.report(store, tmp_path / "week.html").read_text(encoding="utf-8"))
     assert track_record(weekly) in page.texts

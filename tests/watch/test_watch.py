@@ -205,7 +205,7 @@ def test_kill_9_between_cycles_re_alerts_nothing(watched, sink):
     ) as running:
         try:
             line = running.stdout.readline()  # the first cycle runs at once
-            assert line.startswith("opened budget [studio]")
+            assert line.startswith("opened: Budget [studio]: ")
         finally:
             running.kill()  # SIGKILL: no clean-up of any kind
             running.wait(timeout=30)
@@ -298,7 +298,7 @@ def test_a_damaged_store_is_one_alert_and_leaves_the_others_open(
     out, err = capsys.readouterr()
     assert err.startswith("toolkit watch: studio: the snapshot could not be written: ")
     assert len(err.splitlines()) == 1
-    shown = "opened snapshots [studio] `toolkit store check --store "
+    shown = "opened: Snapshots not taken [studio]: `toolkit store check --store "
     assert any(line.startswith(shown) for line in out.splitlines())
     assert "budget" not in out  # neither resolved (its store cannot be read) nor repeated
     rows = tk.watch.AlertLog(str(tmp_path / "store")).open_alerts()

@@ -38,6 +38,7 @@ from toolkit.analysis.measures import (
 )
 from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.monthly import monthly_spend
+from toolkit.analysis.needs_person import needing_person
 from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
 from toolkit.analysis.spent import charges, spend_in
@@ -75,6 +76,7 @@ __all__ = [
     "forecast_accuracy",
     "lead_times",
     "monthly_spend",
+    "needing_person",
     "price_by_language",
     "price_estimate",
     "price_per_chapter",

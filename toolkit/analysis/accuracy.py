@@ -36,8 +36,8 @@ from toolkit.analysis.forecast import (
     forecast_seen,
     is_open,
     needs_action,
-    run_pages_logged,
 )
+from toolkit.analysis.needs_person import run_pages_logged
 from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.analysis.workspaces import across
@@ -90,6 +90,12 @@ def forecast_accuracy(
         return _shaped(pd.DataFrame(columns=[by, *COLUMNS]), by)
     frame = replay_scores(obs, by=by, horizon=horizon, every=every, window=window, freq=freq,
                           stall_after=stall_after, since=since, until=until, tz=tz)  # fmt: skip
+    return summed_scores(obs, frame, by)
+
+
+def summed_scores(obs: Observed, frame: pd.DataFrame, by: ForecastBy) -> pd.DataFrame:
+    """`forecast_accuracy`'s table from `replay_scores`' rows (a caller that also
+    calibrates the band from them replays once)."""
     grouped = frame.groupby(by)
     out = pd.DataFrame(
         {

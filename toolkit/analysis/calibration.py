@@ -108,6 +108,13 @@ def band_calibration(
         return Calibration(by, None, 0, 0, level)
     scores = replay_scores(obs, by=by, horizon=horizon, every=every, window=window, freq=freq,
                            stall_after=stall_after, since=since, until=until, tz=tz)  # fmt: skip
+    return calibrated(scores, by=by, level=level)
+
+
+def calibrated(scores: pd.DataFrame, *, by: ForecastBy, level: float = 0.8) -> Calibration:
+    """The band's width from `replay_scores`' rows: their split-conformal quantile at
+    `level` (a caller that also shows `forecast_accuracy` from the same rows, as the
+    weekly page does, replays once)."""
     values = np.sort(scores["score"].to_numpy(float))
     n = len(values)
     rank = math.ceil((n + 1) * level)

@@ -5,7 +5,7 @@ the reasons some of it waits for a person; the work model they use is in `work`.
 
 ```python
 tk.analysis.forecast(store, by="project_id", window="7D")   # p10 / p50 / p90 finish times
-tk.analysis.burn_down(store, by="project_id")                # remaining lines per snapshot
+tk.analysis.burn_down(store, by="project_id")                # all open lines per snapshot
 ```
 
 The method, in the words a production lead would use (docs/analysis.md has the rest):
@@ -40,10 +40,14 @@ from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import moment
 from toolkit.analysis.due import with_due
 from toolkit.analysis.measures import price_per_chapter
-from toolkit.analysis.observed import Observed, answer, flag, observe, with_previous
+from toolkit.analysis.needs_person import (
+    needs_person,
+    pages_at_last_run,
+    project_kinds,
+)
+from toolkit.analysis.observed import Observed, flag, observe, with_previous
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.review import review_lag_hours
-from toolkit.analysis.runs import all_runs, paid_pages
 from toolkit.analysis.trouble import STALL_AFTER, reason_words
 from toolkit.analysis.waiting import UnitPrices, waiting_work
 from toolkit.analysis.work import BANDS, Model, OpenChapter, learn
@@ -234,8 +238,10 @@ def burn_down(
     until: When | None = None,
     tz: str | None = None,
 ) -> pd.DataFrame:
-    """Lines still untranslated at each snapshot, per group: long frame
-    `snapshot_at, <by>, remaining_lines` (a line that was never fetched counts as 0),
+    """Lines still untranslated at each snapshot, per group, all open work (what waits
+    for a person included; the forecast's `remaining_lines` is only the work that goes
+    on by itself): long frame `snapshot_at, <by>, open_work_lines` (the registry's
+    figure; a line that was never fetched counts as 0),
     for the snapshots in [since, until) (a naive bound is read in `tz`; times shown in it)."""
     if by not in ("project_id", "language_code", "chapter_id"):
         raise ValueError(f"by must be project_id, language_code or chapter_id, not {by!r}")
@@ -252,14 +258,14 @@ def burn_down(
     if high is not None:
         per = per[per.index < high]
     # pandas-stubs: stack() is DataFrame | Series; of plain (not multi-level) columns, a Series.
-    frame = cast(pd.Series, per.stack()).rename("remaining_lines").reset_index()
-    frame.columns = ["snapshot_at", by, "remaining_lines"]
+    frame = cast(pd.Series, per.stack()).rename("open_work_lines").reset_index()
+    frame.columns = ["snapshot_at", by, "open_work_lines"]
     # to_datetime: a store with no snapshot leaves the index naive.
     frame["snapshot_at"] = pd.to_datetime(frame["snapshot_at"], utc=True).astype(TIME)
     if tz:
         frame["snapshot_at"] = frame["snapshot_at"].dt.tz_convert(tz)
     frame[by] = frame[by].astype(TEXT)
-    frame["remaining_lines"] = frame["remaining_lines"].round().astype("Int64")
+    frame["open_work_lines"] = frame["open_work_lines"].round().astype("Int64")
     return frame.sort_values(["snapshot_at", by], ignore_index=True)
 
 
@@ -271,101 +277,23 @@ def needs_action(
     current: pd.DataFrame | None = None,
     runs_logged: pd.DataFrame | None = None,
 ) -> pd.Series:
-    """Why each chapter at the snapshot `as_of` waits for a person, by chapter id;
-    chapters that need nothing are absent. `current`: the chapters at `as_of`, when the
-    caller has read them already; `runs_logged`: `run_pages_logged`, when the caller
-    asks at several snapshots.
-
-    Held pages: the page count now above the pages the chapter's runs paid for by then
-    (see `_pages_at_last_run`).
-    """
+    """Why each chapter at the snapshot `as_of` waits for a person, by chapter id, in the
+    words of the reason vocabulary for its kind: its first reason by the one rule
+    (`needs_person`, which `stuck` reads too); chapters that need nothing are absent.
+    `current`: the chapters at `as_of`, when the caller has read them already;
+    `runs_logged`: `run_pages_logged`, when the caller asks at several snapshots."""
     if current is None:
         current = obs.store.as_of("chapters", as_of)
-    ids = current["chapter_id"].to_numpy(object)
-    pages = current["page_count"].fillna(0).astype("int64").to_numpy()
-    failed, processing = flag(current["failed"]).to_numpy(), flag(current["processing"]).to_numpy()
-    started = flag(current["started"]).to_numpy()
-    # A chapter never active has no quiet spell (a null time compares false).
-    quiet = (as_of - current["last_activity_at"]).to_numpy()
-    stalled = processing & (quiet >= stall_after.to_timedelta64())
-    # Only a settled chapter that ran can hold pages; only those need what its runs paid.
-    settled = ~failed & ~stalled & started & ~processing & (pages > 0)
-    ran = _pages_at_last_run(obs, as_of, pd.Index(ids[settled], dtype=object), runs_logged)
-    paid = pd.Series(ids, dtype=object).map(ran).fillna(pd.Series(pages)).to_numpy()
-    conditions = [failed & ~processing & (pages > 0), failed & ~processing, failed, stalled,
-                  ~started & (pages == 0), ~started, settled & (pages > paid)]  # fmt: skip
-    said = np.select(conditions, REASONS, default="")
-    return pd.Series(said[said != ""], index=pd.Index(ids[said != ""], dtype=object), dtype=TEXT)
-
-
-# The reasons `needs_action` gives, in the order it tries them: the words of the one
-# reason vocabulary (`trouble.REASONS`), as `stuck` and the watch say them.
-REASONS = [
-    reason_words("failed"),
-    reason_words("failed", "novel"),
-    reason_words("failed"),
-    reason_words("stalled"),
-    reason_words("no_pages"),
-    reason_words("not_started"),
-    reason_words("held_pages"),
-]
+    found = needs_person(obs, as_of=as_of, stall_after=stall_after, chapters=current,
+                         runs_logged=runs_logged, first=True)  # fmt: skip
+    kind = current["project_id"].astype(object).map(project_kinds(obs))
+    said = [reason_words(code, kind[at]) for code, at in zip(found["reason"], found.index)]  # noqa: B905
+    ids = pd.Index(found["chapter_id"].to_numpy(object), dtype=object)
+    return pd.Series(said, index=ids, dtype=TEXT)
 
 
 def _true(value: bool | NAType) -> bool:
     return not pd.isna(value) and bool(value)
-
-
-# Per chapter and change, up to the last snapshot: its page count at each change that
-# showed it running or paying (a rise of `credits_spent`). Both are followed columns:
-# only rows flagged `_changed` can show them, and the rows left out repeat the page
-# count of the one before. A question at an earlier snapshot takes the last row by then.
-_RUN_PAGES = """
-SELECT chapter_id, snapshot_at, pages FROM (
-    SELECT idx, chapter_id, snapshot_at, coalesce(page_count, 0) AS pages, processing,
-           coalesce(credits_spent, 0) > coalesce(lag(credits_spent) OVER (
-               PARTITION BY chapter_id ORDER BY idx), 0) AS paid
-    FROM chapters_changes
-    WHERE _changed IS NOT false AND snapshot_at <= '{until}'::TIMESTAMPTZ
-)
-WHERE coalesce(processing, false) OR paid
-ORDER BY idx, chapter_id
-"""
-
-
-def run_pages_logged(obs: Observed, until: pd.Timestamp) -> pd.DataFrame:
-    """`chapter_id, snapshot_at, pages`: each chapter's page count at every change up to
-    `until` that showed it running or paying, in time order."""
-    return answer(obs, _RUN_PAGES.format(until=until.isoformat()))
-
-
-def _pages_at_last_run(
-    obs: Observed, as_of: pd.Timestamp, asked: pd.Index, logged: pd.DataFrame | None = None
-) -> pd.Series:
-    """Pages each chapter (by id) has paid to run by `as_of`, at least of those `asked`
-    for. At the latest snapshot, the pages the runs' charges paid for (as `stuck` reads
-    them); at an earlier one, the pages of the runs other than re-scans seen by then (a
-    first run seen after held pages were added counts them as run). A chapter with no
-    run in the store (it ran before the first snapshot): its page count at the last
-    change that showed it running or paying (`logged`: `run_pages_logged`, read here if
-    not given)."""
-    if asked.empty:
-        return pd.Series(dtype="int64")
-    if as_of == obs.times[-1]:
-        from_runs = paid_pages(obs).dropna()
-    else:
-        seen = all_runs(obs)
-        seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
-        from_runs = seen.groupby("chapter_id")["pages"].sum()
-    pages = pd.Series(from_runs.to_numpy("int64"), index=from_runs.index.astype(object))
-    if asked.isin(pages.index).all():
-        return pages
-    if logged is None:
-        logged = run_pages_logged(obs, as_of)
-    last = logged[logged["snapshot_at"] <= as_of].drop_duplicates("chapter_id", keep="last")
-    logged_pages = pd.Series(
-        last["pages"].to_numpy("int64"), index=last["chapter_id"].astype(object)
-    )
-    return pd.concat([logged_pages[~logged_pages.index.isin(pages.index)], pages])
 
 
 def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
@@ -594,11 +522,11 @@ def _unpaid(
     obs: Observed, as_of: pd.Timestamp, held: pd.DataFrame, reasons: pd.Series
 ) -> pd.Series:
     """By chapter id, the pages not paid for of the chapters holding pages never started."""
-    holding = held[held["chapter_id"].map(reasons) == REASONS[6]]
+    holding = held[held["chapter_id"].map(reasons) == reason_words("held_pages")]
     if holding.empty:
         return pd.Series(dtype="float64")
     ids = pd.Index(holding["chapter_id"].astype(object))
-    paid = _pages_at_last_run(obs, as_of, ids)
+    paid = pages_at_last_run(obs, as_of, ids)
     pages = pd.Series(holding["page_count"].fillna(0).to_numpy(float), index=ids)
     return (pages - paid.reindex(ids).fillna(0).astype(float)).clip(lower=0)
 

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import sorted_by, within
+from toolkit.analysis.needs_person import needs_person, project_kinds
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_codes import Outcome
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import all_runs, paid_pages, runs_kept
+from toolkit.analysis.runs import all_runs, runs_kept
 from toolkit.analysis.timing import RunsBy, check_by
 from toolkit.analysis.workspaces import across
 from toolkit.timestamps import When
@@ -254,9 +254,10 @@ def stuck(
     last run failed and it waits for a re-scan, or a novel for its text to be uploaded
     again), `held_pages` (pages sent with hold that never started), `no_pages` (a staged
     chapter of pages with none yet), `not_started` (a staged chapter with pages, or a
-    staged novel, never started). `detail` says what was seen (a failure's reason without
-    the service's own retry advice); `advice` what to do, for the chapter's kind (a novel
-    is never told to re-scan). `since`/`until` bound `since`.
+    staged novel, never started), decided by the one rule the forecast reads too
+    (`needs_person`). `detail` says what was seen (a failure's reason without the
+    service's own retry advice); `advice` what to do, for the chapter's kind (a novel is
+    never told to re-scan). `since`/`until` bound `since`.
 
     Args:
         store: A store (or its `Observed` view); several workspaces' stores at once (a
@@ -277,7 +278,7 @@ def stuck(
     names = _project_names(obs)
     rows: list[pd.DataFrame] = []
 
-    kinds = _project_kinds(obs)
+    kinds = project_kinds(obs)
 
     def add(part: pd.DataFrame, reason: str, detail: pd.Series, when: pd.Series) -> None:
         kind = part["project_id"].map(kinds)
@@ -296,29 +297,30 @@ def stuck(
             )
         )
 
-    slow = stalled(obs, threshold)
-    part = latest[latest["chapter_id"].isin(slow["chapter_id"])]
-    hours = looked_up(part["chapter_id"], slow.set_index("chapter_id")["stalled_hours"])
-    add(part, "stalled", "running, no progress for " + hours.round(1).astype(str) + " h",
+    now = obs.times[-1] if obs.times else pd.Timestamp(0, tz="UTC")
+    found = needs_person(obs, as_of=now, stall_after=pd.Timedelta(threshold), chapters=latest)
+
+    def of(reason: str) -> pd.DataFrame:
+        return latest.loc[found.index[found["reason"] == reason]]
+
+    part = of("stalled")
+    quiet = (now - part["last_activity_at"].astype("datetime64[us, UTC]")).dt.total_seconds()
+    add(part, "stalled", "running, no progress for " + (quiet / 3600).round(1).astype(str) + " h",
         part["last_activity_at"])  # fmt: skip
-    idle = ~latest["processing"].fillna(False).astype(bool)
-    failed = latest[idle & latest["failed"].fillna(False).astype(bool)]
+    failed = of("failed")
     told = failed["failure_reason"].fillna("The run failed.").astype(str).map(without_advice)
     add(failed, "failed", told, failed["last_activity_at"])
-    paid = paid_pages(obs)
-    started = latest["started"].fillna(False).astype(bool)
-    pages = latest["page_count"].fillna(0).astype("int64")
-    unpaid = pages - latest["chapter_id"].map(paid).fillna(pages).astype("int64")
-    held = latest[idle & started & (unpaid > 0)]
-    add(held, "held_pages", _pages(unpaid[held.index]) + " held, never started",
-        held["last_activity_at"])  # fmt: skip
-    empty = latest[~started & (pages == 0) & (latest["chapter_id"].notna())]
-    novel = latest["project_id"].map(kinds) == "novel"
-    empty = empty[~novel[empty.index]]
+    held = of("held_pages")
+    unpaid = pd.Series(
+        found.loc[found["reason"] == "held_pages", "held"].to_numpy(), index=held.index
+    )
+    add(held, "held_pages", _pages(unpaid) + " held, never started", held["last_activity_at"])
+    empty = of("no_pages")
     add(empty, "no_pages", pd.Series("staged, no pages yet", index=empty.index),
         empty["created_at"])  # fmt: skip
-    waiting = latest[~started & ((pages > 0) | novel)]
-    what = np.where(novel[waiting.index], "its text", _pages(pages[waiting.index]))
+    waiting = of("not_started")
+    novel = waiting["project_id"].map(kinds) == "novel"
+    what = np.where(novel, "its text", _pages(waiting["page_count"].fillna(0).astype("int64")))
     staged = pd.Series([f"{w} staged, never started" for w in what], index=waiting.index)
     add(waiting, "not_started", staged, waiting["last_activity_at"])
     frame = pd.concat(rows, ignore_index=True)
@@ -329,11 +331,6 @@ def stuck(
 def _project_names(obs: Observed) -> pd.Series:
     projects = obs.latest_projects
     return projects.set_index(projects["project_id"].astype(object))["name"].astype(object)
-
-
-def _project_kinds(obs: Observed) -> pd.Series:
-    projects = obs.latest_projects
-    return projects.set_index(projects["project_id"].astype(object))["kind"].astype(object)
 
 
 def _labels(chapters: pd.DataFrame) -> pd.Series:

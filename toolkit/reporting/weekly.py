@@ -15,6 +15,9 @@ Decisions:
   `analysis.failures` tells them); a re-run of a chapter that had not failed is `rescan`.
 - The track record is `analysis.forecast_accuracy` replayed daily inside the period,
   summed over projects: one share of the finishes checked, or "no finish to check yet".
+  The same replays calibrate the band (`analysis.band_calibration`'s split-conformal
+  width, by project, at 80%): the page says how the band was set beside how often it
+  held, from one set of replays (replaying is the page's costliest step).
 - The review backlog is `analysis.review_backlog` at the period's last snapshot, its
   reviews per day over the period's length in whole days.
 """
@@ -27,6 +30,8 @@ from typing import TYPE_CHECKING, cast
 import pandas as pd
 
 from toolkit import analysis
+from toolkit.analysis.accuracy import replay_scores, summed_scores
+from toolkit.analysis.calibration import Calibration, calibrated
 from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.reporting.figures import DAY, TICK, TIME, Figures, Period, figures
 
@@ -46,6 +51,7 @@ class Weekly:
     projects: pd.DataFrame  # figures.projects with rework_<cause> for each cause
     days: pd.DataFrame  # day, project_id, project, lines, credits, rework_credits
     accuracy: pd.DataFrame  # analysis.forecast_accuracy by project, replays in the period
+    band: Calibration  # analysis.band_calibration from the same replays
     review: pd.DataFrame  # analysis.review_backlog at the period's last snapshot
     observed: Observed
 
@@ -85,7 +91,11 @@ def gather(
     daily = daily.rename(columns={"period": "day"})
     daily["project"] = daily["project_id"].map(names).fillna(daily["project_id"])
     causes = _rework_causes(obs, when)
-    accuracy = analysis.forecast_accuracy(obs, since=since, until=until, tz=tz)
+    # One set of replays for both: the track record and the band's calibration.
+    scores = replay_scores(obs, by="project_id", horizon="24h", every="1D", window="7D",
+                           freq="1D", stall_after=analysis.STALL_AFTER, since=since,
+                           until=until, tz=tz)  # fmt: skip
+    accuracy = summed_scores(obs, scores, "project_id")
     review = analysis.review_backlog(obs, window=span, until=until - TICK, tz=tz)
     projects = figs.projects.set_index("project_id").join(causes, how="left")
     projects[list(causes.columns)] = projects[list(causes.columns)].fillna(0)
@@ -95,6 +105,7 @@ def gather(
         projects=projects.reset_index(),
         days=daily.sort_values(["day", "project"]).reset_index(drop=True),
         accuracy=accuracy,
+        band=calibrated(scores, by="project_id"),
         review=review,
         observed=obs,
     )
@@ -199,13 +210,19 @@ def track_record(weekly: Weekly) -> str:
     if not checked:
         return (
             f"{over}, no finish to check yet: the forecast's band is checked once the work "
-            "it forecast is done."
+            f"it forecast is done. {band_setting(weekly.band)}"
         )
     inside = int(weekly.accuracy["inside"].sum())
     return (
         f"{over}, {inside / checked:.0%} of finishes fell inside the forecast's p10-p90 band "
-        f"({inside} of {checked} checked)."
+        f"({inside} of {checked} checked). {band_setting(weekly.band)}"
     )
+
+
+def band_setting(band: Calibration) -> str:
+    """How the forecast's band is set, from the same replays as the track record, in
+    the calibration's own words (`Calibration.says`)."""
+    return f"The band is {band.says()}."
 
 
 def _mostly(row: object) -> str:

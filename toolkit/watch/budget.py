@@ -1,13 +1,16 @@
 """The `budget` check: credits spent this calendar month or week against a budget.
 
-Spend is counted as `toolkit.analysis.credit_spend` counts it (the rise of each
-chapter's credits between snapshots), from the period's start (UTC midnight on the 1st,
-or on Monday) to the latest snapshot. Each level of `warn_at` the spend reached is a
-`warn` finding of its own (50%, then 80%: each announced once a period, as billing
-systems do, and resolved when the period turns), and the credits reached a `limit` one
-(crossing the limit is news even while the warnings are open). The runway is read from the burn rate
-of the last `BURN_WINDOW` (or since the first snapshot, if that is later): "at this rate
-the budget runs out on 19 May".
+Spend is counted as `toolkit.analysis.spend_in` and `monthly_spend` count it
+(`analysis/spent.py`): each charge at its own moment, not at the snapshot that first
+showed it (a first run at the chapter's creation; a re-scan or added pages at the
+snapshot that showed the charge), from the period's start (UTC midnight on the 1st, or
+on Monday) to the latest snapshot. So a charge at 23:50 on 31 January seen at 00:30 counts
+in January. Each level of `warn_at` the spend reached is a `warn` finding of its own (50%,
+then 80%: each announced once a period, as billing systems do, and resolved when the
+period turns), and the credits reached a `limit` one (crossing the limit is news even
+while the warnings are open). The runway is read from the spend of the last
+`BURN_WINDOW` (or since the first snapshot, if that is later), counted the same way:
+"at this rate the budget runs out on 19 May".
 """
 
 from __future__ import annotations

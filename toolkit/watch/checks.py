@@ -56,7 +56,8 @@ def open_alerts(
     rows = [{"check": a.finding.check, "scope": a.finding.scope, "subject": a.finding.subject,
              "workspace": a.finding.workspace, "message": a.finding.message,
              "first_seen": a.first_seen, "last_sent": a.last_sent,
-             "title": wording.title(a.finding.check), "action": wording.action(a.finding.check),
+             "title": wording.title(a.finding.check, wording.kind_of(a.finding.figures)),
+             "action": wording.action(a.finding.check, wording.kind_of(a.finding.figures)),
              "age": wording.age(a.first_seen, shown_at)} for a in alerts]  # fmt: skip
     columns = ["check", "scope", "subject", "workspace", "message", "first_seen", "last_sent",
                "title", "action", "age"]  # fmt: skip
@@ -186,6 +187,9 @@ def _trouble(
     `toolkit.analysis.stuck`'s rows, past each project's threshold."""
     shortest = min(s.stalled_after for s in everyone)
     stuck = analysis.stuck(store, threshold=pd.Timedelta(shortest))
+    projects = store.latest("projects") if len(stuck) else pd.DataFrame()
+    # Recorded with the alert: its title and action are said for the chapter's kind.
+    kinds = dict(zip(projects.get("project_id", []), projects.get("kind", []), strict=True))
     found = []
     row: Any  # a frame's row, its fields as the frame's docstring says
     for row in stuck.itertuples(index=False):
@@ -195,7 +199,8 @@ def _trouble(
         hours = round(waited.total_seconds() / 3600, 1)
         since = f"{row.since:%d %b %H:%M} UTC"
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
-                   "since": row.since.isoformat(), "hours": hours}  # fmt: skip
+                   "since": row.since.isoformat(), "hours": hours,
+                   "kind": kinds.get(row.project_id)}  # fmt: skip
         if row.reason == "stalled" and waited >= own.stalled_after:
             # Times, not ages: the text is read hours later (an age is worked out then).
             message = f"{subject} is running with no progress since {since}; {row.advice}"

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from toolkit.client import Client
 from toolkit.errors import ApiError, ConfigError, IncompletePull, StoreError, TransportError
 from toolkit.store import SnapshotStore
+from toolkit.watch import wording
 from toolkit.watch.alerts import Alert, AlertLog, transitions
 from toolkit.watch.checks import evaluate
 from toolkit.watch.config import WatchConfig
@@ -43,7 +44,8 @@ class Cycle:
 
     def lines(self) -> list[str]:
         """What the command prints: a line per message this cycle decided or sent, with
-        where it went and what is still owed."""
+        where it went and what is still owed, the check named in words (`opened: Budget
+        [studio]: ...`)."""
         out = []
         ours = {a.message_id for a in self.changes if a.notifies}
         for alert in self.changes:
@@ -52,7 +54,7 @@ class Cycle:
             f = alert.finding
             told = f" (sent to {', '.join(alert.sent_to)})" if alert.sent_to else ""
             failed = f" (not delivered: {'; '.join(alert.failed_to)})" if alert.failed_to else ""
-            out.append(f"{alert.event} {f.check} [{f.workspace}] {f.message}{told}{failed}")
+            out.append(f"{_named(alert.event, f)}{f.message}{told}{failed}")
         for o in self.outcomes:
             if o.message.message_id in ours:
                 continue
@@ -62,8 +64,15 @@ class Cycle:
                     "failed": f"not delivered: {o.target}: {o.why}; tried again from {when}",
                     "given_up": f"{o.target}: {o.why}",
                     "skipped": f"not sent to {o.target}: {o.why}"}[o.outcome]  # fmt: skip
-            out.append(f"{o.message.event} {f.check} [{f.workspace}] {f.message} ({what})")
+            out.append(f"{_named(o.message.event, f)}{f.message} ({what})")
         return out
+
+
+def _named(event: str, finding: Finding) -> str:
+    """A line's lead: what happened to which check, in words, and where: `opened: Held
+    pages never started [studio]: `."""
+    kind = wording.kind_of(finding.figures)
+    return f"{event}: {wording.title(finding.check, kind)} [{finding.workspace}]: "
 
 
 def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:

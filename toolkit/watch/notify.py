@@ -36,7 +36,7 @@ from toolkit._signing import sign
 from toolkit.config import Secret
 from toolkit.watch.config import Email, WatchConfig, check_destination, secret_from
 from toolkit.watch.outbox import Message, Sender, Undelivered
-from toolkit.watch.wording import action, title
+from toolkit.watch.wording import action, kind_of, title
 
 HEADLINE = {"opened": "Alert", "reminder": "Still open", "resolved": "Resolved"}
 
@@ -62,9 +62,9 @@ def payload(message: Message) -> dict[str, object]:
 def headline(message: Message) -> str:
     """One message in words: what, the facts with their times, what clears it, its id."""
     f = message.finding
-    text = f"[{HEADLINE[message.event]}] {title(f.check)}: {f.message}"
+    text = f"[{HEADLINE[message.event]}] {title(f.check, kind_of(f.figures))}: {f.message}"
     if message.event != "resolved":
-        text += f" To clear it: {action(f.check)}."
+        text += f" To clear it: {action(f.check, kind_of(f.figures))}."
     return f"{text} ({message.alert_id})"
 
 

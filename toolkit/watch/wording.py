@@ -9,36 +9,67 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+# The checks about a chapter that needs a person: their titles are the words of the one
+# reasons table (`tk.analysis.reason_words`, per kind of chapter), so the watch, the
+# Dashboard and notebook 02 say them alike.
+CHAPTER_REASONS = {"stalled": "stalled", "failed_waiting": "failed", "held_pages": "held_pages"}
+
 TITLES = {
     "budget": "Budget",
     "anomaly": "Unusual activity",
-    "stalled": "Stalled run",
-    "failed_waiting": "Failed chapter waiting for a re-scan",
-    "held_pages": "Pages held, never started",
     "due": "Due date at risk",
     "missing_events": "Webhook events missing",
     "snapshots": "Snapshots not taken",
 }
 
+# What clears each check's alert, and the panel that does it; a novel cannot be
+# re-scanned, so its chapter checks say what a novel needs instead.
+_RESCAN = "re-scan the chapter (the Re-scan panel, tk.widgets.RescanPanel)"
+_NOVEL_AGAIN = "upload its text again as a new chapter (the Upload panel's 'New novel chapter')"
 ACTIONS = {
     "budget": "raise the budget in the watch config, or wait for the next period",
     "anomaly": "look into the project; it clears once a period looks usual again",
-    "stalled": "re-scan the chapter (Dashboard: Re-scan panel)",
-    "failed_waiting": "re-scan the chapter (Dashboard: Re-scan panel)",
-    "held_pages": "start the held pages (Dashboard: Upload panel, 'Start held pages')",
+    "stalled": "wait: the service abandons the run 2 hours after its last progress; then "
+    + _RESCAN,
+    "failed_waiting": _RESCAN,
+    "held_pages": "start the held pages (the Upload panel's 'Add & start pages', "
+    "'Start held pages')",
     "due": "move the due date in the watch config, or add capacity",
     "missing_events": "check the webhook receiver that feeds the store",
     "snapshots": "check the service and the store (`toolkit store check`)",
 }
+NOVEL_ACTIONS = {
+    "stalled": "wait: the service abandons the run 2 hours after its last progress; then "
+    + _NOVEL_AGAIN,
+    "failed_waiting": _NOVEL_AGAIN,
+}
 
 
-def title(check: str) -> str:
-    """The check's name in words (the code itself for a check this list does not know)."""
+def title(check: str, kind: str | None = None) -> str:
+    """The check's name in words, for a chapter of project `kind` where it is about one
+    (the code itself for a check this list does not know): `held_pages` -> "Held pages
+    never started"."""
+    if check in CHAPTER_REASONS:
+        from toolkit.analysis import reason_words
+
+        words = reason_words(CHAPTER_REASONS[check], kind)
+        return words[0].upper() + words[1:]
     return TITLES.get(check, check)
 
 
-def action(check: str) -> str:
+def action(check: str, kind: str | None = None) -> str:
+    """What clears the check's alert, naming the panel that does it; for a chapter of
+    project `kind` (a novel is never told to re-scan)."""
+    if kind == "novel" and check in NOVEL_ACTIONS:
+        return NOVEL_ACTIONS[check]
     return ACTIONS.get(check, "see docs/watch.md")
+
+
+def kind_of(figures: dict[str, object]) -> str | None:
+    """The kind of project an alert's chapter belongs to, as its figures recorded it
+    (alerts written before the kind was recorded: unknown)."""
+    kind = figures.get("kind")
+    return kind if isinstance(kind, str) else None
 
 
 def age(since: datetime, now: datetime) -> str:

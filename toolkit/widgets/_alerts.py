@@ -1,8 +1,10 @@
 """The Dashboard's alerts: the open alerts `toolkit watch` keeps for its workspace.
 
 They are read from the watch's `alerts` table, not worked out again here: the dashboard
-shows what people were told (and since when), for the workspace of the dashboard's
-store and the agency's budgets. Given no watch config, the section stays empty.
+shows what people were told, for the workspace of the dashboard's store and the
+agency's budgets: each alert's title in words, since when and how long ago (worked out
+as it is shown), and the action that clears it with the panel that does it
+(`tk.watch.open_alerts`). Given no watch config, the section stays empty.
 """
 
 from __future__ import annotations
@@ -14,27 +16,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.watch import WatchConfig
-
-
-# Each watch check in a reader's words; those about a chapter that needs a person say
-# it in the words of the one reasons table (`tk.analysis.reason_words`).
-_CHECK_WORDS = {
-    "budget": "budget",
-    "anomaly": "unusual pace",
-    "due": "due date at risk",
-    "missing_events": "webhook events missing",
-    "snapshots": "snapshots",
-}
-_CHECK_REASONS = {"stalled": "stalled", "failed_waiting": "failed", "held_pages": "held_pages"}
-
-
-def check_words(check: str) -> str:
-    """A watch check's name in words: `held_pages` -> "held pages never started"."""
-    if check in _CHECK_REASONS:
-        from toolkit import analysis
-
-        return analysis.reason_words(_CHECK_REASONS[check])
-    return _CHECK_WORDS.get(check, check.replace("_", " "))
 
 
 class AlertsLine:
@@ -62,10 +43,12 @@ class AlertsLine:
         alerts = open_alerts(self.store, self.config)
         if alerts.empty:
             return "<small>No open alerts (toolkit watch).</small>"
+        # Title and action in words, the age as of now (`open_alerts` works it out when
+        # called): the message keeps the times it was written with.
         items = "".join(
-            f"<li><b>{html.escape(check_words(str(row.check)))}</b>: "
-            f"{html.escape(str(row.message))} "
-            f"<small>(since {row.first_seen:%d %b %H:%M} UTC)</small></li>"
+            f"<li><b>{html.escape(str(row.title))}</b>: {html.escape(str(row.message))} "
+            f"<small>(open since {row.first_seen:%d %b %H:%M} UTC, {html.escape(str(row.age))}; "
+            f"to clear it: {html.escape(str(row.action))})</small></li>"
             for row in alerts.itertuples(index=False)
         )
         plural = "s" if len(alerts) != 1 else ""

@@ -339,18 +339,19 @@ class Dashboard(widgets.VBox):
         stuck = self._stuck_rows()
         said: dict[str, tuple[str, datetime | None]] = {}
         startable: list[tuple[str, str]] = []  # staged with pages, never started
+        live = _live_reasons(chapters, project)
         for chapter in chapters:
             seen = stuck.get(chapter.id)
-            if chapter.failed and not chapter.processing:
+            reason = live.get(chapter.id)
+            if reason == "failed":
                 said[chapter.id] = ("failed", chapter.last_activity_at)
-            elif chapter.started is False:
-                empty = not chapter.page_count and project.kind != "novel"
-                if not empty:
+            elif reason in ("no_pages", "not_started"):
+                if reason == "not_started":
                     startable.append(
                         (f"{chapter.position}: {chapter.title or 'untitled'}", chapter.id)
                     )
                 staged = seen[1] if seen is not None else chapter.last_activity_at
-                said[chapter.id] = ("no_pages" if empty else "not_started", staged)
+                said[chapter.id] = (reason, staged)
             elif (
                 seen is not None
                 and seen[0] in ("stalled", "held_pages")
@@ -595,3 +596,27 @@ def _review_line(chapters: list[ChapterListItem], pace: str | None) -> str:
     if times:
         text += f", the oldest since {min(times).astimezone(UTC):%a %d %b %H:%M} UTC"
     return f"{text}; {pace or NO_REVIEW_PACE}."
+
+
+def _live_reasons(chapters: list[ChapterListItem], project: Project) -> dict[str, str]:
+    """Each chapter's first reason to need a person as the service shows it now, by the
+    one rule (`tk.analysis.needing_person`); stalls and held pages need the store's
+    history, so they come from `tk.analysis.stuck` instead."""
+    import pandas as pd
+
+    from toolkit import analysis
+
+    frame = pd.DataFrame(
+        {
+            "chapter_id": [c.id for c in chapters],
+            "project_id": [project.id] * len(chapters),
+            "page_count": pd.array([c.page_count for c in chapters], dtype="Int64"),
+            "failed": pd.array([c.failed for c in chapters], dtype="boolean"),
+            "processing": pd.array([c.processing for c in chapters], dtype="boolean"),
+            # The service leaves `started` out only for chapters that started.
+            "started": pd.array([c.started is not False for c in chapters], dtype="boolean"),
+        }
+    )
+    kinds = pd.Series({project.id: project.kind})
+    found = analysis.needing_person(frame, kinds=kinds, first=True)
+    return dict(zip(found["chapter_id"], found["reason"], strict=True))

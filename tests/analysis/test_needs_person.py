@@ -1,0 +1,125 @@
+"""The one rule of who needs a person: the trouble table, the forecast and the replays
+read it, so they never disagree on which chapters wait nor why."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from page_images import make_page
+
+from toolkit import analysis
+from toolkit.analysis.needs_person import ORDER, needs_person
+from toolkit.analysis.observed import observe
+from toolkit.store import SnapshotStore
+
+
+@pytest.fixture
+def waiting(emulator, workspace, comic_project, novel_project, client, tmp_path):
+    """A comic with a chapter of held pages, one staged with no pages, one failed, one
+    stalled and one running well; a novel with a failed chapter. Returns the store and
+    the chapters that wait, by reason code."""
+    store = SnapshotStore(tmp_path / "store")
+    comic, novel = comic_project["id"], novel_project["id"]
+    store.take(client)
+    held = client.create_chapter(comic, pages=[make_page(1), make_page(2)])
+    emulator.advance(600)  # finished
+    store.take(client)
+    client.add_pages(held.id, pages=[make_page(3)], hold=True)
+    empty = client.create_chapter(comic, staged=True)
+    emulator.set_faults(failure_rate=1.0, seed=1)
+    failed = client.create_chapter(comic, pages=[make_page(4)])
+    failed_novel = client.create_chapter(novel, text="第一章。" * 200)
+    emulator.set_faults(stall_rate=1.0, seed=2)
+    stalled = client.create_chapter(comic, pages=[make_page(5)])
+    emulator.set_faults()
+    client.create_chapter(comic, pages=[make_page(10 + i) for i in range(40)])  # runs on
+    for _ in range(10):
+        emulator.advance(180)
+        store.take(client)
+    return store, {held.id: "held_pages", empty.id: "no_pages", failed.id: "failed",
+                   failed_novel.id: "failed", stalled.id: "stalled"}  # fmt: skip
+
+
+def test_the_rule_names_each_chapter_that_waits_and_why(waiting):
+    store, expected = waiting
+    obs = observe(store)
+    found = needs_person(obs, as_of=obs.times[-1], stall_after=pd.Timedelta("10min"))
+    assert dict(zip(found["chapter_id"], found["reason"], strict=True)) == expected
+    held = found.set_index("chapter_id").loc[next(iter(expected)), "held"]
+    assert held == 1  # the one page sent with hold
+
+
+def test_stuck_lists_exactly_the_rules_chapters_and_reasons(waiting):
+    store, expected = waiting
+    stuck = analysis.stuck(store, threshold="10min")
+    assert sorted(zip(stuck["chapter_id"], stuck["reason"], strict=True)) == sorted(
+        expected.items()
+    )
+
+
+def test_the_forecast_says_the_rules_first_reason_in_the_chapters_words(waiting):
+    store, expected = waiting
+    by_chapter = analysis.forecast(
+        store, by="chapter_id", window="18min", freq="3min", stall_after="10min"
+    ).set_index("chapter_id")
+    kinds = analysis.stuck(store, threshold="10min").set_index("chapter_id")["project"]
+    for chapter, reason in expected.items():
+        kind = "novel" if kinds[chapter] == "River of Stars" else "comic"
+        assert by_chapter.loc[chapter, "needs_action_reason"] == (
+            f"1 {analysis.reason_words(reason, kind)}"
+        )
+    going = by_chapter[by_chapter["needs_action"] == 0]
+    assert going.index.intersection(list(expected)).empty
+
+
+def test_the_rules_reasons_are_the_vocabularys():
+    assert sorted(ORDER) == sorted(analysis.REASONS)
+
+
+def test_the_rule_on_chapters_as_they_stand_one_case_per_reason_and_kind():
+    at = pd.Timestamp("2026-11-18 12:00", tz="UTC")
+    quiet, busy = at - pd.Timedelta("2h"), at - pd.Timedelta("5min")
+    rows = [  # chapter, project, pages, failed, processing, started, last activity
+        ("failed", "comic", 4, True, False, True, quiet),
+        ("rescanning", "comic", 4, True, True, True, busy),  # running again: not failed
+        ("stalled", "comic", 4, False, True, True, quiet),
+        ("running", "comic", 4, False, True, True, busy),
+        ("empty", "comic", 0, False, False, False, pd.NaT),
+        ("staged", "comic", 3, False, False, False, pd.NaT),
+        ("staged novel", "novel", 0, False, False, False, pd.NaT),  # never "no pages"
+        ("held", "comic", 5, False, False, True, quiet),
+        ("failed and held", "comic", 5, True, False, True, quiet),
+        ("done", "comic", 4, False, False, True, quiet),
+    ]
+    chapters = pd.DataFrame(
+        rows,
+        columns=[
+            "chapter_id",
+            "project_id",
+            "page_count",
+            "failed",
+            "processing",
+            "started",
+            "last_activity_at",
+        ],
+    )
+    kinds = pd.Series({"comic": "comic", "novel": "novel"})
+    paid = pd.Series([4, 4, 4, 4, 0, 0, 0, 3, 3, 4], index=chapters.index)
+    found = analysis.needing_person(
+        chapters, kinds=kinds, as_of=at, stall_after=pd.Timedelta("90min"), paid=paid
+    )
+    assert sorted(zip(found["chapter_id"], found["reason"], strict=True)) == sorted([
+        ("failed", "failed"), ("stalled", "stalled"), ("empty", "no_pages"),
+        ("staged", "not_started"), ("staged novel", "not_started"), ("held", "held_pages"),
+        ("failed and held", "failed"), ("failed and held", "held_pages"),
+    ])  # fmt: skip
+    assert found.set_index(["chapter_id", "reason"]).loc[("held", "held_pages"), "held"] == 2
+    stall = pd.Timedelta("90min")
+    first = analysis.needing_person(
+        chapters, kinds=kinds, as_of=at, stall_after=stall, paid=paid, first=True
+    )
+    assert first.set_index("chapter_id").loc["failed and held", "reason"] == "failed"
+    # Without a moment and a threshold no stall is told (the Dashboard reads stalls from
+    # the store); without paid pages nothing is held.
+    live = analysis.needing_person(chapters, kinds=kinds)
+    assert "stalled" not in set(live["reason"]) and "held_pages" not in set(live["reason"])
