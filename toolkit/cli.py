@@ -118,10 +118,10 @@ def _snapshot(args: argparse.Namespace) -> None:
 
 def _snapshot_workspaces(args: argparse.Namespace) -> None:
     """One snapshot per named workspace, each with its own key, into its own store."""
-    from toolkit.agency import read_config, workspace_settings
+    from toolkit.agency import read_workspaces_config, workspace_settings
     from toolkit.store import SnapshotStore
 
-    config = read_config(args.config)
+    config = read_workspaces_config(args.config)
     settings = [workspace_settings(n, config=config, store_root=args.store) for n in args.workspace]
     failed = []
     for workspace in settings:
@@ -166,10 +166,10 @@ def _report(args: argparse.Namespace) -> None:
         write_report(store_path(args.store), out=args.out, days=args.days)
         return
     # One report per workspace, each with the whole agency's spend this month.
-    from toolkit.agency import read_config, workspace_store
+    from toolkit.agency import read_workspaces_config, workspace_store
     from toolkit.store import SnapshotStore
 
-    config = read_config(args.config)
+    config = read_workspaces_config(args.config)
     stores = {
         name: SnapshotStore(config.get(name, {}).get("store") or workspace_store(name, args.store))
         for name in args.workspace

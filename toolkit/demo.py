@@ -418,7 +418,7 @@ def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) 
 
     from toolkit.emulator.serving import BackgroundServer
     from toolkit.watch import run_cycle
-    from toolkit.watch.config import Budget, CheckSettings, Slack, WatchConfig, Workspace
+    from toolkit.watch.config import Budget, CheckSettings, Slack, WatchConfig, WatchedWorkspace
 
     async def keep(request: Request) -> Response:
         day.notified.append(await request.json())
@@ -438,7 +438,7 @@ def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) 
             path="(the demo)",
             store=str(folder),
             interval=timedelta(hours=1),
-            workspaces={"demo": Workspace("demo", base_url, key_env, str(store.root))},
+            workspaces={"demo": WatchedWorkspace("demo", base_url, key_env, str(store.root))},
             budgets=(Budget("workspace", "demo", "month", math.ceil(max(spent, 1) / 0.9)),),
             checks=CheckSettings(failed_waiting_after=timedelta(minutes=1)),
             slack=Slack(url=f"{sink.url}/slack", allow_private=True),
