@@ -425,3 +425,111 @@ def test_the_run_stages_import_only_the_stages_before_them():
     assert _later_stage("toolkit.analysis.charges", "toolkit.analysis.run_table")
     assert not _later_stage("toolkit.analysis.run_table", "toolkit.analysis.charges")
     assert [str(e) for e in INTERNAL if _later_stage(e.source, e.target)] == []
+
+
+# One name, one meaning (docs/architecture.md): a public top-level class or function name
+# is defined by one module of the package. The names below are defined by several on
+# purpose, each with why; the modules are listed so a further definition fails too.
+_SERVICE_OPERATION = "one operation of the service: the client's request and the emulator's route"
+_PLOT_OF_FIGURE = "plots.X draws the figure analysis's X computes: one figure, its picture"
+SHARED_NAMES: dict[str, tuple[frozenset[str], str]] = {
+    **{
+        name: (
+            frozenset({"toolkit.client.flows", "toolkit.emulator.routes.api"}),
+            _SERVICE_OPERATION,
+        )
+        for name in (
+            "add_pages",
+            "create_chapter",
+            "get_chapter",
+            "get_project",
+            "list_chapters",
+            "list_projects",
+            "rescan_chapter",
+            "start_chapter",
+        )
+    },
+    **{
+        name: (
+            frozenset({"toolkit.emulator.core.workspaces", "toolkit.emulator.routes.admin"}),
+            "one admin operation: the emulator's core does it, its admin route answers it",
+        )
+        for name in ("create_project", "create_workspace")
+    },
+    "burn_down": (frozenset({"toolkit.analysis.forecast", "toolkit.plots"}), _PLOT_OF_FIGURE),
+    "credit_spend": (frozenset({"toolkit.analysis.measures", "toolkit.plots"}), _PLOT_OF_FIGURE),
+    "cycle_times": (frozenset({"toolkit.analysis.timing", "toolkit.plots"}), _PLOT_OF_FIGURE),
+    "throughput": (frozenset({"toolkit.analysis.measures", "toolkit.plots"}), _PLOT_OF_FIGURE),
+    "evaluate": (
+        frozenset({"toolkit.watch.anomaly", "toolkit.watch.budget", "toolkit.watch.checks"}),
+        "protocol: each family of watch checks is evaluated by its module's `evaluate`; "
+        "checks.evaluate (tk.watch.evaluate) runs them all",
+    ),
+    # Different meanings, not renamed yet (issue 44 item 2, left in docs/architecture.md):
+    # each is in a file another change is editing, or renaming it touches many callers.
+    "label": (
+        frozenset(
+            {
+                "toolkit.analysis.workspaces",
+                "toolkit.metrics",
+                "toolkit.reporting.figures",
+                "toolkit.widgets._table",
+            }
+        ),
+        "not yet one meaning: a store's workspace label, a figure's label (metrics and "
+        "reporting.figures), a state's badge in the widgets",
+    ),
+    "migrate": (
+        frozenset({"toolkit.store.migrate", "toolkit.store.versions"}),
+        "not yet one meaning: the first layout into Delta, and the steps between versions",
+    ),
+    "record": (
+        frozenset({"toolkit.store.events", "toolkit.store.versions"}),
+        "not yet one meaning: append webhook events, and write the store's version",
+    ),
+    "moment": (
+        frozenset({"toolkit.analysis.calendar", "toolkit.formatting"}),
+        "not yet one meaning: a bound read as UTC, and a time written to the minute",
+    ),
+    "new_id": (
+        frozenset({"toolkit.emulator.core.state", "toolkit.store.ids", "toolkit.watch.alerts"}),
+        "not yet one meaning: a resource's UUID, a snapshot's time-ordered id, an alert's id",
+    ),
+    "taken": (
+        frozenset({"toolkit.analysis._arrays", "toolkit.widgets._inputs"}),
+        "not yet one meaning: categorical values at rows, and a chapter number already used",
+    ),
+}
+
+
+def _public_definitions() -> dict[str, set[str]]:
+    defined: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(node, kinds) and not node.name.startswith("_"):
+                defined.setdefault(node.name, set()).add(module)
+    return defined
+
+
+def test_one_public_name_is_defined_by_one_module():
+    shared = {n: ms for n, ms in _public_definitions().items() if len(ms) > 1}
+    unexplained = [
+        f"{name}: {', '.join(sorted(modules))}"
+        for name, modules in sorted(shared.items())
+        if name not in SHARED_NAMES or SHARED_NAMES[name][0] != modules
+    ]
+    assert unexplained == []
+    # A name no longer shared leaves the list, so it cannot excuse a later collision.
+    assert sorted(set(SHARED_NAMES) - set(shared)) == []
+
+
+def test_the_renamed_names_each_mean_one_thing():
+    # The pairs of issue 44: the public side kept its name, the other was renamed.
+    defined = _public_definitions()
+    for name, home in {
+        "Outcome": "toolkit.analysis.run_codes", "Workspace": "toolkit.frames.pull",
+        "Finding": "toolkit.watch.findings", "Problem": "toolkit.batch.folder",
+        "read_config": "toolkit.watch.config",
+    }.items():  # fmt: skip
+        assert defined[name] == {home}

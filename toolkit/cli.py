@@ -223,7 +223,7 @@ def _host_port(text: str) -> tuple[str, int]:
 def _conformance(args: argparse.Namespace) -> None:
     """One line per decision; exit 0 when none differs, 1 when one does, 2 when the check
     could not run (no settings, no answer, the key refused)."""
-    from toolkit.conformance import run_conformance, summary
+    from toolkit.conformance import closing_line, run_conformance
 
     try:
         findings = run_conformance(
@@ -240,7 +240,7 @@ def _conformance(args: argparse.Namespace) -> None:
         return
     for finding in findings:
         print(finding.line())
-    print(summary(findings))
+    print(closing_line(findings))
     args.exit_status = 1 if any(f.verdict == "differs" for f in findings) else 0
 
 

@@ -459,7 +459,7 @@ def _ms(value: Any) -> int | None:
     return int(datetime.fromisoformat(value).timestamp() * 1000)
 
 
-def summary(findings: list[ConformanceFinding]) -> str:
+def closing_line(findings: list[ConformanceFinding]) -> str:
     """The closing line: how many decisions agree, differ, and were not checked."""
     counts = {
         verdict: sum(f.verdict == verdict for f in findings)

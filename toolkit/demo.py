@@ -167,7 +167,7 @@ def plan(hours: float) -> dict[int, list[str]]:
     return schedule
 
 
-def upload(kind: str, hour: int, client: Client, projects: Projects, day: Day) -> None:
+def upload_sample(kind: str, hour: int, client: Client, projects: Projects, day: Day) -> None:
     """One scheduled upload of sample material, through the public client."""
     if kind == "novel":
         numbers = samples.novel_chapters()
@@ -328,12 +328,12 @@ def simulate(
         for hour, seconds in enumerate(steps):
             last = hour == len(steps) - 1
             for kind in schedule.get(hour, []):
-                upload(kind, hour, client, projects, day)
+                upload_sample(kind, hour, client, projects, day)
             if last:
                 bad_spell(emulator, client, projects, day)
             lead = min(STEADY_LEAD, seconds / 2)
             emulator.advance(seconds - lead)
-            upload("second_comic", hour, client, projects, day)
+            upload_sample("second_comic", hour, client, projects, day)
             emulator.advance(lead)
             operate(hour + 1, client, projects, day, rescan=not last)
             store.take(client, at=emulator.now())
