@@ -533,3 +533,64 @@ def test_the_renamed_names_each_mean_one_thing():
         "read_config": "toolkit.watch.config",
     }.items():  # fmt: skip
         assert defined[name] == {home}
+
+
+# The exported members, between packages: a module another package imports from says what
+# it offers in `__all__`, and the other package takes only those names, whether by
+# `from toolkit.x.y import name` or as `y.name` after `from toolkit.x import y`. Inside one
+# package its modules share their machinery freely.
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _declared_all(module: str) -> set[str] | None:
+    for node in ast.parse(MODULES[module].read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    return None
+
+
+def _taken_across(module: str) -> Iterator[tuple[str, str, int]]:
+    """(module taken from, name, line) for each name `module` takes from another package."""
+    tree = ast.parse(MODULES[module].read_text())
+    aliases: dict[str, str] = {}  # a local name bound to a toolkit module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in MODULES:
+            for alias in node.names:
+                whole = f"{node.module}.{alias.name}"
+                if whole in MODULES:
+                    aliases[alias.asname or alias.name] = whole
+                elif _package(node.module) != _package(module):
+                    yield node.module, alias.name, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in MODULES:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            target = aliases.get(node.value.id)
+            if target and _package(target) != _package(module):
+                yield target, node.attr, node.lineno
+
+
+def _not_exported() -> list[str]:
+    wrong = []
+    for module in MODULES:
+        for target, name, line in _taken_across(module):
+            declared = _declared_all(target)
+            if declared is None:
+                wrong.append(f"{module}:{line}: {target} has no __all__ (takes {name})")
+            elif name not in declared:
+                wrong.append(f"{module}:{line}: {target}.{name} is not in its __all__")
+    return wrong
+
+
+def test_another_package_imports_only_what_a_module_exports():
+    assert _not_exported() == []
+
+
+def test_every_public_module_says_what_it_exports():
+    # The modules users import from: the public packages and top-level modules.
+    assert sorted(m for m in PUBLIC if _declared_all(m) is None) == []

@@ -44,6 +44,8 @@ from typing import Any
 from toolkit.config import Secret, normalize_base_url, store_path
 from toolkit.errors import ConfigError
 
+__all__ = ["WorkspaceSettings", "read_workspaces_config", "workspace_settings", "workspace_store"]
+
 
 @dataclass(frozen=True)
 class WorkspaceSettings:

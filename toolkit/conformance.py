@@ -40,6 +40,8 @@ from toolkit.conformance_shapes import (
 from toolkit.errors import AuthenticationError, TransportError
 from toolkit.timestamps import parse_http_date
 
+__all__ = ["ConformanceFinding", "closing_line", "run_conformance"]
+
 Verdict = Literal["agrees", "differs", "unchecked"]
 # A workspace may have many projects: the per-project checks read this many.
 PROJECTS_READ = 10

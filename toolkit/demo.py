@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from toolkit.emulator import Emulator
     from toolkit.models import Project
 
+__all__ = ["run_demo"]
+
 MARKER = ".toolkit-demo"
 FAULTS: dict[str, Any] = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
 MAX_RESCANS = 3

@@ -22,6 +22,17 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = [
+    "REASONS",
+    "STALL_AFTER",
+    "advice",
+    "failure_rates",
+    "failures",
+    "reason_words",
+    "stalled",
+    "stuck",
+]
+
 TEXT = pd.StringDtype()
 # How long a running chapter may show no progress before it counts as stalled: the one
 # default of `stalled`, `stuck`, the forecast, the watch and the Dashboard.

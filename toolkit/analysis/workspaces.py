@@ -29,6 +29,8 @@ from toolkit.analysis.observed import Observed
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["labelled", "stack"]
+
 P = ParamSpec("P")
 R = TypeVar("R")
 TEXT = pd.StringDtype()

@@ -36,6 +36,19 @@ from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.config import Secret, is_loopback_host, normalize_base_url
 from toolkit.errors import ConfigError
 
+__all__ = [
+    "Budget",
+    "CheckSettings",
+    "Period",
+    "Scope",
+    "Slack",
+    "WatchConfig",
+    "WatchedWorkspace",
+    "Webhook",
+    "parse_duration",
+    "read_config",
+]
+
 Scope = Literal["project", "workspace", "agency"]
 Period = Literal["month", "week"]
 CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
