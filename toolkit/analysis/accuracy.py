@@ -70,7 +70,7 @@ def forecast_accuracy(
     `p50_error_share` (median of that error over the true time left, unsigned).
 
     Args:
-        store: the snapshot history (or its observed form).
+        store: As in `toolkit.analysis`.
         by: the groups, as `forecast` takes them.
         horizon: how long after a replay its outcome is looked for.
         every: the time between replays, counted from the first snapshot.
@@ -79,7 +79,7 @@ def forecast_accuracy(
         stall_after: as `forecast` takes it.
         since: replays at or after this time only.
         until: replays before this time only.
-        tz: the zone a naive `since` or `until` is read in.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         One row per group with a scored replay, sorted by group, with project or chapter

@@ -48,7 +48,7 @@ def monthly_spend(
         stores: A store, or several (a mapping of label to store, or a list).
         until: A time in "this month"; by default each store's latest snapshot (the
             latest of them for the total).
-        tz: The time zone of the calendar months and of a naive `until`; UTC by default.
+        tz: As in `toolkit.analysis`; also the zone of the calendar months.
 
     Returns:
         One row per workspace, and a total row.

@@ -139,11 +139,11 @@ def review_backlog(
     whole history, from ready to reviewed) and `as_of`.
 
     Args:
-        store: the snapshot history (or its observed form).
+        store: As in `toolkit.analysis`.
         window: the time before the snapshot that `reviews_per_day` counts over.
         until: as seen at the latest snapshot at or before it (a naive time is read in
             `tz`); default the latest snapshot.
-        tz: the zone of a naive `until` and of `as_of`.
+        tz: As in `toolkit.analysis`; also the zone of `as_of`.
 
     Returns:
         One row per project, sorted by `project_id`; empty without a snapshot.
