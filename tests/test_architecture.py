@@ -487,14 +487,6 @@ SHARED_NAMES: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"toolkit.store.events", "toolkit.store.versions"}),
         "not yet one meaning: append webhook events, and write the store's version",
     ),
-    "moment": (
-        frozenset({"toolkit.analysis.calendar", "toolkit.formatting"}),
-        "not yet one meaning: a bound read as UTC, and a time written to the minute",
-    ),
-    "new_id": (
-        frozenset({"toolkit.emulator.core.state", "toolkit.store.ids", "toolkit.watch.alerts"}),
-        "not yet one meaning: a resource's UUID, a snapshot's time-ordered id, an alert's id",
-    ),
     "taken": (
         frozenset({"toolkit.analysis._arrays", "toolkit.widgets._inputs"}),
         "not yet one meaning: categorical values at rows, and a chapter number already used",

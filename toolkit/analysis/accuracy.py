@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis._arrays import looked_up
-from toolkit.analysis.calendar import moment, names, with_names
+from toolkit.analysis.calendar import names, utc_bound, with_names
 from toolkit.analysis.forecast import (
     DONE,
     ForecastBy,
@@ -123,7 +123,7 @@ def replay_scores(
     the band the finish fell, in shares of the time to p50 (`_score`)."""
     times = obs.manifest["snapshot_at"]
     ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
-    low, high = moment(since, tz), moment(until, tz)
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
     ticks = [
         tick
         for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis._arrays import looked_up
-from toolkit.analysis.calendar import moment
+from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.due import with_due
 from toolkit.analysis.measures import price_per_chapter
 from toolkit.analysis.observed import Observed, answer, flag, observe, with_previous
@@ -131,7 +131,7 @@ def forecast(
     obs = observe(store)
     manifest = obs.manifest
     if until is not None:
-        manifest = manifest[manifest["snapshot_at"] <= moment(until, tz)]
+        manifest = manifest[manifest["snapshot_at"] <= utc_bound(until, tz)]
     if manifest.empty:
         frame = _shape(pd.DataFrame(), by, tz)
     else:
@@ -246,7 +246,7 @@ def burn_down(
     per = log.groupby(["idx", by])["delta"].sum().unstack(fill_value=0)
     per = per.reindex(range(len(obs.times)), fill_value=0.0).cumsum()
     per.index = pd.DatetimeIndex(obs.times, name="snapshot_at")
-    low, high = moment(since, tz), moment(until, tz)
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
     if low is not None:
         per = per[per.index >= low]
     if high is not None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from toolkit.analysis.calendar import moment
+from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, answer, flag, observe
 from toolkit.analysis.workspaces import across
 from toolkit.timestamps import When
@@ -151,7 +151,7 @@ def review_backlog(
     obs = observe(store)
     times = obs.manifest["snapshot_at"]
     if until is not None:
-        times = times[times <= moment(until, tz)]
+        times = times[times <= utc_bound(until, tz)]
     if times.empty:
         return pd.DataFrame(columns=["project_id", "project", *COLUMNS])
     as_of = times.iloc[-1]
