@@ -468,16 +468,10 @@ SHARED_NAMES: dict[str, tuple[frozenset[str], str]] = {
     # Different meanings, not renamed yet (issue 44 item 2, left in docs/architecture.md):
     # each is in a file another change is editing, or renaming it touches many callers.
     "label": (
-        frozenset(
-            {
-                "toolkit.analysis.workspaces",
-                "toolkit.metrics",
-                "toolkit.reporting.figures",
-                "toolkit.widgets._table",
-            }
-        ),
-        "not yet one meaning: a store's workspace label, a figure's label (metrics and "
-        "reporting.figures), a state's badge in the widgets",
+        frozenset({"toolkit.metrics", "toolkit.reporting.figures", "toolkit.widgets._table"}),
+        "metrics.label is a figure's label; reporting.figures.label is the same label over "
+        "a report's Period (it calls metrics.label). Not yet one meaning: the widgets' "
+        "label is a state's badge (the widgets were being edited)",
     ),
     "migrate": (
         frozenset({"toolkit.store.migrate", "toolkit.store.versions"}),
