@@ -369,7 +369,7 @@ class SnapshotStore:
             # committed already; if other writers keep the record from landing, the next
             # take records it.
             with contextlib.suppress(CommitFailedError):
-                versions.record(self._tables, versions.LAYOUT)
+                versions.record_layout(self._tables, versions.LAYOUT)
         with self._lock:
             self._last = (snapshot_id, tables)
         self._wrote = True
@@ -456,7 +456,9 @@ class SnapshotStore:
             What was done, a line per table; empty when the store was current.
         """
         with self._upgrading:
-            done = versions.migrate(self._tables, self.root, self._steps(), is_current_store)
+            done = versions.upgrade_in_steps(
+                self._tables, self.root, self._steps(), is_current_store
+            )
         with self._lock:
             self._manifest_files.clear()
             self._worked_out.clear()
