@@ -473,10 +473,6 @@ SHARED_NAMES: dict[str, tuple[frozenset[str], str]] = {
         "a report's Period (it calls metrics.label). Not yet one meaning: the widgets' "
         "label is a state's badge (the widgets were being edited)",
     ),
-    "taken": (
-        frozenset({"toolkit.analysis._arrays", "toolkit.widgets._inputs"}),
-        "not yet one meaning: categorical values at rows, and a chapter number already used",
-    ),
 }
 
 
