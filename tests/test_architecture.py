@@ -465,13 +465,10 @@ SHARED_NAMES: dict[str, tuple[frozenset[str], str]] = {
         "protocol: each family of watch checks is evaluated by its module's `evaluate`; "
         "checks.evaluate (tk.watch.evaluate) runs them all",
     ),
-    # Different meanings, not renamed yet (issue 44 item 2, left in docs/architecture.md):
-    # each is in a file another change is editing, or renaming it touches many callers.
     "label": (
-        frozenset({"toolkit.metrics", "toolkit.reporting.figures", "toolkit.widgets._table"}),
-        "metrics.label is a figure's label; reporting.figures.label is the same label over "
-        "a report's Period (it calls metrics.label). Not yet one meaning: the widgets' "
-        "label is a state's badge (the widgets were being edited)",
+        frozenset({"toolkit.metrics", "toolkit.reporting.figures"}),
+        "one meaning, a figure's label: reporting.figures.label is metrics.label over a "
+        "report's Period (it calls metrics.label)",
     ),
 }
 
