@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from toolkit.agency import env_suffix, read_config, workspace_settings
+from toolkit.agency import env_suffix, read_workspaces_config, workspace_settings
 from toolkit.cli import main
 from toolkit.errors import ConfigError
 from toolkit.store import SnapshotStore
@@ -60,16 +60,16 @@ def test_a_key_in_a_file_others_can_read_is_refused(tmp_path, monkeypatch):
     config.write_text('[studio-a]\napi_key = "cts_secret"\nbase_url = "https://x.example"\n')
     config.chmod(0o644)
     with pytest.raises(ConfigError, match="chmod 600") as caught:
-        read_config(config)
+        read_workspaces_config(config)
     assert "cts_secret" not in str(caught.value)
     config.chmod(0o600)
-    settings = workspace_settings("studio-a", config=read_config(config), store_root="s")
+    settings = workspace_settings("studio-a", config=read_workspaces_config(config), store_root="s")
     assert settings.api_key.reveal() == "cts_secret" and "cts_secret" not in repr(settings)
     assert settings.store == os.path.join("s", "studio-a")
     assert env_suffix("studio-a.eu") == "STUDIO_A_EU"
     config.write_text("[studio-a\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
-        read_config(config)
+        read_workspaces_config(config)
 
 
 def test_the_watchs_config_configures_the_snapshot_of_the_same_workspaces(
@@ -103,7 +103,7 @@ def test_the_watchs_config_configures_the_snapshot_of_the_same_workspaces(
 
 def test_the_earlier_format_is_still_read_with_a_one_line_note(two_workspaces, capsys):
     _, config, _ = two_workspaces  # [studio-b] api_key_env = ...
-    assert read_config(config) == {"studio-b": {"api_key_env": "BETA_KEY"}}
+    assert read_workspaces_config(config) == {"studio-b": {"api_key_env": "BETA_KEY"}}
     note = capsys.readouterr().err.strip().splitlines()
     assert len(note) == 1 and note[0].startswith("note: workspaces config ")
     assert "[workspaces.NAME]" in note[0] and "key_env" in note[0]

@@ -425,3 +425,143 @@ def test_the_run_stages_import_only_the_stages_before_them():
     assert _later_stage("toolkit.analysis.charges", "toolkit.analysis.run_table")
     assert not _later_stage("toolkit.analysis.run_table", "toolkit.analysis.charges")
     assert [str(e) for e in INTERNAL if _later_stage(e.source, e.target)] == []
+
+
+# One name, one meaning (docs/architecture.md): a public top-level class or function name
+# is defined by one module of the package. The names below are defined by several on
+# purpose, each with why; the modules are listed so a further definition fails too.
+_SERVICE_OPERATION = "one operation of the service: the client's request and the emulator's route"
+_PLOT_OF_FIGURE = "plots.X draws the figure analysis's X computes: one figure, its picture"
+SHARED_NAMES: dict[str, tuple[frozenset[str], str]] = {
+    **{
+        name: (
+            frozenset({"toolkit.client.flows", "toolkit.emulator.routes.api"}),
+            _SERVICE_OPERATION,
+        )
+        for name in (
+            "add_pages",
+            "create_chapter",
+            "get_chapter",
+            "get_project",
+            "list_chapters",
+            "list_projects",
+            "rescan_chapter",
+            "start_chapter",
+        )
+    },
+    **{
+        name: (
+            frozenset({"toolkit.emulator.core.workspaces", "toolkit.emulator.routes.admin"}),
+            "one admin operation: the emulator's core does it, its admin route answers it",
+        )
+        for name in ("create_project", "create_workspace")
+    },
+    "burn_down": (frozenset({"toolkit.analysis.forecast", "toolkit.plots"}), _PLOT_OF_FIGURE),
+    "credit_spend": (frozenset({"toolkit.analysis.measures", "toolkit.plots"}), _PLOT_OF_FIGURE),
+    "cycle_times": (frozenset({"toolkit.analysis.timing", "toolkit.plots"}), _PLOT_OF_FIGURE),
+    "throughput": (frozenset({"toolkit.analysis.measures", "toolkit.plots"}), _PLOT_OF_FIGURE),
+    "evaluate": (
+        frozenset({"toolkit.watch.anomaly", "toolkit.watch.budget", "toolkit.watch.checks"}),
+        "protocol: each family of watch checks is evaluated by its module's `evaluate`; "
+        "checks.evaluate (tk.watch.evaluate) runs them all",
+    ),
+    "label": (
+        frozenset({"toolkit.metrics", "toolkit.reporting.figures"}),
+        "one meaning, a figure's label: reporting.figures.label is metrics.label over a "
+        "report's Period (it calls metrics.label)",
+    ),
+}
+
+
+def _public_definitions() -> dict[str, set[str]]:
+    defined: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(node, kinds) and not node.name.startswith("_"):
+                defined.setdefault(node.name, set()).add(module)
+    return defined
+
+
+def test_one_public_name_is_defined_by_one_module():
+    shared = {n: ms for n, ms in _public_definitions().items() if len(ms) > 1}
+    unexplained = [
+        f"{name}: {', '.join(sorted(modules))}"
+        for name, modules in sorted(shared.items())
+        if name not in SHARED_NAMES or SHARED_NAMES[name][0] != modules
+    ]
+    assert unexplained == []
+    # A name no longer shared leaves the list, so it cannot excuse a later collision.
+    assert sorted(set(SHARED_NAMES) - set(shared)) == []
+
+
+def test_the_renamed_names_each_mean_one_thing():
+    # The pairs of issue 44: the public side kept its name, the other was renamed.
+    defined = _public_definitions()
+    for name, home in {
+        "Outcome": "toolkit.analysis.run_codes", "Workspace": "toolkit.frames.pull",
+        "Finding": "toolkit.watch.findings", "Problem": "toolkit.batch.folder",
+        "read_config": "toolkit.watch.config",
+    }.items():  # fmt: skip
+        assert defined[name] == {home}
+
+
+# The exported members, between packages: a module another package imports from says what
+# it offers in `__all__`, and the other package takes only those names, whether by
+# `from toolkit.x.y import name` or as `y.name` after `from toolkit.x import y`. Inside one
+# package its modules share their machinery freely.
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _declared_all(module: str) -> set[str] | None:
+    for node in ast.parse(MODULES[module].read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    return None
+
+
+def _taken_across(module: str) -> Iterator[tuple[str, str, int]]:
+    """(module taken from, name, line) for each name `module` takes from another package."""
+    tree = ast.parse(MODULES[module].read_text())
+    aliases: dict[str, str] = {}  # a local name bound to a toolkit module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in MODULES:
+            for alias in node.names:
+                whole = f"{node.module}.{alias.name}"
+                if whole in MODULES:
+                    aliases[alias.asname or alias.name] = whole
+                elif _package(node.module) != _package(module):
+                    yield node.module, alias.name, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in MODULES:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            target = aliases.get(node.value.id)
+            if target and _package(target) != _package(module):
+                yield target, node.attr, node.lineno
+
+
+def _not_exported() -> list[str]:
+    wrong = []
+    for module in MODULES:
+        for target, name, line in _taken_across(module):
+            declared = _declared_all(target)
+            if declared is None:
+                wrong.append(f"{module}:{line}: {target} has no __all__ (takes {name})")
+            elif name not in declared:
+                wrong.append(f"{module}:{line}: {target}.{name} is not in its __all__")
+    return wrong
+
+
+def test_another_package_imports_only_what_a_module_exports():
+    assert _not_exported() == []
+
+
+def test_every_public_module_says_what_it_exports():
+    # The modules users import from: the public packages and top-level modules.
+    assert sorted(m for m in PUBLIC if _declared_all(m) is None) == []

@@ -144,3 +144,29 @@ def test_every_parameter_of_a_documented_call_is_in_its_args_section(package, pa
     else:
         missing[path] = _undocumented(target, [target.docstring])
     assert {where: names for where, names in missing.items() if names} == {}
+
+
+# The `store` and `tz` arguments of the analysis are described once, in the package's
+# docstring; each call's `Args:` refers to it and says only what it adds, so the shared
+# text cannot drift apart across the calls (issue 44 item 4).
+SHARED_ARGS = {"store": "As in `toolkit.analysis`", "tz": "As in `toolkit.analysis`"}
+
+
+def test_the_shared_arguments_are_described_once(package):
+    analysis = package["analysis"]
+    for name in SHARED_ARGS:
+        assert f"- `{name}`: " in analysis.docstring.value
+    restated = []
+    for path in DOCUMENTED:
+        if not path.startswith("toolkit.analysis."):
+            continue
+        target = package[path.removeprefix("toolkit.")]
+        target = target.final_target if target.is_alias else target
+        for section in target.docstring.parse(griffe.Parser.google):
+            if section.kind.value != "parameters":
+                continue
+            for param in section.value:
+                shared = SHARED_ARGS.get(param.name)
+                if shared and not param.description.startswith(shared):
+                    restated.append(f"{path}: {param.name}")
+    assert restated == []

@@ -14,6 +14,8 @@ import hmac
 
 from toolkit.config import Secret
 
+__all__ = ["decode_secret", "sign", "signature"]
+
 SECRET_PREFIX = "whsec_"
 
 

@@ -44,6 +44,8 @@ from typing import Any
 from toolkit.config import Secret, normalize_base_url, store_path
 from toolkit.errors import ConfigError
 
+__all__ = ["WorkspaceSettings", "read_workspaces_config", "workspace_settings", "workspace_store"]
+
 
 @dataclass(frozen=True)
 class WorkspaceSettings:
@@ -58,7 +60,7 @@ def env_suffix(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
 
-def read_config(path: str | os.PathLike[str] | None = None) -> dict[str, dict[str, Any]]:
+def read_workspaces_config(path: str | os.PathLike[str] | None = None) -> dict[str, dict[str, Any]]:
     """The workspaces config file (`path`, else `CTS_WORKSPACES`); empty when neither."""
     location = path or os.environ.get("CTS_WORKSPACES")
     if not location:

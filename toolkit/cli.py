@@ -120,10 +120,10 @@ def _snapshot(args: argparse.Namespace) -> None:
 
 def _snapshot_workspaces(args: argparse.Namespace) -> None:
     """One snapshot per named workspace, each with its own key, into its own store."""
-    from toolkit.agency import read_config, workspace_settings
+    from toolkit.agency import read_workspaces_config, workspace_settings
     from toolkit.store import SnapshotStore
 
-    config = read_config(args.config)
+    config = read_workspaces_config(args.config)
     settings = [workspace_settings(n, config=config, store_root=args.store) for n in args.workspace]
     failed = []
     for workspace in settings:
@@ -172,10 +172,10 @@ def _report(args: argparse.Namespace) -> None:
         write_report(store_path(args.store), out=args.out, days=args.days)
         return
     # One report per workspace, each with the whole agency's spend this month.
-    from toolkit.agency import read_config, workspace_store
+    from toolkit.agency import read_workspaces_config, workspace_store
     from toolkit.store import SnapshotStore
 
-    config = read_config(args.config)
+    config = read_workspaces_config(args.config)
     stores = {
         name: SnapshotStore(config.get(name, {}).get("store") or workspace_store(name, args.store))
         for name in args.workspace
@@ -266,7 +266,7 @@ def _host_port(text: str) -> tuple[str, int]:
 def _conformance(args: argparse.Namespace) -> None:
     """One line per decision; exit 0 when none differs, 1 when one does, 2 when the check
     could not run (no settings, no answer, the key refused)."""
-    from toolkit.conformance import run_conformance, summary
+    from toolkit.conformance import closing_line, run_conformance
 
     try:
         findings = run_conformance(
@@ -283,7 +283,7 @@ def _conformance(args: argparse.Namespace) -> None:
         return
     for finding in findings:
         print(finding.line())
-    print(summary(findings))
+    print(closing_line(findings))
     args.exit_status = 1 if any(f.verdict == "differs" for f in findings) else 0
 
 

@@ -16,6 +16,16 @@ from urllib.parse import urlsplit
 
 from toolkit.errors import ConfigError
 
+__all__ = [
+    "Secret",
+    "Settings",
+    "held",
+    "is_loopback_host",
+    "normalize_base_url",
+    "store_path",
+    "webhook_secret",
+]
+
 API_PREFIX = "/api/v1"
 DEFAULT_STORE = "data/snapshots"
 # What a bearer token may hold: visible ASCII, no spaces (RFC 6750 allows less still).

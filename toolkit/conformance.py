@@ -40,6 +40,8 @@ from toolkit.conformance_shapes import (
 from toolkit.errors import AuthenticationError, TransportError
 from toolkit.timestamps import parse_http_date
 
+__all__ = ["ConformanceFinding", "closing_line", "run_conformance"]
+
 Verdict = Literal["agrees", "differs", "unchecked"]
 # A workspace may have many projects: the per-project checks read this many.
 PROJECTS_READ = 10
@@ -48,7 +50,7 @@ MS_FLOOR = 10**11
 
 
 @dataclass(frozen=True)
-class Finding:
+class ConformanceFinding:
     """One decision and what the service showed about it."""
 
     verdict: Verdict
@@ -71,7 +73,7 @@ class _Run:
     """The requests and the findings of one conformance run."""
 
     def __init__(self, settings: Settings, transport: httpx.BaseTransport | None) -> None:
-        self.findings: list[Finding] = []
+        self.findings: list[ConformanceFinding] = []
         self.http = httpx.Client(
             base_url=settings.api_url, timeout=30.0, transport=transport, follow_redirects=False
         )
@@ -107,10 +109,10 @@ class _Run:
     def judge(self, decision: str, wrong: str | None) -> None:
         """Record a decision: agrees when nothing is wrong, else differs with what was seen."""
         verdict: Verdict = "agrees" if wrong is None else "differs"
-        self.findings.append(Finding(verdict, decision, wrong))
+        self.findings.append(ConformanceFinding(verdict, decision, wrong))
 
     def skip(self, decision: str, why: str) -> None:
-        self.findings.append(Finding("unchecked", decision, why))
+        self.findings.append(ConformanceFinding("unchecked", decision, why))
 
 
 def run_conformance(
@@ -123,7 +125,7 @@ def run_conformance(
     receiver: tuple[str, int] | None = None,
     wait: float = 120.0,
     webhook_secret: str | Secret[str] | None = None,
-) -> list[Finding]:
+) -> list[ConformanceFinding]:
     """Check every decision the toolkit relies on against the service at `base_url`.
 
     Args:
@@ -459,7 +461,7 @@ def _ms(value: Any) -> int | None:
     return int(datetime.fromisoformat(value).timestamp() * 1000)
 
 
-def summary(findings: list[Finding]) -> str:
+def closing_line(findings: list[ConformanceFinding]) -> str:
     """The closing line: how many decisions agree, differ, and were not checked."""
     counts = {
         verdict: sum(f.verdict == verdict for f in findings)

@@ -7,6 +7,18 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+__all__ = [
+    "CHAPTER_DETAIL",
+    "CHAPTER_LIST_ITEM",
+    "NEW_CHAPTER",
+    "PROJECT",
+    "PROJECT_LIST_ITEM",
+    "STATUSES",
+    "is_iso",
+    "is_number",
+    "mismatches",
+]
+
 STATUSES = ("translating", "needs_review", "reviewed")
 EXPORT_FORMATS = ("cbz", "zip", "psd", "clean", "txt", "docx", "source")
 

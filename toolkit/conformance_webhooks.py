@@ -18,6 +18,8 @@ from toolkit.conformance_shapes import is_iso, mismatches
 from toolkit.errors import WebhookVerificationError
 from toolkit.webhooks import verify
 
+__all__ = ["DeliveryCollector", "judge_deliveries"]
+
 
 def _text(value: Any) -> bool:
     return isinstance(value, str)

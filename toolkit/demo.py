@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from toolkit.emulator import Emulator
     from toolkit.models import Project
 
+__all__ = ["run_demo"]
+
 MARKER = ".toolkit-demo"
 FAULTS: dict[str, Any] = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
 MAX_RESCANS = 3
@@ -167,7 +169,7 @@ def plan(hours: float) -> dict[int, list[str]]:
     return schedule
 
 
-def upload(kind: str, hour: int, client: Client, projects: Projects, day: Day) -> None:
+def upload_sample(kind: str, hour: int, client: Client, projects: Projects, day: Day) -> None:
     """One scheduled upload of sample material, through the public client."""
     if kind == "novel":
         numbers = samples.novel_chapters()
@@ -328,12 +330,12 @@ def simulate(
         for hour, seconds in enumerate(steps):
             last = hour == len(steps) - 1
             for kind in schedule.get(hour, []):
-                upload(kind, hour, client, projects, day)
+                upload_sample(kind, hour, client, projects, day)
             if last:
                 bad_spell(emulator, client, projects, day)
             lead = min(STEADY_LEAD, seconds / 2)
             emulator.advance(seconds - lead)
-            upload("second_comic", hour, client, projects, day)
+            upload_sample("second_comic", hour, client, projects, day)
             emulator.advance(lead)
             operate(hour + 1, client, projects, day, rescan=not last)
             store.take(client, at=emulator.now())
@@ -418,7 +420,7 @@ def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) 
 
     from toolkit.emulator.serving import BackgroundServer
     from toolkit.watch import run_cycle
-    from toolkit.watch.config import Budget, CheckSettings, Slack, WatchConfig, Workspace
+    from toolkit.watch.config import Budget, CheckSettings, Slack, WatchConfig, WatchedWorkspace
 
     async def keep(request: Request) -> Response:
         day.notified.append(await request.json())
@@ -442,7 +444,7 @@ def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) 
             path="(the demo)",
             store=str(folder),
             interval=timedelta(hours=1),
-            workspaces={"demo": Workspace("demo", base_url, key_env, str(store.root))},
+            workspaces={"demo": WatchedWorkspace("demo", base_url, key_env, str(store.root))},
             budgets=(Budget("workspace", "demo", "month", credits, warn_at=(warn_at,)),),
             checks=CheckSettings(failed_waiting_after=timedelta(minutes=1)),
             slack=Slack(url=f"{sink.url}/slack", allow_private=True),

@@ -40,6 +40,36 @@ if TYPE_CHECKING:
     import httpx
 
 
+__all__ = [
+    "ApiError",
+    "AuthenticationError",
+    "BadRequest",
+    "ConfigError",
+    "Conflict",
+    "DamagedStore",
+    "IncompletePull",
+    "InsufficientCredits",
+    "InvalidUpload",
+    "NotFound",
+    "OldStoreLayout",
+    "PayloadTooLarge",
+    "QueryError",
+    "RateLimited",
+    "ServerError",
+    "StoreError",
+    "ToolkitError",
+    "TransportError",
+    "UnconfirmedCreate",
+    "UnexpectedAnswer",
+    "Unprocessable",
+    "UnsupportedMediaType",
+    "WaitTimeout",
+    "WebhookVerificationError",
+    "error_class_for",
+    "in_plain_words",
+]
+
+
 class ToolkitError(Exception):
     """Base class of everything the toolkit raises on purpose."""
 

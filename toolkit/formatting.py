@@ -30,6 +30,20 @@ if TYPE_CHECKING:
     import pandas as pd
     from pandas.io.formats.style import Styler
 
+__all__ = [
+    "card",
+    "count",
+    "escape",
+    "hours",
+    "moment",
+    "show",
+    "size",
+    "table",
+    "text",
+    "text_table",
+    "whole",
+]
+
 WRAP_WIDTH = "32em"
 
 

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["ALIASES", "FIGURES", "glossary", "header", "label", "per"]
+
 # How a value reads: `count` and `credits` as whole numbers, `duration` as minutes or
 # hours, `share` as a percentage, `pace` to two decimals, `moment` to the minute.
 Format = Literal["count", "credits", "duration", "share", "pace", "moment", "text"]

@@ -28,6 +28,28 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from toolkit.timestamps import parse_millis, parse_time
 
+__all__ = [
+    "MISSING",
+    "STATUS_ORDER",
+    "AddedPages",
+    "Chapter",
+    "ChapterDetail",
+    "ChapterListItem",
+    "LanguageDetail",
+    "LanguageProgress",
+    "NewChapter",
+    "Page",
+    "PreparedExport",
+    "Project",
+    "RescanResult",
+    "Resource",
+    "StartResult",
+    "TargetLanguage",
+    "UnexpectedValue",
+    "camel",
+    "shown",
+]
+
 STATUS_ORDER: tuple[str, ...] = ("translating", "needs_review", "reviewed")
 
 _STORAGE_KEY = re.compile(r"^sourceImage\w*Key$")

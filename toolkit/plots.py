@@ -43,6 +43,21 @@ if TYPE_CHECKING:
 
     Source: TypeAlias = SnapshotStore | Observed | pd.DataFrame
 
+__all__ = [
+    "OTHER",
+    "OTHER_COLOR",
+    "REWORK",
+    "TOP",
+    "burn_down",
+    "credit_spend",
+    "cycle_times",
+    "largest_wide",
+    "progress",
+    "project_colors",
+    "status_breakdown",
+    "throughput",
+]
+
 _Plot = Callable[..., "Axes"]
 
 OTHER = "other"

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from toolkit.models import ChapterListItem, Project
     from toolkit.store import SnapshotStore
 
+__all__ = ["Quote", "quote_pages", "quote_rescans", "quote_text", "total"]
+
 ASSUMED_CREDITS_PER_UNIT = 1
 NOVEL_CHARS_PER_UNIT = 2000
 LEARNED = "price learned from this workspace's history"

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from PIL import Image, ImageDraw, ImageFont
 
+__all__ = ["COMIC_CHAPTERS", "comic_chapter", "novel_chapter", "novel_chapters", "page_png"]
+
 SAMPLES: Traversable = resources.files("toolkit") / "data" / "samples"
 """The samples shipped with the package (a folder on disk in every ordinary install)."""
 PAGE_SIZE = (480, 680)

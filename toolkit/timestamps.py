@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["When", "in_hours", "parse_http_date", "parse_millis", "parse_time", "utc"]
+
 # A moment a user gives (`since`, `until`, `at`, `as_of`): a naive one is UTC, except
 # where a function takes a `tz` to read it in.
 When: TypeAlias = "datetime | pd.Timestamp | str"

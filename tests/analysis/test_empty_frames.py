@@ -137,13 +137,13 @@ def test_the_watch_checks_answer_on_a_store_with_nothing_or_one_row(small, tmp_p
     from datetime import timedelta
 
     from toolkit.watch.checks import evaluate
-    from toolkit.watch.config import Budget, CheckSettings, WatchConfig, Workspace
+    from toolkit.watch.config import Budget, CheckSettings, WatchConfig, WatchedWorkspace
 
     config = WatchConfig(
         path="(test)",
         store=str(tmp_path / "watch"),
         interval=timedelta(hours=1),
-        workspaces={"w": Workspace("w", "http://127.0.0.1:9", "CTS_KEY_W", str(small.root))},
+        workspaces={"w": WatchedWorkspace("w", "http://127.0.0.1:9", "CTS_KEY_W", str(small.root))},
         budgets=(Budget("workspace", "w", "month", 100),),
         checks=CheckSettings(failed_waiting_after=timedelta(minutes=1)),
     )

@@ -140,10 +140,10 @@ def test_every_plot_draws_several_workspaces(agency):
 
 
 def test_a_store_is_labelled_by_its_given_workspace_else_its_folder(tmp_path):
-    from toolkit.analysis.workspaces import label, labelled
+    from toolkit.analysis.workspaces import labelled, store_label
 
     plain = SnapshotStore(tmp_path / "studio-x")
-    assert label(plain) == "studio-x"
+    assert store_label(plain) == "studio-x"
     named = SnapshotStore(tmp_path / "somewhere")
     named.workspace_label = "studio-y"  # what SnapshotStore(..., workspace=...) keeps
     assert labelled([plain, named]) == {"studio-x": plain, "studio-y": named}

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from toolkit.emulator.core.engine import DEFAULT_MODEL
 from toolkit.emulator.core.packaging import prepared_files
-from toolkit.emulator.core.state import new_id
+from toolkit.emulator.core.state import new_uuid
 
 if TYPE_CHECKING:
     from toolkit.emulator import Emulator
@@ -134,7 +134,7 @@ class _Rows:
         languages: tuple[str, ...],
         now: int,
     ) -> None:
-        chapter_id = new_id()
+        chapter_id = new_uuid()
         created = now - rng.randrange(2 * DAY_MS, 365 * DAY_MS)
         finished = created + rng.randrange(600_000, 4 * 3600_000)
         page_lines = [rng.randrange(3, 15) for _ in range(rng.randrange(8, 25))]
@@ -180,7 +180,7 @@ class _Rows:
                     )
                 )
         for number, (count, size) in enumerate(zip(page_lines, page_bytes, strict=True), 1):
-            page_id = new_id()
+            page_id = new_uuid()
             key = (
                 f"workspaces/{workspace_id}/projects/{project['id']}/chapters/{chapter_id}"
                 f"/pages/{page_id}.png"

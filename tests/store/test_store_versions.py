@@ -36,7 +36,7 @@ def test_a_store_of_a_newer_layout_is_refused_in_one_line_by_reads_and_writes(
     tmp_path, service, capsys
 ):
     SnapshotStore(tmp_path).take(service, at=hours(0))
-    versions.record(Tables(str(tmp_path)), versions.LAYOUT + 1)
+    versions.record_layout(Tables(str(tmp_path)), versions.LAYOUT + 1)
     newer = f"layout {versions.LAYOUT + 1}, written by a newer toolkit"
     for read in (
         lambda store: store.snapshots(),
@@ -56,7 +56,7 @@ def test_a_store_from_before_the_version_is_placed_by_the_detectors_and_recorded
     tmp_path, service, monkeypatch
 ):
     with monkeypatch.context() as patched:
-        patched.setattr(versions, "record", lambda tables, version: None)
+        patched.setattr(versions, "record_layout", lambda tables, version: None)
         SnapshotStore(tmp_path).take(service, at=hours(0))
     tables = Tables(str(tmp_path))
     assert versions.recorded(tables) is None
@@ -67,7 +67,7 @@ def test_a_store_from_before_the_version_is_placed_by_the_detectors_and_recorded
 def test_each_step_runs_once_in_order_and_records_the_version_it_reaches(tmp_path, service):
     SnapshotStore(tmp_path).take(service, at=hours(0))
     tables = Tables(str(tmp_path))
-    versions.record(tables, 1)
+    versions.record_layout(tables, 1)
     ran: list[tuple[int, int | None]] = []
 
     def step(start: int):
@@ -77,9 +77,9 @@ def test_each_step_runs_once_in_order_and_records_the_version_it_reaches(tmp_pat
 
         return versions.Step(start, f"layout {start} to {start + 1}", run)
 
-    done = versions.migrate(tables, str(tmp_path), [step(1), step(2)], lambda t: True)
+    done = versions.upgrade_in_steps(tables, str(tmp_path), [step(1), step(2)], lambda t: True)
     assert ran == [(1, 1), (2, 2)]
     assert done == ["layout 1 to 2: did 1", "layout 2 to 3: did 2"]
     assert versions.recorded(Tables(str(tmp_path))) == 3
-    assert versions.migrate(Tables(str(tmp_path)), str(tmp_path), [step(1), step(2)],
+    assert versions.upgrade_in_steps(Tables(str(tmp_path)), str(tmp_path), [step(1), step(2)],
                             lambda t: True) == []  # fmt: skip

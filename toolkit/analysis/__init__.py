@@ -17,9 +17,17 @@ tk.analysis.review_backlog(store)                # chapters waiting for review, 
 ```
 
 Every function takes keyword-only `since`, `until` and `tz` (and `freq` where it has
-periods). Every function that takes a store also takes several workspaces' stores at
-once (a mapping label -> store, or a list) and then answers with a `workspace` column
-(`toolkit.analysis.workspaces`). How each figure is derived is in docs/analysis.md.
+periods). Two arguments mean the same in every call, written here once (each call's
+`Args:` says "As in `toolkit.analysis`", and what it adds):
+
+- `store`: a `SnapshotStore`, or its `Observed` view (what the figures are built from,
+  shared by several calls on one store); or several workspaces' stores at once, a mapping
+  of label to store or a list, and then the answer has a `workspace` column first (a call
+  that answers with a dict answers with one such dict per label;
+  `toolkit.analysis.workspaces`).
+- `tz`: the time zone a naive `since` or `until` is read in; UTC by default.
+
+How each figure is derived is in docs/analysis.md.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis._arrays import looked_up
-from toolkit.analysis.calendar import moment, names, with_names
+from toolkit.analysis.calendar import names, utc_bound, with_names
 from toolkit.analysis.forecast import (
     DONE,
     ForecastBy,
@@ -70,7 +70,7 @@ def forecast_accuracy(
     `p50_error_share` (median of that error over the true time left, unsigned).
 
     Args:
-        store: the snapshot history (or its observed form).
+        store: As in `toolkit.analysis`.
         by: the groups, as `forecast` takes them.
         horizon: how long after a replay its outcome is looked for.
         every: the time between replays, counted from the first snapshot.
@@ -79,7 +79,7 @@ def forecast_accuracy(
         stall_after: as `forecast` takes it.
         since: replays at or after this time only.
         until: replays before this time only.
-        tz: the zone a naive `since` or `until` is read in.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         One row per group with a scored replay, sorted by group, with project or chapter
@@ -129,7 +129,7 @@ def replay_scores(
     the band the finish fell, in shares of the time to p50 (`_score`)."""
     times = obs.manifest["snapshot_at"]
     ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
-    low, high = moment(since, tz), moment(until, tz)
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
     ticks = [
         tick
         for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 
-def moment(when: When | None, tz: str | None) -> pd.Timestamp | None:
+def utc_bound(when: When | None, tz: str | None) -> pd.Timestamp | None:
     """A bound as an aware UTC timestamp; a naive one is read in `tz` (else UTC)."""
     if when is None:
         return None
@@ -40,7 +40,7 @@ def within(
 ) -> pd.DataFrame:
     """The rows whose `column` lies in [since, until); rows without a time stay only
     when no bound is given."""
-    low, high = moment(since, tz), moment(until, tz)
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
     if low is None and high is None:
         return frame
     times = frame[column]

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis._arrays import looked_up
-from toolkit.analysis.calendar import moment
+from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.due import with_due
 from toolkit.analysis.measures import price_per_chapter
 from toolkit.analysis.needs_person import (
@@ -104,14 +104,14 @@ def forecast(
     and `as_of` (the snapshot the forecast is made at).
 
     Args:
-        store: the snapshot history (or its observed form).
+        store: As in `toolkit.analysis`.
         by: the groups: `project_id`, `language_code` or `chapter_id`.
         window: how far back the pace is read.
         freq: the pace's bins (at least three in the window give a spread).
         until: forecast as seen at the latest snapshot at or before this time (to check
             a forecast against what happened next; a naive time is read in `tz`).
         stall_after: a running chapter with no activity for this long needs action.
-        tz: the zone of the bins and of the times shown.
+        tz: As in `toolkit.analysis`; also the zone of the bins and of the times shown.
         due: due dates by project name or id (by project only): adds `due`,
             `will_miss`, `late_hours_p50` and `late_hours_p90` (`toolkit.analysis.due`).
         calibration: the band's width from the forecast's own record
@@ -135,7 +135,7 @@ def forecast(
     obs = observe(store)
     manifest = obs.manifest
     if until is not None:
-        manifest = manifest[manifest["snapshot_at"] <= moment(until, tz)]
+        manifest = manifest[manifest["snapshot_at"] <= utc_bound(until, tz)]
     if manifest.empty:
         frame = _shape(pd.DataFrame(), by, tz)
     else:
@@ -252,7 +252,7 @@ def burn_down(
     per = log.groupby(["idx", by])["delta"].sum().unstack(fill_value=0)
     per = per.reindex(range(len(obs.times)), fill_value=0.0).cumsum()
     per.index = pd.DatetimeIndex(obs.times, name="snapshot_at")
-    low, high = moment(since, tz), moment(until, tz)
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
     if low is not None:
         per = per[per.index >= low]
     if high is not None:

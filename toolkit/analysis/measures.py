@@ -159,16 +159,13 @@ def throughput(
     one the language lists. Periods without lines are left out unless `fill`.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
         by: Group by "language_code", "project_id" (its name in `project`) or "model".
         since: The window's start, included (a naive time is read in `tz`); by default
             the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times and of the periods; UTC by
-            default.
+        tz: As in `toolkit.analysis`; also the zone of the periods.
         fill: Give every period from the first to the last, and every group, a row (0
             where nothing happened).
 
@@ -220,8 +217,7 @@ def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     a project's own price needs two of its first runs, else it takes the workspace's.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores (a mapping
-            of label to store, or a list) answer with one such dict per label.
+        store: As in `toolkit.analysis`.
 
     Returns:
         Credits per page and target language by project id; `None` for the workspace.
@@ -235,8 +231,7 @@ def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float
     charge per chapter and target language, per project id (`None`: all of them).
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores (a mapping
-            of label to store, or a list) answer with one such dict per label.
+        store: As in `toolkit.analysis`.
 
     Returns:
         Credits per chapter and target language by project id; `None` for all.
@@ -274,17 +269,14 @@ def credit_spend(
     target languages. Periods without spend are left out unless `fill`.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
         by: Group by "project_id" (its name in `project`), "language_code" or
             "chapter_id".
         since: The window's start, included (a naive time is read in `tz`); by default
             the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times and of the periods; UTC by
-            default.
+        tz: As in `toolkit.analysis`; also the zone of the periods.
         fill: Give every period from the first to the last, and every group, a row (0
             where nothing happened).
 
@@ -362,9 +354,8 @@ def price_estimate(
     for a novel project `pages` counts chapters of the project's usual length.
 
     Args:
-        store: A store (or its `Observed` view), or several workspaces' stores (a
-            mapping of label to store, or a list): the one whose latest snapshot holds
-            the project prices it.
+        store: As in `toolkit.analysis`; of several, the one whose latest snapshot
+            holds the project prices it.
         project_id: The project the upload goes to.
         pages: The pages to upload (for a novel project: chapters of its usual length).
         languages: How many target languages, or their codes; by default the project's.

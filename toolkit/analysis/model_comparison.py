@@ -62,13 +62,11 @@ def compare_models(
     `since`/`until` keep the runs that started in [since, until).
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
         confidence: The confidence of the bootstrap interval a difference must clear.
         min_runs: With fewer runs of a model in a stratum than this, the verdict says
             there are too few to compare.
@@ -102,13 +100,11 @@ def price_by_language(
     have no charge to count and are left out too.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         One row per project, target language and model.

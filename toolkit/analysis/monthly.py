@@ -14,7 +14,7 @@ import pandas as pd
 
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.spent import charges
-from toolkit.analysis.workspaces import TEXT, label, labelled, stack
+from toolkit.analysis.workspaces import TEXT, labelled, stack, store_label
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -48,7 +48,7 @@ def monthly_spend(
         stores: A store, or several (a mapping of label to store, or a list).
         until: A time in "this month"; by default each store's latest snapshot (the
             latest of them for the total).
-        tz: The time zone of the calendar months and of a naive `until`; UTC by default.
+        tz: As in `toolkit.analysis`; also the zone of the calendar months.
 
     Returns:
         One row per workspace, and a total row.
@@ -56,7 +56,7 @@ def monthly_spend(
     Raises:
         ValueError: No stores were given, or several share a workspace label.
     """
-    several = labelled(stores) or {label(stores, default="default"): stores}  # type: ignore[arg-type]
+    several = labelled(stores) or {store_label(stores, default="default"): stores}  # type: ignore[arg-type]
     # Each charge at its own time (`spent`): a first run at its chapter's creation.
     frame = stack({name: charges(store) for name, store in several.items()})
     times = frame["charged_at"].dt.tz_convert(tz) if tz else frame["charged_at"]

@@ -20,6 +20,8 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["Observed", "answer", "observe", "with_previous"]
+
 TIME: Final = "datetime64[us, UTC]"
 TEXT: Final = pd.StringDtype()
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from toolkit.analysis.calendar import moment
+from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, answer, flag, observe
 from toolkit.analysis.workspaces import across
 from toolkit.timestamps import When
@@ -139,11 +139,11 @@ def review_backlog(
     whole history, from ready to reviewed) and `as_of`.
 
     Args:
-        store: the snapshot history (or its observed form).
+        store: As in `toolkit.analysis`.
         window: the time before the snapshot that `reviews_per_day` counts over.
         until: as seen at the latest snapshot at or before it (a naive time is read in
             `tz`); default the latest snapshot.
-        tz: the zone of a naive `until` and of `as_of`.
+        tz: As in `toolkit.analysis`; also the zone of `as_of`.
 
     Returns:
         One row per project, sorted by `project_id`; empty without a snapshot.
@@ -151,7 +151,7 @@ def review_backlog(
     obs = observe(store)
     times = obs.manifest["snapshot_at"]
     if until is not None:
-        times = times[times <= moment(until, tz)]
+        times = times[times <= utc_bound(until, tz)]
     if times.empty:
         return pd.DataFrame(columns=["project_id", "project", *COLUMNS])
     as_of = times.iloc[-1]

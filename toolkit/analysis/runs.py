@@ -78,13 +78,11 @@ def runs(
     docs/analysis.md says how each field is derived and what the store cannot know.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         One row per run.

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis._arrays import NO_TIME, taken, to_micros
-from toolkit.analysis.calendar import moment
+from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.transitions import Transitions
@@ -92,7 +92,7 @@ def spend_in(
     this."""
     obs = observe(store)
     found = charges(obs)
-    low, high = moment(since, tz), moment(until, tz)
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
     if low is not None:
         found = found[found["charged_at"] >= low]
     if high is not None:

@@ -41,13 +41,11 @@ def cycle_times(
     `since`/`until` bound `finished_at`. A failed or stalled run is in `failures`.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         since: The window's start, included, on `finished_at` (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         The finished runs, in the order they finished.
@@ -77,13 +75,11 @@ def lead_times(
     `since`/`until` bound `reviewable_at`.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         since: The window's start, included, on `reviewable_at` (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         The chapters, in the order they became reviewable.
@@ -136,16 +132,13 @@ def finished(
     without a finished run are left out unless `fill`.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
         by: Group by "project_id" (its name in `project`), "model" or "kind" (of run).
         since: The window's start, included (a naive time is read in `tz`); by default
             the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times and of the periods; UTC by
-            default.
+        tz: As in `toolkit.analysis`; also the zone of the periods.
         fill: Give every period from the first to the last, and every group, a row (0
             where nothing happened).
 

@@ -22,6 +22,17 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = [
+    "REASONS",
+    "STALL_AFTER",
+    "advice",
+    "failure_rates",
+    "failures",
+    "reason_words",
+    "stalled",
+    "stuck",
+]
+
 TEXT = pd.StringDtype()
 # How long a running chapter may show no progress before it counts as stalled: the one
 # default of `stalled`, `stuck`, the forecast, the watch and the Dashboard.
@@ -101,13 +112,11 @@ def failures(
     `run_id`, `run_kind` (the run's kind). `since`/`until` bound `seen_at`.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         since: The window's start, included, on `seen_at` (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         The failed and stalled runs.
@@ -146,15 +155,13 @@ def failure_rates(
     run still going, or one the store cannot tell, is left out of both counts).
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         by: Group by "project_id" (its name in `project`), "model" or "kind" (of run);
             None for one row for the whole workspace.
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         The counts and rates, one row per group.
@@ -203,15 +210,13 @@ def stalled(
     bound `last_progress_at`.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         threshold: How long without progress makes a running chapter stalled (a pandas
             Timedelta or its text, e.g. "90min").
         since: The window's start, included, on `last_progress_at` (a naive time is read
             in `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         The stalled chapters.
@@ -260,15 +265,13 @@ def stuck(
     never told to re-scan). `since`/`until` bound `since`.
 
     Args:
-        store: A store (or its `Observed` view); several workspaces' stores at once (a
-            mapping of label to store, or a list) answer with a `workspace` column
-            first.
+        store: As in `toolkit.analysis`.
         threshold: How long without progress makes a running chapter stalled (a pandas
             Timedelta or its text, e.g. "90min").
         since: The window's start, included, on the `since` column (a naive time is read
             in `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: The time zone of the window's naive times; UTC by default.
+        tz: As in `toolkit.analysis`.
 
     Returns:
         One row per chapter and reason.

@@ -29,12 +29,14 @@ from toolkit.analysis.observed import Observed
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["labelled", "stack"]
+
 P = ParamSpec("P")
 R = TypeVar("R")
 TEXT = pd.StringDtype()
 
 
-def label(store: SnapshotStore | Observed, *, default: str | None = None) -> str:
+def store_label(store: SnapshotStore | Observed, *, default: str | None = None) -> str:
     """The workspace label of one store: the one given, else the one its snapshots
     record, else `default`, else (to tell several stores apart) its folder's name."""
     obs = store if isinstance(store, Observed) else None
@@ -62,7 +64,7 @@ def labelled(source: object) -> dict[str, Any] | None:
         stores = list(source)
         if not stores:
             raise ValueError("no workspaces given: pass a list of stores")
-        names = [label(store) for store in stores]
+        names = [store_label(store) for store in stores]
         if len(set(names)) < len(names):
             raise ValueError(
                 f"several stores share a workspace label ({', '.join(sorted(names))}); pass "

@@ -72,7 +72,7 @@ Kinds = MutableMapping[str, str | None]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class FinalAnswer:
     """The last answer of a request after its retries, and what the retries imply."""
 
     response: httpx.Response
@@ -85,7 +85,7 @@ class Outcome:
         return api_error(self.response, spec, attempts=self.attempts, note=note, **fields)
 
 
-def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[Outcome]:
+def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[FinalAnswer]:
     """Send with retries per `policy`; return the final answer (success or not).
 
     Raises `TransportError` when no answer came and the request cannot be retried.
@@ -96,7 +96,7 @@ def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[Outcome]:
         reply = yield Send(spec)
         if isinstance(reply, httpx.Response):
             if reply.is_success:
-                return Outcome(reply, attempt + 1, maybe_acted)
+                return FinalAnswer(reply, attempt + 1, maybe_acted)
             delay = policy.after_response(reply, attempt, repeatable=spec.repeatable)
             if not delay.retry:
                 note = None
@@ -105,7 +105,7 @@ def exchange(spec: RequestSpec, policy: RetryPolicy) -> Flow[Outcome]:
                         f"The service asked to wait {delay.too_long:.0f} s (Retry-After), "
                         f"longer than max_retry_after={policy.max_retry_after:g} s; try later"
                     )
-                return Outcome(reply, attempt + 1, maybe_acted, note)
+                return FinalAnswer(reply, attempt + 1, maybe_acted, note)
             what = f"answered {reply.status_code}"
             maybe_acted = maybe_acted or reply.status_code != 429
         else:
@@ -268,7 +268,7 @@ class _Sent:
 
 
 def _reconcile(
-    spec: RequestSpec, outcome: Outcome, policy: RetryPolicy, sent: _Sent
+    spec: RequestSpec, outcome: FinalAnswer, policy: RetryPolicy, sent: _Sent
 ) -> Flow[NewChapter]:
     """After a lost answer and a 409 on the repeat, name the chapter found at our number.
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import uvicorn
 
+__all__ = ["BackgroundServer"]
+
 
 class _Server(uvicorn.Server):
     """uvicorn's server, woken by `exit_now()` at once rather than on its next 0.1 s tick.

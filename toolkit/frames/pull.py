@@ -35,6 +35,22 @@ if TYPE_CHECKING:
     from toolkit.client import Client
     from toolkit.models import ChapterDetail, ChapterListItem, Project
 
+__all__ = [
+    "Details",
+    "UnknownStatus",
+    "Workspace",
+    "chapter_rows",
+    "chapters_frame",
+    "export_rows",
+    "exports_frame",
+    "language_rows",
+    "languages_frame",
+    "project_id_list",
+    "project_rows",
+    "projects_frame",
+    "pull",
+]
+
 Details = Literal["none", "all", "changed"]
 DETAILS: tuple[str, ...] = ("none", "all", "changed")
 

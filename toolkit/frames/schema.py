@@ -16,6 +16,24 @@ import pyarrow as pa
 from toolkit.frames.states import fill_states
 from toolkit.models import STATUS_ORDER
 
+__all__ = [
+    "COUNT",
+    "EVENTS",
+    "FLAG",
+    "KEYS",
+    "MANIFEST",
+    "SNAPSHOT_TABLES",
+    "TEXT",
+    "TIME",
+    "conform",
+    "empty_frame",
+    "from_pandas",
+    "from_rows",
+    "table_schema",
+    "to_pandas",
+    "with_snapshot",
+]
+
 TEXT = pa.string()
 COUNT = pa.int64()
 FLAG = pa.bool_()

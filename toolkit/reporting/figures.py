@@ -38,6 +38,8 @@ from toolkit.analysis.observed import Observed, observe
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["Figures", "Period", "figures", "period", "spend"]
+
 FIGURES = ("chapters_finished", "runs_failed", "runs_stalled", "credits", "rework_credits",
            "lines", "open_lines", "needs_action")  # fmt: skip
 # What each figure counts, in a reader's words (the registry's labels, toolkit.metrics);

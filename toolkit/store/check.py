@@ -67,8 +67,8 @@ from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.ledger import (
     OPERATION_KEY,
     SETTLED_KEY,
+    Disagreement,
     Ledger,
-    Problem,
     recorded_commits,
     recorded_in,
 )
@@ -88,7 +88,7 @@ REMOVES = (
 
 
 @dataclass
-class Finding:
+class StoreFinding:
     """One thing wrong with the store, the snapshots it touches, and what repair does."""
 
     kind: str  # checkpoint | log | lost | unreadable | foreign | missing | commit | ...
@@ -112,13 +112,13 @@ class Finding:
 
 @dataclass
 class Report:
-    findings: list[Finding]
+    findings: list[StoreFinding]
     notes: list[str]
 
 
 def check(
     root: str, *, repair: bool = False, grace: timedelta = timedelta(hours=1)
-) -> list[Finding]:
+) -> list[StoreFinding]:
     """What is wrong with a local store; with `repair`, what can be done is done.
 
     `check_report` gives the notes too. The module's docstring lists the findings.
@@ -168,7 +168,7 @@ def check_report(
     if not os.path.isdir(root):
         raise StoreError(f"no store at {root!r}: it is not a folder")
     quarantine = os.path.join(root, QUARANTINE, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
-    findings: list[Finding] = []
+    findings: list[StoreFinding] = []
     notes: list[str] = []
     undone = _undo_foreign(root) if repair else []
     for name in layout():
@@ -177,7 +177,7 @@ def check_report(
             findings.extend(_check_table(folder, name, repair, quarantine, grace, notes))
         elif _without_log(root, name):
             findings.append(
-                Finding("log", name, os.path.join(folder, "_delta_log"),
+                StoreFinding("log", name, os.path.join(folder, "_delta_log"),
                         "the table's log is gone (snapshots committed to it): without it, "
                         "which data files hold committed rows cannot be told",
                         "cannot rebuild it: restore the folder's `_delta_log` from a backup",
@@ -194,7 +194,7 @@ def check_report(
 
 def _check_table(
     folder: str, name: str, repair: bool, quarantine: str, grace: timedelta, notes: list[str]
-) -> list[Finding]:
+) -> list[StoreFinding]:
     findings = _check_checkpoints(folder, name) + _check_log(folder, name)
     for finding in findings:
         if finding.kind == "log" and finding.repairable:
@@ -214,7 +214,7 @@ def _check_table(
     except Exception as error:
         if not findings:
             findings.append(
-                Finding("log", name, os.path.join(folder, "_delta_log"),
+                StoreFinding("log", name, os.path.join(folder, "_delta_log"),
                         f"the table's log cannot be read ({first_line(error)})",
                         "cannot rebuild it: restore the folder from a backup")
             )  # fmt: skip
@@ -247,7 +247,7 @@ def _without_log(root: str, name: str) -> bool:
     return bool(len(recorded_in(recorded_commits(manifest), name)))
 
 
-def _check_checkpoints(folder: str, name: str) -> list[Finding]:
+def _check_checkpoints(folder: str, name: str) -> list[StoreFinding]:
     log = os.path.join(folder, "_delta_log")
     bad = [
         os.path.join(log, n)
@@ -259,7 +259,7 @@ def _check_checkpoints(folder: str, name: str) -> list[Finding]:
         return []
     first = min((n for n in os.listdir(log) if n.endswith(".json")), default="")
     rebuilt = first.startswith("0" * 20)
-    finding = Finding(
+    finding = StoreFinding(
         "checkpoint", name, bad[0] if bad else pointer,
         "a checkpoint of the table's log does not read, so the table does not"
         if bad
@@ -288,7 +288,7 @@ def _points_at_a_checkpoint(pointer: str, log: str) -> bool:
     return any(n.startswith(prefix) and n.endswith(".parquet") for n in os.listdir(log))
 
 
-def _check_log(folder: str, name: str) -> list[Finding]:
+def _check_log(folder: str, name: str) -> list[StoreFinding]:
     log = os.path.join(folder, "_delta_log")
     commits = sorted(n for n in os.listdir(log) if n.endswith(".json") and n[:20].isdigit())
     newest = commits[-1] if commits else None
@@ -300,20 +300,20 @@ def _check_log(folder: str, name: str) -> list[Finding]:
         kept = _append_without_its_rows(path)
         if n == newest:
             findings.append(
-                Finding("log", name, path, "the newest commit does not parse",
+                StoreFinding("log", name, path, "the newest commit does not parse",
                         "drops it: the snapshots whose rows it held are lost", repairable=True)
             )  # fmt: skip
         elif kept is not None:
             # A snapshot's append (it removed nothing): written again without its rows,
             # the table reads, and its snapshot is lost like a dropped newest commit's.
             findings.append(
-                Finding("log", name, path, "a commit older than the newest does not parse",
+                StoreFinding("log", name, path, "a commit older than the newest does not parse",
                         "writes it again without the rows it added: the snapshots whose rows "
                         "it held are lost", repairable=True, rewrite=kept)
             )  # fmt: skip
         else:
             findings.append(
-                Finding("log", name, path, "a commit older than the newest does not parse: "
+                StoreFinding("log", name, path, "a commit older than the newest does not parse: "
                         "the table reads only once it is restored",
                         "cannot rebuild it: restore this file from a backup")
             )  # fmt: skip
@@ -341,14 +341,14 @@ def _append_without_its_rows(path: str) -> str | None:
     return None
 
 
-def _check_data(table: DeltaTable, folder: str, name: str) -> list[Finding]:
+def _check_data(table: DeltaTable, folder: str, name: str) -> list[StoreFinding]:
     findings = []
     column = layout()[name].time
     for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
         path = os.path.join(folder, action["path"])
         if os.path.exists(path) and not os.access(path, os.R_OK):
             findings.append(
-                Finding("unreadable", name, path, "a data file the table lists may not be "
+                StoreFinding("unreadable", name, path, "a data file the table lists may not be "
                         "read by this user (permission denied); nothing is lost",
                         "cannot change permissions: give this user read access to it "
                         "(chmod or chown), then check again")
@@ -362,7 +362,7 @@ def _check_data(table: DeltaTable, folder: str, name: str) -> list[Finding]:
         rows = "events" if name == "events" else "rows"
         when = "".join(f" from {_time(lo)} to {_time(hi)}" for lo, hi in spans)
         findings.append(
-            Finding("lost", name, path, f"a data file the table lists is {damage}: its {rows}"
+            StoreFinding("lost", name, path, f"a data file the table lists is {damage}: its {rows}"
                     f"{when} are lost", "removes it from the table and the snapshots that "
                     "read it from the manifest (restore the file from a backup instead to "
                     "keep them)", repairable=True, spans=spans)
@@ -418,7 +418,7 @@ def _commits(folder: str) -> Iterator[tuple[int, list[dict[str, Any]]]]:
             yield int(n[:20]), actions
 
 
-def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
+def _check_ledger(root: str, findings: list[StoreFinding]) -> list[StoreFinding]:
     """Where the manifest and the tables' logs disagree (`ledger`): missing, changed and
     foreign commits, snapshots built on one without a manifest row. Tables with a
     damaged log or checkpoint are left out (that finding says it). Returns the
@@ -434,7 +434,7 @@ def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
         return []
     at = [utc(t) for t in manifest.column("snapshot_at").to_pylist()]
     times = dict(zip(manifest.column("snapshot_id").to_pylist(), at, strict=True))
-    uncommitted: dict[str, Finding] = {}
+    uncommitted: dict[str, StoreFinding] = {}
     if any(p.kind == "foreign" and p.table == "manifest" for p in problems):
         # The manifest's rows were changed by another engine: what the other checks
         # compare against is that commit's doing (undoing it brings the rows back), so
@@ -454,7 +454,7 @@ def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
             spans = [(times[i], times[i]) for i in problem.snapshot_ids if i in times]
             them = "it" if len(spans) == 1 else "them"
             findings.append(
-                Finding(problem.kind, problem.table, path, problem.what,
+                StoreFinding(problem.kind, problem.table, path, problem.what,
                         REMOVES.format(them=them, its="its" if them == "it" else "their")
                         + " (restore the table's log from a backup first to keep "
                         f"{them})", repairable=True, spans=spans)
@@ -462,7 +462,7 @@ def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
     return list(uncommitted.values())
 
 
-def _add_uncommitted(found: dict[str, Finding], problem: Problem, path: str) -> None:
+def _add_uncommitted(found: dict[str, StoreFinding], problem: Disagreement, path: str) -> None:
     """One finding per snapshot without a manifest row, naming every table holding it."""
     (snapshot_id,) = problem.snapshot_ids
     finding = found.get(snapshot_id)
@@ -471,7 +471,7 @@ def _add_uncommitted(found: dict[str, Finding], problem: Problem, path: str) -> 
         return
     at = _commit_time(path)
     when = f" taken {_time(at)}" if at else ""
-    found[snapshot_id] = Finding(
+    found[snapshot_id] = StoreFinding(
         "uncommitted", problem.table, path,
         f"snapshot {snapshot_id}{when} has rows in the tables but no manifest row: a take "
         "stopped before committing it, or the manifest's commit of it was lost; it is not "
@@ -487,7 +487,7 @@ def _commit_time(path: str) -> datetime | None:
     return None
 
 
-def _foreign(root: str, problem: Problem, path: str) -> Finding:
+def _foreign(root: str, problem: Disagreement, path: str) -> StoreFinding:
     """A foreign commit, with the times of the rows it removed or added."""
     assert problem.version is not None
     version, name = problem.version, problem.table
@@ -512,7 +512,7 @@ def _foreign(root: str, problem: Problem, path: str) -> Finding:
     low, high = min(s[0] for s in touched), max(s[1] for s in touched)
     if problem.restore_to is not None:
         back = problem.restore_to
-        return Finding(
+        return StoreFinding(
             "foreign", name, path,
             f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
             f"undoes it: restores {name} to version {back}, the toolkit's last commit, and "
@@ -520,7 +520,7 @@ def _foreign(root: str, problem: Problem, path: str) -> Finding:
             f"`{restore_advice(os.path.join(root, name), back)}`)",
             repairable=True, spans=[(low, high)],
         )  # fmt: skip
-    return Finding(
+    return StoreFinding(
         "foreign", name, path,
         f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
         "removes the snapshots that read those rows from the manifest (to keep them, "
@@ -530,7 +530,7 @@ def _foreign(root: str, problem: Problem, path: str) -> Finding:
     )  # fmt: skip
 
 
-def _undo_foreign(root: str) -> list[Finding]:
+def _undo_foreign(root: str) -> list[StoreFinding]:
     """Each table's foreign commits undone by restoring it to the toolkit's last commit
     before them (`undo`), where that drops no commit of the toolkit's; one finding per
     table, already repaired. A table this cannot be done for is left to the usual check."""
@@ -541,7 +541,7 @@ def _undo_foreign(root: str) -> list[Finding]:
         problems = Ledger(tables).verify(manifest, list(schema.SNAPSHOT_TABLES))
     except Exception:  # a damaged table or manifest: its own finding, found below
         return []
-    found: dict[str, list[Problem]] = {}
+    found: dict[str, list[Disagreement]] = {}
     for problem in problems:
         if problem.kind == "foreign" and problem.restore_to is not None:
             found.setdefault(problem.table, []).append(problem)
@@ -554,14 +554,14 @@ def _undo_foreign(root: str) -> list[Finding]:
             at = undo(folder, back, [f"{name}:{v}" for v in versions])
         except Exception as error:  # left to the usual check, which names it
             undone.append(
-                Finding("foreign", name, folder, f"the undo failed ({first_line(error)})",
+                StoreFinding("foreign", name, folder, f"the undo failed ({first_line(error)})",
                         f"restore it yourself: `{restore_advice(folder, back)}`")
             )  # fmt: skip
             continue
         log = os.path.join(folder, "_delta_log")
         for problem in foreign:
             undone.append(
-                Finding("foreign", name, os.path.join(log, f"{problem.version:020}.json"),
+                StoreFinding("foreign", name, os.path.join(log, f"{problem.version:020}.json"),
                         problem.what, "", repairable=True,
                         done=f"undone: {name} restored to version {back}, "
                         f"the toolkit's last commit before it (commit {at}); every snapshot "
@@ -571,7 +571,7 @@ def _undo_foreign(root: str) -> list[Finding]:
 
 
 def _name_lost(
-    root: str, findings: list[Finding], uncommitted: list[Finding], repair: bool
+    root: str, findings: list[StoreFinding], uncommitted: list[StoreFinding], repair: bool
 ) -> None:
     """Name the snapshots each finding makes read wrong: those with rows in its spans and
     the ones after them up to the next full snapshot; with `repair`, remove them from
@@ -698,7 +698,7 @@ def _unlisted(table: DeltaTable, folder: str, grace: timedelta) -> int:
     return count
 
 
-def _set_aside(finding: Finding, quarantine: str) -> None:
+def _set_aside(finding: StoreFinding, quarantine: str) -> None:
     root = os.path.dirname(os.path.dirname(quarantine))
     moved = []
     for path in [finding.path, *finding.also]:

@@ -121,7 +121,7 @@ class Commit:
 
 
 @dataclass(frozen=True)
-class Problem:
+class Disagreement:
     """A disagreement between the manifest and a table's log. `snapshot_ids`: the
     snapshots it makes read wrong (for `uncommitted`, the one not committed)."""
 
@@ -240,7 +240,7 @@ class Ledger:
                 found.update(json.loads(str(listed)))
         return found
 
-    def verify(self, manifest: pa.Table, names: list[str]) -> list[Problem]:
+    def verify(self, manifest: pa.Table, names: list[str]) -> list[Disagreement]:
         """Where the manifest (its rows in snapshot order) and the logs of tables
         `names` disagree."""
         settled = self.settled()
@@ -255,7 +255,7 @@ class Ledger:
 
     def _verify_table(
         self, manifest: pa.Table, parsed: pa.Table, name: str, settled: set[str]
-    ) -> list[Problem]:
+    ) -> list[Disagreement]:
         table = self._tables.get(name)
         assert table is not None
         newest = table.version()
@@ -263,12 +263,12 @@ class Ledger:
         ids = manifest.column("snapshot_id").to_pylist()
         position = {snapshot_id: i for i, snapshot_id in enumerate(ids)}
         recorded = _recorded(parsed, name)
-        problems: list[Problem] = []
+        problems: list[Disagreement] = []
         beyond = np.flatnonzero(recorded["version"] > newest)
         if len(beyond):
             first = int(recorded["version"][beyond].min())
             problems.append(
-                Problem("missing", name, first, tuple(ids[i] for i in beyond),
+                Disagreement("missing", name, first, tuple(ids[i] for i in beyond),
                         f"the log of {name} ends at version {newest}, but {_count(beyond)} "
                         f"committed rows to it as version {first} or later: those commits "
                         "are missing")
@@ -297,13 +297,13 @@ class Ledger:
                 continue
             if f"snapshot:{snapshot_id}" not in settled:
                 problems.append(
-                    Problem("uncommitted", name, version, (snapshot_id,),
+                    Disagreement("uncommitted", name, version, (snapshot_id,),
                             f"commit {version} of {name} holds rows of snapshot "
                             f"{snapshot_id}, which has no manifest row")
                 )  # fmt: skip
         return problems + self.foreign(name, settled)
 
-    def foreign(self, name: str, settled: set[str]) -> list[Problem]:
+    def foreign(self, name: str, settled: set[str]) -> list[Disagreement]:
         """Table `name`'s commits no toolkit made that changed rows, unless a `RESTORE`
         undid them or a repair settled them (the manifest's own included: a `DELETE` of
         its rows would make snapshots vanish without a word)."""
@@ -317,7 +317,7 @@ class Ledger:
                 continue  # settled, or changed no rows (a property, an optimize of nothing)
             operation = commit.info.get("operation", "a write")
             problems.append(
-                Problem("foreign", name, version, (),
+                Disagreement("foreign", name, version, (),
                         f"commit {version} of {name} ({operation}) was not made by the "
                         "toolkit: the rows it removed or added were never a snapshot's",
                         restore_to=_restore_point(commits, version, undone))
@@ -331,18 +331,18 @@ class Ledger:
         snapshot_id: str,
         recorded: dict[str, np.ndarray],
         i: int,
-    ) -> Problem:
+    ) -> Disagreement:
         version = int(recorded["version"][i])
         commit = commits.get(version)
         if commit is None or commit.snapshot_id != snapshot_id:
             holder = commit.snapshot_id if commit is not None else None
-            return Problem(
+            return Disagreement(
                 "commit", name, version, (snapshot_id,),
                 f"commit {version} of {name}, where snapshot {snapshot_id} committed its "
                 f"rows, is {'missing' if commit is None else 'not its'}"
                 + (f" (it holds snapshot {holder})" if holder else ""),
             )  # fmt: skip
-        return Problem(
+        return Disagreement(
             "commit", name, version, (snapshot_id,),
             f"commit {version} of {name} adds {commit.rows} rows in {commit.files} file(s), "
             f"but snapshot {snapshot_id} committed {recorded['rows'][i]} rows in "
@@ -417,7 +417,7 @@ def recorded_in(parsed: pa.Table, name: str) -> np.ndarray:
     return np.flatnonzero(_recorded(parsed, name)["version"] >= 0)
 
 
-def _log_gone(manifest: pa.Table, parsed: pa.Table, name: str) -> list[Problem]:
+def _log_gone(manifest: pa.Table, parsed: pa.Table, name: str) -> list[Disagreement]:
     """A table with no log although snapshots committed to it: its `_delta_log` is gone
     (a table never written, or whose first write stopped, has none either)."""
     holders = recorded_in(parsed, name)
@@ -425,13 +425,13 @@ def _log_gone(manifest: pa.Table, parsed: pa.Table, name: str) -> list[Problem]:
         return []
     ids = manifest.column("snapshot_id").to_pylist()
     return [
-        Problem("missing", name, None, tuple(ids[i] for i in holders),
+        Disagreement("missing", name, None, tuple(ids[i] for i in holders),
                 f"the table {name} has no log (its `_delta_log` is gone), but "
                 f"{_count(holders)} committed rows to it")
     ]  # fmt: skip
 
 
-def _unbased(manifest: pa.Table) -> list[Problem]:
+def _unbased(manifest: pa.Table) -> list[Disagreement]:
     """Snapshots stored as a change from a snapshot that has no manifest row."""
     ids = manifest.column("snapshot_id").to_pylist()
     known = set(ids)
@@ -441,7 +441,7 @@ def _unbased(manifest: pa.Table) -> list[Problem]:
     for snapshot_id, base, whole in zip(ids, bases, full, strict=True):
         if base and not whole and base not in known:
             problems.append(
-                Problem("unbased", "manifest", None, (snapshot_id,),
+                Disagreement("unbased", "manifest", None, (snapshot_id,),
                         f"snapshot {snapshot_id} holds its change from snapshot {base}, "
                         "which has no manifest row (its manifest commit was lost)")
             )  # fmt: skip

@@ -69,7 +69,7 @@ from toolkit.store import versions
 from toolkit.store.columns import MANIFEST_STORED, PREVIOUS, stored_schema
 from toolkit.store.connection import arrow, connect
 from toolkit.store.ids import new_id
-from toolkit.store.ledger import COMMITS, Ledger, Problem, witness_of
+from toolkit.store.ledger import COMMITS, Disagreement, Ledger, witness_of
 from toolkit.store.log import Log
 from toolkit.store.manifest import order_manifest
 from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
@@ -369,7 +369,7 @@ class SnapshotStore:
             # committed already; if other writers keep the record from landing, the next
             # take records it.
             with contextlib.suppress(CommitFailedError):
-                versions.record(self._tables, versions.LAYOUT)
+                versions.record_layout(self._tables, versions.LAYOUT)
         with self._lock:
             self._last = (snapshot_id, tables)
         self._wrote = True
@@ -456,7 +456,9 @@ class SnapshotStore:
             What was done, a line per table; empty when the store was current.
         """
         with self._upgrading:
-            done = versions.migrate(self._tables, self.root, self._steps(), is_current_store)
+            done = versions.upgrade_in_steps(
+                self._tables, self.root, self._steps(), is_current_store
+            )
         with self._lock:
             self._manifest_files.clear()
             self._worked_out.clear()
@@ -843,7 +845,7 @@ class SnapshotStore:
             raise self._damaged(OSError(f"{unlike[0]} is not the file its table lists"))
         self._verified.add(key)
 
-    def _refuse(self, problems: list[Problem], manifest: pa.Table) -> None:
+    def _refuse(self, problems: list[Disagreement], manifest: pa.Table) -> None:
         """`DamagedStore` naming `problems` and the snapshots they make read wrong."""
         if problems:
             times = dict(zip(manifest.column("snapshot_id").to_pylist(),

@@ -44,6 +44,8 @@ from deltalake.exceptions import CommitFailedError
 from toolkit.errors import DamagedStore, StoreError
 from toolkit.frames.schema import conform
 
+__all__ = ["Tables"]
+
 APP_PREFIX = "toolkit.snapshot:"
 SNAPSHOT_ID_KEY = "toolkit.snapshot_id"
 SNAPSHOT_AT_KEY = "toolkit.snapshot_at"

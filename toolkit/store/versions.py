@@ -75,7 +75,7 @@ def detected(tables: Tables, is_current: Callable[[Tables], bool]) -> int:
     return LAYOUT if is_current(tables) else 2
 
 
-def record(tables: Tables, version: int) -> None:
+def record_layout(tables: Tables, version: int) -> None:
     """Write `version` on the manifest (a commit that changes no rows).
 
     Writers of one store record it at once on their first takes: a metadata change
@@ -97,7 +97,7 @@ def record(tables: Tables, version: int) -> None:
                 raise
 
 
-def migrate(
+def upgrade_in_steps(
     tables: Tables, root: str, steps: list[Step], is_current: Callable[[Tables], bool]
 ) -> list[str]:
     """Bring the store to `LAYOUT` one step at a time, recording each version reached;
@@ -116,8 +116,8 @@ def migrate(
         said = step.run(tables)
         done += [f"{step.name}: {line}" for line in said] or [step.name]
         version = step.start + 1
-        record(tables, version)
+        record_layout(tables, version)
         tables.begin()  # the step and the record changed the tables: look again
     if recorded(tables) != version and tables.get("manifest") is not None:
-        record(tables, version)
+        record_layout(tables, version)
     return done

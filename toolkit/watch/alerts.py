@@ -97,7 +97,7 @@ def finding_of(row: dict[str, object]) -> Finding:
     )
 
 
-def new_id(prefix: str) -> str:
+def random_id(prefix: str) -> str:
     """A fresh alert or message id. Random, not derived from the cycle's time: it is
     stored before anyone sees it, and a cycle that dies before storing it never showed
     it, so the next cycle drawing another is safe."""
@@ -203,7 +203,7 @@ def transitions(
     for key, finding in found.items():
         known = open_alerts.get(key)
         if known is None:
-            changes.append(Alert(new_id("alert"), finding, "opened", now, now, now))
+            changes.append(Alert(random_id("alert"), finding, "opened", now, now, now))
             continue
         due = known.last_sent is None or now - known.last_sent >= remind
         event: Kind = "reminder" if due else "seen"
@@ -219,5 +219,5 @@ def transitions(
             )  # fmt: skip
     for change in changes:
         if change.notifies:
-            change.message_id, change.owed_to = new_id("msg"), list(targets)
+            change.message_id, change.owed_to = random_id("msg"), list(targets)
     return changes

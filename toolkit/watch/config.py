@@ -36,6 +36,19 @@ from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.config import Secret, is_loopback_host, normalize_base_url
 from toolkit.errors import ConfigError
 
+__all__ = [
+    "Budget",
+    "CheckSettings",
+    "Period",
+    "Scope",
+    "Slack",
+    "WatchConfig",
+    "WatchedWorkspace",
+    "Webhook",
+    "parse_duration",
+    "read_config",
+]
+
 Scope = Literal["project", "workspace", "agency"]
 Period = Literal["month", "week"]
 CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
@@ -62,7 +75,7 @@ class CheckSettings:
 
 
 @dataclass(frozen=True)
-class Workspace:
+class WatchedWorkspace:
     name: str
     base_url: str
     key_env: str
@@ -125,7 +138,7 @@ class WatchConfig:
     path: str
     store: str
     interval: timedelta
-    workspaces: dict[str, Workspace]
+    workspaces: dict[str, WatchedWorkspace]
     budgets: tuple[Budget, ...] = ()
     checks: CheckSettings = CheckSettings()
     workspace_checks: dict[str, CheckSettings] = field(default_factory=dict)
@@ -473,7 +486,7 @@ class _Reader:
 
     def workspace(
         self, name: str, table: Any, root: str
-    ) -> tuple[Workspace, dict[str, Any] | None]:
+    ) -> tuple[WatchedWorkspace, dict[str, Any] | None]:
         where: Path_ = ("workspaces", name)
         table = self.table(table, where, ("base_url", "key_env", "store", "checks"))
         for key in ("base_url", "key_env"):
@@ -484,7 +497,7 @@ class _Reader:
         store = self.get(table, where, "store", str) if "store" in table else f"{root}/{name}"
         if "store" in table and not os.path.isabs(store) and "://" not in store:
             store = str(self.folder / store) if str(self.folder) not in ("", ".") else store
-        return Workspace(name, url, key_env, store), table.get("checks")
+        return WatchedWorkspace(name, url, key_env, store), table.get("checks")
 
     def checks(
         self, data: Any, where: Path_, level: Literal["top", "workspace", "project"]

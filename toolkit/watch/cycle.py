@@ -25,7 +25,7 @@ from toolkit.watch.checks import evaluate
 from toolkit.watch.config import WatchConfig
 from toolkit.watch.findings import Finding
 from toolkit.watch.notify import senders
-from toolkit.watch.outbox import Outbox, Outcome, messages
+from toolkit.watch.outbox import Delivery, Outbox, messages
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Cycle:
     changes: list[Alert]
     broken: dict[str, str] = field(default_factory=dict)  # workspace -> why no snapshot
     at: datetime | None = None  # the service's time the cycle ran at
-    outcomes: list[Outcome] = field(default_factory=list)  # what each target got or not
+    outcomes: list[Delivery] = field(default_factory=list)  # what each target got or not
 
     @property
     def needs_attention(self) -> bool:

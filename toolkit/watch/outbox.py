@@ -67,7 +67,7 @@ class Message:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Delivery:
     message: Message
     target: str
     outcome: str  # delivered | failed | given_up | skipped
@@ -126,11 +126,11 @@ class Outbox:
         *,
         retries: int,
         wait: float,
-    ) -> list[Outcome]:
+    ) -> list[Delivery]:
         """Send what each target is owed and due, record each outcome; the outcomes."""
         state = self.state()
         opened = {m.alert_id: m for m in owed if m.event == "opened"}
-        outcomes: list[Outcome] = []
+        outcomes: list[Delivery] = []
         for target, sender in senders.items():
             queue = [
                 m
@@ -146,7 +146,7 @@ class Outbox:
         return outcomes
 
     def _record(
-        self, outcomes: list[Outcome], state: dict[tuple[str, str], dict[str, object]],
+        self, outcomes: list[Delivery], state: dict[tuple[str, str], dict[str, object]],
         now: datetime,
     ) -> None:  # fmt: skip
         if not outcomes:
@@ -174,9 +174,9 @@ def _send_to(
     now: datetime,
     retries: int,
     wait: float,
-) -> list[Outcome]:
+) -> list[Delivery]:
     """One round for one target: skip what it must never get, send the rest in order."""
-    outcomes: list[Outcome] = []
+    outcomes: list[Delivery] = []
     told = {k[0] for k, row in state.items() if k[1] == target and row["outcome"] == "delivered"}
     pending = []
     for message in queue:
@@ -185,7 +185,7 @@ def _send_to(
             first.message_id not in told and first not in pending
         )  # fmt: skip
         if message.event != "opened" and never:
-            outcomes.append(Outcome(message, target, "skipped", "never told it opened"))
+            outcomes.append(Delivery(message, target, "skipped", "never told it opened"))
         else:
             pending.append(message)
     if not pending:
@@ -202,10 +202,10 @@ def _send_to(
                 raise
             except Exception as exc:  # a bug or a bad secret: this target's failure alone
                 raise Undelivered(type(exc).__name__) from None
-            outcomes += [Outcome(m, target, "delivered") for m in pending]
+            outcomes += [Delivery(m, target, "delivered") for m in pending]
             return outcomes
         except Undelivered as stopped:
-            outcomes += [Outcome(m, target, "delivered") for m in pending[: stopped.done]]
+            outcomes += [Delivery(m, target, "delivered") for m in pending[: stopped.done]]
             pending = pending[stopped.done :]
             attempt += 1
             pause = stopped.retry_after if stopped.retry_after is not None else (
@@ -224,17 +224,17 @@ def _round_failed(
     state: dict[tuple[str, str], dict[str, object]],
     now: datetime,
     stopped: Undelivered,
-) -> list[Outcome]:
+) -> list[Delivery]:
     """Every message still owed to the target has had one more failed round."""
     outcomes = []
     for message in pending:
         rounds = int(state.get((message.message_id, target), {}).get("rounds") or 0) + 1  # type: ignore[call-overload]
         if rounds >= ROUNDS:
             why = f"given up after {ROUNDS} rounds: {stopped.why}"
-            outcomes.append(Outcome(message, target, "given_up", why))
+            outcomes.append(Delivery(message, target, "given_up", why))
             continue
         delay = WAITS[rounds - 1]
         if stopped.retry_after is not None:
             delay = min(max(delay, timedelta(seconds=stopped.retry_after)), WAITS[-1])
-        outcomes.append(Outcome(message, target, "failed", stopped.why, now + delay))
+        outcomes.append(Delivery(message, target, "failed", stopped.why, now + delay))
     return outcomes

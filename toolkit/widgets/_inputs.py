@@ -73,7 +73,7 @@ def next_free(chapters: Sequence[ChapterListItem]) -> int:
     return max((c.position or 0 for c in chapters), default=0) + 1
 
 
-def taken(number: int, chapters: Sequence[ChapterListItem], project: Project) -> None:
+def refuse_taken(number: int, chapters: Sequence[ChapterListItem], project: Project) -> None:
     """Refuse, in the panel's words, a chapter number the project already has."""
     if any(c.position == number for c in chapters):
         raise InvalidUpload(

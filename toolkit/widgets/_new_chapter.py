@@ -19,7 +19,14 @@ from toolkit.client import check_text
 from toolkit.formatting import count
 from toolkit.pricing import quote_pages, quote_text
 from toolkit.widgets._files import PagePicker
-from toolkit.widgets._inputs import AUTO, decode_text, next_free, parse_number, taken, uploads_of
+from toolkit.widgets._inputs import (
+    AUTO,
+    decode_text,
+    next_free,
+    parse_number,
+    refuse_taken,
+    uploads_of,
+)
 
 if TYPE_CHECKING:
     from toolkit.models import Project
@@ -43,7 +50,7 @@ class _ChapterForm(widgets.VBox):
         typed = parse_number(self.number.value)
         if typed is None:
             return next_free(chapters)
-        taken(typed, chapters, project)
+        refuse_taken(typed, chapters, project)
         return typed
 
     def _headline(self) -> str:

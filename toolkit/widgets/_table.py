@@ -36,7 +36,7 @@ _LABELS = {
 }
 
 
-def label(key: str) -> str:
+def state_badge(key: str) -> str:
     text, fg, bg = _LABELS.get(key, (key, "#374151", "#f3f4f6"))
     return (
         f'<span class="tk-state tk-{key}" style="color:{fg};background:{bg};'
@@ -90,7 +90,7 @@ def _state_cell(
 ) -> str:
     key = state(chapter)
     found = {chapter.id: detail} if detail is not None else None
-    parts = [label(chapter_states([chapter], found)[0])]
+    parts = [state_badge(chapter_states([chapter], found)[0])]
     if key == "running":
         parts.append(f"<small>{escape(phase(chapter, detail, project))}</small>")
     if stalled:
@@ -102,7 +102,7 @@ def _state_cell(
     if chapter.failed:
         reason = chapter.failure_reason or "no reason given"
         if key == "running":
-            parts.append(label("failed"))
+            parts.append(state_badge("failed"))
         parts.append(
             f'<div class="tk-reason" title="{escape(reason)}" style="color:#b91c1c;'
             f'max-width:40em;white-space:normal;font-size:12px">{escape(reason)}</div>'

@@ -34,7 +34,7 @@ from toolkit.emulator.core.runs import (
     encode_units,
     translate_ms,
 )
-from toolkit.emulator.core.state import Row, from_ms, new_id, to_ms
+from toolkit.emulator.core.state import Row, from_ms, new_uuid, to_ms
 
 EventSink = Callable[[str, str, dict[str, Any]], None]
 
@@ -86,7 +86,7 @@ class Engine:
             or self.faults.draw_fate(len(units) * len(languages))
         )
         seq_row = self.db.one("SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM runs")
-        run_id = new_id()
+        run_id = new_uuid()
         self.db.execute(
             """
             INSERT INTO runs (id, seq, chapter_id, workspace_id, project_id, reason, kind, steps,

@@ -15,7 +15,7 @@ from toolkit.emulator.core.faults import Fate
 from toolkit.emulator.core.limits import MAX_POSITION
 from toolkit.emulator.core.pricing import novel_price, pages_price
 from toolkit.emulator.core.runs import Unit, novel_passages
-from toolkit.emulator.core.state import Row, State, new_id
+from toolkit.emulator.core.state import Row, State, new_uuid
 from toolkit.emulator.intake.uploads import PageFolder, StagedPage
 from toolkit.emulator.routes.errors import EmulatorError
 
@@ -292,7 +292,7 @@ class Operations:
     def _insert_chapter(
         self, project: Row, position: int, languages: list[str], at: int, text: str | None
     ) -> Row:
-        chapter_id = new_id()
+        chapter_id = new_uuid()
         self.db.execute(
             "INSERT INTO chapters (id, project_id, workspace_id, position, created_ms, "
             "activity_ms, char_count) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -344,7 +344,7 @@ class Operations:
                 )
         rows = []
         for offset, staged in enumerate(pages):
-            page_id = new_id()
+            page_id = new_uuid()
             file_name = self.files.commit(staged, page_id)
             rows.append(
                 {

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from toolkit.emulator.core.state import Row
 
+__all__ = ["DEFAULT_MODEL"]
+
 DEFAULT_MODEL = "cts-emulator-mt-1"
 NOVEL_PASSAGE_LINES = 20
 READ_MS = {"comic": 3_000, "novel": 2_000}

@@ -166,7 +166,7 @@ CREATE TABLE IF NOT EXISTS settings (
 """
 
 
-def new_id() -> str:
+def new_uuid() -> str:
     return str(uuid.uuid4())
 
 

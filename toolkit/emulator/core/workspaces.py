@@ -12,7 +12,7 @@ import secrets
 from typing import Any
 
 from toolkit.emulator.core.limits import MAX_CREDITS
-from toolkit.emulator.core.state import Row, State, new_id
+from toolkit.emulator.core.state import Row, State, new_uuid
 from toolkit.emulator.routes.errors import EmulatorError
 
 KINDS = ("comic", "novel")
@@ -27,7 +27,7 @@ def new_api_key() -> str:
 
 def create_workspace(state: State, *, name: str, credits: int, at: int) -> Row:
     workspace = {
-        "id": new_id(),
+        "id": new_uuid(),
         "name": name,
         "credits": credits,
         "api_key": new_api_key(),
@@ -56,7 +56,7 @@ def create_project(state: State, body: Any, *, at: int) -> Row:
     fields = _project_fields(body)
     if state.workspace(fields["workspace_id"]) is None:
         raise EmulatorError(404, f"workspace {fields['workspace_id']!r} not found")
-    project_id = new_id()
+    project_id = new_uuid()
     with state.db.transaction():
         state.db.execute(
             "INSERT INTO projects (id, workspace_id, name, kind, source_language, "
@@ -71,7 +71,7 @@ def create_project(state: State, body: Any, *, at: int) -> Row:
                 fields["reading_direction"],
                 fields["process_steps"],
                 fields["translation_model"],
-                new_id(),
+                new_uuid(),
                 at,
             ),
         )

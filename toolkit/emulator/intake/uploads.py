@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from toolkit.emulator.core.limits import MAX_DIGITS, MAX_POSITION
-from toolkit.emulator.core.state import new_id
+from toolkit.emulator.core.state import new_uuid
 from toolkit.emulator.intake.imaging import MAX_PAGE_BYTES, check_page
 from toolkit.emulator.routes.errors import EmulatorError
 
@@ -131,7 +131,7 @@ class PageFolder:
 
     async def _stage_one(self, upload: UploadFile, number: int) -> StagedPage:
         name = upload.filename or f"#{number}"
-        temp_path = self.root / f".upload-{new_id()}"
+        temp_path = self.root / f".upload-{new_uuid()}"
         digest = hashlib.sha256()
         size = 0
         try:
@@ -154,7 +154,7 @@ class PageFolder:
 
     def stage_bytes(self, data: bytes, *, name: str) -> StagedPage:
         """Stage an image held in memory (the demo's generated pages)."""
-        temp_path = self.root / f".upload-{new_id()}"
+        temp_path = self.root / f".upload-{new_uuid()}"
         temp_path.write_bytes(data)
         try:
             image = check_page(
