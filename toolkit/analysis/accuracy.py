@@ -47,6 +47,8 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["forecast_accuracy", "replay_scores", "summed_scores"]
+
 COLUMNS = ["replays", "inside", "inside_share", "p50_error_hours", "p50_error_share"]
 
 

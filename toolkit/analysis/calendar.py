@@ -24,6 +24,8 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["sorted_by"]
+
 
 def utc_bound(when: When | None, tz: str | None) -> pd.Timestamp | None:
     """A bound as an aware UTC timestamp; a naive one is read in `tz` (else UTC)."""

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.timestamps import When
 
+__all__ = ["Calibration", "band_calibration", "calibrated"]
+
 
 @dataclass(frozen=True)
 class Calibration:

@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from toolkit.analysis.calibration import Calibration
     from toolkit.store import SnapshotStore
 
+__all__ = ["DONE", "ForecastBy", "burn_down", "forecast", "is_open", "seen_at"]
+
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
 TEXT = pd.StringDtype()
 TIME: Final = "datetime64[us, UTC]"

@@ -26,6 +26,17 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = [
+    "LINES_SQL",
+    "SpendBy",
+    "ThroughputBy",
+    "credit_spend",
+    "price_estimate",
+    "price_per_chapter",
+    "price_per_page",
+    "throughput",
+]
+
 ThroughputBy = Literal["language_code", "project_id", "model"]
 SpendBy = Literal["project_id", "language_code", "chapter_id"]
 UNKNOWN_MODEL = "(unknown)"

@@ -44,6 +44,8 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["all_runs", "rescans_seen", "runs"]
+
 TEXT = pd.StringDtype()
 TIME: Final = "datetime64[us, UTC]"
 COLUMNS = [

@@ -36,6 +36,8 @@ from toolkit.analysis._arrays import (
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
+__all__ = ["Transitions"]
+
 _FLAGGED = """
     SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
            failed, failure_reason, status::VARCHAR AS status, credits_spent,
