@@ -65,6 +65,7 @@ from toolkit.errors import StoreError
 from toolkit.frames import schema
 from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.ledger import (
+    EVENTS,
     OPERATION_KEY,
     SETTLED_KEY,
     Ledger,
@@ -102,6 +103,7 @@ class Finding:
     also: list[str] = field(default_factory=list)  # more files repair sets aside
     rewrite: str | None = None  # what repair writes in place of the file it sets aside
     done: str | None = None
+    settles: list[str] = field(default_factory=list)  # what repair records as settled
 
     def __str__(self) -> str:
         wrong = "not read" if self.kind == "uncommitted" else "read wrong"
@@ -424,7 +426,7 @@ def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
     damaged log or checkpoint are left out (that finding says it). Returns the
     snapshots with table commits but no manifest row, one finding each, apart."""
     damaged = {f.table for f in findings if f.kind in ("checkpoint", "log")}
-    names = [n for n in schema.SNAPSHOT_TABLES if n not in damaged]
+    names = [n for n in (*schema.SNAPSHOT_TABLES, EVENTS) if n not in damaged]
     tables = Tables(root)
     tables.begin()
     try:
@@ -450,6 +452,16 @@ def _check_ledger(root: str, findings: list[Finding]) -> list[Finding]:
         elif problem.kind == "foreign":
             assert problem.version is not None
             findings.append(_foreign(root, problem, path))
+        elif problem.table == EVENTS:
+            # No snapshot is built on the events: the events lost are named, and the
+            # snapshots' records of them settled, so later checks pass.
+            findings.append(
+                Finding(problem.kind, EVENTS, path, problem.what,
+                        "records the loss (restore the events table's log from a backup "
+                        "first to keep those events); no snapshot is touched",
+                        repairable=True,
+                        settles=[f"{EVENTS}@{i}" for i in problem.snapshot_ids])
+            )  # fmt: skip
         else:
             spans = [(times[i], times[i]) for i in problem.snapshot_ids if i in times]
             them = "it" if len(spans) == 1 else "them"
@@ -538,7 +550,7 @@ def _undo_foreign(root: str) -> list[Finding]:
     tables.begin()
     try:
         manifest = _readable_manifest(os.path.join(root, "manifest"))
-        problems = Ledger(tables).verify(manifest, list(schema.SNAPSHOT_TABLES))
+        problems = Ledger(tables).verify(manifest, [*schema.SNAPSHOT_TABLES, EVENTS])
     except Exception:  # a damaged table or manifest: its own finding, found below
         return []
     found: dict[str, list[Problem]] = {}
@@ -619,6 +631,7 @@ def _name_lost(
             for f in findings
             if f.kind == "foreign"
         ]
+        settled += [key for f in findings if f.repairable for key in f.settles]
         if settled:
             _settle(root, every, settled)
     for finding in findings:

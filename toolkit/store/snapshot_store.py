@@ -69,7 +69,7 @@ from toolkit.store import versions
 from toolkit.store.columns import MANIFEST_STORED, PREVIOUS, stored_schema
 from toolkit.store.connection import arrow, connect
 from toolkit.store.ids import new_id
-from toolkit.store.ledger import COMMITS, Ledger, Problem, witness_of
+from toolkit.store.ledger import COMMITS, EVENTS, Ledger, Problem, newest_witness, witness_of
 from toolkit.store.log import Log
 from toolkit.store.manifest import order_manifest
 from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
@@ -356,7 +356,12 @@ class SnapshotStore:
             "base_id": base,
             "full": full,
             "keeps_previous": keeps_previous,
-            COMMITS: json.dumps({name: commits.get(name) for name in schema.SNAPSHOT_TABLES}),
+            COMMITS: json.dumps(
+                {
+                    **{name: commits.get(name) for name in schema.SNAPSHOT_TABLES},
+                    EVENTS: newest_witness(self._tables, EVENTS),
+                }
+            ),
         }
         self._tables.append(
             "manifest",
