@@ -17,11 +17,11 @@ Each finding is said once, with the snapshots it touches (from when to when) and
   `_delta_log` is gone.
 - **unreadable**: a data file this user may not read (permissions); repair leaves it.
 - **foreign** (a commit no toolkit made, such as a `DELETE`, `UPDATE` or `OPTIMIZE` run
-  with another engine, on a snapshot table or the manifest): repair undoes it, restoring
-  the table to the toolkit's last commit before it (`undo`), so every snapshot whose
-  rows are still on disk is kept; the finding prints that restore as a command, which
-  works when followed by hand. When the toolkit committed after it, it is repaired as a
-  lost file is.
+  with another engine, on a snapshot table, the events table or the manifest): repair
+  undoes it, restoring the table to the toolkit's last commit before it (`undo`), so
+  every snapshot whose rows are still on disk is kept; the finding prints that restore
+  as a command, which works when followed by hand. When the toolkit committed after it,
+  it is repaired as a lost file is.
 - **lost** (a data file the table lists is missing, does not decode, or is not the file
   its log lists: another size, row count or range of values): the snapshots whose rows
   the file held would read other than they were taken, and so would the ones after them
@@ -31,8 +31,10 @@ Each finding is said once, with the snapshots it touches (from when to when) and
   instead to keep them.
 
 - **missing**, **commit**, **unbased** (a snapshot's commits disagree with its
-  manifest row, see `ledger`): repair removes it and the ones built on it; and
-  **uncommitted** (a snapshot's rows without a manifest row): repair records it lost.
+  manifest row, see `ledger`): repair removes it and the ones built on it (on the
+  events table, which no snapshot is built on, it removes none: it records the lost
+  events' commits as settled); and **uncommitted** (a snapshot's rows without a
+  manifest row): repair records it lost.
 
 Repair records what it settled in its manifest commit's metadata, so it is not
 reported again. Each damage is one finding.
