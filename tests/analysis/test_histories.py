@@ -25,8 +25,9 @@ from toolkit.errors import OldStoreLayout
 from toolkit.store import SnapshotStore
 from toolkit.store import columns as store_columns
 from toolkit.store import diff as store_diff
+from toolkit.store import engine as store_engine
 from toolkit.store import log as store_log
-from toolkit.store import snapshot_store as store_snapshots
+from toolkit.store import query as store_query
 from toolkit.store import writing as store_writing
 from toolkit.store.snapshot_store import StoreUpgraded
 
@@ -214,12 +215,12 @@ class Formats:
                 with self.monkeypatch.context() as old_toolkit:
                     if name != "current" and not (name == "mixed" and self.taken >= 6):
                         # An earlier toolkit neither upgrades a store nor refuses one.
-                        old_toolkit.setattr(store_snapshots, "is_current", lambda m: True)
+                        old_toolkit.setattr(store_engine, "is_current", lambda m: True)
                     if name == "legacy" or (name == "mixed" and self.taken < 6):
                         for module in (store_columns, store_diff, store_writing):
                             old_toolkit.setattr(module, "TRACKED", {})
                     elif name == "flag_only":
-                        for module in (store_log, store_writing, store_snapshots):
+                        for module in (store_log, store_writing, store_engine, store_query):
                             old_toolkit.setattr(module, "stored_schema", _without("_previous"))
                     if name == "mixed" and self.taken == 6:
                         with pytest.warns(StoreUpgraded, match="chapters: .* given `_changed`"):

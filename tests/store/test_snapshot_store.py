@@ -20,8 +20,8 @@ from toolkit.frames import schema
 from toolkit.store import SnapshotStore
 from toolkit.store import columns as store_columns
 from toolkit.store import diff as store_diff
+from toolkit.store import engine as store_engine
 from toolkit.store import ids as _store_ids
-from toolkit.store import snapshot_store as store_module
 from toolkit.store import tables as _store_tables
 from toolkit.store import writing as store_writing
 from toolkit.store.snapshot_store import StoreUpgraded
@@ -222,7 +222,7 @@ def test_history_filters_by_time_and_project(tmp_path, service):
 def test_full_snapshots_are_written_periodically_and_change_nothing_visible(
     tmp_path, service, monkeypatch
 ):
-    monkeypatch.setattr(store_module, "FULL_EVERY", 3)
+    monkeypatch.setattr(store_writing, "FULL_EVERY", 3)
     store = SnapshotStore(tmp_path)
     for step in range(7):
         service.update("c1", covered=step)
@@ -247,7 +247,7 @@ def old_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Write as a toolkit from before `_changed` did: no flag, no upgrade."""
     for module in (store_columns, store_diff, store_writing):
         monkeypatch.setattr(module, "TRACKED", {})
-    monkeypatch.setattr(store_module, "is_current", lambda manifest: True)
+    monkeypatch.setattr(store_engine, "is_current", lambda manifest: True)
     # This is the current code with the old writer's rules, so its first take records
     # layout 3: rows without the mark then place the store at 2 again, as when an old
     # toolkit writes to a store already upgraded.

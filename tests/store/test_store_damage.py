@@ -24,7 +24,7 @@ from toolkit.cli import main
 from toolkit.errors import DamagedStore, StoreError, ToolkitError
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
-from toolkit.store import snapshot_store as store_module
+from toolkit.store import writing as store_module
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from toolkit.cli import main
 from toolkit.store import SnapshotStore
-from toolkit.store import snapshot_store as store_module
+from toolkit.store import writing as store_module
 
 DOCS = Path(__file__).parents[2] / "docs" / "store.md"
 BLOCK = re.compile(r"<!-- engine: (\w+) -->\n```python\n(.*?)```", re.S)

@@ -1,7 +1,9 @@
 """SnapshotStore: a workspace's history as a change log in Delta Lake tables.
 
-The parts: `snapshot_store` (the public facade), `writing` (a snapshot's rows and
-finishing a stopped write), `log` (the change log and the reads that rebuild whole
+The parts: `snapshot_store` (the public facade), `engine` (the manifest and change logs
+every operation reads), `writing` (a snapshot's rows, its commit and finishing a stopped
+write), `info` (what a write wrote), `query` (the reads and SQL), `verify` (what a read
+checks first and says when it cannot read), `log` (the change log and the reads that rebuild whole
 snapshots, in DuckDB), `columns` (the bookkeeping columns stored beside a table's own),
 `connection` (the process's one DuckDB database), `diff` (the change between two
 states), `manifest` (the manifest in snapshot order), `tables` (the Delta tables:

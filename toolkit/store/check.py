@@ -17,11 +17,11 @@ Each finding is said once, with the snapshots it touches (from when to when) and
   `_delta_log` is gone.
 - **unreadable**: a data file this user may not read (permissions); repair leaves it.
 - **foreign** (a commit no toolkit made, such as a `DELETE`, `UPDATE` or `OPTIMIZE` run
-  with another engine, on a snapshot table or the manifest): repair undoes it, restoring
-  the table to the toolkit's last commit before it (`undo`), so every snapshot whose
-  rows are still on disk is kept; the finding prints that restore as a command, which
-  works when followed by hand. When the toolkit committed after it, it is repaired as a
-  lost file is.
+  with another engine, on a snapshot table, the events table or the manifest): repair
+  undoes it, restoring the table to the toolkit's last commit before it (`undo`), so
+  every snapshot whose rows are still on disk is kept; the finding prints that restore
+  as a command, which works when followed by hand. When the toolkit committed after it,
+  it is repaired as a lost file is.
 - **lost** (a data file the table lists is missing, does not decode, or is not the file
   its log lists: another size, row count or range of values): the snapshots whose rows
   the file held would read other than they were taken, and so would the ones after them
@@ -31,8 +31,10 @@ Each finding is said once, with the snapshots it touches (from when to when) and
   instead to keep them.
 
 - **missing**, **commit**, **unbased** (a snapshot's commits disagree with its
-  manifest row, see `ledger`): repair removes it and the ones built on it; and
-  **uncommitted** (a snapshot's rows without a manifest row): repair records it lost.
+  manifest row, see `ledger`): repair removes it and the ones built on it (on the
+  events table, which no snapshot is built on, it removes none: it records the lost
+  events' commits as settled); and **uncommitted** (a snapshot's rows without a
+  manifest row): repair records it lost.
 
 Repair records what it settled in its manifest commit's metadata, so it is not
 reported again. Each damage is one finding.
@@ -65,6 +67,7 @@ from toolkit.errors import StoreError
 from toolkit.frames import schema
 from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.ledger import (
+    EVENTS,
     OPERATION_KEY,
     SETTLED_KEY,
     Disagreement,
@@ -102,6 +105,7 @@ class StoreFinding:
     also: list[str] = field(default_factory=list)  # more files repair sets aside
     rewrite: str | None = None  # what repair writes in place of the file it sets aside
     done: str | None = None
+    settles: list[str] = field(default_factory=list)  # what repair records as settled
 
     def __str__(self) -> str:
         wrong = "not read" if self.kind == "uncommitted" else "read wrong"
@@ -424,7 +428,7 @@ def _check_ledger(root: str, findings: list[StoreFinding]) -> list[StoreFinding]
     damaged log or checkpoint are left out (that finding says it). Returns the
     snapshots with table commits but no manifest row, one finding each, apart."""
     damaged = {f.table for f in findings if f.kind in ("checkpoint", "log")}
-    names = [n for n in schema.SNAPSHOT_TABLES if n not in damaged]
+    names = [n for n in (*schema.SNAPSHOT_TABLES, EVENTS) if n not in damaged]
     tables = Tables(root)
     tables.begin()
     try:
@@ -450,6 +454,16 @@ def _check_ledger(root: str, findings: list[StoreFinding]) -> list[StoreFinding]
         elif problem.kind == "foreign":
             assert problem.version is not None
             findings.append(_foreign(root, problem, path))
+        elif problem.table == EVENTS:
+            # No snapshot is built on the events: the events lost are named, and the
+            # snapshots' records of them settled, so later checks pass.
+            findings.append(
+                StoreFinding(problem.kind, EVENTS, path, problem.what,
+                        "records the loss (restore the events table's log from a backup "
+                        "first to keep those events); no snapshot is touched",
+                        repairable=True,
+                        settles=[f"{EVENTS}@{i}" for i in problem.snapshot_ids])
+            )  # fmt: skip
         else:
             spans = [(times[i], times[i]) for i in problem.snapshot_ids if i in times]
             them = "it" if len(spans) == 1 else "them"
@@ -538,7 +552,7 @@ def _undo_foreign(root: str) -> list[StoreFinding]:
     tables.begin()
     try:
         manifest = _readable_manifest(os.path.join(root, "manifest"))
-        problems = Ledger(tables).verify(manifest, list(schema.SNAPSHOT_TABLES))
+        problems = Ledger(tables).verify(manifest, [*schema.SNAPSHOT_TABLES, EVENTS])
     except Exception:  # a damaged table or manifest: its own finding, found below
         return []
     found: dict[str, list[Disagreement]] = {}
@@ -619,6 +633,7 @@ def _name_lost(
             for f in findings
             if f.kind == "foreign"
         ]
+        settled += [key for f in findings if f.repairable for key in f.settles]
         if settled:
             _settle(root, every, settled)
     for finding in findings:

@@ -19,6 +19,9 @@ both against the tables' logs, never reading a data file:
   finding either;
 - **unbased**: a snapshot built on another that has no manifest row (the manifest's
   commit of that one was lost);
+- **events**: the events table, which no snapshot writes, against each snapshot's
+  record of its newest commit as the take found it (*missing* or *commit* above, naming
+  the snapshots whose record disagrees), and its foreign commits;
 - **uncommitted**: a table commit of a snapshot without a manifest row. A take stopped
   before its manifest row leaves one, and so does a lost manifest commit; it reads as
   though the snapshot was never taken, so readers pass it and `check` names it.
@@ -71,7 +74,11 @@ WITNESS = pa.struct(
 # manifest append some 9 ms slower (1.8x; delta-rs writes statistics per leaf), the
 # text 1.5 ms. DuckDB, Spark and Trino read it with their JSON functions.
 COMMITS_TYPE = pa.string()
-_PARSED = pa.schema([pa.field(name, WITNESS) for name in schema.SNAPSHOT_TABLES])
+# The webhook events table: its commits belong to no snapshot, so each snapshot records the
+# events table's newest commit as it found it (a witness that a later deletion cannot
+# erase), and its commits are marked by the toolkit like the others.
+EVENTS = "events"
+_PARSED = pa.schema([pa.field(name, WITNESS) for name in (*schema.SNAPSHOT_TABLES, EVENTS)])
 Kind = Literal["missing", "commit", "foreign", "unbased", "uncommitted"]
 
 
@@ -247,7 +254,9 @@ class Ledger:
         problems = _unbased(manifest) + self.foreign("manifest", settled)
         parsed = recorded_commits(manifest)
         for name in names:
-            if self._tables.get(name) is not None:
+            if name == EVENTS:
+                problems += self._verify_events(manifest, parsed, settled)
+            elif self._tables.get(name) is not None:
                 problems += self._verify_table(manifest, parsed, name, settled)
             else:
                 problems += _log_gone(manifest, parsed, name)
@@ -303,15 +312,60 @@ class Ledger:
                 )  # fmt: skip
         return problems + self.foreign(name, settled)
 
+    def _verify_events(
+        self, manifest: pa.Table, parsed: pa.Table, settled: set[str]
+    ) -> list[Disagreement]:
+        """The events table against what each snapshot saw of it: a recorded newest commit
+        the log no longer reaches (deleted), or one that adds other than it did
+        (replaced); then its foreign commits. A record a repair settled
+        (`events@<snapshot id>`) is passed."""
+        ids = manifest.column("snapshot_id").to_pylist()
+        recorded = _recorded(parsed, EVENTS)
+        held = [
+            int(i)
+            for i in np.flatnonzero(recorded["version"] >= 0)
+            if f"{EVENTS}@{ids[i]}" not in settled
+        ]
+        table = self._tables.get(EVENTS)
+        newest = table.version() if table is not None else -1
+        commits = self.commits(EVENTS)
+        problems: list[Disagreement] = []
+        beyond = [i for i in held if recorded["version"][i] > newest]
+        if beyond:
+            last = max(int(recorded["version"][i]) for i in beyond)
+            span = (
+                f"commit {last} is" if last == newest + 1 else f"commits {newest + 1} to {last} are"
+            )
+            problems.append(
+                Disagreement("missing", EVENTS, newest + 1, tuple(ids[i] for i in beyond),
+                        f"the log of events ends at version {newest}, but a snapshot saw it "
+                        f"at version {last}: events {span} missing, and the events "
+                        "added with them")
+            )  # fmt: skip
+        wrong = [i for i in held if _differs(commits.get(int(recorded["version"][i])), recorded, i)]
+        if wrong:
+            version = int(recorded["version"][wrong[0]])
+            commit = commits[version]
+            problems.append(
+                Disagreement("commit", EVENTS, version, tuple(ids[i] for i in wrong),
+                        f"commit {version} of events adds {commit.rows} events in "
+                        f"{commit.files} file(s), but snapshot {ids[wrong[0]]} saw it add "
+                        f"{recorded['rows'][wrong[0]]}: the commit was changed or replaced")
+            )  # fmt: skip
+        return problems + (self.foreign(EVENTS, settled) if table is not None else [])
+
     def foreign(self, name: str, settled: set[str]) -> list[Disagreement]:
         """Table `name`'s commits no toolkit made that changed rows, unless a `RESTORE`
         undid them or a repair settled them (the manifest's own included: a `DELETE` of
         its rows would make snapshots vanish without a word)."""
         commits = self.commits(name)
         undone = undone_commits(commits)
+        unmarked = _unmarked_events(commits) if name == EVENTS else set()
         problems = []
         for version, commit in sorted(commits.items()):
             if version in undone or commit.snapshot_id is not None or commit.by_toolkit():
+                continue
+            if version in unmarked:
                 continue
             if f"{name}:{version}" in settled or (commit.removes == 0 and not commit.rows):
                 continue  # settled, or changed no rows (a property, an optimize of nothing)
@@ -364,6 +418,44 @@ def undone_commits(commits: dict[int, Commit]) -> set[int]:
             undone.update(between)
             undone.add(version)
     return undone
+
+
+def _differs(commit: Commit | None, recorded: dict[str, np.ndarray], i: int) -> bool:
+    """Whether `commit` (None: no longer in the log's retained part, or beyond it) adds
+    other than the record at position `i` says."""
+    if commit is None:
+        return False
+    return any(
+        recorded[k][i] >= 0 and _known(getattr(commit, k)) >= 0
+        and recorded[k][i] != getattr(commit, k)
+        for k in ("rows", "files", "bytes")
+    )  # fmt: skip
+
+
+def _unmarked_events(commits: dict[int, Commit]) -> set[int]:
+    """The events table's plain appends from before the toolkit marked its events commits
+    (earlier toolkits did not): taken as the toolkit's, as they always were."""
+    marked = [v for v, c in commits.items() if OPERATION_KEY in c.info]
+    first = min(marked, default=None)
+    return {
+        v
+        for v, c in commits.items()
+        if (first is None or v < first)
+        and c.removes == 0
+        and c.info.get("operation") == "WRITE"
+        and (c.info.get("operationParameters") or {}).get("mode") == "Append"
+    }
+
+
+def newest_witness(tables: Tables, name: str) -> dict[str, int | None] | None:
+    """What a manifest row records of table `name`'s newest commit (the events table's,
+    which no snapshot writes); None when the table was never written or the store is not
+    on a local disk."""
+    table = tables.get(name)
+    if table is None or not tables.local:
+        return None
+    commit = read_commit(tables, name, table.version())
+    return commit.witness() if commit is not None else None
 
 
 def _restore_point(commits: dict[int, Commit], version: int, undone: set[int]) -> int | None:

@@ -1,23 +1,40 @@
 """Writing a snapshot: what changed since its base, and finishing a stopped write.
 
-`SnapshotStore.write` works out each table's change against the snapshot before
-(`base_of`, `changes_of`), stamps the rows with the snapshot (`stamp`), and appends them;
-`resume` tells whether the same snapshot was being written when a crash or a full disk
-stopped it, so the rerun finishes it instead of leaving its rows orphaned.
+`write` (what `SnapshotStore.take` and `.write` run) works out each table's change
+against the snapshot before (`base_of`, `changes_of`), stamps the rows with the snapshot
+(`stamp`), and appends them; `resume` tells whether the same snapshot was being written
+when a crash or a full disk stopped it, so the rerun finishes it instead of leaving its
+rows orphaned.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import contextlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake.exceptions import CommitFailedError
 
-from toolkit.frames import schema
-from toolkit.store.columns import CHANGED, DELETED, PREVIOUS, TRACKED, stored_schema
+from toolkit.frames import Workspace, schema
+from toolkit.store import versions
+from toolkit.store.columns import (
+    CHANGED,
+    DELETED,
+    MANIFEST_STORED,
+    PREVIOUS,
+    TRACKED,
+    stored_schema,
+)
 from toolkit.store.connection import connect
 from toolkit.store.diff import diff
+from toolkit.store.ids import new_id
+from toolkit.store.info import SnapshotInfo
+from toolkit.store.ledger import COMMITS, EVENTS, newest_witness, witness_of
 from toolkit.store.tables import (
     BASE_ID_KEY,
     SNAPSHOT_AT_KEY,
@@ -26,6 +43,12 @@ from toolkit.store.tables import (
     app_id,
     version_of,
 )
+from toolkit.timestamps import When, utc
+
+if TYPE_CHECKING:
+    from toolkit.store.engine import Engine
+
+FULL_EVERY = 168  # a week of hourly snapshots: every 168th snapshot is stored whole
 
 
 def base_of(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime | None, int]:
@@ -135,3 +158,109 @@ def resume(
         if not schema.conform(stored, stored_schema(name)).equals(ours):
             return None  # another writer's snapshot at the same time, in progress
     return snapshot_id, set(found)
+
+
+def write(
+    engine: Engine, workspace: Workspace, at: When | None, label: str | None, *, compact: bool
+) -> SnapshotInfo:
+    """Write a pulled workspace as one snapshot: each table's change since its base
+    (whole every `FULL_EVERY`-th), committed side by side, then the manifest row that
+    commits them all; the layout recorded on a store's first write. With `compact`, the
+    first write of a day merges and tidies the tables."""
+    when = utc(at if at is not None else workspace.pulled_at or datetime.now(UTC))
+    # A deep copy: Arrow may share the frames' buffers, and the caller may edit the
+    # frames after this returns, while the store keeps these tables as its last state.
+    tables = {
+        name: schema.from_pandas(workspace.table(name).copy(deep=True), table_schema)
+        for name, table_schema in schema.SNAPSHOT_TABLES.items()
+    }
+    manifest = engine.manifest(writing=True)
+    snapshot_id = new_id(when)
+    base, base_at, since_full = base_of(manifest, snapshot_id)
+    full = base is None or since_full + 1 >= FULL_EVERY
+    previous = engine.state(base, manifest) if base is not None else None
+    changes = changes_of(tables, previous, full)
+    # Only a store object that has not yet written, or whose last write failed, can be
+    # finishing a stopped write: asking the tables costs a read of each one's log.
+    resumed = resume(engine.tables, when, manifest, base, changes) if not engine.wrote else None
+    snapshot_id, held = resumed or (snapshot_id, set())
+    engine.wrote = False
+    commits = _commit_tables(engine.tables, _metadata(snapshot_id, when, base), when, changes, held)
+    info = SnapshotInfo(
+        snapshot_id=snapshot_id,
+        snapshot_at=when,
+        details=workspace.details,
+        requests=workspace.requests,
+        seconds=float(workspace.seconds),
+        **{f"rows_{name}": table.num_rows for name, table in tables.items()},
+        workspace=label,
+    )
+    row = {
+        **info.__dict__,
+        "base_id": base,
+        "full": full,
+        "keeps_previous": PREVIOUS in stored_schema("chapters").names,
+        COMMITS: json.dumps(
+            {
+                **{name: commits.get(name) for name in schema.SNAPSHOT_TABLES},
+                EVENTS: newest_witness(engine.tables, EVENTS),
+            }
+        ),
+    }
+    engine.tables.append(
+        "manifest",
+        schema.from_rows([row], MANIFEST_STORED),
+        metadata=_metadata(snapshot_id, when, base),
+        transaction=(app_id(snapshot_id), version_of(when)),
+    )
+    if not engine.wrote and versions.recorded(engine.tables) is None:
+        # A new store, or one from before the version: recorded once. The snapshot is
+        # committed already; if other writers keep the record from landing, the next
+        # take records it.
+        with contextlib.suppress(CommitFailedError):
+            versions.record_layout(engine.tables, versions.LAYOUT)
+    with engine.lock:
+        engine.last = (snapshot_id, tables)
+    engine.wrote = True
+    if compact and base_at is not None and base_at.date() < when.date():
+        engine.maintain(when)
+    return info
+
+
+def _metadata(snapshot_id: str, when: datetime, base: str | None) -> dict[str, str]:
+    return {
+        SNAPSHOT_ID_KEY: snapshot_id,
+        SNAPSHOT_AT_KEY: when.isoformat(),
+        BASE_ID_KEY: base or "",
+    }
+
+
+def _commit_tables(
+    tables: Tables,
+    metadata: dict[str, str],
+    when: datetime,
+    changes: dict[str, pa.Table],
+    held: set[str],
+) -> dict[str, dict[str, Any]]:
+    """Each table's change appended with the snapshot's `metadata` (those `held` since a
+    stopped write: their newest commit), and what each commit added, by table."""
+    snapshot_id = metadata[SNAPSHOT_ID_KEY]
+    transaction = (app_id(snapshot_id), version_of(when))
+    pending = {
+        name: stamp(change, snapshot_id, when, stored_schema(name))
+        for name, change in changes.items()
+        if change.num_rows and name not in held
+    }
+
+    # The tables are independent until the manifest row: commit them side by side
+    # (delta-rs works outside the interpreter lock), which halves a write's time.
+    def commit(name: str) -> dict[str, Any]:
+        if name in pending:
+            version = tables.append(name, pending[name], metadata=metadata, transaction=transaction)
+        else:  # held since the stopped write: its newest commit
+            version = tables.last_commit(name)["version"]
+        return witness_of(tables, name, version, snapshot_id, changes[name].num_rows)
+
+    written = [*pending, *held]
+    with ThreadPoolExecutor(max_workers=len(written) or 1) as pool:
+        return dict(zip(written, pool.map(commit, written), strict=True))

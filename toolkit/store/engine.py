@@ -1,0 +1,171 @@
+"""The store's engine: its tables, what one store object has read and written, and the
+reading every operation starts from (the manifest, then the tables' change logs).
+
+`SnapshotStore` is the facade over it: `writing` writes a snapshot through it, `query`
+reads through it, `verify` checks what it reads.
+
+Delta has no commit across tables, so the manifest row, appended last, is the commit:
+readers ignore every row whose snapshot has no manifest row, and a crash at any point
+leaves the store readable and the half-written snapshot invisible.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
+
+import pyarrow as pa
+
+from toolkit.errors import OldStoreLayout, StoreError, ToolkitError
+from toolkit.frames import schema
+from toolkit.store import versions
+from toolkit.store.columns import MANIFEST_STORED, stored_schema
+from toolkit.store.connection import arrow, connect
+from toolkit.store.ledger import Ledger
+from toolkit.store.log import Log
+from toolkit.store.manifest import order_manifest
+from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
+from toolkit.store.tables import Tables
+from toolkit.store.upgrade import is_current, is_current_store, upgrade, upgrade_message
+from toolkit.store.verify import damaged, refuse, verify
+
+T = TypeVar("T")
+
+
+class StoreUpgraded(UserWarning):
+    """A take upgraded a store written by an earlier toolkit; the message says what
+    was done."""
+
+
+class Engine:
+    """One store object's tables and caches, and its reads of them."""
+
+    def __init__(self, root: str, tables: Tables) -> None:
+        self.root = root
+        self.tables = tables
+        self.lock = threading.Lock()
+        self.manifest_files: dict[str, pa.Table] = {}  # by file: files never change
+        # The state this object last wrote, so the next take need not read it back.
+        self.last: tuple[str, dict[str, pa.Table]] | None = None
+        self.worked_out: dict[tuple[str, str, str | None], pa.Table] = {}
+        self.wrote = False  # this object's last write finished
+        self.ledger = Ledger(tables)
+        self.verified: set[tuple[object, ...]] = set()  # (tables, their versions)
+        self.upgrading = threading.Lock()
+
+    def upgrade(self) -> list[str]:
+        """Migrate a store of an earlier layout one version at a time (`versions`)."""
+        with self.upgrading:
+            done = versions.upgrade_in_steps(self.tables, self.root, _steps(), is_current_store)
+        with self.lock:
+            self.manifest_files.clear()
+            self.worked_out.clear()
+        return done
+
+    def maintain(self, today: datetime | None) -> dict[str, int]:
+        """Merge, checkpoint, clean and vacuum the tables (`maintenance`); the merged
+        manifest files are read afresh."""
+        from toolkit.store.maintenance import maintain
+
+        merged = maintain(self.tables, today)
+        with self.lock:
+            self.manifest_files.clear()
+        return merged
+
+    def manifest(self, *, writing: bool = False) -> pa.Table:
+        """Committed snapshots in order, with `idx`, `linear`, `base_id` and `full`.
+        Every reading and writing method starts here, so this starts an operation: each
+        table is brought up to date once in it. A store written by an earlier toolkit is
+        upgraded first when `writing`, refused otherwise: it reads only once upgraded."""
+        manifest = self.committed()
+        versions.refuse_newer(self.tables, self.root)
+        if manifest is not None and is_current(manifest):
+            # Another engine's DELETE of manifest rows would make snapshots vanish without
+            # a word: every read and write is refused until the commit is undone.
+            refuse(self.root, self.ledger.foreign("manifest", self.ledger.settled()), manifest)
+            return manifest
+        first_layout = manifest is None and self.tables.local and is_old_store(self.tables.root)
+        if manifest is None and not first_layout:
+            return order_manifest(MANIFEST_STORED.empty_table())
+        if not writing:
+            raise OldStoreLayout(upgrade_message(self.root))
+        done = self.upgrade()
+        warnings.warn(
+            StoreUpgraded(f"upgraded the store {self.root!r}: " + "; ".join(done)), stacklevel=3
+        )
+        return self.manifest()
+
+    def committed(self) -> pa.Table | None:
+        """The manifest's rows in order; None when there is no manifest table."""
+        self.tables.begin()
+        if self.tables.get("manifest") is None:
+            return None
+        try:
+            with self.lock:
+                parts = self.tables.read_files("manifest", self.manifest_files, MANIFEST_STORED)
+        except StoreError:
+            raise
+        except Exception as error:
+            raise damaged(self.tables, self.root, error) from error
+        merged = pa.concat_tables(parts) if parts else MANIFEST_STORED.empty_table()
+        return order_manifest(merged)
+
+    def state(self, snapshot_id: str, manifest: pa.Table) -> dict[str, pa.Table]:
+        """Every table's rows at one snapshot (from memory when this object wrote it)."""
+        with self.lock:
+            if self.last is not None and self.last[0] == snapshot_id:
+                return self.last[1]
+        k = manifest.column("snapshot_id").to_pylist().index(snapshot_id)
+
+        def read(logs: dict[str, Log]) -> dict[str, pa.Table]:
+            return {
+                name: schema.conform(arrow(log.con, log.state_sql(k)), schema.SNAPSHOT_TABLES[name])
+                for name, log in logs.items()
+            }
+
+        return self.with_logs(list(schema.SNAPSHOT_TABLES), manifest, read)
+
+    def read(self, table: str, manifest: pa.Table, read: Callable[[Log], T]) -> T:
+        return self.with_logs([table], manifest, lambda logs: read(logs[table]))
+
+    def with_logs(
+        self, tables: list[str], manifest: pa.Table, work: Callable[[dict[str, Log]], T]
+    ) -> T:
+        """Run `work` on the tables' change logs, each at its newest version, once the
+        tables are verified against the manifest (`verify`)."""
+        con = connect()
+        try:
+            verify(self, manifest, tables)
+            con.register("manifest", manifest)
+            logs = {}
+            for name in tables:
+                self.tables.expose(con, f"stored_{name}", name, stored_schema(name))
+                logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self.worked_out)
+            return work(logs)
+        except ToolkitError:
+            raise
+        except Exception as error:
+            raise damaged(self.tables, self.root, error) from error
+        finally:
+            con.close()
+
+
+def _steps() -> list[versions.Step]:
+    """The migrations, one per layout before the current one (`versions`)."""
+
+    def from_first(tables: Tables) -> list[str]:
+        copied = migrate_in_place(tables.root)
+        rows = ", ".join(f"{name} {count:,}" for name, count in copied.items())
+        return [
+            f"converted from the first layout (rows copied: {rows}; the old files are "
+            f"kept in {os.path.join(tables.root, FIRST_LAYOUT)})"
+        ]
+
+    return [
+        versions.Step(1, "layout 1 to 2 (Parquet folders to Delta tables)", from_first),
+        versions.Step(2, "layout 2 to 3 (rows keep what they changed from)", upgrade),
+    ]

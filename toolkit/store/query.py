@@ -1,0 +1,218 @@
+"""Reading the store: a table's history, its change log, its rows at a snapshot, a
+snapshot as a `Workspace`, and SQL over views of all of it (`SnapshotStore`'s reading
+methods delegate here; their docstrings are the contract).
+
+Every read goes through the engine's manifest and its verified change logs (`engine`,
+`verify`), so a read never returns values the snapshots did not hold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from toolkit.errors import QueryError, ToolkitError
+from toolkit.frames import Workspace, schema
+from toolkit.frames.pull import project_id_list
+from toolkit.store import events as store_events
+from toolkit.store.columns import MANIFEST_STORED, stored_schema
+from toolkit.store.connection import arrow
+from toolkit.store.engine import Engine
+from toolkit.store.log import Log
+from toolkit.store.tables import first_line
+from toolkit.store.verify import damaged
+from toolkit.store.writing import stamp
+from toolkit.timestamps import When, utc
+
+QUERY_VIEWS = (
+    "snapshots",
+    *schema.SNAPSHOT_TABLES,
+    *(f"{name}_changes" for name in schema.SNAPSHOT_TABLES),
+    "events",
+)
+
+
+def history(
+    engine: Engine,
+    table: str,
+    since: When | None = None,
+    until: When | None = None,
+    project_ids: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """`SnapshotStore.history`."""
+    if table == "events":
+        return _events(engine, since, until, project_ids)
+    result_schema = schema.with_snapshot(schema.table_schema(table))
+    manifest = engine.manifest()
+    times = manifest.column("snapshot_at").to_pylist()
+    low = utc(since) if since is not None else None
+    high = utc(until) if until is not None else None
+    positions = [
+        i for i, t in enumerate(times) if (low is None or t >= low) and (high is None or t <= high)
+    ]
+    if not positions:
+        return schema.empty_frame(result_schema)
+
+    def read(log: Log) -> pa.Table:
+        sql = log.history_sql(positions[0], positions[-1], _project_filter(log, project_ids))
+        return arrow(log.con, sql)
+
+    return schema.to_pandas(engine.read(table, manifest, read), result_schema)
+
+
+def _events(
+    engine: Engine, since: When | None, until: When | None, project_ids: Sequence[str] | None
+) -> pd.DataFrame:
+    engine.tables.begin()
+    try:
+        if engine.tables.unlike_listed("events"):
+            raise OSError("a data file of events is not the file its log lists")
+        return store_events.history(
+            engine.tables, since=since, until=until, project_ids=project_ids
+        )
+    except ToolkitError:
+        raise
+    except Exception as error:
+        raise damaged(engine.tables, engine.root, error) from error
+
+
+def changes(engine: Engine, table: str, project_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """`SnapshotStore.changes`."""
+    if table not in schema.SNAPSHOT_TABLES:
+        raise ValueError(f"changes are kept for {', '.join(schema.SNAPSHOT_TABLES)}, not {table!r}")
+    log_schema = pa.schema([pa.field("idx", schema.COUNT), *stored_schema(table)])
+    manifest = engine.manifest()
+    if manifest.num_rows == 0:
+        return schema.empty_frame(log_schema)
+
+    def read(log: Log) -> pa.Table:
+        return arrow(log.con, log.changes_sql(_project_filter(log, project_ids)))
+
+    return schema.to_pandas(engine.read(table, manifest, read), log_schema)
+
+
+def at(engine: Engine, table: str, when: datetime | None) -> pd.DataFrame:
+    """The rows of a table at the newest snapshot taken at or before `when` (None: the
+    newest), ordered by the table's key; events up to `when`."""
+    if table == "events":
+        return history(engine, "events", until=when)
+    manifest = engine.manifest()
+    result_schema = schema.with_snapshot(schema.table_schema(table))
+    times = manifest.column("snapshot_at").to_pylist()
+    chosen = [i for i, t in enumerate(times) if when is None or t <= when]
+    if not chosen:
+        return schema.empty_frame(result_schema)
+    k = chosen[-1]
+    snapshot_id = manifest.column("snapshot_id")[k].as_py()
+    with engine.lock:
+        last = engine.last
+        cached = last[1][table] if last and last[0] == snapshot_id else None
+    if cached is None:
+        cached = engine.read(table, manifest, lambda log: arrow(log.con, log.state_sql(k)))
+    rows = stamp(
+        schema.conform(cached, schema.SNAPSHOT_TABLES[table]), snapshot_id, times[k], result_schema
+    )
+    # By key: the files' order depends on which snapshot last changed each row.
+    rows = rows.sort_by([(key, "ascending") for key in schema.KEYS[table]])
+    return schema.to_pandas(rows, result_schema)
+
+
+def workspace(engine: Engine, snapshot_id: str | None, store: str) -> Workspace | None:
+    """`SnapshotStore.workspace`; `store` names the store in the refusal."""
+    manifest = engine.manifest()
+    ids = manifest.column("snapshot_id").to_pylist()
+    if not ids:
+        return None
+    chosen = ids[-1] if snapshot_id is None else snapshot_id
+    if chosen not in ids:
+        raise ValueError(f"no snapshot {chosen!r} in {store}; see store.snapshots()")
+    row = manifest.slice(ids.index(chosen), 1).to_pylist()[0]
+    state = engine.state(chosen, manifest)
+    frames = {name: schema.to_pandas(t, schema.SNAPSHOT_TABLES[name]) for name, t in state.items()}
+    return Workspace(
+        **frames,
+        pulled_at=row["snapshot_at"],
+        requests=row["requests"] or 0,
+        seconds=row["seconds"] or 0.0,
+        details=row["details"] or "none",
+    )
+
+
+def query_arrow(
+    engine: Engine, sql: str, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
+) -> pa.Table:
+    """`SnapshotStore.query_arrow`: only the views the SQL names are made (making one
+    costs DuckDB a look at every file under it, some 5 ms each on a year)."""
+    manifest = engine.manifest()
+    lowered = _without_comments(sql).lower()
+
+    def mentions(view: str) -> bool:
+        return re.search(rf"\b{view}\b", lowered) is not None
+
+    def run(logs: dict[str, Log]) -> pa.Table:
+        con = next(iter(logs.values())).con
+        for name, frame in (frames or {}).items():
+            con.register(name, frame)
+        last = manifest.num_rows - 1
+        for name, log in logs.items():
+            if mentions(name):
+                body = (
+                    log.history_sql(0, last)
+                    if last >= 0
+                    else f"SELECT * FROM {log.name} WHERE false"
+                )
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {body}")
+            if mentions(f"{name}_changes"):
+                # Unordered, like any SQL view: sorting millions of change rows first
+                # would cost a query that only aggregates them a second or more.
+                con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW {name}_changes AS SELECT * FROM {log.name}"
+                )
+        con.execute(
+            "CREATE OR REPLACE TEMP VIEW snapshots AS SELECT "
+            + ", ".join(f'"{name}"' for name in MANIFEST_STORED.names)
+            + " FROM manifest ORDER BY snapshot_id"
+        )
+        if mentions("events"):
+            events = history(engine, "events")
+            con.register("events", schema.from_pandas(events, schema.EVENTS))
+        try:
+            return arrow(con, sql)
+        except duckdb.ProgrammingError as error:
+            # The SQL's fault (syntax, a view or column that does not exist), not the
+            # store's: say so, not "damaged".
+            views = ", ".join([*QUERY_VIEWS, *(frames or {})])
+            raise QueryError(
+                f"the SQL could not run: {first_line(error)}. The views are {views}"
+            ) from error
+
+    # Only the tables the SQL names (opening each costs a read of its log), and always
+    # one, whose connection runs the query.
+    named = [
+        name for name in schema.SNAPSHOT_TABLES if mentions(name) or mentions(f"{name}_changes")
+    ] or ["projects"]
+    return engine.with_logs(named, manifest, run)
+
+
+def _project_filter(log: Log, project_ids: Sequence[str] | None) -> str:
+    if project_ids is None:
+        return "true"
+    log.con.register(
+        "_project_ids",
+        pa.table({"project_id": pa.array(project_id_list(project_ids), pa.string())}),
+    )
+    return "project_id IN (SELECT project_id FROM _project_ids)"
+
+
+# A quoted text or name (kept), or a `--` comment (dropped).
+_QUOTED_OR_COMMENT = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")|--[^\n]*""")
+
+
+def _without_comments(sql: str) -> str:
+    """The SQL without its `--` comments, which name no view."""
+    return _QUOTED_OR_COMMENT.sub(lambda found: found.group(1) or "", sql)
