@@ -31,7 +31,7 @@ from toolkit.store.manifest import order_manifest
 from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
 from toolkit.store.tables import Tables
 from toolkit.store.upgrade import is_current, is_current_store, upgrade, upgrade_message
-from toolkit.store.verify import damaged, refuse, verify
+from toolkit.store.verify import damaged, refuse, verify_reads
 
 T = TypeVar("T")
 
@@ -41,7 +41,7 @@ class StoreUpgraded(UserWarning):
     was done."""
 
 
-class Engine:
+class StoreEngine:
     """One store object's tables and caches, and its reads of them."""
 
     def __init__(self, root: str, tables: Tables) -> None:
@@ -139,7 +139,7 @@ class Engine:
         tables are verified against the manifest (`verify`)."""
         con = connect()
         try:
-            verify(self, manifest, tables)
+            verify_reads(self, manifest, tables)
             con.register("manifest", manifest)
             logs = {}
             for name in tables:

@@ -22,7 +22,7 @@ from toolkit.frames.pull import project_id_list
 from toolkit.store import events as store_events
 from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow
-from toolkit.store.engine import Engine
+from toolkit.store.engine import StoreEngine
 from toolkit.store.log import Log
 from toolkit.store.tables import first_line
 from toolkit.store.verify import damaged
@@ -37,8 +37,8 @@ QUERY_VIEWS = (
 )
 
 
-def history(
-    engine: Engine,
+def read_history(
+    engine: StoreEngine,
     table: str,
     since: When | None = None,
     until: When | None = None,
@@ -66,7 +66,7 @@ def history(
 
 
 def _events(
-    engine: Engine, since: When | None, until: When | None, project_ids: Sequence[str] | None
+    engine: StoreEngine, since: When | None, until: When | None, project_ids: Sequence[str] | None
 ) -> pd.DataFrame:
     engine.tables.begin()
     try:
@@ -81,7 +81,9 @@ def _events(
         raise damaged(engine.tables, engine.root, error) from error
 
 
-def changes(engine: Engine, table: str, project_ids: Sequence[str] | None = None) -> pd.DataFrame:
+def changes(
+    engine: StoreEngine, table: str, project_ids: Sequence[str] | None = None
+) -> pd.DataFrame:
     """`SnapshotStore.changes`."""
     if table not in schema.SNAPSHOT_TABLES:
         raise ValueError(f"changes are kept for {', '.join(schema.SNAPSHOT_TABLES)}, not {table!r}")
@@ -96,11 +98,11 @@ def changes(engine: Engine, table: str, project_ids: Sequence[str] | None = None
     return schema.to_pandas(engine.read(table, manifest, read), log_schema)
 
 
-def at(engine: Engine, table: str, when: datetime | None) -> pd.DataFrame:
+def at(engine: StoreEngine, table: str, when: datetime | None) -> pd.DataFrame:
     """The rows of a table at the newest snapshot taken at or before `when` (None: the
     newest), ordered by the table's key; events up to `when`."""
     if table == "events":
-        return history(engine, "events", until=when)
+        return read_history(engine, "events", until=when)
     manifest = engine.manifest()
     result_schema = schema.with_snapshot(schema.table_schema(table))
     times = manifest.column("snapshot_at").to_pylist()
@@ -122,7 +124,7 @@ def at(engine: Engine, table: str, when: datetime | None) -> pd.DataFrame:
     return schema.to_pandas(rows, result_schema)
 
 
-def workspace(engine: Engine, snapshot_id: str | None, store: str) -> Workspace | None:
+def workspace(engine: StoreEngine, snapshot_id: str | None, store: str) -> Workspace | None:
     """`SnapshotStore.workspace`; `store` names the store in the refusal."""
     manifest = engine.manifest()
     ids = manifest.column("snapshot_id").to_pylist()
@@ -144,7 +146,7 @@ def workspace(engine: Engine, snapshot_id: str | None, store: str) -> Workspace 
 
 
 def query_arrow(
-    engine: Engine, sql: str, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
+    engine: StoreEngine, sql: str, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
 ) -> pa.Table:
     """`SnapshotStore.query_arrow`: only the views the SQL names are made (making one
     costs DuckDB a look at every file under it, some 5 ms each on a year)."""
@@ -179,7 +181,7 @@ def query_arrow(
             + " FROM manifest ORDER BY snapshot_id"
         )
         if mentions("events"):
-            events = history(engine, "events")
+            events = read_history(engine, "events")
             con.register("events", schema.from_pandas(events, schema.EVENTS))
         try:
             return arrow(con, sql)

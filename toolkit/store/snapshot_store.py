@@ -41,7 +41,7 @@ from toolkit.frames import Details, Workspace, pull, schema
 from toolkit.store import events as _store_events
 from toolkit.store import query as _query
 from toolkit.store.columns import MANIFEST_STORED
-from toolkit.store.engine import Engine, StoreUpgraded
+from toolkit.store.engine import StoreEngine, StoreUpgraded
 from toolkit.store.info import SnapshotInfo
 from toolkit.store.tables import Tables
 from toolkit.store.writing import write
@@ -96,7 +96,7 @@ class SnapshotStore:
         self._tables = Tables(
             self.root, storage_options=dict(storage_options or {}), retention=retention
         )
-        self._engine = Engine(self.root, self._tables)
+        self._engine = StoreEngine(self.root, self._tables)
 
     def __repr__(self) -> str:
         return f"SnapshotStore({self.root!r})"
@@ -281,7 +281,7 @@ class SnapshotStore:
             TypeError: `project_ids` is one id as a string.
             DamagedStore: The store does not read; the message says what to run.
         """
-        return _query.history(self._engine, table, since, until, project_ids)
+        return _query.read_history(self._engine, table, since, until, project_ids)
 
     def changes(self, table: str, project_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """The change log of a snapshot table: a row each time a row was new, changed or
@@ -394,5 +394,5 @@ class SnapshotStore:
         return _query.query_arrow(self._engine, sql, frames)
 
     def _manifest(self, *, writing: bool = False) -> pa.Table:
-        """The committed snapshots in order (`Engine.manifest`)."""
+        """The committed snapshots in order (`StoreEngine.manifest`)."""
         return self._engine.manifest(writing=writing)

@@ -18,10 +18,10 @@ from toolkit.store.ledger import Disagreement
 from toolkit.store.tables import Tables
 
 if TYPE_CHECKING:
-    from toolkit.store.engine import Engine
+    from toolkit.store.engine import StoreEngine
 
 
-def verify(engine: Engine, manifest: pa.Table, tables: list[str]) -> None:
+def verify_reads(engine: StoreEngine, manifest: pa.Table, tables: list[str]) -> None:
     """Refuse to read `tables` when their logs or files disagree with the manifest;
     checked once per version of the tables."""
     names = [*tables, "manifest"]

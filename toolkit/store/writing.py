@@ -46,7 +46,7 @@ from toolkit.store.tables import (
 from toolkit.timestamps import When, utc
 
 if TYPE_CHECKING:
-    from toolkit.store.engine import Engine
+    from toolkit.store.engine import StoreEngine
 
 FULL_EVERY = 168  # a week of hourly snapshots: every 168th snapshot is stored whole
 
@@ -161,7 +161,7 @@ def resume(
 
 
 def write(
-    engine: Engine, workspace: Workspace, at: When | None, label: str | None, *, compact: bool
+    engine: StoreEngine, workspace: Workspace, at: When | None, label: str | None, *, compact: bool
 ) -> SnapshotInfo:
     """Write a pulled workspace as one snapshot: each table's change since its base
     (whole every `FULL_EVERY`-th), committed side by side, then the manifest row that
