@@ -25,11 +25,14 @@ from toolkit import analysis
 # held pages started on the failed chapter by the held_after_rescan tangle, several in
 # one 15-minute interval); its rework and credits are right.
 WRONG = {22: "lines 782, ledger 712: held pages started on a failed chapter between re-scans"}
+# Seeds past 24 that once read a figure wrong, kept once fixed (docs/testing.md): 83, a
+# stall of pages added to a failed chapter read as a re-scan.
+FOUND = [83]
 SEEDS = [
     pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason=WRONG[seed]))
     if seed in WRONG
     else seed
-    for seed in range(25)
+    for seed in [*range(25), *FOUND]
 ]
 
 
