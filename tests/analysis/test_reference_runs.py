@@ -77,6 +77,19 @@ def awkward_cases(emulator, workspace, client, store) -> None:
     held_pages_started_hours_after_a_rescan(emulator, client, store, comic["id"], first_page=90)
     as_many_held_pages_as_ran(emulator, client, store, comic["id"], first_page=110)
     rescan_with_more_pages_held_than_ran(emulator, client, store, comic["id"], first_page=130)
+    # Pages added to a failed chapter run, seen running, and stall: the new failure
+    # reason is that run's end, not a run of its own (seed 83).
+    emulator.set_faults(failure_rate=1.0, seed=3)
+    stalls = client.create_chapter(comic["id"], pages=pages(140, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    emulator.set_faults(stall_rate=1.0, seed=3)
+    client.add_pages(stalls.id, pages(150, 1))
+    emulator.advance(5)
+    store.take(client)
+    emulator.set_faults()
+    emulator.advance(3 * 3600)
+    store.take(client)
     # Failures, re-scanned; an outage with no snapshot for six hours.
     emulator.set_faults(failure_rate=0.5, seed=11)
     for round_ in range(4):

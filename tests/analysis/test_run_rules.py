@@ -8,7 +8,14 @@ from numpy.testing import assert_array_equal
 
 from toolkit.analysis import run_rules as rules
 from toolkit.analysis._arrays import NO_TIME
-from toolkit.analysis.charges import known_part, may_retry, new_pages_held, read_rest, rise_of
+from toolkit.analysis.charges import (
+    failed_anew,
+    known_part,
+    may_retry,
+    new_pages_held,
+    read_rest,
+    rise_of,
+)
 from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
 
 T, F = True, False
@@ -277,3 +284,17 @@ def test_a_rescan_then_some_of_the_held_pages_is_two_runs():
     assert_array_equal(reading.before_pages, [3.0])
     assert_array_equal(reading.before_count, [1])
     assert_array_equal(reading.after_count, [0])
+
+
+def test_a_new_failure_reason_without_a_rise_is_a_run_only_when_none_was_running_before():
+    # Failed, then failed for another reason with no charge: a run of its own (a store
+    # without charges) unless a run was open at the snapshot before, whose stall (2 h
+    # later) changed the reason (seed 83: read as a re-scan, its lines counted twice).
+    found = failed_anew(
+        new=np.array([F, F, F, T]),
+        failed=np.array([T, T, T, T]),
+        failed_before=np.array([T, T, T, F]),
+        reason_changed=np.array([T, T, F, F]),
+        processing_before=np.array([F, T, F, F]),
+    )
+    assert_array_equal(found, [T, F, F, F])

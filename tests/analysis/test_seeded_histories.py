@@ -20,16 +20,23 @@ from hypothesis import strategies as st
 
 from toolkit import analysis
 
-# A wrong figure found and not yet fixed (issue 36's hand-back): seed 22's comic project
-# reads 782 lines where the ledger says 712 (+70, all of one chapter: re-scans that fail,
-# held pages started on the failed chapter by the held_after_rescan tangle, several in
-# one 15-minute interval); its rework and credits are right.
-WRONG = {22: "lines 782, ledger 712: held pages started on a failed chapter between re-scans"}
+# A wrong figure found and not yet fixed: seed 0's comic project reads 72 rework credits
+# where the ledger says 80. In one interval 2 pages were added and ran, the chapter was
+# re-scanned (5 pages) and 2 pages added held; the chapter's rows read the same as a
+# re-scan of the 3 pages before and 4 pages added (docs/analysis.md), and the split
+# takes that one. A later re-scan's price (5 pages, not 7) tells them apart; the walk
+# does not look back. Seed 63 is the same tie. (Seed 0 held before the held_after_rescan
+# tangle stopped starting held pages on a failed chapter: its totals came out equal by
+# luck, the misread start making up for the misread split.)
+WRONG = {0: "rework 72, ledger 80: added pages, a re-scan and held pages in one interval"}
+# Seeds past 24 that once read a figure wrong, kept once fixed (docs/testing.md): 83, a
+# stall of pages added to a failed chapter read as a re-scan.
+FOUND = [83]
 SEEDS = [
     pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason=WRONG[seed]))
     if seed in WRONG
     else seed
-    for seed in range(25)
+    for seed in [*range(25), *FOUND]
 ]
 
 

@@ -324,7 +324,8 @@ slots AS (
            (NOT baseline AND NOT s.deleted) AND (
                (rise > 0 AND (s.per_page IS NULL OR (s.pages = 0 AND novel)))
                OR (rise = 0 AND (turned_on OR s.cleared OR (s.is_new AND started)
-                   OR (NOT s.is_new AND failed AND prev_failed AND failure_reason IS NOT NULL
+                   OR (NOT s.is_new AND failed AND prev_failed AND NOT prev_processing
+                       AND failure_reason IS NOT NULL
                        AND prev_reason IS NOT NULL AND failure_reason <> prev_reason))))
                AS guess,
            baseline AND NOT s.deleted AND processing AS going,

@@ -8,6 +8,7 @@ tests/analysis/test_figures.py holds the hourly figures to.
 
 from __future__ import annotations
 
+import inspect
 import json
 import tempfile
 from collections import Counter
@@ -58,6 +59,10 @@ def surfaces(history: History, folder: Path) -> None:
         function = getattr(analysis, name)
         if not callable(function) or name[0].isupper():
             continue
+        if name in ("advice", "reason_words"):  # words for `stuck`'s reason codes
+            for reason in analysis.REASONS:
+                assert function(reason) and function(reason, "novel"), (name, reason)
+            continue
         if name == "price_estimate":
             for project in store.latest("projects")["project_id"]:
                 try:
@@ -66,7 +71,7 @@ def surfaces(history: History, folder: Path) -> None:
                     assert str(refused).startswith(NO_PRICE), refused
             continue
         function(store)
-        if name not in ("price_per_page", "price_per_chapter"):
+        if "tz" in inspect.signature(function).parameters:
             function(store, tz=tz)
     tk.report(store, folder, format="json")  # the baseline alone: its figures null
     for page in (folder / "weekly.html", folder / "weekly-zoned.html"):

@@ -169,7 +169,13 @@ def held_after_rescan(player: _Player) -> Iterator[None]:
     held = player.client.add_pages(chapter, player.pages(2), hold=True)
     yield
     yield
-    yield from _settled(player, chapter)
+    # Started on a failed chapter, they read as the held pages alone when a re-scan came
+    # first in the same interval (seed 22; docs/testing.md): wait until it is not failed.
+    while True:
+        yield from _settled(player, chapter)
+        if not player.client.get_chapter(chapter).failed:
+            break
+        yield
     player.client.start_chapter(chapter, page_ids=[p.id for p in held.pages])
 
 

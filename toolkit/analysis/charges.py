@@ -263,11 +263,12 @@ def _one_run_by_flags(
     live = ~rows.baseline & ~rows.deleted
     novel = (rows.pages == 0) & found.novel()
     unpriced = live & (rows.rise > 0) & (np.isnan(per_page) | novel)
-    failed_again = (
-        ~rows.new
-        & is_true(frame["failed"])
-        & is_true(frame["prev_failed"])
-        & _reason_changed(frame)
+    failed_again = failed_anew(
+        new=rows.new,
+        failed=is_true(frame["failed"]),
+        failed_before=is_true(frame["prev_failed"]),
+        reason_changed=_reason_changed(frame),
+        processing_before=is_true(frame["prev_processing"]),
     )
     turned_on = ~rows.new & ~is_true(frame["prev_processing"]) & is_true(frame["processing"])
     started_now = rows.new & is_true(frame["started"])
@@ -283,6 +284,22 @@ def _one_run_by_flags(
     count[guess, slot[guess]] = 1
     grown = np.maximum(rows.pages - rows.pages_before, 0.0)
     pages[guess, slot[guess]] = np.where(slot == Slot.ADDED_PAGES, grown, rows.pages)[guess]
+
+
+def failed_anew(
+    *,
+    new: np.ndarray,
+    failed: np.ndarray,
+    failed_before: np.ndarray,
+    reason_changed: np.ndarray,
+    processing_before: np.ndarray,
+) -> np.ndarray:
+    """A failed chapter failed again for another reason, with no rise, is a sign of a
+    run of its own only when nothing was running at the snapshot before: a run open
+    there that ended failed (a stall, 2 h later) changes the reason itself, and read as
+    a new run it restarted the chapter's lines (seed 83). (Reference: CTE `slots`,
+    `guess`.)"""
+    return np.asarray(~new & failed & failed_before & reason_changed & ~processing_before, bool)
 
 
 def known_part(
