@@ -137,3 +137,23 @@ def check_runs(
 
 def _number(run_ids: pd.Series) -> pd.Series:
     return run_ids.str.rsplit("/", n=1).str[1].astype(int)
+
+
+def finish_times(
+    deliveries: list[dict[str, Any]],
+) -> tuple[dict[str, pd.Timestamp], dict[tuple[str, str], pd.Timestamp]]:
+    """The true finishes in the emulator's deliveries (`Emulator.deliveries`): each
+    chapter's last `chapter.finished` time, and each chapter and language's last
+    prepared time (`export.ready`'s `preparedAt`): the run going at a forecast ended last."""
+    events = sorted(
+        (json.loads(d["body"]) for d in deliveries), key=lambda e: pd.Timestamp(e["timestamp"])
+    )
+    finished: dict[str, pd.Timestamp] = {}
+    packaged: dict[tuple[str, str], pd.Timestamp] = {}
+    for event in events:
+        data = event["data"]
+        if event["type"] == "chapter.finished":
+            finished[data["chapterId"]] = pd.Timestamp(event["timestamp"])
+        else:
+            packaged[(data["chapterId"], data["languageCode"])] = pd.Timestamp(data["preparedAt"])
+    return finished, packaged

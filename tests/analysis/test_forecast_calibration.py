@@ -14,12 +14,12 @@ mean at most 4 misses.
 
 from __future__ import annotations
 
-import json
 import socket
 
 import pandas as pd
 import pytest
 from epochs import SUITE_START
+from ledger import finish_times
 from page_images import make_page
 
 from toolkit import analysis
@@ -93,16 +93,7 @@ def history(tmp_path_factory):
                 emulator.advance(600)
                 if not any(c.processing for p in ids.values() for c in client.list_chapters(p)):
                     break
-        events = [json.loads(d["body"]) for d in emulator.deliveries(ws["id"])]
-    # Each chapter and language's last event: the run going at the forecast ended last.
-    finished: dict[str, pd.Timestamp] = {}
-    packaged: dict[tuple[str, str], pd.Timestamp] = {}
-    for event in sorted(events, key=lambda e: pd.Timestamp(e["timestamp"])):
-        data = event["data"]
-        if event["type"] == "chapter.finished":
-            finished[data["chapterId"]] = pd.Timestamp(event["timestamp"])
-        else:
-            packaged[(data["chapterId"], data["languageCode"])] = pd.Timestamp(data["preparedAt"])
+        finished, packaged = finish_times(emulator.deliveries(ws["id"]))
     return store, finished, packaged, flagged
 
 
