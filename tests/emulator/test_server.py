@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 from emulator_helpers import plain_client
 from epochs import SUITE_START
+
+
+@contextlib.contextmanager
+def serving(command: list[str]) -> Iterator[str]:
+    """`command` (a `toolkit emulator`) started, and what it printed up to its Ctrl-C line;
+    stopped with Ctrl-C on leaving."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+    )  # fmt: skip
+    try:
+        output: list[str] = []
+        deadline = time.monotonic() + 60
+        while not any("Ctrl-C" in line for line in output):
+            assert time.monotonic() < deadline and process.poll() is None, "".join(output)
+            output.append(process.stdout.readline())
+        yield "".join(output)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+        process.stdout.close()
 
 
 def test_command_serves_the_demo_until_interrupted(tmp_path):
@@ -62,17 +85,7 @@ def test_command_starts_with_the_chaos_rules_of_a_file(tmp_path):
     )
     command = [sys.executable, "-m", "toolkit.cli", "emulator", "--port", "0", "--clock", "manual"]
     command += ["--start", SUITE_START.isoformat(), "--chaos", str(rules)]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTHONWARNINGS": "error"},
-    )  # fmt: skip
-    try:
-        output = []
-        deadline = time.monotonic() + 60
-        while not any("Ctrl-C" in line for line in output):
-            assert time.monotonic() < deadline and process.poll() is None, "".join(output)
-            output.append(process.stdout.readline())
-        text = "".join(output)
+    with serving(command) as text:
         assert "chaos rules:  1" in text
         url = re.search(r"on (http://127\.0\.0\.1:\d+)", text).group(1)
         token = re.search(r"admin token:\s+(\S+)", text).group(1)
@@ -84,10 +97,6 @@ def test_command_starts_with_the_chaos_rules_of_a_file(tmp_path):
         assert (first.status_code, first.headers["retry-after"]) == (429, "5")
         assert second.status_code == 200
         assert (rule["applied"], rule["count"]) == (1, 0)
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
-        process.stdout.close()
 
 
 def test_command_refuses_a_chaos_file_naming_the_rule_and_the_field(tmp_path):
@@ -108,27 +117,13 @@ def test_command_replays_a_recording_then_serves_what_it_rebuilt(tmp_path):
         emu.advance(90)
     command = [sys.executable, "-m", "toolkit.cli", "emulator", "--port", "0"]
     command += ["--replay", str(recording)]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTHONWARNINGS": "error"},
-    )  # fmt: skip
-    try:
-        output = []
-        deadline = time.monotonic() + 60
-        while not any("Ctrl-C" in line for line in output):
-            assert time.monotonic() < deadline and process.poll() is None, "".join(output)
-            output.append(process.stdout.readline())
-        text = "".join(output)
+    with serving(command) as text:
         assert "replayed:     2 requests" in text and "answers all as recorded" in text
         url = re.search(r"on (http://127\.0\.0\.1:\d+)", text).group(1)
         token = re.search(r"admin token:\s+(\S+)", text).group(1)
         with plain_client(url, token) as admin:
             assert admin.get("/_emulator/clock").json()["now"] == "2026-11-18T09:01:30.000Z"
         assert workspace["id"] not in text
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
-        process.stdout.close()
 
 
 def test_command_refuses_a_file_that_is_not_a_recording(tmp_path):
