@@ -22,6 +22,7 @@ import pandas as pd
 from deltalake import DeltaTable
 
 from toolkit.analysis.sql.runs import REFERENCES, figure_frame, figure_sql
+from toolkit.errors import QueryError, ToolkitError
 from toolkit.store import SnapshotStore
 
 if TYPE_CHECKING:
@@ -125,7 +126,11 @@ def run_figure(
     root = str(root).rstrip("/")
     # The toolkit's own read first: it refuses a store in an earlier layout (whose rows
     # lack what the queries read) or a damaged one, in words that say what to do.
-    SnapshotStore(root, storage_options=dict(storage_options or {})).snapshots()
+    if SnapshotStore(root, storage_options=dict(storage_options or {})).snapshots().empty:
+        raise ToolkitError(
+            f"the store {root} holds no snapshot yet: take one with "
+            f"`toolkit snapshot --store {root}`, then ask again"
+        )
     events = has_events(root, storage_options)
     con = duckdb.connect()
     try:
@@ -142,4 +147,4 @@ def run_figure(
 
 def _known(figure: str) -> None:
     if figure not in FIGURES:
-        raise ValueError(f"no SQL defines {figure!r}: choose one of {', '.join(FIGURES)}")
+        raise QueryError(f"no SQL defines {figure!r}: choose one of {', '.join(FIGURES)}")
