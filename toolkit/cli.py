@@ -678,22 +678,22 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--repair", action="store_true", help="do what each finding says")
     check.set_defaults(handler=_store_check)
 
-    sql = commands.add_parser(
+    figure_sql = commands.add_parser(
         "sql", help="a run figure worked out by DuckDB from the store's tables, or its SQL"
     )
-    sql.add_argument(
+    figure_sql.add_argument(
         "figure", help="a run figure as the toolkit names it: runs, cycle_times, credit_spend, ..."
     )
-    sql.add_argument("--store", default=None, help="store location (default CTS_STORE)")
-    sql.add_argument(
+    figure_sql.add_argument("--store", default=None, help="store location (default CTS_STORE)")
+    figure_sql.add_argument(
         "--print", action="store_true",
         help="print the DuckDB script (delta extension; a folder or s3://) instead of running it",
     )  # fmt: skip
-    sql.add_argument(
+    figure_sql.add_argument(
         "--events", choices=("yes", "no"), default=None,
         help="with --print: whether the store holds webhook events (default: look)",
     )  # fmt: skip
-    sql.set_defaults(handler=_sql)
+    figure_sql.set_defaults(handler=_sql)
 
     watch = commands.add_parser("watch", help="check budgets and trouble, and tell people")
     watch.add_argument("--config", required=True, help="the watch config (TOML, docs/watch.md)")
