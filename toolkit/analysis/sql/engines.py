@@ -99,13 +99,12 @@ def has_events(root: str, storage_options: Mapping[str, str] | None = None) -> b
     """Whether the store at `root` holds a terminal webhook event (the queries then match
     runs with them, as the toolkit does)."""
     path = f"{root.rstrip('/')}/events"
-    if not DeltaTable.is_deltatable(path, storage_options=dict(storage_options or {})):
+    options = dict(storage_options or {})
+    if not DeltaTable.is_deltatable(path, storage_options=options):
         return False
     con = duckdb.connect()
     try:
-        con.register(
-            "events", DeltaTable(path, storage_options=storage_options).to_pyarrow_dataset()
-        )
+        con.register("events", DeltaTable(path, storage_options=options).to_pyarrow_dataset())
         kinds = ", ".join(f"'{kind}'" for kind in TERMINAL)
         found = con.execute(
             f"SELECT count(*) FROM events WHERE type IN ({kinds}) AND chapter_id IS NOT NULL"
@@ -126,7 +125,8 @@ def run_figure(
     root = str(root).rstrip("/")
     # The toolkit's own read first: it refuses a store in an earlier layout (whose rows
     # lack what the queries read) or a damaged one, in words that say what to do.
-    if SnapshotStore(root, storage_options=dict(storage_options or {})).snapshots().empty:
+    options = dict(storage_options or {})
+    if SnapshotStore(root, storage_options=options).snapshots().empty:
         raise ToolkitError(
             f"the store {root} holds no snapshot yet: take one with "
             f"`toolkit snapshot --store {root}`, then ask again"
@@ -136,7 +136,7 @@ def run_figure(
     try:
         con.execute("SET TimeZone = 'UTC'")
         for name in ["manifest", *SNAPSHOT_TABLES, *(["events"] if events else [])]:
-            table = DeltaTable(f"{root}/{name}", storage_options=storage_options)
+            table = DeltaTable(f"{root}/{name}", storage_options=options)
             con.register(name, table.to_pyarrow_dataset())
         for statement in views_sql(events=events):
             con.execute(statement)
