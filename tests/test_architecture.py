@@ -29,6 +29,7 @@ PUBLIC = frozenset(
         "toolkit.frames",
         "toolkit.store",
         "toolkit.analysis",
+        "toolkit.analysis.sql",  # the run figures as SQL, for other engines: `toolkit sql`
         "toolkit.webhooks",
         "toolkit.emulator",
         "toolkit.conformance",  # `toolkit conformance`: checks a service, as a user would

@@ -18,6 +18,7 @@ toolkit webhooks serve [--host] [--port] [--store PATH]
 toolkit upload     DIR --project NAME [--yes] [--budget CREDITS] [--store PATH]
 toolkit store migrate PATH [NEW]                     # an earlier toolkit's store, upgraded
 toolkit store check [--store PATH] [--repair]        # damage, said in snapshots
+toolkit sql FIGURE [--store PATH] [--print [--events yes|no]]   # a run figure by DuckDB
 toolkit watch --config watch.toml [--once] [--interval 15m]   # checks and alerts
 toolkit --version                                    # the installed version
 ```
@@ -449,6 +450,26 @@ def _store_check(args: argparse.Namespace) -> None:
     args.exit_status = 1 if left else 0
 
 
+def _sql(args: argparse.Namespace) -> None:
+    """The figure worked out by DuckDB from the store's Delta tables alone, as CSV; with
+    --print the script that does it, for `duckdb` where the store is (docs/store.md)."""
+    from toolkit.analysis import sql
+    from toolkit.config import store_path
+
+    root = store_path(args.store)
+    if args.print:
+        events = sql.has_events(root) if args.events is None else args.events == "yes"
+        print(sql.script(args.figure, root, events=events), end="")
+        return
+    if args.events is not None:
+        raise ToolkitError(
+            "--events says what a printed script reads (--print); a figure run here "
+            "looks at the store's events itself: leave --events out or add --print"
+        )
+    frame = sql.run_figure(args.figure, root)
+    print(frame.to_csv(index=False), end="")
+
+
 def _watch(args: argparse.Namespace) -> None:
     """Exit 0 when nothing needs attention, 1 when something does, 2 on an error: a bad
     config, or (with --once) a service that did not answer."""
@@ -656,6 +677,23 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--store", default=None, help="store location (default CTS_STORE)")
     check.add_argument("--repair", action="store_true", help="do what each finding says")
     check.set_defaults(handler=_store_check)
+
+    figure_sql = commands.add_parser(
+        "sql", help="a run figure worked out by DuckDB from the store's tables, or its SQL"
+    )
+    figure_sql.add_argument(
+        "figure", help="a run figure as the toolkit names it: runs, cycle_times, credit_spend, ..."
+    )
+    figure_sql.add_argument("--store", default=None, help="store location (default CTS_STORE)")
+    figure_sql.add_argument(
+        "--print", action="store_true",
+        help="print the DuckDB script (delta extension; a folder or s3://) instead of running it",
+    )  # fmt: skip
+    figure_sql.add_argument(
+        "--events", choices=("yes", "no"), default=None,
+        help="with --print: whether the store holds webhook events (default: look)",
+    )  # fmt: skip
+    figure_sql.set_defaults(handler=_sql)
 
     watch = commands.add_parser("watch", help="check budgets and trouble, and tell people")
     watch.add_argument("--config", required=True, help="the watch config (TOML, docs/watch.md)")

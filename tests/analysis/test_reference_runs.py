@@ -1,7 +1,7 @@
 """The history benchmark's reference queries compute the same figures as the analysis.
 
 Issue 11 holds each run figure to at most 1.2x the best single DuckDB query for the same
-figure; `tests/bench/reference_runs.py` is that query (the runs worked out entirely in
+figure; `toolkit/analysis/sql/runs.py` is that query (the runs worked out entirely in
 DuckDB, and each figure's last step on them). A comparison is only fair if the query
 gives the very frame the function gives, so this drives the emulator through the cases
 where the two could part (re-scans and added pages inside one interval, held pages, a
@@ -28,8 +28,8 @@ from scenarios import (
     rescans_and_added_pages_in_one_interval,
 )
 
-from tests.bench.reference_runs import ASKED_WITH, REFERENCES, reference_runs
 from toolkit import analysis
+from toolkit.analysis.sql import ASKED_WITH, FIGURES, REFERENCES, reference_runs, run_figure
 from toolkit.client import Client
 from toolkit.emulator import Emulator
 from toolkit.store import SnapshotStore
@@ -134,3 +134,23 @@ def test_each_reference_query_gives_the_figure_of_its_function(seen, tmp_path, w
         pd.testing.assert_frame_equal(
             reference.reset_index(drop=True), figure.reset_index(drop=True), obj=name
         )
+
+
+@pytest.mark.parametrize("with_events", [False, True])
+def test_duckdb_on_the_delta_tables_alone_gives_each_figure(seen, tmp_path, with_events):
+    # What a user runs where the store is (`toolkit sql`, DuckDB over the tables, no
+    # toolkit reader between): the same frames as the toolkit's functions.
+    emulator, root = seen
+    if with_events:
+        root = Path(shutil.copytree(root, tmp_path / "store"))
+        SnapshotStore(root).record_events(events(emulator))
+    assert set(FIGURES) >= {"runs", "cycle_times", "credit_spend", "throughput"}
+    for name in FIGURES:
+        figure = getattr(analysis, name)(SnapshotStore(root), **ASKED_WITH.get(name, {}))
+        found = run_figure(name, str(root))
+        assert len(figure), name
+        pd.testing.assert_frame_equal(
+            found.reset_index(drop=True), figure.reset_index(drop=True), obj=name
+        )
+    spend = run_figure("credit_spend", str(root))
+    assert spend["rework_credits"].sum() > 0  # the rework is there to be compared

@@ -307,8 +307,8 @@ def _compute(figure: str, root: str) -> str:
     import pandas as pd
 
     import toolkit as tk
-    from tests.bench.reference_runs import ASKED_WITH
     from toolkit import SnapshotStore, analysis
+    from toolkit.analysis.sql import ASKED_WITH
 
     if figure == "imports":
         return ""

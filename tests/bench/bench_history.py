@@ -252,8 +252,8 @@ def _size_table(root: str, options: HistoryOptions, written: Written) -> Table:
 def _query_table(root: str, options: HistoryOptions, written: Written) -> Table:
     import pandas as pd
 
-    from tests.bench.reference_runs import ASKED_WITH, REFERENCES, reference_runs
     from toolkit import SnapshotStore, analysis
+    from toolkit.analysis.sql import ASKED_WITH, REFERENCES, reference_runs
 
     when = START + timedelta(hours=options.hours * 0.55, minutes=30)
     checks: dict[str, Any] = {}

@@ -24,7 +24,7 @@ The price is learned from first runs only (see `learn_prices`).
 
 Past 400 lines on purpose: the readings of a rise (first run and added pages, then the
 rest: re-scans, held pages, new pages kept held) are one rule, checked against one CTE
-chain of tests/bench/reference_runs.py; split, the walk's state would cross modules.
+chain of toolkit/analysis/sql/runs.py; split, the walk's state would cross modules.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every function here is pure: arrays in (one element per run, or per transition row
 where it says so), an array out. The run table (`run_table.py`) calls them in order on a
-year's 200,000 runs at once. Each names the CTE of `tests/bench/reference_runs.py` that
+year's 200,000 runs at once. Each names the CTE of `toolkit/analysis/sql/runs.py` that
 says the same in SQL; docs/analysis.md says how the two are kept equal.
 """
 

@@ -17,6 +17,11 @@ like. The figures on the runs (`REFERENCES`) are this query with their own last 
 Two tables come from Python, as the analysis reads them too: `snapshot_times` (`idx`,
 `at_us`: microseconds since the epoch) and, when the store holds any, `terminal_events`
 (`chapter_id`, `type`, `at_us`, `reason`, `ord`: the order the store holds them in).
+(`toolkit.analysis.sql.engines` defines both as SQL over the store's Delta tables, for
+engines that read the store without the toolkit.)
+
+Past 400 lines on purpose: it is one query, its CTEs in the order a reader follows a
+row; split, a reader would lose the thread from a rise to the run it paid for.
 """
 
 from __future__ import annotations
@@ -31,6 +36,15 @@ import pyarrow.compute as pc
 from toolkit.analysis.measures import LINES_KEYS, LINES_SQL
 from toolkit.analysis.transitions import MOVING, transitions_ctes
 from toolkit.store import SnapshotStore
+
+__all__ = [
+    "ASKED_WITH",
+    "REFERENCES",
+    "figure_frame",
+    "figure_sql",
+    "reference_runs",
+    "runs_sql",
+]
 
 EPS = "1e-6"
 # Microseconds past any time the store holds: "no end yet".
@@ -570,10 +584,25 @@ matched AS (
 )"""
 
 
+def figure_sql(figure: str, *, events: bool) -> str:
+    """The query of a figure of `REFERENCES` ("runs": all the runs as `analysis.runs`
+    gives them, in its order); `events`: the `terminal_events` table is registered."""
+    return _with_last(runs_sql(events=events), REFERENCES[figure])
+
+
+def _with_last(sql: str, last: str) -> str:
+    """The runs' query with `last` (SQL over the view `runs`) as its last step."""
+    if last.startswith(","):  # more CTEs, then the figure
+        return f"WITH runs AS ({sql}){last}"
+    if last:
+        return f"WITH runs AS ({sql})\n{last}"
+    return sql
+
+
 def reference_runs(store: SnapshotStore, *, last: str = "") -> pd.DataFrame:
     """The runs as `analysis.runs` gives them (all of them, in its order), from one
-    query; `last`: SQL over the view `runs` for a figure on them instead (see
-    `REFERENCES`)."""
+    query through the toolkit's reader (`store.query_arrow`); `last`: SQL over the view
+    `runs` for a figure on them instead (see `REFERENCES`)."""
     manifest = store.snapshots()
     times = pd.to_datetime(manifest["snapshot_at"], utc=True).astype("datetime64[us, UTC]")
     frames: dict[str, pa.Table] = {
@@ -587,13 +616,9 @@ def reference_runs(store: SnapshotStore, *, last: str = "") -> pd.DataFrame:
     events = _terminal_events(store)
     if events is not None:
         frames["terminal_events"] = events
-    sql = runs_sql(events=events is not None)
-    if last.startswith(","):  # more CTEs, then the figure
-        sql = f"WITH runs AS ({sql}){last}"
-    elif last:
-        sql = f"WITH runs AS ({sql})\n{last}"
+    sql = _with_last(runs_sql(events=events is not None), last)
     table = store.query_arrow(sql, frames=frames)
-    return _frame(table)
+    return figure_frame(table)
 
 
 def _terminal_events(store: SnapshotStore) -> pa.Table | None:
@@ -632,7 +657,7 @@ TIMES = (
 )
 
 
-def _frame(table: pa.Table) -> pd.DataFrame:
+def figure_frame(table: pa.Table) -> pd.DataFrame:
     """The result with the toolkit's dtypes: texts as strings, counts as Int64, credits
     as Float64, microseconds as UTC times."""
     columns: dict[str, object] = {}

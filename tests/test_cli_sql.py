@@ -1,0 +1,81 @@
+"""`toolkit sql`: a run figure worked out by DuckDB from the store's Delta tables alone,
+or the script that does it for `duckdb` where the store is."""
+
+from __future__ import annotations
+
+import io
+
+import duckdb
+import pandas as pd
+import pytest
+from deltalake import DeltaTable
+from report_stores import two_days
+
+import toolkit as tk
+from toolkit.analysis.sql import figure_frame
+from toolkit.cli import main
+
+SOURCE = "CREATE OR REPLACE VIEW "
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("sql") / "store"
+    two_days(root)
+    return str(root)
+
+
+def test_a_figure_is_printed_as_csv_equal_to_the_toolkits(store_path, capsys):
+    assert main(["sql", "credit_spend", "--store", store_path]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    figure = tk.analysis.credit_spend(tk.SnapshotStore(store_path), freq="1D")
+    assert list(printed.columns) == list(figure.columns)
+    assert printed["credits"].tolist() == figure["credits"].astype(float).tolist()
+    assert printed["rework_credits"].sum() == figure["rework_credits"].sum() > 0
+    assert printed["project"].tolist() == figure["project"].astype(object).tolist()
+
+
+def test_the_printed_script_reads_the_tables_and_runs_on_duckdb(store_path, capsys):
+    assert main(["sql", "cycle_times", "--store", store_path, "--print"]) == 0
+    text = capsys.readouterr().out
+    head, body = text.split("\n\n", 1)
+    assert "INSTALL delta; LOAD delta;" in head and "SET TimeZone = 'UTC';" in head
+    sources = [line for line in head.splitlines() if line.startswith(SOURCE)]
+    names = [line.removeprefix(SOURCE).split()[0] for line in sources]
+    assert names == ["manifest", "projects", "chapters", "languages"]  # no events stored
+    assert f"delta_scan('{store_path}/chapters')" in head
+    # DuckDB's delta extension cannot be installed here: the tables it would read are
+    # registered under the same names, and the rest of the script runs as printed.
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for name in names:
+        con.register(name, DeltaTable(f"{store_path}/{name}").to_pyarrow_dataset())
+    *views, query = body.rstrip().removesuffix(";").split(";\n\n")
+    for view in views:
+        con.execute(view)
+    found = figure_frame(con.sql(query).to_arrow_table())
+    figure = tk.analysis.cycle_times(tk.SnapshotStore(store_path))
+    assert len(figure) == 3
+    pd.testing.assert_frame_equal(found, figure.reset_index(drop=True))
+
+
+def test_the_script_for_s3_loads_httpfs_and_a_secret(capsys):
+    root = "s3://bucket/snapshots"
+    assert main(["sql", "runs", "--store", root, "--print", "--events", "yes"]) == 0
+    text = capsys.readouterr().out
+    assert "INSTALL httpfs; LOAD httpfs;" in text and "CREATE SECRET (TYPE s3" in text
+    assert f"{SOURCE}events AS SELECT * FROM delta_scan('{root}/events');" in text
+    assert "CREATE OR REPLACE TEMP VIEW terminal_events AS" in text
+
+
+def test_an_unknown_figure_is_refused_with_the_ones_there_are(store_path, capsys):
+    assert main(["sql", "forecast", "--store", store_path]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("toolkit sql: no SQL defines 'forecast': choose one of runs,")
+    assert "credit_spend" in err and "throughput" in err
+
+
+def test_a_store_without_snapshots_is_refused_saying_what_to_do(tmp_path, capsys):
+    assert main(["sql", "runs", "--store", str(tmp_path / "none")]) == 1
+    err = capsys.readouterr().err
+    assert "holds no snapshot yet: take one with `toolkit snapshot --store" in err
