@@ -24,6 +24,11 @@ UNTAGGED: Final = "(untagged)"
 Tags = Mapping[str, Mapping[str, str]]
 
 
+def keys_of(tags: Tags) -> list[str]:
+    """Every tag's name the mapping uses (`client`, `team`...), in name order."""
+    return sorted({key for own in tags.values() for key in own})
+
+
 def tag_values(projects: pd.DataFrame, tags: Tags, key: str) -> pd.Series:
     """Each row's value of tag `key`, from its `project_id` or its `project` name;
     `(untagged)` where neither is tagged with it."""
@@ -53,7 +58,13 @@ def tagged(rows: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
 def by_tag(figs: Figures, tags: Tags, key: str) -> pd.DataFrame:
     """The headline figures summed per value of tag `key`: `<key>, projects` (how many)
     and the figures, one row per value, in name order with `(untagged)` last."""
-    table = figs.projects.assign(**{key: tag_values(figs.projects, tags, key)})
+    return sum_by_tag(figs.projects, tags, key)
+
+
+def sum_by_tag(projects: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
+    """`by_tag` over any frame of projects' figures (`project_id`, `project`, FIGURES),
+    such as several workspaces' projects one after another."""
+    table = projects.assign(**{key: tag_values(projects, tags, key)})
     rows = []
     for value, group in table.groupby(key, sort=False):
         row: dict[str, object] = {key: value, "projects": len(group)}
