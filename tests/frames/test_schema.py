@@ -14,6 +14,7 @@ CONTRACT = {
     "projects": [
         "project_id", "name", "kind", "source_language", "reading_direction", "process_steps",
         "translation_model", "target_languages", "chapter_count", "last_chapter_at", "created_at",
+        "translation_group_id",
     ],
     "chapters": [
         "chapter_id", "project_id", "position", "title", "summary", "page_count", "started",

@@ -18,6 +18,8 @@ agency page"):
   workspace in one round, so their weeks agree to within a round; the page names each.
 - A total over workspaces or over a tag's projects is unknown (a dash) when any of its
   parts is, as a workspace's total is.
+- The service's `translationGroupId` is the tag `translation_group`; its section is
+  shown only when a group holds two projects or more (else it is the projects' table).
 - Explanation links are not on this page yet: under each table the page names the
   command that opens a number (`toolkit explain FIGURE --store ... --project ...`).
 """
@@ -29,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -37,7 +39,14 @@ from toolkit import analysis
 from toolkit.analysis.observed import Observed
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, figures
 from toolkit.reporting.page import STYLE, header_of
-from toolkit.reporting.tags import UNTAGGED, Tags, keys_of, sum_by_tag
+from toolkit.reporting.tags import (
+    SERVICE_GROUP,
+    UNTAGGED,
+    Tags,
+    keys_of,
+    sum_by_tag,
+    with_service_tags,
+)
 from toolkit.reporting.weekly import previous_figures
 from toolkit.store import SnapshotStore
 
@@ -100,9 +109,11 @@ def gather_agency(
     """Each workspace's week, previous week and forecast; `stores` by workspace name.
     A workspace whose store has no snapshot yet is refused by name (ValueError)."""
     weeks = {}
+    merged: dict[str, dict[str, str]] = {name: dict(own) for name, own in (tags or {}).items()}
     for name, where in stores.items():
         store = where if isinstance(where, SnapshotStore) else SnapshotStore(where)
         obs = Observed(store)
+        merged = with_service_tags(merged, store.latest("projects"))
         try:
             figs = figures(obs, days=days, tz=tz)
         except ValueError as exc:
@@ -115,7 +126,7 @@ def gather_agency(
         )
         weeks[name] = WorkspaceWeek(name, str(store.root), figs, previous_figures(obs, figs),
                                     outlook)  # fmt: skip
-    return Agency(weeks, dict(tags or {}))
+    return Agency(weeks, merged)
 
 
 def write_agency_page(
@@ -137,13 +148,14 @@ def render_agency(agency: Agency, *, title: str | None = None) -> str:
     zone = next(iter(agency.workspaces.values())).figures.period.tz if agency.workspaces else "UTC"
     last = max(known).tz_convert(zone) if known else None
     heading = title or (f"Agency week to {last:%d %b %Y}" if last is not None else "Agency week")
-    count = len(agency.projects())
+    count, spaces = len(agency.projects()), len(agency.workspaces)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(heading)}</title><style>{STYLE}{WIDE}</style></head><body>",
         f"<h1>{escape(heading)}</h1>",
-        f'<p class="when">{len(agency.workspaces)} workspaces &middot; {count} projects '
+        f'<p class="when">{spaces} workspace{"s" if spaces != 1 else ""} &middot; {count} '
+        f"project{'s' if count != 1 else ''} "
         "&middot; each number this week, then the previous week's in grey</p>",
         "<h2>Workspaces</h2>",
         _weeks_table(agency),
@@ -159,8 +171,13 @@ def render_agency(agency: Agency, *, title: str | None = None) -> str:
     return "\n".join(parts)
 
 
+def _missing(value: object) -> bool:
+    """No data: None, pandas' NA or NaT, or a float NaN."""
+    return value is None or value is pd.NA or value is pd.NaT or value != value
+
+
 def _count(value: object) -> str:
-    return "–" if value is None or value is pd.NA or pd.isna(value) else f"{int(value):,}"  # type: ignore[call-overload]
+    return "–" if _missing(value) else f"{int(cast(int, value)):,}"
 
 
 def _cell(now: object, before: object) -> str:
@@ -208,8 +225,11 @@ def _tag_sections(agency: Agency) -> list[str]:
     parts = []
     for key in keys_of(agency.tags):
         now = agency.by_tag(key).set_index(key)
+        if key == SERVICE_GROUP and not (now.drop(UNTAGGED, errors="ignore")["projects"] > 1).any():
+            continue  # a group per project: the projects' table again
         before = agency.by_tag(key, "previous").set_index(key)
-        header = [key.capitalize(), header_of("projects"), *(header_of(n) for n in FIGURES)]
+        words = key.replace("_", " ")
+        header = [words.capitalize(), header_of("projects"), *(header_of(n) for n in FIGURES)]
         rows = []
         for value, row in now.iterrows():
             was = before.loc[value] if value in before.index else {}
@@ -218,9 +238,9 @@ def _tag_sections(agency: Agency) -> list[str]:
         totals = [f"{int(now['projects'].sum()):,}",
                   *_figure_rows(agency.totals(), agency.totals("previous"))]  # fmt: skip
         rows.append(["All projects", *totals])
-        parts += [f"<h2>By {escape(key)}</h2>", _table(header, rows, total=True)]
+        parts += [f"<h2>By {escape(words)}</h2>", _table(header, rows, total=True)]
         if UNTAGGED in now.index:
-            parts.append(f'<p class="note">{UNTAGGED}: projects the config gives no {escape(key)}'
+            parts.append(f'<p class="note">{UNTAGGED}: projects the config gives no {escape(words)}'
                          ".</p>")  # fmt: skip
     return parts
 
@@ -259,13 +279,13 @@ def _forecast_table(agency: Agency) -> str:
 
 
 def _pace(value: object) -> str:
-    return "–" if value is None or pd.isna(value) else f"{float(value):,.0f}"  # type: ignore[arg-type]
+    return "–" if _missing(value) else f"{float(cast(float, value)):,.0f}"
 
 
 def _moment(value: object, zone: str) -> str:
-    if value is None or pd.isna(value):  # type: ignore[arg-type]
+    if _missing(value):
         return "–"
-    return escape(f"{pd.Timestamp(value).tz_convert(zone):%a %d %b %H:%M %Z}")  # type: ignore[arg-type]
+    return escape(f"{pd.Timestamp(cast(Any, value)).tz_convert(zone):%a %d %b %H:%M %Z}")
 
 
 def _notes(agency: Agency) -> str:
