@@ -52,7 +52,11 @@ from toolkit.store import SnapshotStore
 
 __all__ = ["Agency", "WorkspaceWeek", "gather_agency", "render_agency", "write_agency_page"]
 
-WIDE = "body { max-width: 1280px; } span.was { color: #777; font-size: 0.85em; }\n"
+# Wider than the weekly page: eight figures and two names a row; a number never wraps.
+WIDE = """
+body { max-width: 1280px; } span.was { color: #777; font-size: 0.85em; }
+td.n { white-space: nowrap; }
+"""
 NUM = ' class="n"'
 FORECAST = ("open_chapters", "remaining_lines", "lines_per_hour", "finish_p10", "finish_p50",
             "finish_p90", "status")  # fmt: skip
@@ -84,7 +88,8 @@ class Agency:
         columns = ["workspace", "project_id", "project", *FIGURES]
         if not frames:
             return pd.DataFrame(columns=columns)
-        return pd.concat(frames, ignore_index=True)[columns]
+        together: pd.DataFrame = pd.concat(frames, ignore_index=True)
+        return together[columns]
 
     def totals(self, which: str = "figures") -> dict[str, int | None]:
         """Each figure summed over the workspaces; None when any workspace's is."""
@@ -197,7 +202,7 @@ def _table(header: list[str], rows: list[list[str]], total: bool = False) -> str
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _figure_rows(now: Mapping[str, Any], before: Mapping[str, Any]) -> list[str]:
+def _figure_rows(now: Mapping[Any, Any], before: Mapping[Any, Any]) -> list[str]:
     return [_cell(now.get(name), before.get(name)) for name in FIGURES]
 
 
@@ -224,22 +229,23 @@ def _workspace_figures(agency: Agency) -> str:
 def _tag_sections(agency: Agency) -> list[str]:
     parts = []
     for key in keys_of(agency.tags):
-        now = agency.by_tag(key).set_index(key)
-        if key == SERVICE_GROUP and not (now.drop(UNTAGGED, errors="ignore")["projects"] > 1).any():
+        now = agency.by_tag(key).to_dict("records")
+        tagged = [row for row in now if row[key] != UNTAGGED]
+        if key == SERVICE_GROUP and all(row["projects"] == 1 for row in tagged):
             continue  # a group per project: the projects' table again
-        before = agency.by_tag(key, "previous").set_index(key)
+        before = {row[key]: row for row in agency.by_tag(key, "previous").to_dict("records")}
         words = key.replace("_", " ")
         header = [words.capitalize(), header_of("projects"), *(header_of(n) for n in FIGURES)]
-        rows = []
-        for value, row in now.iterrows():
-            was = before.loc[value] if value in before.index else {}
-            rows.append([escape(str(value)), f"{int(row['projects']):,}",
-                         *_figure_rows(row, was)])  # fmt: skip
-        totals = [f"{int(now['projects'].sum()):,}",
+        rows = [
+            [escape(str(row[key])), f"{int(row['projects']):,}",
+             *_figure_rows(row, before.get(row[key], {}))]
+            for row in now
+        ]  # fmt: skip
+        totals = [f"{sum(int(row['projects']) for row in now):,}",
                   *_figure_rows(agency.totals(), agency.totals("previous"))]  # fmt: skip
         rows.append(["All projects", *totals])
         parts += [f"<h2>By {escape(words)}</h2>", _table(header, rows, total=True)]
-        if UNTAGGED in now.index:
+        if len(tagged) < len(now):
             parts.append(f'<p class="note">{UNTAGGED}: projects the config gives no {escape(words)}'
                          ".</p>")  # fmt: skip
     return parts
