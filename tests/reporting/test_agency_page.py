@@ -17,7 +17,7 @@ from html_page import Page
 
 import toolkit as tk
 from toolkit.cli import main
-from toolkit.metrics import header
+from toolkit.metrics import header, known
 from toolkit.reporting.agency_page import gather_agency
 from toolkit.reporting.figures import FIGURES, figures
 from toolkit.reporting.tags import UNTAGGED
@@ -118,6 +118,10 @@ def test_each_workspace_s_numbers_are_its_weekly_page_s_and_figures_json_s(studi
         assert now == sum(w[column][0] for w in workspaces.values())
         assert before == sum(w[column][1] for w in workspaces.values())
     assert page.outside == []  # self-contained: nothing linked or loaded
+    # Every header is the registry's words, but the user's own tag names.
+    headers = {cell for row in page.rows if row and row[0] in ("Workspace", "Project")
+               for cell in row} | set(table(page, "Client")[0][1:])  # fmt: skip
+    assert sorted(h for h in headers if not known(h)) == []
 
 
 def test_the_groups_by_a_tag_add_up_and_agree_with_the_ledgers(studios, page):

@@ -213,7 +213,8 @@ def _weeks_table(agency: Agency) -> str:
         now, before = week.figures.period, week.previous.period
         rows.append([escape(name), escape(now.label()), escape(before.label()),
                      f"{now.snapshots:,}"])  # fmt: skip
-    return _table(["Workspace", "This week", "Previous week", "Snapshots"], rows)
+    header = [header_of(name) for name in ("workspace", "week", "previous_week", "snapshots")]
+    return _table(header, rows)
 
 
 def _workspace_figures(agency: Agency) -> str:
@@ -234,8 +235,9 @@ def _tag_sections(agency: Agency) -> list[str]:
         if key == SERVICE_GROUP and all(row["projects"] == 1 for row in tagged):
             continue  # a group per project: the projects' table again
         before = {row[key]: row for row in agency.by_tag(key, "previous").to_dict("records")}
-        words = key.replace("_", " ")
-        header = [words.capitalize(), header_of("projects"), *(header_of(n) for n in FIGURES)]
+        words = key.replace("_", " ")  # the user's own word for a tag of theirs
+        header = [header_of(key) if key == SERVICE_GROUP else words.capitalize(),
+                  header_of("projects"), *(header_of(n) for n in FIGURES)]  # fmt: skip
         rows = [
             [escape(str(row[key])), f"{int(row['projects']):,}",
              *_figure_rows(row, before.get(row[key], {}))]
