@@ -35,7 +35,6 @@ from typing import Any, cast
 
 import pandas as pd
 
-from toolkit import analysis
 from toolkit.analysis.observed import Observed
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, figures
 from toolkit.reporting.page import STYLE, header_of
@@ -123,10 +122,9 @@ def gather_agency(
             figs = figures(obs, days=days, tz=tz)
         except ValueError as exc:
             raise ValueError(f"workspace {name!r} (store {str(store.root)!r}): {exc}") from exc
-        end = figs.period.end
         outlook = (
-            analysis.forecast(obs, by="project_id", until=end, tz=tz)
-            if end is not None
+            figs.forecast
+            if figs.forecast is not None
             else pd.DataFrame(columns=["project_id", "project", *FORECAST])
         )
         weeks[name] = WorkspaceWeek(name, str(store.root), figs, previous_figures(obs, figs),
