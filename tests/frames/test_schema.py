@@ -7,7 +7,9 @@ import pyarrow as pa
 import pytest
 from pandas.testing import assert_frame_equal
 
+from toolkit.cli import main
 from toolkit.frames import schema
+from toolkit.store import SnapshotStore
 
 # DESIGN.md's Tables contract, written out once more so that a drift in schema.py fails.
 CONTRACT = {
@@ -158,8 +160,6 @@ def test_a_store_written_before_the_translation_group_reads_it_null_then_keeps_i
 ):
     """A column added since (`translation_group_id`): the rows an earlier toolkit wrote
     read null, the next take appends the column, nothing is rewritten, the store checks."""
-    from toolkit.store import SnapshotStore
-
     earlier = pa.schema([f for f in schema.PROJECTS if f.name != "translation_group_id"])
     with monkeypatch.context() as then:  # the earlier toolkit's projects table
         then.setattr(schema, "PROJECTS", earlier)
@@ -174,6 +174,4 @@ def test_a_store_written_before_the_translation_group_reads_it_null_then_keeps_i
     assert store.latest("projects")["translation_group_id"].tolist() == [
         comic_project["translationGroupId"]
     ]
-    from toolkit.cli import main
-
     assert main(["store", "check", "--store", str(tmp_path / "store")]) == 0
