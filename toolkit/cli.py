@@ -8,6 +8,7 @@ toolkit demo       [--out data/demo] [--hours 24] [--start ISO]
 toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME ...]
 toolkit report     [--store PATH] [--out DIR] [--html | --json | --xlsx] [--tz ZONE] [--days 7]
                    [--workspace NAME ...]
+toolkit report --html --config watch.toml [--workspace NAME ...]   # the agency page
 toolkit explain    FIGURE [--store PATH] [--project NAME] [--language CODE] [--since ISO]
                    [--until ISO] [--tz ZONE] [--csv FILE]   # the rows behind a figure
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
@@ -147,6 +148,9 @@ def _report(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
     from toolkit.reporting import report, write_report
 
+    if args.html and args.config:
+        _agency_page(args)
+        return
     if args.html:
         page = report(
             store_path(args.store),
@@ -183,6 +187,30 @@ def _report(args: argparse.Namespace) -> None:
     }
     for name, store in stores.items():
         write_report(store, out=os.path.join(args.out, name), workspaces=stores, days=args.days)
+
+
+def _agency_page(args: argparse.Namespace) -> None:
+    """The agency page over the config's workspaces (or those named), with its tags."""
+    from pathlib import Path
+
+    from toolkit.reporting import gather_agency, write_agency_page
+    from toolkit.watch import read_config
+
+    config = read_config(args.config)
+    names = args.workspace or list(config.workspaces)
+    unknown = [name for name in names if name not in config.workspaces]
+    if unknown:
+        raise ToolkitError(
+            f"no workspace {unknown[0]!r} in {args.config}; it names {', '.join(config.workspaces)}"
+        )
+    stores = {name: config.workspaces[name].store for name in names}
+    try:
+        agency = gather_agency(stores, tags=config.tags, days=args.days, tz=args.tz)
+    except ValueError as exc:
+        raise ToolkitError(str(exc)) from exc
+    page = write_agency_page(agency, Path(args.out) / "agency-report.html")
+    many = "s" if len(stores) != 1 else ""
+    print(f"Agency page ({len(stores)} workspace{many}) written to {page}")
 
 
 def _explain(args: argparse.Namespace) -> None:
@@ -562,7 +590,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="report on a workspace of several (repeat it): its store under --store/NAME, "
         "its report under --out/NAME, with every named workspace's spend this month",
     )  # fmt: skip
-    report.add_argument("--config", default=None, help="workspaces config (TOML)")
+    report.add_argument(
+        "--config", default=None,
+        help="workspaces config (TOML); with --html, the agency page over the watch config's "
+        "workspaces and [tags], as --out/agency-report.html",
+    )  # fmt: skip
     report.set_defaults(handler=_report)
 
     explained = commands.add_parser(

@@ -211,6 +211,9 @@ KEYS = {
     "last_progress_at": "last progress", "scope": "scope", "figure": "figure", "day": "day",
     "covered": "covered", "difference": "change", "time": "time (UTC)", "state": "state",
     "language": "language", "language_code": "language",
+    # The agency page (issue 41): which weeks, how many snapshots or projects, a tag.
+    "week": "week", "previous_week": "previous week", "snapshots": "snapshots",
+    "projects": "projects", "translation_group": "translation group",
 }  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """Run the benchmarks: `.venv/bin/python -m tests.bench [names] [--quick]`.
 
 Names: pull (with the incremental snapshot and the emulator's figures), history,
-uploads, webhooks, dashboard, watch; all of them by default. `growth` (issue 31's table
+uploads, webhooks, dashboard, watch, agency; all of them by default. `growth` (issue 31's table
 over sizes of history, hours at its full matrix) runs only when named. Each prints its table as it
 finishes; with `--out FILE` the tables are also written to FILE (Markdown).
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from tests.bench.table import Table, machine
 
-NAMES = ("pull", "history", "uploads", "webhooks", "dashboard", "watch")
+NAMES = ("pull", "history", "uploads", "webhooks", "dashboard", "watch", "agency")
 ON_REQUEST = ("growth",)
 
 
@@ -71,6 +71,12 @@ def _watch(args: argparse.Namespace) -> list[Table]:
     return run(WatchOptions(runs=args.runs or 3))
 
 
+def _agency(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_agency import AgencyOptions, run
+
+    return run(AgencyOptions(runs=args.runs or 3, store=args.store))
+
+
 def _growth(args: argparse.Namespace) -> list[Table]:
     from tests.bench.bench_growth import FIGURES, MATRIX, GrowthOptions, Size, run
 
@@ -97,6 +103,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "webhooks": _webhooks,
     "dashboard": _dashboard,
     "watch": _watch,
+    "agency": _agency,
     "growth": _growth,
 }
 
@@ -116,7 +123,7 @@ def main() -> None:
     )
     parser.add_argument("--full-loop", action="store_true", help="time the naive loop whole")
     parser.add_argument(
-        "--store", default=None, help="history: keep the store in this folder, or reuse it"
+        "--store", default=None, help="history, agency: keep the store in this folder, or reuse it"
     )
     parser.add_argument(
         "--chapters", type=int, default=10_000, help="history, pull: chapters (100 a project)"

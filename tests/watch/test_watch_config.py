@@ -268,3 +268,50 @@ def test_every_bad_config_is_refused_with_file_line_and_key_exit_2_and_no_secret
     assert refusal in err, err
     for secret in (*SECRETS.values(), "SlackPathNeverShown", "PässwordNeverShown"):
         assert secret not in err
+
+
+TAGGED = """\
+[tags."Moonlit Harbor"]
+client = "Acme"
+team = "north"
+[tags.0f1e2d3c]
+client = "Acme"
+[[budgets]]
+scope = "tag"
+tag = "client"
+name = "Acme"
+period = "week"
+credits = 900
+"""
+
+
+def test_tags_name_projects_and_a_tag_budget_covers_the_projects_tagged_so(tmp_path):
+    config = read_config(written(tmp_path, EXAMPLE + TAGGED))
+    assert config.tags == {
+        "Moonlit Harbor": {"client": "Acme", "team": "north"},
+        "0f1e2d3c": {"client": "Acme"},
+    }
+    budget = config.budgets[1]
+    assert (budget.scope, budget.tag, budget.name, budget.credits) == ("tag", "client", "Acme", 900)
+    assert budget.projects == {"Moonlit Harbor", "0f1e2d3c"}
+    assert budget.covers("0f1e2d3c", "Other") and budget.covers("p9", "Moonlit Harbor")
+    assert not budget.covers("p9", "Paper Crane")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('name = "Acme"', 'name = "Acme Inc"',
+         r"line 38: budgets\[1\]\.name: no project is tagged client = 'Acme Inc' in \[tags\]; "
+         r"the nearest: 'Acme'"),
+        ('tag = "client"\n', "", r"line 35: budgets\[1\]: a tag budget names the tag"),
+        ('team = "north"', "team = 3", r"line 32: tags\.Moonlit Harbor\.team: must be text"),
+        ('team = "north"', 'team = " "', r"tags\.Moonlit Harbor\.team: a tag's value is a name"),
+        ('scope = "tag"', 'scope = "project"',
+         r"budgets\[1\]\.tag: only a budget with scope = \"tag\" names a tag"),
+    ],
+)  # fmt: skip
+def test_a_bad_tag_or_tag_budget_is_refused_naming_its_line(tmp_path, old, new, message):
+    # TAGGED starts on the example's line 30.
+    with pytest.raises(ConfigError, match=message):
+        read_config(written(tmp_path, EXAMPLE + TAGGED.replace(old, new, 1)))

@@ -4,11 +4,13 @@ The parts: `figures` (the figures of a period, defined and computed once; every 
 reads them there), `explanations` (the rows behind each figure: `tk.explain`), `summary`
 (PNG plots, `summary.csv`, `figures.json`: `toolkit report`), `weekly` (what the page
 shows beyond the figures), `page` (the week as HTML), `html` (`tk.report`), `xlsx` (the
-spreadsheet) and `tags` (figures and explanations by a tag of the projects).
+spreadsheet), `tags` (figures and explanations by a tag of the projects) and
+`agency_page` (every workspace of a config on one page).
 """
 
 from __future__ import annotations
 
+from toolkit.reporting.agency_page import gather_agency, write_agency_page
 from toolkit.reporting.explanations import explain
 from toolkit.reporting.figures import Figures, Period, label, period, spend
 from toolkit.reporting.html import report
@@ -21,11 +23,13 @@ __all__ = [
     "Period",
     "by_tag",
     "explain",
+    "gather_agency",
     "label",
     "period",
     "report",
     "spend",
     "summary",
     "tagged",
+    "write_agency_page",
     "write_report",
 ]

@@ -99,6 +99,10 @@ class Figures:
     period: Period
     projects: pd.DataFrame  # project_id, project, FIGURES (Int64), median_cycle_hours
     totals: dict[str, Any]  # FIGURES as int or None, median_cycle_hours as float or None
+    # `analysis.forecast` by project at the period's last snapshot, which the at-end
+    # figures are read from (None without a snapshot): kept so a page showing the
+    # forecast does not compute it twice.
+    forecast: pd.DataFrame | None = None
 
 
 def label(figure: str, when: Period) -> str:
@@ -238,8 +242,10 @@ def figures(
         for name, values in per.items():
             table = table.join(values.rename(name), how="outer")
             table[name] = whole_numbers(table[name].fillna(0))
+    forecast = None
     if when.end is not None:
-        outlook = analysis.forecast(obs, by="project_id", until=when.end).set_index("project_id")
+        forecast = analysis.forecast(obs, by="project_id", until=when.end)
+        outlook = forecast.set_index("project_id")
         outlook = outlook[["remaining_lines", "needs_action"]].set_axis(list(AT_END), axis=1)
         table = table.join(outlook, how="outer")
         # A project absent from the forecast has no open work: 0, not unknown.
@@ -255,7 +261,7 @@ def figures(
     table = table[["project_id", "project", *FIGURES, "median_cycle_hours"]]
     totals: dict[str, Any] = {name: _sum(table[name]) for name in FIGURES}
     totals["median_cycle_hours"] = float(runs["hours"].median()) if len(runs) else None
-    return Figures(period=when, projects=table, totals=totals)
+    return Figures(period=when, projects=table, totals=totals, forecast=forecast)
 
 
 def _names(obs: Observed) -> pd.Series:

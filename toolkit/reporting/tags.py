@@ -6,7 +6,9 @@ by_tag(figures(store), tags, "client")      # client, projects, the headline fig
 tagged(tk.explain(store, "credits"), tags, "client")   # the rows, with a client column
 ```
 
-A project is named by its id or its name (the id wins when both are given); a project
+The service's own `translationGroupId` is the tag `translation_group` of each project
+(`with_service_tags`, from the store's projects). A project is named by its id or its
+name (the id wins when both are given); a project
 without the tag counts under `(untagged)`, so the groups add up to the workspace's
 totals. A group's figure is unknown when any of its projects' is, as a total is.
 """
@@ -21,7 +23,28 @@ import pandas as pd
 from toolkit.reporting.figures import FIGURES, Figures
 
 UNTAGGED: Final = "(untagged)"
+# The service's own grouping of projects (`translationGroupId`), a tag like the others.
+SERVICE_GROUP: Final = "translation_group"
 Tags = Mapping[str, Mapping[str, str]]
+
+
+def with_service_tags(tags: Tags, projects: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """`tags` plus each project's `translation_group` (by its id) from a projects table
+    (`store.latest("projects")`), where the service sent one; a tag the user wrote for
+    the same id wins."""
+    merged = {name: dict(own) for name, own in tags.items()}
+    if "translation_group_id" not in projects:
+        return merged
+    for project_id, group in zip(projects["project_id"], projects["translation_group_id"],
+                                 strict=True):  # fmt: skip
+        if group is not None and not pd.isna(group):
+            merged[str(project_id)] = {SERVICE_GROUP: str(group), **merged.get(str(project_id), {})}
+    return merged
+
+
+def keys_of(tags: Tags) -> list[str]:
+    """Every tag's name the mapping uses (`client`, `team`...), in name order."""
+    return sorted({key for own in tags.values() for key in own})
 
 
 def tag_values(projects: pd.DataFrame, tags: Tags, key: str) -> pd.Series:
@@ -53,7 +76,13 @@ def tagged(rows: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
 def by_tag(figs: Figures, tags: Tags, key: str) -> pd.DataFrame:
     """The headline figures summed per value of tag `key`: `<key>, projects` (how many)
     and the figures, one row per value, in name order with `(untagged)` last."""
-    table = figs.projects.assign(**{key: tag_values(figs.projects, tags, key)})
+    return sum_by_tag(figs.projects, tags, key)
+
+
+def sum_by_tag(projects: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
+    """`by_tag` over any frame of projects' figures (`project_id`, `project`, FIGURES),
+    such as several workspaces' projects one after another."""
+    table = projects.assign(**{key: tag_values(projects, tags, key)})
     rows = []
     for value, group in table.groupby(key, sort=False):
         row: dict[str, object] = {key: value, "projects": len(group)}

@@ -78,7 +78,7 @@ def gather(
     figs = figures(obs, since=since, until=until, days=days, tz=tz)
     when = figs.period
     span = (when.until - when.since).ceil("D")  # whole days, as long as this period
-    previous = figures(obs, since=when.since - span, until=when.since, tz=tz)
+    previous = previous_figures(obs, figs)
     names = figs.projects.set_index("project_id")["project"]
     since, until, tz = when.since, when.until, when.tz
     lines = analysis.throughput(obs, "1D", "project_id", since=since, until=until, tz=tz)
@@ -109,6 +109,14 @@ def gather(
         review=review,
         observed=obs,
     )
+
+
+def previous_figures(store: SnapshotStore | Observed, figs: Figures) -> Figures:
+    """The figures of the period before `figs`' one: as long, in whole days, ending
+    where it starts (the page's "against the previous period")."""
+    when = figs.period
+    span = (when.until - when.since).ceil("D")
+    return figures(store, since=when.since - span, until=when.since, tz=when.tz)
 
 
 # Each chapter's project, as its last change shows it: one column of the chapters' log,

@@ -11,6 +11,10 @@ period turns), and the credits reached a `limit` one (crossing the limit is news
 while the warnings are open). The runway is read from the spend of the last
 `BURN_WINDOW` (or since the first snapshot, if that is later), counted the same way:
 "at this rate the budget runs out on 19 May".
+
+A tag budget (`scope = "tag"`, `tag = "client"`, `name = "Acme"`) sums the projects the
+config's `[tags]` tag so, by name or id, in every workspace; its alert is the agency's,
+and names the tag: "client Acme has spent ...".
 """
 
 from __future__ import annotations
@@ -46,7 +50,17 @@ def _credits(store: SnapshotStore, budget: Budget, since: pd.Timestamp, freq: st
     frame = analysis.spend_in(store, since=since)  # each charge at its own time
     if budget.scope == "project":
         frame = frame[(frame["project"] == budget.name) | (frame["project_id"] == budget.name)]
+    if budget.scope == "tag":
+        frame = frame[_covered(budget, frame)]
     return float(frame["credits"].sum())
+
+
+def _covered(budget: Budget, projects: pd.DataFrame) -> pd.Series:
+    """Which rows' projects (`project_id`, and the name in `project` or `name`) a tag
+    budget covers."""
+    names = projects["project"] if "project" in projects else projects["name"]
+    covered = [budget.covers(i, n) for i, n in zip(projects["project_id"], names, strict=True)]
+    return pd.Series(covered, index=projects.index, dtype=bool)
 
 
 def evaluate(
@@ -75,10 +89,13 @@ def _measure(
             continue
         if budget.scope == "project" and not _has_project(store, budget.name or ""):
             continue
+        if budget.scope == "tag" and not _covered(budget, store.latest("projects")).any():
+            continue
         times = store.snapshots()["snapshot_at"]
         if times.empty:
             continue
-        where = label if budget.scope != "agency" else AGENCY
+        # A tag's projects may lie in several workspaces: its alert is the agency's.
+        where = label if budget.scope in ("project", "workspace") else AGENCY
         covered = times.iloc[0] if covered is None else min(covered, times.iloc[0])
         spent += _credits(store, budget, start)
         recent += _credits(store, budget, window_start, freq="1h")
@@ -122,7 +139,9 @@ def _level(
     level = "limit" if at >= 1 else "warn"
     # One warning level keeps the key it always had; several are told apart by their share.
     name = level if level == "limit" or len(budget.warn_at) == 1 else f"warn{round(at * 100)}"
-    what = budget.name if budget.scope != "agency" else "the agency"
+    what = {"agency": "the agency", "tag": f"{budget.tag} {budget.name}"}.get(
+        budget.scope, budget.name
+    )
     span = f"{start:%B %Y}" if budget.period == "month" else f"the week from {start.day} {start:%b}"
     message = (
         f"{what} has spent {spent:,.0f} of its {budget.credits:,} credits for {span} "

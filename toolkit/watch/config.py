@@ -49,7 +49,7 @@ __all__ = [
     "read_config",
 ]
 
-Scope = Literal["project", "workspace", "agency"]
+Scope = Literal["project", "workspace", "agency", "tag"]
 Period = Literal["month", "week"]
 CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
           "missing_events", "snapshots")  # fmt: skip
@@ -88,11 +88,17 @@ class WatchedWorkspace:
 @dataclass(frozen=True)
 class Budget:
     scope: Scope
-    name: str | None  # a project's or workspace's name; None for the agency
+    name: str | None  # a project's or workspace's name, a tag's value; None for the agency
     period: Period
     credits: int
     warn_at: tuple[float, ...] = (0.8,)  # warning levels, shares of the credits, ascending
     line: int = 0  # where it is written, for messages
+    tag: str | None = None  # a tag budget's key (`client`): it covers `projects`
+    projects: frozenset[str] = frozenset()  # names or ids tagged `tag = name` in [tags]
+
+    def covers(self, project_id: object, name: object) -> bool:
+        """Whether a tag budget counts this project (by its id or its name)."""
+        return str(project_id) in self.projects or str(name) in self.projects
 
 
 TIMEOUT = 10.0  # seconds a target may take to answer (the service's webhook limit)
@@ -150,6 +156,8 @@ class WatchConfig:
     retries: int = 3  # attempts per target and round (docs/watch.md: the outbox)
     retry_wait: float = 2.0  # seconds before the second attempt, doubling
     where: dict[str, str] = field(default_factory=dict)  # key -> "file, line N: key"
+    # [tags."NAME or id"]: a project's tags (client, vendor, team: any key), by name or id
+    tags: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def checks_for(self, workspace: str, *project: str) -> CheckSettings:
         """The thresholds for one workspace, and for one of its projects when given its
@@ -412,7 +420,7 @@ class _Reader:
 
     def config(self, data: dict[str, Any]) -> WatchConfig:
         top = ("store", "interval", "workspaces", "budgets", "checks", "due", "notify", "retries",
-               "retry_wait")  # fmt: skip
+               "retry_wait", "tags")  # fmt: skip
         self.table(data, (), top)
         store = self.get(data, (), "store", str) if "store" in data else "data/snapshots"
         if not os.path.isabs(store) and "://" not in store:
@@ -460,7 +468,8 @@ class _Reader:
                            if "retry_wait" in data else 2.0)  # fmt: skip
         if retry_wait > 10:
             raise self.fail(("retry_wait",), "is at most 10s (the store's lock is held meanwhile)")
-        read_budgets = tuple(self.budget(b, ("budgets", i)) for i, b in enumerate(budgets))
+        tags = self.tags(data.get("tags", {}))
+        read_budgets = tuple(self.budget(b, ("budgets", i), tags) for i, b in enumerate(budgets))
         for i, b in enumerate(read_budgets):
             if b.scope == "workspace" and b.name not in workspaces:
                 near = ", ".join(repr(n) for n in difflib.get_close_matches(b.name or "", spaces))
@@ -482,7 +491,23 @@ class _Reader:
             retries=retries,
             retry_wait=retry_wait,
             where={_key(k): self.at(k) for k in self.lines},
+            tags=tags,
         )
+
+    def tags(self, data: Any) -> dict[str, dict[str, str]]:
+        """`[tags."NAME or id"]` tables: each key a tag's name (a label), each value text."""
+        projects = self.table(data, ("tags",), tuple(data) if isinstance(data, dict) else ())
+        read = {}
+        for project, table in projects.items():
+            where: Path_ = ("tags", project)
+            table = self.table(table, where, tuple(table) if isinstance(table, dict) else ())
+            for key in table:
+                if not _LABEL.fullmatch(key):
+                    raise self.fail(
+                        (*where, key), "a tag's name is a word (letters, digits, - and _)"
+                    )
+            read[project] = {key: self.get(table, where, key, str, _tag_value) for key in table}
+        return read
 
     def workspace(
         self, name: str, table: Any, root: str
@@ -531,16 +556,32 @@ class _Reader:
             changed["off"] = frozenset(self.get(data, where, "off", list, _check_names(names)))
         return changed
 
-    def budget(self, data: Any, where: Path_) -> Budget:
-        data = self.table(data, where, ("scope", "name", "period", "credits", "warn_at"))
+    def budget(self, data: Any, where: Path_, tags: Mapping[str, Mapping[str, str]]) -> Budget:
+        data = self.table(data, where, ("scope", "name", "tag", "period", "credits", "warn_at"))
         for key in ("scope", "period", "credits"):
             if key not in data:
                 raise self.fail(where, f"lacks {key}")
-        scope = self.get(data, where, "scope", str, _choice("project", "workspace", "agency"))
+        scope = self.get(data, where, "scope", str,
+                         _choice("project", "workspace", "agency", "tag"))  # fmt: skip
+        if scope == "tag" and ("tag" not in data or "name" not in data):
+            raise self.fail(where, 'a tag budget names the tag and its value: tag = "client", '
+                            'name = "Acme" (the projects tagged so in [tags])')  # fmt: skip
+        if scope != "tag" and "tag" in data:
+            raise self.fail((*where, "tag"), 'only a budget with scope = "tag" names a tag')
         if scope != "agency" and "name" not in data:
             raise self.fail(where, f'a {scope} budget needs the {scope}\'s name: name = "..."')
         if scope == "agency" and "name" in data:
             raise self.fail((*where, "name"), "an agency budget covers every workspace: no name")
+        tag = self.get(data, where, "tag", str) if scope == "tag" else None
+        projects: frozenset[str] = frozenset()
+        if tag is not None:
+            value = self.get(data, where, "name", str)
+            projects = frozenset(p for p, own in tags.items() if own.get(tag) == value)
+            if not projects:
+                said = sorted({own[tag] for own in tags.values() if tag in own})
+                near = ", ".join(repr(n) for n in difflib.get_close_matches(value, said))
+                raise self.fail((*where, "name"), f"no project is tagged {tag} = {value!r} in "
+                                "[tags]" + (f"; the nearest: {near}" if near else ""))  # fmt: skip
         warn_at = (
             self.get(data, where, "warn_at", (int, float, list), _shares)
             if "warn_at" in data
@@ -553,6 +594,8 @@ class _Reader:
             credits=self.get(data, where, "credits", int, _positive),
             warn_at=warn_at,
             line=self.lines.get(where, 0),
+            tag=tag,
+            projects=projects,
         )
 
     def timeout(self, data: Mapping[str, Any], where: Path_) -> float:
@@ -754,6 +797,12 @@ def _addresses(value: list[Any] | str) -> tuple[str, ...]:
     if not items or not all(isinstance(item, str) for item in items):
         raise ValueError("must list at least one address")
     return tuple(_address(item) for item in items)
+
+
+def _tag_value(value: str) -> str:
+    if not value.strip() or len(value) > 200:
+        raise ValueError("a tag's value is a name of 1 to 200 characters")
+    return value
 
 
 def _check_names(allowed: tuple[str, ...]) -> Callable[[list[Any]], list[str]]:

@@ -1,0 +1,216 @@
+"""The agency page (`toolkit report --html --config watch.toml`): two workspaces, each
+its own emulator on a free port and its own store. Its numbers are each workspace's
+weekly page's and figures.json's; the groups by a tag add up to the totals and agree
+with the emulators' ledgers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from agency_stores import PLAN, TAGS, Studio, two_studios
+from epochs import SUITE_START
+from html_page import Page
+
+import toolkit as tk
+from toolkit.cli import main
+from toolkit.metrics import header, known
+from toolkit.reporting.agency_page import gather_agency
+from toolkit.reporting.figures import FIGURES, figures
+from toolkit.reporting.tags import UNTAGGED
+from toolkit.reporting.weekly import previous_figures
+
+HEADERS = [header(name).capitalize() for name in FIGURES]
+
+
+@pytest.fixture(scope="module")
+def studios(tmp_path_factory) -> dict[str, Studio]:
+    return two_studios(tmp_path_factory.mktemp("stores"), SUITE_START)
+
+
+def watch_config(path: Path, studios: dict[str, Studio]) -> Path:
+    """The watch's config naming both workspaces' stores, with the projects' tags."""
+    lines = []
+    for name, studio in studios.items():
+        lines += [f"[workspaces.{name}]", f'base_url = "{studio.url}"',
+                  f'key_env = "KEY_{name.upper().replace("-", "_")}"',
+                  f'store = "{studio.store.root}"']  # fmt: skip
+    for project, tags in TAGS.items():
+        lines.append(f'[tags."{project}"]')
+        lines += [f'{key} = "{value}"' for key, value in tags.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def page(studios, tmp_path_factory) -> Page:
+    folder = tmp_path_factory.mktemp("page")
+    config = watch_config(folder / "watch.toml", studios)
+    assert main(["report", "--html", "--config", str(config), "--out", str(folder)]) == 0
+    return Page((folder / "agency-report.html").read_text(encoding="utf-8"))
+
+
+def numbers(cell: str) -> tuple[int | None, int | None]:
+    """This week's and the previous week's number of a cell: `1,234 was 1,100`; a dash
+    is no data."""
+    found = re.fullmatch(r"(–|[\d,]+) was (–|[\d,]+)", cell)
+    assert found, cell
+    return tuple(None if part == "–" else int(part.replace(",", "")) for part in found.groups())  # type: ignore[return-value]
+
+
+def table(page: Page, first: str) -> list[list[str]]:
+    """The rows of the first table whose header starts with `first`, header included
+    (the rows after it as long as the header, up to the next header or the total)."""
+    starts = [i for i, row in enumerate(page.rows) if row and row[0] == first]
+    found = [page.rows[starts[0]]]
+    for row in page.rows[starts[0] + 1 :]:
+        if row[0] == first or len(row) != len(found[0]):
+            break
+        found.append(row)
+        if row[0].startswith("All "):  # a total row ends its table
+            break
+    return found
+
+
+def figures_of_workspaces(page: Page) -> list[list[str]]:
+    """The rows of the workspaces' figures (the second table headed `Workspace`; the
+    first says each one's weeks), the total last."""
+    return [row for row in page.rows if len(row) == 1 + len(FIGURES) and row[0] != "Workspace"
+            and row[0] in (*PLAN, "All workspaces")]  # fmt: skip
+
+
+def weekly_page_figures(store, folder: Path) -> tuple[dict[str, list[int | None]], dict]:
+    """A workspace's weekly page, as a reader sees it: each project's figures (and the
+    total row's, as `All projects`), and the totals this period and the previous one."""
+    weekly = Page(tk.report(store, folder / "weekly.html").read_text(encoding="utf-8"))
+    projects = {}
+    for row in table(weekly, header("project").capitalize())[1:]:
+        cells = [re.sub(r" \(.*\)$", "", cell) for cell in row[1 : 1 + len(FIGURES)]]
+        projects[row[0]] = [None if c == "–" else int(c.replace(",", "")) for c in cells]
+    change = {row[0]: row[1:3] for row in table(weekly, header("figure").capitalize())[1:]}
+    return projects, change
+
+
+def test_each_workspace_s_numbers_are_its_weekly_page_s_and_figures_json_s(studios, page, tmp_path):
+    projects = table(page, "Project")
+    assert projects[0][2:] == HEADERS
+    shown = {(row[1], row[0]): [numbers(c) for c in row[2:]] for row in projects[1:]}
+    assert sorted(shown) == sorted((name, p) for name, ps in PLAN.items() for p in ps)
+    workspaces = {row[0]: [numbers(c) for c in row[1:]] for row in figures_of_workspaces(page)
+                  if row[0] in PLAN}  # fmt: skip
+    for name, studio in studios.items():
+        weekly, change = weekly_page_figures(studio.store, tmp_path / name)
+        assert [now for now, _ in workspaces[name]] == weekly.pop("All projects")
+        for project, figs in weekly.items():
+            assert [now for now, _ in shown[(name, project)]] == figs, (name, project)
+        said = json.loads(tk.report(studio.store, tmp_path / name, format="json").read_text())
+        assert [now for now, _ in workspaces[name]] == [said["totals"][f] for f in FIGURES]
+        for figure, (now, before) in zip(FIGURES, workspaces[name], strict=True):
+            on_weekly = change[header(figure).capitalize()]
+            assert [now, before] == [None if c == "–" else int(c.replace(",", ""))
+                                     for c in on_weekly], (name, figure)  # fmt: skip
+    every = [numbers(c) for c in figures_of_workspaces(page)[-1][1:]]
+    assert figures_of_workspaces(page)[-1][0] == "All workspaces"
+    for column, (now, before) in enumerate(every):
+        assert now == sum(w[column][0] for w in workspaces.values())
+        assert before == sum(w[column][1] for w in workspaces.values())
+    assert page.outside == []  # self-contained: nothing linked or loaded
+    # Every header is the registry's words, but the user's own tag names.
+    headers = {cell for row in page.rows if row and row[0] in ("Workspace", "Project")
+               for cell in row} | set(table(page, "Client")[0][1:])  # fmt: skip
+    assert sorted(h for h in headers if not known(h)) == []
+
+
+def test_the_groups_by_a_tag_add_up_and_agree_with_the_ledgers(studios, page):
+    agency = gather_agency({n: s.store for n, s in studios.items()}, tags=TAGS)
+    for key in ("client", "team"):
+        rows = table(page, key.capitalize())
+        groups = {row[0]: [numbers(c) for c in row[2:]] for row in rows[1:-1]}
+        total = [numbers(c) for c in rows[-1][2:]]
+        assert rows[-1][0] == "All projects"
+        for column in range(len(FIGURES)):
+            for week in (0, 1):
+                assert sum(g[column][week] for g in groups.values()) == total[column][week]
+        assert total == [numbers(c) for c in figures_of_workspaces(page)[-1][1:]]
+    assert list(groups) == ["north", "south", "(untagged)"]  # the team's, untagged last
+    # Credits and re-run credits per client, against what the emulators charged.
+    clients = {row[0]: [numbers(c) for c in row[2:]] for row in table(page, "Client")[1:-1]}
+    for which, week in (("figures", 0), ("previous", 1)):
+        charged: dict[str, list[int]] = {}
+        for name, studio in studios.items():
+            when = getattr(agency.workspaces[name], which).period
+            inside = studio.charges[(studio.charges["at"] >= when.start)
+                                    & (studio.charges["at"] < when.until)]  # fmt: skip
+            for project, credits, rework in inside[["project", "credits", "rework"]].itertuples(
+                index=False
+            ):
+                sums = charged.setdefault(TAGS[project]["client"], [0, 0])
+                sums[0] += credits
+                sums[1] += credits if rework else 0
+        for client, (credits, rework) in charged.items():
+            shown = clients[client]
+            assert shown[FIGURES.index("credits")][week] == credits, (client, which)
+            assert shown[FIGURES.index("rework_credits")][week] == rework, (client, which)
+    assert clients["Acme"][FIGURES.index("rework_credits")][0] > 0  # the re-scans
+
+
+def test_the_forecast_per_project_is_the_analysis_forecast(studios, page):
+    rows = table(page, "Project")
+    forecast = [row for row in page.rows if len(row) == 9 and row[0] != "Project"]
+    for name, studio in studios.items():
+        end = figures(studio.store).period.end
+        expected = tk.analysis.forecast(studio.store, by="project_id", until=end)
+        shown = [row for row in forecast if row[1] == name]
+        assert [(r[0], int(r[2]), int(r[3].replace(",", ""))) for r in shown] == [
+            (p, int(o), int(r)) for p, o, r in expected[["project", "open_chapters",
+                                                          "remaining_lines"]].itertuples(index=False)
+        ]  # fmt: skip
+        assert len(shown) == 1  # the long chapter still running at the last snapshot
+    assert rows  # the projects table is there too
+
+
+def test_the_previous_week_is_the_weekly_page_s_previous_period(studios):
+    store = studios["studio-a"].store
+    figs = figures(store)
+    before = previous_figures(store, figs)
+    assert before.period.until == figs.period.since
+    assert (figs.period.since - before.period.since) == pd.Timedelta(days=7)
+
+
+def test_the_command_refuses_a_workspace_not_in_the_config_and_an_empty_store(
+    studios, tmp_path, capsys
+):
+    config = watch_config(tmp_path / "watch.toml", studios)
+    argv = ["report", "--html", "--config", str(config), "--out", str(tmp_path)]
+    assert main([*argv, "--workspace", "studio-c"]) == 1
+    assert "no workspace 'studio-c'" in capsys.readouterr().err
+    text = config.read_text().replace(str(studios["studio-b"].store.root), str(tmp_path / "e"))
+    config.write_text(text)
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert "workspace 'studio-b'" in err and "no snapshots yet" in err
+    assert main([*argv, "--workspace", "studio-a"]) == 0  # the one with snapshots
+    assert "(1 workspace)" in capsys.readouterr().out
+
+
+def test_the_service_s_translation_group_is_kept_and_is_a_tag(studios, page):
+    agency = gather_agency({n: s.store for n, s in studios.items()}, tags=TAGS)
+    for studio in studios.values():
+        kept = studio.store.latest("projects").set_index("project_id")["translation_group_id"]
+        assert kept.to_dict() == studio.groups  # as GET /projects answered, over HTTP
+        for project_id, group in studio.groups.items():
+            assert agency.tags[project_id]["translation_group"] == group
+    groups = agency.by_tag("translation_group")
+    assert UNTAGGED not in set(groups["translation_group"])
+    for name in FIGURES:
+        assert groups[name].sum() == agency.totals()[name]
+    # The emulator gives each project a group of its own: the section would repeat the
+    # projects' table, so the page leaves it out.
+    assert not any(row and row[0] == "Translation group" for row in page.rows)
+    assert [row[0] for row in page.rows if row and row[0] in ("Client", "Team")] == [
+        "Client",
+        "Team",
+    ]

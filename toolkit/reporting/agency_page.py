@@ -1,0 +1,309 @@
+"""The agency page: every workspace of a config on one self-contained HTML page.
+
+```python
+agency = gather_agency({"studio-a": "data/snapshots/studio-a", "studio-b": ...},
+                       tags={"Moonlit Harbor": {"client": "Acme"}})
+write_agency_page(agency, "agency-report.html")    # `toolkit report --html --config FILE`
+```
+
+What it shows: every headline figure per workspace, per project and per value of each
+tag (`client`, `vendor`, `team`: the keys the config's `[tags]` use), this week against
+the previous week, and the forecast per project. Decisions (docs/figures.md, "The
+agency page"):
+
+- Each workspace's week is its own weekly page's week (`figures` with the same `days`
+  and zone: the days up to its own last snapshot), and its previous week is the page's
+  previous period (`weekly.previous_figures`), so every number on this page is the one
+  that workspace's weekly page and `figures.json` show. The watch snapshots every
+  workspace in one round, so their weeks agree to within a round; the page names each.
+- A total over workspaces or over a tag's projects is unknown (a dash) when any of its
+  parts is, as a workspace's total is.
+- The service's `translationGroupId` is the tag `translation_group`; its section is
+  shown only when a group holds two projects or more (else it is the projects' table).
+- Explanation links are not on this page yet: under each table the page names the
+  command that opens a number (`toolkit explain FIGURE --store ... --project ...`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any, cast
+
+import pandas as pd
+
+from toolkit.analysis.observed import Observed
+from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, figures
+from toolkit.reporting.page import STYLE, header_of
+from toolkit.reporting.tags import (
+    SERVICE_GROUP,
+    UNTAGGED,
+    Tags,
+    keys_of,
+    sum_by_tag,
+    with_service_tags,
+)
+from toolkit.reporting.weekly import previous_figures
+from toolkit.store import SnapshotStore
+
+__all__ = ["Agency", "WorkspaceWeek", "gather_agency", "render_agency", "write_agency_page"]
+
+# Wider than the weekly page: eight figures and two names a row; a number never wraps.
+WIDE = """
+body { max-width: 1280px; } span.was { color: #777; font-size: 0.85em; }
+td.n { white-space: nowrap; }
+"""
+NUM = ' class="n"'
+FORECAST = ("open_chapters", "remaining_lines", "lines_per_hour", "finish_p10", "finish_p50",
+            "finish_p90", "status")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WorkspaceWeek:
+    """One workspace's week, as its weekly page counts it."""
+
+    name: str
+    store: str  # the store's location, for the `toolkit explain` hint
+    figures: Figures
+    previous: Figures
+    forecast: pd.DataFrame  # analysis.forecast by project at the week's last snapshot
+
+
+@dataclass(frozen=True)
+class Agency:
+    workspaces: dict[str, WorkspaceWeek]
+    tags: Tags = field(default_factory=dict)
+
+    def projects(self, which: str = "figures") -> pd.DataFrame:
+        """Every workspace's projects one after another: `workspace, project_id,
+        project, FIGURES`, this week's (`figures`) or the previous week's (`previous`)."""
+        frames = [
+            getattr(week, which).projects.assign(workspace=name)
+            for name, week in self.workspaces.items()
+        ]
+        columns = ["workspace", "project_id", "project", *FIGURES]
+        if not frames:
+            return pd.DataFrame(columns=columns)
+        together: pd.DataFrame = pd.concat(frames, ignore_index=True)
+        return together[columns]
+
+    def totals(self, which: str = "figures") -> dict[str, int | None]:
+        """Each figure summed over the workspaces; None when any workspace's is."""
+        said: dict[str, int | None] = {}
+        for name in FIGURES:
+            values = [getattr(w, which).totals[name] for w in self.workspaces.values()]
+            said[name] = None if any(v is None for v in values) else sum(values)
+        return said
+
+    def by_tag(self, key: str, which: str = "figures") -> pd.DataFrame:
+        """The figures summed per value of tag `key` over every workspace's projects."""
+        return sum_by_tag(self.projects(which), self.tags, key)
+
+
+def gather_agency(
+    stores: Mapping[str, SnapshotStore | str | os.PathLike[str]],
+    *,
+    tags: Tags | None = None,
+    days: int = 7,
+    tz: str | None = None,
+) -> Agency:
+    """Each workspace's week, previous week and forecast; `stores` by workspace name.
+    A workspace whose store has no snapshot yet is refused by name (ValueError)."""
+    weeks = {}
+    merged: dict[str, dict[str, str]] = {name: dict(own) for name, own in (tags or {}).items()}
+    for name, where in stores.items():
+        store = where if isinstance(where, SnapshotStore) else SnapshotStore(where)
+        obs = Observed(store)
+        merged = with_service_tags(merged, store.latest("projects"))
+        try:
+            figs = figures(obs, days=days, tz=tz)
+        except ValueError as exc:
+            raise ValueError(f"workspace {name!r} (store {str(store.root)!r}): {exc}") from exc
+        outlook = (
+            figs.forecast
+            if figs.forecast is not None
+            else pd.DataFrame(columns=["project_id", "project", *FORECAST])
+        )
+        weeks[name] = WorkspaceWeek(name, str(store.root), figs, previous_figures(obs, figs),
+                                    outlook)  # fmt: skip
+    return Agency(weeks, merged)
+
+
+def write_agency_page(
+    agency: Agency, out: str | os.PathLike[str], *, title: str | None = None
+) -> Path:
+    """Write the page to `out` (its folder made if missing); returns the path."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_agency(agency, title=title), encoding="utf-8")
+    return path
+
+
+# -- the page -----------------------------------------------------------------------
+
+
+def render_agency(agency: Agency, *, title: str | None = None) -> str:
+    ends = [w.figures.period.end for w in agency.workspaces.values()]
+    known = [end for end in ends if end is not None]
+    zone = next(iter(agency.workspaces.values())).figures.period.tz if agency.workspaces else "UTC"
+    last = max(known).tz_convert(zone) if known else None
+    heading = title or (f"Agency week to {last:%d %b %Y}" if last is not None else "Agency week")
+    count, spaces = len(agency.projects()), len(agency.workspaces)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{escape(heading)}</title><style>{STYLE}{WIDE}</style></head><body>",
+        f"<h1>{escape(heading)}</h1>",
+        f'<p class="when">{spaces} workspace{"s" if spaces != 1 else ""} &middot; {count} '
+        f"project{'s' if count != 1 else ''} "
+        "&middot; each number this week, then the previous week's in grey</p>",
+        "<h2>Workspaces</h2>",
+        _weeks_table(agency),
+        _workspace_figures(agency),
+        *_tag_sections(agency),
+        "<h2>Projects</h2>",
+        _projects_table(agency),
+        "<h2>Forecast per project</h2>",
+        _forecast_table(agency),
+        _notes(agency),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _missing(value: object) -> bool:
+    """No data: None, pandas' NA or NaT, or a float NaN."""
+    return value is None or value is pd.NA or value is pd.NaT or value != value
+
+
+def _count(value: object) -> str:
+    return "–" if _missing(value) else f"{int(cast(int, value)):,}"
+
+
+def _cell(now: object, before: object) -> str:
+    """This week's number, then the previous week's in grey."""
+    return f'{_count(now)}<span class="was"> was {_count(before)}</span>'
+
+
+def _table(header: list[str], rows: list[list[str]], total: bool = False) -> str:
+    """A table of cells already in HTML; the first column is text, the others numbers;
+    with `total` the last row is the total row."""
+    head = "".join(f"<th{NUM if i else ''}>{escape(text)}</th>" for i, text in enumerate(header))
+    body = []
+    for number, row in enumerate(rows):
+        css = ' class="total"' if total and number == len(rows) - 1 else ""
+        cells = "".join(f"<td{NUM if i else ''}>{c}</td>" for i, c in enumerate(row))
+        body.append(f"<tr{css}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _figure_rows(now: Mapping[Any, Any], before: Mapping[Any, Any]) -> list[str]:
+    return [_cell(now.get(name), before.get(name)) for name in FIGURES]
+
+
+def _weeks_table(agency: Agency) -> str:
+    """Which week each workspace's numbers cover, and its previous week."""
+    rows = []
+    for name, week in agency.workspaces.items():
+        now, before = week.figures.period, week.previous.period
+        rows.append([escape(name), escape(now.label()), escape(before.label()),
+                     f"{now.snapshots:,}"])  # fmt: skip
+    header = [header_of(name) for name in ("workspace", "week", "previous_week", "snapshots")]
+    return _table(header, rows)
+
+
+def _workspace_figures(agency: Agency) -> str:
+    header = [header_of("workspace"), *(header_of(name) for name in FIGURES)]
+    rows = [
+        [escape(name), *_figure_rows(week.figures.totals, week.previous.totals)]
+        for name, week in agency.workspaces.items()
+    ]
+    rows.append(["All workspaces", *_figure_rows(agency.totals(), agency.totals("previous"))])
+    return _table(header, rows, total=True)
+
+
+def _tag_sections(agency: Agency) -> list[str]:
+    parts = []
+    for key in keys_of(agency.tags):
+        now = agency.by_tag(key).to_dict("records")
+        tagged = [row for row in now if row[key] != UNTAGGED]
+        if key == SERVICE_GROUP and all(row["projects"] == 1 for row in tagged):
+            continue  # a group per project: the projects' table again
+        before = {row[key]: row for row in agency.by_tag(key, "previous").to_dict("records")}
+        words = key.replace("_", " ")  # the user's own word for a tag of theirs
+        header = [header_of(key) if key == SERVICE_GROUP else words.capitalize(),
+                  header_of("projects"), *(header_of(n) for n in FIGURES)]  # fmt: skip
+        rows = [
+            [escape(str(row[key])), f"{int(row['projects']):,}",
+             *_figure_rows(row, before.get(row[key], {}))]
+            for row in now
+        ]  # fmt: skip
+        totals = [f"{sum(int(row['projects']) for row in now):,}",
+                  *_figure_rows(agency.totals(), agency.totals("previous"))]  # fmt: skip
+        rows.append(["All projects", *totals])
+        parts += [f"<h2>By {escape(words)}</h2>", _table(header, rows, total=True)]
+        if len(tagged) < len(now):
+            parts.append(f'<p class="note">{UNTAGGED}: projects the config gives no {escape(words)}'
+                         ".</p>")  # fmt: skip
+    return parts
+
+
+def _projects_table(agency: Agency) -> str:
+    now = agency.projects()
+    before = agency.projects("previous").set_index(["workspace", "project_id"])
+    header = [header_of("project"), header_of("workspace"), *(header_of(n) for n in FIGURES)]
+    rows = []
+    for row in now.to_dict("records"):
+        key = (row["workspace"], row["project_id"])
+        was = before.loc[key].to_dict() if key in before.index else {}
+        rows.append([escape(str(row["project"])), escape(str(row["workspace"])),
+                     *_figure_rows(row, was)])  # fmt: skip
+    if not rows:
+        return '<p class="nothing">No project yet in any workspace.</p>'
+    return _table(header, rows)
+
+
+def _forecast_table(agency: Agency) -> str:
+    rows = []
+    for name, week in agency.workspaces.items():
+        zone = week.figures.period.tz
+        for row in week.forecast.to_dict("records"):
+            cells = [escape(str(row["project"])), escape(name),
+                     _count(row["open_chapters"]), _count(row["remaining_lines"]),
+                     _pace(row["lines_per_hour"]),
+                     *(_moment(row[key], zone) for key in ("finish_p10", "finish_p50",
+                                                             "finish_p90")),
+                     escape(str(row["status"]))]  # fmt: skip
+            rows.append(cells)
+    if not rows:
+        return '<p class="nothing">No open work in any workspace: nothing to forecast.</p>'
+    header = [header_of(n) for n in ("project", "workspace", *FORECAST)]
+    return _table(header, rows)
+
+
+def _pace(value: object) -> str:
+    return "–" if _missing(value) else f"{float(cast(float, value)):,.0f}"
+
+
+def _moment(value: object, zone: str) -> str:
+    if _missing(value):
+        return "–"
+    return escape(f"{pd.Timestamp(cast(Any, value)).tz_convert(zone):%a %d %b %H:%M %Z}")
+
+
+def _notes(agency: Agency) -> str:
+    counted = " and ".join(WORDS[name] for name in AT_END)
+    first = next(iter(agency.workspaces.values()), None)
+    store = first.store if first is not None else "STORE"
+    example = f'toolkit explain credits --store {store} --project "NAME"'
+    return (
+        f'<p class="note">{escape(counted.capitalize())}: at each week\'s last snapshot; the '
+        "other figures: over the week. A dash: no data (no snapshot in that week). Each "
+        "workspace's numbers are its weekly page's (<code>toolkit report --html</code> on its "
+        "store). To see the rows behind a number: <code>"
+        f"{escape(example)}</code>. "
+        "docs/figures.md defines each figure.</p>"
+    )
