@@ -35,7 +35,6 @@ class Studio:
     url: str
     key: str
     charges: pd.DataFrame  # the ledger's charges: at, credits, rework, chapter_id, project
-    groups: dict[str, str]  # each project's translationGroupId, as GET /projects answers
 
 
 class _Running:
@@ -76,9 +75,8 @@ class _Running:
         return frame
 
     def close(self) -> Studio:
-        groups = {p.id: str(p.translation_group_id) for p in self.client.list_projects()}
         studio = Studio(self.name, self.store, self.emulator.url, self.workspace["apiKey"],
-                        self.charges(), groups)  # fmt: skip
+                        self.charges())  # fmt: skip
         self.client.close()
         self.emulator.__exit__(None, None, None)
         return studio

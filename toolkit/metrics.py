@@ -213,7 +213,7 @@ KEYS = {
     "language": "language", "language_code": "language",
     # The agency page (issue 41): which weeks, how many snapshots or projects, a tag.
     "week": "week", "previous_week": "previous week", "snapshots": "snapshots",
-    "projects": "projects", "translation_group": "translation group",
+    "projects": "projects",
 }  # fmt: skip
 
 

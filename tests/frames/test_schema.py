@@ -7,16 +7,13 @@ import pyarrow as pa
 import pytest
 from pandas.testing import assert_frame_equal
 
-from toolkit.cli import main
 from toolkit.frames import schema
-from toolkit.store import SnapshotStore
 
 # DESIGN.md's Tables contract, written out once more so that a drift in schema.py fails.
 CONTRACT = {
     "projects": [
         "project_id", "name", "kind", "source_language", "reading_direction", "process_steps",
         "translation_model", "target_languages", "chapter_count", "last_chapter_at", "created_at",
-        "translation_group_id",
     ],
     "chapters": [
         "chapter_id", "project_id", "position", "title", "summary", "page_count", "started",
@@ -153,25 +150,3 @@ def test_frames_are_editable_in_every_column():
         "reviewed",
         5,
     ]
-
-
-def test_a_store_written_before_the_translation_group_reads_it_null_then_keeps_it(
-    tmp_path, monkeypatch, emulator, comic_project, client
-):
-    """A column added since (`translation_group_id`): the rows an earlier toolkit wrote
-    read null, the next take appends the column, nothing is rewritten, the store checks."""
-    earlier = pa.schema([f for f in schema.PROJECTS if f.name != "translation_group_id"])
-    with monkeypatch.context() as then:  # the earlier toolkit's projects table
-        then.setattr(schema, "PROJECTS", earlier)
-        then.setitem(schema.SNAPSHOT_TABLES, "projects", earlier)
-        SnapshotStore(tmp_path / "store").take(client)
-    emulator.advance(3600)
-    store = SnapshotStore(tmp_path / "store")
-    store.take(client)
-    rows = store.history("projects")
-    assert rows["translation_group_id"].isna().tolist() == [True, False]
-    assert rows["translation_group_id"].iloc[-1] == comic_project["translationGroupId"]
-    assert store.latest("projects")["translation_group_id"].tolist() == [
-        comic_project["translationGroupId"]
-    ]
-    assert main(["store", "check", "--store", str(tmp_path / "store")]) == 0

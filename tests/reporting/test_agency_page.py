@@ -20,7 +20,6 @@ from toolkit.cli import main
 from toolkit.metrics import header, known
 from toolkit.reporting.agency_page import gather_agency
 from toolkit.reporting.figures import FIGURES, figures
-from toolkit.reporting.tags import UNTAGGED
 from toolkit.reporting.weekly import previous_figures
 
 HEADERS = [header(name).capitalize() for name in FIGURES]
@@ -196,20 +195,11 @@ def test_the_command_refuses_a_workspace_not_in_the_config_and_an_empty_store(
     assert "(1 workspace)" in capsys.readouterr().out
 
 
-def test_the_service_s_translation_group_is_kept_and_is_a_tag(studios, page):
-    agency = gather_agency({n: s.store for n, s in studios.items()}, tags=TAGS)
+def test_the_tags_are_the_config_s_and_the_projects_table_keeps_its_contract(studios, page):
+    """translationGroupId is not stored (the projects table's columns are DESIGN.md's
+    contract): the page's tag sections are the config's keys, in their order."""
     for studio in studios.values():
-        kept = studio.store.latest("projects").set_index("project_id")["translation_group_id"]
-        assert kept.to_dict() == studio.groups  # as GET /projects answered, over HTTP
-        for project_id, group in studio.groups.items():
-            assert agency.tags[project_id]["translation_group"] == group
-    groups = agency.by_tag("translation_group")
-    assert UNTAGGED not in set(groups["translation_group"])
-    for name in FIGURES:
-        assert groups[name].sum() == agency.totals()[name]
-    # The emulator gives each project a group of its own: the section would repeat the
-    # projects' table, so the page leaves it out.
-    assert not any(row and row[0] == "Translation group" for row in page.rows)
+        assert "translation_group_id" not in studio.store.latest("projects")
     assert [row[0] for row in page.rows if row and row[0] in ("Client", "Team")] == [
         "Client",
         "Team",

@@ -204,10 +204,6 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
             "chapter_count": _whole(p.chapter_count, "chapterCount", "GET /projects"),
             "last_chapter_at": p.last_chapter_at,
             "created_at": p.created_at,
-            # The spec shows no type for it: kept as its text.
-            "translation_group_id": (
-                None if p.translation_group_id is None else str(p.translation_group_id)
-            ),
         }
         for p in projects
     ]

@@ -77,8 +77,6 @@ PROJECTS = pa.schema(
         ("chapter_count", COUNT),
         ("last_chapter_at", TIME),
         ("created_at", TIME),
-        # Added since: a store written before it reads null here (`conform`).
-        ("translation_group_id", TEXT),
     ]
 )
 

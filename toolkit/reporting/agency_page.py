@@ -18,8 +18,8 @@ agency page"):
   workspace in one round, so their weeks agree to within a round; the page names each.
 - A total over workspaces or over a tag's projects is unknown (a dash) when any of its
   parts is, as a workspace's total is.
-- The service's `translationGroupId` is the tag `translation_group`; its section is
-  shown only when a group holds two projects or more (else it is the projects' table).
+- Tags are the config's only: the service's `translationGroupId` is not kept in the
+  store (the projects table's columns are DESIGN.md's contract; docs/figures.md).
 - Explanation links are not on this page yet: under each table the page names the
   command that opens a number (`toolkit explain FIGURE --store ... --project ...`).
 """
@@ -38,14 +38,7 @@ import pandas as pd
 from toolkit.analysis.observed import Observed
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, figures
 from toolkit.reporting.page import STYLE, header_of
-from toolkit.reporting.tags import (
-    SERVICE_GROUP,
-    UNTAGGED,
-    Tags,
-    keys_of,
-    sum_by_tag,
-    with_service_tags,
-)
+from toolkit.reporting.tags import UNTAGGED, Tags, keys_of, sum_by_tag
 from toolkit.reporting.weekly import previous_figures
 from toolkit.store import SnapshotStore
 
@@ -117,7 +110,6 @@ def gather_agency(
     for name, where in stores.items():
         store = where if isinstance(where, SnapshotStore) else SnapshotStore(where)
         obs = Observed(store)
-        merged = with_service_tags(merged, store.latest("projects"))
         try:
             figs = figures(obs, days=days, tz=tz)
         except ValueError as exc:
@@ -230,11 +222,9 @@ def _tag_sections(agency: Agency) -> list[str]:
     for key in keys_of(agency.tags):
         now = agency.by_tag(key).to_dict("records")
         tagged = [row for row in now if row[key] != UNTAGGED]
-        if key == SERVICE_GROUP and all(row["projects"] == 1 for row in tagged):
-            continue  # a group per project: the projects' table again
         before = {row[key]: row for row in agency.by_tag(key, "previous").to_dict("records")}
         words = key.replace("_", " ")  # the user's own word for a tag of theirs
-        header = [header_of(key) if key == SERVICE_GROUP else words.capitalize(),
+        header = [words.capitalize(),
                   header_of("projects"), *(header_of(n) for n in FIGURES)]  # fmt: skip
         rows = [
             [escape(str(row[key])), f"{int(row['projects']):,}",

@@ -6,8 +6,7 @@ by_tag(figures(store), tags, "client")      # client, projects, the headline fig
 tagged(tk.explain(store, "credits"), tags, "client")   # the rows, with a client column
 ```
 
-The service's own `translationGroupId` is the tag `translation_group` of each project
-(`with_service_tags`, from the store's projects). A project is named by its id or its
+A project is named by its id or its
 name (the id wins when both are given); a project
 without the tag counts under `(untagged)`, so the groups add up to the workspace's
 totals. A group's figure is unknown when any of its projects' is, as a total is.
@@ -23,23 +22,7 @@ import pandas as pd
 from toolkit.reporting.figures import FIGURES, Figures
 
 UNTAGGED: Final = "(untagged)"
-# The service's own grouping of projects (`translationGroupId`), a tag like the others.
-SERVICE_GROUP: Final = "translation_group"
 Tags = Mapping[str, Mapping[str, str]]
-
-
-def with_service_tags(tags: Tags, projects: pd.DataFrame) -> dict[str, dict[str, str]]:
-    """`tags` plus each project's `translation_group` (by its id) from a projects table
-    (`store.latest("projects")`), where the service sent one; a tag the user wrote for
-    the same id wins."""
-    merged = {name: dict(own) for name, own in tags.items()}
-    if "translation_group_id" not in projects:
-        return merged
-    for project_id, group in zip(projects["project_id"], projects["translation_group_id"],
-                                 strict=True):  # fmt: skip
-        if group is not None and not pd.isna(group):
-            merged[str(project_id)] = {SERVICE_GROUP: str(group), **merged.get(str(project_id), {})}
-    return merged
 
 
 def keys_of(tags: Tags) -> list[str]:
