@@ -15,6 +15,7 @@ from report_stores import three_days, two_days
 import toolkit as tk
 from toolkit.cli import main
 from toolkit.errors import ToolkitError
+from toolkit.formatting import show
 from toolkit.reporting.weekly import gather, sentences, track_record
 from toolkit.store import SnapshotStore
 
@@ -209,10 +210,10 @@ def test_the_track_record_and_the_review_backlog_are_the_analysis_figures(review
     assert review["Reviewed"] == [
         str(backlog.loc["Reviewed", "waiting"]),
         f"{backlog.loc['Reviewed', 'oldest_wait_hours']:.1f} h",
-        f"{backlog.loc['Reviewed', 'reviews_per_day']:.1f}",
+        show("reviews_per_day", backlog.loc["Reviewed", "reviews_per_day"]),
     ]
     # r2 waits since hour 0; r1 reviewed once in the 68 hours the store saw (0.35 a day).
-    assert review["Reviewed"] == ["1", "68.0 h", "0.4"]
+    assert review["Reviewed"] == ["1", "68.0 h", "0.35"]  # as the registry shows a pace
     assert set(review) == {"Steady", "Reviewed"}
 
 

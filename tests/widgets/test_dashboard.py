@@ -13,6 +13,7 @@ import pytest
 from widget_helpers import charges, failed_chapter, file_state, settle
 
 from toolkit.client import Client
+from toolkit.formatting import show
 from toolkit.store import SnapshotStore
 from toolkit.widgets import Dashboard, UploadPanel
 
@@ -403,7 +404,8 @@ def test_the_review_line_is_the_projects_review_backlog(emulator, workspace, cli
     assert dash.review.value == (
         f"<small>Review: 2 chapters waiting now, the oldest since "
         f"{oldest.astimezone(UTC):%a %d %b %H:%M} UTC; "
-        f"{row['reviews_per_day']:.1f} reviews a day (from the snapshots of the last 7 "
+        f"{show('reviews_per_day', row['reviews_per_day'])} reviews a day (from the snapshots of "
+        "the last 7 "
         "days).</small>"
     )
     assert "Needs review (2)" in [label for label, _ in dash.filter.options]

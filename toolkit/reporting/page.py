@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from toolkit import metrics, plots
-from toolkit.formatting import hours
+from toolkit.formatting import hours, show
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
-from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences, track_record
+from toolkit.reporting.weekly import CAUSES, Weekly, sentences, track_record
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -259,7 +259,7 @@ def _review_table(weekly: Weekly) -> str:
             str(row.project),
             f"{int(_number(row.waiting)):,}",
             _hours(_number(row.oldest_wait_hours)),
-            f"{_number(row.reviews_per_day):.1f}",
+            show("reviews_per_day", row.reviews_per_day),
         ]
         for row in weekly.review.itertuples(index=False)
     ]
@@ -330,23 +330,29 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
             ax.bar(x, values, bottom=bottom, label=str(project), hatch=hatch, edgecolor="white",
                    color=colors[str(project)])  # fmt: skip
             bottom += values
-        ax.set_ylabel("lines")
-        ax.set_title("Lines translated per day")
+        ax.set_ylabel(metrics.per("lines", "day"))
+        ax.set_title(f"{metrics.per('lines', 'day').capitalize()}{_part_day(partial)}, by project")
     else:
         per_day = weekly.days.groupby("day")[["credits", "rework_credits"]].sum().reindex(days)
         rework = per_day["rework_credits"].fillna(0).to_numpy()
         new = per_day["credits"].fillna(0).to_numpy() - rework
-        ax.bar(x, new, color=NEW_COLOR, label="new work", hatch=hatch, edgecolor="white")
+        ax.bar(x, new, color=NEW_COLOR, label=metrics.header("new_credits"), hatch=hatch,
+               edgecolor="white")  # fmt: skip
         ax.bar(x, rework, bottom=new, color=REWORK_COLOR, label=plots.REWORK, hatch=hatch,
                edgecolor="white")  # fmt: skip
-        ax.set_ylabel("credits")
-        ax.set_title("Credits spent per day")
+        ax.set_ylabel(metrics.per("credits", "day"))
+        ax.set_title(f"{metrics.per('credits', 'day').capitalize()}{_part_day(partial)}")
     ax.set_xticks(x, labels)
     if ax.get_legend_handles_labels()[0]:
         # Beside the bars, never on them.
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return figure
+
+
+def _part_day(partial: list[bool]) -> str:
+    """What a title adds when a day drawn is partial, as the plots and the table mark it."""
+    return " (* part-day)" if any(partial) else ""
 
 
 def _rework_plot(projects: pd.DataFrame) -> Figure:
@@ -356,10 +362,10 @@ def _rework_plot(projects: pd.DataFrame) -> Figure:
     for cause in CAUSES:
         values = shown[f"rework_{cause}"].to_numpy(dtype=float)
         ax.barh(shown["project"].astype(str), values, left=left, color=CAUSE_COLORS[cause],
-                label=CAUSE_WORDS[cause])  # fmt: skip
+                label=metrics.header(f"rework_{cause}"))  # fmt: skip
         left += values
-    ax.set_xlabel("re-run credits")
-    ax.set_title("Credits paid for re-runs, by cause")
+    ax.set_xlabel(metrics.header("rework_credits"))
+    ax.set_title(f"{metrics.header('rework_credits').capitalize()}, by project and cause")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
     ax.spines[["top", "right"]].set_visible(False)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from toolkit.formatting import count, escape
+from toolkit.formatting import count, escape, show
 from toolkit.widgets._alerts import AlertsLine
 from toolkit.widgets._chapters import (
     FILTERS,
@@ -618,7 +618,7 @@ def _review_words(backlog: pd.DataFrame) -> dict[str, str]:
     """`1.4 reviews a day (from the snapshots of the last 7 days)`, per project id: the pace;
     the count waiting is the live one (`_review_line`)."""
     return {
-        str(row["project_id"]): f"{row['reviews_per_day']:.1f} reviews a day "
+        str(row["project_id"]): f"{show('reviews_per_day', row['reviews_per_day'])} reviews a day "
         "(from the snapshots of the last 7 days)"
         for row in backlog.to_dict("records")
     }
