@@ -166,6 +166,31 @@ def test_a_title_names_its_quantity_by_its_label_and_nothing_else():
     assert not metrics.known_entry("re-runs (rework)", set())
 
 
+# A count in a sentence of the page: "7 chapters finished", "74% of its credits spent ...".
+COUNTED = re.compile(r"(?<![\w:])(\d[\d,]*%?|none) (?:of its )?([a-z][a-z -]*?)(?=[;,.)]| and |$)")
+
+
+def counted_unknown(sentence: str) -> list[str]:
+    """The counts in `sentence` not followed by a registry label (its words before any
+    comma, one or many: "1 run failed" is "runs failed, stalls apart")."""
+    labels = {f.words.split(",")[0] for f in metrics.FIGURES.values()}
+    singular = {" ".join([w.split()[0].removesuffix("s"), *w.split()[1:]]) for w in labels}
+    return [
+        f"{number} {words}"
+        for number, words in COUNTED.findall(sentence)
+        if not any(words == label or words.startswith(label + " ") for label in labels | singular)
+    ]
+
+
+def test_the_weekly_pages_headings_and_sentences_count_by_registry_labels(demo):
+    out, _ = demo
+    page = Page((out / "weekly-report.html").read_text(encoding="utf-8"))
+    assert page.items  # the story: one sentence per project with work
+    assert [c for sentence in page.items for c in counted_unknown(sentence)] == []
+    assert counted_unknown("Moonlit Harbor finished 7 chapters; 74% of its credits paid for "
+                           "re-runs") == ["74% credits paid for re-runs"]  # fmt: skip
+
+
 def test_the_notebooks_name_their_columns_by_the_registry():
     written = []
     for notebook in sorted(NOTEBOOKS.glob("*.ipynb")):

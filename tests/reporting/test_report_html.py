@@ -44,9 +44,9 @@ def test_the_figures_per_project(store):
 
 def test_the_sentences(store):
     assert sentences(gather(store)) == [
-        "Moonlit Harbor finished 2 chapters; 29% of its credits paid for re-runs, "
+        "Moonlit Harbor: 2 chapters finished; 29% of its credits spent went to re-runs, "
         "mostly after failures; 1 run failed.",
-        "Star Courier finished 1 chapter; 50% of its credits paid for re-runs, "
+        "Star Courier: 1 chapter finished; 50% of its credits spent went to re-runs, "
         "mostly after stalls; 1 run stalled.",
     ]
 
