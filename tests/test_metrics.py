@@ -187,6 +187,10 @@ def test_the_weekly_pages_headings_and_sentences_count_by_registry_labels(demo):
     page = Page((out / "weekly-report.html").read_text(encoding="utf-8"))
     assert page.items  # the story: one sentence per project with work
     assert [c for sentence in page.items for c in counted_unknown(sentence)] == []
+    # A heading that names a quantity names it by its label, as a plot's title does.
+    quantities = re.compile(r"\b(credits?|lines?|runs?|re-runs?|chapters?)\b", re.IGNORECASE)
+    named = [h for h in page.headings[1:] if quantities.search(h)]
+    assert named and [h for h in named if not metrics.known_title(h)] == []
     assert counted_unknown("Moonlit Harbor finished 7 chapters; 74% of its credits paid for "
                            "re-runs") == ["74% credits paid for re-runs"]  # fmt: skip
 

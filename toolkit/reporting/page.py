@@ -67,11 +67,11 @@ def render(weekly: Weekly, *, title: str) -> str:
         "<h2>Review and forecast</h2>",
         f'<p class="record">{escape(track_record(weekly))}</p>',
         _review_table(weekly),
-        "<h2>Re-runs by project</h2>",
+        f"<h2>{escape(header_of('rework_credits'))}, by project</h2>",
         *_section(weekly, _nothing_in_rework, _rework_section),
         "<h2>Day by day</h2>",
         *_section(weekly, _nothing_in_days, _daily_section),
-        "<h2>Where chapters stand</h2>",
+        f"<h2>{escape(header_of('chapters'))}, by state and project</h2>",
         *_section(weekly, _nothing_in_status, _status_section),
         "</body></html>",
     ]
@@ -266,8 +266,9 @@ def _review_table(weekly: Weekly) -> str:
     header = [header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
               "reviews_per_day")]  # fmt: skip
     return _table(header, rows) + (
-        '<p class="note">Waiting and the oldest wait: at the last snapshot. Reviews per '
-        "day: over the period's whole days.</p>"
+        f'<p class="note">{header_of("needs_review")} and the '
+        f"{metrics.header('oldest_wait_hours')}: at the last snapshot. "
+        f"{header_of('reviews_per_day')}: over the period's whole days.</p>"
     )
 
 
@@ -316,6 +317,7 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
     labels, partial = _day_labels(weekly, days)
     x = np.arange(len(days))
     hatch = ["//" if p else "" for p in partial]
+    marked = " (* part-day)" if any(partial) else ""  # as the table and the plots mark it
     if measure == "lines":
         wide = plots.largest_wide(weekly.days, "day", "project", "lines").reindex(
             days, fill_value=0
@@ -331,7 +333,7 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
                    color=colors[str(project)])  # fmt: skip
             bottom += values
         ax.set_ylabel(metrics.per("lines", "day"))
-        ax.set_title(f"{metrics.per('lines', 'day').capitalize()}{_part_day(partial)}, by project")
+        ax.set_title(f"{metrics.per('lines', 'day').capitalize()}{marked}, by project")
     else:
         per_day = weekly.days.groupby("day")[["credits", "rework_credits"]].sum().reindex(days)
         rework = per_day["rework_credits"].fillna(0).to_numpy()
@@ -341,18 +343,13 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
         ax.bar(x, rework, bottom=new, color=REWORK_COLOR, label=plots.REWORK, hatch=hatch,
                edgecolor="white")  # fmt: skip
         ax.set_ylabel(metrics.per("credits", "day"))
-        ax.set_title(f"{metrics.per('credits', 'day').capitalize()}{_part_day(partial)}")
+        ax.set_title(f"{metrics.per('credits', 'day').capitalize()}{marked}")
     ax.set_xticks(x, labels)
     if ax.get_legend_handles_labels()[0]:
         # Beside the bars, never on them.
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return figure
-
-
-def _part_day(partial: list[bool]) -> str:
-    """What a title adds when a day drawn is partial, as the plots and the table mark it."""
-    return " (* part-day)" if any(partial) else ""
 
 
 def _rework_plot(projects: pd.DataFrame) -> Figure:
