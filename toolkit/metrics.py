@@ -148,6 +148,13 @@ FIGURES: dict[str, Figure] = _registry(
            "Whether the forecast's spread was learned from the project's runs, pooled over "
            "the workspace, calibrated by its own record, or is open (nothing known).",
            shown_on=FORECAST),
+    # The forecast's track record (toolkit.analysis.forecast_accuracy).
+    Figure("replays", "finishes checked", "finishes", "count",
+           "Past forecasts whose work has since finished, so their band can be checked."),
+    Figure("inside", "finishes inside the band", "finishes", "count",
+           "Finishes checked that fell between the forecast's p10 and p90."),
+    Figure("inside_share", "finishes inside the band (share of finishes checked)", "share",
+           "share", "Finishes inside the band over the finishes checked."),
     Figure("status", "status", "text", "text", "On track, needs action, or no pace yet.",
            shown_on=FORECAST),
     Figure("as_of", "as of", "time", "moment", "The snapshot the figures are counted at."),

@@ -199,7 +199,8 @@ def test_the_track_record_and_the_review_backlog_are_the_analysis_figures(review
     band = tk.analysis.band_calibration(reviewed, since=when.since, until=when.until)
     assert (band.replays, band.held) == (checked, inside)
     line = (f"Over {when.label()}, {inside / checked:.0%} of finishes fell inside the "
-            f"forecast's p10-p90 band ({inside} of {checked} checked). "
+            f"forecast's p10-p90 band ({inside} of {checked} "
+            f"{'finish' if checked == 1 else 'finishes'} checked). "
             f"The band is {band.says()}.")  # fmt: skip
     assert track_record(weekly) == line
     assert weekly.band == band

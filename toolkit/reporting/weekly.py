@@ -216,7 +216,8 @@ def track_record(weekly: Weekly) -> str:
     inside = int(weekly.accuracy["inside"].sum())
     return (
         f"{over}, {inside / checked:.0%} of finishes fell inside the forecast's p10-p90 band "
-        f"({inside} of {checked} checked). {band_setting(weekly.band)}"
+        f"({inside} of {checked} {'finish' if checked == 1 else 'finishes'} checked). "
+        f"{band_setting(weekly.band)}"
     )
 
 
