@@ -14,6 +14,7 @@ class Page(HTMLParser):
         self.items: list[str] = []
         self.images: list[str] = []
         self.texts: list[str] = []  # each paragraph's text
+        self.headings: list[str] = []  # h1-h3, in order
         self.outside: list[str] = []
         self.title = ""
         self._tag, self._cell = "", ""
@@ -24,7 +25,7 @@ class Page(HTMLParser):
         self._tag = tag
         if tag == "tr":
             self.rows.append([])
-        if tag in ("td", "th", "li", "p"):
+        if tag in ("td", "th", "li", "p", "h1", "h2", "h3"):
             self._cell = ""
         if tag == "img":
             self.images.append(attributes["src"])
@@ -41,6 +42,8 @@ class Page(HTMLParser):
             self.items.append(self._cell.strip())
         if tag == "p":
             self.texts.append(self._cell.strip())
+        if tag in ("h1", "h2", "h3"):
+            self.headings.append(self._cell.strip())
 
     def handle_data(self, data):
         self._cell += data

@@ -6,6 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from datafakes import T0, FakeService
+from page_images import make_page
 
 import toolkit as tk
 from toolkit.store import SnapshotStore
@@ -96,3 +97,31 @@ def trouble(root: Path) -> SnapshotStore:
     service.update("c4", covered=6, untranslated=4, activity=T0 + timedelta(hours=6))
     take(6)  # c2 quiet for three hours: stalled
     return store
+
+
+def needing_people(
+    emulator, client, comic: str, novel: str, root: Path
+) -> tuple[SnapshotStore, dict[str, str]]:
+    """On the emulator, snapshots every 3 minutes for half an hour: a comic with a chapter
+    of held pages, one staged with no pages, one failed, one stalled and one running well;
+    a novel with a failed chapter. Returns the store and the chapters that wait, by reason
+    code (the stall counts as one past a 10-minute threshold)."""
+    store = SnapshotStore(root)
+    store.take(client)
+    held = client.create_chapter(comic, pages=[make_page(1), make_page(2)])
+    emulator.advance(600)  # finished
+    store.take(client)
+    client.add_pages(held.id, pages=[make_page(3)], hold=True)
+    empty = client.create_chapter(comic, staged=True)
+    emulator.set_faults(failure_rate=1.0, seed=1)
+    failed = client.create_chapter(comic, pages=[make_page(4)])
+    failed_novel = client.create_chapter(novel, text="第一章。" * 200)
+    emulator.set_faults(stall_rate=1.0, seed=2)
+    stalled = client.create_chapter(comic, pages=[make_page(5)])
+    emulator.set_faults()
+    client.create_chapter(comic, pages=[make_page(10 + i) for i in range(40)])  # runs on
+    for _ in range(10):
+        emulator.advance(180)
+        store.take(client)
+    return store, {held.id: "held_pages", empty.id: "no_pages", failed.id: "failed",
+                   failed_novel.id: "failed", stalled.id: "stalled"}  # fmt: skip

@@ -108,7 +108,7 @@ def test_helpers_take_the_frames_the_analysis_returns(small_store):
     spend = analysis.credit_spend(small_store, freq="1h", by="language_code")
     ax = plots.credit_spend(spend, freq="1h")
     assert "in each hour, by language" in ax.get_title()
-    assert "re-runs (rework)" in ax.get_legend_handles_labels()[1]
+    assert "credits spent on re-runs" in ax.get_legend_handles_labels()[1]  # its label
     lines = analysis.throughput(small_store, freq="1h", by="project_id")
     ax = plots.throughput(lines)
     assert set(ax.get_legend_handles_labels()[1]) == {
@@ -117,7 +117,7 @@ def test_helpers_take_the_frames_the_analysis_returns(small_store):
         "p2",
     }  # ids: no store to name them
     ax = plots.cycle_times(analysis.cycle_times(small_store))
-    assert "finished runs" in ax.get_title()
+    assert "runs finished" in ax.get_title()
     ax = plots.status_breakdown(small_store.latest("chapters"))
     assert "failed" in ax.get_legend_handles_labels()[1]
     ax = plots.progress(small_store.history("languages"))
@@ -212,8 +212,10 @@ def test_progress_says_it_is_a_running_total(small_store):
 def test_the_burn_downs_forecast_is_drawn_on_the_time_axis_where_the_title_says(small_store):
     ax = plots.burn_down(small_store)
     dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
-    if "p50 dashed to a dot" in ax.get_title():
+    title = ax.get_title(loc="left")
+    assert title.startswith("All open lines, those waiting for a person included, by project")
+    if "dashed: open lines that go on by themselves, to a dot" in title:
         assert dots and all(list(line.get_ydata()) == [0] for line in dots)
     else:
-        assert not dots and "no forecast yet" in ax.get_title()
+        assert not dots  # no pace: no forecast drawn, and the title promises none
     assert ax.get_ylabel() == "all open lines, those waiting for a person included"

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from toolkit import analysis, metrics
+from toolkit import analysis, formatting, metrics
 from toolkit.analysis import workspaces
 from toolkit.analysis.observed import observe, with_previous
 
@@ -62,7 +62,7 @@ _Plot = Callable[..., "Axes"]
 
 OTHER = "other"
 OTHER_COLOR = "#a8a8a8"
-REWORK = "re-runs (rework)"
+REWORK = metrics.header("rework_credits")  # the hatched part's legend entry
 TOP = 8
 # Above this many periods, bars get thinner than a pixel: draw stacked areas instead.
 MAX_BARS = 60
@@ -374,7 +374,7 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
                 **style)  # fmt: skip
     _date_axis(ax)
     ax.set_ylabel(metrics.header("lines_to_date"))
-    ax.set_title("Translation progress by project: a running total, all languages")
+    ax.set_title(f"{metrics.header('lines_to_date').capitalize()}, by project, all languages")
     ax.set_ylim(bottom=0)
     _legend(ax, metrics.header("project"))
     return ax
@@ -416,7 +416,7 @@ def throughput(
     label = _GROUP_LABELS[group]
     marked = _mark_partial(ax, source, wide, _freq_width(freq), _per(freq))
     ax.set_ylabel(metrics.per("lines", _per(freq)))
-    ax.set_title(f"Throughput: {metrics.per('lines', _per(freq))}, by {label}{marked}")
+    ax.set_title(f"{metrics.per('lines', _per(freq)).capitalize()}{marked}, by {label}")
     _legend(ax, label)
     return ax
 
@@ -465,7 +465,7 @@ def credit_spend(
     marked = _mark_partial(ax, source, wide, _freq_width(freq), _per(freq))
     ax.set_ylabel(metrics.per("credits", _per(freq)))
     ax.set_title(f"{metrics.per('credits', _per(freq)).capitalize()}{marked}, by {label}; "
-                 "hatched: paid for re-runs")  # fmt: skip
+                 f"hatched: {REWORK}")  # fmt: skip
     _legend(ax, label)
     return ax
 
@@ -527,7 +527,7 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
     when = ""
     if "snapshot_at" in chapters.columns and len(chapters):
         when = f" at {chapters['snapshot_at'].max():%Y-%m-%d %H:%M} UTC"
-    ax.set_title(f"Chapters by state and project{when}")
+    ax.set_title(f"{metrics.header('chapters').capitalize()}, by state and project{when}")
     _legend(ax, metrics.header("state"))
     return ax
 
@@ -577,14 +577,16 @@ def cycle_times(source: Source, *, ax: Axes | None = None) -> Axes:
             label=labels,
         )
         median = float(np.median(values))
-        ax.axvline(median, color="#d0454c", linestyle="--", label=f"median {median:.1f} {unit}")
+        shown = formatting.show("median_cycle_hours", median / scale)
+        ax.axvline(median, color="#d0454c", linestyle="--",
+                   label=f"{metrics.header('median_cycle_hours')} {shown}")  # fmt: skip
         ax.legend(fontsize="small")
     else:
         ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel(f"{metrics.header('cycle_hours')} ({unit}), from start to needs review")
     ax.set_ylabel(metrics.header("runs"))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"Run times of {len(values)} finished runs")
+    ax.set_title(f"{metrics.header('cycle_hours').capitalize()}, {len(values):,} runs finished")
     return ax
 
 
@@ -619,7 +621,7 @@ def burn_down(
         ax.plot(_naive(mine["snapshot_at"]), mine["open_work_lines"].astype(float),
                 drawstyle="steps-post", color=color, linewidth=1.8)  # fmt: skip
         row = seen[seen["key"] == key].iloc[0]
-        label = str(row["label"])
+        label, said = str(row["label"]), []
         if pd.notna(row["finish_p50"]):
             start = pd.Timestamp(row["as_of"]).tz_convert(None)  # always set
             p50 = pd.Timestamp(row["finish_p50"]).tz_convert(None)
@@ -638,9 +640,9 @@ def burn_down(
                     linewidth=6, solid_capstyle="butt", clip_on=False)  # fmt: skip
             ax.plot([p50], [0], marker="o", color=color, clip_on=False, markersize=7)  # type: ignore[arg-type]
             banded = True
-            label += f" (p50 {p50:%b %d %H:%M})"
+            said.append(f"{metrics.header('finish_p50')} {p50:%d %b %H:%M}")
         if row["needs_action"]:
-            label += f", {row['needs_action']} need a person"
+            said.append(f"{metrics.header('needs_action')} {row['needs_action']:,}")
             waiting = row["needs_action_lines"]
             if pd.notna(waiting) and waiting > 0:  # apart: above the work that moves
                 at = pd.Timestamp(row["as_of"]).tz_convert(None)
@@ -648,15 +650,18 @@ def burn_down(
                 # matplotlib's stubs: Timestamps are fine on a date axis (unit conversion).
                 ax.plot([at, at], [base, base + float(waiting)], color=color, linestyle=":",  # type: ignore[arg-type]
                         linewidth=3)  # fmt: skip
-                label += f" ({waiting} lines)"
+                said.append(f"{metrics.header('needs_action_lines')} {int(waiting):,}")
                 dotted = True
-        ax.plot([], [], color=color, label=label)
+        ax.plot([], [], color=color, label=f"{label}:\n{'; '.join(said)}" if said else label)
     _date_axis(ax)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(metrics.header("open_work_lines"))
-    drawn = ": p50 dashed to a dot, p10-p90 band" if banded else ": no forecast yet (no pace)"
-    drawn += "; dotted: waiting for a person" if dotted else ""
-    ax.set_title(f"Burn-down by {_GROUP_LABELS[by]}{drawn}")
+    # Three quantities, each under its own label: the steps, the forecast, the waiting.
+    drawn = (f";\ndashed: {metrics.header('open_lines')}, to a dot at their likely finish "
+             "(p50) and a band from p10 to p90") if banded else ""  # fmt: skip
+    drawn += f";\ndotted: {metrics.header('needs_action_lines')}" if dotted else ""
+    title = metrics.header("open_work_lines").capitalize()
+    ax.set_title(f"{title}, by {_GROUP_LABELS[by]}{drawn}", loc="left", fontsize="medium")
     _legend(ax, _GROUP_LABELS[by])
     return ax
 

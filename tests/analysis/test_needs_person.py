@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from page_images import make_page
+from report_stores import needing_people
 
 from toolkit import analysis
 from toolkit.analysis.needs_person import ORDER, needs_person
 from toolkit.analysis.observed import observe
-from toolkit.store import SnapshotStore
 
 
 @pytest.fixture
@@ -18,26 +17,9 @@ def waiting(emulator, workspace, comic_project, novel_project, client, tmp_path)
     """A comic with a chapter of held pages, one staged with no pages, one failed, one
     stalled and one running well; a novel with a failed chapter. Returns the store and
     the chapters that wait, by reason code."""
-    store = SnapshotStore(tmp_path / "store")
-    comic, novel = comic_project["id"], novel_project["id"]
-    store.take(client)
-    held = client.create_chapter(comic, pages=[make_page(1), make_page(2)])
-    emulator.advance(600)  # finished
-    store.take(client)
-    client.add_pages(held.id, pages=[make_page(3)], hold=True)
-    empty = client.create_chapter(comic, staged=True)
-    emulator.set_faults(failure_rate=1.0, seed=1)
-    failed = client.create_chapter(comic, pages=[make_page(4)])
-    failed_novel = client.create_chapter(novel, text="第一章。" * 200)
-    emulator.set_faults(stall_rate=1.0, seed=2)
-    stalled = client.create_chapter(comic, pages=[make_page(5)])
-    emulator.set_faults()
-    client.create_chapter(comic, pages=[make_page(10 + i) for i in range(40)])  # runs on
-    for _ in range(10):
-        emulator.advance(180)
-        store.take(client)
-    return store, {held.id: "held_pages", empty.id: "no_pages", failed.id: "failed",
-                   failed_novel.id: "failed", stalled.id: "stalled"}  # fmt: skip
+    return needing_people(
+        emulator, client, comic_project["id"], novel_project["id"], tmp_path / "store"
+    )
 
 
 def test_the_rule_names_each_chapter_that_waits_and_why(waiting):

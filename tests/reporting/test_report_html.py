@@ -15,6 +15,7 @@ from report_stores import three_days, two_days
 import toolkit as tk
 from toolkit.cli import main
 from toolkit.errors import ToolkitError
+from toolkit.formatting import show
 from toolkit.reporting.weekly import gather, sentences, track_record
 from toolkit.store import SnapshotStore
 
@@ -43,9 +44,9 @@ def test_the_figures_per_project(store):
 
 def test_the_sentences(store):
     assert sentences(gather(store)) == [
-        "Moonlit Harbor finished 2 chapters; 29% of its credits paid for re-runs, "
+        "Moonlit Harbor: 2 chapters finished; 29% of its credits spent went to re-runs, "
         "mostly after failures; 1 run failed.",
-        "Star Courier finished 1 chapter; 50% of its credits paid for re-runs, "
+        "Star Courier: 1 chapter finished; 50% of its credits spent went to re-runs, "
         "mostly after stalls; 1 run stalled.",
     ]
 
@@ -198,7 +199,8 @@ def test_the_track_record_and_the_review_backlog_are_the_analysis_figures(review
     band = tk.analysis.band_calibration(reviewed, since=when.since, until=when.until)
     assert (band.replays, band.held) == (checked, inside)
     line = (f"Over {when.label()}, {inside / checked:.0%} of finishes fell inside the "
-            f"forecast's p10-p90 band ({inside} of {checked} checked). "
+            f"forecast's p10-p90 band ({inside} of {checked} "
+            f"{'finish' if checked == 1 else 'finishes'} checked). "
             f"The band is {band.says()}.")  # fmt: skip
     assert track_record(weekly) == line
     assert weekly.band == band
@@ -209,10 +211,10 @@ def test_the_track_record_and_the_review_backlog_are_the_analysis_figures(review
     assert review["Reviewed"] == [
         str(backlog.loc["Reviewed", "waiting"]),
         f"{backlog.loc['Reviewed', 'oldest_wait_hours']:.1f} h",
-        f"{backlog.loc['Reviewed', 'reviews_per_day']:.1f}",
+        show("reviews_per_day", backlog.loc["Reviewed", "reviews_per_day"]),
     ]
     # r2 waits since hour 0; r1 reviewed once in the 68 hours the store saw (0.35 a day).
-    assert review["Reviewed"] == ["1", "68.0 h", "0.4"]
+    assert review["Reviewed"] == ["1", "68.0 h", "0.35"]  # as the registry shows a pace
     assert set(review) == {"Steady", "Reviewed"}
 
 

@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 import httpx
 import pandas as pd
 import pytest
-from widget_helpers import failed_chapter, settle
+from widget_helpers import charges, failed_chapter, file_state, settle
 
 from toolkit.client import Client
+from toolkit.formatting import show
 from toolkit.store import SnapshotStore
-from toolkit.widgets import Dashboard
+from toolkit.widgets import Dashboard, UploadPanel
 
 DETAIL = re.compile(r"/api/v1/chapters/[^/]+$")
 
@@ -403,7 +404,8 @@ def test_the_review_line_is_the_projects_review_backlog(emulator, workspace, cli
     assert dash.review.value == (
         f"<small>Review: 2 chapters waiting now, the oldest since "
         f"{oldest.astimezone(UTC):%a %d %b %H:%M} UTC; "
-        f"{row['reviews_per_day']:.1f} reviews a day (from the snapshots of the last 7 "
+        f"{show('reviews_per_day', row['reviews_per_day'])} reviews a day (from the snapshots of "
+        "the last 7 "
         "days).</small>"
     )
     assert "Needs review (2)" in [label for label, _ in dash.filter.options]
@@ -452,5 +454,51 @@ def test_a_staged_chapter_with_pages_is_started_from_the_dashboard(
     assert "not started" not in dash.message.value, dash.message.value
     (listed,) = client.list_chapters(comic_project["id"])
     assert listed.started and listed.processing
-    assert "Started: 2 pages running." in dash.message.value
+    assert "Started Chapter 1: 2 pages running." in dash.message.value
     assert dash.start_row.layout.display == "none"  # nothing left to start
+
+
+def test_held_pages_the_toolkit_held_are_started_from_a_dashboard_opened_later(
+    emulator, workspace, comic_project, client, pages, tmp_path
+):
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    ours = client.create_chapter(comic_project["id"], pages=pages[:1])
+    theirs = client.create_chapter(comic_project["id"], pages=pages[1:2])
+    settle(emulator, client, comic_project["id"])
+    store.take(client)  # both ran, and paid for their page
+    # Pages held in the service's own dashboard: the toolkit never sees their ids.
+    client.add_pages(theirs.id, pages=pages[2:3], hold=True)
+    store.take(client)
+    # Pages held from an UploadPanel with the store: their ids go to the journal beside it.
+    panel = UploadPanel(client, store=store)
+    panel.pages.chapter.value = ours.id
+    panel.pages.files.upload.set_state(file_state({"a.png": pages[1], "b.png": pages[2]}))
+    panel.pages.hold.value = True
+    panel.pages.add.click()
+    assert panel.message.tone == "success", panel.message.text
+    panel.close()
+
+    dash = Dashboard(client, store=store)  # opened later: it knows the ids from the journal
+    assert "Held pages (2)" in [label for label, _ in dash.filter.options]
+    assert dash.start_row.layout.display == ""
+    assert dash.start_picker.options == (("Chapter 1 (2 held pages)", ours.id),)
+    dash.filter.value = "held"
+    assert rows(dash) == ["1", "2"]
+    table = dash.table.value
+    ours_row, theirs_row = table.split('<tr class="tk-chapter">')[1:3]
+    assert "needs a person: held pages never started, waiting since " in ours_row
+    assert "held outside the toolkit" not in ours_row
+    assert "start them in the service&#x27;s own dashboard" in theirs_row
+
+    dash.start_button.click()
+    assert dash.message.tone == "success", dash.message.value
+    assert "Started Chapter 1: 2 pages running." in dash.message.value
+    start = charges(emulator, workspace, "start")
+    assert [(c["pages"], c["credits"]) for c in start] == [(2, 4)]
+    assert client.get_chapter(ours.id).processing
+    assert dash.start_picker.options == ()  # theirs cannot be started here, only said
+    assert "Held pages (1)" in [label for label, _ in dash.filter.options]
+    settle(emulator, client, comic_project["id"])
+    dash.refresh()  # finished, before any new snapshot: not held again
+    assert rows(dash) == ["2"]
+    assert Dashboard(client, store=store).start_row.layout.display == "none"

@@ -11,6 +11,7 @@ import re
 
 from widget_helpers import SVG, charges, file_state, settle
 
+from toolkit.store import SnapshotStore
 from toolkit.widgets import UploadPanel
 
 # -- new comic chapter -----------------------------------------------------------------
@@ -366,3 +367,27 @@ def test_upload_price_learned_from_the_store(
     assert panel.comic.cost.value == (
         "This run will cost 10 credits (price learned from this workspace's history)."
     )
+
+
+def test_held_page_ids_outlive_the_panel_beside_its_store(
+    emulator, workspace, comic_project, client, pages, tmp_path
+):
+    chapter = client.create_chapter(comic_project["id"], pages=pages[:1])
+    settle(emulator, client, comic_project["id"])
+    store = SnapshotStore(str(tmp_path / "snapshots"))
+    first = UploadPanel(client, store=store)
+    first.pages.chapter.value = chapter.id
+    first.pages.files.upload.set_state(file_state({"extra.png": pages[1]}))
+    first.pages.hold.value = True
+    first.pages.add.click()
+    journal = tmp_path / "snapshots.held-pages.json"
+    assert journal.exists() and not list((tmp_path / "snapshots").rglob("*held*"))  # beside
+    first.close()
+
+    later = UploadPanel(client, store=store)  # another kernel, another day
+    later.pages.chapter.value = chapter.id
+    assert "1 held page." in later.pages.held_info.value
+    later.pages.start.click()
+    assert later.message.tone == "success", later.message.text
+    assert [(c["pages"], c["credits"]) for c in charges(emulator, workspace, "start")] == [(1, 2)]
+    assert "tick Hold when adding pages here" in later.pages.held_info.value  # none left

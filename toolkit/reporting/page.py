@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from toolkit import metrics, plots
-from toolkit.formatting import hours
+from toolkit.formatting import hours, show
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
-from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences, track_record
+from toolkit.reporting.weekly import CAUSES, Weekly, sentences, track_record
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -67,11 +67,11 @@ def render(weekly: Weekly, *, title: str) -> str:
         "<h2>Review and forecast</h2>",
         f'<p class="record">{escape(track_record(weekly))}</p>',
         _review_table(weekly),
-        "<h2>Re-runs by project</h2>",
+        f"<h2>{escape(header_of('rework_credits'))}, by project</h2>",
         *_section(weekly, _nothing_in_rework, _rework_section),
         "<h2>Day by day</h2>",
         *_section(weekly, _nothing_in_days, _daily_section),
-        "<h2>Where chapters stand</h2>",
+        f"<h2>{escape(header_of('chapters'))}, by state and project</h2>",
         *_section(weekly, _nothing_in_status, _status_section),
         "</body></html>",
     ]
@@ -259,15 +259,16 @@ def _review_table(weekly: Weekly) -> str:
             str(row.project),
             f"{int(_number(row.waiting)):,}",
             _hours(_number(row.oldest_wait_hours)),
-            f"{_number(row.reviews_per_day):.1f}",
+            show("reviews_per_day", row.reviews_per_day),
         ]
         for row in weekly.review.itertuples(index=False)
     ]
     header = [header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
               "reviews_per_day")]  # fmt: skip
     return _table(header, rows) + (
-        '<p class="note">Waiting and the oldest wait: at the last snapshot. Reviews per '
-        "day: over the period's whole days.</p>"
+        f'<p class="note">{header_of("needs_review")} and the '
+        f"{metrics.header('oldest_wait_hours')}: at the last snapshot. "
+        f"{header_of('reviews_per_day')}: over the period's whole days.</p>"
     )
 
 
@@ -316,6 +317,7 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
     labels, partial = _day_labels(weekly, days)
     x = np.arange(len(days))
     hatch = ["//" if p else "" for p in partial]
+    marked = " (* part-day)" if any(partial) else ""  # as the table and the plots mark it
     if measure == "lines":
         wide = plots.largest_wide(weekly.days, "day", "project", "lines").reindex(
             days, fill_value=0
@@ -330,17 +332,18 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
             ax.bar(x, values, bottom=bottom, label=str(project), hatch=hatch, edgecolor="white",
                    color=colors[str(project)])  # fmt: skip
             bottom += values
-        ax.set_ylabel("lines")
-        ax.set_title("Lines translated per day")
+        ax.set_ylabel(metrics.per("lines", "day"))
+        ax.set_title(f"{metrics.per('lines', 'day').capitalize()}{marked}, by project")
     else:
         per_day = weekly.days.groupby("day")[["credits", "rework_credits"]].sum().reindex(days)
         rework = per_day["rework_credits"].fillna(0).to_numpy()
         new = per_day["credits"].fillna(0).to_numpy() - rework
-        ax.bar(x, new, color=NEW_COLOR, label="new work", hatch=hatch, edgecolor="white")
+        ax.bar(x, new, color=NEW_COLOR, label=metrics.header("new_credits"), hatch=hatch,
+               edgecolor="white")  # fmt: skip
         ax.bar(x, rework, bottom=new, color=REWORK_COLOR, label=plots.REWORK, hatch=hatch,
                edgecolor="white")  # fmt: skip
-        ax.set_ylabel("credits")
-        ax.set_title("Credits spent per day")
+        ax.set_ylabel(metrics.per("credits", "day"))
+        ax.set_title(f"{metrics.per('credits', 'day').capitalize()}{marked}")
     ax.set_xticks(x, labels)
     if ax.get_legend_handles_labels()[0]:
         # Beside the bars, never on them.
@@ -356,10 +359,10 @@ def _rework_plot(projects: pd.DataFrame) -> Figure:
     for cause in CAUSES:
         values = shown[f"rework_{cause}"].to_numpy(dtype=float)
         ax.barh(shown["project"].astype(str), values, left=left, color=CAUSE_COLORS[cause],
-                label=CAUSE_WORDS[cause])  # fmt: skip
+                label=metrics.header(f"rework_{cause}"))  # fmt: skip
         left += values
-    ax.set_xlabel("re-run credits")
-    ax.set_title("Credits paid for re-runs, by cause")
+    ax.set_xlabel(metrics.header("rework_credits"))
+    ax.set_title(f"{metrics.header('rework_credits').capitalize()}, by project and cause")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
     ax.spines[["top", "right"]].set_visible(False)

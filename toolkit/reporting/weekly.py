@@ -193,12 +193,13 @@ def sentences(weekly: Weekly) -> list[str]:
         if not (row.credits or row.lines or row.chapters_finished):
             continue
         finished = int(_number(row.chapters_finished))
-        text = f"{row.project} finished {finished} chapter{'s' if finished != 1 else ''}"
+        # Each count says its figure's label (toolkit.metrics), as the tables head it.
+        text = f"{row.project}: {finished} chapter{'s' if finished != 1 else ''} finished"
         if row.rework_credits:
             share = _number(row.rework_credits) / _number(row.credits)
-            text += f"; {share:.0%} of its credits paid for re-runs, {_mostly(row)}"
+            text += f"; {share:.0%} of its credits spent went to re-runs, {_mostly(row)}"
         elif row.credits:
-            text += "; none of its credits paid for re-runs"
+            text += "; none of its credits spent went to re-runs"
         trouble = [
             _count(int(_number(row.runs_failed)), "run failed", "runs failed"),
             _count(int(_number(row.runs_stalled)), "run stalled", "runs stalled"),
@@ -223,7 +224,8 @@ def track_record(weekly: Weekly) -> str:
     inside = int(weekly.accuracy["inside"].sum())
     return (
         f"{over}, {inside / checked:.0%} of finishes fell inside the forecast's p10-p90 band "
-        f"({inside} of {checked} checked). {band_setting(weekly.band)}"
+        f"({inside} of {checked} {'finish' if checked == 1 else 'finishes'} checked). "
+        f"{band_setting(weekly.band)}"
     )
 
 

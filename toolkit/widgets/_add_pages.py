@@ -2,8 +2,10 @@
 
 The service has no route that lists a chapter's pages, so the ids of held pages are
 known only from the add-pages answers. The form remembers the ids of the pages it held
-itself, per chapter, and starts exactly those. A staged chapter that never ran needs no
-ids: its first start runs every page it has.
+itself, per chapter, and starts exactly those; with a store, it keeps them in the held
+pages' journal beside it (`_held.py`), so a Dashboard or a panel opened later starts
+them too. A staged chapter that never ran needs no ids: its first start runs every page
+it has.
 
 Before sending, the form re-reads the chapter and refuses in its own words what the
 service would refuse: pages for a chapter still running, a page number on a chapter that
@@ -20,6 +22,7 @@ from toolkit.errors import InvalidUpload
 from toolkit.formatting import count
 from toolkit.pricing import quote_pages
 from toolkit.widgets._files import PagePicker
+from toolkit.widgets._held import HeldPages
 from toolkit.widgets._inputs import AUTO, chapter_label, parse_number
 
 if TYPE_CHECKING:
@@ -31,7 +34,7 @@ class PagesForm(widgets.VBox):
     def __init__(self, panel: UploadPanel) -> None:
         self.panel = panel
         self.chapters: dict[str, ChapterListItem] = {}
-        self.held: dict[str, list[str]] = {}
+        self.held = HeldPages(panel.store)
         self.project = widgets.Dropdown(description="Project", layout={"width": "420px"})
         self.chapter = widgets.Dropdown(description="Chapter", layout={"width": "420px"})
         self.files = PagePicker()
@@ -147,7 +150,7 @@ class PagesForm(widgets.VBox):
     def _start_pages(self, chapter: ChapterListItem) -> int:
         if not chapter.started:
             return chapter.page_count or 0
-        return len(self.held.get(chapter.id, []))
+        return len(self.held.ids(chapter.id))
 
     def _start_text(self, chapter: ChapterListItem) -> str:
         project = self.panel.projects[chapter.project_id or ""]
@@ -177,7 +180,8 @@ class PagesForm(widgets.VBox):
             chapter.id, pages=[u.as_file() for u in pages], hold=self.hold.value, position=position
         )
         if self.hold.value:
-            self.held.setdefault(chapter.id, []).extend(page.id for page in added.pages)
+            at = self.panel.client.last_response_date
+            self.held.held(chapter.id, [page.id for page in added.pages], at)
             what = "held; start them with 'Start held pages'"
         else:
             what = "they are running"
@@ -195,14 +199,14 @@ class PagesForm(widgets.VBox):
         if not chapter.started:
             result = self.panel.client.start_chapter(chapter.id)
         else:
-            page_ids = self.held.get(chapter.id)
+            page_ids = self.held.ids(chapter.id)
             if not page_ids:
                 raise InvalidUpload(
                     f"{self._name()} has run, and no held pages were added to it in this "
                     "panel: add pages here with Hold ticked, then start them."
                 )
             result = self.panel.client.start_chapter(chapter.id, page_ids=page_ids)
-        self.held.pop(chapter.id, None)
+        self.held.started(chapter.id, self.panel.client.last_response_date)
         self.panel.message.show(
             f"Started {self._name()}: {count(result.page_count, 'page')} running.",
             "success",

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from toolkit.formatting import count, escape
+from toolkit.formatting import count, escape, show
 from toolkit.widgets._alerts import AlertsLine
 from toolkit.widgets._chapters import (
     FILTERS,
@@ -51,7 +51,8 @@ from toolkit.widgets._chapters import (
     state,
 )
 from toolkit.widgets._feedback import Feedback
-from toolkit.widgets._inputs import AUTO, project_label
+from toolkit.widgets._held import HeldPages
+from toolkit.widgets._inputs import AUTO, chapter_label, project_label
 from toolkit.widgets._spend import SpendLine, workspace_chapters
 from toolkit.widgets._table import chapter_table, totals
 
@@ -65,6 +66,11 @@ if TYPE_CHECKING:
 
 MIN_INTERVAL = 0.05
 NO_REVIEW_PACE = "no review in the last 7 days"
+# Held pages whose ids the toolkit never saw: only the service's own dashboard starts them.
+HELD_ELSEWHERE = (
+    " (held outside the toolkit, which never saw their page ids: start them in the "
+    "service's own dashboard)"
+)
 _LIVE: weakref.WeakSet[Dashboard] = weakref.WeakSet()
 
 
@@ -114,6 +120,7 @@ class Dashboard(widgets.VBox):
         self.stalled_ids: set[str] = set()
         # What each chapter waits a person for, in words, and since when (`_waits`).
         self.waits: dict[str, str] = {}
+        self.held_ids: set[str] = set()  # chapters holding pages never started
         self.refreshes = 0
         self.page = 0
         self._shown: str | None = None
@@ -123,6 +130,8 @@ class Dashboard(widgets.VBox):
         self._alerts = AlertsLine(store, watch)
         self._stall_key: object = None
         self._stuck: dict[str, tuple[str, datetime]] = {}  # the store's, by chapter id
+        self._stuck_at: datetime | None = None  # the store's latest snapshot
+        self._held = HeldPages(store)  # the ids of the pages the toolkit held itself
         self._review_key: object = None
         self._review: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -162,7 +171,7 @@ class Dashboard(widgets.VBox):
             layout={"width": "320px"},
         )
         self.start_picker = widgets.Dropdown(
-            description="Staged", options=[], layout={"width": "360px"}
+            description="To start", options=[], layout={"width": "420px"}
         )
         self.start_button = widgets.Button(description="Start", button_style="warning")
         self.start_row = widgets.HBox(
@@ -329,36 +338,41 @@ class Dashboard(widgets.VBox):
                 for row in frame.to_dict("records")
             }
             self._stall_key = key
+            self._stuck_at = (
+                snapshots["snapshot_at"].iloc[-1].to_pydatetime() if len(snapshots) else None
+            )
         return self._stuck if key is not None else {}
 
     def _waits(self, chapters: list[ChapterListItem], project: Project) -> dict[str, str]:
         """What each chapter waits a person for, in the reasons table's words, since when,
         and what to do: failed and staged as the service shows them now; stalled runs and
         held pages as the store's latest snapshot does (the service lists no held page),
-        while the chapter still is so."""
+        while the chapter still is so, and pages held by the toolkit since (`_held.py`)."""
         stuck = self._stuck_rows()
         said: dict[str, tuple[str, datetime | None]] = {}
-        startable: list[tuple[str, str]] = []  # staged with pages, never started
+        startable: list[tuple[str, str]] = []  # staged with pages, or held pages with ids
         live = _live_reasons(chapters, project)
+        journal = self._held.chapters()
         for chapter in chapters:
             seen = stuck.get(chapter.id)
             reason = live.get(chapter.id)
+            name = chapter_label(chapter)
             if reason == "failed":
                 said[chapter.id] = ("failed", chapter.last_activity_at)
             elif reason in ("no_pages", "not_started"):
                 if reason == "not_started":
-                    startable.append(
-                        (f"{chapter.position}: {chapter.title or 'untitled'}", chapter.id)
-                    )
+                    startable.append((name, chapter.id))
                 staged = seen[1] if seen is not None else chapter.last_activity_at
                 said[chapter.id] = (reason, staged)
-            elif (
-                seen is not None
-                and seen[0] in ("stalled", "held_pages")
-                and ((seen[0] == "stalled") == bool(chapter.processing))
-            ):
-                said[chapter.id] = seen  # still stalled, or its held pages still not run
+            elif seen is not None and seen[0] == "stalled" and chapter.processing:
+                said[chapter.id] = seen  # still stalled
+            elif not chapter.processing and (held := self._held_since(chapter.id, seen)):
+                said[chapter.id] = ("held_pages", held)
+                if chapter.id in journal:
+                    ids = journal[chapter.id].page_ids
+                    startable.append((f"{name} ({count(len(ids), 'held page')})", chapter.id))
         self._offer_start(startable)
+        self.held_ids = {cid for cid, (reason, _) in said.items() if reason == "held_pages"}
         if not said:
             return {}
         from toolkit import analysis
@@ -368,14 +382,30 @@ class Dashboard(widgets.VBox):
                 f"needs a person: {analysis.reason_words(reason, project.kind)}"
                 + (f", waiting since {since.astimezone(UTC):%a %d %b %H:%M} UTC" if since else "")
                 + f"; {analysis.advice(reason, project.kind)}"
+                + (HELD_ELSEWHERE if reason == "held_pages" and chapter_id not in journal else "")
             )
             for chapter_id, (reason, since) in said.items()
         }
 
+    def _held_since(self, chapter_id: str, seen: tuple[str, datetime] | None) -> datetime | None:
+        """Since when a chapter that is not running holds pages never started: as the
+        store's latest snapshot saw it, unless the toolkit started them since; or held by
+        the toolkit after that snapshot (None: it holds none)."""
+        held = self._held.get(chapter_id)
+        after = self._stuck_at
+        if seen is not None and seen[0] == "held_pages":
+            started_since = held.started_at is not None and (
+                after is None or held.started_at >= after
+            )
+            return None if started_since and not held.page_ids else seen[1]
+        if held.page_ids and held.held_at is not None and (after is None or held.held_at >= after):
+            return held.held_at
+        return None
+
     def _offer_start(self, startable: list[tuple[str, str]]) -> None:
-        """The Start action: the staged chapters with pages, never started. (Held pages on
-        a chapter that ran need their page ids, which only the upload that held them
-        knows: the UploadPanel's "Start held pages" starts those.)"""
+        """The Start action: the staged chapters with pages, never started, and the held
+        pages the toolkit held itself (it knows their ids: `_held.py`). Held pages whose
+        ids it never saw are said to be started in the service's own dashboard."""
         if list(self.start_picker.options) != startable:
             chosen = self.start_picker.value
             self.start_picker.options = startable
@@ -385,19 +415,26 @@ class Dashboard(widgets.VBox):
 
     def _start_chosen(self) -> None:
         chapter_id = self.start_picker.value
-        if chapter_id is None:
+        chapter = next((c for c in self.chapters if c.id == chapter_id), None)
+        if chapter is None:
             return
-        result = self.client.start_chapter(chapter_id)
-        self.message.show(f"Started: {count(result.page_count, 'page')} running.", "success")
+        name = chapter_label(chapter)
+        if chapter.started is False:  # its first run: every page it has, no ids needed
+            result = self.client.start_chapter(chapter.id)
+        else:
+            result = self.client.start_chapter(chapter.id, page_ids=self._held.ids(chapter.id))
+        self._held.started(chapter.id, self.client.last_response_date)
+        self.message.show(
+            f"Started {escape(name)}: {count(result.page_count, 'page')} running.", "success"
+        )
         self.refresh()
 
     def _filters(self) -> dict[str, tuple[str, Callable[[ChapterListItem], bool]]]:
         """The table's filters: the chapter states, and what waits for a person."""
-        held = {cid for cid, (reason, _) in self._stuck.items() if reason == "held_pages"}
         return {
             **FILTERS,
             "needs_person": ("Needs a person", lambda c: c.id in self.waits),
-            "held": ("Held pages", lambda c: c.id in held and c.id in self.waits),
+            "held": ("Held pages", lambda c: c.id in self.held_ids),
         }
 
     def _review_lines(self) -> dict[str, str] | None:
@@ -581,7 +618,7 @@ def _review_words(backlog: pd.DataFrame) -> dict[str, str]:
     """`1.4 reviews a day (from the snapshots of the last 7 days)`, per project id: the pace;
     the count waiting is the live one (`_review_line`)."""
     return {
-        str(row["project_id"]): f"{row['reviews_per_day']:.1f} reviews a day "
+        str(row["project_id"]): f"{show('reviews_per_day', row['reviews_per_day'])} reviews a day "
         "(from the snapshots of the last 7 days)"
         for row in backlog.to_dict("records")
     }
