@@ -5,6 +5,7 @@ never answered, the store could not be read or written."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
@@ -344,6 +345,48 @@ def test_a_demo_on_a_full_disk_ends_in_one_line_and_exit_2(capsys, small_disk):
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"toolkit demo: could not write to {small_disk}/demo/")
     assert "the disk is full: free some space" in last
+
+
+def _filled(disk: Path) -> Path:
+    """Fill `disk` to its last byte; returns the filler to remove."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as file, contextlib.suppress(OSError):
+        while file.write(b"x" * 4096):
+            pass
+    return filler
+
+
+def _command(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`toolkit ARGV` run as a user runs it: its own process, this checkout's code."""
+    return subprocess.run([sys.executable, "-m", "toolkit.cli", *argv], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                       **env})  # fmt: skip
+
+
+def test_a_snapshot_on_a_full_disk_is_one_line_and_exit_2_and_the_store_reads_after(
+    emulator, small_disk
+):
+    # A real full disk: delta-rs' worker threads panic ("Already shut down") and Rust
+    # prints the panic, with a backtrace under RUST_BACKTRACE, straight to stderr.
+    seeded = emulator.seed_demo()
+    env = {"CTS_BASE_URL": emulator.url, "CTS_API_KEY": seeded["apiKey"], "RUST_BACKTRACE": "1"}
+    store = small_disk / "store"
+    assert _command("snapshot", "--store", str(store), env=env).returncode == 0
+    emulator.advance(3600)
+    filler = _filled(small_disk)
+    stopped = _command("snapshot", "--store", str(store), env=env)
+    assert stopped.returncode == 2
+    assert stopped.stderr.startswith(f"toolkit snapshot: could not write to {store}/")
+    assert stopped.stderr.endswith(": the disk is full: free some space and take the "
+                                   "snapshot again\n")  # fmt: skip
+    assert stopped.stderr.count("\n") == 1
+    filler.unlink()
+    checked = _command("store", "check", "--store", str(store), env=env)
+    assert (checked.returncode, checked.stdout) == (0, f"{store}: every snapshot reads as it "
+                                                       "was taken\n")  # fmt: skip
+    again = _command("snapshot", "--store", str(store), env=env)
+    assert (again.returncode, again.stderr) == (0, "")
+    assert len(SnapshotStore(store).snapshots()) == 2
 
 
 def test_an_error_a_thread_logs_during_a_command_is_one_line_not_a_traceback(capsys):

@@ -44,6 +44,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import toolkit
+from toolkit.cli_stderr import panics_kept_off_stderr
 from toolkit.errors import (
     ApiError,
     ConfigError,
@@ -828,7 +829,7 @@ class _OneLine(logging.Formatter):
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with _warnings_shown(args.command):
+        with panics_kept_off_stderr(), _warnings_shown(args.command):
             args.handler(args)
     except KeyboardInterrupt:
         return 130
