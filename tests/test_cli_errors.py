@@ -411,3 +411,60 @@ def test_an_emulator_state_file_that_cannot_be_opened_is_one_line_and_exit_1(tmp
         "open database file); give --state a file in a folder you can write to, or leave "
         "it out to keep the state in memory\n"
     )
+
+
+# -- a bad argument, a missing file: one line, exit 1 (issue 36's sweep of the commands) --
+
+REFUSED = {
+    # argparse's own refusals: one line naming the option and where to look, not its
+    # usage text and exit 2 (2 says something the command depends on failed)
+    "days 0": (["report", "--days", "0"], "toolkit report: argument --days: 0 days cover "
+               "nothing: give 1 or more (`toolkit report --help` says what it takes)"),
+    "days not a number": (["report", "--days", "a week"], "toolkit report: argument --days: "
+                          "'a week' is not a whole number of days"),
+    "a choice not offered": (["snapshot", "--details", "bogus"], "toolkit snapshot: argument "
+                             "--details: invalid choice: 'bogus'"),
+    "speed 0": (["emulator", "--speed", "0"], "toolkit emulator: argument --speed: 0 is not "
+                "more than 0"),
+    "speed negative": (["emulator", "--speed", "-5"], "toolkit emulator: argument --speed: -5 "
+                       "is not more than 0"),
+    "since not a time": (["explain", "credits", "--since", "garbage"], "toolkit explain: "
+                         "argument --since: 'garbage' is not a time: give an ISO 8601 one"),
+    "until not a date": (["explain", "credits", "--until", "2026-13-45"], "toolkit explain: "
+                         "argument --until: '2026-13-45' is not a time"),
+    "receiver not host:port": (["conformance", "--receiver", "nohostport"], "toolkit "
+                               "conformance: argument --receiver: 'nohostport' is not HOST:PORT"),
+    "chaos not a list": (["emulator", "--chaos", "{chaos}"], "toolkit emulator: argument "
+                         "--chaos: '{chaos}' must hold a JSON list of chaos rules"),
+    "no command": ([], "toolkit: the following arguments are required: command"),
+    # refused by the command
+    "zone unknown": (["explain", "credits", "--store", "{store}", "--tz", "Nowhere/Land"],
+                     "toolkit explain: 'Nowhere/Land' is not a time zone this machine knows"),
+    "migrate a missing store": (["store", "migrate", "{missing}"], "toolkit store: no store at "
+                                "'{missing}': it is not a folder"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "says"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_bad_argument_or_path_is_one_line_and_exit_1(tmp_path, capsys, argv, says):
+    paths = {"store": tmp_path / "store", "missing": tmp_path / "missing",
+             "chaos": tmp_path / "chaos.json"}  # fmt: skip
+    _two_snapshots(paths["store"])
+    paths["chaos"].write_text('{"not": "a list"}')
+    argv = [part.format(**paths) for part in argv]
+    try:
+        status = cli.main(argv)
+    except SystemExit as exit:  # argparse's refusals end the process
+        status = exit.code
+    err = capsys.readouterr().err
+    assert (status, err.count("\n")) == (1, 1), err
+    assert err.startswith(says.format(**paths)), err
+    assert not paths["missing"].exists()  # (migrate made no store there)
+
+
+def test_explain_writes_its_csv_into_a_folder_it_makes(tmp_path, capsys):
+    store = tmp_path / "store"
+    _two_snapshots(store)
+    csv = tmp_path / "new" / "rows.csv"
+    assert cli.main(["explain", "credits", "--store", str(store), "--csv", str(csv)]) == 0
+    assert csv.exists() and capsys.readouterr().err == ""
