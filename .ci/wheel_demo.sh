@@ -20,7 +20,13 @@ checkout="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python3}"
 if command -v uv >/dev/null 2>&1; then uv=(uv); else uv=("$python" -m uv); fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/toolkit-wheel-demo.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+# Building in the checkout (the sdist, pip's build of the checkout) leaves build/ and
+# *.egg-info there (git-ignored): removed at the end unless they were there before.
+left=("$work")
+for made in build chapter_translation_toolkit.egg-info; do
+  [ -e "$checkout/$made" ] || left+=("$checkout/$made")
+done
+trap 'rm -rf "${left[@]}"' EXIT
 step() { echo "== wheel demo: $* ($(date -u +%H:%M:%S))"; }
 
 step "build the sdist and the wheel from it"
@@ -84,15 +90,9 @@ done
 "$work/slim/bin/python" -m pytest -q -p no:cacheprovider test_uploader.py
 
 step "pip install of the checkout itself (the README's advice, not editable), a clean venv"
-# pip builds the checkout in place, as a user's `pip install path/to/checkout` does; what
-# it leaves there (build/, *.egg-info, both git-ignored) is removed if it was not there.
-left=()
-for made in build toolkit.egg-info chapter_translation_toolkit.egg-info; do
-  [ -e "$checkout/$made" ] || left+=("$checkout/$made")
-done
+# pip builds the checkout in place, as a user's `pip install path/to/checkout` does.
 "$python" -m venv "$work/from-checkout"
 "$work/from-checkout/bin/python" -m pip install -q "$checkout"
-rm -rf "${left[@]}"
 mkdir "$work/checkout-user"
 cd "$work/checkout-user"
 "$work/from-checkout/bin/python" -c "import toolkit; assert '$checkout' not in toolkit.__file__"
