@@ -468,3 +468,71 @@ def test_explain_writes_its_csv_into_a_folder_it_makes(tmp_path, capsys):
     csv = tmp_path / "new" / "rows.csv"
     assert cli.main(["explain", "credits", "--store", str(store), "--csv", str(csv)]) == 0
     assert csv.exists() and capsys.readouterr().err == ""
+
+
+def _deliver(url: str, webhook_id: str) -> int:
+    """A signed `chapter.finished` delivery, as the service sends it; its status."""
+    import json
+
+    import httpx
+
+    from toolkit import _signing
+
+    data = {"chapterId": "ch1", "projectId": "p1", "position": 1, "title": None,
+            "pageCount": 2, "languages": [{"languageCode": "en", "status": "needs_review",
+                                           "failed": False}]}  # fmt: skip
+    body = json.dumps({"type": "chapter.finished", "timestamp": "2025-03-01T09:00:00.000Z",
+                       "data": data}).encode()  # fmt: skip
+    stamp = int(time.time())
+    signature = _signing.sign(WEBHOOK_SECRET, webhook_id, stamp, body)
+    headers = {"content-type": "application/json", "webhook-id": webhook_id,
+               "webhook-timestamp": str(stamp), "webhook-signature": signature}  # fmt: skip
+    return httpx.post(url, content=body, headers=headers, timeout=30).status_code
+
+
+WEBHOOK_SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+def test_webhooks_serve_on_a_full_disk_says_so_once_and_keeps_every_event(small_disk):
+    import httpx
+
+    # The events go to the receiver's SQLite, then to the store (Delta) on the same disk.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = small_disk / "store"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RUST_BACKTRACE": "1",
+           "CTS_WEBHOOK_SECRET": WEBHOOK_SECRET, "CTS_STORE": str(store)}  # fmt: skip
+    server = subprocess.Popen([sys.executable, "-m", "toolkit.cli", "webhooks", "serve",
+                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}/hooks/cts"
+    try:
+        deadline = time.monotonic() + 60  # start-up, not simulated time
+        while True:
+            try:
+                assert _deliver(url, "msg_0") == 200
+                break
+            except httpx.TransportError:  # not listening yet
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.1)
+        filler = _filled(small_disk)
+        refused = [_deliver(url, f"msg_{i}") for i in range(1, 7)]
+        filler.unlink()  # and room for the store's files, which 256 KB would not hold
+        subprocess.run(["mount", "-o", "remount,size=8m", str(small_disk)], check=True)
+        # The service sends again what was refused (503); the rest waited in the SQLite.
+        for i, status in enumerate(refused, start=1):
+            if status != 200:
+                assert status == 503 and _deliver(url, f"msg_{i}") == 200
+        assert _deliver(url, "msg_7") == 200  # and the waiting ones go to the store with it
+    finally:
+        server.terminate()
+        err = server.communicate(timeout=60)[1]
+    assert "Traceback" not in err and "panicked" not in err, err
+    told = [line for line in err.splitlines() if line.startswith("toolkit webhooks: ")]
+    # Each trouble when it begins and when it ends, not a line per refused delivery.
+    assert len(told) <= 4, err
+    checked = _command("store", "check", "--store", str(store), env={})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    kept = SnapshotStore(store).history("events")["webhook_id"]
+    assert sorted(kept) == [f"msg_{i}" for i in range(8)]
