@@ -5,6 +5,7 @@ never answered, the store could not be read or written."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
@@ -346,6 +347,48 @@ def test_a_demo_on_a_full_disk_ends_in_one_line_and_exit_2(capsys, small_disk):
     assert "the disk is full: free some space" in last
 
 
+def _filled(disk: Path) -> Path:
+    """Fill `disk` to its last byte; returns the filler to remove."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as file, contextlib.suppress(OSError):
+        while file.write(b"x" * 4096):
+            pass
+    return filler
+
+
+def _command(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`toolkit ARGV` run as a user runs it: its own process, this checkout's code."""
+    return subprocess.run([sys.executable, "-m", "toolkit.cli", *argv], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                       **env})  # fmt: skip
+
+
+def test_a_snapshot_on_a_full_disk_is_one_line_and_exit_2_and_the_store_reads_after(
+    emulator, small_disk
+):
+    # A real full disk: delta-rs' worker threads panic ("Already shut down") and Rust
+    # prints the panic, with a backtrace under RUST_BACKTRACE, straight to stderr.
+    seeded = emulator.seed_demo()
+    env = {"CTS_BASE_URL": emulator.url, "CTS_API_KEY": seeded["apiKey"], "RUST_BACKTRACE": "1"}
+    store = small_disk / "store"
+    assert _command("snapshot", "--store", str(store), env=env).returncode == 0
+    emulator.advance(3600)
+    filler = _filled(small_disk)
+    stopped = _command("snapshot", "--store", str(store), env=env)
+    assert stopped.returncode == 2
+    assert stopped.stderr.startswith(f"toolkit snapshot: could not write to {store}/")
+    assert stopped.stderr.endswith(": the disk is full: free some space and take the "
+                                   "snapshot again\n")  # fmt: skip
+    assert stopped.stderr.count("\n") == 1
+    filler.unlink()
+    checked = _command("store", "check", "--store", str(store), env=env)
+    assert (checked.returncode, checked.stdout) == (0, f"{store}: every snapshot reads as it "
+                                                       "was taken\n")  # fmt: skip
+    again = _command("snapshot", "--store", str(store), env=env)
+    assert (again.returncode, again.stderr) == (0, "")
+    assert len(SnapshotStore(store).snapshots()) == 2
+
+
 def test_an_error_a_thread_logs_during_a_command_is_one_line_not_a_traceback(capsys):
     import logging
 
@@ -368,3 +411,128 @@ def test_an_emulator_state_file_that_cannot_be_opened_is_one_line_and_exit_1(tmp
         "open database file); give --state a file in a folder you can write to, or leave "
         "it out to keep the state in memory\n"
     )
+
+
+# -- a bad argument, a missing file: one line, exit 1 (issue 36's sweep of the commands) --
+
+REFUSED = {
+    # argparse's own refusals: one line naming the option and where to look, not its
+    # usage text and exit 2 (2 says something the command depends on failed)
+    "days 0": (["report", "--days", "0"], "toolkit report: argument --days: 0 days cover "
+               "nothing: give 1 or more (`toolkit report --help` says what it takes)"),
+    "days not a number": (["report", "--days", "a week"], "toolkit report: argument --days: "
+                          "'a week' is not a whole number of days"),
+    "a choice not offered": (["snapshot", "--details", "bogus"], "toolkit snapshot: argument "
+                             "--details: invalid choice: 'bogus'"),
+    "speed 0": (["emulator", "--speed", "0"], "toolkit emulator: argument --speed: 0 is not "
+                "more than 0"),
+    "speed negative": (["emulator", "--speed", "-5"], "toolkit emulator: argument --speed: -5 "
+                       "is not more than 0"),
+    "since not a time": (["explain", "credits", "--since", "garbage"], "toolkit explain: "
+                         "argument --since: 'garbage' is not a time: give an ISO 8601 one"),
+    "until not a date": (["explain", "credits", "--until", "2026-13-45"], "toolkit explain: "
+                         "argument --until: '2026-13-45' is not a time"),
+    "receiver not host:port": (["conformance", "--receiver", "nohostport"], "toolkit "
+                               "conformance: argument --receiver: 'nohostport' is not HOST:PORT"),
+    "chaos not a list": (["emulator", "--chaos", "{chaos}"], "toolkit emulator: argument "
+                         "--chaos: '{chaos}' must hold a JSON list of chaos rules"),
+    "no command": ([], "toolkit: the following arguments are required: command"),
+    # refused by the command
+    "zone unknown": (["explain", "credits", "--store", "{store}", "--tz", "Nowhere/Land"],
+                     "toolkit explain: 'Nowhere/Land' is not a time zone this machine knows"),
+    "migrate a missing store": (["store", "migrate", "{missing}"], "toolkit store: no store at "
+                                "'{missing}': it is not a folder"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "says"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_bad_argument_or_path_is_one_line_and_exit_1(tmp_path, capsys, argv, says):
+    paths = {"store": tmp_path / "store", "missing": tmp_path / "missing",
+             "chaos": tmp_path / "chaos.json"}  # fmt: skip
+    _two_snapshots(paths["store"])
+    paths["chaos"].write_text('{"not": "a list"}')
+    argv = [part.format(**paths) for part in argv]
+    try:
+        status = cli.main(argv)
+    except SystemExit as exit:  # argparse's refusals end the process
+        status = exit.code
+    err = capsys.readouterr().err
+    assert (status, err.count("\n")) == (1, 1), err
+    assert err.startswith(says.format(**paths)), err
+    assert not paths["missing"].exists()  # (migrate made no store there)
+
+
+def test_explain_writes_its_csv_into_a_folder_it_makes(tmp_path, capsys):
+    store = tmp_path / "store"
+    _two_snapshots(store)
+    csv = tmp_path / "new" / "rows.csv"
+    assert cli.main(["explain", "credits", "--store", str(store), "--csv", str(csv)]) == 0
+    assert csv.exists() and capsys.readouterr().err == ""
+
+
+def _deliver(url: str, webhook_id: str) -> int:
+    """A signed `chapter.finished` delivery, as the service sends it; its status."""
+    import json
+
+    import httpx
+
+    from toolkit import _signing
+
+    data = {"chapterId": "ch1", "projectId": "p1", "position": 1, "title": None,
+            "pageCount": 2, "languages": [{"languageCode": "en", "status": "needs_review",
+                                           "failed": False}]}  # fmt: skip
+    body = json.dumps({"type": "chapter.finished", "timestamp": "2025-03-01T09:00:00.000Z",
+                       "data": data}).encode()  # fmt: skip
+    stamp = int(time.time())
+    signature = _signing.sign(WEBHOOK_SECRET, webhook_id, stamp, body)
+    headers = {"content-type": "application/json", "webhook-id": webhook_id,
+               "webhook-timestamp": str(stamp), "webhook-signature": signature}  # fmt: skip
+    return httpx.post(url, content=body, headers=headers, timeout=30).status_code
+
+
+WEBHOOK_SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+def test_webhooks_serve_on_a_full_disk_says_so_once_and_keeps_every_event(small_disk):
+    import httpx
+
+    # The events go to the receiver's SQLite, then to the store (Delta) on the same disk.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = small_disk / "store"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RUST_BACKTRACE": "1",
+           "CTS_WEBHOOK_SECRET": WEBHOOK_SECRET, "CTS_STORE": str(store)}  # fmt: skip
+    server = subprocess.Popen([sys.executable, "-m", "toolkit.cli", "webhooks", "serve",
+                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}/hooks/cts"
+    try:
+        deadline = time.monotonic() + 60  # start-up, not simulated time
+        while True:
+            try:
+                assert _deliver(url, "msg_0") == 200
+                break
+            except httpx.TransportError:  # not listening yet
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.1)
+        filler = _filled(small_disk)
+        refused = [_deliver(url, f"msg_{i}") for i in range(1, 7)]
+        filler.unlink()  # and room for the store's files, which 256 KB would not hold
+        subprocess.run(["mount", "-o", "remount,size=8m", str(small_disk)], check=True)
+        # The service sends again what was refused (503); the rest waited in the SQLite.
+        for i, status in enumerate(refused, start=1):
+            if status != 200:
+                assert status == 503 and _deliver(url, f"msg_{i}") == 200
+        assert _deliver(url, "msg_7") == 200  # and the waiting ones go to the store with it
+    finally:
+        server.terminate()
+        err = server.communicate(timeout=60)[1]
+    assert "Traceback" not in err and "panicked" not in err, err
+    told = [line for line in err.splitlines() if line.startswith("toolkit webhooks: ")]
+    # Each trouble when it begins and when it ends, not a line per refused delivery.
+    assert len(told) <= 4, err
+    checked = _command("store", "check", "--store", str(store), env={})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    kept = SnapshotStore(store).history("events")["webhook_id"]
+    assert sorted(kept) == [f"msg_{i}" for i in range(8)]

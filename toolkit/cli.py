@@ -27,9 +27,12 @@ toolkit --version                                    # the installed version
 Every handler imports what it needs when it runs, so `toolkit --help` stays quick.
 An error ends the command with one line `toolkit <command>: ...` on stderr, never a
 traceback (`_stopped` says which line and status): exit status 1 when the command
-refused (a setting, a path, a port that is out of range, taken or not allowed, what the
-service refused), 2 when something it depends on failed (the service never answered,
-the store could not be read or written: damaged, on a read-only or full disk).
+refused (a mistyped option or value, a setting, a path, a port that is out of range,
+taken or not allowed, what the service refused), 2 when something it depends on failed
+(the service never answered, the store could not be read or written: damaged, on a
+read-only or full disk). argparse's own refusals are one line and 1 too (`_Parser`), not
+its usage text and 2. A native library's panic (delta-rs' threads on a full disk) is
+kept off stderr (`toolkit.cli_stderr`), so the line is the last thing shown.
 """
 
 from __future__ import annotations
@@ -43,9 +46,10 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import toolkit
+from toolkit.cli_stderr import panics_kept_off_stderr
 from toolkit.errors import (
     ApiError,
     ConfigError,
@@ -73,6 +77,51 @@ def _instant(text: str) -> datetime:
     if when.tzinfo is None:
         raise argparse.ArgumentTypeError(f"{text!r} has no time zone: add Z for UTC")
     return when
+
+
+def _positive(text: str) -> float:
+    """A number over 0, for `--speed`."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not number > 0:  # (NaN too)
+        raise argparse.ArgumentTypeError(f"{text} is not more than 0")
+    return number
+
+
+def _days(text: str) -> int:
+    """A whole number of days, 1 or more, for `--days`."""
+    try:
+        days = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+    if days < 1:
+        raise argparse.ArgumentTypeError(f"{days} days cover nothing: give 1 or more")
+    return days
+
+
+def _time(text: str) -> str:
+    """A time `explain` reads as pandas does (`2026-03-01`, `2026-03-01T09:00Z`), kept
+    as written: the zone of a naive one is --tz's."""
+    import pandas as pd
+
+    try:
+        pd.Timestamp(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: give an ISO 8601 one such as 2026-03-01 or 2026-03-01T09:00Z"
+        ) from None
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, its refusals in the command's one line and exit status 1: its own way
+    (the usage, then the error) exits 2, which here says something the command depends
+    on failed."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: {message} (`{self.prog} --help` says what it takes)\n")
 
 
 def _chaos_file(path: str) -> list[Any]:
@@ -232,6 +281,7 @@ def _explain(args: argparse.Namespace) -> None:
     except ValueError as exc:
         raise ToolkitError(str(exc)) from exc
     if args.csv:
+        os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)  # as tk.report
         rows.to_csv(args.csv, index=False)
         print(f"{len(rows)} rows of {args.figure} written to {args.csv}")
         return
@@ -449,6 +499,11 @@ def _store_migrate(args: argparse.Namespace) -> None:
     from toolkit.store import migrate_store as migrate
 
     if args.new is None:
+        if "://" not in args.old and not os.path.isdir(args.old):
+            raise ToolkitError(
+                f"no store at {args.old!r}: it is not a folder; give the folder of a store "
+                "an earlier toolkit wrote"
+            )
         done = SnapshotStore(args.old).upgrade()
         for line in done:
             print(line)
@@ -542,9 +597,7 @@ def _watch(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="toolkit", description="Work with the Chapter Translation Service."
-    )
+    parser = _Parser(prog="toolkit", description="Work with the Chapter Translation Service.")
     parser.add_argument("--version", action="version", version=f"toolkit {toolkit.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -580,7 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a spreadsheet of the figures, their explanations and the forecast, as "
         "--out/weekly-report.xlsx",
     )  # fmt: skip
-    report.add_argument("--days", type=int, default=7, help="days the page or figures cover")
+    report.add_argument("--days", type=_days, default=7, help="days the page or figures cover")
     report.add_argument(
         "--tz", default=None, metavar="ZONE",
         help="zone of the page's days and times, e.g. Europe/Paris (default UTC)",
@@ -610,8 +663,8 @@ def build_parser() -> argparse.ArgumentParser:
     explained.add_argument(
         "--language", default=None, metavar="CODE", help="only this language (lines figures)"
     )
-    explained.add_argument("--since", default=None, metavar="ISO", help="the period's start")
-    explained.add_argument("--until", default=None, metavar="ISO", help="its end, excluded")
+    explained.add_argument("--since", type=_time, metavar="ISO", help="the period's start")
+    explained.add_argument("--until", type=_time, metavar="ISO", help="its end, excluded")
     explained.add_argument("--tz", default=None, metavar="ZONE", help="zone of naive times")
     explained.add_argument("--csv", default=None, metavar="FILE", help="write the rows as CSV")
     explained.set_defaults(handler=_explain)
@@ -620,7 +673,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulator.add_argument("--host", default="127.0.0.1")
     emulator.add_argument("--port", type=int, default=8765)
     emulator.add_argument("--clock", choices=["manual", "realtime"], default="realtime")
-    emulator.add_argument("--speed", type=float, default=60.0, help="simulated s per real s")
+    emulator.add_argument("--speed", type=_positive, default=60.0, help="simulated s per real s")
     emulator.add_argument("--seed", choices=["demo", "none"], default="none")
     emulator.add_argument("--state", default=":memory:", help="SQLite file for its state")
     emulator.add_argument("--admin-token", default=None, help="token for /_emulator routes")
@@ -898,7 +951,7 @@ class _OneLine(logging.Formatter):
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with _warnings_shown(args.command):
+        with panics_kept_off_stderr(), _warnings_shown(args.command):
             args.handler(args)
     except KeyboardInterrupt:
         return 130

@@ -116,7 +116,7 @@ def test_a_store_without_history_says_what_to_do(tmp_path, capsys):
     assert (
         main(["report", "--html", "--store", str(tmp_path / "empty"), "--out", str(tmp_path)]) == 1
     )
-    assert "at least two snapshots" in capsys.readouterr().err
+    assert "the report needs a snapshot; take one" in capsys.readouterr().err
     with pytest.raises(ToolkitError, match="is a folder"):
         tk.report(tmp_path / "empty", tmp_path)
 

@@ -85,3 +85,73 @@ def test_an_empty_table_of_the_report_is_one_line_in_the_terminal(tmp_path, caps
         heading = name.replace("_", " ").capitalize()
         assert f"\n{heading}:\n  ({NOTHING[name]})\n" in printed
     assert "Spend this month:\nworkspace" in printed  # the others are tables
+
+
+# -- a store of one snapshot, and a period no snapshot falls in ------------------------
+
+ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one."
+EMPTY_PERIOD = "No snapshot was taken in this period after the first, so it has no figures."
+
+
+def _first_snapshot_only(root: Path) -> SnapshotStore:
+    service = FakeService()
+    service.add_project("p1", name="Project 1", languages=("en",))
+    service.add_chapter("c1", "p1", pages=2, credits=2, covered=3, languages=("en",),
+                        created=hours(0))  # fmt: skip
+    store = SnapshotStore(root)
+    store.write(tk.pull(service), at=hours(0))
+    return store
+
+
+def test_the_page_of_a_first_snapshot_says_once_per_period_section_it_needs_a_second(tmp_path):
+    page = report(_first_snapshot_only(tmp_path / "store"), tmp_path / "week.html")
+    html = page.read_text(encoding="utf-8")
+    # Against the previous period, re-runs, day by day; where chapters stand is drawn.
+    assert _nothing_lines(page) == [ONE_SNAPSHOT] * 3
+    assert "the first snapshot</p>" in html
+    assert "take another (toolkit snapshot) an hour or so after it." in html
+    (row,) = [row for row in Page(html).rows if row[0] == "Project 1"]
+    # Over the period: no data; at the snapshot: its open lines and chapters needing a person.
+    assert row[1:7] == ["–"] * 6 and row[7:9] != ["–", "–"]
+    assert html.count("<img ") == 1  # where chapters stand, as of the snapshot
+
+
+def test_the_page_of_a_period_no_snapshot_falls_in_says_so_per_section(tmp_path):
+    store = _store(tmp_path / "store", projects=1, chapter={"covered": 9})
+    page = report(store, tmp_path / "week.html", since=hours(-72), until=hours(-24))
+    assert _nothing_lines(page) == [EMPTY_PERIOD] * 3
+    assert "no snapshot in this period</p>" in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("option", "written"),
+    [
+        ("--html", "weekly-report.html"),
+        ("--json", "figures.json"),
+        ("--xlsx", "weekly-report.xlsx"),
+        (None, "summary.csv"),  # the PNG report
+    ],
+    ids=["html", "json", "xlsx", "png"],
+)
+def test_every_format_of_the_command_writes_a_first_snapshots_report(tmp_path, capsys, option,
+                                                                     written):  # fmt: skip
+    from toolkit.cli import main
+
+    store = _first_snapshot_only(tmp_path / "store")
+    argv = ["report", "--store", str(store.root), "--out", str(tmp_path / "out")]
+    assert main(argv + ([option] if option else [])) == 0
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / "out" / written).stat().st_size > 0
+
+
+@pytest.mark.parametrize("format", ["html", "json", "xlsx"])
+def test_every_format_of_tk_report_writes_a_report_of_an_empty_period(tmp_path, format):
+    store = _store(tmp_path / "store", projects=1, chapter={"covered": 9})
+    path = report(store, tmp_path / f"r.{format}", format=format,  # type: ignore[arg-type]
+                  since=hours(-72), until=hours(-24))  # fmt: skip
+    assert path.stat().st_size > 0
+
+
+def test_a_store_with_no_snapshot_is_refused_in_one_line_saying_what_to_do(tmp_path):
+    with pytest.raises(tk.ToolkitError, match=r"needs a snapshot; take one \(`toolkit snapshot`\)"):
+        report(tmp_path / "empty", tmp_path / "week.html")

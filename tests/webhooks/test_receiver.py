@@ -309,19 +309,26 @@ def test_verifying_does_not_import_starlette_until_a_receiver_is_built():
     assert out.stdout.split() == ["False", "True"]
 
 
-def test_an_event_its_sqlite_cannot_keep_is_a_503_and_one_logged_line(
+def test_events_its_sqlite_cannot_keep_are_503s_and_one_logged_line_until_it_can(
     receiver, asgi_server, monkeypatch, caplog
 ):
+    kept = receiver._inbox.add
+
     def full(event: dict) -> bool:
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(receiver._inbox, "add", full)
     url = asgi_server(receiver)
     with caplog.at_level("WARNING", logger="toolkit"):
-        answer = deliver(url, event_body())
-    assert answer.status_code == 503  # the service sends it again later
-    assert "database or disk is full" in answer.json()["error"]["message"]
+        # The service retries each refused delivery: a full disk refuses them all.
+        answers = [deliver(url, event_body(), webhook_id=f"msg_{i}") for i in range(1, 4)]
+        monkeypatch.setattr(receiver._inbox, "add", kept)  # space was freed
+        assert deliver(url, event_body(), webhook_id="msg_1").status_code == 200
+    assert [a.status_code for a in answers] == [503] * 3  # the service sends them again
+    assert "database or disk is full" in answers[0].json()["error"]["message"]
     assert [r.getMessage() for r in caplog.records if r.name.startswith("toolkit")] == [
-        "the receiver could not keep event msg_1 (database or disk is full)"
+        "the receiver could not keep event msg_1 (database or disk is full); it answers 503 "
+        "(the service sends again) until it can: free space where its SQLite is",
+        "the receiver keeps events again",
     ]
     assert not [r for r in caplog.records if r.exc_info]

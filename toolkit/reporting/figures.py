@@ -34,6 +34,7 @@ import pandas as pd
 
 from toolkit import analysis, metrics
 from toolkit.analysis.observed import Observed, observe
+from toolkit.errors import ToolkitError
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -115,6 +116,19 @@ def label(figure: str, when: Period) -> str:
     return metrics.label(figure, when.label(), at=f"{end.day} {end:%b %H:%M %Z}")
 
 
+def check_zone(tz: str | None) -> None:
+    """Refuse a zone this machine does not know, in words, before any time is read in it."""
+    if tz is None:
+        return
+    try:
+        pd.Timestamp(0, tz=tz)
+    except Exception as exc:  # pytz and zoneinfo each raise their own KeyError
+        raise ToolkitError(
+            f"{tz!r} is not a time zone this machine knows; give an IANA name such as "
+            "Europe/Paris or America/New_York, or leave it out for UTC"
+        ) from exc
+
+
 def period(
     store: SnapshotStore | Observed,
     *,
@@ -125,6 +139,7 @@ def period(
 ) -> Period:
     """The period `figures` counts over (see the module's docstring); `tz` names the
     zone of its days and midnights, and of a naive `since` or `until` (default UTC)."""
+    check_zone(tz)
     zone = tz or "UTC"
     obs = observe(store)
     times = pd.Series(obs.times, dtype=TIME)

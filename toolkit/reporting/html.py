@@ -12,7 +12,7 @@ import pandas as pd
 
 from toolkit.analysis.observed import Observed
 from toolkit.errors import ToolkitError
-from toolkit.reporting.figures import figures, write_json
+from toolkit.reporting.figures import check_zone, figures, write_json
 from toolkit.reporting.page import render
 from toolkit.reporting.weekly import gather
 from toolkit.reporting.xlsx import write_xlsx
@@ -45,7 +45,7 @@ def report(
     """
     if format not in DEFAULT_NAMES:
         raise ToolkitError(f'format must be "html", "json" or "xlsx", not {format!r}')
-    _check_zone(tz)
+    check_zone(tz)
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
     path = Path(out) if out is not None else Path(f"{DEFAULT_NAMES[format]}")
     if format in ("json", "xlsx") and path.suffix != f".{format}":
@@ -79,15 +79,3 @@ def report(
     )
     path.write_text(render(weekly, title=title or heading), encoding="utf-8")
     return path
-
-
-def _check_zone(tz: str | None) -> None:
-    if tz is None:
-        return
-    try:
-        pd.Timestamp(0, tz=tz)
-    except Exception as exc:  # pytz and zoneinfo each raise their own KeyError
-        raise ToolkitError(
-            f"{tz!r} is not a time zone this machine knows; give an IANA name such as "
-            "Europe/Paris or America/New_York, or leave it out for UTC"
-        ) from exc

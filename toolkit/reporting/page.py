@@ -18,6 +18,7 @@ import pandas as pd
 
 from toolkit import metrics, plots
 from toolkit.formatting import hours, show
+from toolkit.reporting import weekly as material
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
 from toolkit.reporting.weekly import CAUSES, Weekly, sentences, track_record
 
@@ -47,23 +48,23 @@ p.nothing { color: #555; font-style: italic; }
 
 
 def render(weekly: Weekly, *, title: str) -> str:
-    when = weekly.period
-    end = when.local(when.end) if when.end is not None else None
-    last = f"{end:%a %d %b %Y %H:%M %Z}" if end is not None else "no snapshot"
-    window = f"{when.local(when.start):%a %d %b %Y %H:%M} to {last}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        f'<p class="when">{escape(window)} &middot; {when.snapshots} snapshots</p>',
+        f'<p class="when">{escape(material.period_line(weekly))}</p>',
         '<ul class="story">',
         *(f"<li>{escape(sentence)}</li>" for sentence in sentences(weekly)),
         "</ul>",
-        f"<h2>Projects, {escape(when.label())}</h2>",
+        f"<h2>Projects, {escape(weekly.period.label())}</h2>",
         *_section(weekly, _nothing_in_projects, _project_section),
         f"<h2>Against the previous period, {escape(weekly.previous.period.label())}</h2>",
-        _change_table(weekly.figures, weekly.previous),
+        *_section(
+            weekly,
+            material.nothing_over_the_period,
+            lambda w: [_change_table(w.figures, w.previous)],
+        ),
         "<h2>Review and forecast</h2>",
         f'<p class="record">{escape(track_record(weekly))}</p>',
         _review_table(weekly),
@@ -105,9 +106,9 @@ def _project_section(weekly: Weekly) -> list[str]:
 
 
 def _nothing_in_rework(weekly: Weekly) -> str | None:
-    if not (weekly.projects["rework_credits"].fillna(0) > 0).any():
-        return "No credits were paid for re-runs in this period."
-    return None
+    paid = (weekly.projects["rework_credits"].fillna(0) > 0).any()
+    none = None if paid else "No credits were paid for re-runs in this period."
+    return material.nothing_over_the_period(weekly) or none
 
 
 def _rework_section(weekly: Weekly) -> list[str]:
@@ -118,9 +119,8 @@ def _rework_section(weekly: Weekly) -> list[str]:
 
 
 def _nothing_in_days(weekly: Weekly) -> str | None:
-    if weekly.days.empty:
-        return "No day to show: nothing was translated or charged between this period's snapshots."
-    return None
+    empty = "No day to show: nothing was translated or charged between this period's snapshots."
+    return material.nothing_over_the_period(weekly) or (empty if weekly.days.empty else None)
 
 
 def _daily_section(weekly: Weekly) -> list[str]:

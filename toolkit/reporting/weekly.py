@@ -68,12 +68,13 @@ def gather(
     days: int = 7,
     tz: str | None = None,
 ) -> Weekly:
-    """The report's material; `tz` is the zone of its days (default UTC)."""
+    """The report's material; `tz` is the zone of its days (default UTC). A single
+    snapshot is enough: what needs a period then says so (`nothing_over_the_period`)."""
     obs = observe(store)
-    if len(obs.times) < 2:
+    if not obs.times:
         raise ValueError(
-            "the report needs at least two snapshots (the first is the baseline); "
-            "take snapshots every hour or so (`toolkit snapshot`) and try again"
+            "the report needs a snapshot; take one (`toolkit snapshot`), then another "
+            "an hour or so later, and try again"
         )
     figs = figures(obs, since=since, until=until, days=days, tz=tz)
     when = figs.period
@@ -183,10 +184,39 @@ def _number(value: object) -> float:
     return cast(float, value)
 
 
+ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one."
+EMPTY_PERIOD = "No snapshot was taken in this period after the first, so it has no figures."
+
+
+def nothing_over_the_period(weekly: Weekly) -> str | None:
+    """Why no figure over the period can be shown, in one line; None when they can. The
+    figures at the last snapshot (open lines, chapters that need a person, where chapters
+    stand) can be shown from a single snapshot."""
+    if len(weekly.observed.times) < 2:
+        return ONE_SNAPSHOT
+    return None if weekly.period.has_data else EMPTY_PERIOD
+
+
+def period_line(weekly: Weekly) -> str:
+    """The page's line under its title: the period's first and last snapshot and how
+    many were taken after the first (`Mon 02 Mar 2026 09:00 to Fri 06 Mar 2026 17:00 UTC ·
+    32 snapshots`), or what stands in for that on a first snapshot or an empty period."""
+    when = weekly.period
+    if when.end is None:
+        return f"{when.label()} · no snapshot in this period"
+    last = f"{when.local(when.end):%a %d %b %Y %H:%M %Z}"
+    if len(weekly.observed.times) == 1:
+        return f"{last} · the first snapshot"
+    return f"{when.local(when.start):%a %d %b %Y %H:%M} to {last} · {when.snapshots} snapshots"
+
+
 def sentences(weekly: Weekly) -> list[str]:
     """A few plain sentences on the week, one per project with work, busiest first."""
-    if not weekly.period.has_data:
-        return ["No snapshot was taken in this period after the first, so it has no figures."]
+    nothing = nothing_over_the_period(weekly)
+    if nothing == ONE_SNAPSHOT:
+        return [f"{nothing[:-1]}: take another (toolkit snapshot) an hour or so after it."]
+    if nothing is not None:
+        return [nothing]
     said = []
     table = weekly.projects.sort_values(["credits", "lines"], ascending=False)
     for row in table.itertuples(index=False):

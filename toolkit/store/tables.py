@@ -20,6 +20,7 @@ taking snapshots at once must both commit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -250,7 +251,7 @@ class Tables:
         be another writer's, about to be committed, and a full disk fails that writer
         too. Other leftovers go with the daily vacuum, once older than the retention.
         """
-        if before is None or "no space left" not in str(error).lower():
+        if before is None or not self.disk_full(name, error):
             return
         table = self.get(name)
         listed = {os.path.basename(uri) for uri in table.file_uris()} if table else set()
@@ -259,11 +260,26 @@ class Tables:
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(self.uri(name), leftover))
 
+    def disk_full(self, name: str, error: BaseException) -> bool:
+        """Whether `error` stopped a write to `name` because its disk is full: the OS's
+        words anywhere in delta-rs' text, or, when delta-rs said only "Generic
+        LocalFileSystem error", a local disk with no block left."""
+        if "no space left" in str(error).lower() or getattr(error, "errno", 0) == errno.ENOSPC:
+            return True
+        if not self.local or not hasattr(os, "statvfs"):
+            return False
+        place = self.uri(name)
+        while not os.path.exists(place) and os.path.dirname(place) != place:
+            place = os.path.dirname(place)
+        with contextlib.suppress(OSError):
+            return os.statvfs(place).f_bavail == 0
+        return False
+
     def failed(self, doing: str, name: str, error: BaseException) -> StoreError:
         """A store error naming the table's location, in place of a delta-rs error."""
         reason = first_line(error)
         lowered = reason.lower()
-        if "no space left" in lowered:
+        if self.disk_full(name, error):
             advice = "the disk is full: free some space and take the snapshot again"
         elif "permission denied" in lowered or "read-only" in lowered:
             advice = "the store is read-only here: give a folder you can write to"

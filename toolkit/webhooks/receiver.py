@@ -95,6 +95,10 @@ class Receiver:
         self._inbox = Inbox(seen_path)
         self._forwarding = threading.Lock()
         self._groups = CommitGroups(self._flush_quietly, window=commit_window)
+        # A full disk refuses every delivery and every group until space is freed: each
+        # trouble is logged when it starts, not once per retried delivery.
+        self._keeping = _Trouble()
+        self._storing = _Trouble()
         self.app = self._build_app()
 
     def _build_app(self) -> Starlette:
@@ -172,8 +176,14 @@ class Receiver:
         except sqlite3.OperationalError as exc:
             # Its own SQLite cannot keep it (a full or read-only disk): a line, not a
             # traceback per delivery, and a 503 the service retries later.
-            log.warning("the receiver could not keep event %s (%s)", webhook_id, exc)
+            self._keeping.began(
+                "the receiver could not keep event %s (%s); it answers 503 (the service "
+                "sends again) until it can: free space where its SQLite is",
+                webhook_id,
+                exc,
+            )
             return _refusal(503, f"the receiver could not keep the event ({exc}); send it again")
+        self._keeping.ended("the receiver keeps events again")
         if fresh and self.store is not None:
             await self._groups.wait()
         return JSONResponse({"webhookId": webhook_id, "repeat": not fresh})
@@ -184,7 +194,12 @@ class Receiver:
         try:
             self.flush()
         except Exception:
-            log.exception("the store refused webhook events; they wait in the receiver's SQLite")
+            self._storing.began(
+                "the store refused webhook events; they wait in the receiver's SQLite",
+                exc_info=True,
+            )
+        else:
+            self._storing.ended("the store takes webhook events again")
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -192,6 +207,24 @@ class Receiver:
 
         await run_in_threadpool(self._flush_quietly)
         yield
+
+
+class _Trouble:
+    """A failure that lasts (a full disk): logged when it begins and when it ends, not
+    at every attempt in between."""
+
+    def __init__(self) -> None:
+        self.lasting = False
+
+    def began(self, message: str, *args: object, exc_info: bool = False) -> None:
+        if not self.lasting:
+            self.lasting = True
+            log.warning(message, *args, exc_info=exc_info)
+
+    def ended(self, message: str) -> None:
+        if self.lasting:
+            self.lasting = False
+            log.warning(message)
 
 
 def _refusal(status: int, message: str, *, allow: str | None = None) -> Response:
