@@ -131,28 +131,16 @@ def client(emulator, workspace):
         yield c
 
 
-async def _take_every_delivery(scope, receive, send) -> None:
-    """A webhook endpoint that answers every POST with 204 and keeps nothing."""
-    if scope["type"] != "http":
-        return
-    while (await receive()).get("more_body"):
-        pass
-    await send({"type": "http.response.start", "status": 204, "headers": []})
-    await send({"type": "http.response.body", "body": b""})
-
-
 @pytest.fixture(scope="session")
 def webhook_url() -> Iterator[str]:
-    """An endpoint on loopback that takes every delivery, for the tests that read what the
-    emulator sent back from its delivery log (which keeps each body whatever the answer).
-    One per process: it keeps nothing, so tests cannot see each other through it. Not a
-    closed port: the emulator retries a refused delivery seven times over a day and a
-    half, and those attempts were half the time of a two-week history (docs/testing.md)."""
-    from toolkit.emulator.serving import BackgroundServer
+    """An endpoint on loopback that takes every delivery and keeps nothing
+    (tests/webhook_sink.py), for the tests that read what the emulator sent back from its
+    delivery log. One per process: it keeps nothing, so tests cannot see each other
+    through it."""
+    from webhook_sink import taking_deliveries
 
-    server = BackgroundServer().start(_take_every_delivery, name="webhook-sink", timeout=10)
-    yield f"{server.url}/events"
-    server.stop(timeout=10)
+    with taking_deliveries() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
