@@ -1,9 +1,9 @@
 """Fixtures shared by the suite: an emulator on loopback, a workspace, projects, pages.
 
 Every fixture is function-scoped, so no test depends on another's state or order, but
-two read-only ones made once per process: `webhook_url`, an endpoint that keeps nothing,
-and `demo_day`, a simulated store no test writes to. The emulator's clock is manual, so
-time passes only through `emulator.advance(seconds)`.
+read-only ones made once per process: `webhook_url`, an endpoint that keeps nothing, and
+`demo_day` and `demo`, a simulated store and the short demo's output no test writes to.
+The emulator's clock is manual, so time passes only through `emulator.advance(seconds)`.
 Every emulator starts at `epoch`, never at the wall-clock time: a test marked
 `@pytest.mark.epochs` runs once at each instant of `EPOCHS`, or at those it names
 (docs/testing.md).
@@ -154,6 +154,15 @@ def demo_day(tmp_path_factory):
     store = SnapshotStore(tmp_path_factory.mktemp("demo-day") / "store")
     simulate_day(store, hours=3, progress=False, start=SUITE_START)
     return store
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    """`toolkit demo --hours 3` at the suite's instant (tests/short_demo.py), run once per
+    process for the tests of what it wrote and printed: read it, never write to it."""
+    from short_demo import run_short_demo
+
+    return run_short_demo(tmp_path_factory.mktemp("demo") / "demo")
 
 
 @pytest.fixture
