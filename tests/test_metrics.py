@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from collections.abc import Iterable
@@ -11,13 +9,11 @@ from pathlib import Path
 
 import matplotlib.pyplot
 import pandas as pd
-import pytest
-from epochs import SUITE_START
 from html_page import Page
+from short_demo import Demo
 
 import toolkit as tk
 from toolkit import formatting, metrics, plots
-from toolkit.demo import run_demo
 from toolkit.store import SnapshotStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,22 +71,12 @@ def test_the_docs_table_is_the_registry():
 PERIOD = re.compile(r"^\d{1,2}(-\d{1,2})? \w{3}")  # a period's own label heads a column
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The 6-hour demo's folder and what it printed (the 24-hour one says the same)."""
-    out = tmp_path_factory.mktemp("labels") / "demo"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        run_demo(out=out, hours=6, start=SUITE_START)
-    return out, printed.getvalue()
-
-
 def unknown(labels: Iterable[str]) -> list[str]:
     return sorted({text for text in labels if text and not metrics.known(text)})
 
 
-def test_the_demos_files_are_headed_by_registry_names(demo):
-    out, _ = demo
+def test_the_demos_files_are_headed_by_registry_names(demo: Demo):
+    out = demo.out
     headers = [c for f in out.glob("*.csv") for c in pd.read_csv(f, nrows=0).columns]
     figures = json.loads((out / "figures.json").read_text())
     keys = [*figures["totals"], *(k for p in figures["projects"] for k in p)]
@@ -104,8 +90,8 @@ def test_the_demos_files_are_headed_by_registry_names(demo):
     assert "hours per page" not in verdicts and not re.search(r"\d\.\d{3}", verdicts)
 
 
-def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo):
-    out, printed = demo
+def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo: Demo):
+    out, printed = demo.out, demo.printed
     heads = [line for line in printed.splitlines() if re.match(r"(project|kind|workspace)  ", line)]
     assert len(heads) >= 4  # figures, forecast, model comparison, spend this month
     cells = [cell for line in heads for cell in re.split(r"\s{2,}", line.strip())]
@@ -117,8 +103,8 @@ def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo):
     assert "lines still to translate" not in printed
 
 
-def test_the_plots_axes_and_legends_use_registry_labels(demo):
-    out, _ = demo
+def test_the_plots_axes_and_legends_use_registry_labels(demo: Demo):
+    out = demo.out
     store = SnapshotStore(str(out / "snapshots"))
     texts = []
     for draw in (plots.progress, plots.throughput, plots.credit_spend, plots.status_breakdown,
