@@ -1,7 +1,9 @@
 """Fixtures shared by the suite: an emulator on loopback, a workspace, projects, pages.
 
-Every fixture is function-scoped, so no test depends on another's state or order; the
-emulator's clock is manual, so time passes only through `emulator.advance(seconds)`.
+Every fixture is function-scoped, so no test depends on another's state or order, but
+read-only ones made once per process: `webhook_url`, an endpoint that keeps nothing, and
+`demo_day` and `demo`, a simulated store and the short demo's output no test writes to.
+The emulator's clock is manual, so time passes only through `emulator.advance(seconds)`.
 Every emulator starts at `epoch`, never at the wall-clock time: a test marked
 `@pytest.mark.epochs` runs once at each instant of `EPOCHS`, or at those it names
 (docs/testing.md).
@@ -9,6 +11,7 @@ Every emulator starts at `epoch`, never at the wall-clock time: a test marked
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
@@ -21,6 +24,40 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker and "epoch" in metafunc.fixturenames:
         names = list(marker.args) or list(EPOCHS)  # `epochs("before-midnight")`: some
         metafunc.parametrize("epoch", [EPOCHS[n] for n in names], ids=names, indirect=True)
+
+
+# The longest files, longest first (measured: docs/testing.md, "How long it takes"). Under
+# `--dist loadfile` a file runs on one worker, and xdist hands files out in the order it
+# gets them: left to itself it orders them by their number of tests, which put these (few
+# tests, a long simulation or a subprocess each) last, where one of them alone kept a
+# worker busy after the other had finished. Started first, they overlap the many short
+# files instead. A file not listed keeps its place; a name that no longer exists is
+# ignored, so the list can only be out of date, never wrong.
+LONGEST_FIRST = (
+    "tests/test_demo.py",
+    "tests/test_types.py",
+    "tests/analysis/test_histories.py",
+    "tests/store/test_store_damage.py",
+    "tests/watch/test_watch.py",
+    "tests/store/test_store_foreign.py",
+    "tests/test_metrics.py",
+    "tests/emulator/test_fuzz.py",
+    "tests/store/test_store_migrate.py",
+    "tests/store/test_snapshot_store.py",
+    "tests/test_conformance.py",
+    "tests/store/test_store_diff.py",
+    "tests/analysis/test_reference_runs.py",
+    "tests/test_cli_errors.py",
+    "tests/analysis/test_forecast_families.py",
+    "tests/test_pytest_plugin.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files of `LONGEST_FIRST` first (pyproject's addopts turn xdist's own
+    reordering off, `--no-loadscope-reorder`, so that this order is the one it uses)."""
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 @pytest.fixture
@@ -92,6 +129,40 @@ def client(emulator, workspace):
 
     with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def webhook_url() -> Iterator[str]:
+    """An endpoint on loopback that takes every delivery and keeps nothing
+    (tests/webhook_sink.py), for the tests that read what the emulator sent back from its
+    delivery log. One per process: it keeps nothing, so tests cannot see each other
+    through it."""
+    from webhook_sink import taking_deliveries
+
+    with taking_deliveries() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def demo_day(tmp_path_factory):
+    """A store of `simulate_day`'s three hours at the suite's instant (the demo's seeded
+    projects, uploads, re-scans, failures, held pages and events), simulated once per
+    process for the tests that read such a store: read it, never write to it."""
+    from toolkit.demo import simulate_day
+    from toolkit.store import SnapshotStore
+
+    store = SnapshotStore(tmp_path_factory.mktemp("demo-day") / "store")
+    simulate_day(store, hours=3, progress=False, start=SUITE_START)
+    return store
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    """`toolkit demo --hours 3` at the suite's instant (tests/short_demo.py), run once per
+    process for the tests of what it wrote and printed: read it, never write to it."""
+    from short_demo import run_short_demo
+
+    return run_short_demo(tmp_path_factory.mktemp("demo") / "demo")
 
 
 @pytest.fixture

@@ -2,57 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 from epochs import SUITE_START
 from html_page import Page
+from short_demo import Demo
 
 from toolkit import analysis
-from toolkit import demo as demo_module
 from toolkit.cli import main
-from toolkit.demo import MARKER, Day, plan, prepare_out, run_demo, simulate_day
+from toolkit.demo import MARKER, plan, prepare_out, run_demo
 from toolkit.errors import ToolkitError
 from toolkit.formatting import count
 from toolkit.reporting.figures import FIGURES, WORDS
 from toolkit.store import SnapshotStore
-
-
-@dataclass(frozen=True)
-class Demo:
-    """What one demo wrote (`out`) and printed, and the day it simulated."""
-
-    out: Path
-    printed: str
-    day: Day
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Demo:
-    """`toolkit demo --hours 3` at the suite's instant, through the command line, run once:
-    the tests of what it wrote read it and never write to it. The day `run_demo`
-    simulated is kept for the checks of its ledger."""
-    out = tmp_path_factory.mktemp("demo") / "demo"
-    days: list[Day] = []
-
-    def kept(*args: Any, **kwargs: Any) -> Day:
-        days.append(simulate_day(*args, **kwargs))
-        return days[-1]
-
-    printed = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
-        patch.setattr(demo_module, "simulate_day", kept)
-        start = SUITE_START.isoformat()
-        assert main(["demo", "--out", str(out), "--hours", "3", "--start", start]) == 0
-    return Demo(out, printed.getvalue(), days[0])
 
 
 def test_short_demo_writes_report_snapshots_and_events(demo: Demo):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from collections.abc import Iterable
@@ -11,16 +9,13 @@ from pathlib import Path
 
 import matplotlib.pyplot
 import pandas as pd
-import pytest
 import surfaces
-from epochs import SUITE_START
 from html_page import Page
 from report_stores import needing_people
 
 import toolkit as tk
 from toolkit import analysis, formatting, metrics, plots
 from toolkit.cli import main
-from toolkit.demo import run_demo
 from toolkit.frames.states import STATES
 from toolkit.reporting import page
 from toolkit.reporting.weekly import gather
@@ -82,22 +77,12 @@ def test_the_docs_table_is_the_registry():
 PERIOD = re.compile(r"^\d{1,2}(-\d{1,2})? \w{3}")  # a period's own label heads a column
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The 6-hour demo's folder and what it printed (the 24-hour one says the same)."""
-    out = tmp_path_factory.mktemp("labels") / "demo"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        run_demo(out=out, hours=6, start=SUITE_START)
-    return out, printed.getvalue()
-
-
 def unknown(labels: Iterable[str]) -> list[str]:
     return sorted({text for text in labels if text and not metrics.known(text)})
 
 
 def test_the_demos_files_are_headed_by_registry_names(demo):
-    out, _ = demo
+    out = demo.out
     headers = [c for f in out.glob("*.csv") for c in pd.read_csv(f, nrows=0).columns]
     figures = json.loads((out / "figures.json").read_text())
     keys = [*figures["totals"], *(k for p in figures["projects"] for k in p)]
@@ -112,7 +97,7 @@ def test_the_demos_files_are_headed_by_registry_names(demo):
 
 
 def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo):
-    out, printed = demo
+    out, printed = demo.out, demo.printed
     heads = [line for line in printed.splitlines() if re.match(r"(project|kind|workspace)  ", line)]
     assert len(heads) >= 4  # figures, forecast, model comparison, spend this month
     cells = [cell for line in heads for cell in re.split(r"\s{2,}", line.strip())]
@@ -125,7 +110,7 @@ def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo):
 
 
 def test_the_plots_titles_axes_and_legends_use_registry_labels(demo):
-    out, _ = demo
+    out = demo.out
     store = SnapshotStore(str(out / "snapshots"))
     draws = (plots.progress, plots.throughput, plots.credit_spend, plots.status_breakdown,
              plots.cycle_times, plots.burn_down)  # fmt: skip
@@ -187,7 +172,7 @@ def _one(word: str) -> str:
 
 
 def test_the_weekly_pages_headings_and_sentences_count_by_registry_labels(demo):
-    out, _ = demo
+    out = demo.out
     page = Page((out / "weekly-report.html").read_text(encoding="utf-8"))
     assert page.items  # the story: one sentence per project with work
     assert [c for sentence in page.items for c in counted_unknown(sentence)] == []
@@ -224,7 +209,7 @@ def test_the_notebooks_name_their_columns_by_the_registry():
 
 
 def test_each_figure_reads_the_same_on_every_surface_of_the_demo(demo, tmp_path):
-    out, printed = demo
+    out, printed = demo.out, demo.printed
     store = SnapshotStore(str(out / "snapshots"))
     readings = {
         "terminal": surfaces.terminal(printed),

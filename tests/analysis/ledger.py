@@ -18,8 +18,6 @@ import pandas as pd
 from toolkit import analysis
 from toolkit.store import SnapshotStore
 
-WEBHOOK = "http://127.0.0.1:9/unreachable"
-
 
 @dataclass
 class TrueRun:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from ledger import WEBHOOK, check_runs, events, true_runs
+from ledger import check_runs, events, true_runs
 from page_images import make_page
 
 from toolkit import analysis
@@ -17,8 +17,8 @@ def store(tmp_path):
 
 
 @pytest.fixture
-def watched(emulator, workspace, comic_project):
-    emulator.add_webhook(workspace["id"], WEBHOOK, ["chapter.finished", "chapter.failed"],
+def watched(emulator, workspace, comic_project, webhook_url):
+    emulator.add_webhook(workspace["id"], webhook_url, ["chapter.finished", "chapter.failed"],
                          allow_private=True)  # fmt: skip
     return comic_project
 

@@ -4,12 +4,18 @@ simulated day on the emulator, whose ledger and webhook deliveries are the truth
 from __future__ import annotations
 
 import itertools
+import shutil
+from collections.abc import Iterator
+from typing import Any
 
 import pandas as pd
 import pytest
 from datafakes import T0, FakeService, hours, iso
+from epochs import SUITE_START
 
 from toolkit import analysis
+from toolkit.client import Client
+from toolkit.emulator import Emulator
 from toolkit.store import SnapshotStore
 
 
@@ -288,10 +294,20 @@ def _between(entries: list[dict], marks: list[int]) -> list[list[dict]]:
     return [entries[a:b] for a, b in itertools.pairwise(marks)]
 
 
-@pytest.fixture
-def simulated_day(emulator, workspace, client, tmp_path):
-    """Hourly snapshots of a workspace with failures, stalls and re-scans; returns the
-    store and, per snapshot, how many ledger charges and lines existed when it was taken."""
+@pytest.fixture(scope="module")
+def simulated_day(tmp_path_factory, webhook_url) -> Iterator[tuple[Any, ...]]:
+    """Hourly snapshots of a workspace with failures, stalls and re-scans, simulated once
+    for the module (the tests read the store; the one that records events copies it);
+    returns the store, the ledger, per snapshot how many ledger charges and lines existed
+    when it was taken, and the emulator (its deliveries are the events it sent)."""
+    with Emulator(clock="manual", start=SUITE_START) as emulator:
+        workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
+        with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+            root = tmp_path_factory.mktemp("day") / "store"
+            yield (*_simulate_day(emulator, workspace, client, root, webhook_url), emulator)
+
+
+def _simulate_day(emulator, workspace, client, root, webhook_url):
     from page_images import make_page
 
     ws = workspace["id"]
@@ -302,10 +318,9 @@ def simulated_day(emulator, workspace, client, tmp_path):
                                        target_languages=["en"], **common)  # fmt: skip
     novel = emulator.create_project(ws, name="River", kind="novel", process_steps="translate",
                                     target_languages=["en", "es"], **common)  # fmt: skip
-    emulator.add_webhook(ws, "http://127.0.0.1:9/unreachable", ["chapter.finished",
-                         "chapter.failed"], allow_private=True)  # fmt: skip
+    emulator.add_webhook(ws, webhook_url, ["chapter.finished", "chapter.failed"])
     emulator.set_faults(failure_rate=0.3, stall_rate=0.15, seed=7)
-    store = SnapshotStore(tmp_path / "store")
+    store = SnapshotStore(root)
     store.take(client)  # the baseline: an empty workspace
     charges, lines = [0], [0]
     seed = 0
@@ -328,7 +343,7 @@ def simulated_day(emulator, workspace, client, tmp_path):
 
 
 def test_throughput_equals_the_lines_the_emulator_translated(simulated_day):
-    store, ledger, _, lines = simulated_day
+    store, ledger, _, lines, _ = simulated_day
     figures = analysis.throughput(store, freq="1h", by="language_code")
     periods = _periods(store)
     assert len(periods) == 8
@@ -342,7 +357,7 @@ def test_throughput_equals_the_lines_the_emulator_translated(simulated_day):
 
 
 def test_credit_spend_and_rework_equal_the_emulator_charges(simulated_day):
-    store, ledger, charges, _ = simulated_day
+    store, ledger, charges, _, _ = simulated_day
     assert any(c["rework"] for c in ledger["charges"])  # the day had re-scans
     figures = analysis.credit_spend(store, freq="1h", by="project_id")
     for period, entries in zip(_periods(store), _between(ledger["charges"], charges), strict=True):
@@ -358,10 +373,11 @@ def test_credit_spend_and_rework_equal_the_emulator_charges(simulated_day):
     assert analysis.price_estimate(store, figures["project_id"][0], pages=10, languages=2) == 20
 
 
-def test_cycle_times_and_failures_match_the_events_the_emulator_sent(simulated_day, emulator):
+def test_cycle_times_and_failures_match_the_events_the_emulator_sent(simulated_day, tmp_path):
     import json
 
-    store, _, _, _ = simulated_day
+    shared, _, _, _, emulator = simulated_day
+    store = SnapshotStore(shutil.copytree(shared.root, tmp_path / "store"))  # events go in
     # From the snapshots alone, runs end at the chapter's last activity, which the
     # emulator moves at every step: the same times its events carry.
     bare = analysis.failures(store)

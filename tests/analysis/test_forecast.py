@@ -7,12 +7,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 from datafakes import T0, FakeService
-from epochs import SUITE_START
 from page_images import make_page
 
 import toolkit as tk
 from toolkit import analysis, plots
-from toolkit.demo import simulate_day
 from toolkit.store import SnapshotStore
 
 # (pages per chapter, target languages): two chapters each, steady while they translate.
@@ -225,12 +223,11 @@ def test_a_group_whose_only_work_needs_a_person_without_details(tmp_path):
         assert (found["needs_action"] == 1).all(), by  # c1, waiting for a re-scan
 
 
-def test_every_project_of_a_demo_day_has_a_date(tmp_path):
+def test_every_project_of_a_demo_day_has_a_date(demo_day):
     """A shortened demo day (seeded projects, uploads, re-scans, failures and held
     pages): each project has a finish for its running work, or says it waits for a
     person, since when, and when it would be done if unblocked now."""
-    store = SnapshotStore(tmp_path / "demo")
-    simulate_day(store, hours=3, progress=False, start=SUITE_START)
+    store = demo_day
     frame = analysis.forecast(store)
     assert len(frame) == len(store.latest("projects"))
     for row in frame.itertuples():

@@ -14,8 +14,6 @@ mean at most 4 misses.
 
 from __future__ import annotations
 
-import socket
-
 import pandas as pd
 import pytest
 from epochs import SUITE_START
@@ -51,21 +49,14 @@ UPLOADS = [
 ]  # fmt: skip
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def history(tmp_path_factory):
+def history(tmp_path_factory, webhook_url):
     """The store up to the forecast, then the true finish of every chapter and of every
-    chapter language, from the events the emulator sent (to an endpoint that refuses
-    them: the delivery log keeps each body)."""
+    chapter language, from the events the emulator sent (to `webhook_url`: the delivery
+    log keeps each body)."""
     with Emulator(clock="manual", start=SUITE_START) as emulator:
         ws = emulator.create_workspace(name="Calibration", credits=1_000_000)
-        emulator.add_webhook(ws["id"], f"http://127.0.0.1:{_closed_port()}/",
-                             ["chapter.finished", "export.ready"])  # fmt: skip
+        emulator.add_webhook(ws["id"], webhook_url, ["chapter.finished", "export.ready"])
         ids = {name: emulator.create_project(ws["id"], name=name, **settings)["id"]
                for name, settings in PROJECTS.items()}  # fmt: skip
         store = SnapshotStore(tmp_path_factory.mktemp("calibration") / "store")

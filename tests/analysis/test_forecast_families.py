@@ -13,7 +13,6 @@ any finish) and asks for at least 80% of at least 30.
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -101,12 +100,6 @@ FAMILIES = {
 }
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @dataclass(frozen=True)
 class Outcome:
     store: SnapshotStore
@@ -114,13 +107,12 @@ class Outcome:
     packaged: dict[tuple[str, str], pd.Timestamp]
 
 
-def _run(family: Family, path) -> Outcome:
+def _run(family: Family, path, webhook: str) -> Outcome:
     """The family's store up to its forecast, and the true finishes from its events (sent
-    to an endpoint that refuses them: the delivery log keeps each body)."""
+    to `webhook`: the delivery log keeps each body)."""
     with Emulator(clock="manual", start=SUITE_START) as emulator:
         ws = emulator.create_workspace(name="Family", credits=1_000_000)
-        emulator.add_webhook(ws["id"], f"http://127.0.0.1:{_closed_port()}/",
-                             ["chapter.finished", "export.ready"])  # fmt: skip
+        emulator.add_webhook(ws["id"], webhook, ["chapter.finished", "export.ready"])
         ids = {name: emulator.create_project(ws["id"], name=name, **settings)["id"]
                for name, settings in family.projects.items()}  # fmt: skip
         store = SnapshotStore(path)
@@ -152,9 +144,9 @@ def _run(family: Family, path) -> Outcome:
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory) -> dict[str, Outcome]:
+def outcomes(tmp_path_factory, webhook_url) -> dict[str, Outcome]:
     return {
-        name: _run(family, tmp_path_factory.mktemp("family") / "store")
+        name: _run(family, tmp_path_factory.mktemp("family") / "store", webhook_url)
         for name, family in FAMILIES.items()
     }
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from deltalake import DeltaTable
-from ledger import WEBHOOK, check_runs, events, true_runs
+from ledger import check_runs, events, true_runs
 from page_images import make_page
 from pandas.testing import assert_frame_equal
 
@@ -33,11 +33,20 @@ from toolkit.store.snapshot_store import StoreUpgraded
 
 
 def simulate(
-    emulator, workspace, client, store, *, steps: int, hours: int, gap: range, failing: float
+    emulator,
+    workspace,
+    client,
+    store,
+    *,
+    webhook: str,
+    steps: int,
+    hours: int,
+    gap: range,
+    failing: float,
 ):
     """Upload comics and novels at every step but the last, let `hours` pass, snapshot
     (except during `gap`), re-scan what failed; the baseline right after the first
-    uploads, with their runs going."""
+    uploads, with their runs going. The events go to `webhook`."""
     ws = workspace["id"]
     common = {"source_language": "ja", "reading_direction": "rtl", "process_steps": "translate"}
     comic = emulator.create_project(ws, name="Moon", kind="comic", target_languages=["en", "fr"],
@@ -46,7 +55,7 @@ def simulate(
                                      **common)  # fmt: skip
     novel = emulator.create_project(ws, name="River", kind="novel", target_languages=["en"],
                                     **common)  # fmt: skip
-    emulator.add_webhook(ws, WEBHOOK, ["chapter.finished", "chapter.failed"], allow_private=True)
+    emulator.add_webhook(ws, webhook, ["chapter.finished", "chapter.failed"], allow_private=True)
     emulator.set_faults(failure_rate=failing, stall_rate=0.1, seed=13)
     client.create_chapter(single["id"], pages=[make_page(999)])  # its only chapter
     for step in range(steps):
@@ -137,7 +146,7 @@ class History:
 
 
 @pytest.fixture(scope="module")
-def histories(tmp_path_factory) -> Iterator[Callable[..., History]]:
+def histories(tmp_path_factory, webhook_url) -> Iterator[Callable[..., History]]:
     """Simulate once, check many times: `histories(start, steps=..., ...)` simulates a
     history the first time it is asked for and hands the same one out after (the events
     change only what is read, so the tests with and without them share it)."""
@@ -151,7 +160,8 @@ def histories(tmp_path_factory) -> Iterator[Callable[..., History]]:
                 workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
                 root = tmp_path_factory.mktemp("history") / "store"
                 with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
-                    simulate(emulator, workspace, client, SnapshotStore(root), **simulation)
+                    store = SnapshotStore(root)
+                    simulate(emulator, workspace, client, store, webhook=webhook_url, **simulation)
                 made[key] = History(emulator, workspace, root)
             return made[key]
 
@@ -233,10 +243,11 @@ class Formats:
 
 @pytest.mark.epochs("morning", "before-midnight")  # the upgrade, then the daily merge
 def test_stores_written_by_earlier_toolkits_read_the_same_figures(
-    emulator, workspace, client, tmp_path, monkeypatch, capsys
+    emulator, workspace, client, tmp_path, monkeypatch, capsys, webhook_url
 ):
     formats = Formats(tmp_path, emulator, monkeypatch)
-    simulate(emulator, workspace, client, formats, steps=6, hours=1, gap=range(0), failing=0.5)
+    simulate(emulator, workspace, client, formats, webhook=webhook_url, steps=6, hours=1,
+             gap=range(0), failing=0.5)  # fmt: skip
     stores = formats.stores
     columns = {
         name: DeltaTable(str(tmp_path / name / "chapters")).schema().to_arrow().names

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from epochs import SUITE_START
-from ledger import WEBHOOK, events
+from ledger import events
 from scenarios import (
     RUN,
     as_many_held_pages_as_ran,
@@ -36,20 +36,21 @@ from toolkit.store import SnapshotStore
 
 
 @pytest.fixture(scope="module")
-def seen(tmp_path_factory) -> Iterator[tuple[Emulator, Path]]:
+def seen(tmp_path_factory, webhook_url) -> Iterator[tuple[Emulator, Path]]:
     """The emulator and the folder of a store that saw every awkward case, simulated once
     for the module: the tests read it (events go into a copy)."""
     root = tmp_path_factory.mktemp("reference") / "store"
     with Emulator(clock="manual", start=SUITE_START) as emulator:
         workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
         with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
-            awkward_cases(emulator, workspace, client, SnapshotStore(root))
+            awkward_cases(emulator, workspace, client, SnapshotStore(root), webhook_url)
         yield emulator, root
 
 
-def awkward_cases(emulator, workspace, client, store) -> None:
-    """Every awkward case, snapshots taken into `store` at chosen moments."""
-    emulator.add_webhook(workspace["id"], WEBHOOK, ["chapter.finished", "chapter.failed"],
+def awkward_cases(emulator, workspace, client, store, webhook: str) -> None:
+    """Every awkward case, snapshots taken into `store` at chosen moments; the events go
+    to `webhook`."""
+    emulator.add_webhook(workspace["id"], webhook, ["chapter.finished", "chapter.failed"],
                          allow_private=True)  # fmt: skip
     comic = emulator.create_project(
         workspace["id"], name="Moonlit Harbor", kind="comic", source_language="ja",

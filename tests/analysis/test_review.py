@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from ledger import WEBHOOK, events
+from ledger import events
 from page_images import make_page
 
 from toolkit import analysis
@@ -92,14 +92,14 @@ def paired_lags(moves: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_a_review_faster_than_the_snapshots_counts_in_the_lag(
-    emulator, workspace, client, tmp_path
+    emulator, workspace, client, tmp_path, webhook_url
 ):
     """Two chapters: one seen waiting, then reviewed 2 hours after it was ready; one
     finished and reviewed 1 hour later between two snapshots (never seen waiting). With
     the `chapter.finished` events in the store, its lag is exact; without them, it is
     placed in the middle of the snapshot before and the review: counted, never dropped."""
     project = emulator.create_project(workspace["id"], name="Fast", **COMIC)
-    emulator.add_webhook(workspace["id"], WEBHOOK, ["chapter.finished"])
+    emulator.add_webhook(workspace["id"], webhook_url, ["chapter.finished"])
     with_events = SnapshotStore(tmp_path / "events")
     without = SnapshotStore(tmp_path / "none")
     for store in (with_events, without):

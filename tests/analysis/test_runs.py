@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from ledger import WEBHOOK, check_runs, events
+from ledger import check_runs, events
 from scenarios import RUN, pages, rescans_and_added_pages_in_one_interval
 
 from toolkit import analysis
@@ -17,8 +17,8 @@ from toolkit.store import SnapshotStore
 
 
 @pytest.fixture
-def project(emulator, workspace):
-    emulator.add_webhook(workspace["id"], WEBHOOK, ["chapter.finished", "chapter.failed"],
+def project(emulator, workspace, webhook_url):
+    emulator.add_webhook(workspace["id"], webhook_url, ["chapter.finished", "chapter.failed"],
                          allow_private=True)  # fmt: skip
     return emulator.create_project(
         workspace["id"], name="Moonlit Harbor", kind="comic", source_language="ja",
@@ -153,12 +153,14 @@ def test_a_snapshot_taken_out_of_order_is_placed_by_its_time(
     both_ways(store, emulator, workspace)
 
 
-def test_a_novel_uploaded_again_after_failing_is_rework(emulator, workspace, client, store):
+def test_a_novel_uploaded_again_after_failing_is_rework(
+    emulator, workspace, client, store, webhook_url
+):
     novel = emulator.create_project(
         workspace["id"], name="River of Stars", kind="novel", source_language="zh",
         reading_direction="ltr", process_steps="translate", target_languages=["en", "es"],
     )  # fmt: skip
-    emulator.add_webhook(workspace["id"], WEBHOOK, ["chapter.finished", "chapter.failed"],
+    emulator.add_webhook(workspace["id"], webhook_url, ["chapter.finished", "chapter.failed"],
                          allow_private=True)  # fmt: skip
     store.take(client)
     emulator.set_faults(failure_rate=1.0, seed=1)

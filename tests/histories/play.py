@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from page_images import make_page
+from webhook_sink import taking_deliveries
 
 from histories.plan import Plan
 from toolkit.client import Client
@@ -23,7 +24,6 @@ from toolkit.emulator import Emulator
 from toolkit.errors import Conflict
 from toolkit.store import SnapshotStore
 
-WEBHOOK = "http://127.0.0.1:9/unreachable"
 RUN = 600  # seconds a small run takes, to wait for one inside an interval
 
 
@@ -228,7 +228,10 @@ TANGLES: dict[str, Callable[[_Player], Iterator[None]]] = {
 @contextmanager
 def played(plan: Plan, root: Path) -> Iterator[History]:
     """Play `plan` into a store under `root`; the emulator and client stay open inside."""
-    with Emulator(clock="manual", start=plan.start) as emulator:
+    with (
+        Emulator(clock="manual", start=plan.start) as emulator,
+        taking_deliveries() as webhook,  # the events are read back from the delivery log
+    ):
         workspace = emulator.create_workspace(name=f"Seed {plan.seed}", credits=10_000_000)
         ws = workspace["id"]
         projects = []
@@ -240,7 +243,7 @@ def played(plan: Plan, root: Path) -> Iterator[History]:
             )  # fmt: skip
             projects.append({"id": made["id"], "kind": project.kind, "idle": project.idle})
         if plan.events:
-            emulator.add_webhook(ws, WEBHOOK, ["chapter.finished", "chapter.failed"],
+            emulator.add_webhook(ws, webhook, ["chapter.finished", "chapter.failed"],
                                  allow_private=True)  # fmt: skip
         emulator.set_faults(failure_rate=plan.failure_rate, stall_rate=plan.stall_rate,
                             seed=plan.seed)  # fmt: skip

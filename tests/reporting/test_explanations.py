@@ -10,7 +10,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 from report_stores import trouble
-from test_demo import Demo, demo  # noqa: F401  (the short demo, run once per module)
+from short_demo import Demo
 
 import toolkit as tk
 from toolkit import metrics
@@ -42,7 +42,7 @@ def sums_match(store: SnapshotStore, shown: dict, **period: str) -> dict[str, pd
     return explained
 
 
-def test_the_demo_s_explanations_sum_to_figures_json_and_agree_with_the_ledger(demo: Demo):  # noqa: F811
+def test_the_demo_s_explanations_sum_to_figures_json_and_agree_with_the_ledger(demo: Demo):
     store = SnapshotStore(str(demo.out / "snapshots"))
     shown = json.loads((demo.out / "figures.json").read_text())
     explained = sums_match(store, shown)

@@ -16,7 +16,6 @@ from pandas.testing import assert_frame_equal
 
 from toolkit import analysis
 from toolkit.cli import main
-from toolkit.demo import simulate_day
 from toolkit.errors import OldStoreLayout
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
@@ -79,9 +78,8 @@ FIGURES = {
 }
 
 
-def test_migrating_the_demo_store_keeps_every_snapshot_event_and_figure(tmp_path, capsys, epoch):
-    original = SnapshotStore(tmp_path / "delta")
-    simulate_day(original, hours=3, progress=False, start=epoch)
+def test_migrating_the_demo_store_keeps_every_snapshot_event_and_figure(tmp_path, capsys, demo_day):
+    original = demo_day
     old, new = tmp_path / "first-layout", tmp_path / "migrated"
     write_first_layout(original, old)
 
@@ -118,10 +116,9 @@ def test_migrate_refuses_what_it_cannot_convert(tmp_path, capsys):
 
 
 def test_a_first_layout_store_is_converted_in_place_by_migrate_or_by_the_next_write(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, demo_day
 ):
-    original = SnapshotStore(tmp_path / "delta")
-    simulate_day(original, hours=2, progress=False)
+    original = demo_day
     by_command, by_write = tmp_path / "by-command", tmp_path / "by-write"
     write_first_layout(original, by_command)
     write_first_layout(original, by_write)

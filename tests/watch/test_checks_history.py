@@ -64,7 +64,6 @@ anomaly_mads = 1000
 COMIC = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
          "process_steps": "translate"}  # fmt: skip
 STEP = 900  # seconds between snapshots
-WEBHOOK = "http://127.0.0.1:9/unreachable"  # the service's deliveries are read back instead
 
 
 def events(emulator: Emulator) -> list[dict]:
@@ -85,12 +84,13 @@ class History:
 
 
 @pytest.fixture(scope="module")
-def history(tmp_path_factory) -> History:
+def history(tmp_path_factory, webhook_url) -> History:
     root = tmp_path_factory.mktemp("watch") / "store"
     with Emulator(clock="manual", start=SUITE_START) as emulator:
         studio_ws = emulator.create_workspace(name="Studio", credits=100_000)
         annex_ws = emulator.create_workspace(name="Annex", credits=1_000)
-        emulator.add_webhook(studio_ws["id"], WEBHOOK, ["chapter.finished", "chapter.failed"])
+        # The deliveries are read back from the emulator's log.
+        emulator.add_webhook(studio_ws["id"], webhook_url, ["chapter.finished", "chapter.failed"])
         project = {name: emulator.create_project(studio_ws["id"], name=name,
                                                  target_languages=["en", "fr"], **COMIC)["id"]
                    for name in ("Moonlit Harbor", "Harbor Lights", "Side Stories")}  # fmt: skip
