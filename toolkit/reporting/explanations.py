@@ -1,27 +1,32 @@
-"""Every headline figure opened down to the rows that make it (`tk.explain`).
+"""Every figure opened down to the rows that make it (`tk.explain`).
 
 ```python
 rows = tk.explain(store, "rework_credits")             # the period figures() counts
 rows = tk.explain(store, "lines", project="Moonlit Harbor", language="fr")
 rows["value"].sum() == figures(store).totals["rework_credits"]
+rows = tk.explain(store, "median_cycle_hours")         # the runs the median is taken over
+recount(rows) == figures(store).totals["median_cycle_hours"]
 ```
 
 One row per contribution: the run, charge, snapshot or chapter it comes from
 (`source`, `source_id`), the chapter and project, its times, the rule that counted it
 (`rule`: the registry's definition, or the reason a chapter needs a person), a
-`detail` in words and a `value` whose sum, per project, is the figure `figures` shows
-for the same period (docs/figures.md, "Explanations"). Each figure is read from the
+`detail` in words, a `value` and whether the figure is taken over the row (`counts`).
+A sum's values sum, per project, to the figure `figures` shows for the same period; a
+median, a mean, a pace or a finish is taken over the rows that count as `HOW` says and
+`recount` does (docs/figures.md, "Explanations"). Each figure is read from the
 same analysis the figure is counted by, never counted a second way: runs that finished
 (`cycle_times`), failed and stalled runs (`failures`), each run's charge (the runs
 frame: `credits`, `rework`, seen at a snapshot), each chapter-language's lines at each
-snapshot (the throughput's own query, not summed), and the chapters at the period's
-last snapshot as the forecast sees them (`seen_at`, `is_open`).
+snapshot (the throughput's own query, not summed), the chapters at the period's
+last snapshot as the forecast sees them (`seen_at`, `is_open`), and the forecast by
+chapter for its own figures (`explained_inputs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import pandas as pd
@@ -35,18 +40,47 @@ from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, rescans_seen
 from toolkit.analysis.transitions import Transitions
 from toolkit.formatting import count
+from toolkit.reporting.explained_inputs import INPUTS
 from toolkit.reporting.figures import FIGURES, Period, period
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-# The figures `explain` opens: the headline figures of a period (reporting/figures.py).
-EXPLAINED: Final = FIGURES
+__all__ = ["COLUMNS", "EXPLAINED", "HOW", "TAKEN", "explain", "recount"]
+
+# How a figure is made of its rows that count: summed; the median, mean, largest or
+# smallest of their values; or, for a moment, the latest of their `finished_at`.
+How = Literal["sum", "median", "mean", "max", "min", "latest"]
+HOW: Final[dict[str, How]] = {
+    **dict.fromkeys(FIGURES, "sum"),
+    "median_cycle_hours": "median", "mean_cycle_hours": "mean", "longest_cycle_hours": "max",
+    "open_chapters": "sum", "needs_action_lines": "sum", "open_work_lines": "sum",
+    "lines_per_hour": "mean", "bins": "min", "finish_p10": "latest", "finish_p50": "latest",
+    "finish_p90": "latest", "hours_p50": "max", "reviewed_p50": "latest",
+    "review_lag_hours": "median",
+}  # fmt: skip
+# `HOW` in words, for the reader checking a figure by hand (`toolkit explain`).
+TAKEN: Final[dict[How, str]] = {
+    "sum": "the sum of the values",
+    "median": "the median of the values of the rows that count",
+    "mean": "the mean of the values of the rows that count",
+    "max": "the largest value of the rows that count",
+    "min": "the smallest value of the rows that count",
+    "latest": "the latest finish of the rows that count (value: its hours after the snapshot)",
+}
+# The figures `explain` opens, in the registry's order.
+EXPLAINED: Final = tuple(name for name in metrics.FIGURES if name in HOW)
 # Figures counted per target language: only these take `language=`.
-BY_LANGUAGE: Final = ("lines", "open_lines")
+BY_LANGUAGE: Final = ("lines", "open_lines", "open_work_lines")
+# Why the registry's other figures are not opened: each is one of these.
+_WHY_NOT = (
+    "texts and moments of a table (status, band, as_of, verdict, a reason) are read "
+    "beside the figures they describe; per-row values (cycle_hours, waiting_since) are "
+    "their own rows; the rest are not explained yet"
+)
 COLUMNS: Final = ["figure", "project_id", "project", "chapter_id", "chapter", "language_code",
                   "source", "source_id", "at", "started_at", "finished_at", "rule", "detail",
-                  "value"]  # fmt: skip
+                  "value", "counts"]  # fmt: skip
 TEXT = pd.StringDtype()
 TIME: Final = "datetime64[us, UTC]"
 Reader = Callable[[Observed, Period], pd.DataFrame]
@@ -62,17 +96,19 @@ def explain(
     until: pd.Timestamp | str | None = None,
     tz: str = "UTC",
 ) -> pd.DataFrame:
-    """The rows behind one headline figure of a period: one per contribution, whose
-    `value` sums to the figure `tk.report` shows for the same period and scope.
+    """The rows behind one figure of a period: one per contribution, whose `value`
+    sums to the figure `tk.report` shows for the same period and scope (a figure that
+    is not a sum: `recount(rows)` takes it over the rows that count, as `HOW` says).
 
     Args:
         store: A store (or its `Observed` view).
-        figure: A headline figure's name (`credits`, `rework_credits`, `lines`,
-            `chapters_finished`, `runs_failed`, `runs_stalled`, `open_lines`,
-            `needs_action`); `tk.glossary()` lists every figure.
+        figure: A figure's name from `EXPLAINED`: the headline figures (`credits`,
+            `rework_credits`, `lines`, `chapters_finished`, `runs_failed`,
+            `runs_stalled`, `open_lines`, `needs_action`), run times, the forecast's
+            figures and review lags; `tk.glossary()` says what each counts.
         project: Only this project, by id or by name.
-        language: Only this target language (`lines` and `open_lines`: the figures
-            counted per language).
+        language: Only this target language (`lines`, `open_lines` and
+            `open_work_lines`: the figures counted per language).
         since: The period's start, as `figures` takes it (a naive time is read in `tz`);
             by default the midnight seven days before the last snapshot.
         until: The period's end, excluded; by default just after the last snapshot.
@@ -82,17 +118,23 @@ def explain(
         `figure, project_id, project, chapter_id, chapter, language_code, source`
         (`run`, `charge`, `snapshot` or `chapter`), `source_id` (the run id; for lines,
         `<chapter_id>/<language>@<snapshot time>`), `at` (when it counted), `started_at`,
-        `finished_at`, `rule`, `detail`, `value`; sorted by `at`, then chapter. No rows
-        when the period has no data (the figure is then unknown, not 0).
+        `finished_at` (for a forecast's moment: the chapter's own), `rule`, `detail`,
+        `value` and `counts` (whether the figure is taken over the row); sorted by
+        `at`, then chapter. No rows when the period has no data (the figure is then
+        unknown, not 0).
 
     Raises:
         ValueError: `figure` is not one `explain` opens, `language` was given for a
             figure not counted per language, or `project` names no project.
     """
     if figure not in EXPLAINED:
-        what = "a figure explain cannot open yet" if figure in metrics.FIGURES else "no figure"
+        what = (
+            f"a figure explain does not open ({_WHY_NOT})"
+            if figure in metrics.FIGURES
+            else "no figure"
+        )
         raise ValueError(
-            f"{figure!r} is {what}; explain opens the headline figures: "
+            f"{figure!r} is {what}; explain opens these: "
             f"{', '.join(EXPLAINED)} (tk.glossary() says what each counts)"
         )
     if language is not None and figure not in BY_LANGUAGE:
@@ -103,7 +145,8 @@ def explain(
     obs = observe(store)
     when = period(obs, since=since, until=until, tz=tz)
     projects = _project_ids(obs, project)
-    rows = _empty() if not when.has_data else _ROWS[figure](obs, when)
+    read = _ROWS.get(figure) or INPUTS[figure]
+    rows = _empty() if not when.has_data else read(obs, when)
     if projects is not None:
         rows = rows[rows["project_id"].isin(projects)]
     if language is not None:
@@ -111,6 +154,29 @@ def explain(
     rows = rows.reindex(columns=COLUMNS).assign(figure=figure)
     rows["rule"] = rows["rule"].astype(object).fillna(metrics.FIGURES[figure].definition)
     return _shaped(rows, obs)
+
+
+def recount(rows: pd.DataFrame, figure: str | None = None) -> float | int | pd.Timestamp | None:
+    """The figure `rows` (one figure's explanation, or one project's part of it) make,
+    taken as `HOW` says over the rows that count: what a reader can check by hand.
+    None where the figure is unknown: a sum with an unknown part, a finish where a
+    chapter that counts has none, a median of no row. A sum of no row is 0 (a period
+    with no data has no row either: its figure is None, which `explain` cannot tell)."""
+    name = figure if figure is not None else str(rows["figure"].iloc[0])
+    how = HOW[name]
+    counted = rows[rows["counts"].to_numpy(bool)]
+    if how == "latest":
+        moments = counted["finished_at"]
+        return None if moments.empty or moments.isna().any() else pd.Timestamp(moments.max())
+    values = counted["value"].astype("Float64")
+    if how == "sum":
+        return None if values.isna().any() else values.sum()
+    if how == "max" and values.isna().any():  # a chapter without a finish: none
+        return None
+    values = values.dropna()
+    if values.empty:
+        return None
+    return float(getattr(values, how)())
 
 
 def _project_ids(obs: Observed, asked: str | None) -> list[str] | None:
@@ -145,12 +211,13 @@ def _shaped(rows: pd.DataFrame, obs: Observed) -> pd.DataFrame:
     for column in ("at", "started_at", "finished_at"):
         if rows[column].dtype != TIME:  # already so when every reader gave a time
             rows[column] = pd.to_datetime(rows[column], utc=True).astype(TIME)
-    texts = [c for c in COLUMNS if c not in ("at", "started_at", "finished_at", "value")]
+    texts = [c for c in COLUMNS if c not in ("at", "started_at", "finished_at", "value", "counts")]
     for column in texts:
         if rows[column].dtype != TEXT:
             rows[column] = rows[column].astype(TEXT)
+    rows["counts"] = rows["counts"].astype(object).fillna(True).astype(bool)
     rows["value"] = pd.to_numeric(rows["value"]).astype("Float64")
-    if len(rows) and (rows["value"] == rows["value"].round()).all():
+    if len(rows) and (rows["value"] == rows["value"].round()).fillna(False).all():
         rows["value"] = rows["value"].astype("Int64")  # counts and whole credits stay whole
     elif not len(rows):
         rows["value"] = rows["value"].astype("Int64")
