@@ -278,7 +278,8 @@ def _failed(kind: str) -> Reader:
                 "project_id": found["project_id"], "project": found["project"],
                 "chapter_id": found["chapter_id"], "chapter": found["chapter"],
                 "source": "run", "source_id": found["run_id"], "at": found["seen_at"],
-                "started_at": found["run_id"].astype(object).map(started),
+                # reindex, not map: ids mapped through no run at all come back as floats
+                "started_at": started.reindex(found["run_id"].astype(object)).to_numpy(),
                 "finished_at": found["seen_at"],
                 "detail": found["run_kind"].astype(str) + " run: " +
                 found["failure_reason"].astype(object).fillna("(no reason given)").astype(str),
