@@ -188,8 +188,7 @@ def _explain(args: argparse.Namespace) -> None:
     from toolkit import metrics
     from toolkit.config import store_path
     from toolkit.formatting import show, text
-    from toolkit.reporting import explain, label, period
-    from toolkit.reporting.explanations import HOW, TAKEN, recount
+    from toolkit.reporting import HOW, TAKEN, explain, label, period, recount
     from toolkit.store import SnapshotStore
 
     path = store_path(args.store)

@@ -12,13 +12,15 @@ from toolkit.cli import main
 from toolkit.watch.findings import Finding
 from toolkit.watch.notify import headline
 from toolkit.watch.outbox import Message
-from toolkit.watch.wording import explain
+from toolkit.watch.wording import explain_command
 
 
 def test_a_chapter_alert_names_the_command_that_shows_why_and_it_runs(tmp_path, capsys):
     store = trouble(tmp_path / "store")
     figures = {"chapter_id": "c2", "project_id": "p2", "since": "2026-03-02T12:00:00+00:00"}
-    command = explain("stalled", figures, scope="chapter", subject="Star Courier: Chapter 1")
+    command = explain_command(
+        "stalled", figures, scope="chapter", subject="Star Courier: Chapter 1"
+    )
     assert command == "toolkit explain needs_action --project p2"
     argv = [*shlex.split(command)[1:], "--store", str(store.root)]
     assert main(argv) == 0
@@ -29,17 +31,17 @@ def test_a_chapter_alert_names_the_command_that_shows_why_and_it_runs(tmp_path, 
 def test_a_budget_names_its_project_and_period_and_the_agency_s_names_none():
     figures = {"period_start": "2026-03-01T00:00:00+00:00",
                "period_end": "2026-04-01T00:00:00+00:00"}  # fmt: skip
-    assert explain("budget", figures, scope="project", subject="Moonlit Harbor") == (
+    assert explain_command("budget", figures, scope="project", subject="Moonlit Harbor") == (
         "toolkit explain credits --project 'Moonlit Harbor' --since 2026-03-01T00:00:00+00:00 "
         "--until 2026-04-01T00:00:00+00:00"
     )
-    assert explain("budget", figures, scope="workspace", subject="studio").startswith(
+    assert explain_command("budget", figures, scope="workspace", subject="studio").startswith(
         "toolkit explain credits --since"
     )
-    assert explain("budget", figures, scope="agency", subject="the agency") is None
-    assert explain("missing_events", {}, scope="chapter") is None
+    assert explain_command("budget", figures, scope="agency", subject="the agency") is None
+    assert explain_command("missing_events", {}, scope="chapter") is None
     spike = {"measure": "spend", "bin_start": "2026-03-02T10:00:00+00:00"}
-    assert explain("anomaly", spike, scope="project", subject="Star Courier") == (
+    assert explain_command("anomaly", spike, scope="project", subject="Star Courier") == (
         "toolkit explain credits --project 'Star Courier' --since 2026-03-02T10:00:00+00:00"
     )
 

@@ -1,5 +1,9 @@
 """Every figure opened down to the rows that make it (`tk.explain`).
 
+Past 400 lines on purpose: one reader per headline figure beside the one shape and
+order every explanation takes; the figures that are not sums read theirs in
+`explained_inputs`.
+
 ```python
 rows = tk.explain(store, "rework_credits")             # the period figures() counts
 rows = tk.explain(store, "lines", project="Moonlit Harbor", language="fr")
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from toolkit import metrics
 from toolkit.analysis import STALL_AFTER, cycle_times, failures
@@ -70,6 +75,8 @@ TAKEN: Final[dict[How, str]] = {
 }
 # The figures `explain` opens, in the registry's order.
 EXPLAINED: Final = tuple(name for name in metrics.FIGURES if name in HOW)
+# Readers that give their rows sorted as `_shaped` would (by DuckDB).
+_PRESORTED: Final = ("lines",)
 # Figures counted per target language: only these take `language=`.
 BY_LANGUAGE: Final = ("lines", "open_lines", "open_work_lines")
 # Why the registry's other figures are not opened: each is one of these.
@@ -152,8 +159,11 @@ def explain(
     if language is not None:
         rows = rows[rows["language_code"] == language]
     rows = rows.reindex(columns=COLUMNS).assign(figure=figure)
-    rows["rule"] = rows["rule"].astype(object).fillna(metrics.FIGURES[figure].definition)
-    return _shaped(rows, obs)
+    if rows["rule"].isna().all():  # one rule for every row: the figure's definition
+        rows["rule"] = pd.Series(metrics.FIGURES[figure].definition, rows.index, dtype=TEXT)
+    else:
+        rows["rule"] = rows["rule"].astype(object).fillna(metrics.FIGURES[figure].definition)
+    return _shaped(rows, obs, presorted=figure in _PRESORTED)
 
 
 def recount(rows: pd.DataFrame, figure: str | None = None) -> float | int | pd.Timestamp | None:
@@ -199,21 +209,30 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame({column: pd.Series(dtype=object) for column in COLUMNS})
 
 
-def _shaped(rows: pd.DataFrame, obs: Observed) -> pd.DataFrame:
-    """The rows in `COLUMNS`' order and types, names filled in, sorted by time."""
+def _shaped(rows: pd.DataFrame, obs: Observed, *, presorted: bool = False) -> pd.DataFrame:
+    """The rows in `COLUMNS`' order and types, names filled in, sorted by time (unless
+    the reader sorted them: `presorted`). A column no reader filled is made empty of
+    its type at once, not converted value by value."""
     rows = rows.reindex(columns=COLUMNS)
-    names = _project_names(obs)
-    project = rows["project"].astype(object)
-    rows["project"] = project.where(project.notna(), rows["project_id"].astype(object).map(names))
-    chapter = rows["chapter"].astype(object)
-    rows["chapter"] = chapter.where(chapter.notna(), rows["chapter_id"].astype(object).map(
-        _chapter_names(obs)))  # fmt: skip
+    for column, look_up in (("project", _project_names), ("chapter", _chapter_names)):
+        named = rows[column]
+        if named.isna().any():
+            ids = rows[f"{column}_id"].astype(object)
+            rows[column] = named.astype(object).where(named.notna(), ids.map(look_up(obs)))
     for column in ("at", "started_at", "finished_at"):
-        if rows[column].dtype != TIME:  # already so when every reader gave a time
+        if rows[column].dtype == TIME:  # already so when every reader gave a time
+            continue
+        if rows[column].isna().all():
+            rows[column] = pd.Series(pd.NaT, index=rows.index, dtype=TIME)
+        else:
             rows[column] = pd.to_datetime(rows[column], utc=True).astype(TIME)
     texts = [c for c in COLUMNS if c not in ("at", "started_at", "finished_at", "value", "counts")]
     for column in texts:
-        if rows[column].dtype != TEXT:
+        if rows[column].dtype == TEXT:
+            continue
+        if rows[column].isna().all():
+            rows[column] = pd.Series(pd.NA, index=rows.index, dtype=TEXT)
+        else:
             rows[column] = rows[column].astype(TEXT)
     rows["counts"] = rows["counts"].astype(object).fillna(True).astype(bool)
     rows["value"] = pd.to_numeric(rows["value"]).astype("Float64")
@@ -221,6 +240,8 @@ def _shaped(rows: pd.DataFrame, obs: Observed) -> pd.DataFrame:
         rows["value"] = rows["value"].astype("Int64")  # counts and whole credits stay whole
     elif not len(rows):
         rows["value"] = rows["value"].astype("Int64")
+    if presorted:
+        return rows.reset_index(drop=True)
     return sorted_by(rows, ["at", "chapter_id", "source_id"])
 
 
@@ -324,13 +345,27 @@ def _charges(column: str) -> Reader:
 # The throughput's own query (`measures.LINES_SQL`), grouped by snapshot and
 # chapter-language instead of summed per period: one period per snapshot position.
 # A chapter-language as one text (the ids hold no tab), split again by DuckDB: a struct
-# key would come back as a Python dict per row, seconds for a busy week's 100,000 rows.
+# key would come back as a Python dict per row. A busy week is 100,000 rows: DuckDB also
+# names them, builds their ids and sorts them, and they come back as Arrow columns
+# (pandas would take seconds to map, format and sort them one text at a time).
 _LINES_KEY = "project_id || chr(9) || chapter_id || chr(9) || language_code"
 _LINES_ROWS = """
-SELECT period AS idx, split_part(key, chr(9), 1) AS project_id,
-       split_part(key, chr(9), 2) AS chapter_id, split_part(key, chr(9), 3) AS language_code,
-       lines
-FROM ({lines}) WHERE lines <> 0
+SELECT project_id, n.project, chapter_id, c.chapter, language_code,
+       'snapshot' AS source,
+       chapter_id || '/' || language_code || '@' || s.shown AS source_id, s.at,
+       CASE WHEN r.chapter_id IS NULL THEN '{rose}' ELSE '{restarted}' END AS detail,
+       lines AS value
+FROM (
+    SELECT period AS idx, split_part(key, chr(9), 1) AS project_id,
+           split_part(key, chr(9), 2) AS chapter_id,
+           split_part(key, chr(9), 3) AS language_code, lines
+    FROM ({lines}) WHERE lines <> 0
+) l
+JOIN stamps s USING (idx)
+LEFT JOIN (SELECT DISTINCT chapter_id, idx FROM resets) r USING (chapter_id, idx)
+LEFT JOIN project_names n USING (project_id)
+LEFT JOIN chapter_names c USING (chapter_id)
+ORDER BY s.at, chapter_id, source_id
 """
 _RESTARTED = "re-scan seen: its coverage counts in full"
 _ROSE = "the rise of its coverage since the snapshot before"
@@ -338,33 +373,33 @@ _ROSE = "the rise of its coverage since the snapshot before"
 
 def _lines(obs: Observed, when: Period) -> pd.DataFrame:
     """Each chapter-language's lines at each snapshot of the period: the rise of
-    `covered`, in full after a restart (the detail says which)."""
+    `covered`, in full after a restart (the detail says which); sorted as `_shaped`
+    sorts."""
     times = obs.manifest["snapshot_at"]
     inside = ((times >= when.since) & (times < when.until)).to_numpy(bool)
     idx = np.flatnonzero(inside).astype("int64")
     if not len(idx):
         return _empty()
-    resets = rescans_seen(obs).drop_duplicates(ignore_index=True)
-    keys = obs.store.query(
-        _LINES_ROWS.format(lines=LINES_SQL.format(key=_LINES_KEY)),
-        frames={"resets": resets, "periods": pd.DataFrame({"idx": idx, "period": idx})},
-    )
-    position = keys["idx"].to_numpy("int64")
-    marked = resets.assign(again=True)
-    pairs = keys[["chapter_id", "idx"]].astype({"chapter_id": object})
-    again = pairs.merge(marked, on=["chapter_id", "idx"], how="left")["again"].notna()
-    # Each snapshot's time once, then by position: not a text per row.
-    stamps = pd.Series(times.to_numpy()[position], dtype=TIME)
-    shown = pd.Series(times.dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)[position])
-    return pd.DataFrame(
-        {
-            "project_id": keys["project_id"], "chapter_id": keys["chapter_id"],
-            "language_code": keys["language_code"], "source": "snapshot",
-            "source_id": keys["chapter_id"] + "/" + keys["language_code"] + "@" + shown,
-            "at": stamps, "detail": np.where(again.to_numpy(bool), _RESTARTED, _ROSE),
-            "value": keys["lines"].astype("int64"),
-        }
+    stamps = pd.DataFrame(
+        {"idx": idx, "period": idx, "at": times[inside].astype(TIME).to_numpy(),
+         "shown": times[inside].dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)}
     )  # fmt: skip
+    names = _project_names(obs)
+    chapters = _chapter_names(obs)
+    found = obs.store.query_arrow(
+        _LINES_ROWS.format(lines=LINES_SQL.format(key=_LINES_KEY), rose=_ROSE,
+                           restarted=_RESTARTED),
+        frames={
+            "resets": rescans_seen(obs).drop_duplicates(ignore_index=True),
+            "periods": stamps[["idx", "period"]], "stamps": stamps,
+            "project_names": pd.DataFrame({"project_id": names.index.astype(str),
+                                           "project": names.to_numpy(object)}),
+            "chapter_names": pd.DataFrame({"chapter_id": chapters.index.astype(str),
+                                           "chapter": chapters.to_numpy(object)}),
+        },
+    )  # fmt: skip
+    text = {pa.string(): TEXT, pa.large_string(): TEXT}
+    return found.to_pandas(types_mapper=text.get)
 
 
 def _at_end(obs: Observed, when: Period) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:

@@ -75,7 +75,7 @@ EXPLAINED_BY = {"stalled": "needs_action", "failed_waiting": "needs_action",
 _MEASURES = {"spend": "credits", "lines": "lines", "failure_rate": "runs_failed"}
 
 
-def explain(
+def explain_command(
     check: str, figures: dict[str, Any], *, scope: str = "", subject: str = ""
 ) -> str | None:
     """The `toolkit explain` command that shows the rows behind an alert's figure, for
