@@ -20,7 +20,7 @@ counts the figure, never counts it a second way:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["INPUTS"]
 
 Reader = Callable[["Observed", "Period"], pd.DataFrame]
-HOUR: Final = pd.Timedelta(hours=1)
 
 
 def _runs(obs: Observed, when: Period) -> pd.DataFrame:
@@ -78,6 +77,12 @@ def _detail(outlook: pd.DataFrame) -> pd.Series:
     return pd.Series(said, index=outlook.index, dtype=object)
 
 
+def _hours(spans: pd.Series) -> pd.Series:
+    """Time spans in hours (null where either end is unknown)."""
+    hours: pd.Series = (spans.dt.total_seconds() / 3600).astype("Float64")
+    return hours
+
+
 def _outlook(column: str) -> Reader:
     def rows(obs: Observed, when: Period) -> pd.DataFrame:
         """One row per chapter the forecast's figure is made of (`column` of the forecast
@@ -91,13 +96,13 @@ def _outlook(column: str) -> Reader:
         moment = pd.Series(pd.NaT, index=outlook.index, dtype=outlook["as_of"].dtype)
         if column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50"):
             moment = outlook[column]
-            value = ((moment - outlook["as_of"]) / HOUR).astype("Float64")
+            value = _hours(moment - outlook["as_of"])
         elif column == "open_chapters":
             value = pd.Series(1, index=outlook.index)
         else:
             value = outlook[column].astype("Float64")
         if column == "reviewed_p50":
-            lag = (outlook["reviewed_p50"] - outlook["finish_p50"]) / HOUR
+            lag = _hours(outlook["reviewed_p50"] - outlook["finish_p50"])
             detail = detail + "; review lag " + lag.map(
                 lambda h: "unknown (no review seen)" if pd.isna(h) else f"{h:.1f} h")  # fmt: skip
         if waiting:

@@ -399,7 +399,8 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
         },
     )  # fmt: skip
     text = {pa.string(): TEXT, pa.large_string(): TEXT}
-    return found.to_pandas(types_mapper=text.get)
+    rows: pd.DataFrame = found.to_pandas(types_mapper=text.get)
+    return rows
 
 
 def _at_end(obs: Observed, when: Period) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
