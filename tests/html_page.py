@@ -30,7 +30,8 @@ class Page(HTMLParser):
         if tag == "img":
             self.images.append(attributes["src"])
         for name in ("src", "href"):
-            if name in attributes and not attributes[name].startswith("data:"):
+            # A `#fragment` is a place in the same page (the drill-down), not outside it.
+            if name in attributes and not attributes[name].startswith(("data:", "#")):
                 self.outside.append(attributes[name])
         if tag in ("link", "script", "iframe"):
             self.outside.append(tag)

@@ -54,9 +54,9 @@ def test_explain_writes_every_column_as_csv(store_path, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["median_cycle_hours"], "'median_cycle_hours' is a figure explain cannot open yet; "
-                                 "explain opens the headline figures: chapters_finished"),
-        (["nonsense"], "'nonsense' is no figure; explain opens the headline figures"),
+        (["verdict"], "'verdict' is a figure explain does not open (texts and moments of a "
+                      "table"),
+        (["nonsense"], "'nonsense' is no figure; explain opens these: chapters_finished"),
         (["credits", "--language", "fr"], "'credits' is not counted per language"),
         (["credits", "--project", "Nowhere"], "no project 'Nowhere' in the store; give a "
                                               "project's id or one of its names: Moonlit"),
@@ -67,6 +67,17 @@ def test_what_cannot_be_explained_is_refused_in_words(store_path, capsys, argv, 
     err = capsys.readouterr().err
     assert err.startswith(f"toolkit explain: {said}")
     assert err.count("\n") == 1
+
+
+def test_a_median_says_how_its_rows_make_it(store_path, capsys):
+    assert main(["explain", "median_cycle_hours", "--store", store_path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    median = tk.explain(tk.SnapshotStore(store_path), "median_cycle_hours")["value"].median()
+    assert (
+        lines[0]
+        == f"median run time, 2-3 Mar: {tk.formatting.show('median_cycle_hours', median)}, 3 rows"
+    )
+    assert lines[1] == "Taken as: the median of the values of the rows that count"
 
 
 def test_a_store_without_snapshots_is_named(tmp_path, capsys):

@@ -265,8 +265,8 @@ def _agency_page(args: argparse.Namespace) -> None:
 def _explain(args: argparse.Namespace) -> None:
     from toolkit import metrics
     from toolkit.config import store_path
-    from toolkit.formatting import text
-    from toolkit.reporting import explain, label, period
+    from toolkit.formatting import show, text
+    from toolkit.reporting import HOW, TAKEN, explain, label, period, recount
     from toolkit.store import SnapshotStore
 
     path = store_path(args.store)
@@ -289,9 +289,15 @@ def _explain(args: argparse.Namespace) -> None:
     if not when.has_data:
         print(f"{label(args.figure, when)}: no data (no snapshot in the period)")
         return
-    total = rows["value"].sum()
-    print(f"{label(args.figure, when)}: {total:,} {figure.unit}, {len(rows)} rows")
+    total = recount(rows, args.figure)
+    said = show(args.figure, total) or "unknown"
+    unit = f" {figure.unit}" if figure.format in ("count", "credits") else ""
+    print(f"{label(args.figure, when)}: {said}{unit}, {len(rows)} rows")
+    if HOW[args.figure] != "sum":  # how the rows make it, to check by hand
+        print(f"Taken as: {TAKEN[HOW[args.figure]]}")
     shown = rows.drop(columns=["figure"]).rename(columns={"value": args.figure})
+    if shown["counts"].all():  # every row counts: nothing to mark
+        shown = shown.drop(columns=["counts"])
     if shown["rule"].nunique() <= 1:  # one rule for every row: said once, above the rows
         print(f"Counted: {figure.definition}")
         shown = shown.drop(columns=["rule"])
@@ -651,7 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(handler=_report)
 
     explained = commands.add_parser(
-        "explain", help="the rows behind a headline figure: runs, charges, lines, chapters"
+        "explain", help="the rows behind a figure: runs, charges, lines, chapters"
     )
     explained.add_argument(
         "figure", metavar="FIGURE",

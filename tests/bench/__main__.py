@@ -2,7 +2,8 @@
 
 Names: pull (with the incremental snapshot and the emulator's figures), history,
 uploads, webhooks, dashboard, watch, agency; all of them by default. `growth` (issue 31's table
-over sizes of history, hours at its full matrix) runs only when named. Each prints its table as it
+over sizes of history, hours at its full matrix) and `explain` (tk.explain of each headline
+figure over a week, `--days` of history) run only when named. Each prints its table as it
 finishes; with `--out FILE` the tables are also written to FILE (Markdown).
 """
 
@@ -14,8 +15,9 @@ from collections.abc import Callable
 
 from tests.bench.table import Table, machine
 
-NAMES = ("pull", "history", "uploads", "webhooks", "dashboard", "watch", "agency")
-ON_REQUEST = ("growth",)
+uploads, webhooks, dashboard, watch, agency; all of them by default. `growth` (issue 31's table
+over sizes of history, hours at its full matrix) and `explain` (tk.explain of each headline
+figure over a week, `--days` of history) run only when named. Each prints its table as it
 
 
 def _pull(args: argparse.Namespace) -> list[Table]:
@@ -96,6 +98,14 @@ def _growth(args: argparse.Namespace) -> list[Table]:
     )
 
 
+def _explain(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_explain import ExplainOptions, run
+
+    days = args.days or (30 if args.quick else 365)
+    return run(ExplainOptions(days=days, chapters=args.chapters, runs=args.runs or 3,
+                              store=args.store))  # fmt: skip
+
+
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "pull": _pull,
     "history": _history,
@@ -105,6 +115,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "watch": _watch,
     "agency": _agency,
     "growth": _growth,
+    "explain": _explain,
 }
 
 

@@ -28,6 +28,8 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["review_backlog", "review_lag_hours", "review_lags", "review_moves"]
+
 COLUMNS = ["waiting", "oldest_wait_hours", "reviews_per_day", "review_lag_hours", "as_of"]
 
 

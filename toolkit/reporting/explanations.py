@@ -1,30 +1,40 @@
-"""Every headline figure opened down to the rows that make it (`tk.explain`).
+"""Every figure opened down to the rows that make it (`tk.explain`).
+
+Past 400 lines on purpose: one reader per headline figure beside the one shape and
+order every explanation takes; the figures that are not sums read theirs in
+`explained_inputs`.
 
 ```python
 rows = tk.explain(store, "rework_credits")             # the period figures() counts
 rows = tk.explain(store, "lines", project="Moonlit Harbor", language="fr")
 rows["value"].sum() == figures(store).totals["rework_credits"]
+rows = tk.explain(store, "median_cycle_hours")         # the runs the median is taken over
+recount(rows) == figures(store).totals["median_cycle_hours"]
 ```
 
 One row per contribution: the run, charge, snapshot or chapter it comes from
 (`source`, `source_id`), the chapter and project, its times, the rule that counted it
 (`rule`: the registry's definition, or the reason a chapter needs a person), a
-`detail` in words and a `value` whose sum, per project, is the figure `figures` shows
-for the same period (docs/figures.md, "Explanations"). Each figure is read from the
+`detail` in words, a `value` and whether the figure is taken over the row (`counts`).
+A sum's values sum, per project, to the figure `figures` shows for the same period; a
+median, a mean, a pace or a finish is taken over the rows that count as `HOW` says and
+`recount` does (docs/figures.md, "Explanations"). Each figure is read from the
 same analysis the figure is counted by, never counted a second way: runs that finished
 (`cycle_times`), failed and stalled runs (`failures`), each run's charge (the runs
 frame: `credits`, `rework`, seen at a snapshot), each chapter-language's lines at each
-snapshot (the throughput's own query, not summed), and the chapters at the period's
-last snapshot as the forecast sees them (`seen_at`, `is_open`).
+snapshot (the throughput's own query, not summed), the chapters at the period's
+last snapshot as the forecast sees them (`seen_at`, `is_open`), and the forecast by
+chapter for its own figures (`explained_inputs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from toolkit import metrics
 from toolkit.analysis import STALL_AFTER, cycle_times, failures
@@ -35,18 +45,49 @@ from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, rescans_seen
 from toolkit.analysis.transitions import Transitions
 from toolkit.formatting import count
+from toolkit.reporting.explained_inputs import INPUTS
 from toolkit.reporting.figures import FIGURES, Period, period
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-# The figures `explain` opens: the headline figures of a period (reporting/figures.py).
-EXPLAINED: Final = FIGURES
+__all__ = ["COLUMNS", "EXPLAINED", "HOW", "TAKEN", "explain", "recount"]
+
+# How a figure is made of its rows that count: summed; the median, mean, largest or
+# smallest of their values; or, for a moment, the latest of their `finished_at`.
+How = Literal["sum", "median", "mean", "max", "min", "latest"]
+HOW: Final[dict[str, How]] = {
+    **dict.fromkeys(FIGURES, "sum"),
+    "median_cycle_hours": "median", "mean_cycle_hours": "mean", "longest_cycle_hours": "max",
+    "open_chapters": "sum", "needs_action_lines": "sum", "open_work_lines": "sum",
+    "lines_per_hour": "mean", "bins": "min", "finish_p10": "latest", "finish_p50": "latest",
+    "finish_p90": "latest", "hours_p50": "max", "reviewed_p50": "latest",
+    "review_lag_hours": "median",
+}  # fmt: skip
+# `HOW` in words, for the reader checking a figure by hand (`toolkit explain`).
+TAKEN: Final[dict[How, str]] = {
+    "sum": "the sum of the values",
+    "median": "the median of the values of the rows that count",
+    "mean": "the mean of the values of the rows that count",
+    "max": "the largest value of the rows that count",
+    "min": "the smallest value of the rows that count",
+    "latest": "the latest finish of the rows that count (value: its hours after the snapshot)",
+}
+# The figures `explain` opens, in the registry's order.
+EXPLAINED: Final = tuple(name for name in metrics.FIGURES if name in HOW)
+# Readers that give their rows sorted as `_shaped` would (by DuckDB).
+_PRESORTED: Final = ("lines",)
 # Figures counted per target language: only these take `language=`.
-BY_LANGUAGE: Final = ("lines", "open_lines")
+BY_LANGUAGE: Final = ("lines", "open_lines", "open_work_lines")
+# Why the registry's other figures are not opened: each is one of these.
+_WHY_NOT = (
+    "texts and moments of a table (status, band, as_of, verdict, a reason) are read "
+    "beside the figures they describe; per-row values (cycle_hours, waiting_since) are "
+    "their own rows; the rest are not explained yet"
+)
 COLUMNS: Final = ["figure", "project_id", "project", "chapter_id", "chapter", "language_code",
                   "source", "source_id", "at", "started_at", "finished_at", "rule", "detail",
-                  "value"]  # fmt: skip
+                  "value", "counts"]  # fmt: skip
 TEXT = pd.StringDtype()
 TIME: Final = "datetime64[us, UTC]"
 Reader = Callable[[Observed, Period], pd.DataFrame]
@@ -62,17 +103,19 @@ def explain(
     until: pd.Timestamp | str | None = None,
     tz: str = "UTC",
 ) -> pd.DataFrame:
-    """The rows behind one headline figure of a period: one per contribution, whose
-    `value` sums to the figure `tk.report` shows for the same period and scope.
+    """The rows behind one figure of a period: one per contribution, whose `value`
+    sums to the figure `tk.report` shows for the same period and scope (a figure that
+    is not a sum: `recount(rows)` takes it over the rows that count, as `HOW` says).
 
     Args:
         store: A store (or its `Observed` view).
-        figure: A headline figure's name (`credits`, `rework_credits`, `lines`,
-            `chapters_finished`, `runs_failed`, `runs_stalled`, `open_lines`,
-            `needs_action`); `tk.glossary()` lists every figure.
+        figure: A figure's name from `EXPLAINED`: the headline figures (`credits`,
+            `rework_credits`, `lines`, `chapters_finished`, `runs_failed`,
+            `runs_stalled`, `open_lines`, `needs_action`), run times, the forecast's
+            figures and review lags; `tk.glossary()` says what each counts.
         project: Only this project, by id or by name.
-        language: Only this target language (`lines` and `open_lines`: the figures
-            counted per language).
+        language: Only this target language (`lines`, `open_lines` and
+            `open_work_lines`: the figures counted per language).
         since: The period's start, as `figures` takes it (a naive time is read in `tz`);
             by default the midnight seven days before the last snapshot.
         until: The period's end, excluded; by default just after the last snapshot.
@@ -82,17 +125,23 @@ def explain(
         `figure, project_id, project, chapter_id, chapter, language_code, source`
         (`run`, `charge`, `snapshot` or `chapter`), `source_id` (the run id; for lines,
         `<chapter_id>/<language>@<snapshot time>`), `at` (when it counted), `started_at`,
-        `finished_at`, `rule`, `detail`, `value`; sorted by `at`, then chapter. No rows
-        when the period has no data (the figure is then unknown, not 0).
+        `finished_at` (for a forecast's moment: the chapter's own), `rule`, `detail`,
+        `value` and `counts` (whether the figure is taken over the row); sorted by
+        `at`, then chapter. No rows when the period has no data (the figure is then
+        unknown, not 0).
 
     Raises:
         ValueError: `figure` is not one `explain` opens, `language` was given for a
             figure not counted per language, or `project` names no project.
     """
     if figure not in EXPLAINED:
-        what = "a figure explain cannot open yet" if figure in metrics.FIGURES else "no figure"
+        what = (
+            f"a figure explain does not open ({_WHY_NOT})"
+            if figure in metrics.FIGURES
+            else "no figure"
+        )
         raise ValueError(
-            f"{figure!r} is {what}; explain opens the headline figures: "
+            f"{figure!r} is {what}; explain opens these: "
             f"{', '.join(EXPLAINED)} (tk.glossary() says what each counts)"
         )
     if language is not None and figure not in BY_LANGUAGE:
@@ -103,14 +152,41 @@ def explain(
     obs = observe(store)
     when = period(obs, since=since, until=until, tz=tz)
     projects = _project_ids(obs, project)
-    rows = _empty() if not when.has_data else _ROWS[figure](obs, when)
+    read = _ROWS.get(figure) or INPUTS[figure]
+    rows = _empty() if not when.has_data else read(obs, when)
     if projects is not None:
         rows = rows[rows["project_id"].isin(projects)]
     if language is not None:
         rows = rows[rows["language_code"] == language]
     rows = rows.reindex(columns=COLUMNS).assign(figure=figure)
-    rows["rule"] = rows["rule"].astype(object).fillna(metrics.FIGURES[figure].definition)
-    return _shaped(rows, obs)
+    if rows["rule"].isna().all():  # one rule for every row: the figure's definition
+        rows["rule"] = pd.Series(metrics.FIGURES[figure].definition, rows.index, dtype=TEXT)
+    else:
+        rows["rule"] = rows["rule"].astype(object).fillna(metrics.FIGURES[figure].definition)
+    return _shaped(rows, obs, presorted=figure in _PRESORTED)
+
+
+def recount(rows: pd.DataFrame, figure: str | None = None) -> float | int | pd.Timestamp | None:
+    """The figure `rows` (one figure's explanation, or one project's part of it) make,
+    taken as `HOW` says over the rows that count: what a reader can check by hand.
+    None where the figure is unknown: a sum with an unknown part, a finish where a
+    chapter that counts has none, a median of no row. A sum of no row is 0 (a period
+    with no data has no row either: its figure is None, which `explain` cannot tell)."""
+    name = figure if figure is not None else str(rows["figure"].iloc[0])
+    how = HOW[name]
+    counted = rows[rows["counts"].to_numpy(bool)]
+    if how == "latest":
+        moments = counted["finished_at"]
+        return None if moments.empty or moments.isna().any() else pd.Timestamp(moments.max())
+    values = counted["value"].astype("Float64")
+    if how == "sum":
+        return None if values.isna().any() else values.sum()
+    if how == "max" and values.isna().any():  # a chapter without a finish: none
+        return None
+    values = values.dropna()
+    if values.empty:
+        return None
+    return float(getattr(values, how)())
 
 
 def _project_ids(obs: Observed, asked: str | None) -> list[str] | None:
@@ -133,27 +209,39 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame({column: pd.Series(dtype=object) for column in COLUMNS})
 
 
-def _shaped(rows: pd.DataFrame, obs: Observed) -> pd.DataFrame:
-    """The rows in `COLUMNS`' order and types, names filled in, sorted by time."""
+def _shaped(rows: pd.DataFrame, obs: Observed, *, presorted: bool = False) -> pd.DataFrame:
+    """The rows in `COLUMNS`' order and types, names filled in, sorted by time (unless
+    the reader sorted them: `presorted`). A column no reader filled is made empty of
+    its type at once, not converted value by value."""
     rows = rows.reindex(columns=COLUMNS)
-    names = _project_names(obs)
-    project = rows["project"].astype(object)
-    rows["project"] = project.where(project.notna(), rows["project_id"].astype(object).map(names))
-    chapter = rows["chapter"].astype(object)
-    rows["chapter"] = chapter.where(chapter.notna(), rows["chapter_id"].astype(object).map(
-        _chapter_names(obs)))  # fmt: skip
+    for column, look_up in (("project", _project_names), ("chapter", _chapter_names)):
+        named = rows[column]
+        if named.isna().any():
+            ids = rows[f"{column}_id"].astype(object)
+            rows[column] = named.astype(object).where(named.notna(), ids.map(look_up(obs)))
     for column in ("at", "started_at", "finished_at"):
-        if rows[column].dtype != TIME:  # already so when every reader gave a time
+        if rows[column].dtype == TIME:  # already so when every reader gave a time
+            continue
+        if rows[column].isna().all():
+            rows[column] = pd.Series(pd.NaT, index=rows.index, dtype=TIME)
+        else:
             rows[column] = pd.to_datetime(rows[column], utc=True).astype(TIME)
-    texts = [c for c in COLUMNS if c not in ("at", "started_at", "finished_at", "value")]
+    texts = [c for c in COLUMNS if c not in ("at", "started_at", "finished_at", "value", "counts")]
     for column in texts:
-        if rows[column].dtype != TEXT:
+        if rows[column].dtype == TEXT:
+            continue
+        if rows[column].isna().all():
+            rows[column] = pd.Series(pd.NA, index=rows.index, dtype=TEXT)
+        else:
             rows[column] = rows[column].astype(TEXT)
+    rows["counts"] = rows["counts"].astype(object).fillna(True).astype(bool)
     rows["value"] = pd.to_numeric(rows["value"]).astype("Float64")
-    if len(rows) and (rows["value"] == rows["value"].round()).all():
+    if len(rows) and (rows["value"] == rows["value"].round()).fillna(False).all():
         rows["value"] = rows["value"].astype("Int64")  # counts and whole credits stay whole
     elif not len(rows):
         rows["value"] = rows["value"].astype("Int64")
+    if presorted:
+        return rows.reset_index(drop=True)
     return sorted_by(rows, ["at", "chapter_id", "source_id"])
 
 
@@ -211,7 +299,8 @@ def _failed(kind: str) -> Reader:
                 "project_id": found["project_id"], "project": found["project"],
                 "chapter_id": found["chapter_id"], "chapter": found["chapter"],
                 "source": "run", "source_id": found["run_id"], "at": found["seen_at"],
-                "started_at": found["run_id"].astype(object).map(started),
+                # reindex, not map: ids mapped through no run at all come back as floats
+                "started_at": started.reindex(found["run_id"].astype(object)).to_numpy(),
                 "finished_at": found["seen_at"],
                 "detail": found["run_kind"].astype(str) + " run: " +
                 found["failure_reason"].astype(object).fillna("(no reason given)").astype(str),
@@ -256,13 +345,27 @@ def _charges(column: str) -> Reader:
 # The throughput's own query (`measures.LINES_SQL`), grouped by snapshot and
 # chapter-language instead of summed per period: one period per snapshot position.
 # A chapter-language as one text (the ids hold no tab), split again by DuckDB: a struct
-# key would come back as a Python dict per row, seconds for a busy week's 100,000 rows.
+# key would come back as a Python dict per row. A busy week is 100,000 rows: DuckDB also
+# names them, builds their ids and sorts them, and they come back as Arrow columns
+# (pandas would take seconds to map, format and sort them one text at a time).
 _LINES_KEY = "project_id || chr(9) || chapter_id || chr(9) || language_code"
 _LINES_ROWS = """
-SELECT period AS idx, split_part(key, chr(9), 1) AS project_id,
-       split_part(key, chr(9), 2) AS chapter_id, split_part(key, chr(9), 3) AS language_code,
-       lines
-FROM ({lines}) WHERE lines <> 0
+SELECT project_id, n.project, chapter_id, c.chapter, language_code,
+       'snapshot' AS source,
+       chapter_id || '/' || language_code || '@' || s.shown AS source_id, s.at,
+       CASE WHEN r.chapter_id IS NULL THEN '{rose}' ELSE '{restarted}' END AS detail,
+       lines AS value
+FROM (
+    SELECT period AS idx, split_part(key, chr(9), 1) AS project_id,
+           split_part(key, chr(9), 2) AS chapter_id,
+           split_part(key, chr(9), 3) AS language_code, lines
+    FROM ({lines}) WHERE lines <> 0
+) l
+JOIN stamps s USING (idx)
+LEFT JOIN (SELECT DISTINCT chapter_id, idx FROM resets) r USING (chapter_id, idx)
+LEFT JOIN project_names n USING (project_id)
+LEFT JOIN chapter_names c USING (chapter_id)
+ORDER BY s.at, chapter_id, source_id
 """
 _RESTARTED = "re-scan seen: its coverage counts in full"
 _ROSE = "the rise of its coverage since the snapshot before"
@@ -270,33 +373,34 @@ _ROSE = "the rise of its coverage since the snapshot before"
 
 def _lines(obs: Observed, when: Period) -> pd.DataFrame:
     """Each chapter-language's lines at each snapshot of the period: the rise of
-    `covered`, in full after a restart (the detail says which)."""
+    `covered`, in full after a restart (the detail says which); sorted as `_shaped`
+    sorts."""
     times = obs.manifest["snapshot_at"]
     inside = ((times >= when.since) & (times < when.until)).to_numpy(bool)
     idx = np.flatnonzero(inside).astype("int64")
     if not len(idx):
         return _empty()
-    resets = rescans_seen(obs).drop_duplicates(ignore_index=True)
-    keys = obs.store.query(
-        _LINES_ROWS.format(lines=LINES_SQL.format(key=_LINES_KEY)),
-        frames={"resets": resets, "periods": pd.DataFrame({"idx": idx, "period": idx})},
-    )
-    position = keys["idx"].to_numpy("int64")
-    marked = resets.assign(again=True)
-    pairs = keys[["chapter_id", "idx"]].astype({"chapter_id": object})
-    again = pairs.merge(marked, on=["chapter_id", "idx"], how="left")["again"].notna()
-    # Each snapshot's time once, then by position: not a text per row.
-    stamps = pd.Series(times.to_numpy()[position], dtype=TIME)
-    shown = pd.Series(times.dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)[position])
-    return pd.DataFrame(
-        {
-            "project_id": keys["project_id"], "chapter_id": keys["chapter_id"],
-            "language_code": keys["language_code"], "source": "snapshot",
-            "source_id": keys["chapter_id"] + "/" + keys["language_code"] + "@" + shown,
-            "at": stamps, "detail": np.where(again.to_numpy(bool), _RESTARTED, _ROSE),
-            "value": keys["lines"].astype("int64"),
-        }
+    stamps = pd.DataFrame(
+        {"idx": idx, "period": idx, "at": times[inside].astype(TIME).to_numpy(),
+         "shown": times[inside].dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)}
     )  # fmt: skip
+    names = _project_names(obs)
+    chapters = _chapter_names(obs)
+    found = obs.store.query_arrow(
+        _LINES_ROWS.format(lines=LINES_SQL.format(key=_LINES_KEY), rose=_ROSE,
+                           restarted=_RESTARTED),
+        frames={
+            "resets": rescans_seen(obs).drop_duplicates(ignore_index=True),
+            "periods": stamps[["idx", "period"]], "stamps": stamps,
+            "project_names": pd.DataFrame({"project_id": names.index.astype(str),
+                                           "project": names.to_numpy(object)}),
+            "chapter_names": pd.DataFrame({"chapter_id": chapters.index.astype(str),
+                                           "chapter": chapters.to_numpy(object)}),
+        },
+    )  # fmt: skip
+    text = {pa.string(): TEXT, pa.large_string(): TEXT}
+    rows: pd.DataFrame = found.to_pandas(types_mapper=text.get)
+    return rows
 
 
 def _at_end(obs: Observed, when: Period) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:

@@ -1,8 +1,13 @@
 """The weekly report as one self-contained HTML page: tables, sentences, embedded plots.
 
-Nothing is linked: the style is inline and each plot is a PNG in a `data:` URI, so the
-file can be mailed or opened anywhere. Figures come from `weekly.gather`; this module
-only formats them (whole credits, hours to one decimal, partial days marked `*`).
+Past 400 lines on purpose: the page's sections, tables and plots are drawn together,
+one function each, and the table's cells carry the drill-down links.
+
+Nothing outside it is linked: the style is inline and each plot is a PNG in a `data:`
+URI, so the file can be mailed or opened anywhere; each headline number links to its
+explanation, a section of the same page (`drilldown`). Figures come from
+`weekly.gather`; this module only formats them (whole credits, hours to one decimal,
+partial days marked `*`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import pandas as pd
 from toolkit import metrics, plots
 from toolkit.formatting import hours, show
 from toolkit.reporting import weekly as material
+from toolkit.reporting.drilldown import link, section
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
 from toolkit.reporting.weekly import CAUSES, Weekly, sentences, track_record
 
@@ -44,6 +50,7 @@ tr.partial td { color: #777; font-style: italic; }
 img { max-width: 100%; margin: 0.4em 0 1em; }
 p.note { color: #666; font-size: 0.9em; }
 p.nothing { color: #555; font-style: italic; }
+td a { color: inherit; text-decoration: underline dotted; } section:target { background: #fff8d6; }
 """
 
 
@@ -74,6 +81,8 @@ def render(weekly: Weekly, *, title: str) -> str:
         *_section(weekly, _nothing_in_days, _daily_section),
         f"<h2>{escape(header_of('chapters'))}, by state and project</h2>",
         *_section(weekly, _nothing_in_status, _status_section),
+        '<h2 id="explanations">Where each figure comes from</h2>',
+        *section(weekly.explained, when, str(weekly.observed.store.root)),
         "</body></html>",
     ]
     return "\n".join(parts)
@@ -169,17 +178,27 @@ def header_of(name: str) -> str:
     return metrics.header(name).capitalize()
 
 
-def _table(header: list[str], rows: list[list[str]], *, classes: list[str] | None = None) -> str:
-    def cell(tag: str, index: int, text: str) -> str:
+def _table(
+    header: list[str],
+    rows: list[list[str]],
+    *,
+    classes: list[str] | None = None,
+    links: Callable[[int, int], str | None] | None = None,
+) -> str:
+    """`links(row, column)`: the figure a body cell opens (drill-down), or None."""
+
+    def cell(tag: str, index: int, text: str, figure: str | None = None) -> str:
         numeric = ' class="n"' if index > 0 else ""
-        return f"<{tag}{numeric}>{escape(text)}</{tag}>"
+        shown = escape(text) if figure is None or text == "–" else link(figure, escape(text))
+        return f"<{tag}{numeric}>{shown}</{tag}>"
 
     head = "".join(cell("th", i, text) for i, text in enumerate(header))
     body = []
     for number, row in enumerate(rows):
         css = classes[number] if classes else ""
         attr = f' class="{css}"' if css else ""
-        body.append(f"<tr{attr}>" + "".join(cell("td", i, t) for i, t in enumerate(row)) + "</tr>")
+        cells = [cell("td", i, t, links(number, i) if links else None) for i, t in enumerate(row)]
+        body.append(f"<tr{attr}>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
@@ -189,7 +208,8 @@ def _count(value: object) -> str:
 
 
 def _summary_table(figs: Figures) -> str:
-    header = [header_of(name) for name in ("project", *FIGURES, "median_cycle_hours")]
+    columns = ("project", *FIGURES, "median_cycle_hours")
+    header = [header_of(name) for name in columns]
     rows = [
         [str(row["project"]), *_figure_cells(row), _hours(_number(row["median_cycle_hours"]))]
         for row in figs.projects.to_dict("records")
@@ -198,7 +218,8 @@ def _summary_table(figs: Figures) -> str:
     median = total["median_cycle_hours"]
     rows.append(["All projects", *_figure_cells(total),
                  _hours(float("nan") if median is None else median)])  # fmt: skip
-    return _table(header, rows, classes=[""] * (len(rows) - 1) + ["total"])
+    return _table(header, rows, classes=[""] * (len(rows) - 1) + ["total"],
+                  links=lambda _, column: columns[column] if column else None)  # fmt: skip
 
 
 def _figure_cells(row: Mapping[Any, object]) -> list[str]:
@@ -220,7 +241,7 @@ def _change_table(now: Figures, before: Figures) -> str:
         this, last = now.totals[name], before.totals[name]
         change = "–" if this is None or last is None else f"{this - last:+,}"
         rows.append([header_of(name), _count(this), _count(last), change])
-    return _table(header, rows)
+    return _table(header, rows, links=lambda row, column: FIGURES[row] if column == 1 else None)
 
 
 def _at_end_note(figs: Figures) -> str:

@@ -33,6 +33,7 @@ from toolkit import analysis
 from toolkit.analysis.accuracy import replay_scores, summed_scores
 from toolkit.analysis.calibration import Calibration, calibrated
 from toolkit.analysis.observed import Observed, answer, observe
+from toolkit.reporting.drilldown import explained
 from toolkit.reporting.figures import DAY, TICK, TIME, Figures, Period, figures
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class Weekly:
     band: Calibration  # analysis.band_calibration from the same replays
     review: pd.DataFrame  # analysis.review_backlog at the period's last snapshot
     observed: Observed
+    explained: dict[str, pd.DataFrame]  # the rows behind each number the page links
 
     @property
     def period(self) -> Period:
@@ -109,6 +111,7 @@ def gather(
         band=calibrated(scores, by="project_id"),
         review=review,
         observed=obs,
+        explained=explained(obs, when),
     )
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from toolkit import analysis, metrics
 from toolkit.analysis.observed import Observed
-from toolkit.reporting.explanations import EXPLAINED, explain
+from toolkit.reporting.explanations import explain
 from toolkit.reporting.figures import FIGURES, Figures, figures, label
 
 WHOLE: Final = "#,##0"
@@ -46,7 +46,7 @@ def write_xlsx(
     figs = figures(store, since=since, until=until, days=days, tz=tz)
     when = figs.period
     rows = [
-        explain(store, name, since=when.since, until=when.until, tz=when.tz) for name in EXPLAINED
+        explain(store, name, since=when.since, until=when.until, tz=when.tz) for name in FIGURES
     ]
     sheets = {
         "Figures": _figures_sheet(figs),

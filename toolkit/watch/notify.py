@@ -36,7 +36,7 @@ from toolkit._signing import sign
 from toolkit.config import Secret
 from toolkit.watch.config import Email, WatchConfig, check_destination, secret_from
 from toolkit.watch.outbox import Message, Sender, Undelivered
-from toolkit.watch.wording import action, kind_of, title
+from toolkit.watch.wording import action, explain_command, kind_of, title
 
 HEADLINE = {"opened": "Alert", "reminder": "Still open", "resolved": "Resolved"}
 
@@ -65,6 +65,9 @@ def headline(message: Message) -> str:
     text = f"[{HEADLINE[message.event]}] {title(f.check, kind_of(f.figures))}: {f.message}"
     if message.event != "resolved":
         text += f" To clear it: {action(f.check, kind_of(f.figures))}."
+        rows = explain_command(f.check, f.figures, scope=f.scope, subject=f.subject)
+        if rows is not None:
+            text += f" The rows behind it: `{rows}` (the {f.workspace} workspace's store)."
     return f"{text} ({message.alert_id})"
 
 

@@ -7,7 +7,9 @@ action names the Dashboard panel that does it where there is one.
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timedelta
+from typing import Any
 
 # The checks about a chapter that needs a person: their titles are the words of the one
 # reasons table (`tk.analysis.reason_words`, per kind of chapter), so the watch, the
@@ -63,6 +65,39 @@ def action(check: str, kind: str | None = None) -> str:
     if kind == "novel" and check in NOVEL_ACTIONS:
         return NOVEL_ACTIONS[check]
     return ACTIONS.get(check, "see docs/watch.md")
+
+
+# The figure whose rows say why each check's alert was raised (`toolkit explain`): the
+# chapters that need a person, the credits of a budget's period, the likely finish of a
+# project due; an anomaly's measure names its own.
+EXPLAINED_BY = {"stalled": "needs_action", "failed_waiting": "needs_action",
+                "held_pages": "needs_action", "budget": "credits", "due": "finish_p50"}  # fmt: skip
+_MEASURES = {"spend": "credits", "lines": "lines", "failure_rate": "runs_failed"}
+
+
+def explain_command(
+    check: str, figures: dict[str, Any], *, scope: str = "", subject: str = ""
+) -> str | None:
+    """The `toolkit explain` command that shows the rows behind an alert's figure, for
+    its project and its period, from what the alert recorded (`scope` and `subject`: the
+    finding's); None for a check no figure explains (missing events, snapshots not
+    taken) and for the agency's budget (its credits span several stores). The store is
+    the alert's workspace's, as the watch config names it (`--store`, or CTS_STORE)."""
+    figure = EXPLAINED_BY.get(check) or _MEASURES.get(str(figures.get("measure")))
+    if figure is None or scope == "agency":
+        return None
+    words = ["toolkit", "explain", figure]
+    project = figures.get("project_id")
+    if project is None and scope == "project" and subject:
+        project = subject  # a budget or an anomaly names its project by name
+    if project is not None:
+        words += ["--project", str(project)]
+    since = figures.get("period_start") or figures.get("bin_start")
+    if since:
+        words += ["--since", str(since)]
+    if figures.get("period_end"):
+        words += ["--until", str(figures["period_end"])]
+    return shlex.join(words)
 
 
 def kind_of(figures: dict[str, object]) -> str | None:

@@ -13,6 +13,11 @@ service's time of the chapter listing (its `Date` header, to the second), not th
 machine's: the emulator's clock and a remote service's may differ from it. One snapshot
 is enough (the baseline); a day the store has no snapshot of counts only the live part.
 The store's part is computed again only when a new snapshot or a new day comes.
+
+"Rows behind it" opens this week's count (`explained`): the store's part as
+`tk.explain(store, "credits", since=monday)` gives it, one row per run's charge, and the
+live part as one row per chapter whose credits rose since the snapshot; the rows sum to
+the week's count the line shows.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from toolkit.errors import NotFound
-from toolkit.formatting import whole
+from toolkit.formatting import count, escape, whole
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,6 +47,7 @@ NO_SNAPSHOT = (
     "(Take snapshot)."
 )
 CONCURRENCY = 8
+SHOWN_ROWS = 25  # the rows behind the week's count shown, largest first
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class SpendLine:
         self.store = store
         self._key: tuple[Any, ...] | None = None
         self._stored: _Stored | None = None
+        self._shown: tuple[list[ChapterListItem], datetime] | None = None  # the line's inputs
 
     def text(self, chapters: Iterable[ChapterListItem], now: datetime | None) -> str:
         """The line's HTML: `chapters` are every chapter of the workspace as listed at
@@ -75,6 +82,8 @@ class SpendLine:
         if key != self._key or self._stored is None:
             self._stored, self._key = self._compute(today), key
         stored = self._stored
+        chapters = list(chapters)
+        self._shown = (chapters, now)
         live = since_snapshot(chapters, stored.credits_at_last)
         monday = today - timedelta(days=today.weekday())
         since = f"{whole(live)} of it since the latest snapshot, {stored.last:%a %d %b %H:%M} UTC"
@@ -119,10 +128,58 @@ class SpendLine:
             },
         )
 
+    def explained(self) -> str:
+        """The rows behind the week's count the line shows last, as HTML: the store's charges
+        since Monday and the chapters' rises since the latest snapshot, largest first."""
+        import pandas as pd
+
+        from toolkit.formatting import table
+        from toolkit.reporting import explain
+
+        if self.store is None or self._stored is None or self._shown is None:
+            return "<small>No count to open yet: the store has no snapshot.</small>"
+        chapters, now = self._shown
+        today = now.astimezone(UTC).date()
+        monday = today - timedelta(days=today.weekday())
+        stored = explain(self.store, "credits", since=pd.Timestamp(monday, tz="UTC"))
+        rows = stored[["project", "chapter", "source", "source_id", "at", "detail", "value"]]
+        risen = [(c, rise) for c, rise in rises(chapters, self._stored.credits_at_last) if rise]
+        rises_now = pd.DataFrame(
+            {
+                "chapter": [c.title or c.id for c, _ in risen],
+                "source": "live",
+                "source_id": [c.id for c, _ in risen],
+                "at": pd.Timestamp(now).tz_convert("UTC"),
+                "detail": "its credits' rise since the latest snapshot",
+                "value": [rise for _, rise in risen],
+            }
+        )
+        both = pd.concat([rows.astype({"value": "float64"}), rises_now], ignore_index=True)
+        total = float(both["value"].sum())
+        said = (
+            f"This week's {whole(total)} credits: {count(len(rows), 'charge')} in the store "
+            f'(tk.explain(store, "credits", since="{monday}")) and '
+            f"{count(len(rises_now), 'chapter')} risen since its latest snapshot"
+        )
+        largest = both.sort_values("value", ascending=False, kind="stable").head(SHOWN_ROWS)
+        more = len(both) - len(largest)
+        note = f" The largest {len(largest)} of {len(both)} rows." if more else ""
+        shown = largest.rename(columns={"value": "credits"}).reset_index(drop=True)
+        return f"<small>{escape(said)}.{note}</small>" + table(shown).to_html()
+
+
+def rises(
+    chapters: Iterable[ChapterListItem], at_snapshot: Mapping[str, float]
+) -> list[tuple[ChapterListItem, float]]:
+    """Each chapter's credits now beyond what the snapshot saw (never negative)."""
+    return [
+        (c, max(0.0, float(c.credits_spent or 0) - at_snapshot.get(c.id, 0.0))) for c in chapters
+    ]
+
 
 def since_snapshot(chapters: Iterable[ChapterListItem], at_snapshot: Mapping[str, float]) -> float:
-    """Credits the chapters show now beyond what the snapshot saw (never negative)."""
-    return sum(max(0.0, float(c.credits_spent or 0) - at_snapshot.get(c.id, 0.0)) for c in chapters)
+    """Credits the chapters show now beyond what the snapshot saw, summed."""
+    return sum(rise for _, rise in rises(chapters, at_snapshot))
 
 
 def workspace_chapters(

@@ -156,6 +156,13 @@ class Dashboard(widgets.VBox):
         )
         self.status = widgets.HTML()
         self.spend = widgets.HTML()
+        # Drill-down: the rows behind the week's count the spend line shows.
+        self.spend_rows_button = widgets.Button(
+            description="Rows behind it",
+            icon="list",
+            tooltip="the charges this week's credits add up",
+        )
+        self.spend_rows = widgets.HTML()
         self.review = widgets.HTML()
         self.alerts = widgets.HTML()
         self.message = Feedback()
@@ -187,7 +194,8 @@ class Dashboard(widgets.VBox):
             [
                 widgets.HBox([*controls, self.snapshot_button]),
                 self.status,
-                self.spend,
+                widgets.HBox([self.spend, self.spend_rows_button]),
+                self.spend_rows,
                 self.review,
                 self.alerts,
                 self.message,
@@ -210,6 +218,12 @@ class Dashboard(widgets.VBox):
             self.start_button, self._start_chosen, working="Starting…",
             doing="The chapter was not started",
         )  # fmt: skip
+        self.message.on_click(
+            self.spend_rows_button,
+            self._open_spend,
+            working="Reading the rows…",
+            doing="The rows could not be read",
+        )
         self.previous.on_click(lambda _: self._turn(-1))
         self.next.on_click(lambda _: self._turn(+1))
         self.picker.observe(self._picked, names="value")
@@ -275,6 +289,10 @@ class Dashboard(widgets.VBox):
         self.review.value = f"<small>{escape(line)}</small>" if line else ""
         self.alerts.value = self._alerts.html()
         self._render()
+
+    def _open_spend(self) -> None:
+        """Show the rows behind the week's spend, or hide them when shown."""
+        self.spend_rows.value = "" if self.spend_rows.value else self._spend.explained()
 
     def _spend_line(
         self, project_id: str, chapters: list[ChapterListItem], now: datetime | None

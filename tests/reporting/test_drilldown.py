@@ -1,0 +1,98 @@
+"""The weekly page's drill-down: every headline number links to a section of the same
+page that shows its rows and names the command that prints them all; in a browser,
+following a link lands on that section."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from html import unescape
+from pathlib import Path
+
+import pytest
+from report_stores import trouble
+
+import toolkit as tk
+from toolkit.cli import main
+from toolkit.formatting import show
+from toolkit.reporting.drilldown import LINKED, anchor
+from toolkit.reporting.figures import FIGURES, figures
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture
+def page(tmp_path) -> tuple[tk.SnapshotStore, str]:
+    store = trouble(tmp_path / "store")
+    return store, tk.report(store, tmp_path / "weekly.html").read_text()
+
+
+def test_every_number_of_the_projects_table_links_to_its_section(page):
+    store, html = page
+    links = re.findall(r'<a href="#(explain-\w+)"[^>]*>([^<]*)</a>', html)
+    sections = set(re.findall(r'<section id="(explain-\w+)">', html))
+    assert sections == {anchor(name) for name in LINKED}
+    assert {target for target, _ in links} == sections
+    figs = figures(store)
+    # The total row's numbers link to their figure: one link a figure per project and
+    # for all projects in the projects' table, and one in the change table.
+    for name in FIGURES:
+        texts = [text for target, text in links if target == anchor(name)]
+        assert len(texts) == len(figs.projects) + 2, name
+        assert f"{figs.totals[name]:,}" in {t.split(" ")[0] for t in texts}, name
+
+
+def test_a_section_says_the_figure_and_the_command_that_prints_every_row(page, capsys):
+    store, html = page
+    figs = figures(store)
+    for name in LINKED:
+        body = html.split(f'<section id="{anchor(name)}">', 1)[1].split("</section>", 1)[0]
+        said = re.search(r'<p class="total">In [^:]+: ([^,]+), from', body)
+        assert said is not None, name
+        assert said.group(1) == show(name, figs.totals[name]), name
+        command = unescape(re.search(r"<code>(.*?)</code>", body).group(1))
+        argv = shlex.split(command)
+        assert argv[:3] == ["toolkit", "explain", name]
+        assert main(argv[1:]) == 0
+        first = capsys.readouterr().out.splitlines()[0]
+        assert f": {said.group(1)}" in first, (name, first)
+
+
+def _no_browser() -> str | None:
+    if not CHROMIUM.exists():
+        return "Debian's Chromium is not installed (apt-get install chromium)"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[browser]')"
+    return None
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(_no_browser() is not None, reason=str(_no_browser()))
+def test_following_a_number_in_a_browser_lands_on_its_rows(page, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    store, _ = page
+    path = tmp_path / "weekly.html"
+    total = figures(store).totals["rework_credits"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )  # fmt: skip
+        try:
+            tab = browser.new_page()
+            tab.goto(path.as_uri())
+            tab.locator("tr.total a[href='#explain-rework_credits']").click()
+            assert tab.evaluate("location.hash") == "#explain-rework_credits"
+            target = tab.locator("section:target")
+            assert target.get_attribute("id") == "explain-rework_credits"
+            assert target.is_visible()
+            assert f"In credits: {total}," in target.locator("p.total").inner_text()
+            assert "c2/2" in target.inner_text() or "Star Courier" in target.inner_text()
+        finally:
+            browser.close()

@@ -1,0 +1,184 @@
+"""The rows behind the figures that are not sums: run times, the forecast, review lags.
+
+A median, a mean, a longest, a pace or a finish is not the sum of its rows; its rows are
+its inputs, and `tk.explain` says how they make it (`explanations.HOW`): each row's
+`counts` says whether the figure is taken over it, and `explanations.recount` takes it
+(docs/figures.md, "Figures that are not sums"). Each reader reads the analysis that
+counts the figure, never counts it a second way:
+
+- run times (`median_cycle_hours`, `mean_cycle_hours`, `longest_cycle_hours`): each run
+  that finished in the period, as `cycle_times` gives it, its hours as `value`;
+- the forecast's figures: each chapter as `tk.analysis.forecast(by="chapter_id")` sees
+  it at the period's last snapshot. A project's figure is made of its chapters' the
+  way the forecast makes a group's from its parts (a finish is the latest, the pace the
+  mean of the chapters', `bins` the fewest samples behind one, lines and chapters are
+  summed); a moment's row holds the chapter's own moment in `finished_at` and its hours
+  after the snapshot as `value`;
+- `review_lag_hours`: each review seen by the period's last snapshot (`review_lags`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from toolkit.analysis import STALL_AFTER, cycle_times, forecast
+from toolkit.analysis.forecast import seen_at
+from toolkit.analysis.review import review_lags
+
+if TYPE_CHECKING:
+    from toolkit.analysis.observed import Observed
+    from toolkit.reporting.figures import Period
+
+__all__ = ["INPUTS"]
+
+Reader = Callable[["Observed", "Period"], pd.DataFrame]
+
+
+def _runs(obs: Observed, when: Period) -> pd.DataFrame:
+    """Each run that finished in the period, its time from start to finish as `value`."""
+    runs = cycle_times(obs, since=when.since, until=when.until)
+    return pd.DataFrame(
+        {
+            "project_id": runs["project_id"], "project": runs["project"],
+            "chapter_id": runs["chapter_id"], "chapter": runs["chapter"], "source": "run",
+            "source_id": runs["run_id"], "at": runs["finished_at"],
+            "started_at": runs["started_at"], "finished_at": runs["finished_at"],
+            "detail": runs["kind"].astype(str) + " run",
+            "value": runs["hours"].astype("Float64"), "counts": True,
+        }
+    )  # fmt: skip
+
+
+def _chapters(obs: Observed, when: Period) -> pd.DataFrame:
+    """The forecast by chapter at the period's last snapshot."""
+    assert when.end is not None  # has_data
+    return forecast(obs, by="chapter_id", until=when.end)
+
+
+def _detail(outlook: pd.DataFrame) -> pd.Series:
+    """Each chapter's forecast in words: its lines left, its pace and its samples."""
+    said = []
+    for left, pace, bins, status, band in zip(
+        outlook["remaining_lines"], outlook["lines_per_hour"], outlook["bins"],
+        outlook["status"], outlook["band"], strict=True,
+    ):  # fmt: skip
+        words = ["lines left unknown" if pd.isna(left) else f"{int(left):,} lines left"]
+        if not pd.isna(pace):
+            words.append(f"pace {pace:.1f} lines an hour")
+        if not pd.isna(bins):
+            words.append(f"from {int(bins)} pace samples")
+        words.append(str(status))
+        if not pd.isna(band):
+            words.append(f"band {band}")
+        said.append("; ".join(words))
+    return pd.Series(said, index=outlook.index, dtype=object)
+
+
+def _hours(spans: pd.Series) -> pd.Series:
+    """Time spans in hours (null where either end is unknown)."""
+    hours: pd.Series = (spans.dt.total_seconds() / 3600).astype("Float64")
+    return hours
+
+
+def _outlook(column: str) -> Reader:
+    def rows(obs: Observed, when: Period) -> pd.DataFrame:
+        """One row per chapter the forecast's figure is made of (`column` of the forecast
+        by chapter): those that go on by themselves, or those that wait for a person for
+        `needs_action_lines`."""
+        outlook = _chapters(obs, when)
+        waiting = column == "needs_action_lines"
+        outlook = outlook[(outlook["needs_action" if waiting else "open_chapters"] > 0)
+                          .fillna(False).to_numpy(bool)]  # fmt: skip
+        detail = _detail(outlook)
+        moment = pd.Series(pd.NaT, index=outlook.index, dtype=outlook["as_of"].dtype)
+        if column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50"):
+            moment = outlook[column]
+            value = _hours(moment - outlook["as_of"])
+        elif column == "open_chapters":
+            value = pd.Series(1, index=outlook.index)
+        else:
+            value = outlook[column].astype("Float64")
+        if column == "reviewed_p50":
+            lag = _hours(outlook["reviewed_p50"] - outlook["finish_p50"])
+            detail = detail + "; review lag " + lag.map(
+                lambda h: "unknown (no review seen)" if pd.isna(h) else f"{h:.1f} h")  # fmt: skip
+        if waiting:
+            detail = outlook["needs_action_reason"].astype(object)
+        # A chapter the forecast could not run forward (no language to time) has no
+        # pace samples and takes no part in its project's finish, pace or samples.
+        counted = outlook["bins"].notna() | (column in ("open_chapters", "remaining_lines",
+                                                        "needs_action_lines"))  # fmt: skip
+        if column == "lines_per_hour":
+            counted &= outlook["lines_per_hour"].notna()
+        return pd.DataFrame(
+            {
+                "project_id": outlook["project_id"], "project": outlook["project"],
+                "chapter_id": outlook["chapter_id"], "chapter": outlook["chapter"],
+                "source": "chapter", "source_id": outlook["chapter_id"],
+                "at": outlook["as_of"], "finished_at": moment, "detail": detail,
+                "value": value, "counts": counted.to_numpy(bool),
+            }
+        )  # fmt: skip
+
+    return rows
+
+
+def _open_work(obs: Observed, when: Period) -> pd.DataFrame:
+    """Every chapter-language's untranslated lines at the last snapshot, those waiting
+    for a person included (the burn-down's last point)."""
+    assert when.end is not None
+    seen = seen_at(obs, when.end, stall_after=pd.Timedelta(STALL_AFTER))
+    projects = pd.Series(
+        seen.chapters["project_id"].astype(object).to_numpy(),
+        index=seen.chapters["chapter_id"].astype(object),
+    )
+    langs = seen.languages
+    left = langs["untranslated"].fillna(0).astype("int64")
+    rows = langs[(left != 0).to_numpy(bool)]
+    reasons = {str(k): str(v) for k, v in seen.reasons.items()}
+    detail = [
+        f"waits for a person: {reasons[str(c)]}" if str(c) in reasons else f"status {status}"
+        for c, status in zip(rows["chapter_id"], rows["status"], strict=True)
+    ]
+    return pd.DataFrame(
+        {
+            "project_id": rows["chapter_id"].astype(object).map(projects),
+            "chapter_id": rows["chapter_id"], "language_code": rows["language_code"],
+            "source": "chapter",
+            "source_id": rows["chapter_id"].astype(str) + "/" + rows["language_code"].astype(str),
+            "at": when.end,
+            "detail": pd.Series(detail, index=rows.index, dtype=object),
+            "value": left[rows.index], "counts": True,
+        }
+    )  # fmt: skip
+
+
+def _review_lags(obs: Observed, when: Period) -> pd.DataFrame:
+    """Each review seen by the last snapshot: from ready to reviewed, in hours."""
+    assert when.end is not None
+    lags = review_lags(obs, when.end)
+    return pd.DataFrame(
+        {
+            "project_id": lags["project_id"], "chapter_id": lags["chapter_id"],
+            "source": "chapter", "source_id": lags["chapter_id"], "at": lags["reviewed_at"],
+            "started_at": lags["ready_at"], "finished_at": lags["reviewed_at"],
+            "detail": "ready seen by its " + lags["source"].astype(str),
+            "value": lags["hours"].astype("Float64"), "counts": True,
+        }
+    )  # fmt: skip
+
+
+# Each figure that is not a sum of the headline kind, and its reader.
+_FORECAST = ("open_chapters", "needs_action_lines", "lines_per_hour", "bins", "finish_p10",
+             "finish_p50", "finish_p90", "hours_p50", "reviewed_p50")  # fmt: skip
+INPUTS: dict[str, Reader] = {
+    "median_cycle_hours": _runs,
+    "mean_cycle_hours": _runs,
+    "longest_cycle_hours": _runs,
+    **{name: _outlook(name) for name in _FORECAST},
+    "open_work_lines": _open_work,
+    "review_lag_hours": _review_lags,
+}
