@@ -15,9 +15,8 @@ from collections.abc import Callable
 
 from tests.bench.table import Table, machine
 
-uploads, webhooks, dashboard, watch, agency; all of them by default. `growth` (issue 31's table
-over sizes of history, hours at its full matrix) and `explain` (tk.explain of each headline
-figure over a week, `--days` of history) run only when named. Each prints its table as it
+NAMES = ("pull", "history", "uploads", "webhooks", "dashboard", "watch", "agency")
+ON_REQUEST = ("growth", "explain")
 
 
 def _pull(args: argparse.Namespace) -> list[Table]:

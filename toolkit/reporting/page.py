@@ -82,7 +82,7 @@ def render(weekly: Weekly, *, title: str) -> str:
         f"<h2>{escape(header_of('chapters'))}, by state and project</h2>",
         *_section(weekly, _nothing_in_status, _status_section),
         '<h2 id="explanations">Where each figure comes from</h2>',
-        *section(weekly.explained, when, str(weekly.observed.store.root)),
+        *section(weekly.explained, weekly.period, str(weekly.observed.store.root)),
         "</body></html>",
     ]
     return "\n".join(parts)
