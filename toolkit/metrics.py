@@ -276,7 +276,8 @@ def known(text: str) -> bool:
 
 def known_title(text: str) -> bool:
     """Whether a plot's title is a label the registry defines, with what a title may add:
-    the interval, the part-period mark, the groups (`, by project`), the moment, how many
+    the interval, the part-period mark, the groups (`, by project`), the period (as
+    `label` writes it), the moment, how many
     are drawn (`, 22 runs finished`); then, after "; ", what a kind of mark shows, itself a
     label (`hatched: credits spent on re-runs`). What the label scan asks of every title."""
     head, *marks = " ".join(text.split()).split("; ")  # a long title may wrap its marks
@@ -312,9 +313,14 @@ def _labelled(text: str, added: re.Pattern[str]) -> bool:
 
 
 _ADDED = re.compile(r"( in each \w+)?( \([^)]*\))?(, .+| at .+)?")
+# A period as `label` writes it (lower-cased): `19-26 nov`, `18 nov 09:01-12:01 utc`,
+# `28 dec 2026-3 jan 2027`.
+_PERIOD = (
+    r"\d{1,2}( [a-z]{3})?( \d{4})?( \d{2}:\d{2})?-\d{1,2}(:\d{2})?( [a-z]{3})?( \d{4})?( [a-z]+)?"
+)
 _TITLE = re.compile(
-    r"( in each \w+)?( \(\* part-\w+\))?(, by [a-z ]+?)?( at [^;]+)?(, [\d,]+ [a-z ]+)?"
-    r"(, all languages)?"
+    r"( in each \w+)?( \(\* part-\w+\))?(, by [a-z ]+?)?(, " + _PERIOD + r")?( at [^;]+)?"
+    r"(, [\d,]+ [a-z ]+)?(, all languages)?"
 )
 _MARK = re.compile(r"(hatched|dashed|dotted|shaded): (.+)")
 # A value after its label: a number with its unit, or a moment to the minute.

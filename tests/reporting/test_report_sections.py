@@ -3,6 +3,7 @@ show for the data at hand says so in one line while the rest renders (issue 36).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -107,19 +108,21 @@ def test_the_page_of_a_first_snapshot_says_once_per_period_section_it_needs_a_se
     page = report(_first_snapshot_only(tmp_path / "store"), tmp_path / "week.html")
     html = page.read_text(encoding="utf-8")
     # Against the previous period, re-runs, day by day; where chapters stand is drawn.
-    assert _nothing_lines(page) == [ONE_SNAPSHOT] * 3
+    assert _nothing_lines(page) == [ONE_SNAPSHOT] * 4  # the explanations' section too
     assert "the first snapshot</p>" in html
     assert "take another (toolkit snapshot) an hour or so after it." in html
     (row,) = [row for row in Page(html).rows if row[0] == "Project 1"]
     # Over the period: no data; at the snapshot: its open lines and chapters needing a person.
     assert row[1:7] == ["–"] * 6 and row[7:9] != ["–", "–"]
     assert html.count("<img ") == 1  # where chapters stand, as of the snapshot
+    # A number links only to rows the page carries: none here, so no link dangles.
+    assert set(re.findall(r'href="#([^"]+)"', html)) <= set(re.findall(r'id="([^"]+)"', html))
 
 
 def test_the_page_of_a_period_no_snapshot_falls_in_says_so_per_section(tmp_path):
     store = _store(tmp_path / "store", projects=1, chapter={"covered": 9})
     page = report(store, tmp_path / "week.html", since=hours(-72), until=hours(-24))
-    assert _nothing_lines(page) == [EMPTY_PERIOD] * 3
+    assert _nothing_lines(page) == [EMPTY_PERIOD] * 4
     assert "no snapshot in this period</p>" in page.read_text(encoding="utf-8")
 
 

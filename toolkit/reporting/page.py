@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from html import escape
 from typing import TYPE_CHECKING, Any, cast
 
@@ -70,7 +70,7 @@ def render(weekly: Weekly, *, title: str) -> str:
         *_section(
             weekly,
             material.nothing_over_the_period,
-            lambda w: [_change_table(w.figures, w.previous)],
+            lambda w: [_change_table(w.figures, w.previous, opened=w.explained)],
         ),
         "<h2>Review and forecast</h2>",
         f'<p class="record">{escape(track_record(weekly))}</p>',
@@ -82,7 +82,7 @@ def render(weekly: Weekly, *, title: str) -> str:
         f"<h2>{escape(header_of('chapters'))}, by state and project</h2>",
         *_section(weekly, _nothing_in_status, _status_section),
         '<h2 id="explanations">Where each figure comes from</h2>',
-        *section(weekly.explained, weekly.period, str(weekly.observed.store.root)),
+        *_section(weekly, _nothing_to_open, _explanations),
         "</body></html>",
     ]
     return "\n".join(parts)
@@ -104,6 +104,18 @@ def _section(
     return [f'<p class="nothing">{escape(why)}</p>'] if why else draw(weekly)
 
 
+def _nothing_to_open(weekly: Weekly) -> str | None:
+    # The figures at the period's end (open lines, needing a person) open even on a
+    # first snapshot; only a page with no figure at all says why in the period's words.
+    if weekly.explained:
+        return None
+    return material.nothing_over_the_period(weekly) or "No figure to open: the period has no data."
+
+
+def _explanations(weekly: Weekly) -> list[str]:
+    return section(weekly.explained, weekly.period, str(weekly.observed.store.root))
+
+
 def _nothing_in_projects(weekly: Weekly) -> str | None:
     if weekly.figures.projects.empty:
         return "No project yet: the snapshots have found no project in this workspace."
@@ -111,7 +123,7 @@ def _nothing_in_projects(weekly: Weekly) -> str | None:
 
 
 def _project_section(weekly: Weekly) -> list[str]:
-    return [_summary_table(weekly.figures), _at_end_note(weekly.figures)]
+    return [_summary_table(weekly.figures, opened=weekly.explained), _at_end_note(weekly.figures)]
 
 
 def _nothing_in_rework(weekly: Weekly) -> str | None:
@@ -207,7 +219,8 @@ def _count(value: object) -> str:
     return "–" if value is None or pd.isna(cast(float, value)) else f"{int(cast(int, value)):,}"
 
 
-def _summary_table(figs: Figures) -> str:
+def _summary_table(figs: Figures, *, opened: Collection[str]) -> str:
+    """`opened`: the figures whose rows the page carries; only those link."""
     columns = ("project", *FIGURES, "median_cycle_hours")
     header = [header_of(name) for name in columns]
     rows = [
@@ -218,8 +231,11 @@ def _summary_table(figs: Figures) -> str:
     median = total["median_cycle_hours"]
     rows.append(["All projects", *_figure_cells(total),
                  _hours(float("nan") if median is None else median)])  # fmt: skip
-    return _table(header, rows, classes=[""] * (len(rows) - 1) + ["total"],
-                  links=lambda _, column: columns[column] if column else None)  # fmt: skip
+
+    def opens(_: int, column: int) -> str | None:
+        return columns[column] if columns[column] in opened else None
+
+    return _table(header, rows, classes=[""] * (len(rows) - 1) + ["total"], links=opens)
 
 
 def _figure_cells(row: Mapping[Any, object]) -> list[str]:
@@ -232,7 +248,7 @@ def _figure_cells(row: Mapping[Any, object]) -> list[str]:
     return cells
 
 
-def _change_table(now: Figures, before: Figures) -> str:
+def _change_table(now: Figures, before: Figures, *, opened: Collection[str]) -> str:
     """Each figure's total in both periods, and the change where both have data."""
     header = [header_of("figure"), now.period.label(), before.period.label(),
               header_of("difference")]  # fmt: skip
@@ -241,7 +257,11 @@ def _change_table(now: Figures, before: Figures) -> str:
         this, last = now.totals[name], before.totals[name]
         change = "–" if this is None or last is None else f"{this - last:+,}"
         rows.append([header_of(name), _count(this), _count(last), change])
-    return _table(header, rows, links=lambda row, column: FIGURES[row] if column == 1 else None)
+
+    def opens(row: int, column: int) -> str | None:
+        return FIGURES[row] if column == 1 and FIGURES[row] in opened else None
+
+    return _table(header, rows, links=opens)
 
 
 def _at_end_note(figs: Figures) -> str:
