@@ -59,7 +59,9 @@ if TYPE_CHECKING:
     from toolkit.batch import UploadSummary
     from toolkit.client import Client
 
-START_HELP = "the instant the emulator's clock starts at (default: now), e.g. 2026-10-25T00:30Z"
+__all__ = ["main"]
+
+_START_HELP = "the instant the emulator's clock starts at (default: now), e.g. 2026-10-25T00:30Z"
 
 
 def _instant(text: str) -> datetime:
@@ -492,7 +494,7 @@ def _watch(args: argparse.Namespace) -> None:
         args.exit_status = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolkit", description="Work with the Chapter Translation Service."
     )
@@ -502,7 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="run a simulated day on a local emulator")
     demo.add_argument("--out", default="data/demo", help="where the report goes")
     demo.add_argument("--hours", type=float, default=24, help="simulated hours to run")
-    demo.add_argument("--start", type=_instant, default=None, help=START_HELP)
+    demo.add_argument("--start", type=_instant, default=None, help=_START_HELP)
     demo.set_defaults(handler=_demo)
 
     snapshot = commands.add_parser("snapshot", help="take a snapshot of the workspace")
@@ -571,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulator.add_argument("--seed", choices=["demo", "none"], default="none")
     emulator.add_argument("--state", default=":memory:", help="SQLite file for its state")
     emulator.add_argument("--admin-token", default=None, help="token for /_emulator routes")
-    emulator.add_argument("--start", type=_instant, default=None, help=START_HELP)
+    emulator.add_argument("--start", type=_instant, default=None, help=_START_HELP)
     emulator.add_argument(
         "--chaos",
         type=_chaos_file,
@@ -826,7 +828,7 @@ class _OneLine(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _build_parser().parse_args(argv)
     try:
         with _warnings_shown(args.command):
             args.handler(args)

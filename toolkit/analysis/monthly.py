@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.timestamps import When
 
+__all__ = ["monthly_spend"]
+
 
 def monthly_spend(
     stores: Mapping[str, SnapshotStore | Observed]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Final
 
+__all__ = ["NULL", "Coded", "EndReason", "EndSource", "Kind", "Outcome", "Slot", "StartSource"]
+
 NULL: Final = -1
 
 

@@ -18,14 +18,16 @@ from toolkit.timestamps import When, in_hours
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["RunsBy", "check_by", "cycle_times", "fill_grid", "finished", "lead_times"]
+
 RunsBy = Literal["project_id", "model", "kind"]
-BY_COLUMN = {"project_id": "project_id", "model": "models", "kind": "kind"}
+_BY_COLUMN = {"project_id": "project_id", "model": "models", "kind": "kind"}
 
 
 def check_by(by: str) -> str:
-    if by not in BY_COLUMN:
-        raise ValueError(f"by must be one of {', '.join(BY_COLUMN)}, not {by!r}")
-    return BY_COLUMN[by]
+    if by not in _BY_COLUMN:
+        raise ValueError(f"by must be one of {', '.join(_BY_COLUMN)}, not {by!r}")
+    return _BY_COLUMN[by]
 
 
 @across

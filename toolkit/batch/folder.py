@@ -30,9 +30,11 @@ from typing import Any, Literal
 from toolkit.client import check_image, check_text
 from toolkit.errors import InvalidUpload
 
+__all__ = ["FolderChapter", "FolderScan", "Kind", "Problem", "natural_key", "scan_folder"]
+
 Kind = Literal["comic", "novel"]
-IGNORED = {"thumbs.db", "desktop.ini"}
-NUMBER = re.compile(r"\d+")
+_IGNORED = {"thumbs.db", "desktop.ini"}
+_NUMBER = re.compile(r"\d+")
 
 
 def natural_key(name: str) -> list[Any]:
@@ -123,11 +125,11 @@ def _ordered(folder: Path) -> list[Path]:
 
 
 def _ignored(path: Path) -> bool:
-    return path.name.startswith(".") or path.name.lower() in IGNORED
+    return path.name.startswith(".") or path.name.lower() in _IGNORED
 
 
 def _number(path: Path, problems: list[Problem]) -> int | None:
-    found = NUMBER.search(path.stem if path.is_file() else path.name)
+    found = _NUMBER.search(path.stem if path.is_file() else path.name)
     if found is None:
         problems.append(Problem(path.name, "no chapter number in its name (use chapter-01, ...)"))
         return None

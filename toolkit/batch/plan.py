@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from toolkit.models import ChapterListItem, Project
     from toolkit.store import SnapshotStore
 
+__all__ = ["Action", "PlannedChapter", "UploadPlan", "find_project", "plan_upload"]
+
 Action = Literal["send", "skip", "conflict"]
 
 

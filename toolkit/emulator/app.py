@@ -23,6 +23,8 @@ from toolkit.emulator.routes import admin, api, chaos, control, openapi
 from toolkit.emulator.routes.errors import EmulatorError, error
 from toolkit.emulator.routes.webhooks import webhook_routes
 
+__all__ = ["AdminGuard", "ClockDate", "FaultInjection", "build_app"]
+
 log = logging.getLogger(__name__)
 
 

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-REWORK_COLOR = "#d0454c"
-NEW_COLOR = "#4f8fc0"
-CAUSE_COLORS = {"stalled": "#f2b134", "failed": "#d0454c", "rescan": "#a8a8a8"}
-STYLE = """
+__all__ = ["render"]
+
+_REWORK_COLOR = "#d0454c"
+_NEW_COLOR = "#4f8fc0"
+_CAUSE_COLORS = {"stalled": "#f2b134", "failed": "#d0454c", "rescan": "#a8a8a8"}
+_STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
        max-width: 980px; margin: 2em auto; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; font-size: 1.2em; }
@@ -54,7 +56,7 @@ def render(weekly: Weekly, *, title: str) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="when">{escape(window)} &middot; {when.snapshots} snapshots</p>',
         '<ul class="story">',
@@ -126,8 +128,8 @@ def _nothing_in_days(weekly: Weekly) -> str | None:
 def _daily_section(weekly: Weekly) -> list[str]:
     return [
         _daily_table(weekly),
-        _image(daily_plot(weekly, "lines"), "Lines translated per day and project"),
-        _image(daily_plot(weekly, "credits"), "Credits per day, new work and re-runs"),
+        _image(_daily_plot(weekly, "lines"), "Lines translated per day and project"),
+        _image(_daily_plot(weekly, "credits"), "Credits per day, new work and re-runs"),
         '<p class="note">* partial day: the snapshots do not span it, so its figures are '
         "a part-day's. Every figure is counted between snapshots, in the day of the later "
         "one.</p>",
@@ -164,7 +166,7 @@ def _share(part: float, whole: float) -> str:
     return "–" if pd.isna(part) or pd.isna(whole) or not whole else f"{part / whole:.0%}"
 
 
-def header_of(name: str) -> str:
+def _header_of(name: str) -> str:
     """A column's header on the page: the registry's label (toolkit.metrics), capitalised."""
     return metrics.header(name).capitalize()
 
@@ -189,7 +191,7 @@ def _count(value: object) -> str:
 
 
 def _summary_table(figs: Figures) -> str:
-    header = [header_of(name) for name in ("project", *FIGURES, "median_cycle_hours")]
+    header = [_header_of(name) for name in ("project", *FIGURES, "median_cycle_hours")]
     rows = [
         [str(row["project"]), *_figure_cells(row), _hours(_number(row["median_cycle_hours"]))]
         for row in figs.projects.to_dict("records")
@@ -213,13 +215,13 @@ def _figure_cells(row: Mapping[Any, object]) -> list[str]:
 
 def _change_table(now: Figures, before: Figures) -> str:
     """Each figure's total in both periods, and the change where both have data."""
-    header = [header_of("figure"), now.period.label(), before.period.label(),
-              header_of("difference")]  # fmt: skip
+    header = [_header_of("figure"), now.period.label(), before.period.label(),
+              _header_of("difference")]  # fmt: skip
     rows = []
     for name in FIGURES:
         this, last = now.totals[name], before.totals[name]
         change = "–" if this is None or last is None else f"{this - last:+,}"
-        rows.append([header_of(name), _count(this), _count(last), change])
+        rows.append([_header_of(name), _count(this), _count(last), change])
     return _table(header, rows)
 
 
@@ -236,7 +238,7 @@ def _at_end_note(figs: Figures) -> str:
 
 
 def _rework_table(projects: pd.DataFrame) -> str:
-    header = [header_of(name) for name in ("project", "rework_credits",
+    header = [_header_of(name) for name in ("project", "rework_credits",
               *(f"rework_{cause}" for cause in CAUSES), "rework_share")]  # fmt: skip
     rows = [
         [
@@ -263,7 +265,7 @@ def _review_table(weekly: Weekly) -> str:
         ]
         for row in weekly.review.itertuples(index=False)
     ]
-    header = [header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
+    header = [_header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
               "reviews_per_day")]  # fmt: skip
     return _table(header, rows) + (
         '<p class="note">Waiting and the oldest wait: at the last snapshot. Reviews per '
@@ -289,7 +291,7 @@ def _daily_table(weekly: Weekly) -> str:
             ]
         )
         classes.append("partial" if partial else "")
-    header = [header_of(name) for name in ("day", "lines", "credits", "rework_credits", "covered")]
+    header = [_header_of(name) for name in ("day", "lines", "credits", "rework_credits", "covered")]
     return _table(header, rows, classes=classes)
 
 
@@ -310,7 +312,7 @@ def _day_labels(weekly: Weekly, days: list[pd.Timestamp]) -> tuple[list[str], li
     return labels, partial
 
 
-def daily_plot(weekly: Weekly, measure: str) -> Figure:
+def _daily_plot(weekly: Weekly, measure: str) -> Figure:
     figure, ax = _figure()
     days = sorted(weekly.days["day"].unique())
     labels, partial = _day_labels(weekly, days)
@@ -336,8 +338,8 @@ def daily_plot(weekly: Weekly, measure: str) -> Figure:
         per_day = weekly.days.groupby("day")[["credits", "rework_credits"]].sum().reindex(days)
         rework = per_day["rework_credits"].fillna(0).to_numpy()
         new = per_day["credits"].fillna(0).to_numpy() - rework
-        ax.bar(x, new, color=NEW_COLOR, label="new work", hatch=hatch, edgecolor="white")
-        ax.bar(x, rework, bottom=new, color=REWORK_COLOR, label=plots.REWORK, hatch=hatch,
+        ax.bar(x, new, color=_NEW_COLOR, label="new work", hatch=hatch, edgecolor="white")
+        ax.bar(x, rework, bottom=new, color=_REWORK_COLOR, label=plots.REWORK, hatch=hatch,
                edgecolor="white")  # fmt: skip
         ax.set_ylabel("credits")
         ax.set_title("Credits spent per day")
@@ -355,7 +357,7 @@ def _rework_plot(projects: pd.DataFrame) -> Figure:
     left = np.zeros(len(shown))
     for cause in CAUSES:
         values = shown[f"rework_{cause}"].to_numpy(dtype=float)
-        ax.barh(shown["project"].astype(str), values, left=left, color=CAUSE_COLORS[cause],
+        ax.barh(shown["project"].astype(str), values, left=left, color=_CAUSE_COLORS[cause],
                 label=CAUSE_WORDS[cause])  # fmt: skip
         left += values
     ax.set_xlabel("re-run credits")

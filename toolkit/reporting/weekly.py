@@ -38,6 +38,8 @@ from toolkit.reporting.figures import DAY, TICK, TIME, Figures, Period, figures
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["CAUSES", "CAUSE_WORDS", "Weekly", "gather", "sentences", "track_record"]
+
 CAUSES = ("stalled", "failed", "rescan")
 CAUSE_WORDS = {"stalled": "after stalls", "failed": "after failures", "rescan": "as plain re-scans"}
 
@@ -210,16 +212,16 @@ def track_record(weekly: Weekly) -> str:
     if not checked:
         return (
             f"{over}, no finish to check yet: the forecast's band is checked once the work "
-            f"it forecast is done. {band_setting(weekly.band)}"
+            f"it forecast is done. {_band_setting(weekly.band)}"
         )
     inside = int(weekly.accuracy["inside"].sum())
     return (
         f"{over}, {inside / checked:.0%} of finishes fell inside the forecast's p10-p90 band "
-        f"({inside} of {checked} checked). {band_setting(weekly.band)}"
+        f"({inside} of {checked} checked). {_band_setting(weekly.band)}"
     )
 
 
-def band_setting(band: Calibration) -> str:
+def _band_setting(band: Calibration) -> str:
     """How the forecast's band is set, from the same replays as the track record, in
     the calibration's own words (`Calibration.says`)."""
     return f"The band is {band.says()}."

@@ -26,9 +26,11 @@ from toolkit.analysis.observed import Observed
 from toolkit.reporting.explanations import EXPLAINED, explain
 from toolkit.reporting.figures import FIGURES, Figures, figures, label
 
-WHOLE: Final = "#,##0"
-TIME_FORMAT: Final = "yyyy-mm-dd hh:mm"
-SHEETS: Final = ("Figures", "Explanations", "Forecast", "About")
+__all__ = ["write_xlsx"]
+
+_WHOLE: Final = "#,##0"
+_TIME_FORMAT: Final = "yyyy-mm-dd hh:mm"
+_SHEETS: Final = ("Figures", "Explanations", "Forecast", "About")
 
 
 def write_xlsx(
@@ -41,7 +43,7 @@ def write_xlsx(
     tz: str | None = None,
 ) -> Path:
     """Write the period's figures, their explanations and the forecast to `path` as an
-    .xlsx workbook (`SHEETS`); returns the path. The period is the one `figures`
+    .xlsx workbook (`_SHEETS`); returns the path. The period is the one `figures`
     counts (`days` up to the last snapshot, or `since`..`until`, in `tz`)."""
     figs = figures(store, since=since, until=until, days=days, tz=tz)
     when = figs.period
@@ -62,7 +64,7 @@ def write_xlsx(
     return path
 
 
-def heading(name: str) -> str:
+def _heading(name: str) -> str:
     """A column's header with its unit: `credits spent (credits)`; a time says UTC."""
     figure = metrics.FIGURES.get(metrics.ALIASES.get(name, name))
     if figure is None:
@@ -78,7 +80,7 @@ def _figures_sheet(figs: Figures) -> pd.DataFrame:
     table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
     for name in FIGURES:
         table[name] = table[name].astype("Int64")
-    return table.rename(columns={name: heading(name) for name in FIGURES})
+    return table.rename(columns={name: _heading(name) for name in FIGURES})
 
 
 def _explanations_sheet(rows: list[pd.DataFrame]) -> pd.DataFrame:
@@ -98,10 +100,10 @@ def _explanations_sheet(rows: list[pd.DataFrame]) -> pd.DataFrame:
 def _forecast_sheet(store: Observed, figs: Figures) -> pd.DataFrame:
     end = figs.period.end
     if end is None:
-        return pd.DataFrame({heading("status"): pd.Series(dtype="string")})
+        return pd.DataFrame({_heading("status"): pd.Series(dtype="string")})
     outlook = analysis.forecast(store, by="project_id", until=end)
     outlook = _naive(outlook.drop(columns=["project_id", "as_of"], errors="ignore"))
-    return outlook.rename(columns=heading)
+    return outlook.rename(columns=_heading)
 
 
 def _about_sheet(figs: Figures) -> pd.DataFrame:
@@ -135,9 +137,9 @@ def _format(sheet: Any, frame: pd.DataFrame) -> None:
         values = frame[column]
         style = None
         if pd.api.types.is_integer_dtype(values.dtype):
-            style = WHOLE
+            style = _WHOLE
         elif pd.api.types.is_datetime64_any_dtype(values.dtype):
-            style = TIME_FORMAT
+            style = _TIME_FORMAT
         letter = sheet.cell(row=1, column=number).column_letter
         if style is not None:
             for row in range(2, len(frame) + 2):

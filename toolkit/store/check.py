@@ -80,11 +80,13 @@ from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
 from toolkit.store.undo import restore_advice, undo
 from toolkit.timestamps import utc
 
-QUARANTINE = "_quarantine"
+__all__ = ["QUARANTINE_DAYS", "Span", "StoreFinding", "check", "check_report"]
+
+_QUARANTINE = "_quarantine"
 QUARANTINE_DAYS = 7
 Span = tuple[datetime, datetime]
 # What repair does about a snapshot whose commits do not match what it recorded.
-REMOVES = (
+_REMOVES = (
     "removes {them}, and the ones after up to the next full snapshot (built on {its} rows), "
     "from the manifest"
 )
@@ -115,7 +117,7 @@ class StoreFinding:
 
 
 @dataclass
-class Report:
+class _Report:
     findings: list[StoreFinding]
     notes: list[str]
 
@@ -146,7 +148,7 @@ def check(
 
 def check_report(
     root: str, *, repair: bool = False, grace: timedelta = timedelta(hours=1)
-) -> Report:
+) -> _Report:
     """`check`, with the notes: what is not damage but worth knowing (unlisted files,
     quarantine folders emptied).
 
@@ -171,7 +173,7 @@ def check_report(
     root = os.path.abspath(root.removeprefix("file://"))
     if not os.path.isdir(root):
         raise StoreError(f"no store at {root!r}: it is not a folder")
-    quarantine = os.path.join(root, QUARANTINE, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
+    quarantine = os.path.join(root, _QUARANTINE, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     findings: list[StoreFinding] = []
     notes: list[str] = []
     undone = _undo_foreign(root) if repair else []
@@ -193,7 +195,7 @@ def check_report(
     _name_lost(root, findings, uncommitted, repair)
     if repair:
         notes.extend(_empty_old_quarantine(root))
-    return Report(findings, notes)
+    return _Report(findings, notes)
 
 
 def _check_table(
@@ -469,7 +471,7 @@ def _check_ledger(root: str, findings: list[StoreFinding]) -> list[StoreFinding]
             them = "it" if len(spans) == 1 else "them"
             findings.append(
                 StoreFinding(problem.kind, problem.table, path, problem.what,
-                        REMOVES.format(them=them, its="its" if them == "it" else "their")
+                        _REMOVES.format(them=them, its="its" if them == "it" else "their")
                         + " (restore the table's log from a backup first to keep "
                         f"{them})", repairable=True, spans=spans)
             )  # fmt: skip
@@ -730,7 +732,7 @@ def _set_aside(finding: StoreFinding, quarantine: str) -> None:
 
 
 def _empty_old_quarantine(root: str) -> list[str]:
-    folder = os.path.join(root, QUARANTINE)
+    folder = os.path.join(root, _QUARANTINE)
     if not os.path.isdir(folder):
         return []
     limit = time.time() - QUARANTINE_DAYS * 86400

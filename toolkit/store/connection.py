@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+__all__ = ["arrow", "column_list", "connect", "q"]
+
 
 def q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'

@@ -26,6 +26,8 @@ from toolkit.timestamps import parse_time, utc
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["CHECKPOINT_EVERY", "history", "record"]
+
 
 def _time(value: Any, what: str) -> datetime:
     parsed = value if isinstance(value, datetime) else parse_time(value)
@@ -34,7 +36,7 @@ def _time(value: Any, what: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def event_row(event: Mapping[str, Any], received: datetime) -> dict[str, Any]:
+def _event_row(event: Mapping[str, Any], received: datetime) -> dict[str, Any]:
     """One event dict as a row of `schema.EVENTS`."""
     if not event.get("webhook_id"):
         raise ValueError(
@@ -75,7 +77,7 @@ def record(tables: Tables, events: Iterable[Mapping[str, Any]]) -> int:
     commits the table is checkpointed and opened afresh from that checkpoint.
     """
     now = datetime.now(UTC)
-    rows = [event_row(event, now) for event in events]
+    rows = [_event_row(event, now) for event in events]
     if rows:
         # Marked as the toolkit's: a commit to this table without the mark is another
         # engine's, found and undone by `check` like any table's (see `ledger`).

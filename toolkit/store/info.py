@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+__all__ = ["SnapshotInfo"]
+
 
 @dataclass(frozen=True, repr=False)
 class SnapshotInfo:

@@ -29,7 +29,9 @@ from toolkit.store.verify import damaged
 from toolkit.store.writing import stamp
 from toolkit.timestamps import When, utc
 
-QUERY_VIEWS = (
+__all__ = ["at", "changes", "query_arrow", "read_history", "workspace"]
+
+_QUERY_VIEWS = (
     "snapshots",
     *schema.SNAPSHOT_TABLES,
     *(f"{name}_changes" for name in schema.SNAPSHOT_TABLES),
@@ -188,7 +190,7 @@ def query_arrow(
         except duckdb.ProgrammingError as error:
             # The SQL's fault (syntax, a view or column that does not exist), not the
             # store's: say so, not "damaged".
-            views = ", ".join([*QUERY_VIEWS, *(frames or {})])
+            views = ", ".join([*_QUERY_VIEWS, *(frames or {})])
             raise QueryError(
                 f"the SQL could not run: {first_line(error)}. The views are {views}"
             ) from error

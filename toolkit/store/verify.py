@@ -20,6 +20,8 @@ from toolkit.store.tables import Tables
 if TYPE_CHECKING:
     from toolkit.store.engine import StoreEngine
 
+__all__ = ["damaged", "refuse", "verify_reads"]
+
 
 def verify_reads(engine: StoreEngine, manifest: pa.Table, tables: list[str]) -> None:
     """Refuse to read `tables` when their logs or files disagree with the manifest;

@@ -13,7 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-COLUMNS = ["check", "scope", "subject", "workspace", "message", "figures"]
+__all__ = ["Finding", "Findings", "as_frame"]
+
+_COLUMNS = ["check", "scope", "subject", "workspace", "message", "figures"]
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,8 @@ class Findings(pd.DataFrame):
 
 
 def as_frame(findings: list[Finding]) -> Findings:
-    rows = [{name: getattr(f, name) for name in COLUMNS} for f in findings]
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    for column in COLUMNS[:-1]:
+    rows = [{name: getattr(f, name) for name in _COLUMNS} for f in findings]
+    frame = pd.DataFrame(rows, columns=_COLUMNS)
+    for column in _COLUMNS[:-1]:
         frame[column] = frame[column].astype("string")
     return Findings(frame)

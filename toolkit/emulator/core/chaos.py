@@ -14,12 +14,14 @@ from typing import Any, Literal
 
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = ["Chaos", "ChaosRule", "Kind", "Target", "route_of"]
+
 Kind = Literal["status", "latency", "drop", "cut", "reset", "trickle"]
-KINDS: tuple[Kind, ...] = ("status", "latency", "drop", "cut", "reset", "trickle")
-METHODS = ("GET", "POST", "*")
+_KINDS: tuple[Kind, ...] = ("status", "latency", "drop", "cut", "reset", "trickle")
+_METHODS = ("GET", "POST", "*")
 
 # The /api/v1 routes a rule can name, with their placeholders written as `{}`.
-ROUTES = (
+_ROUTES = (
     "/projects",
     "/projects/{}",
     "/projects/{}/chapters",
@@ -55,7 +57,7 @@ def route_of(path: str) -> tuple[str, str | None] | None:
     if not parts or parts[0] not in ("projects", "chapters"):
         return None
     shape = "/" + "/".join("{}" if index % 2 else part for index, part in enumerate(parts))
-    if shape not in ROUTES or shape == "/chapters":
+    if shape not in _ROUTES or shape == "/chapters":
         return None
     return shape, parts[1] if len(parts) > 1 else None
 
@@ -110,7 +112,7 @@ class ChaosRule:
         return body
 
 
-def parse_rule(body: Any, rule_id: str) -> ChaosRule:
+def _parse_rule(body: Any, rule_id: str) -> ChaosRule:
     """A rule from the admin body; anything wrong is a 400 naming the field."""
     if not isinstance(body, dict):
         raise EmulatorError(400, "the body must be a JSON object: a chaos rule")
@@ -120,12 +122,12 @@ def parse_rule(body: Any, rule_id: str) -> ChaosRule:
             400, f"unknown chaos rule fields {sorted(unknown)}; use {sorted(_FIELDS)}"
         )
     method = str(body.get("method", "*")).upper()
-    if method not in METHODS:
+    if method not in _METHODS:
         raise EmulatorError(400, f"method must be GET, POST or *, not {body.get('method')!r}")
     route = _route(body.get("route"))
     kind = body.get("kind")
-    if kind not in KINDS:
-        raise EmulatorError(400, f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if kind not in _KINDS:
+        raise EmulatorError(400, f"kind must be one of {', '.join(_KINDS)}, not {kind!r}")
     probability = body.get("probability", 1.0)
     if not _number(probability) or not 0 <= probability <= 1:
         raise EmulatorError(400, f"probability must be a number from 0 to 1, not {probability!r}")
@@ -165,12 +167,12 @@ def _route(value: Any) -> str:
         return "*"
     if isinstance(value, str):
         shape = _PLACEHOLDER.sub("{}", value.removeprefix("/api/v1").rstrip("/") or "/")
-        if shape in ROUTES:
+        if shape in _ROUTES:
             return shape
     raise EmulatorError(
         400,
         f"route must be * or an /api/v1 route such as /chapters/{{chapter_id}}, not {value!r}; "
-        f"the routes are {', '.join(ROUTES)}",
+        f"the routes are {', '.join(_ROUTES)}",
     )
 
 
@@ -226,7 +228,7 @@ class Chaos:
 
     def add(self, body: Any) -> ChaosRule:
         with self._lock:
-            rule = parse_rule(body, f"rule_{self._next}")
+            rule = _parse_rule(body, f"rule_{self._next}")
             self._next += 1
             self._rules.append(rule)
             return rule

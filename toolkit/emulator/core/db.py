@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+__all__ = ["Database", "Params"]
+
 Params = Sequence[Any] | Mapping[str, Any]
 
 

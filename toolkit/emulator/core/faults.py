@@ -14,6 +14,8 @@ from typing import Any, Literal
 from toolkit.emulator.core.state import State
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = ["Fate", "FaultSettings", "Faults"]
+
 Fate = Literal["ok", "fail", "stall"]
 _MAX_LATENCY_MS = 60_000
 

@@ -16,6 +16,8 @@ from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.state import State, to_ms
 from toolkit.emulator.delivery.deliveries import Deliveries
 
+__all__ = ["CLOCK_SETTING", "Scheduler"]
+
 log = logging.getLogger(__name__)
 
 CLOCK_SETTING = "clock_ms"

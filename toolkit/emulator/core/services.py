@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
     from toolkit.emulator.core.scheduler import Scheduler
 
+__all__ = ["Services", "services_of"]
+
 
 @dataclass
 class Services:

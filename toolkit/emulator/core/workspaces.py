@@ -15,13 +15,15 @@ from toolkit.emulator.core.limits import MAX_CREDITS
 from toolkit.emulator.core.state import Row, State, new_uuid
 from toolkit.emulator.routes.errors import EmulatorError
 
-KINDS = ("comic", "novel")
-DIRECTIONS = ("ltr", "rtl", "vertical")
-STEPS = ("text", "translate", "clean", "full")
+__all__ = ["create_project", "create_workspace", "credits_field", "set_credits", "text_field"]
+
+_KINDS = ("comic", "novel")
+_DIRECTIONS = ("ltr", "rtl", "vertical")
+_STEPS = ("text", "translate", "clean", "full")
 _LANGUAGE = re.compile(r"^[a-z]{2}$")
 
 
-def new_api_key() -> str:
+def _new_api_key() -> str:
     return "cts_" + secrets.token_urlsafe(24)
 
 
@@ -30,7 +32,7 @@ def create_workspace(state: State, *, name: str, credits: int, at: int) -> Row:
         "id": new_uuid(),
         "name": name,
         "credits": credits,
-        "api_key": new_api_key(),
+        "api_key": _new_api_key(),
         "created_ms": at,
     }
     state.db.execute(
@@ -86,8 +88,8 @@ def create_project(state: State, body: Any, *, at: int) -> Row:
 def _project_fields(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise EmulatorError(400, "the body must be a JSON object describing the project")
-    kind = _choice(body, "kind", KINDS)
-    steps = _choice(body, "processSteps", STEPS)
+    kind = _choice(body, "kind", _KINDS)
+    steps = _choice(body, "processSteps", _STEPS)
     if kind == "novel" and steps != "translate":
         raise EmulatorError(400, "a novel project takes processSteps 'translate'")
     targets = body.get("targetLanguages")
@@ -108,7 +110,7 @@ def _project_fields(body: Any) -> dict[str, Any]:
         "name": text_field(body, "name"),
         "kind": kind,
         "source_language": _language(body, "sourceLanguage"),
-        "reading_direction": _choice(body, "readingDirection", DIRECTIONS),
+        "reading_direction": _choice(body, "readingDirection", _DIRECTIONS),
         "process_steps": steps,
         "target_languages": targets,
         "translation_model": model,

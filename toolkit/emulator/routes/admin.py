@@ -26,6 +26,8 @@ from toolkit.emulator.routes import shapes
 from toolkit.emulator.routes.api import read_chapter_detail
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = ["read_json", "routes"]
+
 _MAX_ADVANCE = 366 * 24 * 3600
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from starlette.responses import JSONResponse
 
+__all__ = ["EmulatorError", "error"]
+
 
 class EmulatorError(Exception):
     """Raised anywhere in a request; the app turns it into the JSON error answer."""

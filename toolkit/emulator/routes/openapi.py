@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+__all__ = ["description", "openapi_json", "routes"]
+
 
 @cache
 def _stored() -> dict[str, Any]:

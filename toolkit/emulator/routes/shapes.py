@@ -14,18 +14,28 @@ from typing import Any
 from toolkit.emulator.core.clock import iso
 from toolkit.emulator.core.state import Row, from_ms
 
+__all__ = [
+    "Json",
+    "chapter_detail",
+    "chapter_list_item",
+    "new_chapter",
+    "page",
+    "project",
+    "project_list_item",
+]
+
 # The add-pages answer names its storage key with a vendor word; ours is S3.
-STORAGE_KEY_FIELD = "sourceImageS3Key"
+_STORAGE_KEY_FIELD = "sourceImageS3Key"
 
 Json = dict[str, Any]
 
 # The overall status is the lowest language status (DESIGN.md).
-STATUS_ORDER = ("translating", "needs_review", "reviewed")
+_STATUS_ORDER = ("translating", "needs_review", "reviewed")
 
 
-def lowest_status(statuses: Iterable[str]) -> str:
-    ranks = [STATUS_ORDER.index(status) for status in statuses]
-    return STATUS_ORDER[min(ranks)] if ranks else STATUS_ORDER[0]
+def _lowest_status(statuses: Iterable[str]) -> str:
+    ranks = [_STATUS_ORDER.index(status) for status in statuses]
+    return _STATUS_ORDER[min(ranks)] if ranks else _STATUS_ORDER[0]
 
 
 def _time(ms: int | None) -> str | None:
@@ -73,7 +83,7 @@ def page(row: Row, *, with_storage_key: bool = False) -> Json:
         "createdAt": _time(row["created_ms"]),
     }
     if with_storage_key:
-        answer[STORAGE_KEY_FIELD] = row["storage_key"]
+        answer[_STORAGE_KEY_FIELD] = row["storage_key"]
     return answer
 
 
@@ -106,7 +116,7 @@ def chapter_list_item(row: Row, languages: list[Row], exports: list[Row]) -> Jso
         "processing": bool(row["processing"]),
         "failed": bool(row["failed"]),
         "failureReason": row["failure_reason"],
-        "status": lowest_status(lang["status"] for lang in languages),
+        "status": _lowest_status(lang["status"] for lang in languages),
         "languages": [
             {
                 "languageCode": lang["language_code"],
@@ -142,7 +152,7 @@ def chapter_detail(row: Row, languages: list[Row], project_row: Row, page_count:
         "detecting": bool(row["detecting"]),
         "failed": bool(row["failed"]),
         "failureReason": row["failure_reason"],
-        "status": lowest_status(lang["status"] for lang in languages),
+        "status": _lowest_status(lang["status"] for lang in languages),
         "languages": [
             {
                 "languageCode": lang["language_code"],
