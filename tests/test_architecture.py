@@ -574,6 +574,21 @@ def test_every_public_module_says_what_it_exports():
     assert sorted(m for m in MODULES if _is_public_module(m) and _declared_all(m) is None) == []
 
 
+def test_every_function_and_class_a_module_exports_has_a_docstring():
+    # httpx's rule, per module: a name in `__all__` is a promise, and says what it is.
+    undocumented = []
+    for module, path in MODULES.items():
+        declared = _declared_all(module) or set()
+        for node in ast.parse(path.read_text()).body:
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                and node.name in declared
+                and not (ast.get_docstring(node) or "").strip()
+            ):
+                undocumented.append(f"{module}.{node.name}")
+    assert undocumented == []
+
+
 # A test reaches a private name (`_name`, or a `_module`) only of the package it tests:
 # tests/store/ of toolkit.store, a flat tests/test_x.py of toolkit.x. Machinery another
 # package's tests need is public, or it is listed here with why.

@@ -49,6 +49,8 @@ __all__ = ["WorkspaceSettings", "read_workspaces_config", "workspace_settings", 
 
 @dataclass(frozen=True)
 class WorkspaceSettings:
+    """One workspace of the agency's file: its name, URL, API key and store folder."""
+
     name: str
     base_url: str
     api_key: Secret[str] = field(repr=False)

@@ -828,6 +828,9 @@ class _OneLine(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `toolkit` command with `argv` (the process's arguments by default).
+
+    Returns the exit status; a toolkit error is one line on stderr, not a traceback."""
     args = _build_parser().parse_args(argv)
     try:
         with _warnings_shown(args.command):

@@ -151,6 +151,8 @@ def _shown(url: str) -> str:
 
 @dataclass(frozen=True)
 class Settings:
+    """The service's base URL and API key a client connects with."""
+
     base_url: str
     api_key: Secret[str] = field(repr=False)
 

@@ -34,6 +34,7 @@ def _nullable(check: Check) -> Check:
 
 
 def is_number(value: Any) -> bool:
+    """Whether a JSON value is a number (a boolean is not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -46,6 +47,7 @@ def _boolean(value: Any) -> bool:
 
 
 def is_iso(value: Any) -> bool:
+    """Whether a JSON value is an ISO 8601 time that carries its zone."""
     if not isinstance(value, str):
         return False
     try:

@@ -90,6 +90,7 @@ def cts_start() -> datetime:
 
 @pytest.fixture
 def cts_emulator(cts_start: datetime) -> Iterator[Emulator]:
+    """An emulator on a manual clock starting at `cts_start`, stopped after the test."""
     from toolkit.emulator import Emulator
 
     with Emulator(clock="manual", start=cts_start) as emulator:
@@ -104,6 +105,7 @@ def cts_credits() -> int:
 
 @pytest.fixture
 def cts_workspace(cts_emulator: Emulator, cts_credits: int) -> _EmulatedWorkspace:
+    """A workspace in `cts_emulator` with `cts_credits` credits."""
     made = cts_emulator.create_workspace("Test workspace", credits=cts_credits)
     return _EmulatedWorkspace(made["id"], made["name"], made["apiKey"], cts_emulator.url)
 
@@ -257,6 +259,7 @@ class _WebhookSink:
 def cts_webhooks(
     cts_emulator: Emulator, cts_workspace: _EmulatedWorkspace
 ) -> Iterator[_WebhookSink]:
+    """A loopback receiver subscribed to every event of `cts_workspace`."""
     from toolkit.webhooks import Receiver
 
     server = _LoopbackServer()

@@ -37,6 +37,8 @@ S = TypeVar("S", bound=Stage)
 
 
 class Observed:
+    """A store's data read once for every question, and the run pipeline's stages built once."""
+
     def __init__(self, store: SnapshotStore) -> None:
         self.store = store
         self._stages: dict[type, object] = {}
@@ -97,6 +99,9 @@ _seen_lock = threading.Lock()
 
 
 def observe(source: SnapshotStore | Observed) -> Observed:
+    """The `Observed` of a store, shared until the store takes a new snapshot.
+
+    An `Observed` given is returned as it is."""
     if isinstance(source, Observed):
         return source
     version = source.version()

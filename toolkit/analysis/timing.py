@@ -25,6 +25,7 @@ _BY_COLUMN = {"project_id": "project_id", "model": "models", "kind": "kind"}
 
 
 def check_by(by: str) -> str:
+    """The runs column a `by=` argument groups by; a `ValueError` names the choices."""
     if by not in _BY_COLUMN:
         raise ValueError(f"by must be one of {', '.join(_BY_COLUMN)}, not {by!r}")
     return _BY_COLUMN[by]

@@ -75,6 +75,8 @@ class Problem:
 
 @dataclass
 class FolderScan:
+    """What scanning an upload folder found: its chapters and the problems that stop them."""
+
     root: Path
     chapters: list[FolderChapter] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)

@@ -38,6 +38,8 @@ Action = Literal["send", "skip", "conflict"]
 
 @dataclass(frozen=True)
 class PlannedChapter:
+    """A chapter of the folder, what the upload will do with it (send, skip, conflict), and why."""
+
     chapter: FolderChapter
     action: Action
     note: str

@@ -28,6 +28,10 @@ class _Recorded:
 
 
 class UploadRecord:
+    """The folder's record of the chapters already uploaded (`RECORD_NAME`), by project and number.
+
+    An unreadable record reads as empty: chapters are then compared by count."""
+
     def __init__(self, folder: Path) -> None:
         self.path = folder / RECORD_NAME
         self._data: dict[str, Any] = {"version": 1, "projects": {}}

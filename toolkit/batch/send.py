@@ -60,6 +60,8 @@ class Progress:
 
 @dataclass(frozen=True)
 class ChapterOutcome:
+    """What sending one chapter of the folder came to, with its size and credits."""
+
     number: int
     source: str
     pages: int
@@ -72,6 +74,8 @@ class ChapterOutcome:
 
 @dataclass
 class UploadSummary:
+    """What an upload did to every chapter of a project's folder, and whether it was cut short."""
+
     project_name: str
     outcomes: list[ChapterOutcome] = field(default_factory=list)
     record_problem: str | None = None

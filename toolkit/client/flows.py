@@ -79,11 +79,15 @@ _CHAPTER_REQUIRED = ("languages",)
 
 @dataclass(frozen=True)
 class Send:
+    """A flow's step: send this request and give the flow its response."""
+
     spec: RequestSpec
 
 
 @dataclass(frozen=True)
 class Sleep:
+    """A flow's step: wait this many seconds before the next."""
+
     seconds: float
 
 
@@ -163,11 +167,13 @@ def _path_id(value: object, what: str) -> str:
 
 
 def list_projects(policy: RetryPolicy) -> Flow[list[Project]]:
+    """The flow of `GET /projects`."""
     spec = RequestSpec("GET", "/projects", "list_projects", repeatable=True)
     return parse_many(Project, (yield from call(spec, policy)), spec)
 
 
 def get_project(project_id: str, policy: RetryPolicy, kinds: Kinds | None = None) -> Flow[Project]:
+    """The flow of `GET /projects/{id}`; notes the project's kind in `kinds`."""
     path = f"/projects/{_path_id(project_id, 'project_id')}"
     spec = RequestSpec("GET", path, "get_project", project_id=project_id, repeatable=True)
     project = parse_one(Project, (yield from call(spec, policy)), spec)
@@ -177,6 +183,7 @@ def get_project(project_id: str, policy: RetryPolicy, kinds: Kinds | None = None
 
 
 def list_chapters(project_id: str, policy: RetryPolicy) -> Flow[list[ChapterListItem]]:
+    """The flow of `GET /projects/{id}/chapters`."""
     path = f"/projects/{_path_id(project_id, 'project_id')}/chapters"
     spec = RequestSpec("GET", path, "list_chapters", project_id=project_id, repeatable=True)
     answer = yield from call(spec, policy)
@@ -189,6 +196,7 @@ def list_chapters(project_id: str, policy: RetryPolicy) -> Flow[list[ChapterList
 def get_chapter(
     chapter_id: str, policy: RetryPolicy, kinds: Kinds | None = None
 ) -> Flow[ChapterDetail]:
+    """The flow of `GET /chapters/{id}`; notes its project's kind in `kinds`."""
     path = f"/chapters/{_path_id(chapter_id, 'chapter_id')}"
     spec = RequestSpec("GET", path, "get_chapter", chapter_id=chapter_id, repeatable=True)
     chapter = parse_one(ChapterDetail, (yield from call(spec, policy)), spec)
@@ -222,6 +230,7 @@ def create_chapter(
     text: str | None,
     position: object,
 ) -> Flow[NewChapter]:
+    """The flow of `POST /projects/{id}/chapters`: a chapter with pages, staged, or of text."""
     path = f"/projects/{_path_id(project_id, 'project_id')}/chapters"
     number = check_position(position)
     choices = {"pages": pages is not None, "staged": staged, "text": text is not None}
@@ -425,6 +434,7 @@ def add_pages(
     hold: bool,
     position: object,
 ) -> Flow[AddedPages]:
+    """The flow of `POST /chapters/{id}/pages`."""
     path = f"/chapters/{_path_id(chapter_id, 'chapter_id')}/pages"
     number = check_position(position)
     with prepare_pages(pages) as upload:
@@ -446,6 +456,7 @@ def add_pages(
 def start_chapter(
     chapter_id: str, policy: RetryPolicy, *, page_ids: Sequence[str] | None
 ) -> Flow[StartResult]:
+    """The flow of `POST /chapters/{id}/start`, with the pages to start when given."""
     path = f"/chapters/{_path_id(chapter_id, 'chapter_id')}/start"
     body = None
     if page_ids is not None:
@@ -457,6 +468,7 @@ def start_chapter(
 
 
 def rescan_chapter(chapter_id: str, policy: RetryPolicy) -> Flow[RescanResult]:
+    """The flow of `POST /chapters/{id}/rescan`."""
     path = f"/chapters/{_path_id(chapter_id, 'chapter_id')}/rescan"
     spec = RequestSpec("POST", path, "rescan_chapter", chapter_id=chapter_id)
     return parse_one(RescanResult, (yield from call(spec, policy)), spec)

@@ -29,6 +29,7 @@ def wait_for_chapter(
     progress: bool = False,
     on_poll: Callable[[ChapterDetail], object] | None = None,
 ) -> Flow[ChapterDetail]:
+    """The flow that polls a chapter until it settles, or `timeout` seconds pass."""
     if timeout is not None and timeout < 0:
         raise ValueError(f"timeout must be 0 or more seconds (or None), not {timeout}")
     if poll_interval < 0 or max_interval < poll_interval:

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 
 class ClockDate:
+    """Middleware: every response's `Date` header is the emulator clock's time."""
+
     def __init__(self, app: ASGIApp, *, services: Services) -> None:
         self.app = app
         self.services = services
@@ -49,6 +51,8 @@ class ClockDate:
 
 
 class FaultInjection:
+    """Middleware: the service routes answer with the injected faults (503s, latency)."""
+
     def __init__(self, app: ASGIApp, *, services: Services) -> None:
         self.app = app
         self.services = services
@@ -68,6 +72,8 @@ class FaultInjection:
 
 
 class AdminGuard:
+    """Middleware: the `/_emulator` routes answer only the admin token."""
+
     def __init__(self, app: ASGIApp, *, services: Services) -> None:
         self.app = app
         self.token = services.admin_token

@@ -75,6 +75,8 @@ async def _answer_of(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[Mess
 
 
 class ChaosInjection:
+    """Middleware: a request a chaos rule matches gets the rule's failure instead."""
+
     def __init__(self, app: ASGIApp, *, services: Services) -> None:
         self.app = app
         self.services = services

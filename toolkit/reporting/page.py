@@ -49,6 +49,7 @@ p.nothing { color: #555; font-style: italic; }
 
 
 def render(weekly: Weekly, *, title: str) -> str:
+    """The weekly page as one HTML document, its plots inline."""
     when = weekly.period
     end = when.local(when.end) if when.end is not None else None
     last = f"{end:%a %d %b %Y %H:%M %Z}" if end is not None else "no snapshot"

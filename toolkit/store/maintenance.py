@@ -53,6 +53,8 @@ _FLAGGED = "_flagged"
 
 
 class Layout(NamedTuple):
+    """How a table's files are merged: by which time, in which order, by month or week."""
+
     time: str  # the column files are grouped by
     order: SortKeys  # of the rows in a merged file
     monthly: bool  # a past month's files into one, not a past week's

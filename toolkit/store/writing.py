@@ -117,6 +117,7 @@ def _changed_in(table: pa.Table, change: pa.Table, name: str) -> tuple[pa.Array,
 
 
 def stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
+    """Rows with their snapshot's id and time added, in the table's schema."""
     n = rows.num_rows
     stamped = rows.append_column("snapshot_id", pa.array([snapshot_id] * n, schema.TEXT))
     stamped = stamped.append_column("snapshot_at", pa.array([when] * n, schema.TIME))

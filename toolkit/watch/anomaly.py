@@ -55,6 +55,7 @@ def _outlier(value: float, history: list[float], mads: float, floor: float) -> _
 def evaluate(
     store: SnapshotStore, workspace: str, settings: CheckSettings, now: pd.Timestamp
 ) -> list[Finding]:
+    """The anomaly check: a figure of the last complete period far from its baseline."""
     period = pd.Timedelta(settings.anomaly_period)
     end = now.floor(period)  # the latest complete bin is [end - period, end)
     first = end - period * (settings.anomaly_baseline + 1)

@@ -76,6 +76,8 @@ class CheckSettings:
 
 @dataclass(frozen=True)
 class WatchedWorkspace:
+    """One `[workspaces.NAME]` table of `watch.toml`: its URL, key variable and store."""
+
     name: str
     base_url: str
     key_env: str
@@ -87,6 +89,8 @@ class WatchedWorkspace:
 
 @dataclass(frozen=True)
 class Budget:
+    """A budget of `watch.toml`: credits per period for a project, workspace or the agency."""
+
     scope: Scope
     name: str | None  # a project's or workspace's name; None for the agency
     period: Period
@@ -100,6 +104,8 @@ TIMEOUT = 10.0  # seconds a target may take to answer (the service's webhook lim
 
 @dataclass(frozen=True)
 class Webhook:
+    """Where the watch posts its messages as signed webhooks."""
+
     url: str
     secret_env: str
     allow_private: bool = False
@@ -108,6 +114,8 @@ class Webhook:
 
 @dataclass(frozen=True)
 class Slack:
+    """The Slack webhook the watch posts its messages to."""
+
     url: Secret[str] | str | None = None  # written in the file (a loopback sink in tests)
     url_env: str | None = None  # else read from this variable: the usual Slack URL is secret
     allow_private: bool = False
@@ -135,6 +143,8 @@ class Email:
 
 @dataclass(frozen=True)
 class WatchConfig:
+    """`watch.toml`, read and checked: the workspaces, budgets, checks and targets."""
+
     path: str
     store: str
     interval: timedelta

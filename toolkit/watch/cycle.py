@@ -78,6 +78,7 @@ def _named(event: str, finding: Finding) -> str:
 
 
 def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
+    """One cycle of the watch: take a snapshot of each workspace, check, and notify."""
     stores = {name: SnapshotStore(w.store, workspace=name) for name, w in config.workspaces.items()}
     broken: dict[str, str] = {}
     for name, workspace in config.workspaces.items():

@@ -20,6 +20,8 @@ _COLUMNS = ["check", "scope", "subject", "workspace", "message", "figures"]
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing a watch check found, about one subject, with the figures behind it."""
+
     check: str
     scope: str  # project | workspace | agency | chapter | store
     subject: str  # what it is about, by name: a project, a chapter, a workspace
@@ -55,6 +57,7 @@ class Findings(pd.DataFrame):
 
 
 def as_frame(findings: list[Finding]) -> Findings:
+    """Findings as a `Findings` frame, one row each."""
     rows = [{name: getattr(f, name) for name in _COLUMNS} for f in findings]
     frame = pd.DataFrame(rows, columns=_COLUMNS)
     for column in _COLUMNS[:-1]:

@@ -70,6 +70,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Delivery:
+    """What one message got at one target: delivered, failed, given up or skipped."""
+
     message: Message
     target: str
     outcome: str  # delivered | failed | given_up | skipped

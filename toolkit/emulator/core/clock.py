@@ -20,6 +20,8 @@ ClockMode = Literal["manual", "realtime"]
 
 
 class Clock:
+    """The emulator's time: manual (advanced by the caller) or real time at `speed`."""
+
     def __init__(
         self, mode: ClockMode = "manual", *, speed: float = 60.0, start: datetime | None = None
     ) -> None:

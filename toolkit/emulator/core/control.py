@@ -48,6 +48,8 @@ _REVIEW_PATIENCE_MS = 24 * 3600 * 1000
 
 
 class Control:
+    """State control: holds on a chapter's steps, and fates set for its next run."""
+
     def __init__(self, db: Database, state: State, operations: Operations) -> None:
         self.db = db
         self.state = state

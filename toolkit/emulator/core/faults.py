@@ -22,6 +22,8 @@ _MAX_LATENCY_MS = 60_000
 
 @dataclass(frozen=True)
 class FaultSettings:
+    """The faults the admin asked for: failure, stall and error rates, latency, seed."""
+
     failure_rate: float = 0.0
     stall_rate: float = 0.0
     latency_ms: int = 0

@@ -31,6 +31,8 @@ class _Created:
 
 
 class Operations:
+    """The service's operations on chapters, over the state, the engine and the page files."""
+
     def __init__(self, state: State, engine: Engine, files: PageFolder) -> None:
         self.state = state
         self.db = state.db

@@ -23,6 +23,8 @@ _SUFFIXES = {"txt": ".txt", "docx": ".docx", "clean": "-clean.zip", "cbz": ".cbz
 
 @dataclass(frozen=True)
 class PreparedFile:
+    """An export's file: its format, name, size and page count."""
+
     format: str
     filename: str
     byte_size: int

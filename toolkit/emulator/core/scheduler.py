@@ -26,6 +26,8 @@ _SAVE_EVERY = 1.0
 
 
 class Scheduler:
+    """What happens as the clock moves: runs advance and deliveries are sent, in time order."""
+
     def __init__(
         self,
         clock: Clock,

@@ -169,14 +169,17 @@ CREATE TABLE IF NOT EXISTS settings (
 
 
 def new_uuid() -> str:
+    """A new resource id: a random UUID."""
     return str(uuid.uuid4())
 
 
 def to_ms(when: datetime) -> int:
+    """A time as the milliseconds since the epoch the database stores."""
     return int(when.timestamp() * 1000)
 
 
 def from_ms(ms: int) -> datetime:
+    """The aware UTC time of the database's milliseconds."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 

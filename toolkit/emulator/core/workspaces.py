@@ -28,6 +28,7 @@ def _new_api_key() -> str:
 
 
 def create_workspace(state: State, *, name: str, credits: int, at: int) -> Row:
+    """A new workspace with its credits and a new API key, created at `at` (ms)."""
     workspace = {
         "id": new_uuid(),
         "name": name,
@@ -44,6 +45,7 @@ def create_workspace(state: State, *, name: str, credits: int, at: int) -> Row:
 
 
 def set_credits(state: State, workspace_id: str, credits: int) -> Row:
+    """Set a workspace's credits; a 404 when there is no such workspace."""
     if not state.db.execute(
         "UPDATE workspaces SET credits = ? WHERE id = ?", (credits, workspace_id)
     ):
@@ -118,6 +120,7 @@ def _project_fields(body: Any) -> dict[str, Any]:
 
 
 def text_field(body: dict[str, Any], name: str) -> str:
+    """A body's non-empty text field; a 400 otherwise."""
     value = body.get(name)
     if not isinstance(value, str) or not value.strip():
         raise EmulatorError(400, f"{name} must be a non-empty string")
@@ -125,6 +128,7 @@ def text_field(body: dict[str, Any], name: str) -> str:
 
 
 def credits_field(body: Any) -> int:
+    """A body's `credits`: a whole number from 0 to `MAX_CREDITS`; a 400 otherwise."""
     value = body.get("credits") if isinstance(body, dict) else None
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_CREDITS:
         raise EmulatorError(

@@ -113,6 +113,8 @@ class _Due:
 
 
 class Deliveries:
+    """The webhook endpoints and what is owed to them: each event sent, retried, recorded."""
+
     def __init__(
         self,
         db: Database,

@@ -32,6 +32,7 @@ _MAX_ADVANCE = 366 * 24 * 3600
 
 
 async def read_json(request: Request) -> Any:
+    """A request's JSON body (`{}` when empty); a 400 when it is not JSON."""
     raw = await request.body()
     if not raw.strip():
         return {}

@@ -99,6 +99,7 @@ def get_chapter(request: Request) -> JSONResponse:
 
 
 def read_chapter_detail(services: Services, chapter_id: str) -> dict[str, Any]:
+    """A chapter's detail as `GET /chapters/{id}` answers it."""
     chapter = services.state.chapter_any(chapter_id)
     assert chapter is not None
     project = services.state.project(chapter["project_id"])

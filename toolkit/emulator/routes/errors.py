@@ -17,4 +17,5 @@ class EmulatorError(Exception):
 
 
 def error(status: int, message: str) -> JSONResponse:
+    """The service's error answer: `{"error": {"status", "message"}}` with that status."""
     return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)

@@ -36,6 +36,7 @@ def description() -> dict[str, Any]:
 
 
 def openapi_json(request: Request) -> JSONResponse:
+    """The route of the emulator's OpenAPI document."""
     return JSONResponse(_stored())
 
 

@@ -43,6 +43,7 @@ def _time(ms: int | None) -> str | None:
 
 
 def project(row: Row) -> Json:
+    """A project row as the service writes a project."""
     return {
         "id": row["id"],
         "name": row["name"],
@@ -60,6 +61,7 @@ def project(row: Row) -> Json:
 
 
 def project_list_item(row: Row, languages: list[Row]) -> Json:
+    """A project row as an item of the project list, with its languages."""
     return {
         **project(row),
         "targetLanguages": [
@@ -76,6 +78,7 @@ def project_list_item(row: Row, languages: list[Row]) -> Json:
 
 
 def page(row: Row, *, with_storage_key: bool = False) -> Json:
+    """A page row as the service writes a page (its storage key only when asked)."""
     answer = {
         "id": row["id"],
         "chapterId": row["chapter_id"],
@@ -99,6 +102,7 @@ def _chapter_base(row: Row) -> Json:
 
 
 def new_chapter(row: Row, pages: list[Row]) -> Json:
+    """A chapter row as the answer to creating it, with its pages."""
     return {
         **_chapter_base(row),
         "assignedUserId": None,
@@ -109,6 +113,7 @@ def new_chapter(row: Row, pages: list[Row]) -> Json:
 
 
 def chapter_list_item(row: Row, languages: list[Row], exports: list[Row]) -> Json:
+    """A chapter row as an item of the chapter list, with its languages and exports."""
     return {
         **_chapter_base(row),
         "pageCount": row["page_count"],
@@ -145,6 +150,7 @@ def chapter_list_item(row: Row, languages: list[Row], exports: list[Row]) -> Jso
 
 
 def chapter_detail(row: Row, languages: list[Row], project_row: Row, page_count: int) -> Json:
+    """A chapter row as `GET /chapters/{id}` answers it."""
     return {
         **_chapter_base(row),
         "pageCount": page_count,
