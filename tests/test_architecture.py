@@ -317,6 +317,40 @@ def test_every_error_is_on_toolkit_and_in_the_drawn_tree():
     assert drawn == classes
 
 
+# An exception defined outside errors.py never reaches a user: it is the emulator's own
+# (a server apart, `tk.emulator`), or a signal its package catches and turns into one of
+# errors.py's (or into a result). Each such signal says here why.
+SIGNALS = {
+    "toolkit.models.UnexpectedValue": "the client turns it into UnexpectedAnswer, naming the route",
+    "toolkit.client.retry.BodyNotSent": "an httpx error the retry policy reads as never sent",
+    "toolkit.watch.outbox.Undelivered": "a sender's stop; the outbox records it as a Delivery",
+}
+
+
+def _exceptions_outside_errors() -> set[str]:
+    import importlib
+    import inspect
+
+    found = set()
+    for module in MODULES:
+        if module == "toolkit.errors" or within(module, "toolkit.emulator"):
+            continue
+        for name, value in vars(importlib.import_module(module)).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, Exception)  # not a stop (batch's UploadInterrupted)
+                and not issubclass(value, Warning)
+                and value.__module__ == module
+                and not name.startswith("_")
+            ):
+                found.add(f"{module}.{name}")
+    return found
+
+
+def test_every_error_a_user_can_catch_is_in_errors_py():
+    assert sorted(_exceptions_outside_errors() ^ set(SIGNALS)) == []
+
+
 def test_every_name_in_all_has_a_docstring():
     import inspect
 
@@ -523,9 +557,9 @@ def _declared_all(module: str) -> set[str] | None:
     return None
 
 
-def _taken_across(module: str) -> Iterator[tuple[str, str, int]]:
+def _taken_across(module: str, source: str | None = None) -> Iterator[tuple[str, str, int]]:
     """(module taken from, name, line) for each name `module` takes from another package."""
-    tree = ast.parse(MODULES[module].read_text())
+    tree = ast.parse(MODULES[module].read_text() if source is None else source)
     aliases: dict[str, str] = {}  # a local name bound to a toolkit module
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in MODULES:
@@ -539,11 +573,23 @@ def _taken_across(module: str) -> Iterator[tuple[str, str, int]]:
             for alias in node.names:
                 if alias.asname and alias.name in MODULES:
                     aliases[alias.asname] = alias.name
+                elif alias.name.split(".")[0] == "toolkit":
+                    aliases["toolkit"] = "toolkit"  # `import toolkit.x` binds `toolkit`
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            target = aliases.get(node.value.id)
-            if target and _package(target) != _package(module):
-                yield target, node.attr, node.lineno
+        # `y.name`, and `tk.analysis.runs`: down the chain through modules to the name.
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+            node = node.value
+        target = aliases.get(node.id) if isinstance(node, ast.Name) else None
+        for attr in reversed(chain):
+            if target is None or f"{target}.{attr}" not in MODULES:
+                break
+            target = f"{target}.{attr}"
+        else:
+            continue
+        if target and _package(target) != _package(module) and not attr.startswith("__"):
+            yield target, attr, getattr(node, "lineno", 0)
 
 
 def _not_exported() -> list[str]:
@@ -560,6 +606,21 @@ def _not_exported() -> list[str]:
 
 def test_another_package_imports_only_what_a_module_exports():
     assert _not_exported() == []
+
+
+def test_a_name_is_read_through_imports_and_module_chains():
+    planted = (
+        "import toolkit as tk\n"
+        "from toolkit.analysis import work\n"
+        "from toolkit.store.ids import new_id\n"
+        "a = tk.analysis.work._fit_tail\n"
+        "b = work.forecast_runs\n"
+    )
+    assert sorted(_taken_across("toolkit.cli", planted)) == [
+        ("toolkit.analysis.work", "_fit_tail", 4),
+        ("toolkit.analysis.work", "forecast_runs", 5),
+        ("toolkit.store.ids", "new_id", 3),
+    ]
 
 
 def _is_public_module(module: str) -> bool:
