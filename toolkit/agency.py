@@ -57,7 +57,7 @@ class WorkspaceSettings:
     store: str
 
 
-def env_suffix(name: str) -> str:
+def _env_suffix(name: str) -> str:
     """ "studio-a" -> "STUDIO_A": the suffix of a workspace's environment variables."""
     return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
@@ -114,7 +114,7 @@ def workspace_settings(
 ) -> WorkspaceSettings:
     """One workspace's settings, from the environment and the config file's tables."""
     table = (config or {}).get(name, {})
-    suffix = env_suffix(name)
+    suffix = _env_suffix(name)
     key_variable = table.get("api_key_env", f"CTS_API_KEY_{suffix}")
     key = os.environ.get(key_variable) or table.get("api_key")
     if not key:

@@ -14,13 +14,14 @@ __all__ = [
     "PROJECT",
     "PROJECT_LIST_ITEM",
     "STATUSES",
+    "Check",
     "is_iso",
     "is_number",
     "mismatches",
 ]
 
 STATUSES = ("translating", "needs_review", "reviewed")
-EXPORT_FORMATS = ("cbz", "zip", "psd", "clean", "txt", "docx", "source")
+_EXPORT_FORMATS = ("cbz", "zip", "psd", "clean", "txt", "docx", "source")
 
 Check = Callable[[Any], bool]
 
@@ -94,7 +95,7 @@ PROJECT_LIST_ITEM = {
     "chapterCount": _whole,
     "lastChapterAt": _nullable(_whole),
 }
-CHAPTER_BASE = {
+_CHAPTER_BASE = {
     "id": _string,
     "projectId": _string,
     "position": _whole,
@@ -102,7 +103,7 @@ CHAPTER_BASE = {
     "summary": _nullable(_string),
     "createdAt": is_iso,
 }
-LIST_LANGUAGE = {
+_LIST_LANGUAGE = {
     "languageCode": _string,
     "status": _one_of(*STATUSES),
     "covered": _whole,
@@ -110,29 +111,29 @@ LIST_LANGUAGE = {
     "exporting": _boolean,
     "models": _list_of(_string),
 }
-EXPORT = {
+_EXPORT = {
     "languageCode": _string,
-    "format": _one_of(*EXPORT_FORMATS),
+    "format": _one_of(*_EXPORT_FORMATS),
     "filename": _string,
     "byteSize": _whole,
     "pageCount": _whole,
     "preparedAt": is_iso,
 }
 CHAPTER_LIST_ITEM = {
-    **CHAPTER_BASE,
+    **_CHAPTER_BASE,
     "pageCount": _whole,
     "started": _boolean,
     "processing": _boolean,
     "failed": _boolean,
     "failureReason": _nullable(_string),
     "status": _one_of(*STATUSES),
-    "languages": _list_of(_shaped(LIST_LANGUAGE)),
-    "preparedExports": _list_of(_shaped(EXPORT)),
+    "languages": _list_of(_shaped(_LIST_LANGUAGE)),
+    "preparedExports": _list_of(_shaped(_EXPORT)),
     "creditsSpent": is_number,
     "lastActivityAt": is_iso,
 }
 CHAPTER_DETAIL = {
-    **CHAPTER_BASE,
+    **_CHAPTER_BASE,
     "pageCount": _whole,
     "processing": _boolean,
     "detecting": _boolean,
@@ -146,7 +147,7 @@ CHAPTER_DETAIL = {
     "assignee": _null,
 }
 NEW_CHAPTER = {
-    **CHAPTER_BASE,
+    **_CHAPTER_BASE,
     "assignedUserId": _null,
     "createdByUserId": _null,
     "deletedAt": _null,

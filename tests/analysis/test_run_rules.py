@@ -11,10 +11,10 @@ from toolkit.analysis._arrays import NO_TIME
 from toolkit.analysis.charges import (
     _failed_anew,
     _known_part,
+    _may_retry,
     _new_pages_held,
     _read_rest,
     _rise_of,
-    may_retry,
 )
 from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
 
@@ -260,7 +260,7 @@ def test_all_held_pages_started_win_a_tie_with_a_rescan_unless_a_failure_was_ret
 def test_a_rescan_retries_a_failure_unless_the_chapter_is_failed_and_processing():
     # Failed before: cleared now, or failed again and settled (a re-scan can fail at the
     # same place); failed and processing: something else runs (a re-scan clears it).
-    retry = may_retry(
+    retry = _may_retry(
         new=np.array([F, F, F, F, T]),
         failed_before=np.array([T, T, T, F, F]),
         failed=np.array([F, T, T, F, F]),

@@ -47,9 +47,9 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["forecast_accuracy", "replay_scores", "summed_scores"]
+__all__ = ["forecast_accuracy", "replay_scores", "replays", "summed_scores"]
 
-COLUMNS = ["replays", "inside", "inside_share", "p50_error_hours", "p50_error_share"]
+_COLUMNS = ["replays", "inside", "inside_share", "p50_error_hours", "p50_error_share"]
 
 
 @across
@@ -89,7 +89,7 @@ def forecast_accuracy(
     """
     obs = observe(store)
     if obs.manifest.empty:
-        return _shaped(pd.DataFrame(columns=[by, *COLUMNS]), by)
+        return _shaped(pd.DataFrame(columns=[by, *_COLUMNS]), by)
     frame = replay_scores(obs, by=by, horizon=horizon, every=every, window=window, freq=freq,
                           stall_after=stall_after, since=since, until=until, tz=tz)  # fmt: skip
     return summed_scores(obs, frame, by)
@@ -217,7 +217,7 @@ def replays(
         return
     logged = run_pages_logged(obs, snapshots[-1])
     tables = zip(
-        *(rolled(obs, name, snapshots) for name in ("chapters", "languages", "projects")),
+        *(_rolled(obs, name, snapshots) for name in ("chapters", "languages", "projects")),
         strict=True,
     )
     seen: dict[pd.Timestamp, Seen] = {}
@@ -229,7 +229,7 @@ def replays(
         yield seen[when]
 
 
-def rolled(obs: Observed, table: str, snapshots: list[pd.Timestamp]) -> Iterator[pd.DataFrame]:
+def _rolled(obs: Observed, table: str, snapshots: list[pd.Timestamp]) -> Iterator[pd.DataFrame]:
     """`table` at each of the snapshots `snapshots` (in time order), as `store.as_of` reads
     it: read at the first, then brought forward by the change log's rows up to each next
     one (a key's newest row holds; a deleted key's row goes)."""
@@ -302,7 +302,7 @@ def _true_finishes(seen: Seen, done: pd.DataFrame, by: ForecastBy) -> dict[str, 
 
 
 def _shaped(frame: pd.DataFrame, by: ForecastBy) -> pd.DataFrame:
-    frame = frame.reindex(columns=[by, *COLUMNS])
+    frame = frame.reindex(columns=[by, *_COLUMNS])
     frame[by] = frame[by].astype("string")
     for column in ("replays", "inside"):
         frame[column] = frame[column].astype("Int64")

@@ -101,7 +101,7 @@ class _Rows:
             pages_before=np.where(new, 0.0, to_float(rows["prev_pages"])),
             started_before=~new & is_true(rows["prev_started"]),
             cleared=~new & is_true(rows["prev_failed"]) & ~is_true(rows["failed"]),
-            may_retry=may_retry(
+            may_retry=_may_retry(
                 new=new,
                 failed_before=is_true(rows["prev_failed"]),
                 failed=is_true(rows["failed"]),
@@ -116,7 +116,7 @@ def _reason_changed(rows: pd.DataFrame) -> np.ndarray:
     return np.asarray((reason >= 0) & (before >= 0) & (reason != before), bool)
 
 
-def may_retry(
+def _may_retry(
     *, new: np.ndarray, failed_before: np.ndarray, failed: np.ndarray, processing: np.ndarray
 ) -> np.ndarray:
     """Whether a rise can hold a re-scan that retried a failure: the chapter was failed,

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = [
+    "LINES_KEYS",
     "LINES_SQL",
+    "UNKNOWN_MODEL",
     "SpendBy",
     "ThroughputBy",
     "credit_spend",
@@ -40,7 +42,7 @@ __all__ = [
 ThroughputBy = Literal["language_code", "project_id", "model"]
 SpendBy = Literal["project_id", "language_code", "chapter_id"]
 UNKNOWN_MODEL = "(unknown)"
-TEXT = pd.StringDtype()
+_TEXT = pd.StringDtype()
 
 
 def _check(name: str, value: str, allowed: Sequence[str]) -> None:
@@ -103,7 +105,7 @@ LINES_KEYS = {
 }
 
 
-def periods(
+def _periods(
     obs: Observed, freq: str, *, tz: str | None, since: When | None, until: When | None
 ) -> tuple[pd.DataFrame, pd.Series]:
     """Each snapshot in [since, until) by position (`idx`) with the code of its period
@@ -131,7 +133,7 @@ def _shape(
     names: pd.Series | None,
 ) -> pd.DataFrame:
     """A long frame `period, <by>[, project], <measures>` from sums per period code
-    (`periods` gives the codes and their `starts`): rows with nothing to show left out
+    (`_periods` gives the codes and their `starts`): rows with nothing to show left out
     unless `fill`, which gives every period from the first to the last and every group."""
     # The period starts taken by code as they are (tz-aware: to_numpy would make a
     # Python object per row).
@@ -145,9 +147,9 @@ def _shape(
     if fill:
         sums = fill_grid(sums, by, measures, freq=freq, tz=tz)
     result = sums[columns].copy()
-    result[by] = result[by].astype(TEXT)
+    result[by] = result[by].astype(_TEXT)
     if names is not None:
-        result.insert(2, "project", result[by].astype(object).map(names).astype(TEXT))
+        result.insert(2, "project", result[by].astype(object).map(names).astype(_TEXT))
     return result.sort_values(["period", by], ignore_index=True)
 
 
@@ -188,7 +190,7 @@ def throughput(
     """
     _check("by", by, ("language_code", "project_id", "model"))
     obs = observe(store)
-    positions, starts = periods(obs, freq, tz=tz, since=since, until=until)
+    positions, starts = _periods(obs, freq, tz=tz, since=since, until=until)
     if positions.empty:
         sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})
     else:
@@ -300,7 +302,7 @@ def credit_spend(
     _check("by", by, ("project_id", "language_code", "chapter_id"))
     obs = observe(store)
     runs = obs.stage(RunTable)
-    positions, starts = periods(obs, freq, tz=tz, since=since, until=until)
+    positions, starts = _periods(obs, freq, tz=tz, since=since, until=until)
     period = np.full(len(obs.manifest), -1, dtype="int64")
     period[positions["idx"].to_numpy()] = positions["period"].to_numpy()
     seen = period[runs.seen_idx]

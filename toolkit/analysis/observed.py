@@ -20,10 +20,10 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["Observed", "answer", "observe", "with_previous"]
+__all__ = ["Observed", "S", "Stage", "answer", "flag", "observe", "with_previous"]
 
-TIME: Final = "datetime64[us, UTC]"
-TEXT: Final = pd.StringDtype()
+_TIME: Final = "datetime64[us, UTC]"
+_TEXT: Final = pd.StringDtype()
 
 
 class Stage(Protocol):
@@ -118,14 +118,14 @@ def answer(obs: Observed, sql: str) -> pd.DataFrame:
     """A DuckDB query over the store, with text as `string` and times in UTC, as the
     change logs read."""
     table = obs.store.query_arrow(sql)
-    frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): TEXT}.get)
+    frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): _TEXT}.get)
     for field in table.schema:
         if pa.types.is_timestamp(field.type):
-            frame[field.name] = frame[field.name].astype(TIME)
+            frame[field.name] = frame[field.name].astype(_TIME)
         elif pa.types.is_string(field.type) and table.num_rows == 0:
             # Arrow hands over an empty text column with no chunk at all, which pandas
             # fails to join on; pandas' own empty column has one.
-            frame[field.name] = pd.Series([], dtype=TEXT)
+            frame[field.name] = pd.Series([], dtype=_TEXT)
     return frame
 
 

@@ -259,14 +259,14 @@ def _finished_tails(steps: pd.DataFrame, ends: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "chapter_id": merged["chapter_id"].to_numpy(),
-            "units": units(sizes["page_count"]).reindex(merged["chapter_id"]).to_numpy(),
+            "units": _units(sizes["page_count"]).reindex(merged["chapter_id"]).to_numpy(),
             "languages": sizes["languages"].reindex(merged["chapter_id"]).to_numpy(),
             "hours": hours.clip(lower=0).to_numpy(float),
         }
     )
 
 
-def units(page_count: pd.Series) -> pd.Series:
+def _units(page_count: pd.Series) -> pd.Series:
     """A chapter's size for reading and cleaning: its pages; a novel's (no pages): 1."""
     return page_count.fillna(0).astype(float).clip(lower=1)
 
@@ -350,7 +350,7 @@ def _reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Time
     guess = first["at"] - pd.to_timedelta((first["covered"] / rate).fillna(0), unit="h")
     lower = first[["before", "created_at"]].max(axis=1)
     began = guess.clip(lower=lower, upper=first["at"])
-    hours = in_hours(began - first["created_at"]) / units(first["page_count"])
+    hours = in_hours(began - first["created_at"]) / _units(first["page_count"])
     return pd.Series(hours.to_numpy(float), index=first["chapter_id"].to_numpy())
 
 
@@ -503,7 +503,7 @@ def learn(
 
     read = latest[(latest["covered"] > 0) & latest["left"].notna()]
     lines = (read["covered"] + read["left"].astype(float)) / read["languages"].clip(lower=1)
-    size = pd.DataFrame({"lines": lines, "units": units(read["page_count"]),
+    size = pd.DataFrame({"lines": lines, "units": _units(read["page_count"]),
                          "project": read["project_id"].astype(object)})  # fmt: skip
     size["kind"] = size["project"].map(kind_of)
     per_unit: dict[str, float] = {}

@@ -10,7 +10,7 @@ config.checks_for("studio", "Moonlit Harbor").stalled_after
 ```
 
 Unknown keys and bad values are refused with the file, the line and the key named.
-tomllib gives no line numbers for values it parsed, so `key_lines` finds them in the text.
+tomllib gives no line numbers for values it parsed, so `_key_lines` finds them in the text.
 Secrets (API keys, the webhook secret, the Slack URL, SMTP credentials) are named by
 environment variable only, read into a `Secret` when the watch needs them, never printed.
 """
@@ -37,26 +37,30 @@ from toolkit.config import Secret, is_loopback_host, normalize_base_url
 from toolkit.errors import ConfigError
 
 __all__ = [
+    "TIMEOUT",
     "Budget",
     "CheckSettings",
+    "Email",
     "Period",
     "Scope",
     "Slack",
     "WatchConfig",
     "WatchedWorkspace",
     "Webhook",
+    "check_destination",
     "parse_duration",
     "read_config",
+    "secret_from",
 ]
 
 Scope = Literal["project", "workspace", "agency"]
 Period = Literal["month", "week"]
-CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
+_CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
           "missing_events", "snapshots")  # fmt: skip
 # What a project's own table may switch off or set: the checks about its work.
-PROJECT_CHECKS = ("anomaly", "stalled", "failed_waiting", "held_pages", "due", "missing_events")
-T = TypeVar("T")
-Path_ = tuple[str | int, ...]  # where a value sits: ("budgets", 0, "credits")
+_PROJECT_CHECKS = ("anomaly", "stalled", "failed_waiting", "held_pages", "due", "missing_events")
+_T = TypeVar("_T")
+_Path_ = tuple[str | int, ...]  # where a value sits: ("budgets", 0, "credits")
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ class Slack:
 
 @dataclass(frozen=True)
 class Email:
+    """The mail server and addresses the watch sends its messages to."""
+
     host: str
     to: tuple[str, ...]
     sender: str  # `from` in the file
@@ -182,7 +188,7 @@ class WatchConfig:
             self._secret("notify.webhook.secret_env", lambda: _signing_secret(secret))
         if self.slack is not None and self.slack.url_env:
             slack = self.slack
-            self._secret("notify.slack.url_env", lambda: check_target_url(
+            self._secret("notify.slack.url_env", lambda: _check_target_url(
                 slack.address(), slack.allow_private, "Slack"))  # fmt: skip
         if self.email is not None:
             for key in ("user_env", "password_env"):
@@ -192,7 +198,7 @@ class WatchConfig:
                         secret_from, name, "the SMTP credentials"))  # fmt: skip
                     self._secret(f"notify.email.{key}", partial(_smtp_text, value))
 
-    def _secret(self, key: str, check: Callable[[], T]) -> T:
+    def _secret(self, key: str, check: Callable[[], _T]) -> _T:
         try:
             return check()
         except (ConfigError, ValueError) as exc:
@@ -200,6 +206,7 @@ class WatchConfig:
 
 
 def secret_from(variable: str, what: str) -> Secret[str]:
+    """A secret read from an environment variable; a `ConfigError` names it when unset."""
     if not os.environ.get(variable):
         raise ConfigError(f"{what} is read from the environment: set {variable}")
     return Secret(os.environ[variable])
@@ -266,7 +273,7 @@ def check_destination(host: str, allow_private: bool, what: str, *, resolve: boo
             )
 
 
-def check_target_url(url: str | Secret[str], allow_private: bool, what: str) -> str:
+def _check_target_url(url: str | Secret[str], allow_private: bool, what: str) -> str:
     """A notification URL: https to a public host, or (with allow_private = true) http or
     https to any. The message names only scheme and host: a Slack URL's path is its
     secret."""
@@ -299,7 +306,7 @@ def read_config(path: str | os.PathLike[str]) -> WatchConfig:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
     except RecursionError:
         raise ConfigError(f"{file}: not valid TOML: nested too deeply") from None
-    return _Reader(str(file), key_lines(text), file.parent).config(data)
+    return _Reader(str(file), _key_lines(text), file.parent).config(data)
 
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*(.+?)\s*\]\]?\s*(#.*)?$")
@@ -312,12 +319,12 @@ def _parts(dotted: str) -> list[str]:
     return [part[1:-1] if part[:1] in "\"'" else part for part in found]
 
 
-def key_lines(text: str) -> dict[Path_, int]:
+def _key_lines(text: str) -> dict[_Path_, int]:
     """The line (from 1) of every table header and key in a TOML text, by its path: a
     `[[budgets]]` entry's keys under ("budgets", index, key)."""
-    lines: dict[Path_, int] = {}
+    lines: dict[_Path_, int] = {}
     counts: dict[tuple[str, ...], int] = {}
-    table: Path_ = ()
+    table: _Path_ = ()
     for number, line in enumerate(text.splitlines(), start=1):
         header = _HEADER.match(line)
         if header and not line.lstrip().startswith("#"):
@@ -341,8 +348,8 @@ _UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours"
           "weeks": 604800}  # fmt: skip
 
 
-LONGEST = timedelta(days=3660)  # ten years: longer is a mistake, and near timedelta's end
-SHORTEST_INTERVAL = timedelta(minutes=1)  # a cycle snapshots every workspace
+_LONGEST = timedelta(days=3660)  # ten years: longer is a mistake, and near timedelta's end
+_SHORTEST_INTERVAL = timedelta(minutes=1)  # a cycle snapshots every workspace
 
 
 def parse_duration(text: str) -> timedelta:
@@ -352,14 +359,14 @@ def parse_duration(text: str) -> timedelta:
     if not match or float(match.group(1)) <= 0:
         raise ValueError(f"{text!r} is not a duration like 15m, 90min, 4h or 2d")
     seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if not seconds <= LONGEST.total_seconds():
+    if not seconds <= _LONGEST.total_seconds():
         raise ValueError(f"{text!r} is longer than ten years")
     return timedelta(seconds=seconds)
 
 
 def _interval(text: str) -> timedelta:
     value = parse_duration(text)
-    if value < SHORTEST_INTERVAL:
+    if value < _SHORTEST_INTERVAL:
         raise ValueError(f"{text!r} is shorter than a minute (a cycle snapshots every workspace)")
     return value
 
@@ -374,13 +381,13 @@ def _timeout(text: str) -> float:
 class _Reader:
     """Reads the parsed TOML into a `WatchConfig`, naming the line of each problem."""
 
-    def __init__(self, file: str, lines: dict[Path_, int], folder: Path) -> None:
+    def __init__(self, file: str, lines: dict[_Path_, int], folder: Path) -> None:
         self.file, self.lines, self.folder = file, lines, folder
 
-    def fail(self, where: Path_, problem: str) -> ConfigError:
+    def fail(self, where: _Path_, problem: str) -> ConfigError:
         return ConfigError(f"{self.at(where)}: {problem}")
 
-    def at(self, where: Path_) -> str:
+    def at(self, where: _Path_) -> str:
         """ "file, line N: key" for a key (its table's line when the key is not written)."""
         line = None
         for depth in range(len(where), 0, -1):  # the key's line, else its table's
@@ -390,7 +397,7 @@ class _Reader:
         at = f", line {line}" if line else ""
         return f"{self.file}{at}: {_key(where)}"
 
-    def table(self, value: Any, where: Path_, keys: tuple[str, ...]) -> dict[str, Any]:
+    def table(self, value: Any, where: _Path_, keys: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(where, "must be a table")
         for key in value:
@@ -401,9 +408,9 @@ class _Reader:
     def get(
         self,
         data: Mapping[str, Any],
-        where: Path_,
+        where: _Path_,
         key: str,
-        kind: type[T] | tuple[type, ...],
+        kind: type[_T] | tuple[type, ...],
         convert: Callable[[Any], Any] | None = None,
     ) -> Any:
         value = data[key]
@@ -448,7 +455,7 @@ class _Reader:
         for name, table in spaces.items():
             workspaces[name], own = self.workspace(name, table, store)
             if own is not None:
-                where: Path_ = ("workspaces", name, "checks")
+                where: _Path_ = ("workspaces", name, "checks")
                 workspace_checks[name] = replace(base, **self.checks(own, where, "workspace"))
         projects = {
             name: self.checks(table, ("checks", "projects", name), "project")
@@ -497,7 +504,7 @@ class _Reader:
     def workspace(
         self, name: str, table: Any, root: str
     ) -> tuple[WatchedWorkspace, dict[str, Any] | None]:
-        where: Path_ = ("workspaces", name)
+        where: _Path_ = ("workspaces", name)
         table = self.table(table, where, ("base_url", "key_env", "store", "checks"))
         for key in ("base_url", "key_env"):
             if key not in table:
@@ -510,7 +517,7 @@ class _Reader:
         return WatchedWorkspace(name, url, key_env, store), table.get("checks")
 
     def checks(
-        self, data: Any, where: Path_, level: Literal["top", "workspace", "project"]
+        self, data: Any, where: _Path_, level: Literal["top", "workspace", "project"]
     ) -> dict[str, Any]:
         """The keys a checks table sets. `remind` and `projects` only at the top: the
         reminders are one rhythm, the project tables one list."""
@@ -535,13 +542,13 @@ class _Reader:
                 self.get(data, where, "anomaly_mads", (int, float), _within(0.5, 1e6))
             )
         if "off" in data:
-            names: tuple[str, ...] = PROJECT_CHECKS if level == "project" else CHECKS
+            names: tuple[str, ...] = _PROJECT_CHECKS if level == "project" else _CHECKS
             if level == "workspace":  # budgets are switched off by removing their entries
-                names = tuple(name for name in CHECKS if name != "budget")
+                names = tuple(name for name in _CHECKS if name != "budget")
             changed["off"] = frozenset(self.get(data, where, "off", list, _check_names(names)))
         return changed
 
-    def budget(self, data: Any, where: Path_) -> Budget:
+    def budget(self, data: Any, where: _Path_) -> Budget:
         data = self.table(data, where, ("scope", "name", "period", "credits", "warn_at"))
         for key in ("scope", "period", "credits"):
             if key not in data:
@@ -565,11 +572,11 @@ class _Reader:
             line=self.lines.get(where, 0),
         )
 
-    def timeout(self, data: Mapping[str, Any], where: Path_) -> float:
+    def timeout(self, data: Mapping[str, Any], where: _Path_) -> float:
         return self.get(data, where, "timeout", str, _timeout) if "timeout" in data else TIMEOUT
 
     def webhook(self, data: Any) -> Webhook:
-        where: Path_ = ("notify", "webhook")
+        where: _Path_ = ("notify", "webhook")
         data = self.table(data, where, ("url", "secret_env", "allow_private", "timeout"))
         for key in ("url", "secret_env"):
             if key not in data:
@@ -577,7 +584,7 @@ class _Reader:
         private = self.get(data, where, "allow_private", bool) if "allow_private" in data else False
         return Webhook(
             url=self.get(
-                data, where, "url", str, lambda u: check_target_url(u, private, "webhook")
+                data, where, "url", str, lambda u: _check_target_url(u, private, "webhook")
             ),
             secret_env=self.get(data, where, "secret_env", str, _variable),
             allow_private=private,
@@ -585,7 +592,7 @@ class _Reader:
         )
 
     def slack(self, data: Any) -> Slack:
-        where: Path_ = ("notify", "slack")
+        where: _Path_ = ("notify", "slack")
         data = self.table(data, where, ("url", "url_env", "allow_private", "timeout"))
         if ("url" in data) == ("url_env" in data):
             raise self.fail(where, "give url_env (the variable holding the URL) or url")
@@ -595,7 +602,7 @@ class _Reader:
             # Held as a Secret at once: the path of a Slack URL is what lets anyone post.
             url = Secret(self.get(data, where, "url", str))
             try:
-                check_target_url(url, private, "Slack")
+                _check_target_url(url, private, "Slack")
             except ConfigError as exc:
                 raise self.fail((*where, "url"), str(exc)) from None
             return Slack(url=url, allow_private=private, timeout=timeout)
@@ -603,7 +610,7 @@ class _Reader:
                      allow_private=private, timeout=timeout)  # fmt: skip
 
     def email(self, data: Any) -> Email:
-        where: Path_ = ("notify", "email")
+        where: _Path_ = ("notify", "email")
         keys = ("host", "port", "from", "to", "user_env", "password_env", "tls",
                 "allow_plaintext", "allow_private", "timeout")  # fmt: skip
         data = self.table(data, where, keys)
@@ -648,7 +655,7 @@ _words = {"str": "text", "int": "a whole number", "bool": "true or false", "list
           "list or str": "an address or a list of them"}  # fmt: skip
 
 
-def _key(where: Path_) -> str:
+def _key(where: _Path_) -> str:
     """("budgets", 0, "name") -> budgets[0].name, as refusals name a key."""
     key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where)
     return key.replace(".[", "[")
