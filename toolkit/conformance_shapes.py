@@ -17,6 +17,7 @@ __all__ = [
     "Check",
     "is_iso",
     "is_number",
+    "is_whole",
     "mismatches",
 ]
 
@@ -39,7 +40,8 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _whole(value: Any) -> bool:
+def is_whole(value: Any) -> bool:
+    """Whether a JSON value is a whole number (a boolean is not)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -92,13 +94,13 @@ PROJECT_LIST_ITEM = {
     "targetLanguages": _list_of(
         _shaped({"projectId": _string, "languageCode": _string, "addedAt": is_iso})
     ),
-    "chapterCount": _whole,
-    "lastChapterAt": _nullable(_whole),
+    "chapterCount": is_whole,
+    "lastChapterAt": _nullable(is_whole),
 }
 _CHAPTER_BASE = {
     "id": _string,
     "projectId": _string,
-    "position": _whole,
+    "position": is_whole,
     "title": _nullable(_string),
     "summary": _nullable(_string),
     "createdAt": is_iso,
@@ -106,7 +108,7 @@ _CHAPTER_BASE = {
 _LIST_LANGUAGE = {
     "languageCode": _string,
     "status": _one_of(*STATUSES),
-    "covered": _whole,
+    "covered": is_whole,
     "failed": _boolean,
     "exporting": _boolean,
     "models": _list_of(_string),
@@ -115,13 +117,13 @@ _EXPORT = {
     "languageCode": _string,
     "format": _one_of(*_EXPORT_FORMATS),
     "filename": _string,
-    "byteSize": _whole,
-    "pageCount": _whole,
+    "byteSize": is_whole,
+    "pageCount": is_whole,
     "preparedAt": is_iso,
 }
 CHAPTER_LIST_ITEM = {
     **_CHAPTER_BASE,
-    "pageCount": _whole,
+    "pageCount": is_whole,
     "started": _boolean,
     "processing": _boolean,
     "failed": _boolean,
@@ -134,14 +136,14 @@ CHAPTER_LIST_ITEM = {
 }
 CHAPTER_DETAIL = {
     **_CHAPTER_BASE,
-    "pageCount": _whole,
+    "pageCount": is_whole,
     "processing": _boolean,
     "detecting": _boolean,
     "failed": _boolean,
     "failureReason": _nullable(_string),
     "status": _one_of(*STATUSES),
     "languages": _list_of(
-        _shaped({"languageCode": _string, "status": _one_of(*STATUSES), "untranslated": _whole})
+        _shaped({"languageCode": _string, "status": _one_of(*STATUSES), "untranslated": is_whole})
     ),
     "project": _shaped(PROJECT),
     "assignee": _null,

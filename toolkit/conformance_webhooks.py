@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from toolkit.config import Secret
-from toolkit.conformance_shapes import is_iso, mismatches
+from toolkit.conformance_shapes import is_iso, is_whole, mismatches
 from toolkit.errors import WebhookVerificationError
 from toolkit.webhooks import verify
 
@@ -25,10 +25,6 @@ def _text(value: Any) -> bool:
     return isinstance(value, str)
 
 
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _text_or_null(value: Any) -> bool:
     return value is None or isinstance(value, str)
 
@@ -37,15 +33,15 @@ _EVENT_DATA = {
     "chapter.finished": {
         "chapterId": _text,
         "projectId": _text,
-        "position": _whole,
+        "position": is_whole,
         "title": _text_or_null,
-        "pageCount": _whole,
+        "pageCount": is_whole,
         "languages": lambda value: isinstance(value, list),
     },
     "chapter.failed": {
         "chapterId": _text,
         "projectId": _text,
-        "position": _whole,
+        "position": is_whole,
         "title": _text_or_null,
         "failureReason": _text,
     },
@@ -55,8 +51,8 @@ _EVENT_DATA = {
         "languageCode": _text,
         "format": _text,
         "filename": _text,
-        "byteSize": _whole,
-        "pageCount": _whole,
+        "byteSize": is_whole,
+        "pageCount": is_whole,
         "preparedAt": is_iso,
     },
     "ping": {"endpointId": _text},

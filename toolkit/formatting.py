@@ -41,6 +41,7 @@ __all__ = [
     "table",
     "text",
     "text_table",
+    "utc_second",
     "whole",
 ]
 
@@ -131,6 +132,12 @@ def moment(value: Any) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     return str(value)
+
+
+def utc_second(when: datetime) -> str:
+    """A UTC time to the second, its zone said: `2026-11-21 14:05:09 UTC` (the store's
+    messages, where a snapshot is told apart from the next by its second)."""
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _is_credit(name: str) -> bool:

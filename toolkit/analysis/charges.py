@@ -334,7 +334,7 @@ class _RestReading(NamedTuple):
     fits: np.ndarray
 
 
-def _whole(value: np.ndarray, size: np.ndarray) -> np.ndarray:
+def _whole_multiple(value: np.ndarray, size: np.ndarray) -> np.ndarray:
     """Whether `value` is a whole number (at least one) of `size`."""
     with np.errstate(invalid="ignore", divide="ignore"):
         count = np.round(value / size)
@@ -368,17 +368,21 @@ def _read_rest(
     with np.errstate(invalid="ignore", divide="ignore"):
         readings = np.stack(
             [
-                np.where(_whole(rest, paid), np.round(rest / paid), np.inf),
-                np.where(_whole(rest, paid_after_added), np.round(rest / paid_after_added), np.inf),
+                np.where(_whole_multiple(rest, paid), np.round(rest / paid), np.inf),
+                np.where(
+                    _whole_multiple(rest, paid_after_added),
+                    np.round(rest / paid_after_added),
+                    np.inf,
+                ),
                 np.where((rest > _EPS) & (rest <= held_before + _EPS) & ~cleared, 1.0, np.inf),
                 np.where(
                     (held_before > _EPS)
-                    & _whole(rest - held_before, paid_after_added + held_before),
+                    & _whole_multiple(rest - held_before, paid_after_added + held_before),
                     1 + np.round((rest - held_before) / (paid_after_added + held_before)),
                     np.inf,
                 ),
                 np.where(
-                    (held_before > _EPS) & _whole(rest - held_before, paid),
+                    (held_before > _EPS) & _whole_multiple(rest - held_before, paid),
                     1 + np.round((rest - held_before) / paid),
                     np.inf,
                 ),

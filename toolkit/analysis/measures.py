@@ -205,13 +205,13 @@ def throughput(
                 "lines": found["lines"].astype("int64").to_numpy(),
             }
         )
-    names = _project_names(obs) if by == "project_id" else None
+    names = _run_project_names(obs) if by == "project_id" else None
     result = _shape(sums, starts, by, ["lines"], freq=freq, tz=tz, fill=fill, names=names)
     result["lines"] = result["lines"].astype("Int64")
     return result
 
 
-def _project_names(obs: Observed) -> pd.Series:
+def _run_project_names(obs: Observed) -> pd.Series:
     """Each project's name by id, as the runs name them (from the chapters' rows: no
     runs frame is needed)."""
     rows = obs.stage(Transitions).rows
@@ -323,7 +323,7 @@ def credit_spend(
     measures = ["credits", "rework_credits"]
     sums = spend.groupby(["period", by], dropna=False, observed=True)[measures].sum()
     sums = sums.reset_index()
-    names = _project_names(obs) if by == "project_id" else None
+    names = _run_project_names(obs) if by == "project_id" else None
     result = _shape(sums, starts, by, measures, freq=freq, tz=tz, fill=fill, names=names)
     for column in ("credits", "rework_credits"):
         result[column] = result[column].astype("Float64")

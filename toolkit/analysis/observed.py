@@ -87,6 +87,14 @@ class Observed:
     def latest_projects(self) -> pd.DataFrame:
         return self.store.latest("projects")
 
+    @cached_property
+    def project_names(self) -> pd.Series:
+        """Each project's name by id, as the latest snapshot has it."""
+        projects = self.latest_projects
+        return pd.Series(
+            projects["name"].astype(object).to_numpy(), index=projects["project_id"].astype(object)
+        )
+
 
 # What was read from each store object, with the store's version it was read at: a
 # notebook asks for cycle times, then failures, then lead times of the same store, and

@@ -232,7 +232,7 @@ def stalled(
             "chapter_id": running["chapter_id"].astype(_TEXT),
             "chapter": _labels(running),
             "project_id": running["project_id"].astype(_TEXT),
-            "project": running["project_id"].map(_project_names(obs)).astype(_TEXT),
+            "project": running["project_id"].map(obs.project_names).astype(_TEXT),
             "position": running["position"].astype("Int64"),
             "last_progress_at": progress,
             "stalled_hours": ((now - progress).dt.total_seconds() / 3600).astype("Float64"),
@@ -278,7 +278,7 @@ def stuck(
     """
     obs = observe(store)
     latest = obs.latest_chapters
-    names = _project_names(obs)
+    names = obs.project_names
     rows: list[pd.DataFrame] = []
 
     kinds = project_kinds(obs)
@@ -329,11 +329,6 @@ def stuck(
     frame = pd.concat(rows, ignore_index=True)
     frame = frame.sort_values(["reason", "since", "chapter_id"], ignore_index=True)
     return within(frame, "since", since=since, until=until, tz=tz)
-
-
-def _project_names(obs: Observed) -> pd.Series:
-    projects = obs.latest_projects
-    return projects.set_index(projects["project_id"].astype(object))["name"].astype(object)
 
 
 def _labels(chapters: pd.DataFrame) -> pd.Series:

@@ -130,7 +130,7 @@ def _ignored(path: Path) -> bool:
     return path.name.startswith(".") or path.name.lower() in _IGNORED
 
 
-def _number(path: Path, problems: list[Problem]) -> int | None:
+def _file_number(path: Path, problems: list[Problem]) -> int | None:
     found = _NUMBER.search(path.stem if path.is_file() else path.name)
     if found is None:
         problems.append(Problem(path.name, "no chapter number in its name (use chapter-01, ...)"))
@@ -144,10 +144,10 @@ def _number(path: Path, problems: list[Problem]) -> int | None:
 
 def _read_entry(path: Path, problems: list[Problem]) -> FolderChapter | None:
     if path.is_dir():
-        number = _number(path, problems)
+        number = _file_number(path, problems)
         return None if number is None else _read_pages(path, number, problems)
     if path.suffix.lower() == ".txt":
-        number = _number(path, problems)
+        number = _file_number(path, problems)
         return None if number is None else _read_text(path, number, problems)
     problems.append(
         Problem(path.name, "not a chapter: expected a folder of page images or a .txt file")

@@ -113,7 +113,7 @@ class Workspace:
         return card("Workspace", rows)
 
 
-def _whole(value: Any, field: str, route: str) -> int | None:
+def _whole_count(value: Any, field: str, route: str) -> int | None:
     """The count as an int; `UnexpectedAnswer` naming the field for a fraction (12.7 credits),
     which the Int64 columns cannot hold and rounding would make up."""
     if value is None:
@@ -201,7 +201,7 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
             "process_steps": p.process_steps,
             "translation_model": p.translation_model,
             "target_languages": p.language_codes if "targetLanguages" in p.raw else None,
-            "chapter_count": _whole(p.chapter_count, "chapterCount", "GET /projects"),
+            "chapter_count": _whole_count(p.chapter_count, "chapterCount", "GET /projects"),
             "last_chapter_at": p.last_chapter_at,
             "created_at": p.created_at,
         }
@@ -231,16 +231,16 @@ def chapter_rows(
         {
             "chapter_id": c.id,
             "project_id": c.project_id,
-            "position": _whole(c.position, "position", _chapters_route(c)),
+            "position": _whole_count(c.position, "position", _chapters_route(c)),
             "title": c.title,
             "summary": c.summary,
-            "page_count": _whole(c.page_count, "pageCount", _chapters_route(c)),
+            "page_count": _whole_count(c.page_count, "pageCount", _chapters_route(c)),
             "started": c.started,
             "processing": c.processing,
             "failed": c.failed,
             "failure_reason": c.failure_reason,
             "status": c.status,
-            "credits_spent": _whole(
+            "credits_spent": _whole_count(
                 c.credits_spent, f"creditsSpent of chapter {c.id}", _chapters_route(c)
             ),
             "last_activity_at": c.last_activity_at,
@@ -293,8 +293,8 @@ def language_rows(
                     "project_id": c.project_id,
                     "language_code": lang.language_code,
                     "status": lang.status,
-                    "covered": _whole(lang.covered, "covered", _chapters_route(c)),
-                    "untranslated": _whole(left, "untranslated", f"GET /chapters/{c.id}"),
+                    "covered": _whole_count(lang.covered, "covered", _chapters_route(c)),
+                    "untranslated": _whole_count(left, "untranslated", f"GET /chapters/{c.id}"),
                     "failed": lang.failed,
                     "exporting": lang.exporting,
                     "models": list(lang.models) if "models" in lang.raw else None,
@@ -320,8 +320,8 @@ def export_rows(items: Iterable[ChapterListItem]) -> pa.Table:
             "language_code": e.language_code,
             "format": e.format,
             "filename": e.filename,
-            "byte_size": _whole(e.byte_size, "byteSize", _chapters_route(c)),
-            "page_count": _whole(e.page_count, "pageCount", _chapters_route(c)),
+            "byte_size": _whole_count(e.byte_size, "byteSize", _chapters_route(c)),
+            "page_count": _whole_count(e.page_count, "pageCount", _chapters_route(c)),
             "prepared_at": e.prepared_at,
         }
         for c in items

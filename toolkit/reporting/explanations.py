@@ -138,7 +138,7 @@ def _empty() -> pd.DataFrame:
 def _shaped(rows: pd.DataFrame, obs: Observed) -> pd.DataFrame:
     """The rows in `_COLUMNS`' order and types, names filled in, sorted by time."""
     rows = rows.reindex(columns=_COLUMNS)
-    names = _project_names(obs)
+    names = obs.project_names
     project = rows["project"].astype(object)
     rows["project"] = project.where(project.notna(), rows["project_id"].astype(object).map(names))
     chapter = rows["chapter"].astype(object)
@@ -157,13 +157,6 @@ def _shaped(rows: pd.DataFrame, obs: Observed) -> pd.DataFrame:
     elif not len(rows):
         rows["value"] = rows["value"].astype("Int64")
     return sorted_by(rows, ["at", "chapter_id", "source_id"])
-
-
-def _project_names(obs: Observed) -> pd.Series:
-    projects = obs.latest_projects
-    return pd.Series(
-        projects["name"].astype(object).to_numpy(), index=projects["project_id"].astype(object)
-    )
 
 
 def _chapter_names(obs: Observed) -> pd.Series:

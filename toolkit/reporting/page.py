@@ -19,7 +19,14 @@ import pandas as pd
 from toolkit import metrics, plots
 from toolkit.formatting import hours
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
-from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences, track_record
+from toolkit.reporting.weekly import (
+    CAUSE_WORDS,
+    CAUSES,
+    Weekly,
+    cell_number,
+    sentences,
+    track_record,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -150,11 +157,6 @@ def _status_section(weekly: Weekly) -> list[str]:
 # -- tables -------------------------------------------------------------------------
 
 
-def _number(value: object) -> float:
-    """A numeric cell of an itertuples row: pandas-stubs type those as any scalar."""
-    return cast(float, value)
-
-
 def _credits(value: float) -> str:
     return "–" if pd.isna(value) else f"{round(float(value)):,}"
 
@@ -194,7 +196,7 @@ def _count(value: object) -> str:
 def _summary_table(figs: Figures) -> str:
     header = [_header_of(name) for name in ("project", *FIGURES, "median_cycle_hours")]
     rows = [
-        [str(row["project"]), *_figure_cells(row), _hours(_number(row["median_cycle_hours"]))]
+        [str(row["project"]), *_figure_cells(row), _hours(cell_number(row["median_cycle_hours"]))]
         for row in figs.projects.to_dict("records")
     ]
     total = figs.totals
@@ -209,7 +211,7 @@ def _figure_cells(row: Mapping[Any, object]) -> list[str]:
     cells = [_count(row[name]) for name in FIGURES]
     rework, spent = row["rework_credits"], row["credits"]
     if cells[FIGURES.index("rework_credits")] != "–":
-        share = _share(_number(rework), _number(spent))
+        share = _share(cell_number(rework), cell_number(spent))
         cells[FIGURES.index("rework_credits")] += f" ({share})"
     return cells
 
@@ -244,9 +246,9 @@ def _rework_table(projects: pd.DataFrame) -> str:
     rows = [
         [
             str(row.project),
-            _credits(_number(row.rework_credits)),
-            *(_credits(_number(getattr(row, f"rework_{cause}"))) for cause in CAUSES),
-            _share(_number(row.rework_credits), _number(row.credits)),
+            _credits(cell_number(row.rework_credits)),
+            *(_credits(cell_number(getattr(row, f"rework_{cause}"))) for cause in CAUSES),
+            _share(cell_number(row.rework_credits), cell_number(row.credits)),
         ]
         for row in projects.itertuples(index=False)
     ]
@@ -260,9 +262,9 @@ def _review_table(weekly: Weekly) -> str:
     rows = [
         [
             str(row.project),
-            f"{int(_number(row.waiting)):,}",
-            _hours(_number(row.oldest_wait_hours)),
-            f"{_number(row.reviews_per_day):.1f}",
+            f"{int(cell_number(row.waiting)):,}",
+            _hours(cell_number(row.oldest_wait_hours)),
+            f"{cell_number(row.reviews_per_day):.1f}",
         ]
         for row in weekly.review.itertuples(index=False)
     ]

@@ -64,6 +64,7 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from toolkit.errors import StoreError
+from toolkit.formatting import utc_second
 from toolkit.frames import schema
 from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.ledger import (
@@ -208,7 +209,7 @@ def _check_table(
             if name == "manifest" and finding.spans:
                 low, high = finding.spans[0]
                 taken = "at" if low == high else "after"
-                finding.what += f": the snapshot it committed, taken {taken} {_time(low)}"
+                finding.what += f": the snapshot it committed, taken {taken} {utc_second(low)}"
             if name == "manifest":
                 finding.what += ", is lost (take it again)"
     if repair:
@@ -366,7 +367,7 @@ def _check_data(table: DeltaTable, folder: str, name: str) -> list[StoreFinding]
         low, high = action.get(f"min.{column}"), action.get(f"max.{column}")
         spans = [(utc(low), utc(high))] if low is not None and high is not None else []
         rows = "events" if name == "events" else "rows"
-        when = "".join(f" from {_time(lo)} to {_time(hi)}" for lo, hi in spans)
+        when = "".join(f" from {utc_second(lo)} to {utc_second(hi)}" for lo, hi in spans)
         findings.append(
             StoreFinding("lost", name, path, f"a data file the table lists is {damage}: its {rows}"
                     f"{when} are lost", "removes it from the table and the snapshots that "
@@ -486,7 +487,7 @@ def _add_uncommitted(found: dict[str, StoreFinding], problem: Disagreement, path
         finding.table += f", {problem.table}"
         return
     at = _commit_time(path)
-    when = f" taken {_time(at)}" if at else ""
+    when = f" taken {utc_second(at)}" if at else ""
     found[snapshot_id] = StoreFinding(
         "uncommitted", problem.table, path,
         f"snapshot {snapshot_id}{when} has rows in the tables but no manifest row: a take "
@@ -530,7 +531,7 @@ def _foreign(root: str, problem: Disagreement, path: str) -> StoreFinding:
         back = problem.restore_to
         return StoreFinding(
             "foreign", name, path,
-            f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
+            f"{problem.what}; it changed rows from {utc_second(low)} to {utc_second(high)}",
             f"undoes it: restores {name} to version {back}, the toolkit's last commit, and "
             "keeps every snapshot whose rows are still there (or do it yourself: "
             f"`{restore_advice(os.path.join(root, name), back)}`)",
@@ -538,7 +539,7 @@ def _foreign(root: str, problem: Disagreement, path: str) -> StoreFinding:
         )  # fmt: skip
     return StoreFinding(
         "foreign", name, path,
-        f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
+        f"{problem.what}; it changed rows from {utc_second(low)} to {utc_second(high)}",
         "removes the snapshots that read those rows from the manifest (to keep them, "
         f"restore the table to version {version - 1} first: "
         f"`DeltaTable(...).restore({version - 1})`)",
@@ -751,12 +752,8 @@ def _snapshots(lost: list[tuple[str, datetime]]) -> str:
         return ""
     first, last = lost[0][1], lost[-1][1]
     if len(lost) == 1:
-        return f"1 snapshot ({_time(first)}: {lost[0][0]})"
-    return f"{len(lost)} snapshots from {_time(first)} to {_time(last)}"
-
-
-def _time(when: datetime) -> str:
-    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"1 snapshot ({utc_second(first)}: {lost[0][0]})"
+    return f"{len(lost)} snapshots from {utc_second(first)} to {utc_second(last)}"
 
 
 def _parse(text: str) -> datetime:

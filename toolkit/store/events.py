@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["CHECKPOINT_EVERY", "history", "record"]
 
 
-def _time(value: Any, what: str) -> datetime:
+def _event_time(value: Any, what: str) -> datetime:
     parsed = value if isinstance(value, datetime) else parse_time(value)
     if parsed is None:
         raise ValueError(f"an event has no {what}; give an ISO 8601 string or a datetime")
@@ -54,8 +54,8 @@ def _event_row(event: Mapping[str, Any], received: datetime) -> dict[str, Any]:
     return {
         "webhook_id": str(event["webhook_id"]),
         "type": event.get("type"),
-        "timestamp": _time(event.get("timestamp"), "timestamp"),
-        "received_at": _time(received_at, "received_at") if received_at else received,
+        "timestamp": _event_time(event.get("timestamp"), "timestamp"),
+        "received_at": _event_time(received_at, "received_at") if received_at else received,
         "chapter_id": parsed.get("chapterId"),
         "project_id": parsed.get("projectId"),
         "data": text,

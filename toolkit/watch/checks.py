@@ -242,13 +242,13 @@ def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]
         figures = {"due": row.due.isoformat(), "finish_p50": row.finish_p50.isoformat(),
                    "finish_p90": None if pd.isna(row.finish_p90) else row.finish_p90.isoformat(),
                    "late_hours_p50": float(row.late_hours_p50),
-                   "late_hours_p90": _number(row.late_hours_p90),
+                   "late_hours_p90": _float_or_none(row.late_hours_p90),
                    "project_id": row.project_id}  # fmt: skip
         found.append(Finding("due", "project", str(row.project), label, message, figures))
     return found
 
 
-def _number(value: Any) -> float | None:
+def _float_or_none(value: Any) -> float | None:
     return None if pd.isna(value) else float(value)
 
 

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from toolkit.emulator.core.fields import rate_field, whole_field
 from toolkit.emulator.routes.errors import EmulatorError
 
 __all__ = ["Chaos", "ChaosRule", "Kind", "Target", "route_of"]
@@ -128,12 +129,10 @@ def _parse_rule(body: Any, rule_id: str) -> ChaosRule:
     kind = body.get("kind")
     if kind not in _KINDS:
         raise EmulatorError(400, f"kind must be one of {', '.join(_KINDS)}, not {kind!r}")
-    probability = body.get("probability", 1.0)
-    if not _number(probability) or not 0 <= probability <= 1:
-        raise EmulatorError(400, f"probability must be a number from 0 to 1, not {probability!r}")
+    probability = rate_field(body.get("probability", 1.0), "probability")
     count = body.get("count")
     if count is not None:
-        count = _whole(count, "count", 1, 10**9)
+        count = whole_field(count, "count", minimum=1, maximum=10**9)
     rule = ChaosRule(
         id=rule_id,
         method=method,
@@ -143,22 +142,32 @@ def _parse_rule(body: Any, rule_id: str) -> ChaosRule:
         chapter_id=_id(body, "chapterId"),
         probability=float(probability),
         count=count,
-        seed=_whole(body.get("seed", 0), "seed", -(2**63), 2**63 - 1),
+        seed=whole_field(body.get("seed", 0), "seed", minimum=-(2**63), maximum=2**63 - 1),
     )
     if kind == "status":
-        rule.status = _whole(body.get("status"), "status", 400, 599)
+        rule.status = whole_field(body.get("status"), "status", minimum=400, maximum=599)
         rule.body = body.get("body")
         retry_after = body.get("retryAfter")
         rule.retry_after = (
-            None if retry_after is None else _whole(retry_after, "retryAfter", 0, 86_400)
+            None
+            if retry_after is None
+            else whole_field(retry_after, "retryAfter", minimum=0, maximum=86_400)
         )
     elif kind == "latency":
-        rule.latency_ms = _whole(body.get("latencyMs"), "latencyMs", 0, _MAX_MS)
+        rule.latency_ms = whole_field(
+            body.get("latencyMs"), "latencyMs", minimum=0, maximum=_MAX_MS
+        )
     elif kind == "cut":
-        rule.after_bytes = _whole(body.get("afterBytes", 0), "afterBytes", 0, 10**9)
+        rule.after_bytes = whole_field(
+            body.get("afterBytes", 0), "afterBytes", minimum=0, maximum=10**9
+        )
     elif kind == "trickle":
-        rule.chunk_bytes = _whole(body.get("chunkBytes", 1), "chunkBytes", 1, 10**6)
-        rule.interval_ms = _whole(body.get("intervalMs"), "intervalMs", 0, _MAX_MS)
+        rule.chunk_bytes = whole_field(
+            body.get("chunkBytes", 1), "chunkBytes", minimum=1, maximum=10**6
+        )
+        rule.interval_ms = whole_field(
+            body.get("intervalMs"), "intervalMs", minimum=0, maximum=_MAX_MS
+        )
     return rule
 
 
@@ -180,18 +189,6 @@ def _id(body: dict[str, Any], name: str) -> str | None:
     value = body.get(name)
     if value is not None and not isinstance(value, str):
         raise EmulatorError(400, f"{name} must be an id string, not {value!r}")
-    return value
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _whole(value: Any, name: str, low: int, high: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise EmulatorError(
-            400, f"{name} must be a whole number from {low} to {high}, not {value!r}"
-        )
     return value
 
 

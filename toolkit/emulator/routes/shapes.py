@@ -38,7 +38,7 @@ def _lowest_status(statuses: Iterable[str]) -> str:
     return _STATUS_ORDER[min(ranks)] if ranks else _STATUS_ORDER[0]
 
 
-def _time(ms: int | None) -> str | None:
+def _iso_or_none(ms: int | None) -> str | None:
     return None if ms is None else iso(from_ms(ms))
 
 
@@ -52,11 +52,11 @@ def project(row: Row) -> Json:
         "readingDirection": row["reading_direction"],
         "processSteps": row["process_steps"],
         "translationModel": row["translation_model"],
-        "createdAt": _time(row["created_ms"]),
+        "createdAt": _iso_or_none(row["created_ms"]),
         "translationGroupId": row["translation_group_id"],
         "seriesProfile": None,
         "coverKey": None,
-        "deletedAt": _time(row["deleted_ms"]),
+        "deletedAt": _iso_or_none(row["deleted_ms"]),
     }
 
 
@@ -68,7 +68,7 @@ def project_list_item(row: Row, languages: list[Row]) -> Json:
             {
                 "projectId": lang["project_id"],
                 "languageCode": lang["language_code"],
-                "addedAt": _time(lang["added_ms"]),
+                "addedAt": _iso_or_none(lang["added_ms"]),
             }
             for lang in languages
         ],
@@ -83,7 +83,7 @@ def page(row: Row, *, with_storage_key: bool = False) -> Json:
         "id": row["id"],
         "chapterId": row["chapter_id"],
         "position": row["position"],
-        "createdAt": _time(row["created_ms"]),
+        "createdAt": _iso_or_none(row["created_ms"]),
     }
     if with_storage_key:
         answer[_STORAGE_KEY_FIELD] = row["storage_key"]
@@ -97,7 +97,7 @@ def _chapter_base(row: Row) -> Json:
         "position": row["position"],
         "title": row["title"],
         "summary": row["summary"],
-        "createdAt": _time(row["created_ms"]),
+        "createdAt": _iso_or_none(row["created_ms"]),
     }
 
 
@@ -140,12 +140,12 @@ def chapter_list_item(row: Row, languages: list[Row], exports: list[Row]) -> Jso
                 "filename": item["filename"],
                 "byteSize": item["byte_size"],
                 "pageCount": item["page_count"],
-                "preparedAt": _time(item["prepared_ms"]),
+                "preparedAt": _iso_or_none(item["prepared_ms"]),
             }
             for item in exports
         ],
         "creditsSpent": row["credits_spent"],
-        "lastActivityAt": _time(row["activity_ms"]),
+        "lastActivityAt": _iso_or_none(row["activity_ms"]),
     }
 
 
