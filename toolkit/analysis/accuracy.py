@@ -72,7 +72,10 @@ def forecast_accuracy(
     `p50_error_share` (median of that error over the true time left, unsigned).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         by: the groups, as `forecast` takes them.
         horizon: how long after a replay its outcome is looked for.
         every: the time between replays, counted from the first snapshot.
@@ -81,7 +84,7 @@ def forecast_accuracy(
         stall_after: as `forecast` takes it.
         since: replays at or after this time only.
         until: replays before this time only.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         One row per group with a scored replay, sorted by group, with project or chapter

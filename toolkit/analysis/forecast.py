@@ -116,14 +116,18 @@ def forecast(
     and `as_of` (the snapshot the forecast is made at).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         by: the groups: `project_id`, `language_code` or `chapter_id`.
         window: how far back the pace is read.
         freq: the pace's bins (at least three in the window give a spread).
         until: forecast as seen at the latest snapshot at or before this time (to check
             a forecast against what happened next; a naive time is read in `tz`).
         stall_after: a running chapter with no activity for this long needs action.
-        tz: As in `toolkit.analysis`; also the zone of the bins and of the times shown.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of the bins and of the times shown.
         due: due dates by project name or id (by project only): adds `due`,
             `will_miss`, `late_hours_p50` and `late_hours_p90` (`toolkit.analysis.due`).
         calibration: the band's width from the forecast's own record

@@ -172,13 +172,17 @@ def throughput(
     one the language lists. Periods without lines are left out unless `fill`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
         by: Group by "language_code", "project_id" (its name in `project`) or "model".
         since: The window's start, included (a naive time is read in `tz`); by default
             the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`; also the zone of the periods.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of the periods.
         fill: Give every period from the first to the last, and every group, a row (0
             where nothing happened).
 
@@ -230,7 +234,10 @@ def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     a project's own price needs two of its first runs, else it takes the workspace's.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
 
     Returns:
         Credits per page and target language by project id; `None` for the workspace.
@@ -244,7 +251,10 @@ def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float
     charge per chapter and target language, per project id (`None`: all of them).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
 
     Returns:
         Credits per chapter and target language by project id; `None` for all.
@@ -282,14 +292,18 @@ def credit_spend(
     target languages. Periods without spend are left out unless `fill`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
         by: Group by "project_id" (its name in `project`), "language_code" or
             "chapter_id".
         since: The window's start, included (a naive time is read in `tz`); by default
             the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`; also the zone of the periods.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of the periods.
         fill: Give every period from the first to the last, and every group, a row (0
             where nothing happened).
 
@@ -367,7 +381,10 @@ def price_estimate(
     for a novel project `pages` counts chapters of the project's usual length.
 
     Args:
-        store: As in `toolkit.analysis`; of several, the one whose latest snapshot
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`); of several, the one whose latest snapshot
             holds the project prices it.
         project_id: The project the upload goes to.
         pages: The pages to upload (for a novel project: chapters of its usual length).

@@ -112,11 +112,14 @@ def failures(
     `run_id`, `run_kind` (the run's kind). `since`/`until` bound `seen_at`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         since: The window's start, included, on `seen_at` (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         The failed and stalled runs.
@@ -155,13 +158,16 @@ def failure_rates(
     run still going, or one the store cannot tell, is left out of both counts).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         by: Group by "project_id" (its name in `project`), "model" or "kind" (of run);
             None for one row for the whole workspace.
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         The counts and rates, one row per group.
@@ -210,13 +216,16 @@ def stalled(
     bound `last_progress_at`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         threshold: How long without progress makes a running chapter stalled (a pandas
             Timedelta or its text, e.g. "90min").
         since: The window's start, included, on `last_progress_at` (a naive time is read
             in `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         The stalled chapters.
@@ -265,13 +274,16 @@ def stuck(
     never told to re-scan). `since`/`until` bound `since`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         threshold: How long without progress makes a running chapter stalled (a pandas
             Timedelta or its text, e.g. "90min").
         since: The window's start, included, on the `since` column (a naive time is read
             in `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         One row per chapter and reason.
