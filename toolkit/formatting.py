@@ -154,7 +154,7 @@ def _percent(value: Any) -> str:
     return "" if _missing(value) else f"{float(value):.0%}"
 
 
-def _number(value: Any) -> str:
+def _decimal(value: Any) -> str:
     return "" if _missing(value) else f"{value:,.2f}"
 
 
@@ -195,15 +195,15 @@ def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] |
     if name in ("byte_size", "bytes"):
         return _byte_size
     if "_per_" in name:  # a price or a pace: its decimals matter
-        return _number
+        return _decimal
     if kinds.is_float_dtype(series.dtype) and not _whole_numbers(series):
-        return _number
+        return _decimal
     return whole  # counts, also where pandas made them floats (`describe`, a mean of ints)
 
 
 # How a registered figure reads, by its format (toolkit.metrics).
 _BY_FORMAT: dict[str, Callable[[Any], str]] = {
-    "count": whole, "credits": whole, "duration": hours, "share": _percent, "pace": _number,
+    "count": whole, "credits": whole, "duration": hours, "share": _percent, "pace": _decimal,
 }  # fmt: skip
 
 
