@@ -6,7 +6,7 @@ from report_stores import trouble
 
 import toolkit as tk
 from toolkit.reporting.figures import FIGURES, figures
-from toolkit.reporting.tags import _UNTAGGED, by_tag, tagged
+from toolkit.reporting.tags import UNTAGGED, by_tag, tagged
 
 TAGS = {"Moonlit Harbor": {"client": "Aster"}, "p2": {"client": "Brio", "team": "north"}}
 
@@ -26,7 +26,7 @@ def test_figures_by_a_tag_add_up_to_the_totals_and_untagged_projects_count(tmp_p
     )
 
     teams = by_tag(figs, TAGS, "team")
-    assert teams["team"].tolist() == ["north", _UNTAGGED]  # the untagged last
+    assert teams["team"].tolist() == ["north", UNTAGGED]  # the untagged last
     assert teams["projects"].tolist() == [1, 1]
     assert {name: int(teams[name].sum()) for name in FIGURES} == {
         name: figs.totals[name] for name in FIGURES

@@ -20,13 +20,13 @@ import pandas as pd
 
 from toolkit.reporting.figures import FIGURES, Figures
 
-__all__ = ["Tags", "by_tag", "tagged"]
+__all__ = ["UNTAGGED", "Tags", "by_tag", "tagged"]
 
-_UNTAGGED: Final = "(untagged)"
+UNTAGGED: Final = "(untagged)"
 Tags = Mapping[str, Mapping[str, str]]
 
 
-def _tag_values(projects: pd.DataFrame, tags: Tags, key: str) -> pd.Series:
+def tag_values(projects: pd.DataFrame, tags: Tags, key: str) -> pd.Series:
     """Each row's value of tag `key`, from its `project_id` or its `project` name;
     `(untagged)` where neither is tagged with it."""
     ids = projects["project_id"].astype(object)
@@ -37,7 +37,7 @@ def _tag_values(projects: pd.DataFrame, tags: Tags, key: str) -> pd.Series:
             found = tags.get(str(ident), {}).get(key)
             if found is not None:
                 return found
-        return _UNTAGGED
+        return UNTAGGED
 
     said = [value(i, n) for i, n in zip(ids, names, strict=True)]
     return pd.Series(said, index=projects.index, dtype="string", name=key)
@@ -48,14 +48,14 @@ def tagged(rows: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
     holding each row's project's tag, after `project`."""
     at = list(rows.columns).index("project") + 1 if "project" in rows else 0
     found = rows.copy()
-    found.insert(at, key, _tag_values(rows, tags, key))
+    found.insert(at, key, tag_values(rows, tags, key))
     return found
 
 
 def by_tag(figs: Figures, tags: Tags, key: str) -> pd.DataFrame:
     """The headline figures summed per value of tag `key`: `<key>, projects` (how many)
     and the figures, one row per value, in name order with `(untagged)` last."""
-    table = figs.projects.assign(**{key: _tag_values(figs.projects, tags, key)})
+    table = figs.projects.assign(**{key: tag_values(figs.projects, tags, key)})
     rows = []
     for value, group in table.groupby(key, sort=False):
         row: dict[str, object] = {key: value, "projects": len(group)}
@@ -67,7 +67,7 @@ def by_tag(figs: Figures, tags: Tags, key: str) -> pd.DataFrame:
     frame[key] = frame[key].astype("string")
     for name in ("projects", *FIGURES):
         frame[name] = frame[name].astype("Int64")
-    last = frame[key] == _UNTAGGED
+    last = frame[key] == UNTAGGED
     return pd.concat([frame[~last].sort_values(key), frame[last]], ignore_index=True).reset_index(
         drop=True
     )

@@ -60,7 +60,7 @@ _CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due"
 # What a project's own table may switch off or set: the checks about its work.
 _PROJECT_CHECKS = ("anomaly", "stalled", "failed_waiting", "held_pages", "due", "missing_events")
 _T = TypeVar("_T")
-_Path_ = tuple[str | int, ...]  # where a value sits: ("budgets", 0, "credits")
+Path_ = tuple[str | int, ...]  # where a value sits: ("budgets", 0, "credits")
 
 
 @dataclass(frozen=True)
@@ -319,12 +319,12 @@ def _parts(dotted: str) -> list[str]:
     return [part[1:-1] if part[:1] in "\"'" else part for part in found]
 
 
-def _key_lines(text: str) -> dict[_Path_, int]:
+def _key_lines(text: str) -> dict[Path_, int]:
     """The line (from 1) of every table header and key in a TOML text, by its path: a
     `[[budgets]]` entry's keys under ("budgets", index, key)."""
-    lines: dict[_Path_, int] = {}
+    lines: dict[Path_, int] = {}
     counts: dict[tuple[str, ...], int] = {}
-    table: _Path_ = ()
+    table: Path_ = ()
     for number, line in enumerate(text.splitlines(), start=1):
         header = _HEADER.match(line)
         if header and not line.lstrip().startswith("#"):
@@ -381,13 +381,13 @@ def _timeout(text: str) -> float:
 class _Reader:
     """Reads the parsed TOML into a `WatchConfig`, naming the line of each problem."""
 
-    def __init__(self, file: str, lines: dict[_Path_, int], folder: Path) -> None:
+    def __init__(self, file: str, lines: dict[Path_, int], folder: Path) -> None:
         self.file, self.lines, self.folder = file, lines, folder
 
-    def fail(self, where: _Path_, problem: str) -> ConfigError:
+    def fail(self, where: Path_, problem: str) -> ConfigError:
         return ConfigError(f"{self.at(where)}: {problem}")
 
-    def at(self, where: _Path_) -> str:
+    def at(self, where: Path_) -> str:
         """ "file, line N: key" for a key (its table's line when the key is not written)."""
         line = None
         for depth in range(len(where), 0, -1):  # the key's line, else its table's
@@ -397,7 +397,7 @@ class _Reader:
         at = f", line {line}" if line else ""
         return f"{self.file}{at}: {_key(where)}"
 
-    def table(self, value: Any, where: _Path_, keys: tuple[str, ...]) -> dict[str, Any]:
+    def table(self, value: Any, where: Path_, keys: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(where, "must be a table")
         for key in value:
@@ -408,7 +408,7 @@ class _Reader:
     def get(
         self,
         data: Mapping[str, Any],
-        where: _Path_,
+        where: Path_,
         key: str,
         kind: type[_T] | tuple[type, ...],
         convert: Callable[[Any], Any] | None = None,
@@ -455,7 +455,7 @@ class _Reader:
         for name, table in spaces.items():
             workspaces[name], own = self.workspace(name, table, store)
             if own is not None:
-                where: _Path_ = ("workspaces", name, "checks")
+                where: Path_ = ("workspaces", name, "checks")
                 workspace_checks[name] = replace(base, **self.checks(own, where, "workspace"))
         projects = {
             name: self.checks(table, ("checks", "projects", name), "project")
@@ -504,7 +504,7 @@ class _Reader:
     def workspace(
         self, name: str, table: Any, root: str
     ) -> tuple[WatchedWorkspace, dict[str, Any] | None]:
-        where: _Path_ = ("workspaces", name)
+        where: Path_ = ("workspaces", name)
         table = self.table(table, where, ("base_url", "key_env", "store", "checks"))
         for key in ("base_url", "key_env"):
             if key not in table:
@@ -517,7 +517,7 @@ class _Reader:
         return WatchedWorkspace(name, url, key_env, store), table.get("checks")
 
     def checks(
-        self, data: Any, where: _Path_, level: Literal["top", "workspace", "project"]
+        self, data: Any, where: Path_, level: Literal["top", "workspace", "project"]
     ) -> dict[str, Any]:
         """The keys a checks table sets. `remind` and `projects` only at the top: the
         reminders are one rhythm, the project tables one list."""
@@ -548,7 +548,7 @@ class _Reader:
             changed["off"] = frozenset(self.get(data, where, "off", list, _check_names(names)))
         return changed
 
-    def budget(self, data: Any, where: _Path_) -> Budget:
+    def budget(self, data: Any, where: Path_) -> Budget:
         data = self.table(data, where, ("scope", "name", "period", "credits", "warn_at"))
         for key in ("scope", "period", "credits"):
             if key not in data:
@@ -572,11 +572,11 @@ class _Reader:
             line=self.lines.get(where, 0),
         )
 
-    def timeout(self, data: Mapping[str, Any], where: _Path_) -> float:
+    def timeout(self, data: Mapping[str, Any], where: Path_) -> float:
         return self.get(data, where, "timeout", str, _timeout) if "timeout" in data else TIMEOUT
 
     def webhook(self, data: Any) -> Webhook:
-        where: _Path_ = ("notify", "webhook")
+        where: Path_ = ("notify", "webhook")
         data = self.table(data, where, ("url", "secret_env", "allow_private", "timeout"))
         for key in ("url", "secret_env"):
             if key not in data:
@@ -592,7 +592,7 @@ class _Reader:
         )
 
     def slack(self, data: Any) -> Slack:
-        where: _Path_ = ("notify", "slack")
+        where: Path_ = ("notify", "slack")
         data = self.table(data, where, ("url", "url_env", "allow_private", "timeout"))
         if ("url" in data) == ("url_env" in data):
             raise self.fail(where, "give url_env (the variable holding the URL) or url")
@@ -610,7 +610,7 @@ class _Reader:
                      allow_private=private, timeout=timeout)  # fmt: skip
 
     def email(self, data: Any) -> Email:
-        where: _Path_ = ("notify", "email")
+        where: Path_ = ("notify", "email")
         keys = ("host", "port", "from", "to", "user_env", "password_env", "tls",
                 "allow_plaintext", "allow_private", "timeout")  # fmt: skip
         data = self.table(data, where, keys)
@@ -655,7 +655,7 @@ _words = {"str": "text", "int": "a whole number", "bool": "true or false", "list
           "list or str": "an address or a list of them"}  # fmt: skip
 
 
-def _key(where: _Path_) -> str:
+def _key(where: Path_) -> str:
     """("budgets", 0, "name") -> budgets[0].name, as refusals name a key."""
     key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where)
     return key.replace(".[", "[")
