@@ -32,12 +32,12 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["render"]
+__all__ = ["STYLE", "header_of", "render"]
 
 _REWORK_COLOR = "#d0454c"
 _NEW_COLOR = "#4f8fc0"
 _CAUSE_COLORS = {"stalled": "#f2b134", "failed": "#d0454c", "rescan": "#a8a8a8"}
-_STYLE = """
+STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
        max-width: 980px; margin: 2em auto; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; font-size: 1.2em; }
@@ -64,7 +64,7 @@ def render(weekly: Weekly, *, title: str) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="when">{escape(window)} &middot; {when.snapshots} snapshots</p>',
         '<ul class="story">',
@@ -169,7 +169,7 @@ def _share(part: float, whole: float) -> str:
     return "–" if pd.isna(part) or pd.isna(whole) or not whole else f"{part / whole:.0%}"
 
 
-def _header_of(name: str) -> str:
+def header_of(name: str) -> str:
     """A column's header on the page: the registry's label (toolkit.metrics), capitalised."""
     return metrics.header(name).capitalize()
 
@@ -194,7 +194,7 @@ def _count(value: object) -> str:
 
 
 def _summary_table(figs: Figures) -> str:
-    header = [_header_of(name) for name in ("project", *FIGURES, "median_cycle_hours")]
+    header = [header_of(name) for name in ("project", *FIGURES, "median_cycle_hours")]
     rows = [
         [str(row["project"]), *_figure_cells(row), _hours(cell_number(row["median_cycle_hours"]))]
         for row in figs.projects.to_dict("records")
@@ -218,13 +218,13 @@ def _figure_cells(row: Mapping[Any, object]) -> list[str]:
 
 def _change_table(now: Figures, before: Figures) -> str:
     """Each figure's total in both periods, and the change where both have data."""
-    header = [_header_of("figure"), now.period.label(), before.period.label(),
-              _header_of("difference")]  # fmt: skip
+    header = [header_of("figure"), now.period.label(), before.period.label(),
+              header_of("difference")]  # fmt: skip
     rows = []
     for name in FIGURES:
         this, last = now.totals[name], before.totals[name]
         change = "–" if this is None or last is None else f"{this - last:+,}"
-        rows.append([_header_of(name), _count(this), _count(last), change])
+        rows.append([header_of(name), _count(this), _count(last), change])
     return _table(header, rows)
 
 
@@ -241,7 +241,7 @@ def _at_end_note(figs: Figures) -> str:
 
 
 def _rework_table(projects: pd.DataFrame) -> str:
-    header = [_header_of(name) for name in ("project", "rework_credits",
+    header = [header_of(name) for name in ("project", "rework_credits",
               *(f"rework_{cause}" for cause in CAUSES), "rework_share")]  # fmt: skip
     rows = [
         [
@@ -268,7 +268,7 @@ def _review_table(weekly: Weekly) -> str:
         ]
         for row in weekly.review.itertuples(index=False)
     ]
-    header = [_header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
+    header = [header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
               "reviews_per_day")]  # fmt: skip
     return _table(header, rows) + (
         '<p class="note">Waiting and the oldest wait: at the last snapshot. Reviews per '
@@ -294,7 +294,7 @@ def _daily_table(weekly: Weekly) -> str:
             ]
         )
         classes.append("partial" if partial else "")
-    header = [_header_of(name) for name in ("day", "lines", "credits", "rework_credits", "covered")]
+    header = [header_of(name) for name in ("day", "lines", "credits", "rework_credits", "covered")]
     return _table(header, rows, classes=classes)
 
 
