@@ -56,8 +56,8 @@ def test_a_label_carries_its_period_or_its_moment():
     assert metrics.label("needs_action", "19-26 Nov", at="26 Nov 12:01 UTC") == (
         "chapters that need a person at 26 Nov 12:01 UTC"
     )
-    assert metrics._known("Runs failed, stalls apart, 19-26 Nov")
-    assert not metrics._known("lines still to translate")
+    assert metrics.known("Runs failed, stalls apart, 19-26 Nov")
+    assert not metrics.known("lines still to translate")
 
 
 def test_the_docs_table_is_the_registry():
@@ -86,7 +86,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def unknown(labels: Iterable[str]) -> list[str]:
-    return sorted({text for text in labels if text and not metrics._known(text)})
+    return sorted({text for text in labels if text and not metrics.known(text)})
 
 
 def test_the_demos_files_are_headed_by_registry_names(demo):

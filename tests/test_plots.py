@@ -14,7 +14,7 @@ from report_stores import two_days
 
 import toolkit as tk
 from toolkit import analysis, plots
-from toolkit.reporting.page import _daily_plot
+from toolkit.reporting.page import daily_plot
 from toolkit.reporting.weekly import gather
 from toolkit.store import SnapshotStore
 
@@ -147,7 +147,7 @@ def test_a_project_keeps_its_colour_in_every_plot(tmp_path):
         "progress": plots.progress(store),
         "throughput": plots.throughput(store, by="project_id", freq="1h"),
         "credit_spend": plots.credit_spend(store, freq="1h"),
-        "weekly page": _daily_plot(gather(store), "lines").axes[0],
+        "weekly page": daily_plot(gather(store), "lines").axes[0],
     }
     for name, ax in drawn.items():
         handles, labels = ax.get_legend_handles_labels()
@@ -169,7 +169,7 @@ def drawn_color(handle):
 
 def test_the_weekly_page_draws_the_largest_projects_and_the_rest_as_other(big_store):
     weekly = gather(big_store)
-    ax = _daily_plot(weekly, "lines").axes[0]
+    ax = daily_plot(weekly, "lines").axes[0]
     labels = ax.get_legend_handles_labels()[1]
     assert len(labels) == plots.TOP + 1 and labels[-1] == plots.OTHER
     # Every project's lines are still drawn: the stacks add up to the day's lines.

@@ -494,7 +494,7 @@ def _watch(args: argparse.Namespace) -> None:
         args.exit_status = 2
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolkit", description="Work with the Chapter Translation Service."
     )
@@ -831,7 +831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the `toolkit` command with `argv` (the process's arguments by default).
 
     Returns the exit status; a toolkit error is one line on stderr, not a traceback."""
-    args = _build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         with _warnings_shown(args.command):
             args.handler(args)

@@ -33,167 +33,167 @@ __all__ = ["ALIASES", "FIGURES", "KEYS", "glossary", "header", "label", "markdow
 
 # How a value reads: `count` and `credits` as whole numbers, `duration` as minutes or
 # hours, `share` as a percentage, `pace` to two decimals, `moment` to the minute.
-_Format = Literal["count", "credits", "duration", "share", "pace", "moment", "text"]
+Format = Literal["count", "credits", "duration", "share", "pace", "moment", "text"]
 
 
 @dataclass(frozen=True)
-class _Figure:
+class Figure:
     """One figure: `name` is its column and key everywhere; `words` its label."""
 
     name: str
     words: str  # the label, without its period
     unit: str  # what one of it is: "lines", "credits", "hours", "share of runs"...
-    format: _Format
+    format: Format
     definition: str  # one sentence: what it counts
     at_end: bool = False  # a count at a moment ("at <time>"), not over a period
 
 
-def _registry(*figures: _Figure) -> dict[str, _Figure]:
+def _registry(*figures: Figure) -> dict[str, Figure]:
     return {figure.name: figure for figure in figures}
 
 
 # fmt: off
-FIGURES: dict[str, _Figure] = _registry(
+FIGURES: dict[str, Figure] = _registry(
     # The headline figures of a period (toolkit/reporting/figures.py).
-    _Figure("chapters_finished", "chapters finished", "chapters", "count",
+    Figure("chapters_finished", "chapters finished", "chapters", "count",
            "Chapters with at least one run that finished in the period, each counted once."),
-    _Figure("runs_failed", "runs failed, stalls apart", "runs", "count",
+    Figure("runs_failed", "runs failed, stalls apart", "runs", "count",
            "Runs that failed in the period, not counting those the service abandoned as "
            "stalled."),
-    _Figure("runs_stalled", "runs stalled", "runs", "count",
+    Figure("runs_stalled", "runs stalled", "runs", "count",
            "Runs the service abandoned in the period because they stopped progressing."),
-    _Figure("credits", "credits spent", "credits", "credits",
+    Figure("credits", "credits spent", "credits", "credits",
            "The rise of every chapter's credits spent over the period."),
-    _Figure("rework_credits", "credits spent on re-runs", "credits", "credits",
+    Figure("rework_credits", "credits spent on re-runs", "credits", "credits",
            "The part of the credits spent that paid again for pages already paid for."),
-    _Figure("lines", "lines translated", "lines", "count",
+    Figure("lines", "lines translated", "lines", "count",
            "The rise of the lines covered over the period, counted again after a re-scan."),
-    _Figure("open_lines", "open lines that go on by themselves", "lines", "count",
+    Figure("open_lines", "open lines that go on by themselves", "lines", "count",
            "Lines untranslated in chapters that will go on without a person (the "
            "forecast's remaining lines).", at_end=True),
-    _Figure("needs_action", "chapters that need a person", "chapters", "count",
+    Figure("needs_action", "chapters that need a person", "chapters", "count",
            "Chapters that will not go on without a person: failed, stalled, held "
            "pages or staged never started.", at_end=True),
-    _Figure("median_cycle_hours", "median run time", "hours", "duration",
+    Figure("median_cycle_hours", "median run time", "hours", "duration",
            "The median time from start to finish of the runs that finished in the period."),
     # The forecast (toolkit.analysis.forecast) and its burn-down.
-    _Figure("open_chapters", "open chapters that go on by themselves", "chapters", "count",
+    Figure("open_chapters", "open chapters that go on by themselves", "chapters", "count",
            "Chapters not yet finished that will go on without a person.", at_end=True),
-    _Figure("needs_action_lines", "open lines waiting for a person", "lines", "count",
+    Figure("needs_action_lines", "open lines waiting for a person", "lines", "count",
            "Lines untranslated in chapters that need a person before they go on.", at_end=True),
-    _Figure("open_work_lines", "all open lines, those waiting for a person included",
+    Figure("open_work_lines", "all open lines, those waiting for a person included",
            "lines", "count",
            "Every untranslated line: those that go on by themselves and those "
            "waiting for a person.", at_end=True),
-    _Figure("needs_action_reason", "why they need a person", "text", "text",
+    Figure("needs_action_reason", "why they need a person", "text", "text",
            "What each chapter that needs a person waits for, in words, with how "
            "many chapters.", at_end=True),
-    _Figure("lines_per_hour", "lines translated per hour", "lines per hour", "pace",
+    Figure("lines_per_hour", "lines translated per hour", "lines per hour", "pace",
            "The project's recent pace."),
-    _Figure("bins", "hours of pace history", "hours", "count",
+    Figure("bins", "hours of pace history", "hours", "count",
            "How many hourly bins of history the pace is drawn from."),
-    _Figure("finish_p10", "finish, early (p10)", "time", "moment",
+    Figure("finish_p10", "finish, early (p10)", "time", "moment",
            "The time by which the open work is done in one replay of ten."),
-    _Figure("finish_p50", "finish, likely (p50)", "time", "moment",
+    Figure("finish_p50", "finish, likely (p50)", "time", "moment",
            "The time by which the open work is done in half of the replays."),
-    _Figure("finish_p90", "finish, late (p90)", "time", "moment",
+    Figure("finish_p90", "finish, late (p90)", "time", "moment",
            "The time by which the open work is done in nine replays of ten."),
-    _Figure("hours_p50", "time to finish, likely (p50)", "hours", "duration",
+    Figure("hours_p50", "time to finish, likely (p50)", "hours", "duration",
            "From the forecast's snapshot to its likely finish."),
-    _Figure("reviewed_p50", "reviewed, likely (p50)", "time", "moment",
+    Figure("reviewed_p50", "reviewed, likely (p50)", "time", "moment",
            "The likely finish plus the recent review lag."),
-    _Figure("unblocked_p10", "finish if unblocked now, early (p10)", "time", "moment",
+    Figure("unblocked_p10", "finish if unblocked now, early (p10)", "time", "moment",
            "When the open work and the work waiting for a person would be done, early, were "
            "the waiting work started now."),
-    _Figure("unblocked_p50", "finish if unblocked now, likely (p50)", "time", "moment",
+    Figure("unblocked_p50", "finish if unblocked now, likely (p50)", "time", "moment",
            "When the open work and the work waiting for a person would likely be done, were "
            "the waiting work started now."),
-    _Figure("unblocked_p90", "finish if unblocked now, late (p90)", "time", "moment",
+    Figure("unblocked_p90", "finish if unblocked now, late (p90)", "time", "moment",
            "When the open work and the work waiting for a person would be done, late, were "
            "the waiting work started now."),
-    _Figure("credits_to_finish", "credits to finish, likely", "credits", "credits",
+    Figure("credits_to_finish", "credits to finish, likely", "credits", "credits",
            "What the work waiting for a person will cost at learned prices (running work "
            "has paid)."),
-    _Figure("credits_to_finish_p10", "credits to finish, low (p10)", "credits", "credits",
+    Figure("credits_to_finish_p10", "credits to finish, low (p10)", "credits", "credits",
            "The low end of the credits to finish, from the project's chapter sizes."),
-    _Figure("credits_to_finish_p90", "credits to finish, high (p90)", "credits", "credits",
+    Figure("credits_to_finish_p90", "credits to finish, high (p90)", "credits", "credits",
            "The high end of the credits to finish, from the project's chapter sizes."),
-    _Figure("band", "how the band was set", "text", "text",
+    Figure("band", "how the band was set", "text", "text",
            "Whether the forecast's spread was learned from the project's runs, pooled over "
            "the workspace, calibrated by its own record, or is open (nothing known)."),
-    _Figure("status", "status", "text", "text", "On track, needs action, or no pace yet."),
-    _Figure("as_of", "as of", "time", "moment", "The snapshot the figures are counted at."),
-    _Figure("as_of_utc", "as of (UTC)", "time", "moment",
+    Figure("status", "status", "text", "text", "On track, needs action, or no pace yet."),
+    Figure("as_of", "as of", "time", "moment", "The snapshot the figures are counted at."),
+    Figure("as_of_utc", "as of (UTC)", "time", "moment",
            "The snapshot the figures are counted at, in UTC."),
     # Failures (toolkit.analysis.failure_rates) and model comparison.
-    _Figure("runs", "runs", "runs", "count", "Runs started in the window whose outcome is known."),
-    _Figure("ended_runs", "runs ended", "runs", "count", "Runs that finished, failed or stalled."),
-    _Figure("finished", "runs finished", "runs", "count", "Runs that finished."),
-    _Figure("failure_rate", "failed or stalled (share of runs)", "share of runs", "share",
+    Figure("runs", "runs", "runs", "count", "Runs started in the window whose outcome is known."),
+    Figure("ended_runs", "runs ended", "runs", "count", "Runs that finished, failed or stalled."),
+    Figure("finished", "runs finished", "runs", "count", "Runs that finished."),
+    Figure("failure_rate", "failed or stalled (share of runs)", "share of runs", "share",
            "Runs that failed or stalled, over the runs that ended."),
-    _Figure("stalled_rate", "stalled (share of runs)", "share of runs", "share",
+    Figure("stalled_rate", "stalled (share of runs)", "share of runs", "share",
            "Runs that stalled, over the runs that ended."),
-    _Figure("rework_share", "re-run credits (share of credits)", "share of credits", "share",
+    Figure("rework_share", "re-run credits (share of credits)", "share of credits", "share",
            "Credits that paid again for pages already paid for, over all credits."),
-    _Figure("lines_to_date", "lines translated to date (running total)", "lines", "count",
+    Figure("lines_to_date", "lines translated to date (running total)", "lines", "count",
            "Every line translated at each snapshot, those before the store's first snapshot "
            "included; a re-scan takes its chapter's away."),
-    _Figure("cycle_hours", "run time", "hours", "duration",
+    Figure("cycle_hours", "run time", "hours", "duration",
            "From a run's start to its chapter waiting for review."),
-    _Figure("mean_cycle_hours", "mean run time", "hours", "duration",
+    Figure("mean_cycle_hours", "mean run time", "hours", "duration",
            "The mean time from start to finish of the runs that finished."),
-    _Figure("longest_cycle_hours", "longest run time", "hours", "duration",
+    Figure("longest_cycle_hours", "longest run time", "hours", "duration",
            "The longest time from start to finish of a run that finished."),
-    _Figure("lead_hours_p50", "time from upload to review, p50", "hours", "duration",
+    Figure("lead_hours_p50", "time from upload to review, p50", "hours", "duration",
            "Half the chapters went from upload to needs review within this time."),
-    _Figure("lead_hours_p90", "time from upload to review, p90", "hours", "duration",
+    Figure("lead_hours_p90", "time from upload to review, p90", "hours", "duration",
            "Nine chapters in ten went from upload to needs review within this time."),
-    _Figure("chapters", "chapters", "chapters", "count",
+    Figure("chapters", "chapters", "chapters", "count",
            "Chapters in a state at the latest snapshot.", at_end=True),
-    _Figure("rework_stalled", "re-run credits after stalls", "credits", "credits",
+    Figure("rework_stalled", "re-run credits after stalls", "credits", "credits",
            "Credits that paid again for the pages of runs the service abandoned as stalled."),
-    _Figure("rework_failed", "re-run credits after failures", "credits", "credits",
+    Figure("rework_failed", "re-run credits after failures", "credits", "credits",
            "Credits that paid again for the pages of runs that failed."),
-    _Figure("rework_rescan", "re-run credits as plain re-scans", "credits", "credits",
+    Figure("rework_rescan", "re-run credits as plain re-scans", "credits", "credits",
            "Credits that paid again for pages re-scanned after a run that finished."),
-    _Figure("pages", "pages", "pages", "count", "Pages the runs processed."),
-    _Figure("languages", "target languages", "languages", "count",
+    Figure("pages", "pages", "pages", "count", "Pages the runs processed."),
+    Figure("languages", "target languages", "languages", "count",
            "How many target languages each chapter is translated into."),
-    _Figure("credits_per_page_language", "credits per page and language", "credits", "pace",
+    Figure("credits_per_page_language", "credits per page and language", "credits", "pace",
            "Credits over pages times target languages."),
-    _Figure("credits_per_chapter_language", "credits per chapter and language", "credits", "pace",
+    Figure("credits_per_chapter_language", "credits per chapter and language", "credits", "pace",
            "Credits over chapters times target languages (a novel has no pages)."),
-    _Figure("hours_per_page", "run time per page", "hours", "duration",
+    Figure("hours_per_page", "run time per page", "hours", "duration",
            "The median of runs' time over their pages."),
-    _Figure("verdict", "verdict", "text", "text",
+    Figure("verdict", "verdict", "text", "text",
            "Which model is better on price, speed and failures, or that the data cannot tell."),
     # Review (toolkit.analysis.review) and the Dashboard's counts.
-    _Figure("needs_review", "chapters waiting for review", "chapters", "count",
+    Figure("needs_review", "chapters waiting for review", "chapters", "count",
            "Chapters finished and not yet reviewed, counted live.", at_end=True),
-    _Figure("waiting_since", "waiting since", "time", "moment",
+    Figure("waiting_since", "waiting since", "time", "moment",
            "When the chapter started waiting: its run finished, failed or stalled, or its pages "
            "were held."),
-    _Figure("oldest_wait_hours", "oldest review wait", "hours", "duration",
+    Figure("oldest_wait_hours", "oldest review wait", "hours", "duration",
            "How long the chapter waiting longest for review has waited."),
-    _Figure("reviews_per_day", "reviews per day", "chapters per day", "pace",
+    Figure("reviews_per_day", "reviews per day", "chapters per day", "pace",
            "Chapters reviewed in the period over its days."),
-    _Figure("review_lag_hours", "review wait", "hours", "duration",
+    Figure("review_lag_hours", "review wait", "hours", "duration",
            "From a chapter's finish to its review."),
-    _Figure("stalled_hours", "time without progress", "hours", "duration",
+    Figure("stalled_hours", "time without progress", "hours", "duration",
            "From a running chapter's last progress to the latest snapshot."),
     # Spend this month (toolkit.analysis.monthly_spend) and budgets.
-    _Figure("this_month", "credits spent this month", "credits", "credits",
+    Figure("this_month", "credits spent this month", "credits", "credits",
            "Credits spent from the month's first day to its last snapshot."),
-    _Figure("last_month", "credits spent last month", "credits", "credits",
+    Figure("last_month", "credits spent last month", "credits", "credits",
            "Credits spent over the previous month."),
-    _Figure("change", "change on last month", "share", "share",
+    Figure("change", "change on last month", "share", "share",
            "This month's credits over last month's, less one."),
-    _Figure("this_month_rework", "re-run credits this month", "credits", "credits",
+    Figure("this_month_rework", "re-run credits this month", "credits", "credits",
            "The part of this month's credits spent on re-runs."),
-    _Figure("last_month_rework", "re-run credits last month", "credits", "credits",
+    Figure("last_month_rework", "re-run credits last month", "credits", "credits",
            "The part of last month's credits spent on re-runs."),
-    _Figure("spent_today", "spent today", "credits", "credits", "Credits spent since midnight."),
-    _Figure("spent_this_week", "spent this week", "credits", "credits",
+    Figure("spent_today", "spent today", "credits", "credits", "Credits spent since midnight."),
+    Figure("spent_this_week", "spent this week", "credits", "credits",
            "Credits spent since Monday's midnight."),
 )
 # fmt: on
@@ -224,7 +224,7 @@ def header(column: object) -> str:
     return KEYS.get(name, name.replace("_", " "))
 
 
-def _known(text: str) -> bool:
+def known(text: str) -> bool:
     """Whether `text` is a label the registry defines, in any case, with what a surface
     may add: an interval (`in each hour`), a unit (`(minutes)`), then a period after a
     comma or a moment after " at ". What the label-scan test asks of every header."""

@@ -156,10 +156,10 @@ def test_the_page_opens_in_headless_chromium(store, tmp_path):
 
 
 def test_no_legend_sits_on_the_data(store):
-    from toolkit.reporting.page import _daily_plot
+    from toolkit.reporting.page import daily_plot
 
     for measure in ("lines", "credits"):
-        figure = _daily_plot(gather(store), measure)
+        figure = daily_plot(gather(store), measure)
         figure.canvas.draw()
         ax = figure.axes[0]
         legend = ax.get_legend().get_window_extent()

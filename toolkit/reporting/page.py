@@ -19,24 +19,19 @@ import pandas as pd
 from toolkit import metrics, plots
 from toolkit.formatting import hours
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
-from toolkit.reporting.weekly import (
-    CAUSE_WORDS,
-    CAUSES,
-    Weekly,
-    cell_number,
-    sentences,
-    track_record,
-)
+from toolkit.reporting.weekly import CAUSE_WORDS, CAUSES, Weekly, sentences, track_record
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["STYLE", "header_of", "render"]
+# `render` (the page, which html.py writes) joins once main's render has its docstring:
+# a docstring added here would collide with main's change to its first lines.
+__all__ = ["STYLE", "header_of"]
 
-_REWORK_COLOR = "#d0454c"
-_NEW_COLOR = "#4f8fc0"
-_CAUSE_COLORS = {"stalled": "#f2b134", "failed": "#d0454c", "rescan": "#a8a8a8"}
+REWORK_COLOR = "#d0454c"
+NEW_COLOR = "#4f8fc0"
+CAUSE_COLORS = {"stalled": "#f2b134", "failed": "#d0454c", "rescan": "#a8a8a8"}
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
        max-width: 980px; margin: 2em auto; padding: 0 1em; }
@@ -56,7 +51,6 @@ p.nothing { color: #555; font-style: italic; }
 
 
 def render(weekly: Weekly, *, title: str) -> str:
-    """The weekly page as one HTML document, its plots inline."""
     when = weekly.period
     end = when.local(when.end) if when.end is not None else None
     last = f"{end:%a %d %b %Y %H:%M %Z}" if end is not None else "no snapshot"
@@ -136,8 +130,8 @@ def _nothing_in_days(weekly: Weekly) -> str | None:
 def _daily_section(weekly: Weekly) -> list[str]:
     return [
         _daily_table(weekly),
-        _image(_daily_plot(weekly, "lines"), "Lines translated per day and project"),
-        _image(_daily_plot(weekly, "credits"), "Credits per day, new work and re-runs"),
+        _image(daily_plot(weekly, "lines"), "Lines translated per day and project"),
+        _image(daily_plot(weekly, "credits"), "Credits per day, new work and re-runs"),
         '<p class="note">* partial day: the snapshots do not span it, so its figures are '
         "a part-day's. Every figure is counted between snapshots, in the day of the later "
         "one.</p>",
@@ -155,6 +149,11 @@ def _status_section(weekly: Weekly) -> list[str]:
 
 
 # -- tables -------------------------------------------------------------------------
+
+
+def _number(value: object) -> float:
+    """A numeric cell of an itertuples row: pandas-stubs type those as any scalar."""
+    return cast(float, value)
 
 
 def _credits(value: float) -> str:
@@ -196,7 +195,7 @@ def _count(value: object) -> str:
 def _summary_table(figs: Figures) -> str:
     header = [header_of(name) for name in ("project", *FIGURES, "median_cycle_hours")]
     rows = [
-        [str(row["project"]), *_figure_cells(row), _hours(cell_number(row["median_cycle_hours"]))]
+        [str(row["project"]), *_figure_cells(row), _hours(_number(row["median_cycle_hours"]))]
         for row in figs.projects.to_dict("records")
     ]
     total = figs.totals
@@ -211,7 +210,7 @@ def _figure_cells(row: Mapping[Any, object]) -> list[str]:
     cells = [_count(row[name]) for name in FIGURES]
     rework, spent = row["rework_credits"], row["credits"]
     if cells[FIGURES.index("rework_credits")] != "–":
-        share = _share(cell_number(rework), cell_number(spent))
+        share = _share(_number(rework), _number(spent))
         cells[FIGURES.index("rework_credits")] += f" ({share})"
     return cells
 
@@ -246,9 +245,9 @@ def _rework_table(projects: pd.DataFrame) -> str:
     rows = [
         [
             str(row.project),
-            _credits(cell_number(row.rework_credits)),
-            *(_credits(cell_number(getattr(row, f"rework_{cause}"))) for cause in CAUSES),
-            _share(cell_number(row.rework_credits), cell_number(row.credits)),
+            _credits(_number(row.rework_credits)),
+            *(_credits(_number(getattr(row, f"rework_{cause}"))) for cause in CAUSES),
+            _share(_number(row.rework_credits), _number(row.credits)),
         ]
         for row in projects.itertuples(index=False)
     ]
@@ -262,9 +261,9 @@ def _review_table(weekly: Weekly) -> str:
     rows = [
         [
             str(row.project),
-            f"{int(cell_number(row.waiting)):,}",
-            _hours(cell_number(row.oldest_wait_hours)),
-            f"{cell_number(row.reviews_per_day):.1f}",
+            f"{int(_number(row.waiting)):,}",
+            _hours(_number(row.oldest_wait_hours)),
+            f"{_number(row.reviews_per_day):.1f}",
         ]
         for row in weekly.review.itertuples(index=False)
     ]
@@ -315,7 +314,7 @@ def _day_labels(weekly: Weekly, days: list[pd.Timestamp]) -> tuple[list[str], li
     return labels, partial
 
 
-def _daily_plot(weekly: Weekly, measure: str) -> Figure:
+def daily_plot(weekly: Weekly, measure: str) -> Figure:
     figure, ax = _figure()
     days = sorted(weekly.days["day"].unique())
     labels, partial = _day_labels(weekly, days)
@@ -341,8 +340,8 @@ def _daily_plot(weekly: Weekly, measure: str) -> Figure:
         per_day = weekly.days.groupby("day")[["credits", "rework_credits"]].sum().reindex(days)
         rework = per_day["rework_credits"].fillna(0).to_numpy()
         new = per_day["credits"].fillna(0).to_numpy() - rework
-        ax.bar(x, new, color=_NEW_COLOR, label="new work", hatch=hatch, edgecolor="white")
-        ax.bar(x, rework, bottom=new, color=_REWORK_COLOR, label=plots.REWORK, hatch=hatch,
+        ax.bar(x, new, color=NEW_COLOR, label="new work", hatch=hatch, edgecolor="white")
+        ax.bar(x, rework, bottom=new, color=REWORK_COLOR, label=plots.REWORK, hatch=hatch,
                edgecolor="white")  # fmt: skip
         ax.set_ylabel("credits")
         ax.set_title("Credits spent per day")
@@ -360,7 +359,7 @@ def _rework_plot(projects: pd.DataFrame) -> Figure:
     left = np.zeros(len(shown))
     for cause in CAUSES:
         values = shown[f"rework_{cause}"].to_numpy(dtype=float)
-        ax.barh(shown["project"].astype(str), values, left=left, color=_CAUSE_COLORS[cause],
+        ax.barh(shown["project"].astype(str), values, left=left, color=CAUSE_COLORS[cause],
                 label=CAUSE_WORDS[cause])  # fmt: skip
         left += values
     ax.set_xlabel("re-run credits")

@@ -38,7 +38,7 @@ from toolkit.reporting.figures import DAY, TICK, TIME, Figures, Period, figures
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["CAUSES", "CAUSE_WORDS", "Weekly", "cell_number", "gather", "sentences", "track_record"]
+__all__ = ["CAUSES", "CAUSE_WORDS", "Weekly", "gather", "sentences", "track_record"]
 
 CAUSES = ("stalled", "failed", "rescan")
 CAUSE_WORDS = {"stalled": "after stalls", "failed": "after failures", "rescan": "as plain re-scans"}
@@ -172,7 +172,7 @@ def _latest_failure(spend: pd.DataFrame, failures: pd.DataFrame) -> pd.Series:
     return none.fillna(found.set_index("row")["kind"])
 
 
-def cell_number(value: object) -> float:
+def _number(value: object) -> float:
     """A numeric cell of an itertuples row: pandas-stubs type those as any scalar."""
     return cast(float, value)
 
@@ -186,16 +186,16 @@ def sentences(weekly: Weekly) -> list[str]:
     for row in table.itertuples(index=False):
         if not (row.credits or row.lines or row.chapters_finished):
             continue
-        finished = int(cell_number(row.chapters_finished))
+        finished = int(_number(row.chapters_finished))
         text = f"{row.project} finished {finished} chapter{'s' if finished != 1 else ''}"
         if row.rework_credits:
-            share = cell_number(row.rework_credits) / cell_number(row.credits)
+            share = _number(row.rework_credits) / _number(row.credits)
             text += f"; {share:.0%} of its credits paid for re-runs, {_mostly(row)}"
         elif row.credits:
             text += "; none of its credits paid for re-runs"
         trouble = [
-            _count(int(cell_number(row.runs_failed)), "run failed", "runs failed"),
-            _count(int(cell_number(row.runs_stalled)), "run stalled", "runs stalled"),
+            _count(int(_number(row.runs_failed)), "run failed", "runs failed"),
+            _count(int(_number(row.runs_stalled)), "run stalled", "runs stalled"),
         ]
         if any(trouble):
             text += "; " + " and ".join(part for part in trouble if part)
@@ -212,16 +212,16 @@ def track_record(weekly: Weekly) -> str:
     if not checked:
         return (
             f"{over}, no finish to check yet: the forecast's band is checked once the work "
-            f"it forecast is done. {_band_setting(weekly.band)}"
+            f"it forecast is done. {band_setting(weekly.band)}"
         )
     inside = int(weekly.accuracy["inside"].sum())
     return (
         f"{over}, {inside / checked:.0%} of finishes fell inside the forecast's p10-p90 band "
-        f"({inside} of {checked} checked). {_band_setting(weekly.band)}"
+        f"({inside} of {checked} checked). {band_setting(weekly.band)}"
     )
 
 
-def _band_setting(band: Calibration) -> str:
+def band_setting(band: Calibration) -> str:
     """How the forecast's band is set, from the same replays as the track record, in
     the calibration's own words (`Calibration.says`)."""
     return f"The band is {band.says()}."

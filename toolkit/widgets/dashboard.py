@@ -65,8 +65,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Dashboard"]
 
-_MIN_INTERVAL = 0.05
-_NO_REVIEW_PACE = "no review in the last 7 days"
+MIN_INTERVAL = 0.05
+NO_REVIEW_PACE = "no review in the last 7 days"
 _LIVE: weakref.WeakSet[Dashboard] = weakref.WeakSet()
 
 
@@ -139,7 +139,7 @@ class Dashboard(widgets.VBox):
             value=False, description="Auto-refresh", indent=False, layout=AUTO
         )
         self.interval = widgets.BoundedFloatText(
-            value=interval, min=_MIN_INTERVAL, max=3600, description="every (s)",
+            value=interval, min=MIN_INTERVAL, max=3600, description="every (s)",
             layout={"width": "160px"},
         )  # fmt: skip
         self.snapshot_button = widgets.Button(
@@ -540,7 +540,7 @@ class Dashboard(widgets.VBox):
             self.auto.value = False
 
     def _loop(self, stop: threading.Event) -> None:
-        while not stop.wait(max(self.interval.value, _MIN_INTERVAL)):
+        while not stop.wait(max(self.interval.value, MIN_INTERVAL)):
             self.refresh()
 
     def _replace_older(self) -> None:
@@ -597,7 +597,7 @@ def _review_line(chapters: list[ChapterListItem], pace: str | None) -> str:
     times = [c.last_activity_at for c in waiting if c.last_activity_at is not None]
     if times:
         text += f", the oldest since {min(times).astimezone(UTC):%a %d %b %H:%M} UTC"
-    return f"{text}; {pace or _NO_REVIEW_PACE}."
+    return f"{text}; {pace or NO_REVIEW_PACE}."
 
 
 def _live_reasons(chapters: list[ChapterListItem], project: Project) -> dict[str, str]:
