@@ -660,6 +660,7 @@ PRIVATE_REACHED = {
     ("tests/webhooks/test_verification.py", "toolkit._signing"),
     ("tests/test_secrets.py", "toolkit._signing"),
     ("tests/bench/bench_webhooks.py", "toolkit._signing"),
+    ("tests/test_cli_errors.py", "toolkit._signing"),
     # The weekly page's plot, drawn with the plots' colours and checked with them.
     ("tests/test_plots.py", "toolkit.reporting.page"),
     # The dashboard benchmark builds the chapters table without a kernel.

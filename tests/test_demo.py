@@ -19,7 +19,7 @@ from html_page import Page
 from toolkit import analysis
 from toolkit import demo as demo_module
 from toolkit.cli import main
-from toolkit.demo import _MARKER, _Day, _prepare_out, plan, run_demo, simulate_day
+from toolkit.demo import MARKER, Day, plan, prepare_out, run_demo, simulate_day
 from toolkit.errors import ToolkitError
 from toolkit.formatting import count
 from toolkit.reporting.figures import FIGURES, WORDS
@@ -32,7 +32,7 @@ class Demo:
 
     out: Path
     printed: str
-    day: _Day
+    day: Day
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +41,9 @@ def demo(tmp_path_factory) -> Demo:
     the tests of what it wrote read it and never write to it. The day `run_demo`
     simulated is kept for the checks of its ledger."""
     out = tmp_path_factory.mktemp("demo") / "demo"
-    days: list[_Day] = []
+    days: list[Day] = []
 
-    def kept(*args: Any, **kwargs: Any) -> _Day:
+    def kept(*args: Any, **kwargs: Any) -> Day:
         days.append(simulate_day(*args, **kwargs))
         return days[-1]
 
@@ -229,10 +229,10 @@ def test_demo_refuses_a_folder_it_did_not_write(tmp_path: Path):
 
 def test_demo_empties_its_own_earlier_output(tmp_path: Path):
     out = tmp_path / "demo"
-    _prepare_out(out)
+    prepare_out(out)
     (out / "old.png").write_bytes(b"x")
-    _prepare_out(out)
-    assert sorted(p.name for p in out.iterdir()) == [_MARKER]
+    prepare_out(out)
+    assert sorted(p.name for p in out.iterdir()) == [MARKER]
 
 
 def test_demo_refuses_no_time_at_all(tmp_path: Path):
@@ -242,9 +242,9 @@ def test_demo_refuses_no_time_at_all(tmp_path: Path):
 
 
 def test_projects_are_created_when_the_workspace_lacks_them(emulator, workspace, client):
-    from toolkit.demo import _pick_projects
+    from toolkit.demo import pick_projects
 
-    projects = _pick_projects(client, emulator, workspace["id"])
+    projects = pick_projects(client, emulator, workspace["id"])
     assert (projects.comic.kind, projects.second_comic.kind, projects.novel.kind) == (
         "comic",
         "comic",

@@ -54,6 +54,7 @@ from toolkit.errors import (
     TransportError,
     in_plain_words,
 )
+from toolkit.formatting import first_line
 
 if TYPE_CHECKING:
     from toolkit.batch import UploadSummary
@@ -691,7 +692,7 @@ def _stopped(exc: Exception, args: argparse.Namespace) -> tuple[str, int]:
         failed = isinstance(exc, DamagedStore | IncompletePull) or _disk_full(exc)
         return str(exc), 2 if failed else 1
     store = _store_named(args)
-    reason = _first_line(exc)
+    reason = first_line(exc)
     if _disk_full(exc):
         return (
             f"the disk of the store {store} is full ({reason}): free some space and run "
@@ -730,7 +731,7 @@ def _foreign_store_errors() -> tuple[type[Exception], ...]:
 def _cause(exc: TransportError) -> str:
     """Why a request got no answer, from the network error under it, and what to do."""
     under = exc.__cause__
-    why = f"{type(under).__name__}: {_first_line(under)}" if under is not None else str(exc)
+    why = f"{type(under).__name__}: {first_line(under)}" if under is not None else str(exc)
     if exc.reason and exc.advice:
         return f"{exc.reason} ({why}); {exc.advice}"
     return str(exc)
@@ -784,11 +785,6 @@ def _store_named(args: argparse.Namespace) -> str:
     return getattr(args, "old", None) or store_path(getattr(args, "store", None))
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 @contextlib.contextmanager
 def _warnings_shown(command: str) -> Iterator[None]:
     """The toolkit's warnings (a pull's retries, a status it does not know) as lines of
@@ -823,7 +819,7 @@ class _OneLine(logging.Formatter):
         message = record.getMessage()
         error = record.exc_info[1] if record.exc_info else None
         if error is not None:
-            message += f" ({type(error).__name__}: {_first_line(error)})"
+            message += f" ({type(error).__name__}: {first_line(error)})"
         return f"toolkit {self.command}: {message}"
 
 

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Projects", "plan", "run_demo", "simulate_day", "upload_sample"]
 
-_MARKER = ".toolkit-demo"
+MARKER = ".toolkit-demo"
 _FAULTS: dict[str, Any] = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
 _MAX_RESCANS = 3
 _EVENTS = ["chapter.finished", "chapter.failed", "export.ready"]
@@ -65,7 +65,7 @@ _OTHER_MODEL_PROJECT = "Seoul Nights: Side Stories"
 
 
 @dataclass
-class _Day:
+class Day:
     """What happened, for the progress bar and the closing lines."""
 
     uploads: int = 0
@@ -92,20 +92,20 @@ class Projects:
     other_model: Project  # like `second_comic`, on another translation model
 
 
-def _prepare_out(out: Path) -> None:
+def prepare_out(out: Path) -> None:
     """Make `out` ready: empty a previous demo's folder, refuse anyone else's."""
     if out.exists() and any(out.iterdir()):
-        if not (out / _MARKER).exists():
+        if not (out / MARKER).exists():
             raise ToolkitError(
                 f"{out} is not empty and was not written by an earlier demo; "
                 "choose another folder with --out"
             )
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / _MARKER).write_text("written by `toolkit demo`; emptied by the next demo\n")
+    (out / MARKER).write_text("written by `toolkit demo`; emptied by the next demo\n")
 
 
-def _pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Projects:
+def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Projects:
     """The seeded projects the day uses (a full-process comic first), created if missing."""
     for _ in range(5):  # at most the four projects to create, then the answer
         projects = client.list_projects()
@@ -171,7 +171,7 @@ def plan(hours: float) -> dict[int, list[str]]:
     return schedule
 
 
-def upload_sample(kind: str, hour: int, client: Client, projects: Projects, day: _Day) -> None:
+def upload_sample(kind: str, hour: int, client: Client, projects: Projects, day: Day) -> None:
     """One scheduled upload of sample material, through the public client."""
     if kind == "novel":
         numbers = samples.novel_chapters()
@@ -197,7 +197,7 @@ def _sample_pages(index: int) -> list[Any]:
 
 
 def _operate(
-    hour: int, client: Client, projects: Projects, day: _Day, *, rescan: bool = True
+    hour: int, client: Client, projects: Projects, day: Day, *, rescan: bool = True
 ) -> None:
     """The operator's hourly routine: start held pages, deal with failed chapters
     (`rescan=False`: the day's last round, which leaves them for a person)."""
@@ -237,7 +237,7 @@ def run_demo(
 
     out = Path(out)
     _check_hours(hours)
-    _prepare_out(out)
+    prepare_out(out)
     store = SnapshotStore(str(out / "snapshots"))
     day = simulate_day(
         store, hours=hours, seen_path=out / "receiver.sqlite", start=start, watch=out / "watch"
@@ -253,7 +253,7 @@ def simulate_day(
     progress: bool = True,
     start: datetime | None = None,
     watch: str | Path | None = None,
-) -> _Day:
+) -> Day:
     """Run the simulated day into `store` (snapshots and webhook events); no report.
 
     `watch`: a folder for one closing `toolkit watch` cycle (its alerts table), which
@@ -313,14 +313,14 @@ def _simulate(
     *,
     hours: float,
     progress: bool = True,
-) -> _Day:
+) -> Day:
     """The day itself: uploads, faults, hourly operations and snapshots."""
     from tqdm.auto import tqdm
 
-    projects = _pick_projects(client, emulator, workspace_id)
+    projects = pick_projects(client, emulator, workspace_id)
     emulator.set_faults(**_FAULTS)
     schedule = plan(hours)
-    day = _Day()
+    day = Day()
     # A minute passes first, so that what the seed charged falls before the baseline.
     emulator.advance(60)
     # Snapshots are stamped with the emulator's clock, explicitly: an hour of the
@@ -347,7 +347,7 @@ def _simulate(
     return day
 
 
-def _bad_spell(emulator: Emulator, client: Client, projects: Projects, day: _Day) -> None:
+def _bad_spell(emulator: Emulator, client: Client, projects: Projects, day: Day) -> None:
     """One chapter uploaded while every run fails: it waits for a re-scan at the end."""
     emulator.set_faults(**{**_FAULTS, "failure_rate": 1.0, "stall_rate": 0.0})
     try:
@@ -363,7 +363,7 @@ def _steps(hours: float) -> list[float]:
     return [3600.0] * whole + ([rest * 3600.0] if rest > 1e-9 else [])
 
 
-def _finish(store: Any, out: Path, day: _Day, *, hours: float) -> Path:
+def _finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
     """Write the report and the weekly page; say what they show and where the page is.
 
     Every figure said comes from `toolkit.reporting.figures`, as in `summary.csv`,
@@ -407,7 +407,7 @@ def _finish(store: Any, out: Path, day: _Day, *, hours: float) -> Path:
     return folder
 
 
-def _watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: _Day) -> None:
+def _watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) -> None:
     """One `toolkit watch` cycle at the day's end, as cron would run it: a budget for
     this month just above what the day spent (so it warns), every failed chapter the
     last operator round left (a threshold of a minute: the day's last failure may be

@@ -34,6 +34,7 @@ __all__ = [
     "card",
     "count",
     "escape",
+    "first_line",
     "hours",
     "moment",
     "show",
@@ -132,6 +133,13 @@ def moment(value: Any) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     return str(value)
+
+
+def first_line(error: BaseException) -> str:
+    """An error's first line, or its type's name when it has no text: how a refusal
+    quotes an error from a library (DuckDB, delta-rs) without its traceback or detail."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def utc_second(when: datetime) -> str:

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-# `render` (the page, which html.py writes) joins once main's render has its docstring:
-# a docstring added here would collide with main's change to its first lines.
 __all__ = ["STYLE", "header_of"]
 
 REWORK_COLOR = "#d0454c"

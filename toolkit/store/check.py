@@ -64,7 +64,7 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from toolkit.errors import StoreError
-from toolkit.formatting import utc_second
+from toolkit.formatting import first_line, utc_second
 from toolkit.frames import schema
 from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.ledger import (
@@ -77,7 +77,7 @@ from toolkit.store.ledger import (
     recorded_in,
 )
 from toolkit.store.maintenance import layout
-from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
+from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables
 from toolkit.store.undo import restore_advice, undo
 from toolkit.timestamps import utc
 

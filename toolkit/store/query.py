@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.errors import QueryError, ToolkitError
+from toolkit.formatting import first_line
 from toolkit.frames import Workspace, schema
 from toolkit.frames.pull import project_id_list
 from toolkit.store import events as store_events
@@ -24,7 +25,6 @@ from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow
 from toolkit.store.engine import StoreEngine
 from toolkit.store.log import Log
-from toolkit.store.tables import first_line
 from toolkit.store.verify import damaged
 from toolkit.store.writing import stamp
 from toolkit.timestamps import When, utc

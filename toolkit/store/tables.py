@@ -42,18 +42,11 @@ from deltalake import (
 from deltalake.exceptions import CommitFailedError
 
 from toolkit.errors import DamagedStore, StoreError
+from toolkit.formatting import first_line
 from toolkit.frames.schema import conform
 
-__all__ = [
-    "BASE_ID_KEY",
-    "SNAPSHOT_AT_KEY",
-    "SNAPSHOT_ID_KEY",
-    "WRITER",
-    "Tables",
-    "app_id",
-    "first_line",
-    "version_of",
-]
+__all__ = ["BASE_ID_KEY", "SNAPSHOT_AT_KEY", "SNAPSHOT_ID_KEY", "WRITER",
+           "Tables", "app_id", "version_of"]  # fmt: skip
 
 _APP_PREFIX = "toolkit.snapshot:"
 SNAPSHOT_ID_KEY = "toolkit.snapshot_id"
@@ -386,9 +379,3 @@ class Tables:
     def files(self, name: str) -> list[str]:
         table = self.get(name)
         return table.file_uris() if table is not None else []
-
-
-def first_line(error: BaseException) -> str:
-    """An error's first line, or its type's name when it has no text."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
