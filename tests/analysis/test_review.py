@@ -11,7 +11,7 @@ from page_images import make_page
 
 from toolkit import analysis
 from toolkit.analysis.observed import observe
-from toolkit.analysis.review import _review_moves, review_lag_hours, review_lags
+from toolkit.analysis.review import review_lag_hours, review_lags, review_moves
 from toolkit.store import SnapshotStore
 
 COMIC = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
@@ -56,7 +56,7 @@ def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
     # The lags pair the moves as a plain merge_asof does when every chapter was seen
     # waiting.
     obs = observe(store)
-    paired = paired_lags(_review_moves(obs, as_of)).groupby("project_id")["hours"].median()
+    paired = paired_lags(review_moves(obs, as_of)).groupby("project_id")["hours"].median()
     assert review_lag_hours(obs, as_of).to_dict() == pytest.approx(paired.to_dict())
 
     # Before any review: one row, all three waiting, no lag yet.

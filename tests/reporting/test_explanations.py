@@ -14,7 +14,7 @@ from test_demo import Demo, demo  # noqa: F401  (the short demo, run once per mo
 
 import toolkit as tk
 from toolkit import metrics
-from toolkit.reporting.explanations import _COLUMNS, EXPLAINED
+from toolkit.reporting.explanations import COLUMNS, EXPLAINED
 from toolkit.reporting.figures import FIGURES, figures
 from toolkit.store import SnapshotStore
 
@@ -30,7 +30,7 @@ def sums_match(store: SnapshotStore, shown: dict, **period: str) -> dict[str, pd
     explained = {}
     for name in EXPLAINED:
         rows = tk.explain(store, name, **period)
-        assert list(rows.columns) == _COLUMNS
+        assert list(rows.columns) == COLUMNS
         assert (rows["figure"] == name).all()
         assert rows["value"].dtype == pd.Int64Dtype(), name  # whole where the figure is
         per_project = rows.groupby("project_id")["value"].sum()
@@ -149,4 +149,4 @@ def test_what_explain_cannot_open_is_refused_in_words(tmp_path):
 def test_a_period_without_data_explains_nothing(tmp_path):
     store = trouble(tmp_path / "store")
     rows = tk.explain(store, "credits", since="2026-03-05", until="2026-03-06")
-    assert rows.empty and list(rows.columns) == _COLUMNS
+    assert rows.empty and list(rows.columns) == COLUMNS

@@ -28,9 +28,7 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["review_backlog", "review_lag_hours", "review_lags"]
-
-_COLUMNS = ["waiting", "oldest_wait_hours", "reviews_per_day", "review_lag_hours", "as_of"]
+COLUMNS = ["waiting", "oldest_wait_hours", "reviews_per_day", "review_lag_hours", "as_of"]
 
 
 # A move is a change of status, a followed column: only rows flagged `_changed` can
@@ -62,7 +60,7 @@ GROUP BY chapter_id, timestamp ORDER BY chapter_id, timestamp
 """
 
 
-def _review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
+def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     """Each chapter's moves into `needs_review` (ready) and `reviewed` seen up to
     `as_of`, in order: `chapter_id, project_id, move` (`ready` or `reviewed`), `at`,
     `idx` (the snapshot's position) and `since` (the time of the snapshot before; null
@@ -79,7 +77,7 @@ def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     `chapter.finished` event in the store since the snapshot before (`event`), else at
     the middle of that snapshot and the review (`bounds`: the lag is then known to half
     the span). A review the first snapshot already showed has no lag."""
-    moves = _review_moves(obs, as_of)
+    moves = review_moves(obs, as_of)
     earlier = moves.groupby("chapter_id", sort=False)
     before_move, before_at = earlier["move"].shift(1), earlier["at"].shift(1)
     reviews = moves.assign(before_move=before_move, before_at=before_at)
@@ -141,15 +139,11 @@ def review_backlog(
     whole history, from ready to reviewed) and `as_of`.
 
     Args:
-        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
-            once (a mapping of label to store, or a list), and then the answer has a
-            `workspace` column first, or is one dict per label where the call answers with a
-            dict (`toolkit.analysis.workspaces`).
+        store: As in `toolkit.analysis`.
         window: the time before the snapshot that `reviews_per_day` counts over.
         until: as seen at the latest snapshot at or before it (a naive time is read in
             `tz`); default the latest snapshot.
-        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
-            zone of `as_of`.
+        tz: As in `toolkit.analysis`; also the zone of `as_of`.
 
     Returns:
         One row per project, sorted by `project_id`; empty without a snapshot.
@@ -159,9 +153,9 @@ def review_backlog(
     if until is not None:
         times = times[times <= utc_bound(until, tz)]
     if times.empty:
-        return pd.DataFrame(columns=["project_id", "project", *_COLUMNS])
+        return pd.DataFrame(columns=["project_id", "project", *COLUMNS])
     as_of = times.iloc[-1]
-    moves = _review_moves(obs, as_of)
+    moves = review_moves(obs, as_of)
     current = obs.store.as_of("chapters", as_of)
     waiting = current[(current["status"].astype("string") == "needs_review")
                       & ~flag(current["processing"])]  # fmt: skip

@@ -40,18 +40,16 @@ from toolkit.reporting.figures import FIGURES, Period, period
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["EXPLAINED", "explain"]
-
 # The figures `explain` opens: the headline figures of a period (reporting/figures.py).
 EXPLAINED: Final = FIGURES
 # Figures counted per target language: only these take `language=`.
-_BY_LANGUAGE: Final = ("lines", "open_lines")
-_COLUMNS: Final = ["figure", "project_id", "project", "chapter_id", "chapter", "language_code",
+BY_LANGUAGE: Final = ("lines", "open_lines")
+COLUMNS: Final = ["figure", "project_id", "project", "chapter_id", "chapter", "language_code",
                   "source", "source_id", "at", "started_at", "finished_at", "rule", "detail",
                   "value"]  # fmt: skip
-_TEXT = pd.StringDtype()
-_TIME: Final = "datetime64[us, UTC]"
-_Reader = Callable[[Observed, Period], pd.DataFrame]
+TEXT = pd.StringDtype()
+TIME: Final = "datetime64[us, UTC]"
+Reader = Callable[[Observed, Period], pd.DataFrame]
 
 
 def explain(
@@ -97,10 +95,10 @@ def explain(
             f"{figure!r} is {what}; explain opens the headline figures: "
             f"{', '.join(EXPLAINED)} (tk.glossary() says what each counts)"
         )
-    if language is not None and figure not in _BY_LANGUAGE:
+    if language is not None and figure not in BY_LANGUAGE:
         raise ValueError(
             f"{figure!r} is not counted per language; leave out language=, or explain "
-            f"{' or '.join(_BY_LANGUAGE)}"
+            f"{' or '.join(BY_LANGUAGE)}"
         )
     obs = observe(store)
     when = period(obs, since=since, until=until, tz=tz)
@@ -110,7 +108,7 @@ def explain(
         rows = rows[rows["project_id"].isin(projects)]
     if language is not None:
         rows = rows[rows["language_code"] == language]
-    rows = rows.reindex(columns=_COLUMNS).assign(figure=figure)
+    rows = rows.reindex(columns=COLUMNS).assign(figure=figure)
     rows["rule"] = rows["rule"].astype(object).fillna(metrics.FIGURES[figure].definition)
     return _shaped(rows, obs)
 
@@ -132,31 +130,38 @@ def _project_ids(obs: Observed, asked: str | None) -> list[str] | None:
 
 
 def _empty() -> pd.DataFrame:
-    return pd.DataFrame({column: pd.Series(dtype=object) for column in _COLUMNS})
+    return pd.DataFrame({column: pd.Series(dtype=object) for column in COLUMNS})
 
 
 def _shaped(rows: pd.DataFrame, obs: Observed) -> pd.DataFrame:
-    """The rows in `_COLUMNS`' order and types, names filled in, sorted by time."""
-    rows = rows.reindex(columns=_COLUMNS)
-    names = obs.project_names
+    """The rows in `COLUMNS`' order and types, names filled in, sorted by time."""
+    rows = rows.reindex(columns=COLUMNS)
+    names = _project_names(obs)
     project = rows["project"].astype(object)
     rows["project"] = project.where(project.notna(), rows["project_id"].astype(object).map(names))
     chapter = rows["chapter"].astype(object)
     rows["chapter"] = chapter.where(chapter.notna(), rows["chapter_id"].astype(object).map(
         _chapter_names(obs)))  # fmt: skip
     for column in ("at", "started_at", "finished_at"):
-        if rows[column].dtype != _TIME:  # already so when every reader gave a time
-            rows[column] = pd.to_datetime(rows[column], utc=True).astype(_TIME)
-    texts = [c for c in _COLUMNS if c not in ("at", "started_at", "finished_at", "value")]
+        if rows[column].dtype != TIME:  # already so when every reader gave a time
+            rows[column] = pd.to_datetime(rows[column], utc=True).astype(TIME)
+    texts = [c for c in COLUMNS if c not in ("at", "started_at", "finished_at", "value")]
     for column in texts:
-        if rows[column].dtype != _TEXT:
-            rows[column] = rows[column].astype(_TEXT)
+        if rows[column].dtype != TEXT:
+            rows[column] = rows[column].astype(TEXT)
     rows["value"] = pd.to_numeric(rows["value"]).astype("Float64")
     if len(rows) and (rows["value"] == rows["value"].round()).all():
         rows["value"] = rows["value"].astype("Int64")  # counts and whole credits stay whole
     elif not len(rows):
         rows["value"] = rows["value"].astype("Int64")
     return sorted_by(rows, ["at", "chapter_id", "source_id"])
+
+
+def _project_names(obs: Observed) -> pd.Series:
+    projects = obs.latest_projects
+    return pd.Series(
+        projects["name"].astype(object).to_numpy(), index=projects["project_id"].astype(object)
+    )
 
 
 def _chapter_names(obs: Observed) -> pd.Series:
@@ -195,7 +200,7 @@ def _finished(obs: Observed, when: Period) -> pd.DataFrame:
     )  # fmt: skip
 
 
-def _failed(kind: str) -> _Reader:
+def _failed(kind: str) -> Reader:
     def rows(obs: Observed, when: Period) -> pd.DataFrame:
         """A run that failed (or stalled) in the period, once, at its end (value 1)."""
         found = failures(obs, since=when.since, until=when.until)
@@ -217,7 +222,7 @@ def _failed(kind: str) -> _Reader:
     return rows
 
 
-def _charges(column: str) -> _Reader:
+def _charges(column: str) -> Reader:
     def rows(obs: Observed, when: Period) -> pd.DataFrame:
         """A run's charge, at the snapshot that first showed it: `credits` (what it
         paid) or `rework` (what it paid again for pages already paid for)."""
@@ -281,7 +286,7 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
     pairs = keys[["chapter_id", "idx"]].astype({"chapter_id": object})
     again = pairs.merge(marked, on=["chapter_id", "idx"], how="left")["again"].notna()
     # Each snapshot's time once, then by position: not a text per row.
-    stamps = pd.Series(times.to_numpy()[position], dtype=_TIME)
+    stamps = pd.Series(times.to_numpy()[position], dtype=TIME)
     shown = pd.Series(times.dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)[position])
     return pd.DataFrame(
         {
@@ -341,7 +346,7 @@ def _open_lines(obs: Observed, when: Period) -> pd.DataFrame:
     )  # fmt: skip
 
 
-_ROWS: dict[str, _Reader] = {
+_ROWS: dict[str, Reader] = {
     "chapters_finished": _finished,
     "runs_failed": _failed("failed"),
     "runs_stalled": _failed("stalled"),
