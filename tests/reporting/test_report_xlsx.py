@@ -14,7 +14,7 @@ import toolkit as tk
 from toolkit import metrics
 from toolkit.cli import main
 from toolkit.reporting.figures import FIGURES
-from toolkit.reporting.xlsx import _SHEETS, _heading
+from toolkit.reporting.xlsx import _SHEETS, heading
 
 
 def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
@@ -26,13 +26,13 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
     sheets = pd.read_excel(path, sheet_name=None)
     assert list(sheets) == list(_SHEETS)
     table = sheets["Figures"].set_index("project")
-    assert list(table.columns) == [_heading(name) for name in FIGURES]
-    assert _heading("credits") == "credits spent (credits)"
+    assert list(table.columns) == [heading(name) for name in FIGURES]
+    assert heading("credits") == "credits spent (credits)"
     for project in shown["projects"]:
         row = table.loc[project["project"]]
-        assert [int(row[_heading(name)]) for name in FIGURES] == [project[n] for n in FIGURES]
+        assert [int(row[heading(name)]) for name in FIGURES] == [project[n] for n in FIGURES]
     total = table.loc["(all projects)"]
-    assert [int(total[_heading(name)]) for name in FIGURES] == list(shown["totals"].values())
+    assert [int(total[heading(name)]) for name in FIGURES] == list(shown["totals"].values())
 
     # The explanations sum to the totals, figure by figure.
     rows = sheets["Explanations"]
@@ -43,7 +43,7 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
 
     # The forecast's headers carry units; the About sheet says what each figure counts.
     forecast = sheets["Forecast"]
-    assert _heading("remaining_lines") in forecast.columns
+    assert heading("remaining_lines") in forecast.columns
     about = sheets["About"]
     assert metrics.FIGURES["rework_credits"].definition in set(about["what it is"])
 
@@ -52,7 +52,7 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
     assert book.sheetnames == list(_SHEETS)
     sheet = book["Figures"]
     headers = [cell.value for cell in sheet[1]]
-    column = headers.index(_heading("credits")) + 1
+    column = headers.index(heading("credits")) + 1
     cells = [sheet.cell(row=r, column=column) for r in range(2, sheet.max_row + 1)]
     assert all(isinstance(cell.value, int) for cell in cells)
     assert {cell.number_format for cell in cells} == {"#,##0"}

@@ -26,7 +26,7 @@ from toolkit.analysis.observed import Observed
 from toolkit.reporting.explanations import EXPLAINED, explain
 from toolkit.reporting.figures import FIGURES, Figures, figures, label
 
-__all__ = ["write_xlsx"]
+__all__ = ["heading", "write_xlsx"]
 
 _WHOLE: Final = "#,##0"
 _TIME_FORMAT: Final = "yyyy-mm-dd hh:mm"
@@ -64,7 +64,7 @@ def write_xlsx(
     return path
 
 
-def _heading(name: str) -> str:
+def heading(name: str) -> str:
     """A column's header with its unit: `credits spent (credits)`; a time says UTC."""
     figure = metrics.FIGURES.get(metrics.ALIASES.get(name, name))
     if figure is None:
@@ -80,7 +80,7 @@ def _figures_sheet(figs: Figures) -> pd.DataFrame:
     table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
     for name in FIGURES:
         table[name] = table[name].astype("Int64")
-    return table.rename(columns={name: _heading(name) for name in FIGURES})
+    return table.rename(columns={name: heading(name) for name in FIGURES})
 
 
 def _explanations_sheet(rows: list[pd.DataFrame]) -> pd.DataFrame:
@@ -100,10 +100,10 @@ def _explanations_sheet(rows: list[pd.DataFrame]) -> pd.DataFrame:
 def _forecast_sheet(store: Observed, figs: Figures) -> pd.DataFrame:
     end = figs.period.end
     if end is None:
-        return pd.DataFrame({_heading("status"): pd.Series(dtype="string")})
+        return pd.DataFrame({heading("status"): pd.Series(dtype="string")})
     outlook = analysis.forecast(store, by="project_id", until=end)
     outlook = _naive(outlook.drop(columns=["project_id", "as_of"], errors="ignore"))
-    return outlook.rename(columns=_heading)
+    return outlook.rename(columns=heading)
 
 
 def _about_sheet(figs: Figures) -> pd.DataFrame:

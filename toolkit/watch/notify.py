@@ -38,7 +38,7 @@ from toolkit.watch.config import Email, WatchConfig, check_destination, secret_f
 from toolkit.watch.outbox import Message, Sender, Undelivered
 from toolkit.watch.wording import action, kind_of, title
 
-__all__ = ["senders"]
+__all__ = ["headline", "senders"]
 
 _HEADLINE = {"opened": "Alert", "reminder": "Still open", "resolved": "Resolved"}
 
@@ -61,7 +61,7 @@ def _payload(message: Message) -> dict[str, object]:
     }
 
 
-def _headline(message: Message) -> str:
+def headline(message: Message) -> str:
     """One message in words: what, the facts with their times, what clears it, its id."""
     f = message.finding
     text = f"[{_HEADLINE[message.event]}] {title(f.check, kind_of(f.figures))}: {f.message}"
@@ -156,7 +156,7 @@ def _webhook(
 
 def _slack(address: Secret[str], allow_private: bool, batch: list[Message], timeout: float) -> None:
     for done, message in enumerate(batch):
-        body = json.dumps({"text": _headline(message)}).encode()
+        body = json.dumps({"text": headline(message)}).encode()
         headers = {"content-type": "application/json", "webhook-id": message.message_id}
         try:
             _post(address.reveal(), allow_private, body, headers, timeout, "Slack")
@@ -175,7 +175,7 @@ def _email(settings: Email, batch: list[Message]) -> None:
     message["To"] = ", ".join(settings.to)
     message["Message-ID"] = f"<{_batch_id(batch)}@cts-watch>"
     message["X-CTS-Message-Ids"] = " ".join(m.message_id for m in batch)
-    message.set_content("\n\n".join(_headline(m) for m in batch) + "\n")
+    message.set_content("\n\n".join(headline(m) for m in batch) + "\n")
     try:
         _smtp_send(settings, message)
     except Undelivered:
