@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from toolkit.agency import env_suffix, read_workspaces_config, workspace_settings
+from toolkit.agency import _env_suffix, read_workspaces_config, workspace_settings
 from toolkit.cli import main
 from toolkit.errors import ConfigError
 from toolkit.store import SnapshotStore
@@ -66,7 +66,7 @@ def test_a_key_in_a_file_others_can_read_is_refused(tmp_path, monkeypatch):
     settings = workspace_settings("studio-a", config=read_workspaces_config(config), store_root="s")
     assert settings.api_key.reveal() == "cts_secret" and "cts_secret" not in repr(settings)
     assert settings.store == os.path.join("s", "studio-a")
-    assert env_suffix("studio-a.eu") == "STUDIO_A_EU"
+    assert _env_suffix("studio-a.eu") == "STUDIO_A_EU"
     config.write_text("[studio-a\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         read_workspaces_config(config)

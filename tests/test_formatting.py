@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pandas as pd
 
 import toolkit as tk
-from toolkit.formatting import count, escape, hours, moment, size, text_table, whole
+from toolkit.formatting import count, escape, hours, moment, size, text_table, utc_second, whole
 
 
 def test_values_read_as_a_person_expects():
@@ -100,3 +100,10 @@ def test_text_shows_a_frame_for_the_terminal_by_the_notebook_rules():
 def test_text_for_html_is_escaped_once_for_text_and_attributes():
     assert escape(None) == "" and escape(3) == "3"
     assert escape('Moon <b>&</b> "Sun"') == "Moon &lt;b&gt;&amp;&lt;/b&gt; &quot;Sun&quot;"
+
+
+def test_a_utc_time_to_the_second_says_its_zone():
+    # The store's messages tell two snapshots a second apart by it.
+    assert (
+        utc_second(datetime(2026, 11, 21, 14, 5, 9, 700, tzinfo=UTC)) == "2026-11-21 14:05:09 UTC"
+    )

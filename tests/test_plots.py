@@ -140,7 +140,7 @@ def test_an_empty_store_still_gives_a_labelled_figure(tmp_path):
 def test_a_project_keeps_its_colour_in_every_plot(tmp_path):
     store = two_days(tmp_path / "store")  # three projects, one without any work
     colors = plots.project_colors(["Star Courier", "Moonlit Harbor", "Quiet Isles"])
-    assert list(colors.values()) == list(plots.PALETTE[:3])  # in name order
+    assert list(colors.values()) == list(plots._PALETTE[:3])  # in name order
     # A plot that shows some projects colours them as one that shows all of them.
     assert plots.project_colors(["Quiet Isles", "Star Courier", "Moonlit Harbor"]) == colors
     drawn = {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolkit.models import ChapterListItem, Project
-from toolkit.pricing import quote_pages, quote_rescans, quote_text, total, units_of_text
+from toolkit.pricing import _units_of_text, quote_pages, quote_rescans, quote_text, total
 from toolkit.store import SnapshotStore
 
 
@@ -27,7 +27,7 @@ def test_without_history_a_quote_is_an_estimate_and_says_so():
         "(estimate: 3 pages x 2 languages at an assumed 1 credit each)."
     )
     text = quote_text(project("novel", ("en",)), "x" * 4001)
-    assert units_of_text("x" * 4001) == 3 and text.credits == 3
+    assert _units_of_text("x" * 4001) == 3 and text.credits == 3
     assert "3 blocks of up to 2,000 characters x 1 language" in text.basis
 
 

@@ -18,12 +18,12 @@ def test_committed_pages_are_in_reading_order_and_accepted_by_the_client():
             assert len(upload) == count
         for page in pages:
             with Image.open(page) as image:
-                assert image.size == samples.PAGE_SIZE
+                assert image.size == samples._PAGE_SIZE
                 assert Path(page).stat().st_size < 30_000  # the samples stay small
 
 
 def test_pages_are_drawn_with_panels_balloons_and_numbers():
-    page = samples.render_page(1, 2).convert("L")
+    page = samples._render_page(1, 2).convert("L")
     width, height = page.size
     # Panel borders are black lines across the page; balloons and gutters are white.
     histogram = page.histogram()
@@ -47,6 +47,6 @@ def test_novel_chapters_are_a_few_thousand_characters():
 
 
 def test_write_samples_writes_every_page(tmp_path: Path):
-    written = samples.write_samples(tmp_path)
+    written = samples._write_samples(tmp_path)
     assert len(written) == sum(samples.COMIC_CHAPTERS.values())
     assert samples.comic_chapter(3, root=tmp_path) == sorted(written)[-5:]

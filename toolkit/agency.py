@@ -49,13 +49,15 @@ __all__ = ["WorkspaceSettings", "read_workspaces_config", "workspace_settings", 
 
 @dataclass(frozen=True)
 class WorkspaceSettings:
+    """One workspace of the agency's file: its name, URL, API key and store folder."""
+
     name: str
     base_url: str
     api_key: Secret[str] = field(repr=False)
     store: str
 
 
-def env_suffix(name: str) -> str:
+def _env_suffix(name: str) -> str:
     """ "studio-a" -> "STUDIO_A": the suffix of a workspace's environment variables."""
     return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
@@ -112,7 +114,7 @@ def workspace_settings(
 ) -> WorkspaceSettings:
     """One workspace's settings, from the environment and the config file's tables."""
     table = (config or {}).get(name, {})
-    suffix = env_suffix(name)
+    suffix = _env_suffix(name)
     key_variable = table.get("api_key_env", f"CTS_API_KEY_{suffix}")
     key = os.environ.get(key_variable) or table.get("api_key")
     if not key:

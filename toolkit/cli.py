@@ -60,12 +60,15 @@ from toolkit.errors import (
     TransportError,
     in_plain_words,
 )
+from toolkit.formatting import first_line
 
 if TYPE_CHECKING:
     from toolkit.batch import UploadSummary
     from toolkit.client import Client
 
-START_HELP = "the instant the emulator's clock starts at (default: now), e.g. 2026-10-25T00:30Z"
+__all__ = ["main"]
+
+_START_HELP = "the instant the emulator's clock starts at (default: now), e.g. 2026-10-25T00:30Z"
 
 
 def _instant(text: str) -> datetime:
@@ -610,7 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="run a simulated day on a local emulator")
     demo.add_argument("--out", default="data/demo", help="where the report goes")
     demo.add_argument("--hours", type=float, default=24, help="simulated hours to run")
-    demo.add_argument("--start", type=_instant, default=None, help=START_HELP)
+    demo.add_argument("--start", type=_instant, default=None, help=_START_HELP)
     demo.set_defaults(handler=_demo)
 
     snapshot = commands.add_parser("snapshot", help="take a snapshot of the workspace")
@@ -683,7 +686,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulator.add_argument("--seed", choices=["demo", "none"], default="none")
     emulator.add_argument("--state", default=":memory:", help="SQLite file for its state")
     emulator.add_argument("--admin-token", default=None, help="token for /_emulator routes")
-    emulator.add_argument("--start", type=_instant, default=None, help=START_HELP)
+    emulator.add_argument("--start", type=_instant, default=None, help=_START_HELP)
     emulator.add_argument(
         "--chaos",
         type=_chaos_file,
@@ -818,7 +821,7 @@ def _stopped(exc: Exception, args: argparse.Namespace) -> tuple[str, int]:
         failed = isinstance(exc, DamagedStore | IncompletePull) or _disk_full(exc)
         return str(exc), 2 if failed else 1
     store = _store_named(args)
-    reason = _first_line(exc)
+    reason = first_line(exc)
     if _disk_full(exc):
         return (
             f"the disk of the store {store} is full ({reason}): free some space and run "
@@ -857,7 +860,7 @@ def _foreign_store_errors() -> tuple[type[Exception], ...]:
 def _cause(exc: TransportError) -> str:
     """Why a request got no answer, from the network error under it, and what to do."""
     under = exc.__cause__
-    why = f"{type(under).__name__}: {_first_line(under)}" if under is not None else str(exc)
+    why = f"{type(under).__name__}: {first_line(under)}" if under is not None else str(exc)
     if exc.reason and exc.advice:
         return f"{exc.reason} ({why}); {exc.advice}"
     return str(exc)
@@ -911,11 +914,6 @@ def _store_named(args: argparse.Namespace) -> str:
     return getattr(args, "old", None) or store_path(getattr(args, "store", None))
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 @contextlib.contextmanager
 def _warnings_shown(command: str) -> Iterator[None]:
     """The toolkit's warnings (a pull's retries, a status it does not know) as lines of
@@ -950,11 +948,14 @@ class _OneLine(logging.Formatter):
         message = record.getMessage()
         error = record.exc_info[1] if record.exc_info else None
         if error is not None:
-            message += f" ({type(error).__name__}: {_first_line(error)})"
+            message += f" ({type(error).__name__}: {first_line(error)})"
         return f"toolkit {self.command}: {message}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `toolkit` command with `argv` (the process's arguments by default).
+
+    Returns the exit status; a toolkit error is one line on stderr, not a traceback."""
     args = build_parser().parse_args(argv)
     try:
         with panics_kept_off_stderr(), _warnings_shown(args.command):

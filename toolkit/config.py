@@ -19,6 +19,7 @@ from toolkit.errors import ConfigError
 __all__ = [
     "Secret",
     "Settings",
+    "V",
     "held",
     "is_loopback_host",
     "normalize_base_url",
@@ -26,8 +27,8 @@ __all__ = [
     "webhook_secret",
 ]
 
-API_PREFIX = "/api/v1"
-DEFAULT_STORE = "data/snapshots"
+_API_PREFIX = "/api/v1"
+_DEFAULT_STORE = "data/snapshots"
 # What a bearer token may hold: visible ASCII, no spaces (RFC 6750 allows less still).
 _KEY_TEXT = re.compile(r"[\x21-\x7e]+")
 V = TypeVar("V", str, bytes)
@@ -66,7 +67,7 @@ def held(value: str | Secret[str]) -> Secret[str]:
     return value if isinstance(value, Secret) else Secret(value)
 
 
-def check_api_key(key: Secret[str]) -> Secret[str]:
+def _check_api_key(key: Secret[str]) -> Secret[str]:
     """The key, or a `ConfigError` (that does not show it) when no HTTP header can carry it."""
     # Read through the holder, never bound to a local: a traceback must not show it.
     if not isinstance(key.reveal(), str) or not _KEY_TEXT.fullmatch(key.reveal()):
@@ -96,8 +97,8 @@ def normalize_base_url(base_url: str) -> str:
     key pasted into it (as the whole URL, a user name, a query) must not be echoed.
     """
     url = base_url.strip().rstrip("/")
-    if url.endswith(API_PREFIX):
-        url = url[: -len(API_PREFIX)]
+    if url.endswith(_API_PREFIX):
+        url = url[: -len(_API_PREFIX)]
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -151,6 +152,8 @@ def _shown(url: str) -> str:
 
 @dataclass(frozen=True)
 class Settings:
+    """The service's base URL and API key a client connects with."""
+
     base_url: str
     api_key: Secret[str] = field(repr=False)
 
@@ -175,11 +178,11 @@ class Settings:
                 "no API key: pass api_key= or set CTS_API_KEY",
                 command_line=f"no API key: set CTS_API_KEY to your workspace's key ({emulator})",
             )
-        return cls(base_url=normalize_base_url(url), api_key=check_api_key(key))
+        return cls(base_url=normalize_base_url(url), api_key=_check_api_key(key))
 
     @property
     def api_url(self) -> str:
-        return self.base_url + API_PREFIX
+        return self.base_url + _API_PREFIX
 
 
 def _env_secret(name: str) -> Secret[str] | None:
@@ -196,4 +199,4 @@ def webhook_secret(secret: str | Secret[str] | None = None) -> Secret[str]:
 
 def store_path(path: str | None = None) -> str:
     """The snapshot store location from the argument, `CTS_STORE`, or `data/snapshots`."""
-    return path or os.environ.get("CTS_STORE") or DEFAULT_STORE
+    return path or os.environ.get("CTS_STORE") or _DEFAULT_STORE

@@ -40,13 +40,13 @@ from toolkit.conformance_shapes import (
 from toolkit.errors import AuthenticationError, TransportError
 from toolkit.timestamps import parse_http_date
 
-__all__ = ["ConformanceFinding", "closing_line", "run_conformance"]
+__all__ = ["PROJECTS_READ", "ConformanceFinding", "Verdict", "closing_line", "run_conformance"]
 
 Verdict = Literal["agrees", "differs", "unchecked"]
 # A workspace may have many projects: the per-project checks read this many.
 PROJECTS_READ = 10
 # 1973 in milliseconds, 33,658 AD in seconds: a time value above it is milliseconds.
-MS_FLOOR = 10**11
+_MS_FLOOR = 10**11
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def run_conformance(
         if write:
             _check_writes(run, projects, project)
         else:
-            for decision in WRITE_DECISIONS:
+            for decision in _WRITE_DECISIONS:
                 run.skip(decision, "a write; run with --write to check it")
         _check_webhooks(run, collector, wait, webhook_secret)
     finally:
@@ -222,7 +222,7 @@ def _check_projects(run: _Run) -> list[dict[str, Any]]:
         "; ".join(wrong[:3]) or None,
     )
     times = [p.get("lastChapterAt") for p in projects]
-    seconds = [t for t in times if is_number(t) and t < MS_FLOOR]
+    seconds = [t for t in times if is_number(t) and t < _MS_FLOOR]
     run.judge(
         "lastChapterAt is in milliseconds since 1970",
         f"values like {seconds[0]} (seconds?)" if seconds else None,
@@ -291,25 +291,25 @@ def _check_chapters(run: _Run, projects: list[dict[str, Any]]) -> list[dict[str,
                         f"chapter {item.get('position')}: {item.get('status')} from {statuses}"
                     )
     if not listed:
-        for decision in CHAPTER_DECISIONS:
+        for decision in _CHAPTER_DECISIONS:
             run.skip(decision, "no chapter in the projects read")
         return listed
-    run.judge(CHAPTER_DECISIONS[0], "; ".join(order[:3]) or None)
-    run.judge(CHAPTER_DECISIONS[1], "; ".join(shape[:3]) or None)
-    run.judge(CHAPTER_DECISIONS[2], "; ".join(counts[:3]) or None)
-    run.judge(CHAPTER_DECISIONS[3], "; ".join(last[:3]) or None)
-    run.judge(CHAPTER_DECISIONS[4], "; ".join(derived[:3]) or None)
+    run.judge(_CHAPTER_DECISIONS[0], "; ".join(order[:3]) or None)
+    run.judge(_CHAPTER_DECISIONS[1], "; ".join(shape[:3]) or None)
+    run.judge(_CHAPTER_DECISIONS[2], "; ".join(counts[:3]) or None)
+    run.judge(_CHAPTER_DECISIONS[3], "; ".join(last[:3]) or None)
+    run.judge(_CHAPTER_DECISIONS[4], "; ".join(derived[:3]) or None)
     detail = run.get(f"/chapters/{listed[0]['id']}")
     body = _json(detail)
     wrong = mismatches(body, CHAPTER_DETAIL) if isinstance(body, dict) else [_shown(detail)]
     run.judge(
-        CHAPTER_DECISIONS[5],
+        _CHAPTER_DECISIONS[5],
         None if detail.status_code == 200 and not wrong else "; ".join(wrong[:4]) or _shown(detail),
     )
     return listed
 
 
-CHAPTER_DECISIONS = (
+_CHAPTER_DECISIONS = (
     "chapters are listed by chapter number",
     "chapter list items have the spec's fields and types (statuses, languages, files)",
     "chapterCount counts the chapters listed",
@@ -355,7 +355,7 @@ def _check_headers(run: _Run) -> None:
     )
 
 
-WRITE_DECISIONS = (
+_WRITE_DECISIONS = (
     "a staged chapter is created with 201, the NewChapter fields and no pages",
     "a chapter created without a number gets the next after the project's highest",
     "a staged chapter is listed not started, translating, with no pages and nothing spent",
@@ -373,7 +373,7 @@ def _check_writes(run: _Run, projects: list[dict[str, Any]], wanted: str | None)
     ]
     if not chosen:
         why = f"no project {wanted!r}" if wanted else "no comic project to stage a chapter in"
-        for decision in WRITE_DECISIONS:
+        for decision in _WRITE_DECISIONS:
             run.skip(decision, why)
         return
     project = chosen[0]
@@ -385,17 +385,17 @@ def _check_writes(run: _Run, projects: list[dict[str, Any]], wanted: str | None)
     if isinstance(body, dict) and body.get("pages"):
         wrong.append(f"pages={body['pages']!r:.40}")
     run.judge(
-        WRITE_DECISIONS[0],
+        _WRITE_DECISIONS[0],
         None
         if created.status_code == 201 and not wrong
         else f"{created.status_code}: {'; '.join(wrong[:3])}",
     )
     if not isinstance(body, dict) or "id" not in body:
-        for decision in WRITE_DECISIONS[1:]:
+        for decision in _WRITE_DECISIONS[1:]:
             run.skip(decision, "the staged chapter was not created")
         return
     run.judge(
-        WRITE_DECISIONS[1],
+        _WRITE_DECISIONS[1],
         None
         if body.get("position") == highest + 1
         else f"position {body.get('position')} after {highest}",
@@ -409,17 +409,17 @@ def _check_writes(run: _Run, projects: list[dict[str, Any]], wanted: str | None)
         shown = {k: item.get(k) for k in ("started", "status", "pageCount", "creditsSpent")}
         if shown != {"started": False, "status": "translating", "pageCount": 0, "creditsSpent": 0}:
             seen = repr(shown)
-    run.judge(WRITE_DECISIONS[2], seen)
+    run.judge(_WRITE_DECISIONS[2], seen)
     taken = run.send(
         "POST",
         f"/projects/{project['id']}/chapters",
         data={"staged": "1", "position": str(body["position"])},
     )
-    run.judge(WRITE_DECISIONS[3], _unless_status(taken, 409))
+    run.judge(_WRITE_DECISIONS[3], _unless_status(taken, 409))
     start = run.send("POST", f"/chapters/{body['id']}/start")
-    run.judge(WRITE_DECISIONS[4], _unless_status(start, 400))
+    run.judge(_WRITE_DECISIONS[4], _unless_status(start, 400))
     rescan = run.send("POST", f"/chapters/{body['id']}/rescan")
-    run.judge(WRITE_DECISIONS[5], _unless_status(rescan, 400))
+    run.judge(_WRITE_DECISIONS[5], _unless_status(rescan, 400))
 
 
 # -- small readers ------------------------------------------------------------------------

@@ -14,13 +14,15 @@ __all__ = [
     "PROJECT",
     "PROJECT_LIST_ITEM",
     "STATUSES",
+    "Check",
     "is_iso",
     "is_number",
+    "is_whole",
     "mismatches",
 ]
 
 STATUSES = ("translating", "needs_review", "reviewed")
-EXPORT_FORMATS = ("cbz", "zip", "psd", "clean", "txt", "docx", "source")
+_EXPORT_FORMATS = ("cbz", "zip", "psd", "clean", "txt", "docx", "source")
 
 Check = Callable[[Any], bool]
 
@@ -34,10 +36,12 @@ def _nullable(check: Check) -> Check:
 
 
 def is_number(value: Any) -> bool:
+    """Whether a JSON value is a number (a boolean is not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _whole(value: Any) -> bool:
+def is_whole(value: Any) -> bool:
+    """Whether a JSON value is a whole number (a boolean is not)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -46,6 +50,7 @@ def _boolean(value: Any) -> bool:
 
 
 def is_iso(value: Any) -> bool:
+    """Whether a JSON value is an ISO 8601 time that carries its zone."""
     if not isinstance(value, str):
         return False
     try:
@@ -89,62 +94,62 @@ PROJECT_LIST_ITEM = {
     "targetLanguages": _list_of(
         _shaped({"projectId": _string, "languageCode": _string, "addedAt": is_iso})
     ),
-    "chapterCount": _whole,
-    "lastChapterAt": _nullable(_whole),
+    "chapterCount": is_whole,
+    "lastChapterAt": _nullable(is_whole),
 }
-CHAPTER_BASE = {
+_CHAPTER_BASE = {
     "id": _string,
     "projectId": _string,
-    "position": _whole,
+    "position": is_whole,
     "title": _nullable(_string),
     "summary": _nullable(_string),
     "createdAt": is_iso,
 }
-LIST_LANGUAGE = {
+_LIST_LANGUAGE = {
     "languageCode": _string,
     "status": _one_of(*STATUSES),
-    "covered": _whole,
+    "covered": is_whole,
     "failed": _boolean,
     "exporting": _boolean,
     "models": _list_of(_string),
 }
-EXPORT = {
+_EXPORT = {
     "languageCode": _string,
-    "format": _one_of(*EXPORT_FORMATS),
+    "format": _one_of(*_EXPORT_FORMATS),
     "filename": _string,
-    "byteSize": _whole,
-    "pageCount": _whole,
+    "byteSize": is_whole,
+    "pageCount": is_whole,
     "preparedAt": is_iso,
 }
 CHAPTER_LIST_ITEM = {
-    **CHAPTER_BASE,
-    "pageCount": _whole,
+    **_CHAPTER_BASE,
+    "pageCount": is_whole,
     "started": _boolean,
     "processing": _boolean,
     "failed": _boolean,
     "failureReason": _nullable(_string),
     "status": _one_of(*STATUSES),
-    "languages": _list_of(_shaped(LIST_LANGUAGE)),
-    "preparedExports": _list_of(_shaped(EXPORT)),
+    "languages": _list_of(_shaped(_LIST_LANGUAGE)),
+    "preparedExports": _list_of(_shaped(_EXPORT)),
     "creditsSpent": is_number,
     "lastActivityAt": is_iso,
 }
 CHAPTER_DETAIL = {
-    **CHAPTER_BASE,
-    "pageCount": _whole,
+    **_CHAPTER_BASE,
+    "pageCount": is_whole,
     "processing": _boolean,
     "detecting": _boolean,
     "failed": _boolean,
     "failureReason": _nullable(_string),
     "status": _one_of(*STATUSES),
     "languages": _list_of(
-        _shaped({"languageCode": _string, "status": _one_of(*STATUSES), "untranslated": _whole})
+        _shaped({"languageCode": _string, "status": _one_of(*STATUSES), "untranslated": is_whole})
     ),
     "project": _shaped(PROJECT),
     "assignee": _null,
 }
 NEW_CHAPTER = {
-    **CHAPTER_BASE,
+    **_CHAPTER_BASE,
     "assignedUserId": _null,
     "createdByUserId": _null,
     "deletedAt": _null,

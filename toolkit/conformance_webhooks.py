@@ -14,38 +14,34 @@ import time
 from typing import Any
 
 from toolkit.config import Secret
-from toolkit.conformance_shapes import is_iso, mismatches
+from toolkit.conformance_shapes import is_iso, is_whole, mismatches
 from toolkit.errors import WebhookVerificationError
 from toolkit.webhooks import verify
 
-__all__ = ["DeliveryCollector", "judge_deliveries"]
+__all__ = ["DECISIONS", "DeliveryCollector", "judge_deliveries"]
 
 
 def _text(value: Any) -> bool:
     return isinstance(value, str)
 
 
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _text_or_null(value: Any) -> bool:
     return value is None or isinstance(value, str)
 
 
-EVENT_DATA = {
+_EVENT_DATA = {
     "chapter.finished": {
         "chapterId": _text,
         "projectId": _text,
-        "position": _whole,
+        "position": is_whole,
         "title": _text_or_null,
-        "pageCount": _whole,
+        "pageCount": is_whole,
         "languages": lambda value: isinstance(value, list),
     },
     "chapter.failed": {
         "chapterId": _text,
         "projectId": _text,
-        "position": _whole,
+        "position": is_whole,
         "title": _text_or_null,
         "failureReason": _text,
     },
@@ -55,8 +51,8 @@ EVENT_DATA = {
         "languageCode": _text,
         "format": _text,
         "filename": _text,
-        "byteSize": _whole,
-        "pageCount": _whole,
+        "byteSize": is_whole,
+        "pageCount": is_whole,
         "preparedAt": is_iso,
     },
     "ping": {"endpointId": _text},
@@ -121,7 +117,7 @@ class DeliveryCollector:
     def wait(self, seconds: float) -> None:
         """Real time, for a person pressing Test: until every kind came or time ran out."""
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not set(EVENT_DATA) <= self.kinds():
+        while time.monotonic() < deadline and not set(_EVENT_DATA) <= self.kinds():
             time.sleep(0.2)
 
     def stop(self) -> None:
@@ -156,8 +152,8 @@ def judge_deliveries(
         (DECISIONS["signed"], "; ".join(unsigned[:2]) or None),
         (DECISIONS["envelope"], "; ".join(envelope[:2]) or None),
     ]
-    unknown = sorted({str(p.get("type")) for p in payloads} - set(EVENT_DATA))
-    for kind, fields in EVENT_DATA.items():
+    unknown = sorted({str(p.get("type")) for p in payloads} - set(_EVENT_DATA))
+    for kind, fields in _EVENT_DATA.items():
         data = [p.get("data") for p in payloads if p.get("type") == kind]
         if not data and kind == "chapter.failed" and unknown:
             found.append((DECISIONS[kind], f"no chapter.failed; other types {unknown}"))

@@ -52,16 +52,16 @@ if TYPE_CHECKING:
     from toolkit.emulator import Emulator
     from toolkit.models import Project
 
-__all__ = ["run_demo"]
+__all__ = ["Projects", "plan", "run_demo", "simulate_day", "upload_sample"]
 
 MARKER = ".toolkit-demo"
-FAULTS: dict[str, Any] = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
-MAX_RESCANS = 3
-EVENTS = ["chapter.finished", "chapter.failed", "export.ready"]
+_FAULTS: dict[str, Any] = {"failure_rate": 0.2, "stall_rate": 0.1, "seed": 2024}
+_MAX_RESCANS = 3
+_EVENTS = ["chapter.finished", "chapter.failed", "export.ready"]
 # The steady project's chapter goes up this long before the hour's snapshot: the
 # snapshot then finds it reading its pages (a sample chapter's reading takes 9-15 s).
-STEADY_LEAD = 8.0
-OTHER_MODEL_PROJECT = "Seoul Nights: Side Stories"
+_STEADY_LEAD = 8.0
+_OTHER_MODEL_PROJECT = "Seoul Nights: Side Stories"
 
 
 @dataclass
@@ -84,6 +84,8 @@ class Day:
 
 @dataclass(frozen=True)
 class Projects:
+    """The demo's four projects: a comic, the steady comic, a novel, one on another model."""
+
     comic: Project
     second_comic: Project  # the steady project
     novel: Project
@@ -111,7 +113,7 @@ def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Proj
         # the service lists them in (newest first).
         comics = sorted(
             (p for p in projects if p.kind == "comic"),
-            key=lambda p: (p.process_steps != "full", p.name == OTHER_MODEL_PROJECT),
+            key=lambda p: (p.process_steps != "full", p.name == _OTHER_MODEL_PROJECT),
         )
         novels = [p for p in projects if p.kind == "novel"]
         if len(comics) >= 2 and novels:
@@ -121,7 +123,7 @@ def pick_projects(client: Client, emulator: Emulator, workspace_id: str) -> Proj
                 return Projects(comics[0], second, novels[0], other)
             emulator.create_project(
                 workspace_id,
-                name=OTHER_MODEL_PROJECT,
+                name=_OTHER_MODEL_PROJECT,
                 kind="comic",
                 source_language=second.source_language or "ko",
                 reading_direction=second.reading_direction or "ltr",
@@ -161,7 +163,7 @@ def _comparable(project: Project, other: Project) -> bool:
 
 def plan(hours: float) -> dict[int, list[str]]:
     """Which uploads happen at the start of which whole hour of the day (the steady
-    project's come later in each hour, `STEADY_LEAD` before its snapshot)."""
+    project's come later in each hour, `_STEADY_LEAD` before its snapshot)."""
     routine = ["comic", "novel", "staged", "comic", "novel", "comic"]
     schedule: dict[int, list[str]] = {0: ["comic", "novel", "other_model"]}
     for hour in range(1, math.ceil(hours)):
@@ -194,7 +196,7 @@ def _sample_pages(index: int) -> list[Any]:
     return list(samples.comic_chapter(numbers[index % len(numbers)]))
 
 
-def operate(
+def _operate(
     hour: int, client: Client, projects: Projects, day: Day, *, rescan: bool = True
 ) -> None:
     """The operator's hourly routine: start held pages, deal with failed chapters
@@ -217,7 +219,7 @@ def operate(
                     client.create_chapter(project.id, text=text)
                     day.reuploaded.add(chapter.id)
                     day.reuploads += 1
-            elif day.rescanned.get(chapter.id, 0) < MAX_RESCANS:
+            elif day.rescanned.get(chapter.id, 0) < _MAX_RESCANS:
                 client.rescan_chapter(chapter.id)
                 day.rescanned[chapter.id] = day.rescanned.get(chapter.id, 0) + 1
                 day.rescans += 1
@@ -240,7 +242,7 @@ def run_demo(
     day = simulate_day(
         store, hours=hours, seen_path=out / "receiver.sqlite", start=start, watch=out / "watch"
     )
-    return finish(store, out, day, hours=hours)
+    return _finish(store, out, day, hours=hours)
 
 
 def simulate_day(
@@ -256,7 +258,7 @@ def simulate_day(
 
     `watch`: a folder for one closing `toolkit watch` cycle (its alerts table), which
     checks a budget of this month set just above the day's spend and notifies a
-    loopback sink (`watch_once`).
+    loopback sink (`_watch_once`).
 
     Starts and stops its own emulator and receiver, its clock at `start` (default: now).
     The notebooks use it to build a history when no service is configured.
@@ -275,7 +277,7 @@ def simulate_day(
         receiver: Receiver | None = None
         try:
             endpoint = emulator.add_webhook(
-                workspace_id, f"{server.url}/webhooks", EVENTS, allow_private=True
+                workspace_id, f"{server.url}/webhooks", _EVENTS, allow_private=True
             )
             receiver = Receiver(endpoint["secret"], store=store, seen_path=seen_path)
             try:
@@ -283,13 +285,13 @@ def simulate_day(
             except RuntimeError as exc:
                 raise ToolkitError("the webhook receiver did not start on loopback") from exc
             with Client(base_url=emulator.url, api_key=seeded["apiKey"]) as client:
-                day = simulate(
+                day = _simulate(
                     emulator, client, store, workspace_id, hours=hours, progress=progress
                 )
             day.ledger = emulator.ledger(workspace_id)
             day.deliveries = emulator.deliveries(workspace_id)
             if watch is not None:
-                watch_once(emulator.url, seeded["apiKey"], store, Path(watch), day)
+                _watch_once(emulator.url, seeded["apiKey"], store, Path(watch), day)
         finally:
             server.stop()
             if receiver is not None:
@@ -303,7 +305,7 @@ def _check_hours(hours: float) -> None:
         raise ToolkitError(f"hours must be more than 0, not {hours}")
 
 
-def simulate(
+def _simulate(
     emulator: Emulator,
     client: Client,
     store: Any,
@@ -316,7 +318,7 @@ def simulate(
     from tqdm.auto import tqdm
 
     projects = pick_projects(client, emulator, workspace_id)
-    emulator.set_faults(**FAULTS)
+    emulator.set_faults(**_FAULTS)
     schedule = plan(hours)
     day = Day()
     # A minute passes first, so that what the seed charged falls before the baseline.
@@ -332,12 +334,12 @@ def simulate(
             for kind in schedule.get(hour, []):
                 upload_sample(kind, hour, client, projects, day)
             if last:
-                bad_spell(emulator, client, projects, day)
-            lead = min(STEADY_LEAD, seconds / 2)
+                _bad_spell(emulator, client, projects, day)
+            lead = min(_STEADY_LEAD, seconds / 2)
             emulator.advance(seconds - lead)
             upload_sample("second_comic", hour, client, projects, day)
             emulator.advance(lead)
-            operate(hour + 1, client, projects, day, rescan=not last)
+            _operate(hour + 1, client, projects, day, rescan=not last)
             store.take(client, at=emulator.now())
             day.snapshots += 1
             bar.set_postfix(uploads=day.uploads, rescans=day.rescans, refresh=False)
@@ -345,14 +347,14 @@ def simulate(
     return day
 
 
-def bad_spell(emulator: Emulator, client: Client, projects: Projects, day: Day) -> None:
+def _bad_spell(emulator: Emulator, client: Client, projects: Projects, day: Day) -> None:
     """One chapter uploaded while every run fails: it waits for a re-scan at the end."""
-    emulator.set_faults(**{**FAULTS, "failure_rate": 1.0, "stall_rate": 0.0})
+    emulator.set_faults(**{**_FAULTS, "failure_rate": 1.0, "stall_rate": 0.0})
     try:
         client.create_chapter(projects.comic.id, pages=_sample_pages(day.uploads))
         day.uploads += 1
     finally:
-        emulator.set_faults(**FAULTS)
+        emulator.set_faults(**_FAULTS)
 
 
 def _steps(hours: float) -> list[float]:
@@ -361,7 +363,7 @@ def _steps(hours: float) -> list[float]:
     return [3600.0] * whole + ([rest * 3600.0] if rest > 1e-9 else [])
 
 
-def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
+def _finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
     """Write the report and the weekly page; say what they show and where the page is.
 
     Every figure said comes from `toolkit.reporting.figures`, as in `summary.csv`,
@@ -405,7 +407,7 @@ def finish(store: Any, out: Path, day: Day, *, hours: float) -> Path:
     return folder
 
 
-def watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) -> None:
+def _watch_once(base_url: str, api_key: str, store: Any, folder: Path, day: Day) -> None:
     """One `toolkit watch` cycle at the day's end, as cron would run it: a budget for
     this month just above what the day spent (so it warns), every failed chapter the
     last operator round left (a threshold of a minute: the day's last failure may be

@@ -311,7 +311,7 @@ def in_plain_words(exc: BaseException) -> str:
     return f"{reason[:1].upper()}{reason[1:]}. {advice[:1].upper()}{advice[1:]}."
 
 
-STATUS_ERRORS: dict[int, type[ApiError]] = {
+_STATUS_ERRORS: dict[int, type[ApiError]] = {
     400: BadRequest,
     401: AuthenticationError,
     402: InsufficientCredits,
@@ -335,8 +335,8 @@ def error_class_for(status: int) -> type[ApiError]:
         The class for that status; `ServerError` for any 5xx, `ApiError` for a status
         without a class of its own.
     """
-    if status in STATUS_ERRORS:
-        return STATUS_ERRORS[status]
+    if status in _STATUS_ERRORS:
+        return _STATUS_ERRORS[status]
     if status >= 500:
         return ServerError
     return ApiError

@@ -34,6 +34,7 @@ __all__ = [
     "card",
     "count",
     "escape",
+    "first_line",
     "hours",
     "moment",
     "show",
@@ -41,10 +42,11 @@ __all__ = [
     "table",
     "text",
     "text_table",
+    "utc_second",
     "whole",
 ]
 
-WRAP_WIDTH = "32em"
+_WRAP_WIDTH = "32em"
 
 
 def count(n: int | None, noun: str, plural: str | None = None) -> str:
@@ -95,7 +97,7 @@ def escape(value: object) -> str:
     return html_escape("" if value is None else str(value))
 
 
-def missing(value: Any) -> bool:
+def _missing(value: Any) -> bool:
     if value is None:
         return True
     try:
@@ -108,7 +110,7 @@ def missing(value: Any) -> bool:
 
 def whole(value: Any) -> str:
     """A credit or count figure: `1,234`, blank when missing; halves round up."""
-    if missing(value):
+    if _missing(value):
         return ""
     return f"{math.floor(float(value) + 0.5):,}"
 
@@ -116,7 +118,7 @@ def whole(value: Any) -> str:
 def hours(value: Any) -> str:
     """A duration given in hours: `26 s` under a minute, `25 min` under an hour (0.0 h
     would say nothing), else hours to one decimal, `7.5 h`, `31.2 h`; blank when missing."""
-    if missing(value):
+    if _missing(value):
         return ""
     value = float(value)
     if value and abs(value) < 1 / 60:  # "0 min" would say nothing
@@ -126,11 +128,24 @@ def hours(value: Any) -> str:
 
 def moment(value: Any) -> str:
     """A time to the minute, in the zone it carries: `2026-11-21 14:05`."""
-    if missing(value):
+    if _missing(value):
         return ""
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     return str(value)
+
+
+def first_line(error: BaseException) -> str:
+    """An error's first line, or its type's name when it has no text: how a refusal
+    quotes an error from a library (DuckDB, delta-rs) without its traceback or detail."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def utc_second(when: datetime) -> str:
+    """A UTC time to the second, its zone said: `2026-11-21 14:05:09 UTC` (the store's
+    messages, where a snapshot is told apart from the next by its second)."""
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _is_credit(name: str) -> bool:
@@ -138,28 +153,28 @@ def _is_credit(name: str) -> bool:
     return ("credit" in name or name in {"cost", "rework"}) and "_per_" not in name
 
 
-def yes_no(value: Any) -> str:
+def _yes_no(value: Any) -> str:
     """A flag: `yes`, `no`, blank when missing."""
-    return "" if missing(value) else ("yes" if value else "no")
+    return "" if _missing(value) else ("yes" if value else "no")
 
 
-def percent(value: Any) -> str:
-    return "" if missing(value) else f"{float(value):.0%}"
+def _percent(value: Any) -> str:
+    return "" if _missing(value) else f"{float(value):.0%}"
 
 
-def number(value: Any) -> str:
-    return "" if missing(value) else f"{value:,.2f}"
+def _decimal(value: Any) -> str:
+    return "" if _missing(value) else f"{value:,.2f}"
 
 
 def _listed(value: Any) -> str:
     """A list cell (target languages, models) as `en, fr`."""
     if value is None or isinstance(value, str) or not hasattr(value, "__iter__"):
-        return "" if missing(value) else str(value)
+        return "" if _missing(value) else str(value)
     return ", ".join(str(item) for item in value)
 
 
 def _byte_size(value: Any) -> str:
-    return "" if missing(value) else size(int(value))
+    return "" if _missing(value) else size(int(value))
 
 
 def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] | None:
@@ -167,7 +182,7 @@ def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] |
 
     kinds = pd.api.types
     if kinds.is_bool_dtype(series.dtype):
-        return yes_no
+        return _yes_no
     if kinds.is_datetime64_any_dtype(series.dtype):
         return _time_rule(series)
     if not kinds.is_numeric_dtype(series.dtype):
@@ -182,21 +197,21 @@ def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] |
     if _is_credit(name):
         return whole
     if name.endswith(("rate", "share")):
-        return percent
+        return _percent
     if "hours" in name:
         return hours
     if name in ("byte_size", "bytes"):
         return _byte_size
     if "_per_" in name:  # a price or a pace: its decimals matter
-        return number
+        return _decimal
     if kinds.is_float_dtype(series.dtype) and not _whole_numbers(series):
-        return number
+        return _decimal
     return whole  # counts, also where pandas made them floats (`describe`, a mean of ints)
 
 
 # How a registered figure reads, by its format (toolkit.metrics).
 _BY_FORMAT: dict[str, Callable[[Any], str]] = {
-    "count": whole, "credits": whole, "duration": hours, "share": percent, "pace": number,
+    "count": whole, "credits": whole, "duration": hours, "share": _percent, "pace": _decimal,
 }  # fmt: skip
 
 
@@ -215,7 +230,7 @@ def _time_rule(times: Any) -> Callable[[Any], str]:
 
     values = pd.DatetimeIndex(times).dropna()
     if len(values) and bool((values == values.normalize()).all()):
-        return lambda value: "" if missing(value) else f"{value:%Y-%m-%d}"
+        return lambda value: "" if _missing(value) else f"{value:%Y-%m-%d}"
     return moment
 
 
@@ -257,7 +272,7 @@ def _without_ids(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
 
 
 def _plain(value: Any) -> str:
-    return "" if missing(value) else str(value)
+    return "" if _missing(value) else str(value)
 
 
 def table(
@@ -292,7 +307,7 @@ def table(
     styler = styler.format_index(header, axis="columns")
     wrap: list[tuple[str, str | float]] = [
         ("white-space", "normal"),
-        ("max-width", WRAP_WIDTH),
+        ("max-width", _WRAP_WIDTH),
         ("text-align", "left"),
     ]
     styler = styler.set_table_styles([{"selector": "td, th", "props": wrap}], overwrite=False)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ALIASES", "FIGURES", "glossary", "header", "label", "per"]
+__all__ = ["ALIASES", "FIGURES", "KEYS", "glossary", "header", "label", "markdown", "per"]
 
 # Where a person reads a figure, per project: the report command's terminal tables,
 # summary.csv, figures.json, the weekly page, `tk.report(format="xlsx")`'s sheets, the

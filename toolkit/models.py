@@ -41,6 +41,7 @@ __all__ = [
     "Page",
     "PreparedExport",
     "Project",
+    "R",
     "RescanResult",
     "Resource",
     "StartResult",
@@ -274,11 +275,11 @@ class Resource:
         return cls(**values)
 
 
-FieldPlan = tuple[tuple[str, str, Callable[[Any], Any]], ...]
-_PLANS: dict[type, FieldPlan] = {}
+_FieldPlan = tuple[tuple[str, str, Callable[[Any], Any]], ...]
+_PLANS: dict[type, _FieldPlan] = {}
 
 
-def _plan(cls: type[Resource]) -> FieldPlan:
+def _plan(cls: type[Resource]) -> _FieldPlan:
     """Each field's name, JSON key and parser, worked out once per class: a pull parses
     some 100,000 resources, and deriving the keys anew each time cost a tenth of it."""
     plan = _PLANS.get(cls)

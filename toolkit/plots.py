@@ -65,7 +65,7 @@ OTHER_COLOR = "#a8a8a8"
 REWORK = metrics.header("rework_credits")  # the hatched part's legend entry
 TOP = 8
 # Above this many periods, bars get thinner than a pixel: draw stacked areas instead.
-MAX_BARS = 60
+_MAX_BARS = 60
 _GROUP_LABELS = {
     "project_id": "project",
     "language_code": "language",
@@ -73,10 +73,10 @@ _GROUP_LABELS = {
     "model": "model",
 }
 # Project colours, in turn (red stays for failures, grey for "other").
-PALETTE = ("#4f8fc0", "#e39b3b", "#6aa84f", "#9b6fc3", "#3bb2b0", "#d46a9f", "#c9a227",
+_PALETTE = ("#4f8fc0", "#e39b3b", "#6aa84f", "#9b6fc3", "#3bb2b0", "#d46a9f", "#c9a227",
            "#5b6bd0", "#8c6d4f", "#7fbf7f")  # fmt: skip
 # One colour per chapter state (`toolkit.frames.STATES`), in the order the bars stack.
-STATE_COLORS = {
+_STATE_COLORS = {
     "staged": "#c7c7c7",
     "reading": "#f6d28b",
     "translating": "#f2b134",
@@ -154,7 +154,7 @@ def _stacked(
     """Stacked bars per period (areas when there are too many periods for bars)."""
     styles = {OTHER: {"color": OTHER_COLOR}, **(styles or {})}
     x = _naive(pd.Series(wide.index))
-    if width is not None and len(wide) <= MAX_BARS:
+    if width is not None and len(wide) <= _MAX_BARS:
         bottom = np.zeros(len(wide))
         for name in wide.columns:
             values = wide[name].to_numpy()
@@ -223,7 +223,7 @@ def project_colors(names: Iterable[object]) -> dict[str, str]:
         A hex colour per name.
     """
     ordered = sorted({str(name) for name in names})
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(ordered)}
+    return {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(ordered)}
 
 
 def _colors(source: Source, shown: Iterable[object]) -> dict[str, str]:
@@ -504,7 +504,7 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
     counts = frame.pivot_table(index="project", columns="state", values="n", aggfunc="sum").fillna(
         0
     )
-    counts = counts.reindex(columns=[s for s in STATE_COLORS if s in counts.columns])
+    counts = counts.reindex(columns=[s for s in _STATE_COLORS if s in counts.columns])
     order = counts.sum(axis=1).sort_values().index.tolist()
     if OTHER in order:
         order.remove(OTHER)
@@ -517,7 +517,7 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
             counts.index.astype(str),
             values,
             left=left,
-            color=STATE_COLORS[state_name],
+            color=_STATE_COLORS[state_name],
             label=state_name.replace("_", " "),
         )
         left += values

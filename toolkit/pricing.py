@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Quote", "quote_pages", "quote_rescans", "quote_text", "total"]
 
-ASSUMED_CREDITS_PER_UNIT = 1
-NOVEL_CHARS_PER_UNIT = 2000
-LEARNED = "price learned from this workspace's history"
+_ASSUMED_CREDITS_PER_UNIT = 1
+_NOVEL_CHARS_PER_UNIT = 2000
+_LEARNED = "price learned from this workspace's history"
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,9 @@ class Quote:
         return f"{run} will cost {about}{self.credits:,} credits ({self.basis})."
 
 
-def units_of_text(text: str) -> int:
+def _units_of_text(text: str) -> int:
     """How many started blocks of 2,000 characters a novel chapter's text makes."""
-    return math.ceil(len(text) / NOVEL_CHARS_PER_UNIT) if text else 0
+    return math.ceil(len(text) / _NOVEL_CHARS_PER_UNIT) if text else 0
 
 
 def quote_pages(project: Project, pages: int, *, store: SnapshotStore | None = None) -> Quote:
@@ -65,12 +65,12 @@ def quote_pages(project: Project, pages: int, *, store: SnapshotStore | None = N
     languages = len(project.language_codes)
     learned = _learned(store, project, pages)
     if learned is not None:
-        return Quote(learned, True, LEARNED)
+        return Quote(learned, True, _LEARNED)
     return Quote(
-        pages * languages * ASSUMED_CREDITS_PER_UNIT,
+        pages * languages * _ASSUMED_CREDITS_PER_UNIT,
         False,
         f"estimate: {count(pages, 'page')} x {count(languages, 'language')} "
-        f"at an assumed {ASSUMED_CREDITS_PER_UNIT} credit each",
+        f"at an assumed {_ASSUMED_CREDITS_PER_UNIT} credit each",
     )
 
 
@@ -83,13 +83,13 @@ def quote_text(project: Project, text: str, *, store: SnapshotStore | None = Non
     languages = len(project.language_codes)
     learned = _learned(store, project, 1)
     if learned is not None:
-        return Quote(learned, True, f"{LEARNED}, for a chapter of the project's usual length")
-    units = units_of_text(text)
+        return Quote(learned, True, f"{_LEARNED}, for a chapter of the project's usual length")
+    units = _units_of_text(text)
     return Quote(
-        units * languages * ASSUMED_CREDITS_PER_UNIT,
+        units * languages * _ASSUMED_CREDITS_PER_UNIT,
         False,
-        f"estimate: {count(units, 'block')} of up to {NOVEL_CHARS_PER_UNIT:,} characters x "
-        f"{count(languages, 'language')} at an assumed {ASSUMED_CREDITS_PER_UNIT} credit each",
+        f"estimate: {count(units, 'block')} of up to {_NOVEL_CHARS_PER_UNIT:,} characters x "
+        f"{count(languages, 'language')} at an assumed {_ASSUMED_CREDITS_PER_UNIT} credit each",
     )
 
 
@@ -116,13 +116,13 @@ def total(quotes: Iterable[Quote]) -> Quote:
     if len({q.basis for q in parts}) == 1:
         basis = parts[0].basis  # one run, or runs priced alike: its own words
     elif learned:
-        basis = LEARNED
+        basis = _LEARNED
     elif any(q.learned for q in parts):
-        basis = f"estimate: partly {LEARNED}, the rest at an assumed list price"
+        basis = f"estimate: partly {_LEARNED}, the rest at an assumed list price"
     else:
         basis = (
-            f"estimate at an assumed {ASSUMED_CREDITS_PER_UNIT} credit per page, or per "
-            f"{NOVEL_CHARS_PER_UNIT:,} characters of text, per language"
+            f"estimate at an assumed {_ASSUMED_CREDITS_PER_UNIT} credit per page, or per "
+            f"{_NOVEL_CHARS_PER_UNIT:,} characters of text, per language"
         )
     return Quote(credits, learned, basis)
 

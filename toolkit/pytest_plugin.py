@@ -50,11 +50,26 @@ if TYPE_CHECKING:
     from toolkit.models import Project
     from toolkit.webhooks import Receiver
 
-EVENT_TYPES = ("chapter.finished", "chapter.failed", "export.ready")
+__all__ = [
+    "cts_advance",
+    "cts_async_client",
+    "cts_chaos",
+    "cts_client",
+    "cts_credits",
+    "cts_emulator",
+    "cts_faults",
+    "cts_pages",
+    "cts_project",
+    "cts_start",
+    "cts_webhooks",
+    "cts_workspace",
+]
+
+_EVENT_TYPES = ("chapter.finished", "chapter.failed", "export.ready")
 
 
 @dataclass(frozen=True)
-class EmulatedWorkspace:
+class _EmulatedWorkspace:
     """A workspace of the test's emulator; its key stays out of the repr."""
 
     id: str
@@ -64,17 +79,18 @@ class EmulatedWorkspace:
 
 
 # A Wednesday morning: a test that lets a few hours pass crosses no day, week or month.
-DEFAULT_START = datetime(2026, 1, 7, 9, 0, tzinfo=UTC)
+_DEFAULT_START = datetime(2026, 1, 7, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 def cts_start() -> datetime:
     """The instant `cts_emulator`'s clock starts at; define your own to name another."""
-    return DEFAULT_START
+    return _DEFAULT_START
 
 
 @pytest.fixture
 def cts_emulator(cts_start: datetime) -> Iterator[Emulator]:
+    """An emulator on a manual clock starting at `cts_start`, stopped after the test."""
     from toolkit.emulator import Emulator
 
     with Emulator(clock="manual", start=cts_start) as emulator:
@@ -88,13 +104,16 @@ def cts_credits() -> int:
 
 
 @pytest.fixture
-def cts_workspace(cts_emulator: Emulator, cts_credits: int) -> EmulatedWorkspace:
+def cts_workspace(cts_emulator: Emulator, cts_credits: int) -> _EmulatedWorkspace:
+    """A workspace in `cts_emulator` with `cts_credits` credits."""
     made = cts_emulator.create_workspace("Test workspace", credits=cts_credits)
-    return EmulatedWorkspace(made["id"], made["name"], made["apiKey"], cts_emulator.url)
+    return _EmulatedWorkspace(made["id"], made["name"], made["apiKey"], cts_emulator.url)
 
 
 @pytest.fixture
-def cts_project(cts_emulator: Emulator, cts_workspace: EmulatedWorkspace) -> Callable[..., Project]:
+def cts_project(
+    cts_emulator: Emulator, cts_workspace: _EmulatedWorkspace
+) -> Callable[..., Project]:
     """`cts_project(...)` creates a project in the workspace (as the dashboard would)."""
     from toolkit.models import Project
 
@@ -137,7 +156,7 @@ def _on_the_emulators_clock(emulator: Emulator) -> RetryPolicy:
 
 
 @pytest.fixture
-def cts_client(cts_emulator: Emulator, cts_workspace: EmulatedWorkspace) -> Iterator[Client]:
+def cts_client(cts_emulator: Emulator, cts_workspace: _EmulatedWorkspace) -> Iterator[Client]:
     """A `Client` of the workspace; its retries and `wait_for_chapter` wait on the
     emulator's clock."""
     from toolkit.client import Client
@@ -152,7 +171,7 @@ def cts_client(cts_emulator: Emulator, cts_workspace: EmulatedWorkspace) -> Iter
 
 @pytest.fixture
 def cts_async_client(
-    cts_emulator: Emulator, cts_workspace: EmulatedWorkspace
+    cts_emulator: Emulator, cts_workspace: _EmulatedWorkspace
 ) -> Iterator[AsyncClient]:
     """An `AsyncClient`; `async with cts_async_client as client:` in your test's loop.
 
@@ -212,7 +231,7 @@ def cts_pages() -> Callable[[int], list[bytes]]:
     return pages
 
 
-class WebhookSink:
+class _WebhookSink:
     """A `tk.webhooks.Receiver` served on loopback and registered for every event kind.
 
     `events` lists the deliveries that verified, once each (repeats are dropped), as the
@@ -237,18 +256,21 @@ class WebhookSink:
 
 
 @pytest.fixture
-def cts_webhooks(cts_emulator: Emulator, cts_workspace: EmulatedWorkspace) -> Iterator[WebhookSink]:
+def cts_webhooks(
+    cts_emulator: Emulator, cts_workspace: _EmulatedWorkspace
+) -> Iterator[_WebhookSink]:
+    """A loopback receiver subscribed to every event of `cts_workspace`."""
     from toolkit.webhooks import Receiver
 
     server = _LoopbackServer()
     # The port comes first: the endpoint's URL names it, and its secret makes the receiver.
     endpoint = cts_emulator.add_webhook(
-        cts_workspace.id, f"{server.url}/webhooks", list(EVENT_TYPES), allow_private=True
+        cts_workspace.id, f"{server.url}/webhooks", list(_EVENT_TYPES), allow_private=True
     )
     receiver = Receiver(endpoint["secret"])
     try:
         server.serve(receiver)
-        yield WebhookSink(receiver, server.url, endpoint["id"])
+        yield _WebhookSink(receiver, server.url, endpoint["id"])
     finally:
         server.stop()
         receiver.close()

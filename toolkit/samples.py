@@ -2,7 +2,7 @@
 
 Comic pages are drawn with Pillow so that they look like pages: a title on the first
 page, panels with borders, some scenery, characters, speech balloons with short lines of
-dialogue and a page number. They are written once, by `write_samples()`, to
+dialogue and a page number. They are written once, by `_write_samples()`, to
 `data/samples/comic/chapter-NN/page-NN.png` and committed, so that every run uploads the
 same bytes (the emulator derives a page's line count from its bytes). Novel chapters are
 plain text files in `data/samples/novel/`, written by hand.
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = ["COMIC_CHAPTERS", "comic_chapter", "novel_chapter", "novel_chapters", "page_png"]
 
-SAMPLES: Traversable = resources.files("toolkit") / "data" / "samples"
+_SAMPLES: Traversable = resources.files("toolkit") / "data" / "samples"
 """The samples shipped with the package (a folder on disk in every ordinary install)."""
-PAGE_SIZE = (480, 680)
+_PAGE_SIZE = (480, 680)
 # Pages per sample comic chapter; the demo and notebooks upload these.
 COMIC_CHAPTERS: dict[int, int] = {1: 4, 2: 3, 3: 5}
 
@@ -70,7 +70,7 @@ _LAYOUTS: list[list[tuple[float, list[float]]]] = [
     [(1.0, [1.0]), (1.0, [1.0, 1.0]), (1.0, [1.0, 1.0])],
 ]
 
-Box = tuple[int, int, int, int]
+_Box = tuple[int, int, int, int]
 
 
 def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
@@ -80,11 +80,11 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
-def _panels(layout: list[tuple[float, list[float]]], area: Box, gutter: int) -> list[Box]:
+def _panels(layout: list[tuple[float, list[float]]], area: _Box, gutter: int) -> list[_Box]:
     left, top, right, bottom = area
     total_h = sum(h for h, _ in layout)
     usable_h = bottom - top - gutter * (len(layout) - 1)
-    boxes: list[Box] = []
+    boxes: list[_Box] = []
     y = float(top)
     for height, widths in layout:
         row_h = usable_h * height / total_h
@@ -98,7 +98,7 @@ def _panels(layout: list[tuple[float, list[float]]], area: Box, gutter: int) -> 
     return boxes
 
 
-def _scenery(draw: ImageDraw.ImageDraw, box: Box, rng: random.Random) -> None:
+def _scenery(draw: ImageDraw.ImageDraw, box: _Box, rng: random.Random) -> None:
     left, top, right, bottom = box
     horizon = rng.randint(top + (bottom - top) // 3, bottom - (bottom - top) // 4)
     # Sky tone, then the sea or the street as hatching below the horizon.
@@ -117,7 +117,7 @@ def _scenery(draw: ImageDraw.ImageDraw, box: Box, rng: random.Random) -> None:
             draw.rectangle([x + 5, wy, x + 10, wy + 5], fill=240)
 
 
-def _figure(draw: ImageDraw.ImageDraw, box: Box, rng: random.Random) -> tuple[int, int]:
+def _figure(draw: ImageDraw.ImageDraw, box: _Box, rng: random.Random) -> tuple[int, int]:
     """A simple character; returns where its head is, for a balloon's tail."""
     left, top, right, bottom = box
     r = max(8, min(right - left, bottom - top) // 9)
@@ -135,7 +135,7 @@ def _figure(draw: ImageDraw.ImageDraw, box: Box, rng: random.Random) -> tuple[in
 
 
 def _balloon(
-    draw: ImageDraw.ImageDraw, box: Box, text: str, speaker: tuple[int, int], size: int
+    draw: ImageDraw.ImageDraw, box: _Box, text: str, speaker: tuple[int, int], size: int
 ) -> None:
     font = _font(size)
     lines = textwrap.wrap(text, width=max(8, (box[2] - box[0]) // (size * 2 // 3) - 2))
@@ -169,13 +169,13 @@ def _panel(width: int, height: int, rng: random.Random) -> Image.Image:
     return panel
 
 
-def render_page(chapter: int, page: int) -> Image.Image:
+def _render_page(chapter: int, page: int) -> Image.Image:
     """One comic page, the same for the same chapter and page number."""
     from PIL import Image, ImageDraw
 
     rng = random.Random(chapter * 1000 + page)
-    width, height = PAGE_SIZE
-    image = Image.new("L", PAGE_SIZE, 255)
+    width, height = _PAGE_SIZE
+    image = Image.new("L", _PAGE_SIZE, 255)
     draw = ImageDraw.Draw(image)
     top = 24
     if page == 1:
@@ -194,7 +194,7 @@ def render_page(chapter: int, page: int) -> Image.Image:
 def page_png(chapter: int, page: int) -> bytes:
     """A rendered page as PNG bytes."""
     buffer = io.BytesIO()
-    render_page(chapter, page).save(buffer, "PNG", optimize=True)
+    _render_page(chapter, page).save(buffer, "PNG", optimize=True)
     return buffer.getvalue()
 
 
@@ -205,7 +205,7 @@ def comic_chapter(chapter: int, *, root: Path | None = None) -> list[Path] | lis
     """
     if chapter not in COMIC_CHAPTERS:
         raise ValueError(f"no sample comic chapter {chapter}; choose from {sorted(COMIC_CHAPTERS)}")
-    folder = (root or SAMPLES) / "comic" / f"chapter-{chapter:02d}"
+    folder = (root or _SAMPLES) / "comic" / f"chapter-{chapter:02d}"
     found = _files(folder, "page-", ".png")
     if found and all(isinstance(page, Path) for page in found):
         return [Path(str(page)) for page in found]
@@ -224,7 +224,7 @@ def _files(folder: Traversable, prefix: str, suffix: str) -> list[Traversable]:
 
 def novel_chapter(chapter: int, *, root: Path | None = None) -> str:
     """The text of sample novel chapter `chapter`."""
-    path = (root or SAMPLES) / "novel" / f"chapter-{chapter:02d}.txt"
+    path = (root or _SAMPLES) / "novel" / f"chapter-{chapter:02d}.txt"
     if not path.is_file():
         raise FileNotFoundError(
             f"sample novel text {path} is missing; the samples ship in the package's "
@@ -235,16 +235,16 @@ def novel_chapter(chapter: int, *, root: Path | None = None) -> str:
 
 def novel_chapters(*, root: Path | None = None) -> list[int]:
     """The numbers of the sample novel chapters shipped (or under `root`)."""
-    found = _files((root or SAMPLES) / "novel", "chapter-", ".txt")
+    found = _files((root or _SAMPLES) / "novel", "chapter-", ".txt")
     return [int(f.name.removesuffix(".txt").split("-")[1]) for f in found]
 
 
-def write_samples(root: Path | None = None) -> list[Path]:
+def _write_samples(root: Path | None = None) -> list[Path]:
     """Render every sample comic page to `root/comic/` (default: the package's
     `data/samples`, in a checkout)."""
     written = []
     for chapter, count in COMIC_CHAPTERS.items():
-        folder = (root or Path(str(SAMPLES))) / "comic" / f"chapter-{chapter:02d}"
+        folder = (root or Path(str(_SAMPLES))) / "comic" / f"chapter-{chapter:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         for page in range(1, count + 1):
             path = folder / f"page-{page:02d}.png"
@@ -254,5 +254,5 @@ def write_samples(root: Path | None = None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for written_path in write_samples():
+    for written_path in _write_samples():
         print(f"{written_path}  {written_path.stat().st_size // 1024} KB")

@@ -112,18 +112,18 @@ def test_a_failed_novel_is_told_to_upload_its_text_and_a_comic_to_rescan():
 
 
 def test_a_failure_reason_loses_the_services_own_retry_advice():
-    from toolkit.analysis.trouble import without_advice
+    from toolkit.analysis.trouble import _without_advice
 
     told = ("The run failed while translating page 3 into fr: the translation model "
             "returned no usable text, so re-scan the chapter to retry.")  # fmt: skip
-    assert without_advice(told) == (
+    assert _without_advice(told) == (
         "The run failed while translating page 3 into fr: the translation model "
         "returned no usable text."
     )
-    assert without_advice("The run stalled; it should be retried with a re-scan.") == (
+    assert _without_advice("The run stalled; it should be retried with a re-scan.") == (
         "The run stalled."
     )
-    assert without_advice("Out of memory") == "Out of memory."
+    assert _without_advice("Out of memory") == "Out of memory."
 
 
 def test_a_failed_novel_needs_a_person_in_a_novels_words(

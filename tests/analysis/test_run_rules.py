@@ -9,12 +9,12 @@ from numpy.testing import assert_array_equal
 from toolkit.analysis import run_rules as rules
 from toolkit.analysis._arrays import NO_TIME
 from toolkit.analysis.charges import (
-    failed_anew,
-    known_part,
-    may_retry,
-    new_pages_held,
-    read_rest,
-    rise_of,
+    _failed_anew,
+    _known_part,
+    _may_retry,
+    _new_pages_held,
+    _read_rest,
+    _rise_of,
 )
 from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
 
@@ -23,7 +23,7 @@ NONE = np.zeros(0, bool)
 
 
 def test_spend_is_the_rise_of_credits_new_chapters_count_from_zero_the_baseline_for_nothing():
-    rise = rise_of(
+    rise = _rise_of(
         np.array([30.0, 30.0, 30.0, 10.0]),
         np.array([10.0, 10.0, 10.0, 20.0]),
         new=np.array([F, T, F, F]),
@@ -191,7 +191,7 @@ def test_runs_are_sorted_by_start_unknown_last_then_chapter_then_number():
 
 
 def test_a_rise_pays_first_for_a_first_run_then_for_pages_added_then_the_rest():
-    first, added, rest = known_part(
+    first, added, rest = _known_part(
         np.array([5.0, 8.0, 6.0]),  # the rise, in pages x languages
         pages=np.array([5.0, 6.0, 4.0]),
         pages_before=np.array([0.0, 4.0, 4.0]),
@@ -205,7 +205,7 @@ def test_a_rise_pays_first_for_a_first_run_then_for_pages_added_then_the_rest():
 def test_the_rest_of_a_rise_is_read_with_the_fewest_runs_and_only_a_rescan_clears_failed():
     # 4 pages paid; 2 added. Rests: a re-scan of all 6; of the 4 before; held pages (2 of
     # 6 held) started; the same with `failed` cleared: no reading fits, one run of its own.
-    reading = read_rest(
+    reading = _read_rest(
         paid=np.array([4.0, 4.0, 4.0, 4.0]),
         added=np.array([2.0, 2.0, 0.0, 0.0]),
         rest=np.array([6.0, 4.0, 2.0, 2.0]),
@@ -228,15 +228,15 @@ def test_new_pages_were_held_when_the_rise_reads_as_whole_runs_only_without_them
             "started_before": np.array([T, T]), "cleared": np.array([F, F]),
             "may_retry": np.array([F, F])}  # fmt: skip
     added = np.array([2.0, 2.0])
-    as_run = read_rest(added=added, rest=np.array([1.0, 3.0]), **args)
-    as_held = read_rest(added=np.zeros(2), rest=np.array([3.0, 5.0]), **args)
+    as_run = _read_rest(added=added, rest=np.array([1.0, 3.0]), **args)
+    as_held = _read_rest(added=np.zeros(2), rest=np.array([3.0, 5.0]), **args)
     assert_array_equal(as_run.fits, [F, T])
     assert_array_equal(as_held.fits, [T, F])
-    held = new_pages_held(added, fits_as_run=as_run.fits, fits_as_held=as_held.fits)
+    held = _new_pages_held(added, fits_as_run=as_run.fits, fits_as_held=as_held.fits)
     assert_array_equal(held, [T, F])
     # No new pages: nothing to keep held, whatever fits.
     assert_array_equal(
-        new_pages_held(np.zeros(1), fits_as_run=np.array([F]), fits_as_held=np.array([T])), [F]
+        _new_pages_held(np.zeros(1), fits_as_run=np.array([F]), fits_as_held=np.array([T])), [F]
     )
 
 
@@ -244,7 +244,7 @@ def test_all_held_pages_started_win_a_tie_with_a_rescan_unless_a_failure_was_ret
     # 2 pages paid: a rise of 2 is held pages started, or a re-scan of the 2 that ran.
     # All 2 held pages, nothing to retry: the held pages; a failure to retry: the
     # re-scan; 2 of 3 held pages: the re-scan (starting some of them is the rarer).
-    reading = read_rest(
+    reading = _read_rest(
         paid=np.array([2.0, 2.0, 2.0]),
         added=np.zeros(3),
         rest=np.array([2.0, 2.0, 2.0]),
@@ -260,7 +260,7 @@ def test_all_held_pages_started_win_a_tie_with_a_rescan_unless_a_failure_was_ret
 def test_a_rescan_retries_a_failure_unless_the_chapter_is_failed_and_processing():
     # Failed before: cleared now, or failed again and settled (a re-scan can fail at the
     # same place); failed and processing: something else runs (a re-scan clears it).
-    retry = may_retry(
+    retry = _may_retry(
         new=np.array([F, F, F, F, T]),
         failed_before=np.array([T, T, T, F, F]),
         failed=np.array([F, T, T, F, F]),
@@ -271,7 +271,7 @@ def test_a_rescan_retries_a_failure_unless_the_chapter_is_failed_and_processing(
 
 def test_a_rescan_then_some_of_the_held_pages_is_two_runs():
     # 3 pages paid, 3 held: a rise of 5 is a re-scan of the 3 and 2 held pages started.
-    reading = read_rest(
+    reading = _read_rest(
         paid=np.array([3.0]),
         added=np.zeros(1),
         rest=np.array([5.0]),
@@ -290,7 +290,7 @@ def test_a_new_failure_reason_without_a_rise_is_a_run_only_when_none_was_running
     # Failed, then failed for another reason with no charge: a run of its own (a store
     # without charges) unless a run was open at the snapshot before, whose stall (2 h
     # later) changed the reason (seed 83: read as a re-scan, its lines counted twice).
-    found = failed_anew(
+    found = _failed_anew(
         new=np.array([F, F, F, T]),
         failed=np.array([T, T, T, T]),
         failed_before=np.array([T, T, T, F]),

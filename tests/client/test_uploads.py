@@ -10,7 +10,7 @@ import pytest
 from page_images import make_page
 
 from toolkit.client.uploads import (
-    MAX_TEXT_CHARS,
+    _MAX_TEXT_CHARS,
     check_form,
     check_image,
     check_page_position,
@@ -183,12 +183,12 @@ def test_a_page_position_needs_exactly_one_page():
 
 
 def test_text_must_be_present_and_within_the_limit():
-    assert check_text("a" * MAX_TEXT_CHARS) == "a" * MAX_TEXT_CHARS
+    assert check_text("a" * _MAX_TEXT_CHARS) == "a" * _MAX_TEXT_CHARS
     for empty in ("", " \n\t "):
         with pytest.raises(InvalidUpload, match="empty"):
             check_text(empty)
     with pytest.raises(InvalidUpload, match="200,001 characters"):
-        check_text("a" * (MAX_TEXT_CHARS + 1))
+        check_text("a" * (_MAX_TEXT_CHARS + 1))
     with pytest.raises(InvalidUpload, match="must be a str"):
         check_text(b"bytes")
 

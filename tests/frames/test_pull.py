@@ -274,13 +274,13 @@ def test_a_status_the_toolkit_does_not_know_is_kept_warned_once_and_not_done(ser
 
 def test_the_command_shows_the_warning_as_one_line(monkeypatch, capsys):
     from toolkit import cli
-    from toolkit.frames.pull import warn_of_unknown_statuses
+    from toolkit.frames.pull import _warn_of_unknown_statuses
 
     def snapshot(args):
-        warn_of_unknown_statuses(
+        _warn_of_unknown_statuses(
             frames.chapter_rows([]).append_column("x", pa.array([])).drop(["x"])
         )
-        warn_of_unknown_statuses(pa.table({"status": ["teleporting", None]}))
+        _warn_of_unknown_statuses(pa.table({"status": ["teleporting", None]}))
 
     monkeypatch.setattr(cli, "_snapshot", snapshot)
     assert cli.main(["snapshot"]) == 0

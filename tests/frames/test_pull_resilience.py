@@ -10,7 +10,7 @@ from pandas.testing import assert_frame_equal
 
 import toolkit as tk
 from toolkit.frames.fetcher import Fetcher
-from toolkit.frames.pacing import CEILING, START, Pace
+from toolkit.frames.pacing import _START, CEILING, Pace
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_the_progress_bar_shows_retries(emulator, busy_workspace, capsys):
 
 def test_pace_starts_modestly_and_grows_while_answers_are_fast_and_clean():
     pace = Pace()
-    assert pace.size == START
+    assert pace.size == _START
     for _ in range(200):
         pace.observe(200, 0.020, None)
     assert pace.size == CEILING
@@ -219,5 +219,5 @@ def test_a_pull_paces_itself_through_the_public_hook_and_leaves_the_callers_in_p
     with client, Fetcher(client) as fetcher:
         assert client.on_attempt != mine  # the pull's pace listens while it runs
         fetcher.projects()
-        assert fetcher.pace.limit > START  # it heard of the clean answer
+        assert fetcher.pace.limit > _START  # it heard of the clean answer
     assert client.on_attempt is mine and seen == [200]  # the caller's hook was told too

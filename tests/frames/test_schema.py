@@ -57,7 +57,7 @@ def expected_dtype(table: str, column: str) -> object:
 
 @pytest.mark.parametrize("table", list(CONTRACT))
 def test_every_table_has_the_contract_columns_and_dtypes_even_when_empty(table):
-    frame = schema.empty_frame(schema.TABLES[table])
+    frame = schema.empty_frame(schema._TABLES[table])
     assert list(frame.columns) == CONTRACT[table]
     for column in frame.columns:
         assert frame[column].dtype == expected_dtype(table, column), column

@@ -12,7 +12,7 @@ from html_page import Page
 
 import toolkit as tk
 from toolkit.reporting import report, write_report
-from toolkit.reporting.summary import NOTHING
+from toolkit.reporting.summary import _NOTHING
 from toolkit.store import SnapshotStore
 
 
@@ -84,7 +84,7 @@ def test_an_empty_table_of_the_report_is_one_line_in_the_terminal(tmp_path, caps
     printed = capsys.readouterr().out
     for name in empty:
         heading = name.replace("_", " ").capitalize()
-        assert f"\n{heading}:\n  ({NOTHING[name]})\n" in printed
+        assert f"\n{heading}:\n  ({_NOTHING[name]})\n" in printed
     assert "Spend this month:\nworkspace" in printed  # the others are tables
 
 

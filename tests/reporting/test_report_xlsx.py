@@ -14,7 +14,7 @@ import toolkit as tk
 from toolkit import metrics
 from toolkit.cli import main
 from toolkit.reporting.figures import FIGURES
-from toolkit.reporting.xlsx import SHEETS, heading
+from toolkit.reporting.xlsx import _SHEETS, heading
 
 
 def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
@@ -24,7 +24,7 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
     assert path == tmp_path / "out" / "weekly-report.xlsx"
 
     sheets = pd.read_excel(path, sheet_name=None)
-    assert list(sheets) == list(SHEETS)
+    assert list(sheets) == list(_SHEETS)
     table = sheets["Figures"].set_index("project")
     assert list(table.columns) == [heading(name) for name in FIGURES]
     assert heading("credits") == "credits spent (credits)"
@@ -49,7 +49,7 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
 
     # openpyxl: whole numbers are stored as integers and shown with a thousands separator.
     book = openpyxl.load_workbook(path)
-    assert book.sheetnames == list(SHEETS)
+    assert book.sheetnames == list(_SHEETS)
     sheet = book["Figures"]
     headers = [cell.value for cell in sheet[1]]
     column = headers.index(heading("credits")) + 1

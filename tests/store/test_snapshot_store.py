@@ -222,7 +222,7 @@ def test_history_filters_by_time_and_project(tmp_path, service):
 def test_full_snapshots_are_written_periodically_and_change_nothing_visible(
     tmp_path, service, monkeypatch
 ):
-    monkeypatch.setattr(store_writing, "FULL_EVERY", 3)
+    monkeypatch.setattr(store_writing, "_FULL_EVERY", 3)
     store = SnapshotStore(tmp_path)
     for step in range(7):
         service.update("c1", covered=step)

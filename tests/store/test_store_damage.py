@@ -110,7 +110,7 @@ def ten_snapshots(root: Path, service: FakeService, *, merged: bool = False) -> 
     two webhook events are recorded."""
     prepared: list[dict[str, object]] = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_module, "FULL_EVERY", 4)
+        patch.setattr(store_module, "_FULL_EVERY", 4)
         store = SnapshotStore(root, auto_compact=merged)
         for step in range(10):
             when = hours(step * 6 if merged else step)

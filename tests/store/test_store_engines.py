@@ -45,7 +45,7 @@ def test_engines_read_current_state_as_of_and_history_like_the_toolkit(
     engine, emulator, workspace, client, comic_project, novel_project, pages, tmp_path,
     monkeypatch, capsys,
 ):  # fmt: skip
-    monkeypatch.setattr(store_module, "FULL_EVERY", 3)
+    monkeypatch.setattr(store_module, "_FULL_EVERY", 3)
     monkeypatch.setenv("CTS_BASE_URL", emulator.url)
     monkeypatch.setenv("CTS_API_KEY", workspace["apiKey"])
     root = tmp_path / "store"

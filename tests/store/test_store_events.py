@@ -19,7 +19,7 @@ from toolkit.cli import main
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore, events
 from toolkit.store.check import check
-from toolkit.store.events import event_row
+from toolkit.store.events import _event_row
 
 
 def test_a_long_run_of_event_commits_is_checkpointed_and_reads_every_event(tmp_path, monkeypatch):
@@ -121,7 +121,7 @@ def test_the_printed_advice_for_the_events_table_works_when_followed(tmp_path, c
 def test_events_commits_of_an_earlier_toolkit_are_not_foreign(tmp_path):
     """Earlier toolkits appended events without the toolkit's mark."""
     rows = pa.Table.from_pylist(
-        [event_row(_event(n), datetime(2026, 11, 18, 10, tzinfo=UTC)) for n in range(2)],
+        [_event_row(_event(n), datetime(2026, 11, 18, 10, tzinfo=UTC)) for n in range(2)],
         schema.EVENTS,
     )
     for n in range(2):

@@ -22,7 +22,7 @@ from toolkit.frames import schema
 from toolkit.store import SnapshotStore
 from toolkit.store.check import check
 from toolkit.store.ledger import SETTLED_KEY
-from toolkit.store.undo import UNDID_KEY
+from toolkit.store.undo import _UNDID_KEY
 
 TABLES = (*schema.SNAPSHOT_TABLES, "manifest")
 EXPORT = {
@@ -108,7 +108,7 @@ def test_a_foreign_commit_is_undone_by_repair_keeping_every_snapshot(
         for path in sorted((root / table / "_delta_log").glob("*.json"))
     ]
     (restore,) = [info for info in infos if info["operation"] == "RESTORE"]
-    assert json.loads(restore[UNDID_KEY])
+    assert json.loads(restore[_UNDID_KEY])
     settled = [
         json.loads(line)["commitInfo"].get(SETTLED_KEY)
         for path in (root / "manifest" / "_delta_log").glob("*.json")

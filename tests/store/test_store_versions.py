@@ -26,7 +26,7 @@ def service() -> FakeService:
 def test_a_new_store_records_its_layout_with_its_first_snapshot(tmp_path, service):
     SnapshotStore(tmp_path).take(service, at=hours(0))
     manifest = DeltaTable(str(tmp_path / "manifest"))
-    assert manifest.metadata().configuration[versions.LAYOUT_KEY] == str(versions.LAYOUT)
+    assert manifest.metadata().configuration[versions._LAYOUT_KEY] == str(versions.LAYOUT)
     SnapshotStore(tmp_path).take(service, at=hours(1))  # recorded once, not per take
     assert DeltaTable(str(tmp_path / "manifest")).version() == manifest.version() + 1
     assert SnapshotStore(tmp_path).history("chapters")["snapshot_at"].nunique() == 2

@@ -38,7 +38,7 @@ import toolkit as tk
 from toolkit.emulator.serving import BackgroundServer
 from toolkit.watch.alerts import Alert
 from toolkit.watch.findings import Finding
-from toolkit.watch.outbox import ROUNDS, Message, Outbox, Undelivered, messages
+from toolkit.watch.outbox import _ROUNDS, Message, Outbox, Undelivered, messages
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 REPO = Path(__file__).resolve().parents[2]
@@ -354,7 +354,7 @@ def test_a_resolution_is_never_sent_where_the_opening_was_given_up_or_never_owed
     hook.down = True
     decide(log, "a1", "opened", ("webhook",), NOW)
     at = NOW
-    for _ in range(ROUNDS):
+    for _ in range(_ROUNDS):
         outbox.send(messages(log.rows()), {"webhook": hook}, at, retries=1, wait=0)
         at += timedelta(hours=11)  # every wait is due
     assert outbox.state()[("msg_a1_opened", "webhook")]["outcome"] == "given_up"

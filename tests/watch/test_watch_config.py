@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolkit.errors import ConfigError
-from toolkit.watch.config import key_lines, parse_duration, read_config
+from toolkit.watch.config import _key_lines, parse_duration, read_config
 
 EXAMPLE = """\
 store = "data/snapshots"
@@ -121,7 +121,7 @@ def test_an_agency_budget_takes_no_name_and_a_project_budget_needs_one(tmp_path)
 
 
 def test_keys_are_found_on_their_lines_in_tables_and_arrays_of_tables():
-    lines = key_lines(EXAMPLE + '[[budgets]]\nscope = "agency"\n')
+    lines = _key_lines(EXAMPLE + '[[budgets]]\nscope = "agency"\n')
     assert lines[("budgets", 0, "credits")] == 10
     assert lines[("budgets", 1, "scope")] == 31
     assert lines[("due", "Moonlit Harbor")] == 17

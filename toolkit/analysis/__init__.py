@@ -17,15 +17,15 @@ tk.analysis.review_backlog(store)                # chapters waiting for review, 
 ```
 
 Every function takes keyword-only `since`, `until` and `tz` (and `freq` where it has
-periods). Two arguments mean the same in every call, written here once (each call's
-`Args:` says "As in `toolkit.analysis`", and what it adds):
+periods). Two arguments mean the same in every call. Their text below is the one each
+call's `Args:` gives word for word, then what that call adds (`tests/test_docstrings.py`
+holds them equal), so that `help()` on any call shows it whole:
 
-- `store`: a `SnapshotStore`, or its `Observed` view (what the figures are built from,
-  shared by several calls on one store); or several workspaces' stores at once, a mapping
-  of label to store or a list, and then the answer has a `workspace` column first (a call
-  that answers with a dict answers with one such dict per label;
-  `toolkit.analysis.workspaces`).
-- `tz`: the time zone a naive `since` or `until` is read in; UTC by default.
+- `store`: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+  once (a mapping of label to store, or a list), and then the answer has a `workspace`
+  column first, or is one dict per label where the call answers with a dict
+  (`toolkit.analysis.workspaces`).
+- `tz`: The time zone a naive `since` or `until` is read in; UTC by default.
 
 How each figure is derived is in docs/analysis.md.
 """

@@ -47,9 +47,9 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["forecast_accuracy", "replay_scores", "summed_scores"]
+__all__ = ["forecast_accuracy", "replay_scores", "replays", "summed_scores"]
 
-COLUMNS = ["replays", "inside", "inside_share", "p50_error_hours", "p50_error_share"]
+_COLUMNS = ["replays", "inside", "inside_share", "p50_error_hours", "p50_error_share"]
 
 
 @across
@@ -72,7 +72,10 @@ def forecast_accuracy(
     `p50_error_share` (median of that error over the true time left, unsigned).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         by: the groups, as `forecast` takes them.
         horizon: how long after a replay its outcome is looked for.
         every: the time between replays, counted from the first snapshot.
@@ -81,7 +84,7 @@ def forecast_accuracy(
         stall_after: as `forecast` takes it.
         since: replays at or after this time only.
         until: replays before this time only.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         One row per group with a scored replay, sorted by group, with project or chapter
@@ -89,7 +92,7 @@ def forecast_accuracy(
     """
     obs = observe(store)
     if obs.manifest.empty:
-        return _shaped(pd.DataFrame(columns=[by, *COLUMNS]), by)
+        return _shaped(pd.DataFrame(columns=[by, *_COLUMNS]), by)
     frame = replay_scores(obs, by=by, horizon=horizon, every=every, window=window, freq=freq,
                           stall_after=stall_after, since=since, until=until, tz=tz)  # fmt: skip
     return summed_scores(obs, frame, by)
@@ -217,7 +220,7 @@ def replays(
         return
     logged = run_pages_logged(obs, snapshots[-1])
     tables = zip(
-        *(rolled(obs, name, snapshots) for name in ("chapters", "languages", "projects")),
+        *(_rolled(obs, name, snapshots) for name in ("chapters", "languages", "projects")),
         strict=True,
     )
     seen: dict[pd.Timestamp, Seen] = {}
@@ -229,7 +232,7 @@ def replays(
         yield seen[when]
 
 
-def rolled(obs: Observed, table: str, snapshots: list[pd.Timestamp]) -> Iterator[pd.DataFrame]:
+def _rolled(obs: Observed, table: str, snapshots: list[pd.Timestamp]) -> Iterator[pd.DataFrame]:
     """`table` at each of the snapshots `snapshots` (in time order), as `store.as_of` reads
     it: read at the first, then brought forward by the change log's rows up to each next
     one (a key's newest row holds; a deleted key's row goes)."""
@@ -302,7 +305,7 @@ def _true_finishes(seen: Seen, done: pd.DataFrame, by: ForecastBy) -> dict[str, 
 
 
 def _shaped(frame: pd.DataFrame, by: ForecastBy) -> pd.DataFrame:
-    frame = frame.reindex(columns=[by, *COLUMNS])
+    frame = frame.reindex(columns=[by, *_COLUMNS])
     frame[by] = frame[by].astype("string")
     for column in ("replays", "inside"):
         frame[column] = frame[column].astype("Int64")

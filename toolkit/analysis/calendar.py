@@ -24,7 +24,7 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["sorted_by"]
+__all__ = ["names", "period_starts", "sorted_by", "utc_bound", "with_names", "within"]
 
 
 def utc_bound(when: When | None, tz: str | None) -> pd.Timestamp | None:

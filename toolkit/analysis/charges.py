@@ -43,7 +43,9 @@ from toolkit.analysis.transitions import Transitions
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-EPS = 1e-6
+__all__ = ["SLOTS", "Charges"]
+
+_EPS = 1e-6
 SLOTS = len(Slot)
 
 
@@ -63,7 +65,7 @@ class Charges:
 
     @classmethod
     def build(cls, obs: Observed) -> Charges:
-        return split_charges(obs.stage(Transitions), per_page=obs.stage(Prices).per_page)
+        return _split_charges(obs.stage(Transitions), per_page=obs.stage(Prices).per_page)
 
 
 @dataclass(frozen=True)
@@ -94,12 +96,12 @@ class _Rows:
             new=new,
             deleted=is_true(rows["deleted"]),
             credits=credits,
-            rise=rise_of(credits, to_float(rows["prev_credits"]), new=new, baseline=baseline),
+            rise=_rise_of(credits, to_float(rows["prev_credits"]), new=new, baseline=baseline),
             pages=to_float(rows["page_count"]),
             pages_before=np.where(new, 0.0, to_float(rows["prev_pages"])),
             started_before=~new & is_true(rows["prev_started"]),
             cleared=~new & is_true(rows["prev_failed"]) & ~is_true(rows["failed"]),
-            may_retry=may_retry(
+            may_retry=_may_retry(
                 new=new,
                 failed_before=is_true(rows["prev_failed"]),
                 failed=is_true(rows["failed"]),
@@ -114,7 +116,7 @@ def _reason_changed(rows: pd.DataFrame) -> np.ndarray:
     return np.asarray((reason >= 0) & (before >= 0) & (reason != before), bool)
 
 
-def may_retry(
+def _may_retry(
     *, new: np.ndarray, failed_before: np.ndarray, failed: np.ndarray, processing: np.ndarray
 ) -> np.ndarray:
     """Whether a rise can hold a re-scan that retried a failure: the chapter was failed,
@@ -126,7 +128,7 @@ def may_retry(
     return np.asarray(~new & failed_before & ~(failed & processing), bool)
 
 
-def rise_of(
+def _rise_of(
     credits: np.ndarray, before: np.ndarray, *, new: np.ndarray, baseline: np.ndarray
 ) -> np.ndarray:
     """Spend is the rise of `credits_spent` since the snapshot before; a chapter absent
@@ -134,7 +136,7 @@ def rise_of(
     return np.where(baseline, 0.0, np.maximum(credits - np.where(new, 0.0, before), 0.0))
 
 
-def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
+def _split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     """Split each transition row's rise into runs (see the module's docstring)."""
     if found.empty:
         none = np.zeros(0)
@@ -149,13 +151,13 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     with np.errstate(invalid="ignore", divide="ignore"):
         units = rows.rise[at] / per_page[at]
     units = np.where(np.isnan(units), 0.0, units)  # no price: read by the flags below
-    first, added, rest = known_part(
+    first, added, rest = _known_part(
         units,
         pages=rows.pages[at],
         pages_before=rows.pages_before[at],
         started_before=rows.started_before[at],
     )
-    pages[at, Slot.FIRST], count[at, Slot.FIRST] = first, first > EPS
+    pages[at, Slot.FIRST], count[at, Slot.FIRST] = first, first > _EPS
     reset = np.where(
         rows.baseline[at], _paid_at_baseline(rows.pages[at], rows.credits[at], per_page[at]), 0.0
     )
@@ -170,7 +172,7 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     grown = np.where(
         rows.started_before[at], np.maximum(rows.pages[at] - rows.pages_before[at], 0.0), 0.0
     )
-    read = np.flatnonzero((rest > EPS) | ((added > EPS) & (added < grown - EPS)))
+    read = np.flatnonzero((rest > _EPS) | ((added > _EPS) & (added < grown - _EPS)))
     rank = rank_within(rows.chapter[at][read])
     for k in range(rank.max() + 1 if len(rank) else 0):
         i = read[rank == k]
@@ -182,21 +184,23 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
             "cleared": rows.cleared[j],
             "may_retry": rows.may_retry[j],
         }
-        as_run = read_rest(added=added[i], rest=rest[i], **chapter_state)
-        as_held = read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
-        kept = new_pages_held(added[i], fits_as_run=as_run.fits, fits_as_held=as_held.fits)
-        reading = RestReading(*(np.where(kept, h, r) for h, r in zip(as_held, as_run, strict=True)))
+        as_run = _read_rest(added=added[i], rest=rest[i], **chapter_state)
+        as_held = _read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
+        kept = _new_pages_held(added[i], fits_as_run=as_run.fits, fits_as_held=as_held.fits)
+        reading = _RestReading(
+            *(np.where(kept, h, r) for h, r in zip(as_held, as_run, strict=True))
+        )
         # Pages kept held were not paid for: later rises read them as held, not paid.
         held_so_far[segments.segment[i]] -= np.where(kept, added[i], 0.0)
         added[i] = np.where(kept, 0.0, added[i])
-        pages[j, Slot.HELD_START], count[j, Slot.HELD_START] = reading.held, reading.held > EPS
+        pages[j, Slot.HELD_START], count[j, Slot.HELD_START] = reading.held, reading.held > _EPS
         pages[j, Slot.RESCAN_BEFORE] = reading.before_pages
         count[j, Slot.RESCAN_BEFORE] = reading.before_count
         pages[j, Slot.RESCAN_AFTER] = reading.after_pages
         count[j, Slot.RESCAN_AFTER] = reading.after_count
         held[i] = reading.held
         held_so_far[segments.segment[i]] += reading.held
-    pages[at, Slot.ADDED_PAGES], count[at, Slot.ADDED_PAGES] = added, added > EPS
+    pages[at, Slot.ADDED_PAGES], count[at, Slot.ADDED_PAGES] = added, added > _EPS
     grown = first + added + held
     paid = np.zeros(len(rows.rise))
     paid[at] = np.where(segments.ends, reset, segments.paid_before(grown) + grown)
@@ -216,7 +220,7 @@ def _paid_at_baseline(pages: np.ndarray, credits: np.ndarray, per_page: np.ndarr
         return np.where(
             np.isnan(per_page),
             pages * (credits > 0),
-            np.minimum(pages, np.floor(credits / per_page + EPS)),
+            np.minimum(pages, np.floor(credits / per_page + _EPS)),
         )
 
 
@@ -263,7 +267,7 @@ def _one_run_by_flags(
     live = ~rows.baseline & ~rows.deleted
     novel = (rows.pages == 0) & found.novel()
     unpriced = live & (rows.rise > 0) & (np.isnan(per_page) | novel)
-    failed_again = failed_anew(
+    failed_again = _failed_anew(
         new=rows.new,
         failed=is_true(frame["failed"]),
         failed_before=is_true(frame["prev_failed"]),
@@ -286,7 +290,7 @@ def _one_run_by_flags(
     pages[guess, slot[guess]] = np.where(slot == Slot.ADDED_PAGES, grown, rows.pages)[guess]
 
 
-def failed_anew(
+def _failed_anew(
     *,
     new: np.ndarray,
     failed: np.ndarray,
@@ -302,7 +306,7 @@ def failed_anew(
     return np.asarray(~new & failed & failed_before & reason_changed & ~processing_before, bool)
 
 
-def known_part(
+def _known_part(
     units: np.ndarray, *, pages: np.ndarray, pages_before: np.ndarray, started_before: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A rise (in pages x languages) pays first for what is known without what was paid
@@ -310,14 +314,14 @@ def known_part(
     the new pages. Returns those two parts and the rest. (Reference: CTEs `m1`, `m2`,
     `m3`: `first`, `added`, `rest`.)"""
     # The first run pays for every page the chapter has.
-    first = np.where(~started_before & (units > EPS), np.minimum(units, pages), 0.0)
+    first = np.where(~started_before & (units > _EPS), np.minimum(units, pages), 0.0)
     # Pages added since the snapshot before run at once unless held.
     grown = np.where(started_before, np.maximum(pages - pages_before, 0.0), 0.0)
     added = np.minimum(units - first, grown)
     return first, added, units - first - added
 
 
-class RestReading(NamedTuple):
+class _RestReading(NamedTuple):
     """How the rest of a rise splits: held pages started, the re-scans before them
     (pages each, how many) and the re-scans after them; `fits`: whether a reading fits
     (else the rest is one run of its own)."""
@@ -330,15 +334,15 @@ class RestReading(NamedTuple):
     fits: np.ndarray
 
 
-def _whole(value: np.ndarray, size: np.ndarray) -> np.ndarray:
+def _whole_multiple(value: np.ndarray, size: np.ndarray) -> np.ndarray:
     """Whether `value` is a whole number (at least one) of `size`."""
     with np.errstate(invalid="ignore", divide="ignore"):
         count = np.round(value / size)
-        fits: np.ndarray = (size > EPS) & (count >= 1) & (np.abs(value - count * size) < EPS)
+        fits: np.ndarray = (size > _EPS) & (count >= 1) & (np.abs(value - count * size) < _EPS)
         return fits
 
 
-def read_rest(
+def _read_rest(
     *,
     paid: np.ndarray,
     added: np.ndarray,
@@ -347,7 +351,7 @@ def read_rest(
     started_before: np.ndarray,
     cleared: np.ndarray,
     may_retry: np.ndarray,
-) -> RestReading:
+) -> _RestReading:
     """The rest of a rise is re-scans (each pays for every page that ran), held pages
     started, or both: the reading with the fewest runs wins, ties in the order below,
     except that all the held pages started win a tie with a re-scan unless the chapter
@@ -364,17 +368,21 @@ def read_rest(
     with np.errstate(invalid="ignore", divide="ignore"):
         readings = np.stack(
             [
-                np.where(_whole(rest, paid), np.round(rest / paid), np.inf),
-                np.where(_whole(rest, paid_after_added), np.round(rest / paid_after_added), np.inf),
-                np.where((rest > EPS) & (rest <= held_before + EPS) & ~cleared, 1.0, np.inf),
+                np.where(_whole_multiple(rest, paid), np.round(rest / paid), np.inf),
                 np.where(
-                    (held_before > EPS)
-                    & _whole(rest - held_before, paid_after_added + held_before),
+                    _whole_multiple(rest, paid_after_added),
+                    np.round(rest / paid_after_added),
+                    np.inf,
+                ),
+                np.where((rest > _EPS) & (rest <= held_before + _EPS) & ~cleared, 1.0, np.inf),
+                np.where(
+                    (held_before > _EPS)
+                    & _whole_multiple(rest - held_before, paid_after_added + held_before),
                     1 + np.round((rest - held_before) / (paid_after_added + held_before)),
                     np.inf,
                 ),
                 np.where(
-                    (held_before > EPS) & _whole(rest - held_before, paid),
+                    (held_before > _EPS) & _whole_multiple(rest - held_before, paid),
                     1 + np.round((rest - held_before) / paid),
                     np.inf,
                 ),
@@ -382,16 +390,16 @@ def read_rest(
             ]
         )
     # Run counts are whole: half a run more only breaks a tie.
-    retry = np.where(may_retry | (np.abs(rest - held_before) > EPS), 0.0, 0.5)
+    retry = np.where(may_retry | (np.abs(rest - held_before) > _EPS), 0.0, 0.5)
     best = np.argmin(readings + np.stack([retry, retry, *np.zeros((4, len(rest)))]), axis=0)
-    readable = np.isfinite(readings.min(axis=0)) & (rest > EPS)
+    readable = np.isfinite(readings.min(axis=0)) & (rest > _EPS)
     rescan_before = readable & (best == 0)
     rescan_after = readable & (best == 1)
     held_only = readable & (best == 2)
     held_then_rescan = readable & (best == 3)
     rescan_then_held = readable & (best == 4)
     rescan_then_some = readable & (best == 5)
-    odd = (rest > EPS) & ~readable  # a rest no reading fits: one run of its own
+    odd = (rest > _EPS) & ~readable  # a rest no reading fits: one run of its own
     held = np.select(
         [held_only, held_then_rescan | rescan_then_held, rescan_then_some],
         [rest, held_before, rest - paid],
@@ -404,17 +412,17 @@ def read_rest(
             rescans_first,
             np.round(
                 (rest - held * (rescan_then_held | rescan_then_some))
-                / np.where(paid > EPS, paid, 1)
+                / np.where(paid > _EPS, paid, 1)
             ),
             0,
         )
         after_count = np.select(
             [rescan_after, held_then_rescan],
-            [np.round(rest / np.where(after_size > EPS, after_size, 1)),
-             np.round((rest - held) / np.where(after_size > EPS, after_size, 1))],
+            [np.round(rest / np.where(after_size > _EPS, after_size, 1)),
+             np.round((rest - held) / np.where(after_size > _EPS, after_size, 1))],
             0,
         )  # fmt: skip
-    return RestReading(
+    return _RestReading(
         held=np.asarray(held, "float64"),
         before_pages=np.where(rescans_first, paid, 0.0),
         before_count=before_count.astype("int64"),
@@ -430,12 +438,12 @@ def _some_held_after_a_rescan(
     """Whether the rest is one re-scan of the pages paid for and then some, not all, of
     the held pages started (whole pages). (Reference: `_readings`, the sixth.)"""
     some = rest - paid
-    whole_pages = np.abs(some - np.round(some)) < EPS
-    fits: np.ndarray = (paid > EPS) & (some > EPS) & (some < held_before - EPS) & whole_pages
+    whole_pages = np.abs(some - np.round(some)) < _EPS
+    fits: np.ndarray = (paid > _EPS) & (some > _EPS) & (some < held_before - _EPS) & whole_pages
     return fits
 
 
-def new_pages_held(
+def _new_pages_held(
     added: np.ndarray, *, fits_as_run: np.ndarray, fits_as_held: np.ndarray
 ) -> np.ndarray:
     """Pages that appeared in an interval were kept held (sent with `hold`), not run,
@@ -443,7 +451,7 @@ def new_pages_held(
     new pages held pays for 3, which `3 = 2 added + 1` cannot explain. A rise smaller
     than the new pages (3 of 4 run, one held, in two calls) is read so too when a
     re-scan with all of them held fits (seed 33). Otherwise they ran. `fits_as_run`,
-    `fits_as_held`: whether `read_rest` fits the rest (none: no fit) with the new pages
+    `fits_as_held`: whether `_read_rest` fits the rest (none: no fit) with the new pages
     run, and with them held (their pages in the rest). (Reference: CTE `walk`,
     `keep_held`.)"""
-    return np.asarray((added > EPS) & ~fits_as_run & fits_as_held, bool)
+    return np.asarray((added > _EPS) & ~fits_as_run & fits_as_held, bool)

@@ -15,10 +15,12 @@ from datetime import date
 
 import pandas as pd
 
-DUE_COLUMNS = ["due", "will_miss", "late_hours_p50", "late_hours_p90"]
+__all__ = ["with_due"]
+
+_DUE_COLUMNS = ["due", "will_miss", "late_hours_p50", "late_hours_p90"]
 
 
-def deadline(day: date, tz: str | None = None) -> pd.Timestamp:
+def _deadline(day: date, tz: str | None = None) -> pd.Timestamp:
     """The moment a due date ends: midnight after it, in `tz` (UTC by default)."""
     return pd.Timestamp(day).tz_localize(tz or "UTC") + pd.Timedelta(days=1)
 
@@ -35,7 +37,7 @@ def with_due(
     names = frame["project"] if "project" in frame.columns else frame["project_id"]
     found = [dates.get(str(pid), dates.get(str(name))) for pid, name in
              zip(frame["project_id"], names, strict=True)]  # fmt: skip
-    ends = pd.Series([deadline(day, tz) if day else pd.NaT for day in found], index=frame.index)
+    ends = pd.Series([_deadline(day, tz) if day else pd.NaT for day in found], index=frame.index)
     ends = pd.to_datetime(ends, utc=True)
     out = frame.copy()
     out["due"] = pd.Series(found, index=frame.index, dtype="object")
@@ -45,4 +47,4 @@ def with_due(
     has_due = ends.notna()
     miss = (frame["finish_p50"] > ends).astype("boolean")
     out["will_miss"] = miss.mask(~has_due | frame["finish_p50"].isna(), pd.NA)
-    return out[[*frame.columns, *DUE_COLUMNS]]
+    return out[[*frame.columns, *_DUE_COLUMNS]]

@@ -61,14 +61,24 @@ if TYPE_CHECKING:
     from toolkit.analysis.calibration import Calibration
     from toolkit.store import SnapshotStore
 
-__all__ = ["DONE", "ForecastBy", "burn_down", "forecast", "is_open", "seen_at"]
+__all__ = [
+    "DONE",
+    "ForecastBy",
+    "Seen",
+    "burn_down",
+    "forecast",
+    "forecast_seen",
+    "is_open",
+    "needs_action",
+    "seen_at",
+]
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
-TEXT = pd.StringDtype()
-TIME: Final = "datetime64[us, UTC]"
+_TEXT = pd.StringDtype()
+_TIME: Final = "datetime64[us, UTC]"
 DONE = ("needs_review", "reviewed")
 
-COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
+_COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
            "finish_p50", "finish_p90", "hours_p50", "reviewed_p50", "needs_action",
            "needs_action_lines", "needs_action_reason", "waiting_since", "unblocked_p10",
            "unblocked_p50", "unblocked_p90", "credits_to_finish_p10", "credits_to_finish",
@@ -106,14 +116,18 @@ def forecast(
     and `as_of` (the snapshot the forecast is made at).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         by: the groups: `project_id`, `language_code` or `chapter_id`.
         window: how far back the pace is read.
         freq: the pace's bins (at least three in the window give a spread).
         until: forecast as seen at the latest snapshot at or before this time (to check
             a forecast against what happened next; a naive time is read in `tz`).
         stall_after: a running chapter with no activity for this long needs action.
-        tz: As in `toolkit.analysis`; also the zone of the bins and of the times shown.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of the bins and of the times shown.
         due: due dates by project name or id (by project only): adds `due`,
             `will_miss`, `late_hours_p50` and `late_hours_p90` (`toolkit.analysis.due`).
         calibration: the band's width from the forecast's own record
@@ -205,7 +219,7 @@ def forecast_seen(
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
     interval = cast(pd.Timedelta, spans.median()) if len(spans) else pd.Timedelta(0)
     going = current[is_open(current, seen.reasons)]
-    held = current[among(current["chapter_id"], seen.reasons.index)] if dated_waits else None
+    held = current[_among(current["chapter_id"], seen.reasons.index)] if dated_waits else None
     moving = open_rows[open_rows["open_chapters"] > 0]
     # Learning reads the whole history (seconds on a year): only for open work with
     # known lines to time. Work that waits for a person is dated with what that taught.
@@ -263,10 +277,10 @@ def burn_down(
     frame = cast(pd.Series, per.stack()).rename("open_work_lines").reset_index()
     frame.columns = ["snapshot_at", by, "open_work_lines"]
     # to_datetime: a store with no snapshot leaves the index naive.
-    frame["snapshot_at"] = pd.to_datetime(frame["snapshot_at"], utc=True).astype(TIME)
+    frame["snapshot_at"] = pd.to_datetime(frame["snapshot_at"], utc=True).astype(_TIME)
     if tz:
         frame["snapshot_at"] = frame["snapshot_at"].dt.tz_convert(tz)
-    frame[by] = frame[by].astype(TEXT)
+    frame[by] = frame[by].astype(_TEXT)
     frame["open_work_lines"] = frame["open_work_lines"].round().astype("Int64")
     return frame.sort_values(["snapshot_at", by], ignore_index=True)
 
@@ -291,7 +305,7 @@ def needs_action(
     kind = current["project_id"].astype(object).map(project_kinds(obs))
     said = [reason_words(code, kind[at]) for code, at in zip(found["reason"], found.index)]  # noqa: B905
     ids = pd.Index(found["chapter_id"].to_numpy(object), dtype=object)
-    return pd.Series(said, index=ids, dtype=TEXT)
+    return pd.Series(said, index=ids, dtype=_TEXT)
 
 
 def _true(value: bool | NAType) -> bool:
@@ -299,16 +313,16 @@ def _true(value: bool | NAType) -> bool:
 
 
 def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
-    return frame[by].astype(TEXT)
+    return frame[by].astype(_TEXT)
 
 
 def is_open(current: pd.DataFrame, reasons: pd.Series) -> pd.Series:
     """The chapters with work left that needs no person."""
     undone = ~current["status"].isin(DONE) | flag(current["processing"])
-    return undone & ~among(current["chapter_id"], reasons.index)
+    return undone & ~_among(current["chapter_id"], reasons.index)
 
 
-def among(ids: pd.Series, found: pd.Index | pd.Series) -> pd.Series:
+def _among(ids: pd.Series, found: pd.Index | pd.Series) -> pd.Series:
     """`ids.isin(found)` for text ids: pandas' `isin` on Arrow text converts the ids
     looked for one by one (seconds for thousands of them, at every replay)."""
     return ids.astype(object).isin(set(found))
@@ -321,7 +335,7 @@ def _open_work(
     chapter's were never fetched), chapters needing action and why."""
     going, held = (
         current[is_open(current, reasons)],
-        current[among(current["chapter_id"], reasons.index)],
+        current[_among(current["chapter_id"], reasons.index)],
     )
     open_langs = languages[~languages["status"].isin(DONE)]
     lang_columns = ["chapter_id", "language_code", "untranslated"]
@@ -334,11 +348,11 @@ def _open_work(
         # A chapter with no open language has nothing left; one whose lines were never
         # fetched (a store taken without details) has an unknown number left, not 0.
         left = going["chapter_id"].map(remaining.astype("Float64"))
-        known = among(going["chapter_id"], remaining.index)
+        known = _among(going["chapter_id"], remaining.index)
         going = going.assign(untranslated=left.where(known, 0.0).astype("Float64"))
     going = going.assign(group=_group_keys(going, by))
     held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
-    groups = pd.Index(sorted(set(going["group"]) | set(held["group"])), dtype=TEXT)
+    groups = pd.Index(sorted(set(going["group"]) | set(held["group"])), dtype=_TEXT)
     open_chapters, remaining = _counted(going, groups)
     waiting, waiting_lines = _counted(held, groups)
     reasons_seen = held.drop_duplicates(["group", "chapter_id"])
@@ -355,7 +369,7 @@ def _open_work(
             "needs_action": waiting.to_numpy(),
             "needs_action_lines": waiting_lines.to_numpy(),
             "needs_action_reason": pd.array(
-                [("; ".join(said[g]) if g in said else pd.NA) for g in groups], dtype=TEXT
+                [("; ".join(said[g]) if g in said else pd.NA) for g in groups], dtype=_TEXT
             ),
         }
     )
@@ -401,7 +415,7 @@ def _finishes(
     activity since `since` (the window's start) has no finish: nothing says it moves."""
     info = projects.set_index("project_id")
     targets = {str(p): list(codes) for p, codes in info["target_languages"].items()}
-    langs = languages[among(languages["chapter_id"], going["chapter_id"])]
+    langs = languages[_among(languages["chapter_id"], going["chapter_id"])]
     langs = langs.assign(open=~langs["status"].isin(DONE))
     by_chapter = {str(c): group for c, group in langs.groupby("chapter_id")}
     rows = []
@@ -572,9 +586,9 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
     """The columns in order, with their dtypes, whether or not there were rows."""
     names = {"project_id": ["project"], "chapter_id": ["chapter", "project_id", "project"]}
     leading = [by, *names.get(by, [])]
-    frame = frame.reindex(columns=[*leading, *COLUMNS])
+    frame = frame.reindex(columns=[*leading, *_COLUMNS])
     for column in [*leading, "needs_action_reason", "status", "band"]:
-        frame[column] = frame[column].astype(TEXT)
+        frame[column] = frame[column].astype(_TEXT)
     for column in ("open_chapters", "remaining_lines", "bins", "needs_action",
                    "needs_action_lines"):  # fmt: skip
         frame[column] = frame[column].astype("Int64")
@@ -583,7 +597,7 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
         frame[column] = frame[column].astype("Float64")
     for column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50", "as_of",
                    "waiting_since", "unblocked_p10", "unblocked_p50", "unblocked_p90"):  # fmt: skip
-        frame[column] = pd.to_datetime(frame[column], utc=True).astype(TIME)
+        frame[column] = pd.to_datetime(frame[column], utc=True).astype(_TIME)
         if tz:
             frame[column] = frame[column].dt.tz_convert(tz)
     hours = (frame["finish_p50"] - frame["as_of"]).dt.total_seconds() / 3600

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = [
+    "LINES_KEYS",
     "LINES_SQL",
+    "UNKNOWN_MODEL",
     "SpendBy",
     "ThroughputBy",
     "credit_spend",
@@ -40,7 +42,7 @@ __all__ = [
 ThroughputBy = Literal["language_code", "project_id", "model"]
 SpendBy = Literal["project_id", "language_code", "chapter_id"]
 UNKNOWN_MODEL = "(unknown)"
-TEXT = pd.StringDtype()
+_TEXT = pd.StringDtype()
 
 
 def _check(name: str, value: str, allowed: Sequence[str]) -> None:
@@ -103,7 +105,7 @@ LINES_KEYS = {
 }
 
 
-def periods(
+def _periods(
     obs: Observed, freq: str, *, tz: str | None, since: When | None, until: When | None
 ) -> tuple[pd.DataFrame, pd.Series]:
     """Each snapshot in [since, until) by position (`idx`) with the code of its period
@@ -131,7 +133,7 @@ def _shape(
     names: pd.Series | None,
 ) -> pd.DataFrame:
     """A long frame `period, <by>[, project], <measures>` from sums per period code
-    (`periods` gives the codes and their `starts`): rows with nothing to show left out
+    (`_periods` gives the codes and their `starts`): rows with nothing to show left out
     unless `fill`, which gives every period from the first to the last and every group."""
     # The period starts taken by code as they are (tz-aware: to_numpy would make a
     # Python object per row).
@@ -145,9 +147,9 @@ def _shape(
     if fill:
         sums = fill_grid(sums, by, measures, freq=freq, tz=tz)
     result = sums[columns].copy()
-    result[by] = result[by].astype(TEXT)
+    result[by] = result[by].astype(_TEXT)
     if names is not None:
-        result.insert(2, "project", result[by].astype(object).map(names).astype(TEXT))
+        result.insert(2, "project", result[by].astype(object).map(names).astype(_TEXT))
     return result.sort_values(["period", by], ignore_index=True)
 
 
@@ -170,13 +172,17 @@ def throughput(
     one the language lists. Periods without lines are left out unless `fill`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
         by: Group by "language_code", "project_id" (its name in `project`) or "model".
         since: The window's start, included (a naive time is read in `tz`); by default
             the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`; also the zone of the periods.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of the periods.
         fill: Give every period from the first to the last, and every group, a row (0
             where nothing happened).
 
@@ -188,7 +194,7 @@ def throughput(
     """
     _check("by", by, ("language_code", "project_id", "model"))
     obs = observe(store)
-    positions, starts = periods(obs, freq, tz=tz, since=since, until=until)
+    positions, starts = _periods(obs, freq, tz=tz, since=since, until=until)
     if positions.empty:
         sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})
     else:
@@ -203,13 +209,13 @@ def throughput(
                 "lines": found["lines"].astype("int64").to_numpy(),
             }
         )
-    names = _project_names(obs) if by == "project_id" else None
+    names = _run_project_names(obs) if by == "project_id" else None
     result = _shape(sums, starts, by, ["lines"], freq=freq, tz=tz, fill=fill, names=names)
     result["lines"] = result["lines"].astype("Int64")
     return result
 
 
-def _project_names(obs: Observed) -> pd.Series:
+def _run_project_names(obs: Observed) -> pd.Series:
     """Each project's name by id, as the runs name them (from the chapters' rows: no
     runs frame is needed)."""
     rows = obs.stage(Transitions).rows
@@ -228,7 +234,10 @@ def price_per_page(store: SnapshotStore | Observed) -> dict[str | None, float]:
     a project's own price needs two of its first runs, else it takes the workspace's.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
 
     Returns:
         Credits per page and target language by project id; `None` for the workspace.
@@ -242,7 +251,10 @@ def price_per_chapter(store: SnapshotStore | Observed) -> dict[str | None, float
     charge per chapter and target language, per project id (`None`: all of them).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
 
     Returns:
         Credits per chapter and target language by project id; `None` for all.
@@ -280,14 +292,18 @@ def credit_spend(
     target languages. Periods without spend are left out unless `fill`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
         by: Group by "project_id" (its name in `project`), "language_code" or
             "chapter_id".
         since: The window's start, included (a naive time is read in `tz`); by default
             the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`; also the zone of the periods.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of the periods.
         fill: Give every period from the first to the last, and every group, a row (0
             where nothing happened).
 
@@ -300,7 +316,7 @@ def credit_spend(
     _check("by", by, ("project_id", "language_code", "chapter_id"))
     obs = observe(store)
     runs = obs.stage(RunTable)
-    positions, starts = periods(obs, freq, tz=tz, since=since, until=until)
+    positions, starts = _periods(obs, freq, tz=tz, since=since, until=until)
     period = np.full(len(obs.manifest), -1, dtype="int64")
     period[positions["idx"].to_numpy()] = positions["period"].to_numpy()
     seen = period[runs.seen_idx]
@@ -321,7 +337,7 @@ def credit_spend(
     measures = ["credits", "rework_credits"]
     sums = spend.groupby(["period", by], dropna=False, observed=True)[measures].sum()
     sums = sums.reset_index()
-    names = _project_names(obs) if by == "project_id" else None
+    names = _run_project_names(obs) if by == "project_id" else None
     result = _shape(sums, starts, by, measures, freq=freq, tz=tz, fill=fill, names=names)
     for column in ("credits", "rework_credits"):
         result[column] = result[column].astype("Float64")
@@ -365,7 +381,10 @@ def price_estimate(
     for a novel project `pages` counts chapters of the project's usual length.
 
     Args:
-        store: As in `toolkit.analysis`; of several, the one whose latest snapshot
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`); of several, the one whose latest snapshot
             holds the project prices it.
         project_id: The project the upload goes to.
         pages: The pages to upload (for a novel project: chapters of its usual length).

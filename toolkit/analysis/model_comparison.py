@@ -12,7 +12,7 @@ process steps and number of target languages; and price is normalised per page a
 target language (what the service charges for), hours per page (what a run's length
 scales with). Within a stratum a difference is called only when a bootstrap interval of
 it (over runs, seeded, so the answer is the same every time) excludes zero and it is
-at least `MATERIAL` of the smaller value; otherwise the verdict says the data cannot
+at least `_MATERIAL` of the smaller value; otherwise the verdict says the data cannot
 tell the models apart, or that there are too few runs to say.
 """
 
@@ -35,11 +35,13 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.timestamps import When
 
-TEXT = pd.StringDtype()
-STRATUM = ["kind", "process_steps", "languages"]
-MATERIAL = 0.05  # a difference smaller than 5% is not one a buyer acts on
-RESAMPLES = 1000
-ENDED = ("finished", "failed", "stalled")
+__all__ = ["compare_models", "price_by_language"]
+
+_TEXT = pd.StringDtype()
+_STRATUM = ["kind", "process_steps", "languages"]
+_MATERIAL = 0.05  # a difference smaller than 5% is not one a buyer acts on
+_RESAMPLES = 1000
+_ENDED = ("finished", "failed", "stalled")
 
 
 @across
@@ -62,11 +64,14 @@ def compare_models(
     `since`/`until` keep the runs that started in [since, until).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
         confidence: The confidence of the bootstrap interval a difference must clear.
         min_runs: With fewer runs of a model in a stratum than this, the verdict says
             there are too few to compare.
@@ -77,10 +82,10 @@ def compare_models(
     obs = observe(store)
     seen = _with_strata(obs, runs(obs, since=since, until=until, tz=tz))
     rows = []
-    for key, stratum in seen.groupby(STRATUM, sort=True, dropna=False):
+    for key, stratum in seen.groupby(_STRATUM, sort=True, dropna=False):
         verdict = _verdict(stratum, confidence=confidence, min_runs=min_runs)
         for model, mine in stratum.groupby("model", sort=True):
-            rows.append({**dict(zip(STRATUM, key, strict=True)), "model": model,
+            rows.append({**dict(zip(_STRATUM, key, strict=True)), "model": model,
                          **_figures(mine), "verdict": verdict})  # fmt: skip
     return _shape(pd.DataFrame(rows))
 
@@ -100,11 +105,14 @@ def price_by_language(
     have no charge to count and are left out too.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         One row per project, target language and model.
@@ -123,7 +131,7 @@ def price_by_language(
     frame = frame[["project_id", "project", "language_code", "model", "runs", "pages",
                    "credits", "credits_per_page"]]  # fmt: skip
     for column in ("project_id", "project", "language_code", "model"):
-        frame[column] = frame[column].astype(TEXT)
+        frame[column] = frame[column].astype(_TEXT)
     frame[["runs", "pages"]] = frame[["runs", "pages"]].astype("Int64")
     frame["credits"] = frame["credits"].astype("Float64")
     return frame.reset_index(drop=True)
@@ -133,9 +141,9 @@ def _with_strata(obs: Observed, seen: pd.DataFrame) -> pd.DataFrame:
     """The runs with their project's kind and process steps, and their model by name."""
     projects = obs.store.latest("projects").set_index("project_id")
     seen = seen.assign(
-        kind=looked_up(seen["project_id"], projects["kind"]).astype(TEXT),
-        process_steps=looked_up(seen["project_id"], projects["process_steps"]).astype(TEXT),
-        model=seen["models"].astype(TEXT).fillna("(unknown)"),
+        kind=looked_up(seen["project_id"], projects["kind"]).astype(_TEXT),
+        process_steps=looked_up(seen["project_id"], projects["process_steps"]).astype(_TEXT),
+        model=seen["models"].astype(_TEXT).fillna("(unknown)"),
     )
     return seen.astype({"languages": "Int64", "pages": "Int64"})
 
@@ -147,7 +155,7 @@ def _samples(runs_of: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     page_langs = (paid["pages"] * paid["languages"]).astype(float).to_numpy()
     done = runs_of[(runs_of["outcome"] == "finished") & (runs_of["pages"].fillna(0) > 0)]
     hours = (done["finished_at"] - done["started_at"]).dt.total_seconds() / 3600
-    ended = runs_of[runs_of["outcome"].isin(ENDED).fillna(False)]
+    ended = runs_of[runs_of["outcome"].isin(_ENDED).fillna(False)]
     return {
         "price": (paid["credits"].astype(float).to_numpy(), page_langs),
         "speed": (hours.to_numpy(float), done["pages"].astype(float).to_numpy()),
@@ -167,7 +175,7 @@ def _median_ratio(num: np.ndarray, den: np.ndarray) -> float:
 
 
 # Each measure's statistic and the registry's figure (toolkit.metrics) it is shown as.
-STATISTICS: dict[str, tuple[Callable[[np.ndarray, np.ndarray], float], str]] = {
+_STATISTICS: dict[str, tuple[Callable[[np.ndarray, np.ndarray], float], str]] = {
     "price": (_ratio, "credits_per_page_language"),
     "speed": (_median_ratio, "hours_per_page"),
     "failures": (_ratio, "failure_rate"),
@@ -178,7 +186,7 @@ def _figures(mine: pd.DataFrame) -> dict[str, object]:
     samples = _samples(mine)
     comic = (mine["kind"] == "comic").all()
     novel_paid = mine[(mine["credits"] > 0) & (mine["kind"] == "novel")]
-    ended = mine[mine["outcome"].isin(ENDED).fillna(False)]
+    ended = mine[mine["outcome"].isin(_ENDED).fillna(False)]
     credits = float(mine["credits"].sum())
     return {
         "runs": len(mine),
@@ -211,7 +219,7 @@ def _verdict(stratum: pd.DataFrame, *, confidence: float, min_runs: int) -> str:
         return f"too few runs to compare ({listed}; at least {min_runs} each)"
     per_model = {m: _samples(stratum[stratum["model"] == m]) for m in models}
     parts = []
-    for measure, (statistic, figure) in STATISTICS.items():
+    for measure, (statistic, figure) in _STATISTICS.items():
         parts.append(_compare(measure, statistic, figure, per_model, confidence))
     return "; ".join(parts)
 
@@ -234,7 +242,7 @@ def _compare(
     said = []
     for model in [m for m in sorted(data) if m != best]:
         differences = []
-        for _ in range(RESAMPLES):
+        for _ in range(_RESAMPLES):
             draws = []
             for name in (model, best):
                 num, den = data[name]
@@ -244,7 +252,7 @@ def _compare(
         low, high = np.nanquantile(differences, [(1 - confidence) / 2, (1 + confidence) / 2])
         gap = values[model] - values[best]
         smaller = min(abs(values[model]), abs(values[best]))
-        material = gap > MATERIAL * smaller if smaller else gap > 0
+        material = gap > _MATERIAL * smaller if smaller else gap > 0
         figures = (f"{metrics.header(figure)}: {best} {show(figure, values[best])} vs "
                    f"{model} {show(figure, values[model])}")  # fmt: skip
         if low > 0 and material:
@@ -257,12 +265,12 @@ def _compare(
 
 
 def _shape(frame: pd.DataFrame) -> pd.DataFrame:
-    columns = [*STRATUM, "model", "runs", "ended_runs", "pages", "credits",
+    columns = [*_STRATUM, "model", "runs", "ended_runs", "pages", "credits",
                "credits_per_page_language", "credits_per_chapter_language", "hours_per_page",
                "failure_rate", "stall_rate", "rework_share", "verdict"]  # fmt: skip
     frame = frame.reindex(columns=columns)
     for column in ("kind", "process_steps", "model", "verdict"):
-        frame[column] = frame[column].astype(TEXT)
+        frame[column] = frame[column].astype(_TEXT)
     for column in ("languages", "runs", "ended_runs", "pages"):
         frame[column] = frame[column].astype("Int64")
     for column in columns[columns.index("credits") : -1]:

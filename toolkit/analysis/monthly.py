@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.timestamps import When
 
+__all__ = ["monthly_spend"]
+
 
 def monthly_spend(
     stores: Mapping[str, SnapshotStore | Observed]
@@ -48,7 +50,8 @@ def monthly_spend(
         stores: A store, or several (a mapping of label to store, or a list).
         until: A time in "this month"; by default each store's latest snapshot (the
             latest of them for the total).
-        tz: As in `toolkit.analysis`; also the zone of the calendar months.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of the calendar months.
 
     Returns:
         One row per workspace, and a total row.

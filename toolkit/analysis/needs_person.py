@@ -15,7 +15,16 @@ import pandas as pd
 from toolkit.analysis.observed import Observed, answer, flag
 from toolkit.analysis.runs import all_runs, paid_pages
 
-TEXT = pd.StringDtype()
+__all__ = [
+    "ORDER",
+    "needing_person",
+    "needs_person",
+    "pages_at_last_run",
+    "project_kinds",
+    "run_pages_logged",
+]
+
+_TEXT = pd.StringDtype()
 
 # The reasons in the order a chapter's first one is chosen when only one is said (the
 # forecast's `needs_action_reason`): what a person must do first comes first.
@@ -117,8 +126,8 @@ def needing_person(
     parts = [
         pd.DataFrame(
             {
-                "chapter_id": pd.array(ids[mask], dtype=TEXT),
-                "reason": pd.array([reason] * int(mask.sum()), dtype=TEXT),
+                "chapter_id": pd.array(ids[mask], dtype=_TEXT),
+                "reason": pd.array([reason] * int(mask.sum()), dtype=_TEXT),
                 "held": np.where(reason == "held_pages", held[mask], 0).astype("int64"),
             },
             index=chapters.index[mask],

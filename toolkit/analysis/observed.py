@@ -20,10 +20,10 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["Observed", "answer", "observe", "with_previous"]
+__all__ = ["Observed", "S", "Stage", "answer", "flag", "observe", "with_previous"]
 
-TIME: Final = "datetime64[us, UTC]"
-TEXT: Final = pd.StringDtype()
+_TIME: Final = "datetime64[us, UTC]"
+_TEXT: Final = pd.StringDtype()
 
 
 class Stage(Protocol):
@@ -37,6 +37,8 @@ S = TypeVar("S", bound=Stage)
 
 
 class Observed:
+    """A store's data read once for every question, and the run pipeline's stages built once."""
+
     def __init__(self, store: SnapshotStore) -> None:
         self.store = store
         self._stages: dict[type, object] = {}
@@ -85,6 +87,14 @@ class Observed:
     def latest_projects(self) -> pd.DataFrame:
         return self.store.latest("projects")
 
+    @cached_property
+    def project_names(self) -> pd.Series:
+        """Each project's name by id, as the latest snapshot has it."""
+        projects = self.latest_projects
+        return pd.Series(
+            projects["name"].astype(object).to_numpy(), index=projects["project_id"].astype(object)
+        )
+
 
 # What was read from each store object, with the store's version it was read at: a
 # notebook asks for cycle times, then failures, then lead times of the same store, and
@@ -97,6 +107,9 @@ _seen_lock = threading.Lock()
 
 
 def observe(source: SnapshotStore | Observed) -> Observed:
+    """The `Observed` of a store, shared until the store takes a new snapshot.
+
+    An `Observed` given is returned as it is."""
     if isinstance(source, Observed):
         return source
     version = source.version()
@@ -113,14 +126,14 @@ def answer(obs: Observed, sql: str) -> pd.DataFrame:
     """A DuckDB query over the store, with text as `string` and times in UTC, as the
     change logs read."""
     table = obs.store.query_arrow(sql)
-    frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): TEXT}.get)
+    frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): _TEXT}.get)
     for field in table.schema:
         if pa.types.is_timestamp(field.type):
-            frame[field.name] = frame[field.name].astype(TIME)
+            frame[field.name] = frame[field.name].astype(_TIME)
         elif pa.types.is_string(field.type) and table.num_rows == 0:
             # Arrow hands over an empty text column with no chunk at all, which pandas
             # fails to join on; pandas' own empty column has one.
-            frame[field.name] = pd.Series([], dtype=TEXT)
+            frame[field.name] = pd.Series([], dtype=_TEXT)
     return frame
 
 

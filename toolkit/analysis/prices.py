@@ -2,7 +2,7 @@
 
 A first run pays for every page of a chapter in each of its target languages, so its
 charge over pages x languages is the price. Learned per project where it has two first
-runs, else the workspace's (see `learn_prices`); a novel is priced per chapter and has
+runs, else the workspace's (see `_learn_prices`); a novel is priced per chapter and has
 no pages, so it learns nothing here.
 """
 
@@ -19,6 +19,8 @@ from toolkit.analysis.transitions import Transitions
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
+
+__all__ = ["Prices"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class Prices:
         if found.empty:
             return cls({}, np.zeros(0), np.zeros(0))
         languages = found.languages()
-        learned = learn_prices(rows, n_languages=languages)
+        learned = _learn_prices(rows, n_languages=languages)
         workspace_price = learned.get(None, np.nan)
         own = {k: v for k, v in learned.items() if k is not None}
         # By project code: a price per project, then one take for the rows.
@@ -49,7 +51,7 @@ class Prices:
         return cls(learned, languages, languages * price)
 
 
-def learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | None, float]:
+def _learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | None, float]:
     """The price per page and target language, per project id; `None`: the workspace.
 
     Learned from first charges seen after the baseline (a chapter that had not run

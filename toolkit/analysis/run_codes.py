@@ -10,6 +10,8 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Final
 
+__all__ = ["NULL", "Coded", "EndReason", "EndSource", "Kind", "Outcome", "Slot", "StartSource"]
+
 NULL: Final = -1
 
 
@@ -47,6 +49,8 @@ class Slot(IntEnum):
 
 
 class Outcome(Coded):
+    """How a run ended: finished, failed, stalled, or still running."""
+
     FINISHED = 0
     FAILED = 1
     STALLED = 2
@@ -54,11 +58,15 @@ class Outcome(Coded):
 
 
 class StartSource(Coded):
+    """Where a run's start comes from: the chapter's creation or a snapshot."""
+
     CREATED = 0
     SNAPSHOT = 1
 
 
 class EndSource(Coded):
+    """Where a run's end comes from: its end event, the chapter's last activity, or a snapshot."""
+
     EVENT = 0
     LAST_ACTIVITY = 1
     SNAPSHOT = 2

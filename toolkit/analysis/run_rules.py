@@ -15,6 +15,26 @@ from toolkit.analysis._arrays import NO_TIME
 from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
 from toolkit.frames import says_stalled
 
+__all__ = [
+    "activity_is_end",
+    "after_previous_end",
+    "end_rows",
+    "event_window",
+    "events_to_skip",
+    "finish_source",
+    "finish_time",
+    "is_rework",
+    "kind_at_baseline",
+    "outcome",
+    "ran_in_turn",
+    "run_credits",
+    "run_failed",
+    "run_order",
+    "stalls",
+    "start_time",
+    "starts_at_creation",
+]
+
 
 def run_credits(
     pages: np.ndarray,

@@ -35,6 +35,8 @@ from toolkit.analysis.transitions import Transitions
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
+__all__ = ["RunTable"]
+
 _SLOT_KINDS = np.array([int(slot.kind) for slot in Slot])
 
 

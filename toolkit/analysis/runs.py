@@ -44,11 +44,19 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["all_runs", "rescans_seen", "runs"]
+__all__ = [
+    "RunFrame",
+    "all_runs",
+    "paid_pages",
+    "rescans_seen",
+    "run_chapters",
+    "runs",
+    "runs_kept",
+]
 
-TEXT = pd.StringDtype()
-TIME: Final = "datetime64[us, UTC]"
-COLUMNS = [
+_TEXT = pd.StringDtype()
+_TIME: Final = "datetime64[us, UTC]"
+_COLUMNS = [
     "run_id", "chapter_id", "chapter", "project_id", "project", "kind", "pages", "languages",
     "models", "credits", "rework", "started_at", "started_source", "finished_at",
     "finished_source", "outcome", "failure_reason",
@@ -80,17 +88,20 @@ def runs(
     docs/analysis.md says how each field is derived and what the store cannot know.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         One row per run.
     """
     frame = all_runs(observe(store))
-    return within(frame[COLUMNS], "started_at", since=since, until=until, tz=tz)
+    return within(frame[_COLUMNS], "started_at", since=since, until=until, tz=tz)
 
 
 @dataclass(frozen=True)
@@ -249,12 +260,12 @@ def _times(values: np.ndarray) -> pd.Series:
 
 def _empty() -> pd.DataFrame:
     frame = pd.DataFrame(
-        {c: pd.Series(dtype=TEXT) for c in [*COLUMNS, "seen_idx", "seen_at", "created_at"]}
+        {c: pd.Series(dtype=_TEXT) for c in [*_COLUMNS, "seen_idx", "seen_at", "created_at"]}
     )
     for column in ("pages", "languages", "seen_idx"):
         frame[column] = frame[column].astype("Int64")
     for column in ("credits", "rework"):
         frame[column] = frame[column].astype("Float64")
     for column in ("started_at", "finished_at", "seen_at", "created_at"):
-        frame[column] = frame[column].astype(TIME)
+        frame[column] = frame[column].astype(_TIME)
     return frame

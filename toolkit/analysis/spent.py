@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.timestamps import When
 
-TIME = "datetime64[us, UTC]"
+__all__ = ["charges", "spend_in"]
+
+_TIME = "datetime64[us, UTC]"
 
 
 @across
@@ -52,9 +54,9 @@ def charges(store: SnapshotStore | Observed) -> pd.DataFrame:
                 "project_id": pd.Series(dtype=TEXT),
                 "credits": pd.Series(dtype="float64"),
                 "rework_credits": pd.Series(dtype="float64"),
-                "charged_at": pd.Series(dtype=TIME),
+                "charged_at": pd.Series(dtype=_TIME),
                 "source": pd.Series(dtype=TEXT),
-                "seen_at": pd.Series(dtype=TIME),
+                "seen_at": pd.Series(dtype=_TIME),
             }
         )
     seen = to_micros(obs.manifest["snapshot_at"])[runs.seen_idx]
@@ -67,9 +69,9 @@ def charges(store: SnapshotStore | Observed) -> pd.DataFrame:
             "project_id": taken(rows["project_id"], runs.row).astype(object).to_numpy(),
             "credits": runs.credits.astype("float64"),
             "rework_credits": runs.rework.astype("float64"),
-            "charged_at": pd.to_datetime(at, unit="us", utc=True).astype(TIME),
+            "charged_at": pd.to_datetime(at, unit="us", utc=True).astype(_TIME),
             "source": np.where(exact, "created", "snapshot"),
-            "seen_at": pd.to_datetime(seen, unit="us", utc=True).astype(TIME),
+            "seen_at": pd.to_datetime(seen, unit="us", utc=True).astype(_TIME),
         }
     )
     frame = frame[(runs.seen_idx > 0) & (frame["credits"] > 0)]

@@ -18,14 +18,17 @@ from toolkit.timestamps import When, in_hours
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["RunsBy", "check_by", "cycle_times", "fill_grid", "finished", "lead_times"]
+
 RunsBy = Literal["project_id", "model", "kind"]
-BY_COLUMN = {"project_id": "project_id", "model": "models", "kind": "kind"}
+_BY_COLUMN = {"project_id": "project_id", "model": "models", "kind": "kind"}
 
 
 def check_by(by: str) -> str:
-    if by not in BY_COLUMN:
-        raise ValueError(f"by must be one of {', '.join(BY_COLUMN)}, not {by!r}")
-    return BY_COLUMN[by]
+    """The runs column a `by=` argument groups by; a `ValueError` names the choices."""
+    if by not in _BY_COLUMN:
+        raise ValueError(f"by must be one of {', '.join(_BY_COLUMN)}, not {by!r}")
+    return _BY_COLUMN[by]
 
 
 @across
@@ -41,11 +44,14 @@ def cycle_times(
     `since`/`until` bound `finished_at`. A failed or stalled run is in `failures`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         since: The window's start, included, on `finished_at` (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         The finished runs, in the order they finished.
@@ -75,11 +81,14 @@ def lead_times(
     `since`/`until` bound `reviewable_at`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         since: The window's start, included, on `reviewable_at` (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         The chapters, in the order they became reviewable.
@@ -132,13 +141,17 @@ def finished(
     without a finished run are left out unless `fill`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         freq: The period, any pandas offset alias ("h", "D", "W-MON", "MS").
         by: Group by "project_id" (its name in `project`), "model" or "kind" (of run).
         since: The window's start, included (a naive time is read in `tz`); by default
             the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`; also the zone of the periods.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of the periods.
         fill: Give every period from the first to the last, and every group, a row (0
             where nothing happened).
 

@@ -36,7 +36,7 @@ from toolkit.analysis._arrays import (
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["Transitions"]
+__all__ = ["MOVING", "Transitions", "transitions_ctes"]
 
 _FLAGGED = """
     SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
@@ -61,7 +61,7 @@ _FROM_PREVIOUS = f"""
     FROM flagged"""
 
 
-def transitions_sql() -> str:
+def _transitions_sql() -> str:
     """The query."""
     return f"WITH {transitions_ctes()}\n{_SELECT}"
 
@@ -147,7 +147,7 @@ class Transitions:
         times = to_micros(obs.manifest["snapshot_at"])  # the manifest already read
         if not len(times):
             return cls(pd.DataFrame(), times, None)
-        rows = _frame(obs.store.query_arrow(transitions_sql()))
+        rows = _frame(obs.store.query_arrow(_transitions_sql()))
         # The query sorts by chapter, then snapshot: each chapter's rows are together, and
         # its first row holds what is the same on all of them.
         ids = rows["chapter_id"].cat.codes.to_numpy()
@@ -157,7 +157,7 @@ class Transitions:
         rows["chapter_code"] = chapter
         rows["step"] = rank_within(chapter)
         chapter_first_row = np.flatnonzero(first)[chapter]
-        for column in PER_CHAPTER:  # given on each chapter's first row: on all its rows
+        for column in _PER_CHAPTER:  # given on each chapter's first row: on all its rows
             rows[column] = taken(rows[column], chapter_first_row)
         # One set of categories for both reasons: equal reasons have equal codes.
         reasons = rows["failure_reason"].cat.categories.union(rows["prev_reason"].cat.categories)
@@ -179,7 +179,7 @@ class Transitions:
         return np.asarray(np.maximum(to_float(self.rows["n_languages"]), 1.0), "float64")
 
 
-PER_CHAPTER = ("project_id", "project", "model")
+_PER_CHAPTER = ("project_id", "project", "model")
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:

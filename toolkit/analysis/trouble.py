@@ -33,14 +33,14 @@ __all__ = [
     "stuck",
 ]
 
-TEXT = pd.StringDtype()
+_TEXT = pd.StringDtype()
 # How long a running chapter may show no progress before it counts as stalled: the one
 # default of `stalled`, `stuck`, the forecast, the watch and the Dashboard.
 STALL_AFTER: Final = pd.Timedelta(minutes=90)
 
 
 @dataclass(frozen=True)
-class Reason:
+class _Reason:
     """Why a chapter needs a person, in words, and what to do, per kind of chapter: a
     novel (text, no pages: it cannot be re-scanned) or one of pages (comics)."""
 
@@ -52,22 +52,22 @@ class Reason:
 
 # The one reason vocabulary: `stuck`'s `reason` codes, the forecast's counts, the watch's
 # alerts and the Dashboard read their words and advice here (`reason_words`, `advice`).
-REASONS: Final[dict[str, Reason]] = {
-    "stalled": Reason(
+REASONS: Final[dict[str, _Reason]] = {
+    "stalled": _Reason(
         "running with no progress",
         "wait: the service abandons a run after 2 hours without progress; then re-scan it",
         novel_advice="wait: the service abandons a run after 2 hours without progress; "
         "then upload its text again as a new chapter",
     ),
-    "failed": Reason(
+    "failed": _Reason(
         "failed, waiting for a re-scan",
         "re-scan it to retry",
         novel_words="failed, waiting for its text to be uploaded again",
         novel_advice="upload its text again as a new chapter (a novel cannot be re-scanned)",
     ),
-    "held_pages": Reason("held pages never started", "start its held pages or remove them"),
-    "no_pages": Reason("staged with no pages", "add its pages, then start it"),
-    "not_started": Reason("staged, never started", "start it"),
+    "held_pages": _Reason("held pages never started", "start its held pages or remove them"),
+    "no_pages": _Reason("staged with no pages", "add its pages, then start it"),
+    "not_started": _Reason("staged, never started", "start it"),
 }
 
 
@@ -90,7 +90,7 @@ def advice(reason: str, kind: str | None = None) -> str:
 _SERVICE_ADVICE = re.compile(r"[,;]\s*(so\s+)?[^,;]*\b(re-scan|retr)\w*[^,;]*\.?\s*$")
 
 
-def without_advice(reason: str) -> str:
+def _without_advice(reason: str) -> str:
     """A service's failure reason without its own retry advice: `The run failed ...: the
     model returned no usable text, so re-scan the chapter to retry.` -> `... text.`"""
     stripped = _SERVICE_ADVICE.sub("", reason).rstrip()
@@ -112,11 +112,14 @@ def failures(
     `run_id`, `run_kind` (the run's kind). `since`/`until` bound `seen_at`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         since: The window's start, included, on `seen_at` (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         The failed and stalled runs.
@@ -155,13 +158,16 @@ def failure_rates(
     run still going, or one the store cannot tell, is left out of both counts).
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         by: Group by "project_id" (its name in `project`), "model" or "kind" (of run);
             None for one row for the whole workspace.
         since: The window's start, included, on the runs' start (a naive time is read in
             `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         The counts and rates, one row per group.
@@ -187,10 +193,10 @@ def failure_rates(
     for count in ("runs", "finished", "failed", "stalled"):
         frame[count] = frame[count].astype("Int64")
     key = by or "scope"
-    frame[key] = frame[key].astype(TEXT)
+    frame[key] = frame[key].astype(_TEXT)
     if by == "project_id":
         names = runs.drop_duplicates("project_id").set_index("project_id")["project"]
-        frame.insert(1, "project", frame["project_id"].map(names).astype(TEXT))
+        frame.insert(1, "project", frame["project_id"].map(names).astype(_TEXT))
     return frame
 
 
@@ -210,13 +216,16 @@ def stalled(
     bound `last_progress_at`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         threshold: How long without progress makes a running chapter stalled (a pandas
             Timedelta or its text, e.g. "90min").
         since: The window's start, included, on `last_progress_at` (a naive time is read
             in `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         The stalled chapters.
@@ -229,10 +238,10 @@ def stalled(
     progress = running["last_activity_at"].astype("datetime64[us, UTC]")
     frame = pd.DataFrame(
         {
-            "chapter_id": running["chapter_id"].astype(TEXT),
+            "chapter_id": running["chapter_id"].astype(_TEXT),
             "chapter": _labels(running),
-            "project_id": running["project_id"].astype(TEXT),
-            "project": running["project_id"].map(_project_names(obs)).astype(TEXT),
+            "project_id": running["project_id"].astype(_TEXT),
+            "project": running["project_id"].map(obs.project_names).astype(_TEXT),
             "position": running["position"].astype("Int64"),
             "last_progress_at": progress,
             "stalled_hours": ((now - progress).dt.total_seconds() / 3600).astype("Float64"),
@@ -265,20 +274,23 @@ def stuck(
     never told to re-scan). `since`/`until` bound `since`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers with a
+            dict (`toolkit.analysis.workspaces`).
         threshold: How long without progress makes a running chapter stalled (a pandas
             Timedelta or its text, e.g. "90min").
         since: The window's start, included, on the `since` column (a naive time is read
             in `tz`); by default the beginning.
         until: The window's end, excluded; by default no end.
-        tz: As in `toolkit.analysis`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default.
 
     Returns:
         One row per chapter and reason.
     """
     obs = observe(store)
     latest = obs.latest_chapters
-    names = _project_names(obs)
+    names = obs.project_names
     rows: list[pd.DataFrame] = []
 
     kinds = project_kinds(obs)
@@ -288,14 +300,14 @@ def stuck(
         rows.append(
             pd.DataFrame(
                 {
-                    "chapter_id": part["chapter_id"].astype(TEXT),
+                    "chapter_id": part["chapter_id"].astype(_TEXT),
                     "chapter": _labels(part),
-                    "project_id": part["project_id"].astype(TEXT),
-                    "project": part["project_id"].map(names).astype(TEXT),
+                    "project_id": part["project_id"].astype(_TEXT),
+                    "project": part["project_id"].map(names).astype(_TEXT),
                     "reason": reason,
-                    "detail": detail.astype(TEXT),
+                    "detail": detail.astype(_TEXT),
                     "since": when.astype("datetime64[us, UTC]"),
-                    "advice": pd.array([advice(reason, k) for k in kind], dtype=TEXT),
+                    "advice": pd.array([advice(reason, k) for k in kind], dtype=_TEXT),
                 }
             )
         )
@@ -311,7 +323,7 @@ def stuck(
     add(part, "stalled", "running, no progress for " + (quiet / 3600).round(1).astype(str) + " h",
         part["last_activity_at"])  # fmt: skip
     failed = of("failed")
-    told = failed["failure_reason"].fillna("The run failed.").astype(str).map(without_advice)
+    told = failed["failure_reason"].fillna("The run failed.").astype(str).map(_without_advice)
     add(failed, "failed", told, failed["last_activity_at"])
     held = of("held_pages")
     unpaid = pd.Series(
@@ -331,15 +343,10 @@ def stuck(
     return within(frame, "since", since=since, until=until, tz=tz)
 
 
-def _project_names(obs: Observed) -> pd.Series:
-    projects = obs.latest_projects
-    return projects.set_index(projects["project_id"].astype(object))["name"].astype(object)
-
-
 def _labels(chapters: pd.DataFrame) -> pd.Series:
     titles = chapters["title"].astype(object)
     fallback = "Chapter " + chapters["position"].astype(str)
-    return titles.where(titles.notna(), fallback).astype(TEXT)
+    return titles.where(titles.notna(), fallback).astype(_TEXT)
 
 
 def _pages(counts: pd.Series) -> pd.Series:

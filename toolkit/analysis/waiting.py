@@ -27,7 +27,9 @@ import pandas as pd
 
 from toolkit.analysis.work import Model, OpenChapter
 
-COLUMNS = ["chapter_id", "project_id", "language_code", "waiting_since", "unblocked_p10",
+__all__ = ["UnitPrices", "waiting_work"]
+
+_COLUMNS = ["chapter_id", "project_id", "language_code", "waiting_since", "unblocked_p10",
            "unblocked_p50", "unblocked_p90", "credits_p10", "credits_p50",
            "credits_p90"]  # fmt: skip
 
@@ -59,7 +61,7 @@ def waiting_work(
     unpaid_pages: pd.Series,
     prices: UnitPrices,
 ) -> pd.DataFrame:
-    """Per waiting chapter (`held`: chapters at the snapshot) and language: `COLUMNS`.
+    """Per waiting chapter (`held`: chapters at the snapshot) and language: `_COLUMNS`.
     `unpaid_pages`: by chapter id, the pages its runs have not paid for (held pages);
     a chapter absent from it runs (and pays for) all its pages."""
     ids = projects["project_id"].astype(str)
@@ -112,7 +114,7 @@ def waiting_work(
         for code in codes:
             rows.append([chapter_id, project_id, code, waited, *finishes.get(code, [None] * 3),
                          *costs])  # fmt: skip
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame = pd.DataFrame(rows, columns=_COLUMNS)
     for column in ("waiting_since", "unblocked_p10", "unblocked_p50", "unblocked_p90"):
         frame[column] = pd.to_datetime(frame[column], utc=True)
     for column in ("credits_p10", "credits_p50", "credits_p90"):

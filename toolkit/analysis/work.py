@@ -8,13 +8,13 @@ A run reads the chapter's pages, translates its target languages one after anoth
 as the project's `processSteps` say and packages the languages one after another; a
 language reaches `needs_review` when its files are packaged. Chapters run side by side.
 What a store shows of that, per chapter and snapshot, is the lines covered and the lines
-left over its languages (`timeline`); the durations come from it:
+left over its languages (`_timeline`); the durations come from it:
 
 - **Pace**: lines one chapter translates per hour, over the intervals in which it was
   translating at both ends (reading done, lines left, the same run). Reading and the
   work after the last line are not in it, so a chapter that started inside the window
   is not slowness. Learned per project, else per project kind, else over every chapter
-  (at least `ENOUGH` samples), in `freq` bins so that there is a spread. Where no
+  (at least `_ENOUGH` samples), in `freq` bins so that there is a spread. Where no
   interval shows that (snapshots further apart than a run lasts), the pace of whole
   first runs, creation to finish, with reading and the tail inside it.
 - **Reading**: hours per page (a novel, which has no pages: per chapter), from chapters
@@ -41,10 +41,12 @@ from toolkit.analysis.calendar import period_starts
 from toolkit.analysis.observed import Observed, flag, with_previous
 from toolkit.timestamps import in_hours
 
+__all__ = ["BANDS", "Model", "OpenChapter", "Spread", "Tail", "learn"]
+
 # How sure a band is, surest first: the first words of `Model.band`'s answers.
 BANDS: Final = ("learned", "pooled", "whole runs", "open")
-POOLED: Final = "*"  # the key of the workspace's pooled tail in `Model.tails`
-ENOUGH: Final = 3  # samples a learned pace or duration needs to have a spread
+_POOLED: Final = "*"  # the key of the workspace's pooled tail in `Model.tails`
+_ENOUGH: Final = 3  # samples a learned pace or duration needs to have a spread
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class Tail:
         )
 
 
-def timeline(obs: Observed, last: int) -> pd.DataFrame:
+def _timeline(obs: Observed, last: int) -> pd.DataFrame:
     """One row per chapter and snapshot position up to `last` at which the chapter or
     one of its languages changed: `chapter_id, idx, covered, left` (summed over its
     languages; `left` null where a language's was never fetched), `languages`,
@@ -139,7 +141,7 @@ def timeline(obs: Observed, last: int) -> pd.DataFrame:
     return filled.reset_index(drop=True)
 
 
-def intervals(line: pd.DataFrame, times: pd.Series) -> pd.DataFrame:
+def _intervals(line: pd.DataFrame, times: pd.Series) -> pd.DataFrame:
     """The timeline with each row's previous row of the same chapter (`prev_*`) and the
     time of its snapshot and of the one before (`at`, `before`)."""
     grouped = line.groupby("chapter_id", sort=False)
@@ -156,7 +158,7 @@ def intervals(line: pd.DataFrame, times: pd.Series) -> pd.DataFrame:
     return out
 
 
-def pace_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) -> pd.DataFrame:
+def _pace_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) -> pd.DataFrame:
     """Lines and hours of chapters translating at both ends of an interval after
     position `first`: `chapter_id, project_id, bin, lines, hours` (one row per chapter
     and bin)."""
@@ -184,7 +186,7 @@ def pace_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) 
     ].sum()
 
 
-def run_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) -> pd.DataFrame:
+def _run_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) -> pd.DataFrame:
     """Lines and hours of whole first runs that finished after position `first`, from
     the chapter's creation to its finish (snapshots too far apart to catch a chapter
     translating at both ends of an interval still show these): `chapter_id,
@@ -206,7 +208,7 @@ def run_samples(steps: pd.DataFrame, *, first: int, freq: str, tz: str | None) -
     return frame[frame["hours"] > 0]
 
 
-def spread_of_pace(samples: pd.DataFrame) -> Spread | None:
+def _spread_of_pace(samples: pd.DataFrame) -> Spread | None:
     """Pooled pace (lines over hours) and the paces of the fast and slow tenths."""
     samples = samples[samples["hours"] > 0]
     if samples.empty or samples["lines"].sum() <= 0:
@@ -217,7 +219,7 @@ def spread_of_pace(samples: pd.DataFrame) -> Spread | None:
     return Spread(float(fast), pooled, float(slow), len(per))
 
 
-def translation_ends(steps: pd.DataFrame, pace: dict[str, float]) -> pd.DataFrame:
+def _translation_ends(steps: pd.DataFrame, pace: dict[str, float]) -> pd.DataFrame:
     """Where a chapter's lines ran out: `chapter_id, idx` (the first snapshot showing
     none left), `ended` (estimated from the lines the snapshot before showed left and
     the chapter's pace, kept between the two snapshots), `earliest` and `latest` (the
@@ -238,7 +240,7 @@ def translation_ends(steps: pd.DataFrame, pace: dict[str, float]) -> pd.DataFram
     )
 
 
-def finished_tails(steps: pd.DataFrame, ends: pd.DataFrame) -> pd.DataFrame:
+def _finished_tails(steps: pd.DataFrame, ends: pd.DataFrame) -> pd.DataFrame:
     """Per finished run: `chapter_id, units, languages, hours` from the end of its
     translation to its finish (`last_activity_at` of the first snapshot showing it
     settled, not failed)."""
@@ -257,14 +259,14 @@ def finished_tails(steps: pd.DataFrame, ends: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "chapter_id": merged["chapter_id"].to_numpy(),
-            "units": units(sizes["page_count"]).reindex(merged["chapter_id"]).to_numpy(),
+            "units": _units(sizes["page_count"]).reindex(merged["chapter_id"]).to_numpy(),
             "languages": sizes["languages"].reindex(merged["chapter_id"]).to_numpy(),
             "hours": hours.clip(lower=0).to_numpy(float),
         }
     )
 
 
-def units(page_count: pd.Series) -> pd.Series:
+def _units(page_count: pd.Series) -> pd.Series:
     """A chapter's size for reading and cleaning: its pages; a novel's (no pages): 1."""
     return page_count.fillna(0).astype(float).clip(lower=1)
 
@@ -273,26 +275,26 @@ def units(page_count: pd.Series) -> pd.Series:
 # run engine): packaging, per language, always; cleaning, per page, for `clean` and
 # `full`; lettering, per page and language, for `full` only. A novel only packages.
 PACKAGE, CLEAN, LETTER = 0, 1, 2
-PARTS: Final = {"text": (PACKAGE,), "translate": (PACKAGE,), "clean": (PACKAGE, CLEAN),
+_PARTS: Final = {"text": (PACKAGE,), "translate": (PACKAGE,), "clean": (PACKAGE, CLEAN),
                 "full": (PACKAGE, CLEAN, LETTER)}  # fmt: skip
 
 
-def tail_parts(kind: str, steps: str) -> tuple[int, ...]:
+def _tail_parts(kind: str, steps: str) -> tuple[int, ...]:
     """The parts a chapter of this project kind and steps has after its last line
     (every part where the steps are not known)."""
     if kind == "novel":
         return (PACKAGE,)
-    return PARTS.get(steps, (PACKAGE, CLEAN, LETTER))
+    return _PARTS.get(steps, (PACKAGE, CLEAN, LETTER))
 
 
-def fit_tail(
+def _fit_tail(
     samples: pd.DataFrame, parts: tuple[int, ...] = (PACKAGE, CLEAN, LETTER)
 ) -> Tail | None:
     """Hours per language (packaging), per page (cleaning) and per page and language
     (lettering), none negative, that best fit the finished runs' tails `units,
     languages, hours` (least squares over the subsets of `parts` whose coefficients all
     come out non-negative); `low` and `high`: the 10th and 90th percentile of what it
-    leaves over (none below `ENOUGH` runs, which `Tail.band` widens). Optional columns
+    leaves over (none below `_ENOUGH` runs, which `Tail.band` widens). Optional columns
     `cleaned` and `lettered` say whether each run's steps had those parts (default:
     yes), so that runs of other steps can share the fit (the workspace's pooled tail).
     Of fits equally good, the one with fewer parts wins, packaging first: one run fits
@@ -321,13 +323,13 @@ def fit_tail(
         return None
     fitted = features @ best[1]
     left_over = hours - fitted
-    low, high = np.quantile(left_over, [0.1, 0.9]) if len(hours) >= ENOUGH else (0.0, 0.0)
+    low, high = np.quantile(left_over, [0.1, 0.9]) if len(hours) >= _ENOUGH else (0.0, 0.0)
     language, page, page_language = (float(value) for value in best[1])
     return Tail(page, page_language, language, low=float(min(low, 0)), high=float(max(high, 0)),
                 runs=len(hours))  # fmt: skip
 
 
-def restricted(tail: Tail, parts: tuple[int, ...]) -> Tail:
+def _restricted(tail: Tail, parts: tuple[int, ...]) -> Tail:
     """`tail` with only the parts a project's steps have (the pooled tail, for one kind
     and steps)."""
     return replace(
@@ -338,7 +340,7 @@ def restricted(tail: Tail, parts: tuple[int, ...]) -> Tail:
     )
 
 
-def reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Timestamp) -> pd.Series:
+def _reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Timestamp) -> pd.Series:
     """Hours of reading per unit (page, or novel chapter), by chapter, for first runs
     that started after `since`: from its creation to the estimated start of translation
     (the lines the first snapshot showing any covered had covered, at the chapter's pace)."""
@@ -348,7 +350,7 @@ def reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Times
     guess = first["at"] - pd.to_timedelta((first["covered"] / rate).fillna(0), unit="h")
     lower = first[["before", "created_at"]].max(axis=1)
     began = guess.clip(lower=lower, upper=first["at"])
-    hours = in_hours(began - first["created_at"]) / units(first["page_count"])
+    hours = in_hours(began - first["created_at"]) / _units(first["page_count"])
     return pd.Series(hours.to_numpy(float), index=first["chapter_id"].to_numpy())
 
 
@@ -356,7 +358,7 @@ def reading_samples(steps: pd.DataFrame, pace: dict[str, float], since: pd.Times
 class Model:
     """What was learned from the history up to a snapshot. `paces` and `ended` by
     chapter id; `reading` (hours per unit) by project kind; `tails` by (kind, steps)
-    and the workspace's pooled one (`POOLED`); `lines_per_unit` and `page_counts` (of
+    and the workspace's pooled one (`_POOLED`); `lines_per_unit` and `page_counts` (of
     the chapters with pages) by project id and by kind."""
 
     paces: dict[str, Spread]
@@ -367,14 +369,14 @@ class Model:
     page_counts: dict[str, list[float]] = field(default_factory=dict)
 
     def tail(self, kind: str, steps: str) -> Tail | None:
-        """The tail of a project kind and steps: its own fit, once it has `ENOUGH`
+        """The tail of a project kind and steps: its own fit, once it has `_ENOUGH`
         finished runs, else the workspace's pooled fit with the parts these steps have
         (None: no run has finished in the history)."""
         own = self.tails.get((kind, steps))
         if own is not None:
             return own
-        pooled = self.tails.get(POOLED)
-        return None if pooled is None else restricted(pooled, tail_parts(kind, steps))
+        pooled = self.tails.get(_POOLED)
+        return None if pooled is None else _restricted(pooled, _tail_parts(kind, steps))
 
     def band(self, chapter: OpenChapter) -> str:
         """How the band of `chapter`'s finish is set, in words (starting with one of
@@ -467,39 +469,41 @@ def learn(
     """The model as the snapshots up to position `last` show it; paces from those after
     `first` (the window)."""
     times = pd.Series(obs.times)
-    line = timeline(obs, last)
-    steps = intervals(line, times)
+    line = _timeline(obs, last)
+    steps = _intervals(line, times)
     kind_of = dict(zip(projects["project_id"], projects["kind"].fillna(""), strict=True))
     steps_of = dict(zip(projects["project_id"], projects["process_steps"].fillna(""), strict=True))
     latest = line.drop_duplicates("chapter_id", keep="last").set_index("chapter_id")
     project_of = {str(c): str(p) for c, p in latest["project_id"].items()}
-    paces = _paces(pace_samples(steps, first=first, freq=freq, tz=tz), project_of, kind_of)
-    runs = _paces(run_samples(steps, first=first, freq=freq, tz=tz), project_of, kind_of)
+    paces = _paces(_pace_samples(steps, first=first, freq=freq, tz=tz), project_of, kind_of)
+    runs = _paces(_run_samples(steps, first=first, freq=freq, tz=tz), project_of, kind_of)
     for chapter, spread in runs.items():  # only where no interval taught a pace
         paces.setdefault(chapter, replace(spread, whole_runs=True))
     pooled = {chapter: spread.p50 for chapter, spread in paces.items()}
 
-    ends = translation_ends(steps, pooled)
-    tails = finished_tails(steps, ends)
+    ends = _translation_ends(steps, pooled)
+    tails = _finished_tails(steps, ends)
     projects_of_tails = tails["chapter_id"].map(project_of)
     tails = tails.assign(kind=projects_of_tails.map(kind_of), steps=projects_of_tails.map(steps_of))
     fitted: dict[tuple[str, str] | str, Tail] = {}
-    parts = [tail_parts(str(k), str(s)) for k, s in zip(tails["kind"], tails["steps"], strict=True)]
+    parts = [
+        _tail_parts(str(k), str(s)) for k, s in zip(tails["kind"], tails["steps"], strict=True)
+    ]
     shared = tails.assign(
         cleaned=[CLEAN in p for p in parts], lettered=[LETTER in p for p in parts]
     )
-    if (pooled_tail := fit_tail(shared)) is not None:
-        fitted[POOLED] = replace(pooled_tail, pooled=True)
+    if (pooled_tail := _fit_tail(shared)) is not None:
+        fitted[_POOLED] = replace(pooled_tail, pooled=True)
     for (kind, step), group in tails.groupby(["kind", "steps"]):
-        if len(group) >= ENOUGH and (tail := fit_tail(group, tail_parts(str(kind), str(step)))):
+        if len(group) >= _ENOUGH and (tail := _fit_tail(group, _tail_parts(str(kind), str(step)))):
             fitted[(str(kind), str(step))] = tail
 
-    reading = reading_samples(steps, pooled, since=times.iloc[0])
+    reading = _reading_samples(steps, pooled, since=times.iloc[0])
     read_kind = reading.groupby(reading.index.map(project_of).map(kind_of)).median()
 
     read = latest[(latest["covered"] > 0) & latest["left"].notna()]
     lines = (read["covered"] + read["left"].astype(float)) / read["languages"].clip(lower=1)
-    size = pd.DataFrame({"lines": lines, "units": units(read["page_count"]),
+    size = pd.DataFrame({"lines": lines, "units": _units(read["page_count"]),
                          "project": read["project_id"].astype(object)})  # fmt: skip
     size["kind"] = size["project"].map(kind_of)
     per_unit: dict[str, float] = {}
@@ -538,34 +542,34 @@ def learn(
 def _paces(
     samples: pd.DataFrame, project_of: dict[str, str], kind_of: dict[str, str]
 ) -> dict[str, Spread]:
-    """Each chapter's pace: its project's spread if that has `ENOUGH` samples, else its
+    """Each chapter's pace: its project's spread if that has `_ENOUGH` samples, else its
     kind's, else everyone's; scaled to the chapter's own pooled pace when that has
-    `ENOUGH` samples (one interval of a chapter is a few pages: too few to tell). Its
+    `_ENOUGH` samples (one interval of a chapter is a few pages: too few to tell). Its
     fast and slow ends lie at least `1/sqrt(samples)` of the pooled pace from it (one
     sample: twice and half as fast), so that the fewer the samples, the wider."""
     samples = samples.assign(kind=samples["project_id"].map(kind_of))
     levels: dict[str, Spread] = {}
     for key in ("project_id", "kind"):
         for value, group in samples.groupby(key):
-            if (spread := spread_of_pace(group)) is not None:
+            if (spread := _spread_of_pace(group)) is not None:
                 levels[f"{key}:{value}"] = spread
-    everyone = spread_of_pace(samples)
+    everyone = _spread_of_pace(samples)
     own = {
         str(chapter): spread
         for chapter, group in samples.groupby("chapter_id")
-        if (spread := spread_of_pace(group)) is not None
+        if (spread := _spread_of_pace(group)) is not None
     }
     paces: dict[str, Spread] = {}
     for chapter, project in project_of.items():
         found = [levels.get(f"project_id:{project}"), levels.get(f"kind:{kind_of.get(project)}"),
                  everyone]  # fmt: skip
         known = [spread for spread in found if spread is not None]
-        enough = [spread for spread in known if spread.samples >= ENOUGH]
+        enough = [spread for spread in known if spread.samples >= _ENOUGH]
         if not known:
             continue
         chosen = (enough or known)[0]
         mine = own.get(chapter)
-        scale = mine.p50 / chosen.p50 if mine and mine.samples >= ENOUGH else 1.0
+        scale = mine.p50 / chosen.p50 if mine and mine.samples >= _ENOUGH else 1.0
         # The fewer the samples, the wider: at least p50 x (1 +- 1/sqrt(samples)).
         share = 1 / np.sqrt(max(chosen.samples, 1))
         pooled = chosen.p50 * scale

@@ -29,7 +29,7 @@ from toolkit.analysis.observed import Observed
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["labelled", "stack"]
+__all__ = ["TEXT", "P", "R", "across", "labelled", "stack", "store_label"]
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -30,9 +30,11 @@ from typing import Any, Literal
 from toolkit.client import check_image, check_text
 from toolkit.errors import InvalidUpload
 
+__all__ = ["FolderChapter", "FolderScan", "Kind", "Problem", "natural_key", "scan_folder"]
+
 Kind = Literal["comic", "novel"]
-IGNORED = {"thumbs.db", "desktop.ini"}
-NUMBER = re.compile(r"\d+")
+_IGNORED = {"thumbs.db", "desktop.ini"}
+_NUMBER = re.compile(r"\d+")
 
 
 def natural_key(name: str) -> list[Any]:
@@ -73,6 +75,8 @@ class Problem:
 
 @dataclass
 class FolderScan:
+    """What scanning an upload folder found: its chapters and the problems that stop them."""
+
     root: Path
     chapters: list[FolderChapter] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
@@ -123,11 +127,11 @@ def _ordered(folder: Path) -> list[Path]:
 
 
 def _ignored(path: Path) -> bool:
-    return path.name.startswith(".") or path.name.lower() in IGNORED
+    return path.name.startswith(".") or path.name.lower() in _IGNORED
 
 
-def _number(path: Path, problems: list[Problem]) -> int | None:
-    found = NUMBER.search(path.stem if path.is_file() else path.name)
+def _file_number(path: Path, problems: list[Problem]) -> int | None:
+    found = _NUMBER.search(path.stem if path.is_file() else path.name)
     if found is None:
         problems.append(Problem(path.name, "no chapter number in its name (use chapter-01, ...)"))
         return None
@@ -140,10 +144,10 @@ def _number(path: Path, problems: list[Problem]) -> int | None:
 
 def _read_entry(path: Path, problems: list[Problem]) -> FolderChapter | None:
     if path.is_dir():
-        number = _number(path, problems)
+        number = _file_number(path, problems)
         return None if number is None else _read_pages(path, number, problems)
     if path.suffix.lower() == ".txt":
-        number = _number(path, problems)
+        number = _file_number(path, problems)
         return None if number is None else _read_text(path, number, problems)
     problems.append(
         Problem(path.name, "not a chapter: expected a folder of page images or a .txt file")

@@ -31,11 +31,15 @@ if TYPE_CHECKING:
     from toolkit.models import ChapterListItem, Project
     from toolkit.store import SnapshotStore
 
+__all__ = ["Action", "PlannedChapter", "UploadPlan", "find_project", "plan_upload"]
+
 Action = Literal["send", "skip", "conflict"]
 
 
 @dataclass(frozen=True)
 class PlannedChapter:
+    """A chapter of the folder, what the upload will do with it (send, skip, conflict), and why."""
+
     chapter: FolderChapter
     action: Action
     note: str

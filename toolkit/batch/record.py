@@ -16,16 +16,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+__all__ = ["RECORD_NAME", "UploadRecord"]
+
 RECORD_NAME = ".toolkit-upload.json"
 
 
 @dataclass(frozen=True)
-class Recorded:
+class _Recorded:
     chapter_id: str
     digest: str
 
 
 class UploadRecord:
+    """The folder's record of the chapters already uploaded (`RECORD_NAME`), by project and number.
+
+    An unreadable record reads as empty: chapters are then compared by count."""
+
     def __init__(self, folder: Path) -> None:
         self.path = folder / RECORD_NAME
         self._data: dict[str, Any] = {"version": 1, "projects": {}}
@@ -37,11 +43,11 @@ class UploadRecord:
             if isinstance(loaded, dict) and isinstance(loaded.get("projects"), dict):
                 self._data = loaded
 
-    def get(self, project_id: str, number: int) -> Recorded | None:
+    def get(self, project_id: str, number: int) -> _Recorded | None:
         entry = self._data["projects"].get(project_id, {}).get(str(number))
         if not isinstance(entry, dict):
             return None
-        return Recorded(str(entry.get("chapter_id")), str(entry.get("sha256")))
+        return _Recorded(str(entry.get("chapter_id")), str(entry.get("sha256")))
 
     def add(self, project_id: str, number: int, chapter_id: str, digest: str) -> None:
         """Note a chapter created and write the record at once. Raises `OSError`."""

@@ -24,6 +24,8 @@ from toolkit.formatting import count, size
 if TYPE_CHECKING:
     from toolkit.client import Client
 
+__all__ = ["ChapterOutcome", "Progress", "Result", "UploadInterrupted", "UploadSummary", "upload"]
+
 Result = Literal["created", "skipped", "refused", "interrupted", "not sent"]
 _WORDS: dict[Result, str] = {
     "skipped": "already there",
@@ -31,7 +33,7 @@ _WORDS: dict[Result, str] = {
     "interrupted": "interrupted while sent",
     "not sent": "not sent",
 }
-IN_FLIGHT = "stopped while being sent: it may be in the project now; a rerun finds it"
+_IN_FLIGHT = "stopped while being sent: it may be in the project now; a rerun finds it"
 
 
 class UploadInterrupted(KeyboardInterrupt):
@@ -58,6 +60,8 @@ class Progress:
 
 @dataclass(frozen=True)
 class ChapterOutcome:
+    """What sending one chapter of the folder came to, with its size and credits."""
+
     number: int
     source: str
     pages: int
@@ -70,6 +74,8 @@ class ChapterOutcome:
 
 @dataclass
 class UploadSummary:
+    """What an upload did to every chapter of a project's folder, and whether it was cut short."""
+
     project_name: str
     outcomes: list[ChapterOutcome] = field(default_factory=list)
     record_problem: str | None = None
@@ -149,7 +155,7 @@ def upload(
             chapter_id = _send(client, plan, item)
         except KeyboardInterrupt:
             summary.interrupted = stopped = True
-            summary.outcomes.append(_outcome(item, "interrupted", IN_FLIGHT))
+            summary.outcomes.append(_outcome(item, "interrupted", _IN_FLIGHT))
             continue
         except ToolkitError as exc:
             summary.outcomes.append(_outcome(item, "refused", in_plain_words(exc)))

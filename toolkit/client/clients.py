@@ -37,8 +37,10 @@ from toolkit.models import (
 )
 from toolkit.timestamps import parse_http_date
 
-T = TypeVar("T")
-USER_AGENT = "toolkit-python/0.1"
+__all__ = ["AsyncClient", "AttemptHook", "Client", "PollHook"]
+
+_T = TypeVar("_T")
+_USER_AGENT = "toolkit-python/0.1"
 PollHook = Callable[[ChapterDetail], object]
 # on_attempt(status, seconds, retry_after): status None when no answer came.
 AttemptHook = Callable[[int | None, float, float | None], object]
@@ -132,7 +134,7 @@ class _BaseClient:
             "base_url": self._settings.api_url,
             "auth": BearerAuth(self._settings.api_key),
             "timeout": self._timeout,
-            "headers": {"User-Agent": USER_AGENT, "Accept": "application/json"},
+            "headers": {"User-Agent": _USER_AGENT, "Accept": "application/json"},
             "follow_redirects": False,
         }
 
@@ -244,7 +246,7 @@ class Client(_BaseClient):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _run(self, flow: Flow[T]) -> T:
+    def _run(self, flow: Flow[_T]) -> _T:
         reply: Any = None
         try:
             while True:
@@ -467,7 +469,7 @@ class AsyncClient(_BaseClient):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _run(self, flow: Flow[T]) -> T:
+    async def _run(self, flow: Flow[_T]) -> _T:
         reply: Any = None
         try:
             while True:

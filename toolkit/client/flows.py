@@ -49,20 +49,45 @@ from toolkit.models import (
 )
 from toolkit.timestamps import parse_http_date
 
+__all__ = [
+    "FinalAnswer",
+    "Flow",
+    "Kinds",
+    "Send",
+    "Sleep",
+    "Step",
+    "T",
+    "add_pages",
+    "call",
+    "create_chapter",
+    "earliest_arrival",
+    "exchange",
+    "get_chapter",
+    "get_project",
+    "list_chapters",
+    "list_projects",
+    "rescan_chapter",
+    "start_chapter",
+]
+
 logger = logging.getLogger("toolkit.client")
 
 T = TypeVar("T")
 # Without these a chapter list item's language rows would be lost without a word.
-CHAPTER_REQUIRED = ("languages",)
+_CHAPTER_REQUIRED = ("languages",)
 
 
 @dataclass(frozen=True)
 class Send:
+    """A flow's step: send this request and give the flow its response."""
+
     spec: RequestSpec
 
 
 @dataclass(frozen=True)
 class Sleep:
+    """A flow's step: wait this many seconds before the next."""
+
     seconds: float
 
 
@@ -133,7 +158,7 @@ def call(spec: RequestSpec, policy: RetryPolicy) -> Flow[httpx.Response]:
     return outcome.response
 
 
-def path_id(value: object, what: str) -> str:
+def _path_id(value: object, what: str) -> str:
     """An id for a URL path, refusing what is clearly not one."""
     if not isinstance(value, str) or not value:
         hint = f"; pass {what.split('_')[0]}.id" if hasattr(value, "id") else ""
@@ -142,12 +167,14 @@ def path_id(value: object, what: str) -> str:
 
 
 def list_projects(policy: RetryPolicy) -> Flow[list[Project]]:
+    """The flow of `GET /projects`."""
     spec = RequestSpec("GET", "/projects", "list_projects", repeatable=True)
     return parse_many(Project, (yield from call(spec, policy)), spec)
 
 
 def get_project(project_id: str, policy: RetryPolicy, kinds: Kinds | None = None) -> Flow[Project]:
-    path = f"/projects/{path_id(project_id, 'project_id')}"
+    """The flow of `GET /projects/{id}`; notes the project's kind in `kinds`."""
+    path = f"/projects/{_path_id(project_id, 'project_id')}"
     spec = RequestSpec("GET", path, "get_project", project_id=project_id, repeatable=True)
     project = parse_one(Project, (yield from call(spec, policy)), spec)
     if kinds is not None:
@@ -156,19 +183,21 @@ def get_project(project_id: str, policy: RetryPolicy, kinds: Kinds | None = None
 
 
 def list_chapters(project_id: str, policy: RetryPolicy) -> Flow[list[ChapterListItem]]:
-    path = f"/projects/{path_id(project_id, 'project_id')}/chapters"
+    """The flow of `GET /projects/{id}/chapters`."""
+    path = f"/projects/{_path_id(project_id, 'project_id')}/chapters"
     spec = RequestSpec("GET", path, "list_chapters", project_id=project_id, repeatable=True)
     answer = yield from call(spec, policy)
     # A project's chapter numbers are its own: two items at one number contradict the list.
     return parse_many(
-        ChapterListItem, answer, spec, required=CHAPTER_REQUIRED, keys=("id", "position")
+        ChapterListItem, answer, spec, required=_CHAPTER_REQUIRED, keys=("id", "position")
     )
 
 
 def get_chapter(
     chapter_id: str, policy: RetryPolicy, kinds: Kinds | None = None
 ) -> Flow[ChapterDetail]:
-    path = f"/chapters/{path_id(chapter_id, 'chapter_id')}"
+    """The flow of `GET /chapters/{id}`; notes its project's kind in `kinds`."""
+    path = f"/chapters/{_path_id(chapter_id, 'chapter_id')}"
     spec = RequestSpec("GET", path, "get_chapter", chapter_id=chapter_id, repeatable=True)
     chapter = parse_one(ChapterDetail, (yield from call(spec, policy)), spec)
     if kinds is not None and chapter.project is not None:
@@ -201,7 +230,8 @@ def create_chapter(
     text: str | None,
     position: object,
 ) -> Flow[NewChapter]:
-    path = f"/projects/{path_id(project_id, 'project_id')}/chapters"
+    """The flow of `POST /projects/{id}/chapters`: a chapter with pages, staged, or of text."""
+    path = f"/projects/{_path_id(project_id, 'project_id')}/chapters"
     number = check_position(position)
     choices = {"pages": pages is not None, "staged": staged, "text": text is not None}
     given = [name for name, on in choices.items() if on]
@@ -404,7 +434,8 @@ def add_pages(
     hold: bool,
     position: object,
 ) -> Flow[AddedPages]:
-    path = f"/chapters/{path_id(chapter_id, 'chapter_id')}/pages"
+    """The flow of `POST /chapters/{id}/pages`."""
+    path = f"/chapters/{_path_id(chapter_id, 'chapter_id')}/pages"
     number = check_position(position)
     with prepare_pages(pages) as upload:
         check_page_position(number, len(upload))
@@ -425,7 +456,8 @@ def add_pages(
 def start_chapter(
     chapter_id: str, policy: RetryPolicy, *, page_ids: Sequence[str] | None
 ) -> Flow[StartResult]:
-    path = f"/chapters/{path_id(chapter_id, 'chapter_id')}/start"
+    """The flow of `POST /chapters/{id}/start`, with the pages to start when given."""
+    path = f"/chapters/{_path_id(chapter_id, 'chapter_id')}/start"
     body = None
     if page_ids is not None:
         if isinstance(page_ids, str) or not all(isinstance(p, str) for p in page_ids):
@@ -436,6 +468,7 @@ def start_chapter(
 
 
 def rescan_chapter(chapter_id: str, policy: RetryPolicy) -> Flow[RescanResult]:
-    path = f"/chapters/{path_id(chapter_id, 'chapter_id')}/rescan"
+    """The flow of `POST /chapters/{id}/rescan`."""
+    path = f"/chapters/{_path_id(chapter_id, 'chapter_id')}/rescan"
     spec = RequestSpec("POST", path, "rescan_chapter", chapter_id=chapter_id)
     return parse_one(RescanResult, (yield from call(spec, policy)), spec)

@@ -27,6 +27,22 @@ from toolkit.errors import (
 )
 from toolkit.models import MISSING, Resource, UnexpectedValue, camel, shown
 
+__all__ = [
+    "Action",
+    "BearerAuth",
+    "R",
+    "RequestSpec",
+    "WatchedBody",
+    "api_error",
+    "form_field",
+    "parse_many",
+    "parse_one",
+    "scrubbed",
+    "sent_wholly",
+    "transport_error",
+    "watched",
+]
+
 R = TypeVar("R", bound=Resource)
 
 Action = Literal[
@@ -81,7 +97,7 @@ def form_field(name: str, value: str | int) -> tuple[str, tuple[None, bytes, str
     return (name, (None, str(value).encode("ascii"), None))
 
 
-def server_message(response: httpx.Response) -> str | None:
+def _server_message(response: httpx.Response) -> str | None:
     """The service's own words from an error answer, if it gave any."""
     try:
         body = response.json()
@@ -107,7 +123,7 @@ def _subject(spec: RequestSpec) -> str:
 
 
 @dataclass(frozen=True)
-class Explanation:
+class _Explanation:
     """What went wrong and what to do, written once for everyone who reads an error.
 
     `summary` names the request's subject (ids: all the client knows); `reason` and
@@ -123,7 +139,7 @@ class Explanation:
     quote_service: bool = False
 
 
-BAD_REQUEST_ADVICE: dict[str, tuple[str, str | None]] = {
+_BAD_REQUEST_ADVICE: dict[str, tuple[str, str | None]] = {
     "create_chapter": (
         "a comic chapter needs pages (or to be staged), a novel chapter non-empty text, "
         "and a chapter number must be a whole number of 1 or more",
@@ -148,11 +164,11 @@ BAD_REQUEST_ADVICE: dict[str, tuple[str, str | None]] = {
 _WAIT = "wait for it to finish, then try again"
 
 
-def _conflict(spec: RequestSpec) -> Explanation:
+def _conflict(spec: RequestSpec) -> _Explanation:
     if spec.action == "create_chapter":
         number = f"a chapter {spec.position}" if spec.position else "a chapter with that number"
         taken = f"chapter {spec.position} is taken" if spec.position else "the number is taken"
-        return Explanation(
+        return _Explanation(
             f"project {spec.project_id!r} already has {number}",
             taken,
             "pick another chapter number, or leave it out to take the next free one",
@@ -160,14 +176,14 @@ def _conflict(spec: RequestSpec) -> Explanation:
         )
     wait_hint = f"client.wait_for_chapter({spec.chapter_id!r}) waits for it"
     if spec.action == "add_pages" and spec.position is not None:
-        return Explanation(
+        return _Explanation(
             f"chapter {spec.chapter_id!r} refused the page at position {spec.position}",
             f"page {spec.position} was refused",
             "either the chapter is still processing (wait for it to finish) or it has run, "
             "and then new pages go after the last one: leave the page number out",
             wait_hint,
         )
-    return Explanation(
+    return _Explanation(
         f"chapter {spec.chapter_id!r} is still processing",
         "the chapter is still processing",
         _WAIT,
@@ -175,12 +191,12 @@ def _conflict(spec: RequestSpec) -> Explanation:
     )
 
 
-def _explain(status: int, spec: RequestSpec) -> Explanation:
+def _explain(status: int, spec: RequestSpec) -> _Explanation:
     """What went wrong and what to do, for an error status on this request."""
     subject = _subject(spec)
     if status == 400:
-        advice, hint = BAD_REQUEST_ADVICE.get(spec.action, ("check what was sent", None))
-        return Explanation(
+        advice, hint = _BAD_REQUEST_ADVICE.get(spec.action, ("check what was sent", None))
+        return _Explanation(
             f"the service refused {spec.action} on {subject}",
             "the service refused the request",
             advice,
@@ -188,14 +204,14 @@ def _explain(status: int, spec: RequestSpec) -> Explanation:
             quote_service=True,
         )
     if status in (401, 403):
-        return Explanation(
+        return _Explanation(
             "the API key was refused",
             "the API key was refused",
             "check CTS_API_KEY: use a key of your workspace",
             "or pass api_key=",
         )
     if status == 402:
-        return Explanation(
+        return _Explanation(
             f"not enough credits for {spec.action} on {subject}",
             "not enough credits",
             "add credits to the workspace, or send fewer pages",
@@ -203,7 +219,7 @@ def _explain(status: int, spec: RequestSpec) -> Explanation:
     if status == 404:
         what = "chapter" if spec.chapter_id is not None else "project"
         where = "list_projects()" if spec.chapter_id is None else "list_chapters(project_id)"
-        return Explanation(
+        return _Explanation(
             f"{subject} not found",
             f"the {what} was not found",
             "it does not exist, is in the trash, or is another workspace's",
@@ -213,31 +229,31 @@ def _explain(status: int, spec: RequestSpec) -> Explanation:
         return _conflict(spec)
     if status == 413:
         reason = "a page image or the text is too large"
-        return Explanation(reason, reason, "scale or recompress the images, or split the text")
+        return _Explanation(reason, reason, "scale or recompress the images, or split the text")
     if status == 415:
         reason = "a page image is of a type the service does not take"
-        return Explanation(reason, reason, "send PNG, JPEG or WebP")
+        return _Explanation(reason, reason, "send PNG, JPEG or WebP")
     if status == 422:
         reason = "a page image cannot be opened, or the text is over the limit"
-        return Explanation(
+        return _Explanation(
             reason,
             reason,
             "check that each file opens in an image viewer; keep text to 200,000 characters",
             quote_service=True,
         )
     if status == 429:
-        return Explanation(
+        return _Explanation(
             "too many requests", "too many requests", "slow down and try again in a while"
         )
     if status >= 500:
         if spec.method == "GET":
-            return Explanation(
+            return _Explanation(
                 f"the service failed on {spec.action}",
                 "the service failed",
                 "try again later",
                 quote_service=True,
             )
-        return Explanation(
+        return _Explanation(
             f"the service failed on {spec.action} for {subject}",
             "the service failed",
             "it may have acted before failing: look at the project's chapters before sending "
@@ -245,7 +261,7 @@ def _explain(status: int, spec: RequestSpec) -> Explanation:
             "get_chapter or list_chapters shows them",
             quote_service=True,
         )
-    return Explanation(
+    return _Explanation(
         f"unexpected answer to {spec.action} on {subject}",
         f"the service answered {status}",
         "try again later",
@@ -269,7 +285,7 @@ def api_error(
     """
     status = response.status_code
     explained = _explain(status, spec)
-    said = _news(server_message(response), explained)
+    said = _news(_server_message(response), explained)
     message = f"{explained.summary} ({status}); {explained.advice}"
     if explained.hint:
         message += f" ({explained.hint})"
@@ -285,7 +301,7 @@ def api_error(
     cls = error_class or error_class_for(status)
     parts: dict[str, Any] = {
         "status": status,
-        "server_message": server_message(response),
+        "server_message": _server_message(response),
         "response": response,
         "reason": reason,
         "advice": explained.advice,
@@ -297,7 +313,7 @@ def api_error(
     return cls(message, **parts)
 
 
-def _news(said: str | None, explained: Explanation) -> str | None:
+def _news(said: str | None, explained: _Explanation) -> str | None:
     """The parts of the service's message (its clauses, split at `;`) that our words do not
     already say, so that the same advice is not given twice; None when nothing is left."""
     if not said:
@@ -416,7 +432,7 @@ _UNEXPECTED_ADVICE = (
 )
 
 
-def unexpected(
+def _unexpected(
     response: httpx.Response, spec: RequestSpec, field: str, value: Any, expected: str
 ) -> UnexpectedAnswer:
     """An `UnexpectedAnswer` naming the route, the field and the value."""
@@ -435,12 +451,12 @@ def unexpected(
     )
 
 
-def json_body(response: httpx.Response, spec: RequestSpec) -> Any:
+def _json_body(response: httpx.Response, spec: RequestSpec) -> Any:
     try:
         return response.json()
     except ValueError:
         text = response.text
-        raise unexpected(response, spec, "body", text, "JSON") from None
+        raise _unexpected(response, spec, "body", text, "JSON") from None
 
 
 def parse_one(
@@ -451,9 +467,9 @@ def parse_one(
     `required` names fields the route must send (a chapter's `languages`): without them
     rows would be lost without a word.
     """
-    body = json_body(response, spec)
+    body = _json_body(response, spec)
     if not isinstance(body, Mapping):
-        raise unexpected(response, spec, "body", body, "an object")
+        raise _unexpected(response, spec, "body", body, "an object")
     return _parsed(model, body, response, spec, required, "")
 
 
@@ -471,13 +487,13 @@ def parse_many(
     `position`): each must be sent, not empty, and held by one item only. A list that
     names one chapter twice contradicts itself, and either reading of it is a guess.
     """
-    body = json_body(response, spec)
+    body = _json_body(response, spec)
     if not isinstance(body, list):
-        raise unexpected(response, spec, "body", body, "a list of objects")
+        raise _unexpected(response, spec, "body", body, "a list of objects")
     found = []
     for number, item in enumerate(body):
         if not isinstance(item, Mapping):
-            raise unexpected(response, spec, f"[{number}]", item, "an object")
+            raise _unexpected(response, spec, f"[{number}]", item, "an object")
         present = (*required, *(camel(key) for key in keys))
         found.append(_parsed(model, item, response, spec, present, f"[{number}]"))
     for key in keys:
@@ -494,13 +510,13 @@ def _refuse_repeats(
     for number, item in enumerate(items):
         value = getattr(item, key)
         if value == "" or value is None:
-            raise unexpected(response, spec, f"[{number}].{name}", value, "a non-empty value")
+            raise _unexpected(response, spec, f"[{number}].{name}", value, "a non-empty value")
         first = seen.setdefault(value, number)
         if first != number:
-            raise contradiction(response, spec, (first, number), name, value)
+            raise _contradiction(response, spec, (first, number), name, value)
 
 
-def contradiction(
+def _contradiction(
     response: httpx.Response, spec: RequestSpec, numbers: tuple[int, int], name: str, value: Any
 ) -> UnexpectedAnswer:
     """An `UnexpectedAnswer` for a list whose items `numbers` both hold `name` = `value`."""
@@ -532,9 +548,9 @@ def _parsed(
     for name in required:
         if name not in item:
             path = f"{where}.{name}" if where else name
-            raise unexpected(response, spec, path, MISSING, "sent")
+            raise _unexpected(response, spec, path, MISSING, "sent")
     try:
         return model.from_json(item)
     except UnexpectedValue as wrong:
         field = wrong.under(where).field if where else wrong.field
-        raise unexpected(response, spec, field, wrong.value, wrong.expected) from None
+        raise _unexpected(response, spec, field, wrong.value, wrong.expected) from None

@@ -15,7 +15,9 @@ import httpx
 
 from toolkit.timestamps import parse_http_date
 
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
+__all__ = ["BodyNotSent", "RetryPolicy", "never_sent", "parse_retry_after"]
+
+_RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 
 class BodyNotSent(httpx.WriteError):
@@ -25,14 +27,14 @@ class BodyNotSent(httpx.WriteError):
 
 # The connection was never made, or broke before the whole request was written: the
 # service cannot have acted.
-NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, BodyNotSent)
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, BodyNotSent)
 # Failures worth another try for a request that may be repeated.
-TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+_TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
 
 def never_sent(error: httpx.TransportError) -> bool:
     """True when the request cannot have reached the service."""
-    return isinstance(error, NOT_SENT)
+    return isinstance(error, _NOT_SENT)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -51,7 +53,7 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
 
 
 @dataclass(frozen=True)
-class Delay:
+class _Delay:
     """What to do after a failed attempt: wait `seconds` and try again, or stop.
 
     `too_long` is set when the service asked (with Retry-After) for a wait past the cap.
@@ -65,7 +67,7 @@ class Delay:
         return self.seconds is not None
 
 
-STOP = Delay(None)
+_STOP = _Delay(None)
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ class RetryPolicy:
         ceiling = min(self.cap, self.base * 2.0**attempt)
         return ceiling * (0.5 + 0.5 * self.jitter())
 
-    def after_response(self, response: httpx.Response, attempt: int, *, repeatable: bool) -> Delay:
+    def after_response(self, response: httpx.Response, attempt: int, *, repeatable: bool) -> _Delay:
         """Whether and when to try again after an error answer.
 
         Only 429, 502, 503 and 504 are tried again; a `Retry-After` is honoured up to
@@ -134,18 +136,18 @@ class RetryPolicy:
             service asked for a wait past `max_retry_after`).
         """
         status = response.status_code
-        if status not in RETRY_STATUSES or attempt >= self.max_retries:
-            return STOP
+        if status not in _RETRY_STATUSES or attempt >= self.max_retries:
+            return _STOP
         if status != 429 and not repeatable:
-            return STOP
+            return _STOP
         asked = parse_retry_after(response.headers.get("Retry-After"))
         if asked is None:
-            return Delay(self.backoff(attempt))
+            return _Delay(self.backoff(attempt))
         if asked > self.max_retry_after:
-            return Delay(None, too_long=asked)
-        return Delay(asked)
+            return _Delay(None, too_long=asked)
+        return _Delay(asked)
 
-    def after_error(self, error: httpx.TransportError, attempt: int, *, repeatable: bool) -> Delay:
+    def after_error(self, error: httpx.TransportError, attempt: int, *, repeatable: bool) -> _Delay:
         """Whether and when to try again after a transport failure.
 
         Args:
@@ -158,7 +160,7 @@ class RetryPolicy:
             The wait before the next try, or a stop.
         """
         if attempt >= self.max_retries:
-            return STOP
-        if never_sent(error) or (repeatable and isinstance(error, TRANSIENT)):
-            return Delay(self.backoff(attempt))
-        return STOP
+            return _STOP
+        if never_sent(error) or (repeatable and isinstance(error, _TRANSIENT)):
+            return _Delay(self.backoff(attempt))
+        return _STOP

@@ -22,16 +22,30 @@ from typing import IO, Literal
 
 from toolkit.errors import InvalidUpload
 
+__all__ = [
+    "Form",
+    "MultipartFile",
+    "PageSource",
+    "PageUpload",
+    "PreparedPage",
+    "check_form",
+    "check_image",
+    "check_page_position",
+    "check_position",
+    "check_text",
+    "prepare_pages",
+]
+
 PageSource = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 MultipartFile = tuple[str, tuple[str | None, IO[bytes] | bytes, str | None]]
 
-MAX_TEXT_CHARS = 200_000
-SNIFF_BYTES = 4096
-READ_BLOCK = 64 * 1024
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-EXTENSIONS = {"JPEG": "jpg", "TIFF": "tif"}
+_MAX_TEXT_CHARS = 200_000
+_SNIFF_BYTES = 4096
+_READ_BLOCK = 64 * 1024
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_EXTENSIONS = {"JPEG": "jpg", "TIFF": "tif"}
 # What a refusal tells a person to send: the raster formats the service is known to read.
-PAGE_FORMATS = "PNG, JPEG, WebP, GIF, BMP or TIFF"
+_PAGE_FORMATS = "PNG, JPEG, WebP, GIF, BMP or TIFF"
 
 
 @dataclass
@@ -148,10 +162,10 @@ def check_text(text: object) -> str:
         )
     if not text.strip():
         raise InvalidUpload("text is empty: a novel chapter needs its text", item="text")
-    if len(text) > MAX_TEXT_CHARS:
+    if len(text) > _MAX_TEXT_CHARS:
         raise InvalidUpload(
             f"text is {len(text):,} characters, over the service's limit of "
-            f"{MAX_TEXT_CHARS:,}: split it into several chapters",
+            f"{_MAX_TEXT_CHARS:,}: split it into several chapters",
             item="text",
         )
     return text
@@ -196,7 +210,7 @@ def _prepare(source: object, number: int) -> PreparedPage:
     if isinstance(name, str):
         filename = os.path.basename(name)
     else:
-        filename = f"page-{number:03d}.{EXTENSIONS.get(image_format, image_format.lower())}"
+        filename = f"page-{number:03d}.{_EXTENSIONS.get(image_format, image_format.lower())}"
 
     content_type = Image.MIME.get(image_format, "application/octet-stream")
     return PreparedPage(label, filename, content_type, file, owned)
@@ -251,10 +265,10 @@ def check_image(file: IO[bytes], label: str) -> str:
             PNG whose chunks are damaged).
     """
     try:
-        head = file.read(SNIFF_BYTES)
+        head = file.read(_SNIFF_BYTES)
         if not head:
             raise InvalidUpload(f"{label}: the file is empty", item=label)
-        if looks_like_svg(head):
+        if _looks_like_svg(head):
             raise InvalidUpload(
                 f"{label}: is an SVG, which the service does not take; "
                 "export it as PNG or JPEG first",
@@ -270,11 +284,11 @@ def check_image(file: IO[bytes], label: str) -> str:
         file.seek(0)
 
 
-def looks_like_svg(head: bytes) -> bool:
+def _looks_like_svg(head: bytes) -> bool:
     """True when the first bytes of a file are SVG markup (plain or gzip-compressed)."""
     if head.startswith(b"\x1f\x8b"):
         try:
-            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, _SNIFF_BYTES)
         except zlib.error:
             return False
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()
@@ -300,7 +314,7 @@ def _identify(file: IO[bytes], label: str) -> str:
     except UnidentifiedImageError as exc:
         raise InvalidUpload(
             f"{label}: cannot be opened as an image: it is none of the formats pages are "
-            f"sent in ({PAGE_FORMATS}); export the page as PNG or JPEG and send that",
+            f"sent in ({_PAGE_FORMATS}); export the page as PNG or JPEG and send that",
             item=label,
         ) from exc
     except Exception as exc:
@@ -320,7 +334,7 @@ def _verify_png(file: IO[bytes], label: str) -> None:
     def damaged(reason: str) -> InvalidUpload:
         return InvalidUpload(f"{label}: damaged PNG, {reason}; re-export the image", item=label)
 
-    if file.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE:
+    if file.read(len(_PNG_SIGNATURE)) != _PNG_SIGNATURE:
         raise damaged("bad signature")
     while True:
         header = file.read(8)
@@ -342,7 +356,7 @@ def _verify_png(file: IO[bytes], label: str) -> None:
 def _blocks(file: IO[bytes], length: int) -> Iterator[bytes]:
     remaining = length
     while remaining:
-        block = file.read(min(remaining, READ_BLOCK))
+        block = file.read(min(remaining, _READ_BLOCK))
         if not block:
             return
         remaining -= len(block)

@@ -13,7 +13,9 @@ from toolkit.client.retry import RetryPolicy
 from toolkit.errors import WaitTimeout
 from toolkit.models import ChapterDetail
 
-GROWTH = 1.5
+__all__ = ["wait_for_chapter"]
+
+_GROWTH = 1.5
 
 
 def wait_for_chapter(
@@ -27,6 +29,7 @@ def wait_for_chapter(
     progress: bool = False,
     on_poll: Callable[[ChapterDetail], object] | None = None,
 ) -> Flow[ChapterDetail]:
+    """The flow that polls a chapter until it settles, or `timeout` seconds pass."""
     if timeout is not None and timeout < 0:
         raise ValueError(f"timeout must be 0 or more seconds (or None), not {timeout}")
     if poll_interval < 0 or max_interval < poll_interval:
@@ -34,7 +37,7 @@ def wait_for_chapter(
             f"need 0 <= poll_interval <= max_interval, got {poll_interval} and {max_interval}"
         )
     start = monotonic()
-    bars = LanguageBars() if progress else None
+    bars = _LanguageBars() if progress else None
     interval = poll_interval
     try:
         while True:
@@ -50,13 +53,13 @@ def wait_for_chapter(
                 on_poll(detail)
             pause = interval if timeout is None else min(interval, timeout - elapsed)
             yield Sleep(max(0.0, pause))
-            interval = min(max_interval, interval * GROWTH)
+            interval = min(max_interval, interval * _GROWTH)
     finally:
         if bars is not None:
             bars.close()
 
 
-def describe_chapter(detail: ChapterDetail) -> str:
+def _describe_chapter(detail: ChapterDetail) -> str:
     """The state of a chapter in a few words, for messages."""
     parts = [f"status {detail.status}"]
     if detail.detecting:
@@ -72,12 +75,12 @@ def describe_chapter(detail: ChapterDetail) -> str:
 def _timeout_message(chapter_id: str, timeout: float, detail: ChapterDetail) -> str:
     return (
         f"chapter {chapter_id!r} is still processing after {timeout:g} s "
-        f"({describe_chapter(detail)}); "
+        f"({_describe_chapter(detail)}); "
         "call wait_for_chapter again to keep waiting, or pass a longer timeout="
     )
 
 
-class LanguageBars:
+class _LanguageBars:
     """One progress bar per language: lines translated out of lines to translate."""
 
     def __init__(self) -> None:

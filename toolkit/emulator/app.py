@@ -23,10 +23,14 @@ from toolkit.emulator.routes import admin, api, chaos, control, openapi
 from toolkit.emulator.routes.errors import EmulatorError, error
 from toolkit.emulator.routes.webhooks import webhook_routes
 
+__all__ = ["AdminGuard", "ClockDate", "FaultInjection", "build_app"]
+
 log = logging.getLogger(__name__)
 
 
 class ClockDate:
+    """Middleware: every response's `Date` header is the emulator clock's time."""
+
     def __init__(self, app: ASGIApp, *, services: Services) -> None:
         self.app = app
         self.services = services
@@ -47,6 +51,8 @@ class ClockDate:
 
 
 class FaultInjection:
+    """Middleware: the service routes answer with the injected faults (503s, latency)."""
+
     def __init__(self, app: ASGIApp, *, services: Services) -> None:
         self.app = app
         self.services = services
@@ -66,6 +72,8 @@ class FaultInjection:
 
 
 class AdminGuard:
+    """Middleware: the `/_emulator` routes answer only the admin token."""
+
     def __init__(self, app: ASGIApp, *, services: Services) -> None:
         self.app = app
         self.token = services.admin_token

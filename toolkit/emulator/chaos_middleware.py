@@ -21,7 +21,9 @@ from toolkit.emulator.core.chaos import ChaosRule, Target, route_of
 from toolkit.emulator.core.services import Services
 from toolkit.emulator.routes.errors import error
 
-PREFIX = "/api/v1"
+__all__ = ["ChaosInjection", "ConnectionHandle"]
+
+_PREFIX = "/api/v1"
 _CONNECTION = "cts.connection"
 
 
@@ -73,13 +75,15 @@ async def _answer_of(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[Mess
 
 
 class ChaosInjection:
+    """Middleware: a request a chaos rule matches gets the rule's failure instead."""
+
     def __init__(self, app: ASGIApp, *, services: Services) -> None:
         self.app = app
         self.services = services
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         chaos = self.services.chaos
-        if scope["type"] != "http" or not chaos.active or not scope["path"].startswith(PREFIX):
+        if scope["type"] != "http" or not chaos.active or not scope["path"].startswith(_PREFIX):
             await self.app(scope, receive, send)
             return
         rule = self._fired(scope)
@@ -110,7 +114,7 @@ class ChaosInjection:
                 await _trickle(send, start, body, rule)
 
     def _fired(self, scope: Scope) -> ChaosRule | None:
-        found = route_of(scope["path"][len(PREFIX) :])
+        found = route_of(scope["path"][len(_PREFIX) :])
         if found is None:
             return None
         route, ident = found

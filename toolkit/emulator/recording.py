@@ -29,7 +29,16 @@ from toolkit.emulator.core.services import Services
 if TYPE_CHECKING:
     from toolkit.emulator.server import Emulator  # typing only: server imports this module
 
-FORMAT = 1
+__all__ = [
+    "Difference",
+    "NotARecording",
+    "Recorder",
+    "ReplayReport",
+    "read_recording",
+    "replay_into",
+]
+
+_FORMAT = 1
 # Secrets are never written: a request's key is recorded as its workspace's id, and the
 # keys and signing secrets in answers are left out (the fresh emulator makes its own).
 _SECRET_FIELDS = ("apiKey", "secret")
@@ -43,7 +52,7 @@ class Recorder:
         self.services = services
         self._lock = threading.Lock()
         self._file: IO[str] | None = open(path, "w", encoding="utf-8")  # noqa: SIM115 (close())
-        header = {"recording": FORMAT, "start": iso(services.clock.now())}
+        header = {"recording": _FORMAT, "start": iso(services.clock.now())}
         self._write({**header, "clock": services.clock.mode})
 
     def _write(self, line: dict[str, Any]) -> None:
@@ -180,10 +189,10 @@ def read_recording(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any
         header = json.loads(lines[0]) if lines else {}
     except ValueError:
         header = {}
-    if not isinstance(header, dict) or header.get("recording") != FORMAT:
+    if not isinstance(header, dict) or header.get("recording") != _FORMAT:
         raise NotARecording(
             f"{path} is not an emulator recording (its first line should be the header "
-            f'{{"recording": {FORMAT}, ...}}); record one with Emulator(record=PATH)'
+            f'{{"recording": {_FORMAT}, ...}}); record one with Emulator(record=PATH)'
         )
     try:
         return header, [json.loads(line) for line in lines[1:] if line.strip()]

@@ -43,6 +43,8 @@ from toolkit.emulator.recording import Recorder, ReplayReport, read_recording, r
 from toolkit.emulator.routes.errors import EmulatorError
 from toolkit.emulator.serving import BackgroundServer
 
+__all__ = ["AdminCallError", "ChaosRuleError", "Emulator", "replay", "run_server"]
+
 
 class AdminCallError(Exception):
     """An admin call the emulator refused.

@@ -59,20 +59,22 @@ if TYPE_CHECKING:
     from toolkit.client import AttemptHook, Client, RetryPolicy
     from toolkit.models import ChapterDetail, ChapterListItem, Project
 
+__all__ = ["DEFAULT_DEADLINE", "Fetcher"]
+
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-R = TypeVar("R")
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 # Seconds a whole pull may take, retries and passes included.
 DEFAULT_DEADLINE = 900.0
-PASS_PAUSE = 1.0
-PASS_PAUSE_CAP = 30.0
+_PASS_PAUSE = 1.0
+_PASS_PAUSE_CAP = 30.0
 # Pulls with more requests than this show a progress bar unless told otherwise.
-PROGRESS_THRESHOLD = 50
+_PROGRESS_THRESHOLD = 50
 
 
-def service_date(client: Any) -> datetime | None:
+def _service_date(client: Any) -> datetime | None:
     """The service's clock from the `Date` header of the client's latest answer, if known."""
     value = getattr(client, "last_response_date", None)
     if callable(value):
@@ -140,7 +142,7 @@ class Fetcher:
     def seconds(self) -> float:
         return self._clock() - self._started
 
-    def _call(self, method: Callable[[T], R], argument: T) -> R:
+    def _call(self, method: Callable[[_T], _R], argument: _T) -> _R:
         started = self._clock()
         result = method(argument)
         if not self._hooked:
@@ -148,7 +150,7 @@ class Fetcher:
         with self._lock:
             self.requests += 1
             if self.requests == 1:
-                self.pulled_at = service_date(self.client)
+                self.pulled_at = _service_date(self.client)
             if self._bar is not None:
                 self._bar.update(1)
                 self._bar.set_postfix(retries=self.pace.retries, refresh=False)
@@ -166,16 +168,16 @@ class Fetcher:
         """Each chapter's detail; chapters answered 404 are left out."""
         return self._many(self.client.get_chapter, chapter_ids, "chapter details")
 
-    def _many(self, method: Callable[[str], R], ids: Sequence[str], what: str) -> dict[str, R]:
+    def _many(self, method: Callable[[str], _R], ids: Sequence[str], what: str) -> dict[str, _R]:
         if not ids:
             return {}
-        show = self.progress if self.progress is not None else len(ids) > PROGRESS_THRESHOLD
+        show = self.progress if self.progress is not None else len(ids) > _PROGRESS_THRESHOLD
         with _Bar(self, show, len(ids), what):
             return self._passes(method, ids, what)
 
-    def _passes(self, method: Callable[[str], R], ids: Sequence[str], what: str) -> dict[str, R]:
+    def _passes(self, method: Callable[[str], _R], ids: Sequence[str], what: str) -> dict[str, _R]:
         """Every id's answer, sending the failed ones again until the deadline."""
-        found: dict[str, R] = {}
+        found: dict[str, _R] = {}
         pending, failed = list(ids), {}
         answered = False
         for number in itertools.count():
@@ -191,7 +193,7 @@ class Fetcher:
             answered = answered or self.requests > 0 or _any_answer(failed)
             if not answered and all(isinstance(e, TransportError) for e in failed.values()):
                 raise next(iter(failed.values()))
-            pause = min(PASS_PAUSE_CAP, PASS_PAUSE * 2**number)
+            pause = min(_PASS_PAUSE_CAP, _PASS_PAUSE * 2**number)
             if self._clock() + pause > self._deadline:
                 raise _incomplete(failed, len(ids), what, number + 1, self.seconds)
             pending = [item for item in pending if item in failed]
@@ -207,13 +209,13 @@ class Fetcher:
         raise AssertionError("unreachable")
 
     def _pass(
-        self, method: Callable[[str], R], ids: Sequence[str], found: dict[str, R]
+        self, method: Callable[[str], _R], ids: Sequence[str], found: dict[str, _R]
     ) -> dict[str, Exception]:
         """Send each id once (paced); fill `found`; return the ids that failed and why."""
         if not ids:
             return {}
 
-        def one(item: str) -> tuple[str, R | None, Exception | None]:
+        def one(item: str) -> tuple[str, _R | None, Exception | None]:
             if self._clock() > self._deadline:
                 return item, None, _NotSent("the pull's deadline passed before it was sent")
             with self.pace.slot():
@@ -221,7 +223,7 @@ class Fetcher:
                     return item, self._call(method, item), None
                 except NotFound:
                     return item, None, None
-                except PASSING as exc:
+                except _PASSING as exc:
                     return item, None, exc
 
         workers = min(self.pace.ceiling, len(ids))
@@ -244,7 +246,7 @@ class _NotSent(Exception):
 
 
 # Errors that may pass with time: answered 5xx or 429, or no answer at all.
-PASSING = (ServerError, RateLimited, TransportError, _NotSent)
+_PASSING = (ServerError, RateLimited, TransportError, _NotSent)
 
 
 def _any_answer(failed: dict[str, Exception]) -> bool:

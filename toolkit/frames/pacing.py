@@ -3,7 +3,7 @@
 `Pace` is a limit on requests in flight that moves with the service's answers, the way
 TCP paces a connection:
 
-- It starts modestly (`START`) and grows while answers come back fast and clean: by one
+- It starts modestly (`_START`) and grows while answers come back fast and clean: by one
   per answer at first (doubling each round of answers), by one per round once it has
   had to back off.
 - It halves on a 429, a 5xx or a request that got no answer, at most once per round
@@ -29,13 +29,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-START = 4
+__all__ = ["CEILING", "Pace"]
+
+_START = 4
 CEILING = 32
-SLOW_FACTOR = 2.0
-SLOW_MARGIN = 0.010  # seconds: jitter of a fast loopback answer is not a slowdown
-RECENT_WEIGHT = 0.1  # the quick average: about the last 10 answers
-USUAL_WEIGHT = 0.01  # the slow one: about the last 100
-BACK_OFF_STATUSES = frozenset({429, 500, 502, 503, 504})
+_SLOW_FACTOR = 2.0
+_SLOW_MARGIN = 0.010  # seconds: jitter of a fast loopback answer is not a slowdown
+_RECENT_WEIGHT = 0.1  # the quick average: about the last 10 answers
+_USUAL_WEIGHT = 0.01  # the slow one: about the last 100
+_BACK_OFF_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 class Pace:
@@ -45,7 +47,7 @@ class Pace:
         self,
         *,
         fixed: int | None = None,
-        start: int = START,
+        start: int = _START,
         ceiling: int = CEILING,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = time.sleep,
@@ -99,7 +101,7 @@ class Pace:
         """One attempt's outcome: its status (None when no answer came) and its latency."""
         with self._changed:
             self._round_left -= 1
-            if status is None or status in BACK_OFF_STATUSES:
+            if status is None or status in _BACK_OFF_STATUSES:
                 self.retries += 1
                 if retry_after:
                     self._paused_until = max(self._paused_until, self._clock() + retry_after)
@@ -112,9 +114,9 @@ class Pace:
         if self._recent is None or self._usual is None:
             self._recent = self._usual = seconds
         else:
-            self._recent += RECENT_WEIGHT * (seconds - self._recent)
-            self._usual += USUAL_WEIGHT * (seconds - self._usual)
-        if self._recent > self._usual * SLOW_FACTOR + SLOW_MARGIN:
+            self._recent += _RECENT_WEIGHT * (seconds - self._recent)
+            self._usual += _USUAL_WEIGHT * (seconds - self._usual)
+        if self._recent > self._usual * _SLOW_FACTOR + _SLOW_MARGIN:
             self._back_off(0.75)
         elif self.fixed is None:
             step = 1.0 if self._slow_start else 1.0 / self.limit

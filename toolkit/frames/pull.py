@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 Details = Literal["none", "all", "changed"]
-DETAILS: tuple[str, ...] = ("none", "all", "changed")
+_DETAILS: tuple[str, ...] = ("none", "all", "changed")
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class Workspace:
         return card("Workspace", rows)
 
 
-def _whole(value: Any, field: str, route: str) -> int | None:
+def _whole_count(value: Any, field: str, route: str) -> int | None:
     """The count as an int; `UnexpectedAnswer` naming the field for a fraction (12.7 credits),
     which the Int64 columns cannot hold and rounding would make up."""
     if value is None:
@@ -136,7 +136,7 @@ def _chapters_route(item: ChapterListItem) -> str:
     return f"GET /projects/{item.project_id}/chapters"
 
 
-def refuse_repeated_chapters(items: Iterable[ChapterListItem]) -> None:
+def _refuse_repeated_chapters(items: Iterable[ChapterListItem]) -> None:
     """`UnexpectedAnswer` when two project lists both hold one chapter: one row each would
     count it twice. (A repeat within one list is refused by the client already.)"""
     seen: dict[str, ChapterListItem] = {}
@@ -162,7 +162,7 @@ class UnknownStatus(UserWarning):
     kept as sent and counted as not done."""
 
 
-def warn_of_unknown_statuses(*tables: pa.Table) -> None:
+def _warn_of_unknown_statuses(*tables: pa.Table) -> None:
     """One warning for every status the toolkit does not know in `tables`, if any."""
     seen = set()
     for table in tables:
@@ -201,7 +201,7 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
             "process_steps": p.process_steps,
             "translation_model": p.translation_model,
             "target_languages": p.language_codes if "targetLanguages" in p.raw else None,
-            "chapter_count": _whole(p.chapter_count, "chapterCount", "GET /projects"),
+            "chapter_count": _whole_count(p.chapter_count, "chapterCount", "GET /projects"),
             "last_chapter_at": p.last_chapter_at,
             "created_at": p.created_at,
         }
@@ -231,16 +231,16 @@ def chapter_rows(
         {
             "chapter_id": c.id,
             "project_id": c.project_id,
-            "position": _whole(c.position, "position", _chapters_route(c)),
+            "position": _whole_count(c.position, "position", _chapters_route(c)),
             "title": c.title,
             "summary": c.summary,
-            "page_count": _whole(c.page_count, "pageCount", _chapters_route(c)),
+            "page_count": _whole_count(c.page_count, "pageCount", _chapters_route(c)),
             "started": c.started,
             "processing": c.processing,
             "failed": c.failed,
             "failure_reason": c.failure_reason,
             "status": c.status,
-            "credits_spent": _whole(
+            "credits_spent": _whole_count(
                 c.credits_spent, f"creditsSpent of chapter {c.id}", _chapters_route(c)
             ),
             "last_activity_at": c.last_activity_at,
@@ -293,8 +293,8 @@ def language_rows(
                     "project_id": c.project_id,
                     "language_code": lang.language_code,
                     "status": lang.status,
-                    "covered": _whole(lang.covered, "covered", _chapters_route(c)),
-                    "untranslated": _whole(left, "untranslated", f"GET /chapters/{c.id}"),
+                    "covered": _whole_count(lang.covered, "covered", _chapters_route(c)),
+                    "untranslated": _whole_count(left, "untranslated", f"GET /chapters/{c.id}"),
                     "failed": lang.failed,
                     "exporting": lang.exporting,
                     "models": list(lang.models) if "models" in lang.raw else None,
@@ -320,8 +320,8 @@ def export_rows(items: Iterable[ChapterListItem]) -> pa.Table:
             "language_code": e.language_code,
             "format": e.format,
             "filename": e.filename,
-            "byte_size": _whole(e.byte_size, "byteSize", _chapters_route(c)),
-            "page_count": _whole(e.page_count, "pageCount", _chapters_route(c)),
+            "byte_size": _whole_count(e.byte_size, "byteSize", _chapters_route(c)),
+            "page_count": _whole_count(e.page_count, "pageCount", _chapters_route(c)),
             "prepared_at": e.prepared_at,
         }
         for c in items
@@ -367,7 +367,7 @@ def chapters_frame(
         items = _chapter_items(fetcher, project_ids)
         found = fetcher.chapter_details([c.id for c in items if c.processing])
     chapters = chapter_rows(items, found)
-    warn_of_unknown_statuses(chapters)
+    _warn_of_unknown_statuses(chapters)
     return schema.to_pandas(chapters, schema.CHAPTERS)
 
 
@@ -399,7 +399,7 @@ def languages_frame(
         items = _chapter_items(fetcher, project_ids)
         found = fetcher.chapter_details([c.id for c in items]) if details else None
     languages = language_rows(items, found)
-    warn_of_unknown_statuses(languages)
+    _warn_of_unknown_statuses(languages)
     return schema.to_pandas(languages, schema.LANGUAGES)
 
 
@@ -439,7 +439,7 @@ def _chapter_items(fetcher: Fetcher, project_ids: Sequence[str] | None) -> list[
     project_ids = project_id_list(project_ids)
     lists = fetcher.chapters(project_ids)
     items = [item for pid in project_ids for item in lists.get(pid, [])]
-    refuse_repeated_chapters(items)
+    _refuse_repeated_chapters(items)
     return items
 
 
@@ -481,15 +481,15 @@ def pull(
         ApiError: The service refused a request in a way waiting does not change,
             e.g. `AuthenticationError` for a wrong key.
     """
-    if details not in DETAILS:
-        raise ValueError(f"details must be one of {', '.join(DETAILS)}, not {details!r}")
+    if details not in _DETAILS:
+        raise ValueError(f"details must be one of {', '.join(_DETAILS)}, not {details!r}")
     with Fetcher(client, concurrency=concurrency, progress=progress, deadline=deadline) as fetcher:
         projects = fetcher.projects()
         lists = fetcher.chapters([p.id for p in projects])
         # A project trashed between the two reads is gone from the workspace: drop it too.
         projects = [p for p in projects if p.id in lists]
         items = [item for p in projects for item in lists[p.id]]
-        refuse_repeated_chapters(items)
+        _refuse_repeated_chapters(items)
 
         carried: dict[tuple[str, str], int | None] = {}
         wanted = [c.id for c in items] if details != "none" else []
@@ -497,7 +497,7 @@ def pull(
             wanted, carried = _changed(items, since)
         found = fetcher.chapter_details(wanted)
     chapters, languages = chapter_rows(items, found), language_rows(items, found, carried)
-    warn_of_unknown_statuses(chapters, languages)  # once per pull, so once per snapshot
+    _warn_of_unknown_statuses(chapters, languages)  # once per pull, so once per snapshot
     return Workspace(
         projects=schema.to_pandas(project_rows(projects), schema.PROJECTS),
         chapters=schema.to_pandas(chapters, schema.CHAPTERS),

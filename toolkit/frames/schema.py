@@ -17,13 +17,21 @@ from toolkit.frames.states import fill_states
 from toolkit.models import STATUS_ORDER
 
 __all__ = [
+    "CHAPTERS",
     "COUNT",
     "EVENTS",
+    "EXPORTS",
     "FLAG",
     "KEYS",
+    "LANGUAGES",
     "MANIFEST",
+    "NUMBER",
+    "PROJECTS",
     "SNAPSHOT_TABLES",
+    "STATE",
+    "STATUS_DTYPE",
     "TEXT",
+    "TEXT_LIST",
     "TIME",
     "conform",
     "empty_frame",
@@ -44,7 +52,7 @@ TEXT_LIST = pa.list_(pa.string())
 STATUS_DTYPE = pd.CategoricalDtype(list(STATUS_ORDER), ordered=True)
 
 
-def status_dtype(values: pd.Series) -> pd.CategoricalDtype:
+def _status_dtype(values: pd.Series) -> pd.CategoricalDtype:
     """`STATUS_DTYPE`, with any status the toolkit does not know kept as its text and
     ordered before `translating`: whatever it means, the toolkit cannot count it done."""
     unknown = sorted(set(values.dropna()) - set(STATUS_ORDER))
@@ -163,7 +171,7 @@ SNAPSHOT_TABLES: dict[str, pa.Schema] = {
     "languages": LANGUAGES,
     "exports": EXPORTS,
 }
-TABLES: dict[str, pa.Schema] = {**SNAPSHOT_TABLES, "events": EVENTS}
+_TABLES: dict[str, pa.Schema] = {**SNAPSHOT_TABLES, "events": EVENTS}
 
 # The columns that name one row of a snapshot table: a row's identity across snapshots.
 KEYS: dict[str, tuple[str, ...]] = {
@@ -173,7 +181,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "exports": ("chapter_id", "language_code", "format", "filename"),
 }
 
-SNAPSHOT_FIELDS: tuple[pa.Field, ...] = (
+_SNAPSHOT_FIELDS: tuple[pa.Field, ...] = (
     pa.field("snapshot_id", TEXT),
     pa.field("snapshot_at", TIME),
 )
@@ -181,14 +189,14 @@ SNAPSHOT_FIELDS: tuple[pa.Field, ...] = (
 
 def table_schema(name: str) -> pa.Schema:
     """The schema of a table by name, with a message listing the names when it is unknown."""
-    if name not in TABLES:
-        raise ValueError(f"no table named {name!r}; the tables are {', '.join(TABLES)}")
-    return TABLES[name]
+    if name not in _TABLES:
+        raise ValueError(f"no table named {name!r}; the tables are {', '.join(_TABLES)}")
+    return _TABLES[name]
 
 
 def with_snapshot(schema: pa.Schema) -> pa.Schema:
     """`schema` with `snapshot_id` and `snapshot_at` in front, as stored history rows have."""
-    return pa.schema([*SNAPSHOT_FIELDS, *schema])
+    return pa.schema([*_SNAPSHOT_FIELDS, *schema])
 
 
 def _pandas_dtype(arrow_type: pa.DataType) -> Any:
@@ -236,7 +244,7 @@ def to_pandas(table: pa.Table, schema: pa.Schema) -> pd.DataFrame:
     frame: pd.DataFrame = table.to_pandas(types_mapper=_pandas_dtype)
     for field in schema:
         if field.metadata and field.metadata.get(_DTYPE_TAG) == b"status":
-            frame[field.name] = frame[field.name].astype(status_dtype(frame[field.name]))
+            frame[field.name] = frame[field.name].astype(_status_dtype(frame[field.name]))
         elif pa.types.is_timestamp(field.type):
             # Arrow hands times over as read-only views, which pandas 3 fails to assign
             # into; a copy makes the frame as editable as any other.

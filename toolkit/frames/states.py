@@ -35,6 +35,8 @@ import pyarrow.compute as pc
 if TYPE_CHECKING:
     from toolkit.models import ChapterDetail, ChapterListItem
 
+__all__ = ["STATES", "chapter_states", "fill_states", "says_stalled", "states"]
+
 STATES: Final = (
     "staged",
     "reading",
@@ -45,8 +47,8 @@ STATES: Final = (
     "needs_review",
     "reviewed",
 )
-RUNNING: Final = ("reading", "translating", "finishing")
-STALL: Final = re.compile(r"\bstall", re.IGNORECASE)
+_RUNNING: Final = ("reading", "translating", "finishing")
+_STALL: Final = re.compile(r"\bstall", re.IGNORECASE)
 
 
 def says_stalled(reason: str | None) -> bool:
@@ -58,7 +60,7 @@ def says_stalled(reason: str | None) -> bool:
     Returns:
         True when the reason mentions a stall, in any case.
     """
-    return reason is not None and STALL.search(reason) is not None
+    return reason is not None and _STALL.search(reason) is not None
 
 
 def states(

@@ -39,7 +39,22 @@ from toolkit.errors import ToolkitError
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["Figures", "Period", "figures", "period", "spend"]
+__all__ = [
+    "AT_END",
+    "DAY",
+    "FIGURES",
+    "TICK",
+    "TIME",
+    "WORDS",
+    "Figures",
+    "Period",
+    "figures",
+    "label",
+    "period",
+    "spend",
+    "whole_numbers",
+    "write_json",
+]
 
 FIGURES = ("chapters_finished", "runs_failed", "runs_stalled", "credits", "rework_credits",
            "lines", "open_lines", "needs_action")  # fmt: skip
@@ -302,7 +317,7 @@ def _sum(column: pd.Series) -> int | None:
 # -- figures.json (contract) ---------------------------------------------------------
 
 
-def as_json(figs: Figures) -> dict[str, Any]:
+def _as_json(figs: Figures) -> dict[str, Any]:
     """`figures.json`'s content: period, projects, totals; no data is null."""
     when = figs.period
     projects = [
@@ -329,7 +344,7 @@ def _plain(value: Any) -> Any:
 
 
 def write_json(figs: Figures, path: str | os.PathLike[str]) -> Path:
-    """Write `as_json(figs)` to `path` (by convention `figures.json`); returns it."""
+    """Write `_as_json(figs)` to `path` (by convention `figures.json`); returns it."""
     path = Path(path)
-    path.write_text(json.dumps(as_json(figs), indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(_as_json(figs), indent=2) + "\n", encoding="utf-8")
     return path

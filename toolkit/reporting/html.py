@@ -18,7 +18,13 @@ from toolkit.reporting.weekly import gather
 from toolkit.reporting.xlsx import write_xlsx
 from toolkit.store import SnapshotStore
 
-DEFAULT_NAMES = {"html": "weekly-report.html", "json": "figures.json", "xlsx": "weekly-report.xlsx"}
+__all__ = ["report"]
+
+_DEFAULT_NAMES = {
+    "html": "weekly-report.html",
+    "json": "figures.json",
+    "xlsx": "weekly-report.xlsx",
+}
 
 
 def report(
@@ -43,17 +49,17 @@ def report(
     given). tz: the zone the page's days, midnights and times are in, and a naive
     `since`/`until` is read in (default UTC). Missing folders are made.
     """
-    if format not in DEFAULT_NAMES:
+    if format not in _DEFAULT_NAMES:
         raise ToolkitError(f'format must be "html", "json" or "xlsx", not {format!r}')
     check_zone(tz)
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
-    path = Path(out) if out is not None else Path(f"{DEFAULT_NAMES[format]}")
+    path = Path(out) if out is not None else Path(f"{_DEFAULT_NAMES[format]}")
     if format in ("json", "xlsx") and path.suffix != f".{format}":
-        path = path / DEFAULT_NAMES[format]
+        path = path / _DEFAULT_NAMES[format]
     if path.is_dir():
         raise ToolkitError(
             f"{str(path)!r} is a folder; give the page's file name, such as "
-            f"{str(path / DEFAULT_NAMES[format])!r}"
+            f"{str(path / _DEFAULT_NAMES[format])!r}"
         )
     if format == "xlsx":
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+__all__ = ["STYLE", "header_of"]
+
 REWORK_COLOR = "#d0454c"
 NEW_COLOR = "#4f8fc0"
 CAUSE_COLORS = {"stalled": "#f2b134", "failed": "#d0454c", "rescan": "#a8a8a8"}

@@ -32,18 +32,20 @@ from toolkit.reporting.figures import (
 )
 from toolkit.store import SnapshotStore
 
+__all__ = ["PLOTS", "summary", "write_report"]
+
 PLOTS = ("progress", "throughput", "credit_spend", "status_breakdown", "cycle_times")
-TOTAL = "(all projects)"
+_TOTAL = "(all projects)"
 
 
 def summary(figs: Figures) -> pd.DataFrame:
     """The figures as one row per project and a total row: `summary.csv`."""
-    total = pd.DataFrame([{"project_id": pd.NA, "project": TOTAL, **figs.totals}])
+    total = pd.DataFrame([{"project_id": pd.NA, "project": _TOTAL, **figs.totals}])
     table = pd.concat([figs.projects, total.astype(figs.projects.dtypes)], ignore_index=True)
     return table
 
 
-def text_summary(figs: Figures) -> str:
+def _text_summary(figs: Figures) -> str:
     """The figures for a terminal: what each column counts and over which period."""
     when = figs.period
     rows = [
@@ -103,7 +105,7 @@ def write_report(
     outlook, tables = _outlook(obs, folder, workspaces)
     written.extend(outlook)
     if echo:
-        print(text_summary(figs))
+        print(_text_summary(figs))
         for name, frame in tables.items():
             print(f"\n{name.replace('_', ' ').capitalize()}:\n{_terminal(name, frame)}")
         print(f"Report written to {folder}: {', '.join(p.name for p in written)}")
@@ -133,7 +135,7 @@ def _make_folder(folder: Path) -> None:
 
 
 # What a table of `_outlook` says, in one line, when the store gives it no row.
-NOTHING = {
+_NOTHING = {
     "forecast": "no chapter open or waiting for a person: nothing to forecast",
     "model_comparison": "no run yet to compare the translation models on",
     "spend_this_month": "no workspace to sum the spend of",
@@ -145,7 +147,7 @@ def _terminal(name: str, frame: pd.DataFrame) -> str:
     verdicts (the model comparison's) as sentences below rather than a column off-screen;
     one line instead of an empty table."""
     if frame.empty:
-        return f"  ({NOTHING[name]})"
+        return f"  ({_NOTHING[name]})"
     if "verdict" not in frame.columns:
         return text(frame)
     verdicts = "\n".join(f"  - {v}" for v in dict.fromkeys(frame["verdict"].dropna()))

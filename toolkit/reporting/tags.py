@@ -21,6 +21,8 @@ import pandas as pd
 
 from toolkit.reporting.figures import FIGURES, Figures
 
+__all__ = ["UNTAGGED", "Tags", "by_tag", "tagged"]
+
 UNTAGGED: Final = "(untagged)"
 Tags = Mapping[str, Mapping[str, str]]
 

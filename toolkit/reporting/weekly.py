@@ -39,6 +39,8 @@ from toolkit.reporting.figures import DAY, TICK, TIME, Figures, Period, figures
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["CAUSES", "CAUSE_WORDS", "Weekly", "gather", "sentences", "track_record"]
+
 CAUSES = ("stalled", "failed", "rescan")
 CAUSE_WORDS = {"stalled": "after stalls", "failed": "after failures", "rescan": "as plain re-scans"}
 

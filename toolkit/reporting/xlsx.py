@@ -26,9 +26,11 @@ from toolkit.analysis.observed import Observed
 from toolkit.reporting.explanations import explain
 from toolkit.reporting.figures import FIGURES, Figures, figures, label
 
-WHOLE: Final = "#,##0"
-TIME_FORMAT: Final = "yyyy-mm-dd hh:mm"
-SHEETS: Final = ("Figures", "Explanations", "Forecast", "About")
+__all__ = ["heading", "write_xlsx"]
+
+_WHOLE: Final = "#,##0"
+_TIME_FORMAT: Final = "yyyy-mm-dd hh:mm"
+_SHEETS: Final = ("Figures", "Explanations", "Forecast", "About")
 
 
 def write_xlsx(
@@ -41,7 +43,7 @@ def write_xlsx(
     tz: str | None = None,
 ) -> Path:
     """Write the period's figures, their explanations and the forecast to `path` as an
-    .xlsx workbook (`SHEETS`); returns the path. The period is the one `figures`
+    .xlsx workbook (`_SHEETS`); returns the path. The period is the one `figures`
     counts (`days` up to the last snapshot, or `since`..`until`, in `tz`)."""
     figs = figures(store, since=since, until=until, days=days, tz=tz)
     when = figs.period
@@ -135,9 +137,9 @@ def _format(sheet: Any, frame: pd.DataFrame) -> None:
         values = frame[column]
         style = None
         if pd.api.types.is_integer_dtype(values.dtype):
-            style = WHOLE
+            style = _WHOLE
         elif pd.api.types.is_datetime64_any_dtype(values.dtype):
-            style = TIME_FORMAT
+            style = _TIME_FORMAT
         letter = sheet.cell(row=1, column=number).column_letter
         if style is not None:
             for row in range(2, len(frame) + 2):

@@ -64,6 +64,7 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from toolkit.errors import StoreError
+from toolkit.formatting import first_line, utc_second
 from toolkit.frames import schema
 from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.ledger import (
@@ -76,15 +77,17 @@ from toolkit.store.ledger import (
     recorded_in,
 )
 from toolkit.store.maintenance import layout
-from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables, first_line
+from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables
 from toolkit.store.undo import restore_advice, undo
 from toolkit.timestamps import utc
 
-QUARANTINE = "_quarantine"
+__all__ = ["QUARANTINE_DAYS", "Span", "StoreFinding", "check", "check_report"]
+
+_QUARANTINE = "_quarantine"
 QUARANTINE_DAYS = 7
 Span = tuple[datetime, datetime]
 # What repair does about a snapshot whose commits do not match what it recorded.
-REMOVES = (
+_REMOVES = (
     "removes {them}, and the ones after up to the next full snapshot (built on {its} rows), "
     "from the manifest"
 )
@@ -115,7 +118,7 @@ class StoreFinding:
 
 
 @dataclass
-class Report:
+class _Report:
     findings: list[StoreFinding]
     notes: list[str]
 
@@ -146,7 +149,7 @@ def check(
 
 def check_report(
     root: str, *, repair: bool = False, grace: timedelta = timedelta(hours=1)
-) -> Report:
+) -> _Report:
     """`check`, with the notes: what is not damage but worth knowing (unlisted files,
     quarantine folders emptied).
 
@@ -171,7 +174,7 @@ def check_report(
     root = os.path.abspath(root.removeprefix("file://"))
     if not os.path.isdir(root):
         raise StoreError(f"no store at {root!r}: it is not a folder")
-    quarantine = os.path.join(root, QUARANTINE, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
+    quarantine = os.path.join(root, _QUARANTINE, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     findings: list[StoreFinding] = []
     notes: list[str] = []
     undone = _undo_foreign(root) if repair else []
@@ -193,7 +196,7 @@ def check_report(
     _name_lost(root, findings, uncommitted, repair)
     if repair:
         notes.extend(_empty_old_quarantine(root))
-    return Report(findings, notes)
+    return _Report(findings, notes)
 
 
 def _check_table(
@@ -206,7 +209,7 @@ def _check_table(
             if name == "manifest" and finding.spans:
                 low, high = finding.spans[0]
                 taken = "at" if low == high else "after"
-                finding.what += f": the snapshot it committed, taken {taken} {_time(low)}"
+                finding.what += f": the snapshot it committed, taken {taken} {utc_second(low)}"
             if name == "manifest":
                 finding.what += ", is lost (take it again)"
     if repair:
@@ -364,7 +367,7 @@ def _check_data(table: DeltaTable, folder: str, name: str) -> list[StoreFinding]
         low, high = action.get(f"min.{column}"), action.get(f"max.{column}")
         spans = [(utc(low), utc(high))] if low is not None and high is not None else []
         rows = "events" if name == "events" else "rows"
-        when = "".join(f" from {_time(lo)} to {_time(hi)}" for lo, hi in spans)
+        when = "".join(f" from {utc_second(lo)} to {utc_second(hi)}" for lo, hi in spans)
         findings.append(
             StoreFinding("lost", name, path, f"a data file the table lists is {damage}: its {rows}"
                     f"{when} are lost", "removes it from the table and the snapshots that "
@@ -469,7 +472,7 @@ def _check_ledger(root: str, findings: list[StoreFinding]) -> list[StoreFinding]
             them = "it" if len(spans) == 1 else "them"
             findings.append(
                 StoreFinding(problem.kind, problem.table, path, problem.what,
-                        REMOVES.format(them=them, its="its" if them == "it" else "their")
+                        _REMOVES.format(them=them, its="its" if them == "it" else "their")
                         + " (restore the table's log from a backup first to keep "
                         f"{them})", repairable=True, spans=spans)
             )  # fmt: skip
@@ -484,7 +487,7 @@ def _add_uncommitted(found: dict[str, StoreFinding], problem: Disagreement, path
         finding.table += f", {problem.table}"
         return
     at = _commit_time(path)
-    when = f" taken {_time(at)}" if at else ""
+    when = f" taken {utc_second(at)}" if at else ""
     found[snapshot_id] = StoreFinding(
         "uncommitted", problem.table, path,
         f"snapshot {snapshot_id}{when} has rows in the tables but no manifest row: a take "
@@ -528,7 +531,7 @@ def _foreign(root: str, problem: Disagreement, path: str) -> StoreFinding:
         back = problem.restore_to
         return StoreFinding(
             "foreign", name, path,
-            f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
+            f"{problem.what}; it changed rows from {utc_second(low)} to {utc_second(high)}",
             f"undoes it: restores {name} to version {back}, the toolkit's last commit, and "
             "keeps every snapshot whose rows are still there (or do it yourself: "
             f"`{restore_advice(os.path.join(root, name), back)}`)",
@@ -536,7 +539,7 @@ def _foreign(root: str, problem: Disagreement, path: str) -> StoreFinding:
         )  # fmt: skip
     return StoreFinding(
         "foreign", name, path,
-        f"{problem.what}; it changed rows from {_time(low)} to {_time(high)}",
+        f"{problem.what}; it changed rows from {utc_second(low)} to {utc_second(high)}",
         "removes the snapshots that read those rows from the manifest (to keep them, "
         f"restore the table to version {version - 1} first: "
         f"`DeltaTable(...).restore({version - 1})`)",
@@ -730,7 +733,7 @@ def _set_aside(finding: StoreFinding, quarantine: str) -> None:
 
 
 def _empty_old_quarantine(root: str) -> list[str]:
-    folder = os.path.join(root, QUARANTINE)
+    folder = os.path.join(root, _QUARANTINE)
     if not os.path.isdir(folder):
         return []
     limit = time.time() - QUARANTINE_DAYS * 86400
@@ -749,12 +752,8 @@ def _snapshots(lost: list[tuple[str, datetime]]) -> str:
         return ""
     first, last = lost[0][1], lost[-1][1]
     if len(lost) == 1:
-        return f"1 snapshot ({_time(first)}: {lost[0][0]})"
-    return f"{len(lost)} snapshots from {_time(first)} to {_time(last)}"
-
-
-def _time(when: datetime) -> str:
-    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"1 snapshot ({utc_second(first)}: {lost[0][0]})"
+    return f"{len(lost)} snapshots from {utc_second(first)} to {utc_second(last)}"
 
 
 def _parse(text: str) -> datetime:

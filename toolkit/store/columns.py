@@ -13,6 +13,17 @@ import pyarrow as pa
 from toolkit.frames import schema
 from toolkit.store.ledger import COMMITS_TYPE
 
+__all__ = [
+    "CHANGED",
+    "DELETED",
+    "EXISTED",
+    "MANIFEST_STORED",
+    "PREVIOUS",
+    "TRACKED",
+    "previous_type",
+    "stored_schema",
+]
+
 DELETED = "_deleted"
 CHANGED = "_changed"
 PREVIOUS = "_previous"

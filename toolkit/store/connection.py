@@ -12,12 +12,16 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+__all__ = ["arrow", "column_list", "connect", "q"]
+
 
 def q(name: str) -> str:
+    """A name quoted as a SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
 
 
 def column_list(names: Sequence[str], alias: str | None = None) -> str:
+    """Names quoted and joined for a SQL select list, each after `alias.` when given."""
     prefix = f"{alias}." if alias else ""
     return ", ".join(prefix + q(n) for n in names)
 
@@ -41,4 +45,5 @@ def connect() -> duckdb.DuckDBPyConnection:
 
 
 def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> pa.Table:
+    """A query's answer as an Arrow table."""
     return con.sql(sql, params=list(params) or None).to_arrow_table()

@@ -11,6 +11,8 @@ from toolkit.frames import schema
 from toolkit.store.columns import CHANGED, DELETED, EXISTED, PREVIOUS, TRACKED, previous_type
 from toolkit.store.connection import arrow, column_list, q
 
+__all__ = ["diff"]
+
 
 def diff(con: duckdb.DuckDBPyConnection, table: str, new: pa.Table, old: pa.Table) -> pa.Table:
     """Rows of `new` that `old` lacks or holds differently, and `old`'s rows `new` lacks

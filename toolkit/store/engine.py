@@ -33,6 +33,8 @@ from toolkit.store.tables import Tables
 from toolkit.store.upgrade import is_current, is_current_store, upgrade, upgrade_message
 from toolkit.store.verify import damaged, refuse, verify_reads
 
+__all__ = ["StoreEngine", "StoreUpgraded", "T"]
+
 T = TypeVar("T")
 
 

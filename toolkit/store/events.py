@@ -26,15 +26,17 @@ from toolkit.timestamps import parse_time, utc
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["CHECKPOINT_EVERY", "history", "record"]
 
-def _time(value: Any, what: str) -> datetime:
+
+def _event_time(value: Any, what: str) -> datetime:
     parsed = value if isinstance(value, datetime) else parse_time(value)
     if parsed is None:
         raise ValueError(f"an event has no {what}; give an ISO 8601 string or a datetime")
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def event_row(event: Mapping[str, Any], received: datetime) -> dict[str, Any]:
+def _event_row(event: Mapping[str, Any], received: datetime) -> dict[str, Any]:
     """One event dict as a row of `schema.EVENTS`."""
     if not event.get("webhook_id"):
         raise ValueError(
@@ -52,8 +54,8 @@ def event_row(event: Mapping[str, Any], received: datetime) -> dict[str, Any]:
     return {
         "webhook_id": str(event["webhook_id"]),
         "type": event.get("type"),
-        "timestamp": _time(event.get("timestamp"), "timestamp"),
-        "received_at": _time(received_at, "received_at") if received_at else received,
+        "timestamp": _event_time(event.get("timestamp"), "timestamp"),
+        "received_at": _event_time(received_at, "received_at") if received_at else received,
         "chapter_id": parsed.get("chapterId"),
         "project_id": parsed.get("projectId"),
         "data": text,
@@ -75,7 +77,7 @@ def record(tables: Tables, events: Iterable[Mapping[str, Any]]) -> int:
     commits the table is checkpointed and opened afresh from that checkpoint.
     """
     now = datetime.now(UTC)
-    rows = [event_row(event, now) for event in events]
+    rows = [_event_row(event, now) for event in events]
     if rows:
         # Marked as the toolkit's: a commit to this table without the mark is another
         # engine's, found and undone by `check` like any table's (see `ledger`).

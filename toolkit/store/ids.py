@@ -6,6 +6,8 @@ import secrets
 import time
 from datetime import UTC, datetime
 
+__all__ = ["new_id"]
+
 
 def new_id(when: datetime) -> str:
     """A UUIDv7-shaped id that sorts by `when`, then by the moment it was made.

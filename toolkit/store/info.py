@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from toolkit.formatting import utc_second
+
+__all__ = ["SnapshotInfo"]
+
 
 @dataclass(frozen=True, repr=False)
 class SnapshotInfo:
@@ -35,7 +39,7 @@ class SnapshotInfo:
     workspace: str | None = None
 
     def __str__(self) -> str:
-        at = self.snapshot_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        at = utc_second(self.snapshot_at)
         return (
             f"snapshot {self.snapshot_id} at {at}: {self.rows_projects} projects, "
             f"{self.rows_chapters} chapters, {self.rows_languages} chapter languages, "

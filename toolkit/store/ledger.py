@@ -32,7 +32,7 @@ earlier repair dealt with (`SETTLED_KEY` on the manifest's repair commits: forei
 commits as `table:version`, snapshots named lost as `snapshot:<id>`) are not findings.
 Snapshots taken before `commits` existed have it null and are checked only for foreign
 and uncommitted commits. On an object store only *missing* is checked (the log's files
-are read directly on a local disk only; see `read_commit`).
+are read directly on a local disk only; see `_read_commit`).
 """
 
 from __future__ import annotations
@@ -53,15 +53,31 @@ import pyarrow.json as pa_json
 from toolkit.frames import schema
 from toolkit.store.tables import SNAPSHOT_AT_KEY, SNAPSHOT_ID_KEY, Tables
 
+__all__ = [
+    "COMMITS",
+    "COMMITS_TYPE",
+    "EVENTS",
+    "OPERATION_KEY",
+    "SETTLED_KEY",
+    "Commit",
+    "Disagreement",
+    "Kind",
+    "Ledger",
+    "newest_witness",
+    "recorded_commits",
+    "recorded_in",
+    "witness_of",
+]
+
 COMMITS = "commits"
 OPERATION_KEY = "toolkit.operation"
 # On a repair's manifest commit: the commits and snapshots it dealt with.
 SETTLED_KEY = "toolkit.settled"
 # Commits delta-rs makes for the toolkit's own maintenance without its metadata.
-MAINTENANCE = {"VACUUM START", "VACUUM END", "FSCK", "CREATE TABLE"}
+_MAINTENANCE = {"VACUUM START", "VACUUM END", "FSCK", "CREATE TABLE"}
 # Commits kept in memory per table (a week of hourly snapshots and their maintenance).
-KEPT = 2000
-WITNESS = pa.struct(
+_KEPT = 2000
+_WITNESS = pa.struct(
     [
         pa.field("version", pa.int64()),
         pa.field("rows", pa.int64()),
@@ -78,7 +94,7 @@ COMMITS_TYPE = pa.string()
 # events table's newest commit as it found it (a witness that a later deletion cannot
 # erase), and its commits are marked by the toolkit like the others.
 EVENTS = "events"
-_PARSED = pa.schema([pa.field(name, WITNESS) for name in (*schema.SNAPSHOT_TABLES, EVENTS)])
+_PARSED = pa.schema([pa.field(name, _WITNESS) for name in (*schema.SNAPSHOT_TABLES, EVENTS)])
 Kind = Literal["missing", "commit", "foreign", "unbased", "uncommitted"]
 
 
@@ -122,7 +138,7 @@ class Commit:
         return (
             SNAPSHOT_AT_KEY in info
             or OPERATION_KEY in info
-            or info.get("operation") in MAINTENANCE
+            or info.get("operation") in _MAINTENANCE
             or self.version == 0
         )
 
@@ -149,7 +165,7 @@ _SIZE = re.compile(r'"size":(\d+)')
 _RECORDS = re.compile(r'numRecords\\?":(\d+)')
 
 
-def parse_commit(version: int, text: str) -> Commit:
+def _parse_commit(version: int, text: str) -> Commit:
     """A commit file's text as a Commit; ValueError when its commit info does not parse."""
     info: dict[str, Any] = {}
     rows = files = size = removes = 0
@@ -166,7 +182,7 @@ def parse_commit(version: int, text: str) -> Commit:
     return Commit(version, info, rows, files, size, removes)
 
 
-def read_commit(tables: Tables, name: str, version: int) -> Commit | None:
+def _read_commit(tables: Tables, name: str, version: int) -> Commit | None:
     """Commit `version` of table `name`; None when it is not in the log, or the store is
     not on a local disk (delta-rs gives no commit's actions, and its `history()` numbers
     the commits of a table another writer moved on wrongly)."""
@@ -175,7 +191,7 @@ def read_commit(tables: Tables, name: str, version: int) -> Commit | None:
     path = os.path.join(tables.uri(name), "_delta_log", f"{version:020}.json")
     try:
         with open(path, encoding="utf-8") as handle:
-            return parse_commit(version, handle.read())
+            return _parse_commit(version, handle.read())
     except (OSError, ValueError):
         return None
 
@@ -188,7 +204,7 @@ def witness_of(
     (the commit's files are not read there)."""
     if not tables.local:
         return {"version": version, "rows": rows, "files": None, "bytes": None}
-    commit = read_commit(tables, name, version)
+    commit = _read_commit(tables, name, version)
     if commit is not None and commit.snapshot_id == snapshot_id:
         return commit.witness()
     # Another writer committed at the same moment: find the commit naming the snapshot.
@@ -196,7 +212,7 @@ def witness_of(
     if table is not None:
         table.update_incremental()
         for found in range(table.version(), max(table.version() - 100, -1), -1):
-            commit = read_commit(tables, name, found)
+            commit = _read_commit(tables, name, found)
             if commit is not None and commit.snapshot_id == snapshot_id:
                 return commit.witness()
     raise LookupError(f"no commit of snapshot {snapshot_id} in {tables.uri(name)}")
@@ -229,12 +245,12 @@ class Ledger:
             if seen
             else sorted(int(n[:20]) for n in os.listdir(log) if _is_commit(n))
         )
-        found = [read_commit(self._tables, name, v) for v in versions if v <= newest]
+        found = [_read_commit(self._tables, name, v) for v in versions if v <= newest]
         with self._lock:
             seen.update({c.version: c for c in found if c is not None})
             # A process that lives for months keeps only the newest: older ones were
             # checked when they were new.
-            for version in [v for v in seen if v <= newest - KEPT]:
+            for version in [v for v in seen if v <= newest - _KEPT]:
                 del seen[version]
             return seen
 
@@ -359,7 +375,7 @@ class Ledger:
         undid them or a repair settled them (the manifest's own included: a `DELETE` of
         its rows would make snapshots vanish without a word)."""
         commits = self.commits(name)
-        undone = undone_commits(commits)
+        undone = _undone_commits(commits)
         unmarked = _unmarked_events(commits) if name == EVENTS else set()
         problems = []
         for version, commit in sorted(commits.items()):
@@ -404,7 +420,7 @@ class Ledger:
         )  # fmt: skip
 
 
-def undone_commits(commits: dict[int, Commit]) -> set[int]:
+def _undone_commits(commits: dict[int, Commit]) -> set[int]:
     """The versions a `RESTORE` undid, and those `RESTORE`s: a restore to version `t` at
     version `v` undoes `t+1 .. v-1` when every one of them is in the log and none is the
     toolkit's (it would drop a snapshot's rows otherwise, and stays a finding)."""
@@ -454,7 +470,7 @@ def newest_witness(tables: Tables, name: str) -> dict[str, int | None] | None:
     table = tables.get(name)
     if table is None or not tables.local:
         return None
-    commit = read_commit(tables, name, table.version())
+    commit = _read_commit(tables, name, table.version())
     return commit.witness() if commit is not None else None
 
 
@@ -485,7 +501,7 @@ def recorded_commits(manifest: pa.Table) -> pa.Table:
     """The manifest's `commits` texts parsed, a struct column per table (null where
     nothing was recorded). Parsed by Arrow's JSON reader: a year's manifest is 8,760
     texts, and every check after a write reads them."""
-    empty = pa.nulls(manifest.num_rows, WITNESS)
+    empty = pa.nulls(manifest.num_rows, _WITNESS)
     if COMMITS not in manifest.column_names or manifest.num_rows == 0:
         return pa.table({name: empty for name in _PARSED.names})
     texts = pc.fill_null(manifest.column(COMMITS), "{}").to_pylist()

@@ -32,6 +32,8 @@ from toolkit.store.connection import arrow, column_list
 from toolkit.store.diff import diff
 from toolkit.store.manifest import Snapshots
 
+__all__ = ["Log"]
+
 
 class Log:
     """The linear change log of one table, over the stored rows registered as `source`.

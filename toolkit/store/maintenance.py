@@ -44,13 +44,17 @@ from toolkit.store.columns import CHANGED, TRACKED
 from toolkit.store.tables import WRITER, Tables
 from toolkit.timestamps import utc
 
+__all__ = ["Layout", "SortKeys", "in_layout_order", "layout", "maintain", "spans"]
+
 SortKeys = list[tuple[str, str]]  # column, "ascending" or "descending"
 # A sort key, not a stored column: `_changed` with null (rows older than the flag) read
 # as true. (pyarrow before 25 places nulls for all keys at once, not per key.)
-FLAGGED = "_flagged"
+_FLAGGED = "_flagged"
 
 
 class Layout(NamedTuple):
+    """How a table's files are merged: by which time, in which order, by month or week."""
+
     time: str  # the column files are grouped by
     order: SortKeys  # of the rows in a merged file
     monthly: bool  # a past month's files into one, not a past week's
@@ -63,7 +67,7 @@ def layout() -> dict[str, Layout]:
     history's commits in one file, lost together if it were damaged)."""
     tables: dict[str, Layout] = {}
     for name in schema.SNAPSHOT_TABLES:
-        flagged_first = [(FLAGGED, "descending")] if name in TRACKED else []
+        flagged_first = [(_FLAGGED, "descending")] if name in TRACKED else []
         keys = [(column, "ascending") for column in [*schema.KEYS[name], "snapshot_id"]]
         tables[name] = Layout("snapshot_at", flagged_first + keys, monthly=name == "projects")
     tables["events"] = Layout(
@@ -80,9 +84,9 @@ def in_layout_order(rows: pa.Table, name: str) -> pa.Table:
     order = layout()[name].order
     keys = rows
     if CHANGED in rows.column_names:
-        keys = rows.append_column(FLAGGED, pc.fill_null(rows.column(CHANGED), True))
+        keys = rows.append_column(_FLAGGED, pc.fill_null(rows.column(CHANGED), True))
     else:
-        order = [key for key in order if key[0] != FLAGGED]
+        order = [key for key in order if key[0] != _FLAGGED]
     return rows.take(pc.sort_indices(keys, order))
 
 

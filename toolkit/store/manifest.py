@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+__all__ = ["Snapshots", "order_manifest"]
+
 
 def order_manifest(manifest: pa.Table) -> pa.Table:
     """The manifest in snapshot order, one row per id, with `idx` and `linear` added.

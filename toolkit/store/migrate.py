@@ -36,12 +36,14 @@ from toolkit.store.maintenance import in_layout_order, layout, spans
 from toolkit.store.tables import Tables
 from toolkit.store.upgrade import upgrade
 
-COVERS_KEY = b"toolkit.covers"
+__all__ = ["FIRST_LAYOUT", "is_old_store", "migrate", "migrate_in_place"]
+
+_COVERS_KEY = b"toolkit.covers"
 FIRST_LAYOUT = "_first_layout"  # where a migration in place keeps the old folders
-FOLDERS = (*schema.SNAPSHOT_TABLES, "events", "manifest")  # the manifest moves last
+_FOLDERS = (*schema.SNAPSHOT_TABLES, "events", "manifest")  # the manifest moves last
 
 
-def old_files(root: str, table: str) -> list[str]:
+def _old_files(root: str, table: str) -> list[str]:
     """A table's visible files in the first layout: committed names, not temporary ones,
     and not those a compacted file in the same folder covers."""
     found: list[str] = []
@@ -55,7 +57,7 @@ def old_files(root: str, table: str) -> list[str]:
     for path in found:
         if os.path.basename(path).startswith("compact-"):
             metadata = pq.read_metadata(path).metadata or {}
-            for stem in json.loads(metadata.get(COVERS_KEY, b"[]")):
+            for stem in json.loads(metadata.get(_COVERS_KEY, b"[]")):
                 covered.add((os.path.dirname(path), stem))
     return sorted(
         p
@@ -88,7 +90,7 @@ def migrate_in_place(root: str) -> dict[str, int]:
     under `<root>/_first_layout/`; returns the rows copied per table."""
     kept = os.path.join(root, FIRST_LAYOUT)
     os.makedirs(kept, exist_ok=True)
-    for name in FOLDERS:
+    for name in _FOLDERS:
         folder = os.path.join(root, name)
         if _is_delta(folder):
             shutil.rmtree(folder)  # begun by a migration that stopped before its manifest
@@ -140,7 +142,7 @@ def migrate(old: str, new: str) -> dict[str, int]:
 
 
 def _read(root: str, table: str, file_schema: pa.Schema) -> pa.Table:
-    parts = [schema.conform(pq.read_table(path), file_schema) for path in old_files(root, table)]
+    parts = [schema.conform(pq.read_table(path), file_schema) for path in _old_files(root, table)]
     return pa.concat_tables(parts) if parts else file_schema.empty_table()
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.errors import QueryError, ToolkitError
+from toolkit.formatting import first_line
 from toolkit.frames import Workspace, schema
 from toolkit.frames.pull import project_id_list
 from toolkit.store import events as store_events
@@ -24,12 +25,13 @@ from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow
 from toolkit.store.engine import StoreEngine
 from toolkit.store.log import Log
-from toolkit.store.tables import first_line
 from toolkit.store.verify import damaged
 from toolkit.store.writing import stamp
 from toolkit.timestamps import When, utc
 
-QUERY_VIEWS = (
+__all__ = ["at", "changes", "query_arrow", "read_history", "workspace"]
+
+_QUERY_VIEWS = (
     "snapshots",
     *schema.SNAPSHOT_TABLES,
     *(f"{name}_changes" for name in schema.SNAPSHOT_TABLES),
@@ -188,7 +190,7 @@ def query_arrow(
         except duckdb.ProgrammingError as error:
             # The SQL's fault (syntax, a view or column that does not exist), not the
             # store's: say so, not "damaged".
-            views = ", ".join([*QUERY_VIEWS, *(frames or {})])
+            views = ", ".join([*_QUERY_VIEWS, *(frames or {})])
             raise QueryError(
                 f"the SQL could not run: {first_line(error)}. The views are {views}"
             ) from error

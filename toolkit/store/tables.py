@@ -43,17 +43,19 @@ from deltalake import (
 from deltalake.exceptions import CommitFailedError
 
 from toolkit.errors import DamagedStore, StoreError
+from toolkit.formatting import first_line
 from toolkit.frames.schema import conform
 
-__all__ = ["Tables"]
+__all__ = ["BASE_ID_KEY", "SNAPSHOT_AT_KEY", "SNAPSHOT_ID_KEY", "WRITER",
+           "Tables", "app_id", "version_of"]  # fmt: skip
 
-APP_PREFIX = "toolkit.snapshot:"
+_APP_PREFIX = "toolkit.snapshot:"
 SNAPSHOT_ID_KEY = "toolkit.snapshot_id"
 SNAPSHOT_AT_KEY = "toolkit.snapshot_at"
 BASE_ID_KEY = "toolkit.base_id"
 # Commits retried when another writer got there first (appends never really conflict).
-COMMIT_RETRIES = 25
-APPEND_ATTEMPTS = 5
+_COMMIT_RETRIES = 25
+_APPEND_ATTEMPTS = 5
 # zstd, as the first layout used: a third smaller than delta-rs's default snappy here.
 WRITER = WriterProperties(compression="ZSTD")
 
@@ -69,7 +71,8 @@ def _duckdb_type(con: duckdb.DuckDBPyConnection, field: pa.Field) -> str:
 
 
 def app_id(snapshot_id: str) -> str:
-    return APP_PREFIX + snapshot_id
+    """The Delta transaction app id that marks the commits of a snapshot."""
+    return _APP_PREFIX + snapshot_id
 
 
 def version_of(when: datetime) -> int:
@@ -77,7 +80,7 @@ def version_of(when: datetime) -> int:
     return int(when.timestamp() * 1_000_000)
 
 
-def table_config(retention: timedelta) -> dict[str, str]:
+def _table_config(retention: timedelta) -> dict[str, str]:
     """Table properties every store table is created with.
 
     The per-commit log cleanup is off (it lists the whole `_delta_log` on every commit,
@@ -194,10 +197,10 @@ class Tables:
                 if transaction is not None
                 else None
             ),
-            max_commit_retries=COMMIT_RETRIES,
+            max_commit_retries=_COMMIT_RETRIES,
         )
         hooks = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
-        for attempt in range(APPEND_ATTEMPTS):
+        for attempt in range(_APPEND_ATTEMPTS):
             table = self.get(name)
             before = self._listing(name)
             target: Any = table if table is not None else self.uri(name)
@@ -209,7 +212,7 @@ class Tables:
                     rows,
                     mode="append",
                     schema_mode="merge" if grows else None,
-                    configuration=table_config(self.retention) if table is None else None,
+                    configuration=_table_config(self.retention) if table is None else None,
                     storage_options=self.storage_options if table is None else None,
                     commit_properties=properties,
                     post_commithook_properties=hooks,
@@ -221,14 +224,14 @@ class Tables:
                 # that as a conflict even for an append), or it created the table first.
                 # The rows do not depend on what was replaced: append them again; the
                 # files of the failed attempt are unreferenced and vacuum removes them.
-                if attempt == APPEND_ATTEMPTS - 1:
+                if attempt == _APPEND_ATTEMPTS - 1:
                     raise self.failed("write to", name, error) from error
             except Exception as error:
                 self._remove_leftovers(name, before, error)
                 exists = DeltaTable.is_deltatable(
                     self.uri(name), storage_options=self.storage_options
                 )
-                if table is not None or not exists or attempt == APPEND_ATTEMPTS - 1:
+                if table is not None or not exists or attempt == _APPEND_ATTEMPTS - 1:
                     raise self.failed("write to", name, error) from error
             with self._lock:
                 self._fresh.discard(name)
@@ -392,8 +395,3 @@ class Tables:
     def files(self, name: str) -> list[str]:
         table = self.get(name)
         return table.file_uris() if table is not None else []
-
-
-def first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -19,8 +19,10 @@ from deltalake import CommitProperties, DeltaTable
 
 from toolkit.store.ledger import OPERATION_KEY
 
+__all__ = ["restore_advice", "undo"]
+
 # On the RESTORE commit `check --repair` makes: the foreign commits it undid.
-UNDID_KEY = "toolkit.undid"
+_UNDID_KEY = "toolkit.undid"
 
 
 def restore_advice(folder: str, version: int) -> str:
@@ -36,7 +38,7 @@ def undo(folder: str, version: int, undid: list[str]) -> int:
     Returns:
         The version of the restore's commit.
     """
-    metadata = {OPERATION_KEY: "undo", UNDID_KEY: json.dumps(undid)}
+    metadata = {OPERATION_KEY: "undo", _UNDID_KEY: json.dumps(undid)}
     table = DeltaTable(folder)
     # A file vacuumed since is left out: `check` then names the snapshots it held.
     table.restore(

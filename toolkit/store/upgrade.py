@@ -49,12 +49,14 @@ from toolkit.store.maintenance import in_layout_order, layout, spans
 from toolkit.store.manifest import order_manifest
 from toolkit.store.tables import WRITER, Tables
 
-MARK = "keeps_previous"
+__all__ = ["is_current", "is_current_store", "upgrade", "upgrade_message"]
+
+_MARK = "keeps_previous"
 
 
 def is_current(manifest: pa.Table) -> bool:
     """Whether every snapshot of the manifest is in the current layout."""
-    marks = pc.fill_null(manifest.column(MARK), False)
+    marks = pc.fill_null(manifest.column(_MARK), False)
     return bool(pc.all(marks).as_py()) if manifest.num_rows else True
 
 
@@ -89,7 +91,7 @@ def upgrade(tables: Tables) -> list[str]:
         if table is None:
             continue
         rows = _flagged(tables, name, manifest)
-        missing = [f for f in stored_schema(name) if f.name not in rows_columns(tables, name)]
+        missing = [f for f in stored_schema(name) if f.name not in _rows_columns(tables, name)]
         if missing:
             table.alter.add_columns([Field.from_arrow(f) for f in missing])
         weeks = _rewrite(tables, name, rows)
@@ -100,14 +102,14 @@ def upgrade(tables: Tables) -> list[str]:
         )
     stored = schema.conform(_manifest(tables), MANIFEST_STORED)
     marked = stored.set_column(
-        stored.schema.get_field_index(MARK), MARK, pa.array([True] * stored.num_rows, pa.bool_())
+        stored.schema.get_field_index(_MARK), _MARK, pa.array([True] * stored.num_rows, pa.bool_())
     )
     months = _rewrite(tables, "manifest", marked)
     done.append(f"manifest: {marked.num_rows:,} snapshots marked current in {months} month(s)")
     return done
 
 
-def rows_columns(tables: Tables, name: str) -> set[str]:
+def _rows_columns(tables: Tables, name: str) -> set[str]:
     table = tables.get(name)
     return {f.name for f in table.schema().fields} if table is not None else set()
 

@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from toolkit.errors import DamagedStore, StoreError
+from toolkit.formatting import utc_second
 from toolkit.store.ledger import Disagreement
 from toolkit.store.tables import Tables
 
 if TYPE_CHECKING:
     from toolkit.store.engine import StoreEngine
+
+__all__ = ["damaged", "refuse", "verify_reads"]
 
 
 def verify_reads(engine: StoreEngine, manifest: pa.Table, tables: list[str]) -> None:
@@ -75,7 +78,7 @@ def _affected(snapshots: list[tuple[str, datetime]]) -> str:
     """Which snapshots read wrong, said in a few words."""
     if not snapshots:
         return ""
-    at = [when.strftime("%Y-%m-%d %H:%M:%S UTC") for _, when in snapshots]
+    at = [utc_second(when) for _, when in snapshots]
     if len(snapshots) == 1:
         return f" (snapshot {snapshots[0][0]} taken {at[0]} reads wrong)"
     return f" ({len(snapshots)} snapshots taken {at[0]} to {at[-1]} read wrong)"

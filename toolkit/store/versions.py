@@ -31,8 +31,10 @@ from toolkit.store.ledger import OPERATION_KEY
 from toolkit.store.migrate import is_old_store
 from toolkit.store.tables import Tables
 
+__all__ = ["LAYOUT", "Step", "record_layout", "recorded", "refuse_newer", "upgrade_in_steps"]
+
 LAYOUT = 3
-LAYOUT_KEY = "toolkit.layout"
+_LAYOUT_KEY = "toolkit.layout"
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ def recorded(tables: Tables) -> int | None:
     manifest = tables.get("manifest")
     if manifest is None:
         return None
-    value = manifest.metadata().configuration.get(LAYOUT_KEY)
+    value = manifest.metadata().configuration.get(_LAYOUT_KEY)
     try:
         return int(value) if value is not None else None
     except ValueError:
@@ -68,7 +70,7 @@ def refuse_newer(tables: Tables, root: str) -> None:
         )
 
 
-def detected(tables: Tables, is_current: Callable[[Tables], bool]) -> int:
+def _detected(tables: Tables, is_current: Callable[[Tables], bool]) -> int:
     """The layout of a store that records none, by the detectors of layouts 1 and 2."""
     if tables.local and is_old_store(tables.root):
         return 1
@@ -89,7 +91,7 @@ def record_layout(tables: Tables, version: int) -> None:
             return
         try:
             manifest.alter.set_table_properties(
-                {LAYOUT_KEY: str(version)}, raise_if_not_exists=False, commit_properties=properties
+                {_LAYOUT_KEY: str(version)}, raise_if_not_exists=False, commit_properties=properties
             )
             return
         except CommitFailedError:
@@ -108,7 +110,7 @@ def upgrade_in_steps(
     if version is None or (version == LAYOUT and not is_current(tables)):
         # Recorded 3 with unmarked rows: a toolkit from before the version wrote since
         # (it neither reads nor keeps the record), so layout 2's step runs again.
-        version = detected(tables, is_current)
+        version = _detected(tables, is_current)
     done: list[str] = []
     for step in steps:
         if step.start < version:

@@ -1,8 +1,8 @@
 """Writing a snapshot: what changed since its base, and finishing a stopped write.
 
 `write` (what `SnapshotStore.take` and `.write` run) works out each table's change
-against the snapshot before (`base_of`, `changes_of`), stamps the rows with the snapshot
-(`stamp`), and appends them; `resume` tells whether the same snapshot was being written
+against the snapshot before (`_base_of`, `_changes_of`), stamps the rows with the snapshot
+(`stamp`), and appends them; `_resume` tells whether the same snapshot was being written
 when a crash or a full disk stopped it, so the rerun finishes it instead of leaving its
 rows orphaned.
 """
@@ -48,10 +48,12 @@ from toolkit.timestamps import When, utc
 if TYPE_CHECKING:
     from toolkit.store.engine import StoreEngine
 
-FULL_EVERY = 168  # a week of hourly snapshots: every 168th snapshot is stored whole
+__all__ = ["stamp", "write"]
+
+_FULL_EVERY = 168  # a week of hourly snapshots: every 168th snapshot is stored whole
 
 
-def base_of(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime | None, int]:
+def _base_of(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime | None, int]:
     """The snapshot a new one is based on (the newest earlier one), its time, and how many
     snapshots were taken since the last full one. Arrow, not Python rows: a year of hourly
     snapshots makes the manifest 8,760 rows long, and every write reads it."""
@@ -66,7 +68,7 @@ def base_of(manifest: pa.Table, snapshot_id: str) -> tuple[str | None, datetime 
     return ids[count - 1].as_py(), manifest.column("snapshot_at")[count - 1].as_py(), since_full
 
 
-def changes_of(
+def _changes_of(
     tables: dict[str, pa.Table], before: dict[str, pa.Table] | None, full: bool
 ) -> dict[str, pa.Table]:
     """Each table's rows to store for a snapshot of `tables` based on `before`, sorted by
@@ -115,13 +117,14 @@ def _changed_in(table: pa.Table, change: pa.Table, name: str) -> tuple[pa.Array,
 
 
 def stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
+    """Rows with their snapshot's id and time added, in the table's schema."""
     n = rows.num_rows
     stamped = rows.append_column("snapshot_id", pa.array([snapshot_id] * n, schema.TEXT))
     stamped = stamped.append_column("snapshot_at", pa.array([when] * n, schema.TIME))
     return schema.conform(stamped, target)
 
 
-def resume(
+def _resume(
     tables: Tables,
     when: datetime,
     manifest: pa.Table,
@@ -164,7 +167,7 @@ def write(
     engine: StoreEngine, workspace: Workspace, at: When | None, label: str | None, *, compact: bool
 ) -> SnapshotInfo:
     """Write a pulled workspace as one snapshot: each table's change since its base
-    (whole every `FULL_EVERY`-th), committed side by side, then the manifest row that
+    (whole every `_FULL_EVERY`-th), committed side by side, then the manifest row that
     commits them all; the layout recorded on a store's first write. With `compact`, the
     first write of a day merges and tidies the tables."""
     when = utc(at if at is not None else workspace.pulled_at or datetime.now(UTC))
@@ -176,13 +179,13 @@ def write(
     }
     manifest = engine.manifest(writing=True)
     snapshot_id = new_id(when)
-    base, base_at, since_full = base_of(manifest, snapshot_id)
-    full = base is None or since_full + 1 >= FULL_EVERY
+    base, base_at, since_full = _base_of(manifest, snapshot_id)
+    full = base is None or since_full + 1 >= _FULL_EVERY
     previous = engine.state(base, manifest) if base is not None else None
-    changes = changes_of(tables, previous, full)
+    changes = _changes_of(tables, previous, full)
     # Only a store object that has not yet written, or whose last write failed, can be
     # finishing a stopped write: asking the tables costs a read of each one's log.
-    resumed = resume(engine.tables, when, manifest, base, changes) if not engine.wrote else None
+    resumed = _resume(engine.tables, when, manifest, base, changes) if not engine.wrote else None
     snapshot_id, held = resumed or (snapshot_id, set())
     engine.wrote = False
     commits = _commit_tables(engine.tables, _metadata(snapshot_id, when, base), when, changes, held)

@@ -35,9 +35,11 @@ import pyarrow as pa
 from toolkit.store.tables import Tables
 from toolkit.watch.findings import Finding
 
+__all__ = ["TIME", "Alert", "AlertLog", "Kind", "finding_of", "random_id", "transitions"]
+
 Kind = Literal["opened", "reminder", "resolved", "seen"]
 TIME = pa.timestamp("us", tz="UTC")
-SCHEMA = pa.schema(
+_SCHEMA = pa.schema(
     [
         ("alert_id", pa.string()),
         ("key", pa.string()),
@@ -130,8 +132,8 @@ class AlertLog:
         """Every row, oldest first (a dataset's files come in no set order)."""
         self.tables.begin()
         # Read file by file, as the store reads its manifest: kept between cycles.
-        parts = self.tables.read_files("alerts", self._files, SCHEMA)
-        table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
+        parts = self.tables.read_files("alerts", self._files, _SCHEMA)
+        table = pa.concat_tables(parts) if parts else _SCHEMA.empty_table()
         return table.sort_by([("written_at", "ascending"), ("recorded_at", "ascending")])
 
     def open_alerts(self, table: pa.Table | None = None) -> dict[str, Alert]:
@@ -182,7 +184,7 @@ class AlertLog:
             }
             for a in alerts
         ]
-        self.tables.append("alerts", pa.Table.from_pylist(rows, schema=SCHEMA))
+        self.tables.append("alerts", pa.Table.from_pylist(rows, schema=_SCHEMA))
 
 
 def transitions(

@@ -4,7 +4,7 @@ Three measures per project, in bins of `anomaly_period` (a day by default, align
 UTC midnight): credits spent, failure rate (failed and stalled runs over the runs that
 ended in the bin) and lines translated. The latest *complete* bin is compared with the
 `anomaly_baseline` bins before it: it is unusual when it lies more than `anomaly_mads`
-scaled median absolute deviations from their median (`outlier`). Spend and failures
+scaled median absolute deviations from their median (`_outlier`). Spend and failures
 are flagged when high, throughput when low while the project has work running (an idle
 day is not slowness). The message states the baseline.
 """
@@ -24,35 +24,38 @@ from toolkit.watch.findings import Finding
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-SCALE = 1.4826  # makes the MAD estimate a standard deviation for normal data
-MIN_BASELINE = 3  # bins with data needed before anything is called unusual
-MIN_RUNS = 3  # runs ended in a bin before its failure rate counts
+__all__ = ["evaluate"]
+
+_SCALE = 1.4826  # makes the MAD estimate a standard deviation for normal data
+_MIN_BASELINE = 3  # bins with data needed before anything is called unusual
+_MIN_RUNS = 3  # runs ended in a bin before its failure rate counts
 
 
 @dataclass(frozen=True)
-class Baseline:
+class _Baseline:
     median: float
     mad: float  # scaled
     bins: int
 
 
-def outlier(value: float, history: list[float], mads: float, floor: float) -> Baseline | None:
+def _outlier(value: float, history: list[float], mads: float, floor: float) -> _Baseline | None:
     """The baseline when `value` lies more than `mads` scaled MADs from the median of
     `history`, else None. `floor` is the least spread assumed: a flat history (MAD 0)
     would otherwise make any change unusual."""
-    if len(history) < MIN_BASELINE:
+    if len(history) < _MIN_BASELINE:
         return None
     values = np.asarray(history, dtype=float)
     median = float(np.median(values))
-    mad = SCALE * float(np.median(np.abs(values - median)))
+    mad = _SCALE * float(np.median(np.abs(values - median)))
     if abs(value - median) <= mads * max(mad, floor):
         return None
-    return Baseline(median, mad, len(history))
+    return _Baseline(median, mad, len(history))
 
 
 def evaluate(
     store: SnapshotStore, workspace: str, settings: CheckSettings, now: pd.Timestamp
 ) -> list[Finding]:
+    """The anomaly check: a figure of the last complete period far from its baseline."""
     period = pd.Timedelta(settings.anomaly_period)
     end = now.floor(period)  # the latest complete bin is [end - period, end)
     first = end - period * (settings.anomaly_baseline + 1)
@@ -61,7 +64,7 @@ def evaluate(
         return []
     start = max(first, times.iloc[0].ceil(period))  # the baseline snapshot counts for nothing
     bins = pd.date_range(start, end - period, freq=period, tz="UTC")
-    if len(bins) < MIN_BASELINE + 1:
+    if len(bins) < _MIN_BASELINE + 1:
         return []
     freq = f"{int(period.total_seconds())}s"
     found: list[Finding] = []
@@ -107,14 +110,14 @@ def _failure_rates(
         failed = rows["outcome"].isin(["failed", "stalled"])
         table = pd.DataFrame({"bin": binned, "failed": failed}).groupby("bin")["failed"]
         counts = table.agg(["sum", "count"]).reindex(bins)
-        counts = counts[counts["count"].fillna(0) >= MIN_RUNS]
+        counts = counts[counts["count"].fillna(0) >= _MIN_RUNS]
         if bins[-1] not in counts.index:
             continue
         rates = counts["sum"] / counts["count"]
         history = [float(v) for v in rates.drop(bins[-1])]
         latest: Any = counts.loc[bins[-1]]
         value = float(latest["sum"] / latest["count"])
-        base = outlier(value, history, settings.anomaly_mads, floor=0.05)
+        base = _outlier(value, history, settings.anomaly_mads, floor=0.05)
         if base is None or value <= base.median:
             continue
         project = str(rows["project"].iloc[0])
@@ -159,7 +162,7 @@ def _flag(
     history = [float(v) for v in values.iloc[:-1]]
     value = float(values.iloc[-1])
     median = float(np.median(history)) if history else 0.0
-    base = outlier(value, history, settings.anomaly_mads, floor=max(1.0, 0.1 * median))
+    base = _outlier(value, history, settings.anomaly_mads, floor=max(1.0, 0.1 * median))
     if base is None or (value > base.median) != high or (high and base.median == 0 and value < 10):
         return []
     unit = "credits" if measure == "spend" else "lines"

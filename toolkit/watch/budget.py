@@ -9,7 +9,7 @@ in January. Each level of `warn_at` the spend reached is a `warn` finding of its
 then 80%: each announced once a period, as billing systems do, and resolved when the
 period turns), and the credits reached a `limit` one (crossing the limit is news even
 while the warnings are open). The runway is read from the spend of the last
-`BURN_WINDOW` (or since the first snapshot, if that is later), counted the same way:
+`_BURN_WINDOW` (or since the first snapshot, if that is later), counted the same way:
 "at this rate the budget runs out on 19 May".
 
 A tag budget (`scope = "tag"`, `tag = "client"`, `name = "Acme"`) sums the projects the
@@ -31,7 +31,9 @@ from toolkit.watch.findings import Finding
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-BURN_WINDOW = pd.Timedelta(days=7)
+__all__ = ["AGENCY", "bounds", "evaluate"]
+
+_BURN_WINDOW = pd.Timedelta(days=7)
 AGENCY = "agency"
 
 
@@ -83,7 +85,7 @@ def _measure(
     """Spent since `start`, the burn rate per hour, the first moment counted (None when
     the budget's subject is in none of the stores) and the workspace it is in."""
     spent, recent, covered, where = 0.0, 0.0, None, AGENCY
-    window_start = now - BURN_WINDOW
+    window_start = now - _BURN_WINDOW
     for label, store in stores.items():
         if budget.scope == "workspace" and label != budget.name:
             continue

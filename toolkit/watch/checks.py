@@ -28,6 +28,8 @@ from toolkit.watch.findings import Finding, Findings, as_frame
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
+__all__ = ["checks", "evaluate", "open_alerts"]
+
 
 def checks(
     store: SnapshotStore | str | os.PathLike[str], config: WatchConfig | str | os.PathLike[str]
@@ -118,7 +120,7 @@ def evaluate(
             continue
         at = now if now is not None else times[label].iloc[-1]
         why = (broken or {}).get(label)
-        found += workspace_findings(store, label, config, at, why, newest=latest)
+        found += _workspace_findings(store, label, config, at, why, newest=latest)
     if latest is not None and "budget" not in config.checks.off:
         damaged = {f.workspace for f in found if f.detail == "store_check"}  # unreadable
         healthy = {label: store for label, store in stores.items() if label not in damaged}
@@ -129,7 +131,7 @@ def evaluate(
     return found
 
 
-def workspace_findings(
+def _workspace_findings(
     store: SnapshotStore,
     label: str,
     config: WatchConfig,
@@ -173,14 +175,14 @@ def workspace_findings(
     return found
 
 
-Settings = Callable[[object, object], CheckSettings]  # a project's, by its id and name
+_Settings = Callable[[object, object], CheckSettings]  # a project's, by its id and name
 
 
 def _trouble(
     store: SnapshotStore,
     label: str,
     now: pd.Timestamp,
-    settings: Settings,
+    settings: _Settings,
     everyone: list[CheckSettings],
 ) -> list[Finding]:
     """Stalled runs, failed chapters waiting for a re-scan, held pages never started:
@@ -240,13 +242,13 @@ def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]
         figures = {"due": row.due.isoformat(), "finish_p50": row.finish_p50.isoformat(),
                    "finish_p90": None if pd.isna(row.finish_p90) else row.finish_p90.isoformat(),
                    "late_hours_p50": float(row.late_hours_p50),
-                   "late_hours_p90": _number(row.late_hours_p90),
+                   "late_hours_p90": _float_or_none(row.late_hours_p90),
                    "project_id": row.project_id}  # fmt: skip
         found.append(Finding("due", "project", str(row.project), label, message, figures))
     return found
 
 
-def _number(value: Any) -> float | None:
+def _float_or_none(value: Any) -> float | None:
     return None if pd.isna(value) else float(value)
 
 
@@ -254,7 +256,7 @@ def _missing_events(
     store: SnapshotStore,
     label: str,
     now: pd.Timestamp,
-    settings: Settings,
+    settings: _Settings,
     everyone: list[CheckSettings],
 ) -> list[Finding]:
     """Runs the snapshots show finished or failed, each project's `missing_events_after`

@@ -10,7 +10,7 @@ config.checks_for("studio", "Moonlit Harbor").stalled_after
 ```
 
 Unknown keys and bad values are refused with the file, the line and the key named.
-tomllib gives no line numbers for values it parsed, so `key_lines` finds them in the text.
+tomllib gives no line numbers for values it parsed, so `_key_lines` finds them in the text.
 Secrets (API keys, the webhook secret, the Slack URL, SMTP credentials) are named by
 environment variable only, read into a `Secret` when the watch needs them, never printed.
 """
@@ -37,25 +37,29 @@ from toolkit.config import Secret, is_loopback_host, normalize_base_url
 from toolkit.errors import ConfigError
 
 __all__ = [
+    "TIMEOUT",
     "Budget",
     "CheckSettings",
+    "Email",
     "Period",
     "Scope",
     "Slack",
     "WatchConfig",
     "WatchedWorkspace",
     "Webhook",
+    "check_destination",
     "parse_duration",
     "read_config",
+    "secret_from",
 ]
 
 Scope = Literal["project", "workspace", "agency", "tag"]
 Period = Literal["month", "week"]
-CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
+_CHECKS = ("budget", "anomaly", "stalled", "failed_waiting", "held_pages", "due",
           "missing_events", "snapshots")  # fmt: skip
 # What a project's own table may switch off or set: the checks about its work.
-PROJECT_CHECKS = ("anomaly", "stalled", "failed_waiting", "held_pages", "due", "missing_events")
-T = TypeVar("T")
+_PROJECT_CHECKS = ("anomaly", "stalled", "failed_waiting", "held_pages", "due", "missing_events")
+_T = TypeVar("_T")
 Path_ = tuple[str | int, ...]  # where a value sits: ("budgets", 0, "credits")
 
 
@@ -76,6 +80,8 @@ class CheckSettings:
 
 @dataclass(frozen=True)
 class WatchedWorkspace:
+    """One `[workspaces.NAME]` table of `watch.toml`: its URL, key variable and store."""
+
     name: str
     base_url: str
     key_env: str
@@ -87,6 +93,8 @@ class WatchedWorkspace:
 
 @dataclass(frozen=True)
 class Budget:
+    """A budget of `watch.toml`: credits per period for a project, workspace or the agency."""
+
     scope: Scope
     name: str | None  # a project's or workspace's name, a tag's value; None for the agency
     period: Period
@@ -106,6 +114,8 @@ TIMEOUT = 10.0  # seconds a target may take to answer (the service's webhook lim
 
 @dataclass(frozen=True)
 class Webhook:
+    """Where the watch posts its messages as signed webhooks."""
+
     url: str
     secret_env: str
     allow_private: bool = False
@@ -114,6 +124,8 @@ class Webhook:
 
 @dataclass(frozen=True)
 class Slack:
+    """The Slack webhook the watch posts its messages to."""
+
     url: Secret[str] | str | None = None  # written in the file (a loopback sink in tests)
     url_env: str | None = None  # else read from this variable: the usual Slack URL is secret
     allow_private: bool = False
@@ -127,6 +139,8 @@ class Slack:
 
 @dataclass(frozen=True)
 class Email:
+    """The mail server and addresses the watch sends its messages to."""
+
     host: str
     to: tuple[str, ...]
     sender: str  # `from` in the file
@@ -141,6 +155,8 @@ class Email:
 
 @dataclass(frozen=True)
 class WatchConfig:
+    """`watch.toml`, read and checked: the workspaces, budgets, checks and targets."""
+
     path: str
     store: str
     interval: timedelta
@@ -180,7 +196,7 @@ class WatchConfig:
             self._secret("notify.webhook.secret_env", lambda: _signing_secret(secret))
         if self.slack is not None and self.slack.url_env:
             slack = self.slack
-            self._secret("notify.slack.url_env", lambda: check_target_url(
+            self._secret("notify.slack.url_env", lambda: _check_target_url(
                 slack.address(), slack.allow_private, "Slack"))  # fmt: skip
         if self.email is not None:
             for key in ("user_env", "password_env"):
@@ -190,7 +206,7 @@ class WatchConfig:
                         secret_from, name, "the SMTP credentials"))  # fmt: skip
                     self._secret(f"notify.email.{key}", partial(_smtp_text, value))
 
-    def _secret(self, key: str, check: Callable[[], T]) -> T:
+    def _secret(self, key: str, check: Callable[[], _T]) -> _T:
         try:
             return check()
         except (ConfigError, ValueError) as exc:
@@ -198,6 +214,7 @@ class WatchConfig:
 
 
 def secret_from(variable: str, what: str) -> Secret[str]:
+    """A secret read from an environment variable; a `ConfigError` names it when unset."""
     if not os.environ.get(variable):
         raise ConfigError(f"{what} is read from the environment: set {variable}")
     return Secret(os.environ[variable])
@@ -264,7 +281,7 @@ def check_destination(host: str, allow_private: bool, what: str, *, resolve: boo
             )
 
 
-def check_target_url(url: str | Secret[str], allow_private: bool, what: str) -> str:
+def _check_target_url(url: str | Secret[str], allow_private: bool, what: str) -> str:
     """A notification URL: https to a public host, or (with allow_private = true) http or
     https to any. The message names only scheme and host: a Slack URL's path is its
     secret."""
@@ -297,7 +314,7 @@ def read_config(path: str | os.PathLike[str]) -> WatchConfig:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
     except RecursionError:
         raise ConfigError(f"{file}: not valid TOML: nested too deeply") from None
-    return _Reader(str(file), key_lines(text), file.parent).config(data)
+    return _Reader(str(file), _key_lines(text), file.parent).config(data)
 
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*(.+?)\s*\]\]?\s*(#.*)?$")
@@ -310,7 +327,7 @@ def _parts(dotted: str) -> list[str]:
     return [part[1:-1] if part[:1] in "\"'" else part for part in found]
 
 
-def key_lines(text: str) -> dict[Path_, int]:
+def _key_lines(text: str) -> dict[Path_, int]:
     """The line (from 1) of every table header and key in a TOML text, by its path: a
     `[[budgets]]` entry's keys under ("budgets", index, key)."""
     lines: dict[Path_, int] = {}
@@ -339,8 +356,8 @@ _UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours"
           "weeks": 604800}  # fmt: skip
 
 
-LONGEST = timedelta(days=3660)  # ten years: longer is a mistake, and near timedelta's end
-SHORTEST_INTERVAL = timedelta(minutes=1)  # a cycle snapshots every workspace
+_LONGEST = timedelta(days=3660)  # ten years: longer is a mistake, and near timedelta's end
+_SHORTEST_INTERVAL = timedelta(minutes=1)  # a cycle snapshots every workspace
 
 
 def parse_duration(text: str) -> timedelta:
@@ -350,14 +367,14 @@ def parse_duration(text: str) -> timedelta:
     if not match or float(match.group(1)) <= 0:
         raise ValueError(f"{text!r} is not a duration like 15m, 90min, 4h or 2d")
     seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if not seconds <= LONGEST.total_seconds():
+    if not seconds <= _LONGEST.total_seconds():
         raise ValueError(f"{text!r} is longer than ten years")
     return timedelta(seconds=seconds)
 
 
 def _interval(text: str) -> timedelta:
     value = parse_duration(text)
-    if value < SHORTEST_INTERVAL:
+    if value < _SHORTEST_INTERVAL:
         raise ValueError(f"{text!r} is shorter than a minute (a cycle snapshots every workspace)")
     return value
 
@@ -401,7 +418,7 @@ class _Reader:
         data: Mapping[str, Any],
         where: Path_,
         key: str,
-        kind: type[T] | tuple[type, ...],
+        kind: type[_T] | tuple[type, ...],
         convert: Callable[[Any], Any] | None = None,
     ) -> Any:
         value = data[key]
@@ -550,9 +567,9 @@ class _Reader:
                 self.get(data, where, "anomaly_mads", (int, float), _within(0.5, 1e6))
             )
         if "off" in data:
-            names: tuple[str, ...] = PROJECT_CHECKS if level == "project" else CHECKS
+            names: tuple[str, ...] = _PROJECT_CHECKS if level == "project" else _CHECKS
             if level == "workspace":  # budgets are switched off by removing their entries
-                names = tuple(name for name in CHECKS if name != "budget")
+                names = tuple(name for name in _CHECKS if name != "budget")
             changed["off"] = frozenset(self.get(data, where, "off", list, _check_names(names)))
         return changed
 
@@ -610,7 +627,7 @@ class _Reader:
         private = self.get(data, where, "allow_private", bool) if "allow_private" in data else False
         return Webhook(
             url=self.get(
-                data, where, "url", str, lambda u: check_target_url(u, private, "webhook")
+                data, where, "url", str, lambda u: _check_target_url(u, private, "webhook")
             ),
             secret_env=self.get(data, where, "secret_env", str, _variable),
             allow_private=private,
@@ -628,7 +645,7 @@ class _Reader:
             # Held as a Secret at once: the path of a Slack URL is what lets anyone post.
             url = Secret(self.get(data, where, "url", str))
             try:
-                check_target_url(url, private, "Slack")
+                _check_target_url(url, private, "Slack")
             except ConfigError as exc:
                 raise self.fail((*where, "url"), str(exc)) from None
             return Slack(url=url, allow_private=private, timeout=timeout)

@@ -27,6 +27,8 @@ from toolkit.watch.findings import Finding
 from toolkit.watch.notify import senders
 from toolkit.watch.outbox import Delivery, Outbox, messages
 
+__all__ = ["Cycle", "run_cycle", "run_forever"]
+
 
 @dataclass
 class Cycle:
@@ -76,6 +78,7 @@ def _named(event: str, finding: Finding) -> str:
 
 
 def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
+    """One cycle of the watch: take a snapshot of each workspace, check, and notify."""
     stores = {name: SnapshotStore(w.store, workspace=name) for name, w in config.workspaces.items()}
     broken: dict[str, str] = {}
     for name, workspace in config.workspaces.items():
@@ -97,7 +100,7 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
     known = [t.iloc[-1] for t in times if len(t)]
     now = max(known).to_pydatetime() if known else None
     if not broken:
-        check_projects(config, stores)
+        _check_projects(config, stores)
     findings = evaluate(stores, config, broken=broken)
     if now is None:  # never a snapshot: nothing to time alerts by but this machine's clock
         now = datetime.now().astimezone()
@@ -123,7 +126,7 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
     return Cycle(findings, changes, broken, now, outcomes)
 
 
-def check_projects(config: WatchConfig, stores: Mapping[str, SnapshotStore]) -> None:
+def _check_projects(config: WatchConfig, stores: Mapping[str, SnapshotStore]) -> None:
     """Every project a budget or a due date names is in one of the workspaces: a
     `ConfigError` naming the file, line and key, and the names nearest, for the first that
     is not (else it would silently never be checked)."""

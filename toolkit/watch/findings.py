@@ -13,11 +13,15 @@ from typing import Any
 
 import pandas as pd
 
-COLUMNS = ["check", "scope", "subject", "workspace", "message", "figures"]
+__all__ = ["Finding", "Findings", "as_frame"]
+
+_COLUMNS = ["check", "scope", "subject", "workspace", "message", "figures"]
 
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing a watch check found, about one subject, with the figures behind it."""
+
     check: str
     scope: str  # project | workspace | agency | chapter | store
     subject: str  # what it is about, by name: a project, a chapter, a workspace
@@ -53,8 +57,9 @@ class Findings(pd.DataFrame):
 
 
 def as_frame(findings: list[Finding]) -> Findings:
-    rows = [{name: getattr(f, name) for name in COLUMNS} for f in findings]
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    for column in COLUMNS[:-1]:
+    """Findings as a `Findings` frame, one row each."""
+    rows = [{name: getattr(f, name) for name in _COLUMNS} for f in findings]
+    frame = pd.DataFrame(rows, columns=_COLUMNS)
+    for column in _COLUMNS[:-1]:
         frame[column] = frame[column].astype("string")
     return Findings(frame)

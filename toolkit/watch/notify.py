@@ -38,10 +38,12 @@ from toolkit.watch.config import Email, WatchConfig, check_destination, secret_f
 from toolkit.watch.outbox import Message, Sender, Undelivered
 from toolkit.watch.wording import action, explain_command, kind_of, title
 
-HEADLINE = {"opened": "Alert", "reminder": "Still open", "resolved": "Resolved"}
+__all__ = ["headline", "senders"]
+
+_HEADLINE = {"opened": "Alert", "reminder": "Still open", "resolved": "Resolved"}
 
 
-def payload(message: Message) -> dict[str, object]:
+def _payload(message: Message) -> dict[str, object]:
     """The webhook body of one message (contract)."""
     f = message.finding
     return {
@@ -62,7 +64,7 @@ def payload(message: Message) -> dict[str, object]:
 def headline(message: Message) -> str:
     """One message in words: what, the facts with their times, what clears it, its id."""
     f = message.finding
-    text = f"[{HEADLINE[message.event]}] {title(f.check, kind_of(f.figures))}: {f.message}"
+    text = f"[{_HEADLINE[message.event]}] {title(f.check, kind_of(f.figures))}: {f.message}"
     if message.event != "resolved":
         text += f" To clear it: {action(f.check, kind_of(f.figures))}."
         rows = explain_command(f.check, f.figures, scope=f.scope, subject=f.subject)
@@ -71,7 +73,7 @@ def headline(message: Message) -> str:
     return f"{text} ({message.alert_id})"
 
 
-def batch_id(messages: list[Message]) -> str:
+def _batch_id(messages: list[Message]) -> str:
     """The id of an e-mail holding `messages`: the same when the same ones go again."""
     digest = hashlib.sha256("|".join(m.message_id for m in messages).encode()).hexdigest()
     return f"msg_{digest[:24]}"
@@ -104,7 +106,7 @@ def _why(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def retry_after(value: str | None) -> float | None:
+def _retry_after(value: str | None) -> float | None:
     """`Retry-After` in seconds: a number of seconds or an HTTP date; None if unreadable."""
     if not value:
         return None
@@ -132,7 +134,7 @@ def _post(
     except Exception as exc:  # any failure here is this target's alone
         raise Undelivered(_why(exc)) from None
     if not answer.is_success:
-        wait = retry_after(answer.headers.get("retry-after"))
+        wait = _retry_after(answer.headers.get("retry-after"))
         raise Undelivered(f"answered {answer.status_code}", retry_after=wait)
 
 
@@ -140,7 +142,7 @@ def _webhook(
     url: str, allow_private: bool, secret: Secret[str], batch: list[Message], timeout: float
 ) -> None:
     for done, message in enumerate(batch):
-        body = json.dumps(payload(message), separators=(",", ":")).encode()
+        body = json.dumps(_payload(message), separators=(",", ":")).encode()
         timestamp = str(int(time.time()))  # wall clock: receivers check it against theirs
         headers = {
             "content-type": "application/json",
@@ -174,7 +176,7 @@ def _email(settings: Email, batch: list[Message]) -> None:
     message["Subject"] = f"CTS watch: {opened} new, {resolved} resolved, {still} still open"
     message["From"] = settings.sender
     message["To"] = ", ".join(settings.to)
-    message["Message-ID"] = f"<{batch_id(batch)}@cts-watch>"
+    message["Message-ID"] = f"<{_batch_id(batch)}@cts-watch>"
     message["X-CTS-Message-Ids"] = " ".join(m.message_id for m in batch)
     message.set_content("\n\n".join(headline(m) for m in batch) + "\n")
     try:

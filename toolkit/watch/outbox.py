@@ -5,14 +5,14 @@ A message is an `alerts` row that tells people something: its `message_id` and t
 targets it is owed to were committed before anything was sent (`alerts`). The
 `deliveries` table (`<store>/deliveries/`) holds a row per outcome: a message
 `delivered` to a target (after a 2xx), a round that `failed` (with why and when the next
-is due), one `given_up` after `ROUNDS` rounds, or one `skipped` (a reminder or
+is due), one `given_up` after `_ROUNDS` rounds, or one `skipped` (a reminder or
 resolution for a target that was never told the alert opened). A message's state at a
 target is its newest row there; no row means owed.
 
 Each target's owed messages go in the order they were decided, so a resolution never
 overtakes its opening. A round is one cycle's try: `retries` attempts at most, waiting
-`retry_wait` doubling, or what `Retry-After` asks when that is at most `MAX_PAUSE`; a
-failed round puts the target's queue off by the next wait of `WAITS` (on the service's
+`retry_wait` doubling, or what `Retry-After` asks when that is at most `_MAX_PAUSE`; a
+failed round puts the target's queue off by the next wait of `_WAITS` (on the service's
 clock; a longer `Retry-After` wins, up to the last wait). The delivered rows are
 committed after each target's sends: a kill in between sends those messages again, with
 the same ids and body, which is what a receiver drops as a repeat.
@@ -30,14 +30,16 @@ import pyarrow as pa
 from toolkit.watch.alerts import TIME, AlertLog, finding_of
 from toolkit.watch.findings import Finding
 
+__all__ = ["Delivery", "Message", "Outbox", "Sender", "Undelivered", "messages"]
+
 # After the first round: the waits before the next ones (Standard Webhooks senders wait
 # 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h; the quick first retries happen in a round).
-WAITS = (timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2), timedelta(hours=5),
+_WAITS = (timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2), timedelta(hours=5),
          timedelta(hours=10), timedelta(hours=10))  # fmt: skip
-ROUNDS = len(WAITS) + 1  # about 27.6 hours from the first try to giving up
-MAX_PAUSE = 30.0  # seconds one wait inside a round may last: the store's lock is held
+_ROUNDS = len(_WAITS) + 1  # about 27.6 hours from the first try to giving up
+_MAX_PAUSE = 30.0  # seconds one wait inside a round may last: the store's lock is held
 
-SCHEMA = pa.schema(
+_SCHEMA = pa.schema(
     [
         ("message_id", pa.string()),
         ("alert_id", pa.string()),
@@ -51,7 +53,7 @@ SCHEMA = pa.schema(
         ("written_at", TIME),  # this machine's: orders rows written at one service time
     ]
 )
-FINAL = ("delivered", "given_up", "skipped")
+_FINAL = ("delivered", "given_up", "skipped")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Delivery:
+    """What one message got at one target: delivered, failed, given up or skipped."""
+
     message: Message
     target: str
     outcome: str  # delivered | failed | given_up | skipped
@@ -112,7 +116,7 @@ class Outbox:
 
     def state(self) -> dict[tuple[str, str], dict[str, object]]:
         """The newest deliveries row of each (message, target)."""
-        parts = self.tables.read_files("deliveries", self._files, SCHEMA)
+        parts = self.tables.read_files("deliveries", self._files, _SCHEMA)
         if not parts:
             return {}
         table = pa.concat_tables(parts).sort_by("written_at")
@@ -136,7 +140,7 @@ class Outbox:
                 m
                 for m in owed
                 if target in m.owed_to
-                and state.get((m.message_id, target), {}).get("outcome") not in FINAL
+                and state.get((m.message_id, target), {}).get("outcome") not in _FINAL
             ]
             done = _send_to(target, sender, queue, state, opened, now, retries, wait)
             self._record(done, state, now)
@@ -162,7 +166,7 @@ class Outbox:
                 "rounds": rounds + (o.outcome in ("failed", "given_up")), "why": o.why,
                 "next_at": o.next_at, "at": now, "written_at": written,
             })  # fmt: skip
-        self.tables.append("deliveries", pa.Table.from_pylist(rows, schema=SCHEMA))
+        self.tables.append("deliveries", pa.Table.from_pylist(rows, schema=_SCHEMA))
 
 
 def _send_to(
@@ -211,7 +215,7 @@ def _send_to(
             pause = stopped.retry_after if stopped.retry_after is not None else (
                 wait * 2 ** (attempt - 1)
             )  # fmt: skip
-            if attempt < retries and pause <= MAX_PAUSE:
+            if attempt < retries and pause <= _MAX_PAUSE:
                 time.sleep(pause)
                 continue
             return outcomes + _round_failed(target, pending, state, now, stopped)
@@ -229,12 +233,12 @@ def _round_failed(
     outcomes = []
     for message in pending:
         rounds = int(state.get((message.message_id, target), {}).get("rounds") or 0) + 1  # type: ignore[call-overload]
-        if rounds >= ROUNDS:
-            why = f"given up after {ROUNDS} rounds: {stopped.why}"
+        if rounds >= _ROUNDS:
+            why = f"given up after {_ROUNDS} rounds: {stopped.why}"
             outcomes.append(Delivery(message, target, "given_up", why))
             continue
-        delay = WAITS[rounds - 1]
+        delay = _WAITS[rounds - 1]
         if stopped.retry_after is not None:
-            delay = min(max(delay, timedelta(seconds=stopped.retry_after)), WAITS[-1])
+            delay = min(max(delay, timedelta(seconds=stopped.retry_after)), _WAITS[-1])
         outcomes.append(Delivery(message, target, "failed", stopped.why, now + delay))
     return outcomes

@@ -11,12 +11,14 @@ import shlex
 from datetime import datetime, timedelta
 from typing import Any
 
+__all__ = ["action", "age", "kind_of", "title"]
+
 # The checks about a chapter that needs a person: their titles are the words of the one
 # reasons table (`tk.analysis.reason_words`, per kind of chapter), so the watch, the
 # Dashboard and notebook 02 say them alike.
-CHAPTER_REASONS = {"stalled": "stalled", "failed_waiting": "failed", "held_pages": "held_pages"}
+_CHAPTER_REASONS = {"stalled": "stalled", "failed_waiting": "failed", "held_pages": "held_pages"}
 
-TITLES = {
+_TITLES = {
     "budget": "Budget",
     "anomaly": "Unusual activity",
     "due": "Due date at risk",
@@ -28,7 +30,7 @@ TITLES = {
 # re-scanned, so its chapter checks say what a novel needs instead.
 _RESCAN = "re-scan the chapter (the Re-scan panel, tk.widgets.RescanPanel)"
 _NOVEL_AGAIN = "upload its text again as a new chapter (the Upload panel's 'New novel chapter')"
-ACTIONS = {
+_ACTIONS = {
     "budget": "raise the budget in the watch config, or wait for the next period",
     "anomaly": "look into the project; it clears once a period looks usual again",
     "stalled": "wait: the service abandons the run 2 hours after its last progress; then "
@@ -40,7 +42,7 @@ ACTIONS = {
     "missing_events": "check the webhook receiver that feeds the store",
     "snapshots": "check the service and the store (`toolkit store check`)",
 }
-NOVEL_ACTIONS = {
+_NOVEL_ACTIONS = {
     "stalled": "wait: the service abandons the run 2 hours after its last progress; then "
     + _NOVEL_AGAIN,
     "failed_waiting": _NOVEL_AGAIN,
@@ -51,20 +53,20 @@ def title(check: str, kind: str | None = None) -> str:
     """The check's name in words, for a chapter of project `kind` where it is about one
     (the code itself for a check this list does not know): `held_pages` -> "Held pages
     never started"."""
-    if check in CHAPTER_REASONS:
+    if check in _CHAPTER_REASONS:
         from toolkit.analysis import reason_words
 
-        words = reason_words(CHAPTER_REASONS[check], kind)
+        words = reason_words(_CHAPTER_REASONS[check], kind)
         return words[0].upper() + words[1:]
-    return TITLES.get(check, check)
+    return _TITLES.get(check, check)
 
 
 def action(check: str, kind: str | None = None) -> str:
     """What clears the check's alert, naming the panel that does it; for a chapter of
     project `kind` (a novel is never told to re-scan)."""
-    if kind == "novel" and check in NOVEL_ACTIONS:
-        return NOVEL_ACTIONS[check]
-    return ACTIONS.get(check, "see docs/watch.md")
+    if kind == "novel" and check in _NOVEL_ACTIONS:
+        return _NOVEL_ACTIONS[check]
+    return _ACTIONS.get(check, "see docs/watch.md")
 
 
 # The figure whose rows say why each check's alert was raised (`toolkit explain`): the

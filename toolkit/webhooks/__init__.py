@@ -47,7 +47,7 @@ def serve(
     # ToolkitError, where uvicorn logs it and exits with its own status 3.
     listening = _listen(host, port)
     receiver = Receiver(
-        key, store=SnapshotStore(root), seen_path=seen_path or default_seen_path(root)
+        key, store=SnapshotStore(root), seen_path=seen_path or _default_seen_path(root)
     )
     try:
         config = uvicorn.Config(receiver, host=host, port=port, log_level="info")
@@ -71,7 +71,7 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from exc
 
 
-def default_seen_path(root: str) -> Path:
+def _default_seen_path(root: str) -> Path:
     """Where `serve` keeps handled ids: in a local store's folder, else the working folder."""
     if "://" in root:
         return Path("webhooks-receiver.sqlite")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+__all__ = ["WINDOW", "CommitGroups"]
+
 WINDOW = 0.1
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from toolkit.timestamps import parse_time
 
+__all__ = ["Inbox"]
+
 
 class Inbox:
     """The receiver's SQLite: every event kept, by `webhook-id`, and whether the store has it."""

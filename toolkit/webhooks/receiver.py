@@ -32,12 +32,14 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import Receive, Scope, Send
 
+__all__ = ["EventSink", "Receiver"]
+
 log = logging.getLogger(__name__)
 
-MAX_BODY = 1 << 20
+_MAX_BODY = 1 << 20
 # Seconds a sender has for a whole body: a slow one must not hold a connection forever.
-BODY_TIMEOUT = 10.0
-KEEP_FORWARDED = timedelta(days=7)
+_BODY_TIMEOUT = 10.0
+_KEEP_FORWARDED = timedelta(days=7)
 
 
 class EventSink(Protocol):
@@ -81,7 +83,7 @@ class Receiver:
         seen_path: str | os.PathLike[str] | None = None,
         *,
         tolerance: int = TOLERANCE,
-        body_timeout: float = BODY_TIMEOUT,
+        body_timeout: float = _BODY_TIMEOUT,
         commit_window: float = WINDOW,
     ) -> None:
         secret = held(secret)  # rebound at once: a traceback's locals show the holder only
@@ -143,7 +145,7 @@ class Receiver:
             if pending:
                 self.store.record_events(pending)
                 self._inbox.mark_forwarded([event["webhook_id"] for event in pending])
-            self._inbox.prune(datetime.now(UTC) - KEEP_FORWARDED)
+            self._inbox.prune(datetime.now(UTC) - _KEEP_FORWARDED)
             return len(pending)
 
     def close(self) -> None:
@@ -160,7 +162,7 @@ class Receiver:
             message = f"the body did not arrive whole within {self.body_timeout:g} s"
             return _refusal(408, f"{message}; send it again")
         if body is None:
-            return _refusal(413, f"the body is over {MAX_BODY} bytes")
+            return _refusal(413, f"the body is over {_MAX_BODY} bytes")
         try:
             webhook_id = check_signature(body, request.headers, self._key, tolerance=self.tolerance)
         except WebhookVerificationError as exc:
@@ -238,14 +240,14 @@ def _refusal(status: int, message: str, *, allow: str | None = None) -> Response
 
 
 async def _read_body(request: Request) -> bytes | None:
-    """The body, or None when it is over `MAX_BODY` (read no further than that)."""
+    """The body, or None when it is over `_MAX_BODY` (read no further than that)."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY:
+    if declared.isdigit() and int(declared) > _MAX_BODY:
         return None
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_BODY:
+        if size > _MAX_BODY:
             return None
         chunks.append(chunk)
     return b"".join(chunks)

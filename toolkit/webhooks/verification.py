@@ -22,6 +22,8 @@ from toolkit import _signing
 from toolkit.config import Secret, held
 from toolkit.errors import WebhookVerificationError
 
+__all__ = ["TOLERANCE", "HeaderSource", "check_signature", "parse_payload", "signing_key", "verify"]
+
 HeaderSource = Mapping[str, str] | Iterable[tuple[str, str]]
 
 TOLERANCE = 300

@@ -64,6 +64,8 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.watch import WatchConfig
 
+__all__ = ["Dashboard"]
+
 MIN_INTERVAL = 0.05
 NO_REVIEW_PACE = "no review in the last 7 days"
 # Held pages whose ids the toolkit never saw: only the service's own dashboard starts them.

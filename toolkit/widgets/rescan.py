@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from toolkit.models import ChapterListItem, Project
     from toolkit.store import SnapshotStore
 
-WARNING = (
+__all__ = ["RescanPanel"]
+
+_WARNING = (
     "A re-scan runs a chapter again from its page images. It discards every translation, "
     "every edit and every prepared file of the chapter, and the run is charged again "
     "(glossary terms are kept)."
@@ -64,7 +66,7 @@ class RescanPanel(widgets.VBox):
         self._loading = False
 
         self.warning = widgets.HTML(
-            f'<p class="tk-warning" style="color:#92400e"><b>Warning:</b> {WARNING}</p>'
+            f'<p class="tk-warning" style="color:#92400e"><b>Warning:</b> {_WARNING}</p>'
         )
         self.show_all = widgets.Checkbox(
             value=False,
@@ -245,7 +247,7 @@ class RescanPanel(widgets.VBox):
         )
         self.question.value = (
             f'<p class="tk-question">Re-scan {count(len(chosen), "chapter")}: {names}?<br>'
-            f"<b>{WARNING}</b><br>{quote.sentence(run='This')}{budget}</p>"
+            f"<b>{_WARNING}</b><br>{quote.sentence(run='This')}{budget}</p>"
         )
         self.pending = [c.id for c in chosen]
         self.over_budget, self.asked_again = bool(over), False

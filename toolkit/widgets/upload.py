@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from toolkit.models import Project
     from toolkit.store import SnapshotStore
 
+__all__ = ["UploadPanel"]
+
 
 class UploadPanel(widgets.VBox):
     """Create chapters, add pages, start held pages, from a notebook.

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from toolkit.emulator.delivery.netguard import UnsafeDestination, destination, refusal, resolve
+from toolkit.emulator.delivery.netguard import UnsafeDestination, _refusal, _resolve, destination
 
 PUBLIC_V4 = "93.184.215.14"
 PUBLIC_V6 = "2606:4700:4700::1111"
@@ -64,7 +64,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("address", REFUSED.values(), ids=REFUSED.keys())
 def test_each_non_public_kind_is_refused(address):
-    assert refusal(ipaddress.ip_address(address)) is not None
+    assert _refusal(ipaddress.ip_address(address)) is not None
     with pytest.raises(UnsafeDestination, match="public addresses"):
         destination("https://hooks.example.com/in", resolver=resolver_for(address))
 
@@ -79,12 +79,12 @@ def test_each_non_public_kind_is_refused_as_a_literal_in_the_url(address):
 def test_nat64_and_6to4_are_refused_explicitly():
     # Python's is_global lets these through although they embed any IPv4 address.
     for address in ("64:ff9b::a9fe:a9fe", "2002:7f00:1::1"):
-        assert refusal(ipaddress.ip_address(address)) in {"NAT64", "6to4"}
+        assert _refusal(ipaddress.ip_address(address)) in {"NAT64", "6to4"}
 
 
 @pytest.mark.parametrize("address", [PUBLIC_V4, PUBLIC_V6, "8.8.8.8", "1.1.1.1"])
 def test_public_addresses_pass(address):
-    assert refusal(ipaddress.ip_address(address)) is None
+    assert _refusal(ipaddress.ip_address(address)) is None
     checked = destination("https://hooks.example.com/in", resolver=resolver_for(address))
     assert checked.addresses == (ipaddress.ip_address(address),)
 
@@ -149,7 +149,7 @@ def test_allow_private_lifts_the_https_and_address_rules_but_still_resolves():
 
 def test_literal_addresses_skip_the_resolver():
     never = resolver_for()
-    assert resolve("8.8.8.8", resolver=never) == (ipaddress.ip_address("8.8.8.8"),)
+    assert _resolve("8.8.8.8", resolver=never) == (ipaddress.ip_address("8.8.8.8"),)
     assert never.asked == []  # type: ignore[attr-defined]
 
 

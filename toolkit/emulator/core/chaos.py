@@ -12,14 +12,17 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from toolkit.emulator.core.fields import rate_field, whole_field
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = ["Chaos", "ChaosRule", "Kind", "Target", "route_of"]
+
 Kind = Literal["status", "latency", "drop", "cut", "reset", "trickle"]
-KINDS: tuple[Kind, ...] = ("status", "latency", "drop", "cut", "reset", "trickle")
-METHODS = ("GET", "POST", "*")
+_KINDS: tuple[Kind, ...] = ("status", "latency", "drop", "cut", "reset", "trickle")
+_METHODS = ("GET", "POST", "*")
 
 # The /api/v1 routes a rule can name, with their placeholders written as `{}`.
-ROUTES = (
+_ROUTES = (
     "/projects",
     "/projects/{}",
     "/projects/{}/chapters",
@@ -55,7 +58,7 @@ def route_of(path: str) -> tuple[str, str | None] | None:
     if not parts or parts[0] not in ("projects", "chapters"):
         return None
     shape = "/" + "/".join("{}" if index % 2 else part for index, part in enumerate(parts))
-    if shape not in ROUTES or shape == "/chapters":
+    if shape not in _ROUTES or shape == "/chapters":
         return None
     return shape, parts[1] if len(parts) > 1 else None
 
@@ -110,7 +113,7 @@ class ChaosRule:
         return body
 
 
-def parse_rule(body: Any, rule_id: str) -> ChaosRule:
+def _parse_rule(body: Any, rule_id: str) -> ChaosRule:
     """A rule from the admin body; anything wrong is a 400 naming the field."""
     if not isinstance(body, dict):
         raise EmulatorError(400, "the body must be a JSON object: a chaos rule")
@@ -120,18 +123,16 @@ def parse_rule(body: Any, rule_id: str) -> ChaosRule:
             400, f"unknown chaos rule fields {sorted(unknown)}; use {sorted(_FIELDS)}"
         )
     method = str(body.get("method", "*")).upper()
-    if method not in METHODS:
+    if method not in _METHODS:
         raise EmulatorError(400, f"method must be GET, POST or *, not {body.get('method')!r}")
     route = _route(body.get("route"))
     kind = body.get("kind")
-    if kind not in KINDS:
-        raise EmulatorError(400, f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    probability = body.get("probability", 1.0)
-    if not _number(probability) or not 0 <= probability <= 1:
-        raise EmulatorError(400, f"probability must be a number from 0 to 1, not {probability!r}")
+    if kind not in _KINDS:
+        raise EmulatorError(400, f"kind must be one of {', '.join(_KINDS)}, not {kind!r}")
+    probability = rate_field(body.get("probability", 1.0), "probability")
     count = body.get("count")
     if count is not None:
-        count = _whole(count, "count", 1, 10**9)
+        count = whole_field(count, "count", minimum=1, maximum=10**9)
     rule = ChaosRule(
         id=rule_id,
         method=method,
@@ -141,22 +142,32 @@ def parse_rule(body: Any, rule_id: str) -> ChaosRule:
         chapter_id=_id(body, "chapterId"),
         probability=float(probability),
         count=count,
-        seed=_whole(body.get("seed", 0), "seed", -(2**63), 2**63 - 1),
+        seed=whole_field(body.get("seed", 0), "seed", minimum=-(2**63), maximum=2**63 - 1),
     )
     if kind == "status":
-        rule.status = _whole(body.get("status"), "status", 400, 599)
+        rule.status = whole_field(body.get("status"), "status", minimum=400, maximum=599)
         rule.body = body.get("body")
         retry_after = body.get("retryAfter")
         rule.retry_after = (
-            None if retry_after is None else _whole(retry_after, "retryAfter", 0, 86_400)
+            None
+            if retry_after is None
+            else whole_field(retry_after, "retryAfter", minimum=0, maximum=86_400)
         )
     elif kind == "latency":
-        rule.latency_ms = _whole(body.get("latencyMs"), "latencyMs", 0, _MAX_MS)
+        rule.latency_ms = whole_field(
+            body.get("latencyMs"), "latencyMs", minimum=0, maximum=_MAX_MS
+        )
     elif kind == "cut":
-        rule.after_bytes = _whole(body.get("afterBytes", 0), "afterBytes", 0, 10**9)
+        rule.after_bytes = whole_field(
+            body.get("afterBytes", 0), "afterBytes", minimum=0, maximum=10**9
+        )
     elif kind == "trickle":
-        rule.chunk_bytes = _whole(body.get("chunkBytes", 1), "chunkBytes", 1, 10**6)
-        rule.interval_ms = _whole(body.get("intervalMs"), "intervalMs", 0, _MAX_MS)
+        rule.chunk_bytes = whole_field(
+            body.get("chunkBytes", 1), "chunkBytes", minimum=1, maximum=10**6
+        )
+        rule.interval_ms = whole_field(
+            body.get("intervalMs"), "intervalMs", minimum=0, maximum=_MAX_MS
+        )
     return rule
 
 
@@ -165,12 +176,12 @@ def _route(value: Any) -> str:
         return "*"
     if isinstance(value, str):
         shape = _PLACEHOLDER.sub("{}", value.removeprefix("/api/v1").rstrip("/") or "/")
-        if shape in ROUTES:
+        if shape in _ROUTES:
             return shape
     raise EmulatorError(
         400,
         f"route must be * or an /api/v1 route such as /chapters/{{chapter_id}}, not {value!r}; "
-        f"the routes are {', '.join(ROUTES)}",
+        f"the routes are {', '.join(_ROUTES)}",
     )
 
 
@@ -178,18 +189,6 @@ def _id(body: dict[str, Any], name: str) -> str | None:
     value = body.get(name)
     if value is not None and not isinstance(value, str):
         raise EmulatorError(400, f"{name} must be an id string, not {value!r}")
-    return value
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _whole(value: Any, name: str, low: int, high: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise EmulatorError(
-            400, f"{name} must be a whole number from {low} to {high}, not {value!r}"
-        )
     return value
 
 
@@ -226,7 +225,7 @@ class Chaos:
 
     def add(self, body: Any) -> ChaosRule:
         with self._lock:
-            rule = parse_rule(body, f"rule_{self._next}")
+            rule = _parse_rule(body, f"rule_{self._next}")
             self._next += 1
             self._rules.append(rule)
             return rule

@@ -14,10 +14,14 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+__all__ = ["Clock", "ClockMode", "iso"]
+
 ClockMode = Literal["manual", "realtime"]
 
 
 class Clock:
+    """The emulator's time: manual (advanced by the caller) or real time at `speed`."""
+
     def __init__(
         self, mode: ClockMode = "manual", *, speed: float = 60.0, start: datetime | None = None
     ) -> None:
@@ -59,6 +63,6 @@ def iso(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
-def millis(when: datetime) -> int:
+def _millis(when: datetime) -> int:
     """Milliseconds since 1970, as `lastChapterAt` is written."""
     return int(when.timestamp() * 1000)

@@ -18,7 +18,9 @@ from toolkit.emulator.core.runs import Run
 from toolkit.emulator.core.state import Row, State, from_ms, to_ms
 from toolkit.emulator.routes.errors import EmulatorError
 
-SCHEMA = """
+__all__ = ["Control"]
+
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS holds (
     chapter_id TEXT NOT NULL,
     phase TEXT NOT NULL,
@@ -37,20 +39,22 @@ CREATE TABLE IF NOT EXISTS scheduled_reviews (
 );
 """
 
-PHASES = ("read", "translate", "clean", "letter", "package")
-PER_LANGUAGE = ("translate", "package")
-FATES = ("ok", "fail", "stall")
+_PHASES = ("read", "translate", "clean", "letter", "package")
+_PER_LANGUAGE = ("translate", "package")
+_FATES = ("ok", "fail", "stall")
 # A review asked for while the chapter runs waits for it, checked each minute, for a day.
-REVIEW_RETRY_MS = 60_000
-REVIEW_PATIENCE_MS = 24 * 3600 * 1000
+_REVIEW_RETRY_MS = 60_000
+_REVIEW_PATIENCE_MS = 24 * 3600 * 1000
 
 
 class Control:
+    """State control: holds on a chapter's steps, and fates set for its next run."""
+
     def __init__(self, db: Database, state: State, operations: Operations) -> None:
         self.db = db
         self.state = state
         self.operations = operations
-        db.executescript(SCHEMA)
+        db.executescript(_SCHEMA)
 
     # -- holds -------------------------------------------------------------------------
 
@@ -82,9 +86,9 @@ class Control:
     def holds_run(self, run: Run) -> bool:
         """Whether the run's next step is held (the engine then parks the run)."""
         phase = run.row["phase"]
-        if phase not in PHASES:
+        if phase not in _PHASES:
             return False
-        language = run.languages[run.row["lang_idx"]] if phase in PER_LANGUAGE else ""
+        language = run.languages[run.row["lang_idx"]] if phase in _PER_LANGUAGE else ""
         row = self.db.one(
             "SELECT 1 AS held FROM holds WHERE chapter_id = ? AND phase = ? "
             "AND language_code IN ('', ?)",
@@ -129,7 +133,7 @@ class Control:
         self.db.execute(
             "INSERT OR REPLACE INTO scheduled_reviews (chapter_id, due_ms, until_ms) "
             "VALUES (?, ?, ?)",
-            (chapter_id, due, due + REVIEW_PATIENCE_MS),
+            (chapter_id, due, due + _REVIEW_PATIENCE_MS),
         )
         return self.described(chapter_id)
 
@@ -148,7 +152,7 @@ class Control:
             try:
                 self.operations.review(chapter_id, at=item["due_ms"])
             except EmulatorError as refused:
-                retry = item["due_ms"] + REVIEW_RETRY_MS
+                retry = item["due_ms"] + _REVIEW_RETRY_MS
                 if refused.status == 409 and retry <= item["until_ms"]:
                     self.db.execute(
                         "UPDATE scheduled_reviews SET due_ms = ? WHERE chapter_id = ?",
@@ -203,10 +207,10 @@ def _hold_fields(body: Any) -> tuple[str, str | None]:
     if not isinstance(body, dict) or set(body) - {"phase", "languageCode"}:
         raise EmulatorError(400, 'the body must be {"phase": ..., "languageCode"?: ...}')
     phase = body.get("phase")
-    if phase not in PHASES:
-        raise EmulatorError(400, f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
+    if phase not in _PHASES:
+        raise EmulatorError(400, f"phase must be one of {', '.join(_PHASES)}, not {phase!r}")
     language = body.get("languageCode")
-    if language is not None and (not isinstance(language, str) or phase not in PER_LANGUAGE):
+    if language is not None and (not isinstance(language, str) or phase not in _PER_LANGUAGE):
         raise EmulatorError(
             400, "languageCode goes with phase translate or package only, as a language code"
         )
@@ -217,8 +221,8 @@ def _fate_fields(body: Any) -> tuple[str, int]:
     if not isinstance(body, dict) or set(body) - {"fate", "step"}:
         raise EmulatorError(400, 'the body must be {"fate": "fail"|"stall"|"ok", "step"?: n}')
     fate = body.get("fate")
-    if fate not in FATES:
-        raise EmulatorError(400, f"fate must be one of {', '.join(FATES)}, not {fate!r}")
+    if fate not in _FATES:
+        raise EmulatorError(400, f"fate must be one of {', '.join(_FATES)}, not {fate!r}")
     step = body.get("step", 1)
     if not isinstance(step, int) or isinstance(step, bool) or not 1 <= step <= 10**6:
         raise EmulatorError(400, f"step must be a translation step from 1, not {step!r}")

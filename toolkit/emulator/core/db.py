@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+__all__ = ["Database", "Params"]
+
 Params = Sequence[Any] | Mapping[str, Any]
 
 
@@ -20,6 +22,8 @@ def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 class Database:
+    """The emulator's SQLite database, one connection shared under a lock."""
+
     def __init__(self, path: str = ":memory:") -> None:
         self.path = path
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)

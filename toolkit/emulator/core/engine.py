@@ -42,6 +42,8 @@ __all__ = ["DEFAULT_MODEL", "Engine", "EventSink"]
 
 
 class Engine:
+    """The runs of chapters: their steps, fates and events, as the clock moves."""
+
     def __init__(self, db: Database, faults: Faults) -> None:
         self.db = db
         self.faults = faults

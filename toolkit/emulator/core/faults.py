@@ -11,8 +11,11 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from toolkit.emulator.core.fields import rate_field, whole_field
 from toolkit.emulator.core.state import State
 from toolkit.emulator.routes.errors import EmulatorError
+
+__all__ = ["Fate", "FaultSettings", "Faults"]
 
 Fate = Literal["ok", "fail", "stall"]
 _MAX_LATENCY_MS = 60_000
@@ -20,6 +23,8 @@ _MAX_LATENCY_MS = 60_000
 
 @dataclass(frozen=True)
 class FaultSettings:
+    """The faults the admin asked for: failure, stall and error rates, latency, seed."""
+
     failure_rate: float = 0.0
     stall_rate: float = 0.0
     latency_ms: int = 0
@@ -39,11 +44,11 @@ class FaultSettings:
                 "latencyMs, errorRate and seed",
             )
         settings = cls(
-            failure_rate=_rate(body.get("failureRate", 0.0), "failureRate"),
-            stall_rate=_rate(body.get("stallRate", 0.0), "stallRate"),
-            latency_ms=_whole(body.get("latencyMs", 0), "latencyMs", _MAX_LATENCY_MS),
-            error_rate=_rate(body.get("errorRate", 0.0), "errorRate"),
-            seed=_whole(body.get("seed", 0), "seed", None, minimum=None),
+            failure_rate=rate_field(body.get("failureRate", 0.0), "failureRate"),
+            stall_rate=rate_field(body.get("stallRate", 0.0), "stallRate"),
+            latency_ms=whole_field(body.get("latencyMs", 0), "latencyMs", maximum=_MAX_LATENCY_MS),
+            error_rate=rate_field(body.get("errorRate", 0.0), "errorRate"),
+            seed=whole_field(body.get("seed", 0), "seed", minimum=None),
         )
         if settings.failure_rate + settings.stall_rate > 1:
             raise EmulatorError(400, "failureRate and stallRate together must be at most 1")
@@ -60,28 +65,6 @@ _JSON_NAMES = {
     "error_rate": "errorRate",
     "seed": "seed",
 }
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _rate(value: Any, name: str) -> float:
-    if not _is_number(value) or not 0 <= value <= 1:
-        raise EmulatorError(400, f"{name} must be a number from 0 to 1, not {value!r}")
-    return float(value)
-
-
-def _whole(value: Any, name: str, maximum: int | None, *, minimum: int | None = 0) -> int:
-    ok = isinstance(value, int) and not isinstance(value, bool)
-    if ok and minimum is not None and value < minimum:
-        ok = False
-    if ok and maximum is not None and value > maximum:
-        ok = False
-    if not ok:
-        bounds = f" from {minimum} to {maximum}" if maximum is not None else ""
-        raise EmulatorError(400, f"{name} must be a whole number{bounds}, not {value!r}")
-    return int(value)
 
 
 class Faults:

@@ -13,6 +13,8 @@ well inside SQLite's, and refuses anything larger with a 400 that names the boun
 
 from __future__ import annotations
 
+__all__ = ["MAX_CREDITS", "MAX_DIGITS", "MAX_POSITION"]
+
 MAX_POSITION = 2**31 - 1
 MAX_CREDITS = 2**53 - 1
 

@@ -19,16 +19,20 @@ from toolkit.emulator.core.state import Row, State, new_uuid
 from toolkit.emulator.intake.uploads import PageFolder, StagedPage
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = ["PROCESSING", "Operations"]
+
 PROCESSING = "chapter already processing"
 
 
 @dataclass(frozen=True)
-class Created:
+class _Created:
     chapter_id: str
     pages: list[Row]
 
 
 class Operations:
+    """The service's operations on chapters, over the state, the engine and the page files."""
+
     def __init__(self, state: State, engine: Engine, files: PageFolder) -> None:
         self.state = state
         self.db = state.db
@@ -47,7 +51,7 @@ class Operations:
         text: str | None,
         at: int,
         fate: tuple[Fate, int] | None = None,
-    ) -> Created:
+    ) -> _Created:
         with self.db.transaction():
             if position is not None and self.state.position_taken(project["id"], position):
                 raise EmulatorError(409, "a chapter with that number already exists")
@@ -73,7 +77,7 @@ class Operations:
                     units = _page_units(page_rows)
                 self._charge(chapter, cost, pages=len(page_rows), reason="create", at=at)
                 self.engine.start_run(chapter, units=units, reason="create", at_ms=at, fate=fate)
-        return Created(chapter["id"], page_rows)
+        return _Created(chapter["id"], page_rows)
 
     def add_pages(
         self, chapter_id: str, *, pages: list[StagedPage], hold: bool, position: int | None, at: int

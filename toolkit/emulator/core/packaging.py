@@ -9,29 +9,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-COMIC_FORMATS: dict[str, tuple[str, ...]] = {
+__all__ = ["PreparedFile", "prepared_files"]
+
+_COMIC_FORMATS: dict[str, tuple[str, ...]] = {
     "text": ("txt",),
     "translate": ("txt",),
     "clean": ("txt", "clean"),
     "full": ("txt", "clean", "cbz"),
 }
-NOVEL_FORMATS: tuple[str, ...] = ("txt", "docx")
+_NOVEL_FORMATS: tuple[str, ...] = ("txt", "docx")
 _SUFFIXES = {"txt": ".txt", "docx": ".docx", "clean": "-clean.zip", "cbz": ".cbz"}
 
 
 @dataclass(frozen=True)
 class PreparedFile:
+    """An export's file: its format, name, size and page count."""
+
     format: str
     filename: str
     byte_size: int
     page_count: int
 
 
-def formats_for(kind: str, steps: str) -> tuple[str, ...]:
-    return NOVEL_FORMATS if kind == "novel" else COMIC_FORMATS[steps]
+def _formats_for(kind: str, steps: str) -> tuple[str, ...]:
+    return _NOVEL_FORMATS if kind == "novel" else _COMIC_FORMATS[steps]
 
 
-def slug(name: str) -> str:
+def _slug(name: str) -> str:
     """A file-name-safe form of a project name."""
     text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     return text or "chapter"
@@ -49,7 +53,7 @@ def prepared_files(
     lines: int,
 ) -> list[PreparedFile]:
     """The files one language of a chapter has once a run has packaged it."""
-    stem = f"{slug(project_name)}-ch{position:03d}-{language}"
+    stem = f"{_slug(project_name)}-ch{position:03d}-{language}"
     sizes = {
         "txt": 128 + 64 * lines,
         "docx": 8_192 + 96 * lines,
@@ -58,5 +62,5 @@ def prepared_files(
     }
     return [
         PreparedFile(fmt, stem + _SUFFIXES[fmt], sizes[fmt], pages)
-        for fmt in formats_for(kind, steps)
+        for fmt in _formats_for(kind, steps)
     ]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 
-NOVEL_CHARACTERS_PER_CREDIT = 2_000
+__all__ = ["novel_price", "pages_price"]
+
+_NOVEL_CHARACTERS_PER_CREDIT = 2_000
 
 
 def pages_price(pages: int, languages: int) -> int:
@@ -18,4 +20,4 @@ def pages_price(pages: int, languages: int) -> int:
 
 def novel_price(characters: int, languages: int) -> int:
     """Credits for translating a novel chapter of `characters` characters."""
-    return math.ceil(characters / NOVEL_CHARACTERS_PER_CREDIT) * languages
+    return math.ceil(characters / _NOVEL_CHARACTERS_PER_CREDIT) * languages

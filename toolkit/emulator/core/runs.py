@@ -10,10 +10,24 @@ from dataclasses import dataclass
 
 from toolkit.emulator.core.state import Row
 
-__all__ = ["DEFAULT_MODEL"]
+__all__ = [
+    "CLEAN_MS",
+    "DEFAULT_MODEL",
+    "FAILURE_REASON",
+    "LETTER_MS_PER_LANGUAGE",
+    "PACKAGE_MS",
+    "READ_MS",
+    "STALL_ABANDON_MS",
+    "STALL_REASON",
+    "Run",
+    "Unit",
+    "encode_units",
+    "novel_passages",
+    "translate_ms",
+]
 
 DEFAULT_MODEL = "cts-emulator-mt-1"
-NOVEL_PASSAGE_LINES = 20
+_NOVEL_PASSAGE_LINES = 20
 READ_MS = {"comic": 3_000, "novel": 2_000}
 CLEAN_MS = 4_000
 LETTER_MS_PER_LANGUAGE = 2_000
@@ -31,6 +45,7 @@ STALL_REASON = (
 
 
 def translate_ms(kind: str, lines: int) -> int:
+    """How long translating a unit of `lines` lines takes, by the project's kind."""
     return 3_000 + 500 * lines if kind == "novel" else 8_000 + 2_000 * lines
 
 
@@ -44,20 +59,23 @@ class Unit:
 
 
 def novel_passages(text: str) -> list[Unit]:
-    """A novel's non-empty lines, in passages of `NOVEL_PASSAGE_LINES`."""
+    """A novel's non-empty lines, in passages of `_NOVEL_PASSAGE_LINES`."""
     count = sum(1 for line in text.splitlines() if line.strip())
     return [
-        Unit(None, index + 1, min(NOVEL_PASSAGE_LINES, count - start))
-        for index, start in enumerate(range(0, count, NOVEL_PASSAGE_LINES))
+        Unit(None, index + 1, min(_NOVEL_PASSAGE_LINES, count - start))
+        for index, start in enumerate(range(0, count, _NOVEL_PASSAGE_LINES))
     ]
 
 
 def encode_units(units: list[Unit]) -> str:
+    """A run's units as the JSON text its row keeps."""
     return json.dumps([[u.page_id, u.number, u.lines] for u in units])
 
 
 @dataclass(frozen=True)
 class Run:
+    """A run of a chapter as the engine drives it: its row, units, languages and phases."""
+
     row: Row
     units: list[Unit]
     languages: list[str]

@@ -16,6 +16,8 @@ from toolkit.emulator.core.engine import Engine
 from toolkit.emulator.core.state import State, to_ms
 from toolkit.emulator.delivery.deliveries import Deliveries
 
+__all__ = ["CLOCK_SETTING", "Scheduler"]
+
 log = logging.getLogger(__name__)
 
 CLOCK_SETTING = "clock_ms"
@@ -24,6 +26,8 @@ _SAVE_EVERY = 1.0
 
 
 class Scheduler:
+    """What happens as the clock moves: runs advance and deliveries are sent, in time order."""
+
     def __init__(
         self,
         clock: Clock,

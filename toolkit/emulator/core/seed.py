@@ -17,9 +17,11 @@ from toolkit.emulator.core.faults import Fate
 from toolkit.emulator.core.services import Services
 from toolkit.emulator.core.state import Row, from_ms
 
-HOUR = 3600 * 1000
-MINUTE = 60 * 1000
-DEMO_SETTING = "demo_workspace"
+__all__ = ["seed_demo"]
+
+_HOUR = 3600 * 1000
+_MINUTE = 60 * 1000
+_DEMO_SETTING = "demo_workspace"
 
 _SENTENCES = [
     "星河之上，少年拾起了那盏旧灯。",
@@ -30,7 +32,7 @@ _SENTENCES = [
 ]
 
 
-def demo_page(seed: int) -> bytes:
+def _demo_page(seed: int) -> bytes:
     """A small generated page: panels and speech balloons, different for every seed."""
     rng = random.Random(seed)
     image = Image.new("RGB", (360, 512), "white")
@@ -46,7 +48,7 @@ def demo_page(seed: int) -> bytes:
     return buffer.getvalue()
 
 
-def demo_text(seed: int, lines: int) -> str:
+def _demo_text(seed: int, lines: int) -> str:
     rng = random.Random(seed)
     body = [f"第{n + 1}段　" + rng.choice(_SENTENCES) * rng.randrange(1, 4) for n in range(lines)]
     return "\n\n".join(body)
@@ -70,7 +72,7 @@ class _Seeder:
             self._page_seed += 1
             staged.append(
                 self.services.files.stage_bytes(
-                    demo_page(self._page_seed), name=f"page-{self._page_seed}.png"
+                    _demo_page(self._page_seed), name=f"page-{self._page_seed}.png"
                 )
             )
         return staged
@@ -117,12 +119,12 @@ class _Seeder:
 def seed_demo(services: Services) -> dict[str, str]:
     """Build the demo workspace (once); returns `{workspaceId, apiKey}`."""
     state = services.state
-    known = state.setting(DEMO_SETTING)
+    known = state.setting(_DEMO_SETTING)
     if known and (workspace := state.workspace(known)) is not None:
         return {"workspaceId": workspace["id"], "apiKey": workspace["api_key"]}
     now = services.now_ms()
     seeder = _Seeder(services, now)
-    start = now - 50 * HOUR
+    start = now - 50 * _HOUR
     workspace = dashboard.create_workspace(state, name="Demo workspace", credits=5_000, at=start)
     harbor, seoul, river = (
         dashboard.create_project(state, {"workspaceId": workspace["id"], **body}, at=start)
@@ -132,7 +134,7 @@ def seed_demo(services: Services) -> dict[str, str]:
     _seed_seoul(seeder, seoul)
     _seed_river(seeder, river)
     seeder.play_until(now)
-    state.put_setting(DEMO_SETTING, workspace["id"])
+    state.put_setting(_DEMO_SETTING, workspace["id"])
     return {"workspaceId": workspace["id"], "apiKey": workspace["api_key"]}
 
 
@@ -166,28 +168,30 @@ _PROJECTS: list[dict[str, Any]] = [
 
 
 def _seed_harbor(seeder: _Seeder, project: Row) -> None:
-    first = seeder.chapter(project, ago=48 * HOUR, title="The Lighthouse Keeper", pages=12)
-    seeder.review(first, ago=40 * HOUR)
-    seeder.chapter(project, ago=26 * HOUR, title="Salt and Rust", pages=14)
-    seeder.chapter(project, ago=20 * HOUR, title="Low Tide", pages=10, fate=("fail", 6))
-    seeder.chapter(project, ago=6 * HOUR, title="Fog Bank", pages=8, fate=("stall", 3))
-    held = seeder.chapter(project, ago=60 * MINUTE, title="Drafts", pages=0)
-    seeder.add_pages(held, ago=50 * MINUTE, count=3, hold=True)
-    seeder.chapter(project, ago=30 * MINUTE, title="Harbor Lights", pages=6, fate=("stall", 2))
-    seeder.chapter(project, ago=3 * MINUTE, title="Night Crossing", pages=20)
+    first = seeder.chapter(project, ago=48 * _HOUR, title="The Lighthouse Keeper", pages=12)
+    seeder.review(first, ago=40 * _HOUR)
+    seeder.chapter(project, ago=26 * _HOUR, title="Salt and Rust", pages=14)
+    seeder.chapter(project, ago=20 * _HOUR, title="Low Tide", pages=10, fate=("fail", 6))
+    seeder.chapter(project, ago=6 * _HOUR, title="Fog Bank", pages=8, fate=("stall", 3))
+    held = seeder.chapter(project, ago=60 * _MINUTE, title="Drafts", pages=0)
+    seeder.add_pages(held, ago=50 * _MINUTE, count=3, hold=True)
+    seeder.chapter(project, ago=30 * _MINUTE, title="Harbor Lights", pages=6, fate=("stall", 2))
+    seeder.chapter(project, ago=3 * _MINUTE, title="Night Crossing", pages=20)
 
 
 def _seed_seoul(seeder: _Seeder, project: Row) -> None:
-    seeder.chapter(project, ago=30 * HOUR, title="Neon Rain", pages=10)
-    grown = seeder.chapter(project, ago=4 * HOUR, title="Last Train", pages=6)
-    seeder.add_pages(grown, ago=3 * HOUR, count=2, hold=False)
-    seeder.add_pages(grown, ago=2 * HOUR, count=2, hold=True)
-    seeder.chapter(project, ago=45 * MINUTE, title=None, pages=0)
+    seeder.chapter(project, ago=30 * _HOUR, title="Neon Rain", pages=10)
+    grown = seeder.chapter(project, ago=4 * _HOUR, title="Last Train", pages=6)
+    seeder.add_pages(grown, ago=3 * _HOUR, count=2, hold=False)
+    seeder.add_pages(grown, ago=2 * _HOUR, count=2, hold=True)
+    seeder.chapter(project, ago=45 * _MINUTE, title=None, pages=0)
     seeder.chapter(project, ago=10_000, title="Rooftops", pages=9)
 
 
 def _seed_river(seeder: _Seeder, project: Row) -> None:
-    first = seeder.chapter(project, ago=40 * HOUR, title="The Ferryman", text=demo_text(1, 90))
-    seeder.review(first, ago=30 * HOUR)
-    seeder.chapter(project, ago=10 * HOUR, title="Lanterns", text=demo_text(2, 120))
-    seeder.chapter(project, ago=2 * MINUTE, title="Crossing the Milky Way", text=demo_text(3, 150))
+    first = seeder.chapter(project, ago=40 * _HOUR, title="The Ferryman", text=_demo_text(1, 90))
+    seeder.review(first, ago=30 * _HOUR)
+    seeder.chapter(project, ago=10 * _HOUR, title="Lanterns", text=_demo_text(2, 120))
+    seeder.chapter(
+        project, ago=2 * _MINUTE, title="Crossing the Milky Way", text=_demo_text(3, 150)
+    )

@@ -21,9 +21,13 @@ if TYPE_CHECKING:
 
     from toolkit.emulator.core.scheduler import Scheduler
 
+__all__ = ["Services", "services_of"]
+
 
 @dataclass
 class Services:
+    """The parts of one emulator, made together and shared by its routes."""
+
     db: Database
     state: State
     clock: Clock
@@ -42,5 +46,6 @@ class Services:
 
 
 def services_of(request: Request) -> Services:
+    """The emulator's `Services` a request is answered by."""
     services: Services = request.app.state.services
     return services

@@ -17,9 +17,11 @@ from typing import Any
 
 from toolkit.emulator.core.db import Database
 
+__all__ = ["Row", "State", "from_ms", "new_uuid", "to_ms"]
+
 Row = dict[str, Any]
 
-SCHEMA = """
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS workspaces (
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
@@ -167,18 +169,21 @@ CREATE TABLE IF NOT EXISTS settings (
 
 
 def new_uuid() -> str:
+    """A new resource id: a random UUID."""
     return str(uuid.uuid4())
 
 
 def to_ms(when: datetime) -> int:
+    """A time as the milliseconds since the epoch the database stores."""
     return int(when.timestamp() * 1000)
 
 
 def from_ms(ms: int) -> datetime:
+    """The aware UTC time of the database's milliseconds."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def placeholders(items: Iterable[Any]) -> str:
+def _placeholders(items: Iterable[Any]) -> str:
     return ",".join("?" for _ in items)
 
 
@@ -187,7 +192,7 @@ class State:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        db.executescript(SCHEMA)
+        db.executescript(_SCHEMA)
 
     # -- settings ------------------------------------------------------------------
 
@@ -253,7 +258,7 @@ class State:
         if not project_ids:
             return by_project
         rows = self.db.query(
-            f"SELECT * FROM project_languages WHERE project_id IN ({placeholders(project_ids)}) "
+            f"SELECT * FROM project_languages WHERE project_id IN ({_placeholders(project_ids)}) "
             "ORDER BY project_id, ord",
             project_ids,
         )
@@ -326,7 +331,7 @@ class State:
         for start in range(0, len(chapter_ids), 500):
             chunk = chapter_ids[start : start + 500]
             rows = self.db.query(
-                f"SELECT * FROM {table} WHERE chapter_id IN ({placeholders(chunk)}) "
+                f"SELECT * FROM {table} WHERE chapter_id IN ({_placeholders(chunk)}) "
                 f"ORDER BY chapter_id, {order}",
                 chunk,
             )

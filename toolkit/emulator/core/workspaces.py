@@ -15,22 +15,25 @@ from toolkit.emulator.core.limits import MAX_CREDITS
 from toolkit.emulator.core.state import Row, State, new_uuid
 from toolkit.emulator.routes.errors import EmulatorError
 
-KINDS = ("comic", "novel")
-DIRECTIONS = ("ltr", "rtl", "vertical")
-STEPS = ("text", "translate", "clean", "full")
+__all__ = ["create_project", "create_workspace", "credits_field", "set_credits", "text_field"]
+
+_KINDS = ("comic", "novel")
+_DIRECTIONS = ("ltr", "rtl", "vertical")
+_STEPS = ("text", "translate", "clean", "full")
 _LANGUAGE = re.compile(r"^[a-z]{2}$")
 
 
-def new_api_key() -> str:
+def _new_api_key() -> str:
     return "cts_" + secrets.token_urlsafe(24)
 
 
 def create_workspace(state: State, *, name: str, credits: int, at: int) -> Row:
+    """A new workspace with its credits and a new API key, created at `at` (ms)."""
     workspace = {
         "id": new_uuid(),
         "name": name,
         "credits": credits,
-        "api_key": new_api_key(),
+        "api_key": _new_api_key(),
         "created_ms": at,
     }
     state.db.execute(
@@ -42,6 +45,7 @@ def create_workspace(state: State, *, name: str, credits: int, at: int) -> Row:
 
 
 def set_credits(state: State, workspace_id: str, credits: int) -> Row:
+    """Set a workspace's credits; a 404 when there is no such workspace."""
     if not state.db.execute(
         "UPDATE workspaces SET credits = ? WHERE id = ?", (credits, workspace_id)
     ):
@@ -86,8 +90,8 @@ def create_project(state: State, body: Any, *, at: int) -> Row:
 def _project_fields(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise EmulatorError(400, "the body must be a JSON object describing the project")
-    kind = _choice(body, "kind", KINDS)
-    steps = _choice(body, "processSteps", STEPS)
+    kind = _choice(body, "kind", _KINDS)
+    steps = _choice(body, "processSteps", _STEPS)
     if kind == "novel" and steps != "translate":
         raise EmulatorError(400, "a novel project takes processSteps 'translate'")
     targets = body.get("targetLanguages")
@@ -108,7 +112,7 @@ def _project_fields(body: Any) -> dict[str, Any]:
         "name": text_field(body, "name"),
         "kind": kind,
         "source_language": _language(body, "sourceLanguage"),
-        "reading_direction": _choice(body, "readingDirection", DIRECTIONS),
+        "reading_direction": _choice(body, "readingDirection", _DIRECTIONS),
         "process_steps": steps,
         "target_languages": targets,
         "translation_model": model,
@@ -116,6 +120,7 @@ def _project_fields(body: Any) -> dict[str, Any]:
 
 
 def text_field(body: dict[str, Any], name: str) -> str:
+    """A body's non-empty text field; a 400 otherwise."""
     value = body.get(name)
     if not isinstance(value, str) or not value.strip():
         raise EmulatorError(400, f"{name} must be a non-empty string")
@@ -123,6 +128,7 @@ def text_field(body: dict[str, Any], name: str) -> str:
 
 
 def credits_field(body: Any) -> int:
+    """A body's `credits`: a whole number from 0 to `MAX_CREDITS`; a 400 otherwise."""
     value = body.get("credits") if isinstance(body, dict) else None
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_CREDITS:
         raise EmulatorError(

@@ -38,18 +38,20 @@ from toolkit.emulator.delivery.netguard import (
 )
 from toolkit.emulator.routes.errors import EmulatorError
 
-EVENT_TYPES = ("chapter.finished", "chapter.failed", "export.ready")
-MAX_ENDPOINTS = 5
-# Seconds from one failed attempt to the next: attempt 2 comes 1 min after attempt 1, ...
-RETRY_DELAYS = (60, 300, 1800, 7200, 21600, 43200, 86400)
-MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
-ANSWER_LIMIT = 10.0
-RETENTION = timedelta(days=30)
-# The scheduler calls run_due at every run step too; the log is pruned at most this often.
-PRUNE_EVERY = timedelta(hours=1)
-USER_AGENT = "cts-webhooks/1"
+__all__ = ["EVENT_TYPES", "Deliveries"]
 
-SCHEMA = """
+EVENT_TYPES = ("chapter.finished", "chapter.failed", "export.ready")
+_MAX_ENDPOINTS = 5
+# Seconds from one failed attempt to the next: attempt 2 comes 1 min after attempt 1, ...
+_RETRY_DELAYS = (60, 300, 1800, 7200, 21600, 43200, 86400)
+_MAX_ATTEMPTS = len(_RETRY_DELAYS) + 1
+_ANSWER_LIMIT = 10.0
+_RETENTION = timedelta(days=30)
+# The scheduler calls run_due at every run step too; the log is pruned at most this often.
+_PRUNE_EVERY = timedelta(hours=1)
+_USER_AGENT = "cts-webhooks/1"
+
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS webhook_endpoints (
     id TEXT PRIMARY KEY,
     workspace_id TEXT NOT NULL,
@@ -90,7 +92,7 @@ CREATE TABLE IF NOT EXISTS webhook_attempts (
 
 
 @dataclass(frozen=True)
-class AttemptResult:
+class _AttemptResult:
     """What one attempt got: the receiver's status, or why there was none."""
 
     status: int | None
@@ -113,13 +115,15 @@ class _Due:
 
 
 class Deliveries:
+    """The webhook endpoints and what is owed to them: each event sent, retried, recorded."""
+
     def __init__(
         self,
         db: Database,
         clock: Clock,
         *,
         resolver: Resolver = system_resolver,
-        answer_limit: float = ANSWER_LIMIT,
+        answer_limit: float = _ANSWER_LIMIT,
     ) -> None:
         self.db = db
         self.clock = clock
@@ -129,7 +133,7 @@ class Deliveries:
         self.on_work: Callable[[], None] = lambda: None
         self._running = threading.Lock()
         self._pruned_at: datetime | None = None
-        db.executescript(SCHEMA)
+        db.executescript(_SCHEMA)
 
     # -- the seam to the run engine and the scheduler --------------------------------
 
@@ -180,7 +184,7 @@ class Deliveries:
             if due:
                 outcomes = _run_coroutine(self._send_all(due))
                 self._record(due, outcomes, _ms(now))
-            if self._pruned_at is None or now - self._pruned_at >= PRUNE_EVERY:
+            if self._pruned_at is None or now - self._pruned_at >= _PRUNE_EVERY:
                 self._prune(now)
                 self._pruned_at = now
 
@@ -208,10 +212,10 @@ class Deliveries:
                 " WHERE workspace_id = ? AND deleted_ms IS NULL",
                 (workspace_id,),
             )
-            if count is not None and count["n"] >= MAX_ENDPOINTS:
+            if count is not None and count["n"] >= _MAX_ENDPOINTS:
                 raise EmulatorError(
                     409,
-                    f"the workspace already has {MAX_ENDPOINTS} webhook endpoints, the most "
+                    f"the workspace already has {_MAX_ENDPOINTS} webhook endpoints, the most "
                     "it can hold; delete one first",
                 )
             self.db.execute(
@@ -263,7 +267,7 @@ class Deliveries:
         """The delivery log of the last 30 days, oldest first; every workspace's without id."""
         if workspace_id is not None:
             self._require_workspace(workspace_id)
-        since = _ms(self.clock.now() - RETENTION)
+        since = _ms(self.clock.now() - _RETENTION)
         rows = self.db.query(
             "SELECT e.id AS webhook_id, e.type, d.endpoint_id, d.state, d.attempts,"
             " d.last_status, e.body FROM webhook_deliveries d"
@@ -287,7 +291,7 @@ class Deliveries:
 
     # -- sending ----------------------------------------------------------------------
 
-    async def _send_all(self, due: Sequence[_Due]) -> list[AttemptResult]:
+    async def _send_all(self, due: Sequence[_Due]) -> list[_AttemptResult]:
         # trust_env=False: a proxy from the environment would connect for us, to an
         # address we never checked.
         async with httpx.AsyncClient(
@@ -295,19 +299,19 @@ class Deliveries:
         ) as client:
             return list(await asyncio.gather(*(self._send(client, item) for item in due)))
 
-    async def _send(self, client: httpx.AsyncClient, due: _Due) -> AttemptResult:
+    async def _send(self, client: httpx.AsyncClient, due: _Due) -> _AttemptResult:
         try:
             target = await asyncio.to_thread(
                 destination, due.url, allow_private=due.allow_private, resolver=self.resolver
             )
         except UnsafeDestination as exc:
-            return AttemptResult(None, str(exc))
+            return _AttemptResult(None, str(exc))
         body = due.body.encode()
         stamp = int(time.time())
         headers = {
             "Host": target.host_header,
             "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
+            "User-Agent": _USER_AGENT,
             "webhook-id": due.webhook_id,
             "webhook-timestamp": str(stamp),
             "webhook-signature": _signing.sign(due.secret, due.webhook_id, stamp, body),
@@ -325,17 +329,17 @@ class Deliveries:
                             headers=headers,
                             extensions=extensions,
                         ) as response:
-                            return AttemptResult(response.status_code)
+                            return _AttemptResult(response.status_code)
                     except httpx.ConnectError as exc:
                         error = f"could not connect to {address}: {exc}"
         except TimeoutError:
-            return AttemptResult(None, f"no answer within {self.answer_limit:g} s")
+            return _AttemptResult(None, f"no answer within {self.answer_limit:g} s")
         except httpx.HTTPError as exc:
-            return AttemptResult(None, f"{type(exc).__name__}: {exc}")
+            return _AttemptResult(None, f"{type(exc).__name__}: {exc}")
         except Exception as exc:
             # Whatever a receiver does, it must not break the scheduler: it is a failure.
-            return AttemptResult(None, f"{type(exc).__name__}: {exc}")
-        return AttemptResult(None, error)
+            return _AttemptResult(None, f"{type(exc).__name__}: {exc}")
+        return _AttemptResult(None, error)
 
     # -- bookkeeping ------------------------------------------------------------------
 
@@ -361,15 +365,15 @@ class Deliveries:
             for row in rows
         ]
 
-    def _record(self, due: Sequence[_Due], outcomes: Sequence[AttemptResult], now_ms: int) -> None:
+    def _record(self, due: Sequence[_Due], outcomes: Sequence[_AttemptResult], now_ms: int) -> None:
         with self.db.transaction():
             for item, outcome in zip(due, outcomes, strict=True):
                 if outcome.ok:
                     state, next_ms = "delivered", None
-                elif item.number >= MAX_ATTEMPTS:
+                elif item.number >= _MAX_ATTEMPTS:
                     state, next_ms = "given_up", None
                 else:
-                    state, next_ms = "retrying", now_ms + RETRY_DELAYS[item.number - 1] * 1000
+                    state, next_ms = "retrying", now_ms + _RETRY_DELAYS[item.number - 1] * 1000
                 # A delivery given up meanwhile (its endpoint was deleted) stays given up.
                 changed = self.db.execute(
                     "UPDATE webhook_deliveries SET state = ?, attempts = ?, next_ms = ?,"
@@ -387,7 +391,7 @@ class Deliveries:
         self.db.execute(
             "DELETE FROM webhook_events WHERE created_ms < ? AND NOT EXISTS (SELECT 1 FROM"
             " webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.state = 'retrying')",
-            (_ms(now - RETENTION),),
+            (_ms(now - _RETENTION),),
         )
 
     def _endpoint(self, endpoint_id: str) -> dict[str, Any]:

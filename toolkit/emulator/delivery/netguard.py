@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from urllib.parse import urlsplit
 
-IPAddress = IPv4Address | IPv6Address
+__all__ = ["Destination", "Resolver", "UnsafeDestination", "destination", "system_resolver"]
+
+_IPAddress = IPv4Address | IPv6Address
 Resolver = Callable[[str], Iterable[str]]
 """Host name -> its addresses as text; injectable so that tests never use real DNS."""
 
@@ -58,7 +60,7 @@ class UnsafeDestination(ValueError):
     """A webhook URL that may not be sent to; the message says why and what is allowed."""
 
 
-def refusal(address: IPAddress) -> str | None:
+def _refusal(address: _IPAddress) -> str | None:
     """Why `address` is not a public one, or None when it is."""
     for network, reason in _DENIED:
         if address.version == network.version and address in network:
@@ -82,7 +84,7 @@ class Destination:
     host: str
     port: int
     target: str
-    addresses: tuple[IPAddress, ...]
+    addresses: tuple[_IPAddress, ...]
 
     @property
     def host_header(self) -> str:
@@ -98,7 +100,7 @@ class Destination:
             return None
         return self.host
 
-    def url_for(self, address: IPAddress) -> str:
+    def url_for(self, address: _IPAddress) -> str:
         """The URL with `address` in place of the name, so the connection goes there."""
         host = f"[{address}]" if address.version == 6 else str(address)
         return f"{self.scheme}://{host}:{self.port}{self.target}"
@@ -126,22 +128,22 @@ def destination(
     if parts.username is not None or parts.password is not None:
         raise UnsafeDestination(f"webhook URL {url!r} must not carry a user name or password")
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    addresses = resolve(parts.hostname, allow_private=allow_private, resolver=resolver)
+    addresses = _resolve(parts.hostname, allow_private=allow_private, resolver=resolver)
     return Destination(parts.scheme, parts.hostname, port, target, addresses)
 
 
-def resolve(
+def _resolve(
     host: str, *, allow_private: bool = False, resolver: Resolver = system_resolver
-) -> tuple[IPAddress, ...]:
+) -> tuple[_IPAddress, ...]:
     """Every address of `host`, each one checked unless `allow_private`."""
     literal = _literal(host)
     if literal is not None:
-        answers: list[IPAddress] = [literal]
+        answers: list[_IPAddress] = [literal]
     else:
         answers = _ask(resolver, host)
     if not allow_private:
         for address in answers:
-            reason = refusal(address)
+            reason = _refusal(address)
             if reason is not None:
                 raise UnsafeDestination(
                     f"webhook host {host!r} resolves to {address}, which is {reason}; "
@@ -151,7 +153,7 @@ def resolve(
     return tuple(dict.fromkeys(answers))
 
 
-def _ask(resolver: Resolver, host: str) -> list[IPAddress]:
+def _ask(resolver: Resolver, host: str) -> list[_IPAddress]:
     try:
         raw = list(resolver(host))
     except (OSError, UnicodeError) as exc:
@@ -167,7 +169,7 @@ def _ask(resolver: Resolver, host: str) -> list[IPAddress]:
     return answers
 
 
-def _literal(text: str) -> IPAddress | None:
+def _literal(text: str) -> _IPAddress | None:
     """`text` as an IP address, or None; an IPv6 zone (`%eth0`) is dropped, and the
     numeric IPv4 shorthands that inet_aton reads (`2130706433`, `0x7f.1`, `0177.0.0.1`)
     count as the address they name: the connection would go there, whatever DNS says."""

@@ -14,6 +14,8 @@ from PIL import Image, UnidentifiedImageError
 
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = ["MAX_PAGE_BYTES", "MAX_PAGE_PIXELS", "RASTER_FORMATS", "check_page"]
+
 MAX_PAGE_BYTES = 20 * 1024 * 1024
 MAX_PAGE_PIXELS = 40_000_000
 RASTER_FORMATS = frozenset({"PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF"})
@@ -24,18 +26,18 @@ _ACCEPTED = "PNG, JPEG, WebP, GIF, BMP or TIFF"
 
 
 @dataclass(frozen=True)
-class PageImage:
+class _PageImage:
     format: str
     lines: int
     byte_size: int
 
 
-def lines_for(digest: bytes) -> int:
+def _lines_for(digest: bytes) -> int:
     """Lines of text on a page, from the SHA-256 of its bytes."""
     return MIN_LINES + int.from_bytes(digest[:4], "big") % (MAX_LINES - MIN_LINES + 1)
 
 
-def check_page(path: Path, *, name: str, digest: bytes, byte_size: int) -> PageImage:
+def check_page(path: Path, *, name: str, digest: bytes, byte_size: int) -> _PageImage:
     """Check one stored upload; raise `EmulatorError` with 413, 415 or 422 when refused."""
     if byte_size > MAX_PAGE_BYTES:
         raise _too_large(name, f"{byte_size:,} bytes is over the {MAX_PAGE_BYTES:,}-byte limit")
@@ -47,7 +49,7 @@ def check_page(path: Path, *, name: str, digest: bytes, byte_size: int) -> PageI
             415, f"page {name!r} is {kind}, not a raster image; send a {_ACCEPTED} image"
         )
     image_format = _decode(path, name=name)
-    return PageImage(format=image_format, lines=lines_for(digest), byte_size=byte_size)
+    return _PageImage(format=image_format, lines=_lines_for(digest), byte_size=byte_size)
 
 
 def _non_raster_kind(head: bytes) -> str | None:

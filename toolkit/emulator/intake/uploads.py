@@ -22,6 +22,18 @@ from toolkit.emulator.core.state import new_uuid
 from toolkit.emulator.intake.imaging import MAX_PAGE_BYTES, check_page
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = [
+    "MAX_FILES_PER_CALL",
+    "MAX_TEXT_BYTES",
+    "PageFolder",
+    "StagedPage",
+    "files_of",
+    "form_flag",
+    "read_form",
+    "text_of",
+    "whole_number",
+]
+
 MAX_FILES_PER_CALL = 1000
 MAX_TEXT_BYTES = 4 * 1024 * 1024
 _CHUNK = 1024 * 1024

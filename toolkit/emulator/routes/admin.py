@@ -26,10 +26,13 @@ from toolkit.emulator.routes import shapes
 from toolkit.emulator.routes.api import read_chapter_detail
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = ["read_json", "routes"]
+
 _MAX_ADVANCE = 366 * 24 * 3600
 
 
 async def read_json(request: Request) -> Any:
+    """A request's JSON body (`{}` when empty); a 400 when it is not JSON."""
     raw = await request.body()
     if not raw.strip():
         return {}

@@ -28,10 +28,12 @@ from toolkit.emulator.intake.uploads import (
 from toolkit.emulator.routes import shapes
 from toolkit.emulator.routes.errors import EmulatorError
 
-MAX_TEXT_CHARACTERS = 200_000
+__all__ = ["PREFIX", "read_chapter_detail", "routes"]
+
+_MAX_TEXT_CHARACTERS = 200_000
 
 
-def workspace_of(request: Request) -> Row:
+def _workspace_of(request: Request) -> Row:
     header = request.headers.get("authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
@@ -46,7 +48,7 @@ def workspace_of(request: Request) -> Row:
 
 def _project(request: Request) -> tuple[Services, Row]:
     services = services_of(request)
-    workspace = workspace_of(request)
+    workspace = _workspace_of(request)
     project = services.state.project_in(workspace["id"], request.path_params["project_id"])
     if project is None:
         raise EmulatorError(404, "project not found")
@@ -55,7 +57,7 @@ def _project(request: Request) -> tuple[Services, Row]:
 
 def _chapter(request: Request, *, idle: bool = False) -> tuple[Services, Row]:
     services = services_of(request)
-    workspace = workspace_of(request)
+    workspace = _workspace_of(request)
     chapter = services.state.chapter_in(workspace["id"], request.path_params["chapter_id"])
     if chapter is None:
         raise EmulatorError(404, "chapter not found")
@@ -69,7 +71,7 @@ def _chapter(request: Request, *, idle: bool = False) -> tuple[Services, Row]:
 
 def list_projects(request: Request) -> JSONResponse:
     services = services_of(request)
-    workspace = workspace_of(request)
+    workspace = _workspace_of(request)
     rows = services.state.project_rows(workspace["id"])
     languages = services.state.target_languages([row["id"] for row in rows])
     return JSONResponse([shapes.project_list_item(row, languages[row["id"]]) for row in rows])
@@ -97,6 +99,7 @@ def get_chapter(request: Request) -> JSONResponse:
 
 
 def read_chapter_detail(services: Services, chapter_id: str) -> dict[str, Any]:
+    """A chapter's detail as `GET /chapters/{id}` answers it."""
     chapter = services.state.chapter_any(chapter_id)
     assert chapter is not None
     project = services.state.project(chapter["project_id"])
@@ -151,10 +154,10 @@ def _novel_text(text: str | None, *, pages: bool, staged: bool) -> str:
         )
     if text is None or not text.strip():
         raise EmulatorError(400, "the text is empty; send the chapter's text in `text`")
-    if len(text) > MAX_TEXT_CHARACTERS:
+    if len(text) > _MAX_TEXT_CHARACTERS:
         raise EmulatorError(
             413,
-            f"the text is {len(text):,} characters, over the {MAX_TEXT_CHARACTERS:,}-character "
+            f"the text is {len(text):,} characters, over the {_MAX_TEXT_CHARACTERS:,}-character "
             "limit; split it into several chapters",
         )
     return text

@@ -10,6 +10,8 @@ from starlette.routing import Route
 from toolkit.emulator.core.services import services_of
 from toolkit.emulator.routes.admin import read_json
 
+__all__ = ["routes"]
+
 
 async def add_rule(request: Request) -> JSONResponse:
     rule = services_of(request).chaos.add(await read_json(request))

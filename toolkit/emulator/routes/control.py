@@ -11,6 +11,8 @@ from starlette.routing import Route
 from toolkit.emulator.core.services import services_of
 from toolkit.emulator.routes.admin import read_json
 
+__all__ = ["routes"]
+
 
 async def hold(request: Request) -> JSONResponse:
     services = services_of(request)

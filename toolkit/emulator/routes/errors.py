@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from starlette.responses import JSONResponse
 
+__all__ = ["EmulatorError", "error"]
+
 
 class EmulatorError(Exception):
     """Raised anywhere in a request; the app turns it into the JSON error answer."""
@@ -15,4 +17,5 @@ class EmulatorError(Exception):
 
 
 def error(status: int, message: str) -> JSONResponse:
+    """The service's error answer: `{"error": {"status", "message"}}` with that status."""
     return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)

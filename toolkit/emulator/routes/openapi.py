@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+__all__ = ["description", "openapi_json", "routes"]
+
 
 @cache
 def _stored() -> dict[str, Any]:
@@ -34,6 +36,7 @@ def description() -> dict[str, Any]:
 
 
 def openapi_json(request: Request) -> JSONResponse:
+    """The route of the emulator's OpenAPI document."""
     return JSONResponse(_stored())
 
 

@@ -14,25 +14,36 @@ from typing import Any
 from toolkit.emulator.core.clock import iso
 from toolkit.emulator.core.state import Row, from_ms
 
+__all__ = [
+    "Json",
+    "chapter_detail",
+    "chapter_list_item",
+    "new_chapter",
+    "page",
+    "project",
+    "project_list_item",
+]
+
 # The add-pages answer names its storage key with a vendor word; ours is S3.
-STORAGE_KEY_FIELD = "sourceImageS3Key"
+_STORAGE_KEY_FIELD = "sourceImageS3Key"
 
 Json = dict[str, Any]
 
 # The overall status is the lowest language status (DESIGN.md).
-STATUS_ORDER = ("translating", "needs_review", "reviewed")
+_STATUS_ORDER = ("translating", "needs_review", "reviewed")
 
 
-def lowest_status(statuses: Iterable[str]) -> str:
-    ranks = [STATUS_ORDER.index(status) for status in statuses]
-    return STATUS_ORDER[min(ranks)] if ranks else STATUS_ORDER[0]
+def _lowest_status(statuses: Iterable[str]) -> str:
+    ranks = [_STATUS_ORDER.index(status) for status in statuses]
+    return _STATUS_ORDER[min(ranks)] if ranks else _STATUS_ORDER[0]
 
 
-def _time(ms: int | None) -> str | None:
+def _iso_or_none(ms: int | None) -> str | None:
     return None if ms is None else iso(from_ms(ms))
 
 
 def project(row: Row) -> Json:
+    """A project row as the service writes a project."""
     return {
         "id": row["id"],
         "name": row["name"],
@@ -41,22 +52,23 @@ def project(row: Row) -> Json:
         "readingDirection": row["reading_direction"],
         "processSteps": row["process_steps"],
         "translationModel": row["translation_model"],
-        "createdAt": _time(row["created_ms"]),
+        "createdAt": _iso_or_none(row["created_ms"]),
         "translationGroupId": row["translation_group_id"],
         "seriesProfile": None,
         "coverKey": None,
-        "deletedAt": _time(row["deleted_ms"]),
+        "deletedAt": _iso_or_none(row["deleted_ms"]),
     }
 
 
 def project_list_item(row: Row, languages: list[Row]) -> Json:
+    """A project row as an item of the project list, with its languages."""
     return {
         **project(row),
         "targetLanguages": [
             {
                 "projectId": lang["project_id"],
                 "languageCode": lang["language_code"],
-                "addedAt": _time(lang["added_ms"]),
+                "addedAt": _iso_or_none(lang["added_ms"]),
             }
             for lang in languages
         ],
@@ -66,14 +78,15 @@ def project_list_item(row: Row, languages: list[Row]) -> Json:
 
 
 def page(row: Row, *, with_storage_key: bool = False) -> Json:
+    """A page row as the service writes a page (its storage key only when asked)."""
     answer = {
         "id": row["id"],
         "chapterId": row["chapter_id"],
         "position": row["position"],
-        "createdAt": _time(row["created_ms"]),
+        "createdAt": _iso_or_none(row["created_ms"]),
     }
     if with_storage_key:
-        answer[STORAGE_KEY_FIELD] = row["storage_key"]
+        answer[_STORAGE_KEY_FIELD] = row["storage_key"]
     return answer
 
 
@@ -84,11 +97,12 @@ def _chapter_base(row: Row) -> Json:
         "position": row["position"],
         "title": row["title"],
         "summary": row["summary"],
-        "createdAt": _time(row["created_ms"]),
+        "createdAt": _iso_or_none(row["created_ms"]),
     }
 
 
 def new_chapter(row: Row, pages: list[Row]) -> Json:
+    """A chapter row as the answer to creating it, with its pages."""
     return {
         **_chapter_base(row),
         "assignedUserId": None,
@@ -99,6 +113,7 @@ def new_chapter(row: Row, pages: list[Row]) -> Json:
 
 
 def chapter_list_item(row: Row, languages: list[Row], exports: list[Row]) -> Json:
+    """A chapter row as an item of the chapter list, with its languages and exports."""
     return {
         **_chapter_base(row),
         "pageCount": row["page_count"],
@@ -106,7 +121,7 @@ def chapter_list_item(row: Row, languages: list[Row], exports: list[Row]) -> Jso
         "processing": bool(row["processing"]),
         "failed": bool(row["failed"]),
         "failureReason": row["failure_reason"],
-        "status": lowest_status(lang["status"] for lang in languages),
+        "status": _lowest_status(lang["status"] for lang in languages),
         "languages": [
             {
                 "languageCode": lang["language_code"],
@@ -125,16 +140,17 @@ def chapter_list_item(row: Row, languages: list[Row], exports: list[Row]) -> Jso
                 "filename": item["filename"],
                 "byteSize": item["byte_size"],
                 "pageCount": item["page_count"],
-                "preparedAt": _time(item["prepared_ms"]),
+                "preparedAt": _iso_or_none(item["prepared_ms"]),
             }
             for item in exports
         ],
         "creditsSpent": row["credits_spent"],
-        "lastActivityAt": _time(row["activity_ms"]),
+        "lastActivityAt": _iso_or_none(row["activity_ms"]),
     }
 
 
 def chapter_detail(row: Row, languages: list[Row], project_row: Row, page_count: int) -> Json:
+    """A chapter row as `GET /chapters/{id}` answers it."""
     return {
         **_chapter_base(row),
         "pageCount": page_count,
@@ -142,7 +158,7 @@ def chapter_detail(row: Row, languages: list[Row], project_row: Row, page_count:
         "detecting": bool(row["detecting"]),
         "failed": bool(row["failed"]),
         "failureReason": row["failure_reason"],
-        "status": lowest_status(lang["status"] for lang in languages),
+        "status": _lowest_status(lang["status"] for lang in languages),
         "languages": [
             {
                 "languageCode": lang["language_code"],

@@ -15,6 +15,8 @@ from starlette.routing import BaseRoute, Route
 from toolkit.emulator.delivery.deliveries import EVENT_TYPES, Deliveries
 from toolkit.emulator.routes.errors import EmulatorError
 
+__all__ = ["webhook_routes"]
+
 
 def webhook_routes(deliveries: Deliveries) -> list[BaseRoute]:
     """The routes over one `Deliveries`."""
