@@ -141,11 +141,15 @@ def review_backlog(
     whole history, from ready to reviewed) and `as_of`.
 
     Args:
-        store: As in `toolkit.analysis`.
+        store: A `SnapshotStore` or its `Observed` view; or several workspaces' stores at
+            once (a mapping of label to store, or a list), and then the answer has a
+            `workspace` column first, or is one dict per label where the call answers
+            with a dict (`toolkit.analysis.workspaces`).
         window: the time before the snapshot that `reviews_per_day` counts over.
         until: as seen at the latest snapshot at or before it (a naive time is read in
             `tz`); default the latest snapshot.
-        tz: As in `toolkit.analysis`; also the zone of `as_of`.
+        tz: The time zone a naive `since` or `until` is read in; UTC by default; also the
+            zone of `as_of`.
 
     Returns:
         One row per project, sorted by `project_id`; empty without a snapshot.

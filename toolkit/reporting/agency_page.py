@@ -67,6 +67,9 @@ class WorkspaceWeek:
 
 @dataclass(frozen=True)
 class Agency:
+    """Every workspace's week, previous week and forecast, and the tags of its projects:
+    what the agency page shows (`gather_agency`), by workspace, tag or project."""
+
     workspaces: dict[str, WorkspaceWeek]
     tags: Tags = field(default_factory=dict)
 
@@ -138,6 +141,7 @@ def write_agency_page(
 
 
 def render_agency(agency: Agency, *, title: str | None = None) -> str:
+    """The agency page's HTML: one self-contained page (`write_agency_page` writes it)."""
     ends = [w.figures.period.end for w in agency.workspaces.values()]
     known = [end for end in ends if end is not None]
     zone = next(iter(agency.workspaces.values())).figures.period.tz if agency.workspaces else "UTC"
