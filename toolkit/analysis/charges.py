@@ -81,6 +81,7 @@ class _Rows:
     started_before: np.ndarray
     cleared: np.ndarray
     may_retry: np.ndarray
+    exported: np.ndarray
 
     @classmethod
     def of(cls, found: Transitions) -> _Rows:
@@ -105,7 +106,21 @@ class _Rows:
                 failed=is_true(rows["failed"]),
                 processing=is_true(rows["processing"]),
             ),
+            exported=exported_pages(
+                to_float(rows["exported_pages"]),
+                processing=is_true(rows["processing"]),
+                failed=is_true(rows["failed"]),
+            ),
         )
+
+
+def exported_pages(pages: np.ndarray, *, processing: np.ndarray, failed: np.ndarray) -> np.ndarray:
+    """The pages a chapter holds unheld at a snapshot, by its files (NaN: not known): a
+    finished run packages every page not held (`pageCount`), so the most a file prepared
+    since the snapshot before counts is them when the chapter is settled and not failed
+    (its last run finished, after every page that ran was added). (Reference: CTE `s`,
+    `exported`.)"""
+    return np.where(~processing & ~failed, pages, np.nan)
 
 
 def _reason_changed(rows: pd.DataFrame) -> np.ndarray:
@@ -172,23 +187,66 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     )
     read = np.flatnonzero((rest > EPS) | ((added > EPS) & (added < grown - EPS)))
     rank = rank_within(rows.chapter[at][read])
-    for k in range(rank.max() + 1 if len(rank) else 0):
-        i = read[rank == k]
+    # Each such row's next one of its chapter's segment (-1: none): what it reads as
+    # paid can tell held pages from run ones (`held_seen_later`).
+    following = np.full(len(read), -1)
+    same = (rows.chapter[at][read][1:] == rows.chapter[at][read][:-1]) & (
+        segments.segment[read][1:] == segments.segment[read][:-1]
+    )
+    following[:-1][same] = read[1:][same]
+
+    def state(i: np.ndarray, paid: np.ndarray) -> dict[str, np.ndarray]:
         j = at[i]
-        chapter_state = {
-            "paid": known[i] + held_so_far[segments.segment[i]] + first[i],
+        return {
+            "paid": paid,
             "pages_before": rows.pages_before[j],
             "started_before": rows.started_before[j],
             "cleared": rows.cleared[j],
             "may_retry": rows.may_retry[j],
         }
+
+    def fits(i: np.ndarray, paid: np.ndarray) -> np.ndarray:
+        """Whether rows `i`'s rests read as whole runs, their new pages run or held."""
+        run = read_rest(added=added[i], rest=rest[i], **state(i, paid))
+        held = read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **state(i, paid))
+        return run.fits | held.fits
+
+    for k in range(rank.max() + 1 if len(rank) else 0):
+        i = read[rank == k]
+        j = at[i]
+        chapter_state = state(i, known[i] + held_so_far[segments.segment[i]] + first[i])
+        paid = chapter_state["paid"]
         as_run = read_rest(added=added[i], rest=rest[i], **chapter_state)
         as_held = read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
         kept = new_pages_held(added[i], fits_as_run=as_run.fits, fits_as_held=as_held.fits)
         reading = RestReading(*(np.where(kept, h, r) for h, r in zip(as_held, as_run, strict=True)))
+        # Some new pages run, a re-scan, the others held ((c)), against the same number of
+        # runs read with them all run (`held_seen_later`).
+        some = some_kept_held(paid, added=added[i], rest=rest[i])
+        split = read_rest(added=added[i] - some, rest=rest[i] + some, **chapter_state)
+        dropped = np.where(kept, added[i], 0.0)
+        paid_after = paid + added[i] - dropped + reading.held
+        paid_split = paid + added[i] - some + split.held
+        nxt = following[rank == k]
+        has_next = nxt >= 0
+        to = np.maximum(nxt, 0)
+        next_paid = known[to] + held_so_far[segments.segment[i]] + first[to]
+        next_fits = has_next & fits(to, next_paid + paid_after - paid - added[i])
+        next_fits_split = has_next & fits(to, next_paid + paid_split - paid - added[i])
+        seen = held_seen_later(
+            np.where(kept, 0.0, some),
+            fits_split=split.fits,
+            exported=rows.exported[j],
+            paid_after=paid_after,
+            paid_split=paid_split,
+            next_fits=next_fits,
+            next_fits_split=next_fits_split,
+        )
+        reading = RestReading(*(np.where(seen, s, r) for s, r in zip(split, reading, strict=True)))
+        dropped = np.where(seen, some, dropped)
         # Pages kept held were not paid for: later rises read them as held, not paid.
-        held_so_far[segments.segment[i]] -= np.where(kept, added[i], 0.0)
-        added[i] = np.where(kept, 0.0, added[i])
+        held_so_far[segments.segment[i]] -= dropped
+        added[i] = added[i] - dropped
         pages[j, Slot.HELD_START], count[j, Slot.HELD_START] = reading.held, reading.held > EPS
         pages[j, Slot.RESCAN_BEFORE] = reading.before_pages
         count[j, Slot.RESCAN_BEFORE] = reading.before_count
@@ -433,6 +491,40 @@ def _some_held_after_a_rescan(
     whole_pages = np.abs(some - np.round(some)) < EPS
     fits: np.ndarray = (paid > EPS) & (some > EPS) & (some < held_before - EPS) & whole_pages
     return fits
+
+
+def some_kept_held(paid: np.ndarray, *, added: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """How many new pages (0: none) were kept held if some ran, then one re-scan paid
+    for the pages that had run and them, and the others were added held: the rest with
+    those held is that re-scan, `rest + k = paid + added - k`. (Reference: CTE `walk`,
+    `some`.)"""
+    some = (paid + added - rest) / 2
+    whole = (np.abs(some - np.round(some)) < EPS) & (some > 1 - EPS) & (some < added + EPS)
+    return np.where((added > EPS) & (rest > EPS) & whole, np.round(some), 0.0)
+
+
+def held_seen_later(
+    some: np.ndarray,
+    *,
+    fits_split: np.ndarray,
+    exported: np.ndarray,
+    paid_after: np.ndarray,
+    paid_split: np.ndarray,
+    next_fits: np.ndarray,
+    next_fits_split: np.ndarray,
+) -> np.ndarray:
+    """Where a rise reads as well as (d) a re-scan of the pages paid, then every new
+    page run, and as (c) some new pages run, a re-scan of those and the pages paid, the
+    others (`some`) added held (docs/analysis.md, "Splitting a rise into runs": the same
+    rows, as many runs), the store tells them apart later: (c) when a file the chapter's
+    last run packaged counts the pages (c) leaves not held (`exported`), or when the
+    chapter's next rise reads as whole runs only with them held (a later re-scan pays
+    for the pages not held: `next_fits_split`, not `next_fits`). Otherwise (d), new pages
+    run first. `paid_after`, `paid_split`: pages paid after the rise by (d) and by (c).
+    (Reference: CTE `walk`, `held_later`.)"""
+    by_files = (np.abs(exported - paid_split) < EPS) & (np.abs(exported - paid_after) > EPS)
+    by_next_rise = next_fits_split & ~next_fits
+    return np.asarray((some > EPS) & fits_split & (by_files | by_next_rise), bool)
 
 
 def new_pages_held(
