@@ -22,9 +22,14 @@ for a year.
 
 The price is learned from first runs only (see `learn_prices`).
 
+Where two readings of a rise take as many runs, the store can still tell them apart
+later: the files a finished run packaged count the pages not held, and the chapter's
+next rise reads as whole runs under one of them only (`held_seen_later`).
+
 Past 400 lines on purpose: the readings of a rise (first run and added pages, then the
-rest: re-scans, held pages, new pages kept held) are one rule, checked against one CTE
-chain of tests/bench/reference_runs.py; split, the walk's state would cross modules.
+rest: re-scans, held pages, new pages kept held, some held as later rows show) are one
+rule, checked against one CTE chain of tests/bench/reference_runs.py; split, the walk's
+state would cross modules.
 """
 
 from __future__ import annotations
@@ -209,7 +214,7 @@ def split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
         """Whether rows `i`'s rests read as whole runs, their new pages run or held."""
         run = read_rest(added=added[i], rest=rest[i], **state(i, paid))
         held = read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **state(i, paid))
-        return run.fits | held.fits
+        return np.asarray(run.fits | held.fits, bool)
 
     for k in range(rank.max() + 1 if len(rank) else 0):
         i = read[rank == k]
