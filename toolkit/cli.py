@@ -551,7 +551,9 @@ def _sql(args: argparse.Namespace) -> None:
     root = store_path(args.store)
     if args.print:
         events = sql.has_events(root) if args.events is None else args.events == "yes"
-        print(sql.script(args.figure, root, events=events), end="")
+        # A remote store is not opened to print its script: its exports table is assumed.
+        exports = "://" in root or sql.has_exports(root)
+        print(sql.script(args.figure, root, events=events, exports=exports), end="")
         return
     if args.events is not None:
         raise ToolkitError(

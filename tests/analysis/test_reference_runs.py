@@ -24,6 +24,8 @@ from scenarios import (
     as_many_held_pages_as_ran,
     held_pages_started_hours_after_a_rescan,
     pages,
+    pages_run_rescanned_and_held_in_one_interval,
+    rescan_with_as_many_pages_held,
     rescan_with_more_pages_held_than_ran,
     rescans_and_added_pages_in_one_interval,
 )
@@ -78,6 +80,13 @@ def awkward_cases(emulator, workspace, client, store, webhook: str) -> None:
     held_pages_started_hours_after_a_rescan(emulator, client, store, comic["id"], first_page=90)
     as_many_held_pages_as_ran(emulator, client, store, comic["id"], first_page=110)
     rescan_with_more_pages_held_than_ran(emulator, client, store, comic["id"], first_page=130)
+    # Pages run, a re-scan and pages held in one interval, told from a re-scan and pages
+    # run by the files' page count, or by a later re-scan's price (seeds 0 and 63).
+    for failing in (False, True):
+        pages_run_rescanned_and_held_in_one_interval(
+            emulator, client, store, comic["id"], first_page=160 + 30 * failing, failing=failing
+        )
+    rescan_with_as_many_pages_held(emulator, client, store, comic["id"], first_page=220)
     # Pages added to a failed chapter run, seen running, and stall: the new failure
     # reason is that run's end, not a run of its own (seed 83).
     emulator.set_faults(failure_rate=1.0, seed=3)

@@ -9,12 +9,15 @@ from numpy.testing import assert_array_equal
 from toolkit.analysis import run_rules as rules
 from toolkit.analysis._arrays import NO_TIME
 from toolkit.analysis.charges import (
+    _exported_pages,
     _failed_anew,
+    _held_seen_later,
     _known_part,
     _may_retry,
     _new_pages_held,
     _read_rest,
     _rise_of,
+    _some_kept_held,
 )
 from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
 
@@ -298,3 +301,61 @@ def test_a_new_failure_reason_without_a_rise_is_a_run_only_when_none_was_running
         processing_before=np.array([F, T, F, F]),
     )
     assert_array_equal(found, [T, F, F, F])
+
+
+def test_new_pages_run_a_rescan_and_new_pages_held_against_a_rescan_then_pages_run():
+    # 3 pages paid, 4 new, a rise of 7 pages: (d) a re-scan of the 3, then the 4 run;
+    # (c) 2 run, a re-scan of those 5, 2 added held. As many runs: the reading of the
+    # rise alone is (d), 7 pages paid after it; (c) leaves 5 paid, 2 held.
+    paid, added, rest = (
+        np.array([3.0, 3.0, 3.0]),
+        np.array([4.0, 4.0, 1.0]),
+        np.array([3.0, 3.0, 3.0]),
+    )
+    some = _some_kept_held(paid, added=added, rest=rest)
+    assert_array_equal(some, [2.0, 2.0, 0.0])  # 1 new page: no whole split
+    args = {"paid": paid, "pages_before": paid, "started_before": np.array([T, T, T]),
+            "cleared": np.array([F, F, F]), "may_retry": np.array([F, F, F])}  # fmt: skip
+    whole = _read_rest(added=added, rest=rest, **args)
+    split = _read_rest(added=added - some, rest=rest + some, **args)
+    assert_array_equal(whole.before_count, [1, 1, 1])  # (d): a re-scan of the 3 first
+    assert_array_equal(split.after_count, [1, 1, 0])  # (c): a re-scan of 5 after 2 ran
+    assert_array_equal(split.after_pages[:2], [5.0, 5.0])
+    # Seed 111: 3 paid, 3 new, a rise of 3 pages, all new pages run (no rest) or a
+    # re-scan of the 3 with all 3 new ones held.
+    assert_array_equal(_some_kept_held(np.array([3.0]), added=np.array([3.0]), rest=np.zeros(1)),
+                       [3.0])  # fmt: skip
+
+
+def test_pages_held_seen_later_in_the_files_or_the_next_rise_tell_c_from_d():
+    # Three rises read as above ((d) leaves 7 pages paid, (c) 5): the chapter's files
+    # count 5 pages (c); the next rise, a re-scan of 5, reads only with 2 held (c); no
+    # file, and the next rise reads either way: (d), new pages run first.
+    seen = _held_seen_later(
+        np.array([2.0, 2.0, 2.0, 2.0]),
+        fits_split=np.array([T, T, T, F]),
+        exported=np.array([5.0, np.nan, 7.0, 5.0]),
+        paid_after=np.full(4, 7.0),
+        paid_split=np.full(4, 5.0),
+        next_fits=np.array([F, F, T, F]),
+        next_fits_split=np.array([F, T, T, T]),
+    )
+    assert_array_equal(seen, [T, T, F, F])
+    # No pages to hold: nothing to tell.
+    assert_array_equal(
+        _held_seen_later(np.zeros(1), fits_split=np.array([T]), exported=np.array([5.0]),
+                        paid_after=np.array([7.0]), paid_split=np.array([5.0]),
+                        next_fits=np.array([F]), next_fits_split=np.array([T])),
+        [F],
+    )  # fmt: skip
+
+
+def test_files_count_the_pages_not_held_only_where_the_chapter_settled_not_failed():
+    # A failed run packages nothing, so a failed chapter's newest files may predate
+    # pages that ran; a running chapter's run has not packaged yet.
+    found = _exported_pages(
+        np.array([5.0, 5.0, 5.0, np.nan]),
+        processing=np.array([F, T, F, F]),
+        failed=np.array([F, F, T, F]),
+    )
+    assert_array_equal(found, [5.0, np.nan, np.nan, np.nan])

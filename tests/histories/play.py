@@ -60,6 +60,7 @@ class _Player:
         self.held: dict[str, list[str]] = {}
         self.left = 0.0  # seconds of the interval not yet advanced
         self.scripted: set[str] = set()  # the tangles' chapters, never trashed
+        self.quiet: set[str] = set()  # chapters the random work leaves alone meanwhile
 
     def create(self, project_id: str, **form: Any) -> str:
         """A new chapter at a position no chapter of the project had, trashed ones
@@ -110,7 +111,7 @@ class _Player:
                     continue
                 if chapter.status == "needs_review" and rng.random() < plan.review_rate:
                     self.emulator.review_chapter(chapter.id)
-                if project["kind"] != "comic" or not chapter.started:
+                if project["kind"] != "comic" or not chapter.started or chapter.id in self.quiet:
                     continue
                 self.comic_work(chapter)
 
@@ -217,11 +218,42 @@ def staged(player: _Player) -> Iterator[None]:
     player.client.start_chapter(chapter)
 
 
+def run_rescanned_held(player: _Player) -> Iterator[None]:
+    """Run a chapter, see it; then pages added and run, a re-scan of all, and pages
+    added held, in one interval when it is long enough: a rise that reads as well as a
+    re-scan of the pages seen and then the new pages all run ((c) and (d) of
+    docs/analysis.md, seeds 0 and 63). The files the re-scan packaged tell them apart:
+    they count the pages not held. So nothing fails meanwhile, and the random work
+    leaves the chapter alone: a failed re-scan packages no file, and only a later
+    re-scan's price could tell (seed 0), which a history may end before; a re-scan of
+    the failed chapter before the pages are added makes three runs of the rise, which
+    the reading does not try."""
+    if not player.comics():
+        return
+    plan = player.plan
+    chapter = player.create(player.comics()[0]["id"], pages=player.pages(3))
+    player.scripted.add(chapter)
+    player.quiet.add(chapter)
+    yield
+    yield from _settled(player, chapter)
+    player.emulator.set_faults()
+    player.client.add_pages(chapter, player.pages(2))
+    yield from _settled(player, chapter)
+    player.client.rescan_chapter(chapter)
+    yield from _settled(player, chapter)
+    player.client.add_pages(chapter, player.pages(2), hold=True)
+    player.emulator.set_faults(failure_rate=plan.failure_rate, stall_rate=plan.stall_rate,
+                               seed=plan.seed)  # fmt: skip
+    yield
+    player.quiet.discard(chapter)
+
+
 TANGLES: dict[str, Callable[[_Player], Iterator[None]]] = {
     "held_after_rescan": held_after_rescan,
     "added_to_failed": added_to_failed,
     "rescan_in_interval": rescan_in_interval,
     "staged": staged,
+    "run_rescanned_held": run_rescanned_held,
 }
 
 

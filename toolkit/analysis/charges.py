@@ -22,9 +22,14 @@ for a year.
 
 The price is learned from first runs only (see `learn_prices`).
 
+Where two readings of a rise take as many runs, the store can still tell them apart
+later: the files a finished run packaged count the pages not held, and the chapter's
+next rise reads as whole runs under one of them only (`held_seen_later`).
+
 Past 400 lines on purpose: the readings of a rise (first run and added pages, then the
-rest: re-scans, held pages, new pages kept held) are one rule, checked against one CTE
-chain of toolkit/analysis/sql/runs.py; split, the walk's state would cross modules.
+rest: re-scans, held pages, new pages kept held, some held as later rows show) are one
+rule, checked against one CTE chain of toolkit/analysis/sql/runs.py; split, the walk's
+state would cross modules.
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ class _Rows:
     started_before: np.ndarray
     cleared: np.ndarray
     may_retry: np.ndarray
+    exported: np.ndarray
 
     @classmethod
     def of(cls, found: Transitions) -> _Rows:
@@ -107,7 +113,21 @@ class _Rows:
                 failed=is_true(rows["failed"]),
                 processing=is_true(rows["processing"]),
             ),
+            exported=_exported_pages(
+                to_float(rows["exported_pages"]),
+                processing=is_true(rows["processing"]),
+                failed=is_true(rows["failed"]),
+            ),
         )
+
+
+def _exported_pages(pages: np.ndarray, *, processing: np.ndarray, failed: np.ndarray) -> np.ndarray:
+    """The pages a chapter holds unheld at a snapshot, by its files (NaN: not known): a
+    finished run packages every page not held (`pageCount`), so the most a file prepared
+    since the snapshot before counts is them when the chapter is settled and not failed
+    (its last run finished, after every page that ran was added). (Reference: CTE `s`,
+    `exported`.)"""
+    return np.where(~processing & ~failed, pages, np.nan)
 
 
 def _reason_changed(rows: pd.DataFrame) -> np.ndarray:
@@ -172,27 +192,73 @@ def _split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     grown = np.where(
         rows.started_before[at], np.maximum(rows.pages[at] - rows.pages_before[at], 0.0), 0.0
     )
-    read = np.flatnonzero((rest > _EPS) | ((added > _EPS) & (added < grown - _EPS)))
+    # ...and rows with new pages whose files count fewer pages than the chapter has: some
+    # of them may be held where they read as run (`held_seen_later`).
+    files_hold = (added > _EPS) & (rows.exported[at] < rows.pages[at] - _EPS)
+    read = np.flatnonzero((rest > _EPS) | ((added > _EPS) & (added < grown - _EPS)) | files_hold)
     rank = rank_within(rows.chapter[at][read])
-    for k in range(rank.max() + 1 if len(rank) else 0):
-        i = read[rank == k]
+    # Each such row's next one of its chapter's segment (-1: none): what it reads as
+    # paid can tell held pages from run ones (`held_seen_later`).
+    following = np.full(len(read), -1)
+    same = (rows.chapter[at][read][1:] == rows.chapter[at][read][:-1]) & (
+        segments.segment[read][1:] == segments.segment[read][:-1]
+    )
+    following[:-1][same] = read[1:][same]
+
+    def state(i: np.ndarray, paid: np.ndarray) -> dict[str, np.ndarray]:
         j = at[i]
-        chapter_state = {
-            "paid": known[i] + held_so_far[segments.segment[i]] + first[i],
+        return {
+            "paid": paid,
             "pages_before": rows.pages_before[j],
             "started_before": rows.started_before[j],
             "cleared": rows.cleared[j],
             "may_retry": rows.may_retry[j],
         }
+
+    def fits(i: np.ndarray, paid: np.ndarray) -> np.ndarray:
+        """Whether rows `i`'s rests read as whole runs, their new pages run or held."""
+        run = _read_rest(added=added[i], rest=rest[i], **state(i, paid))
+        held = _read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **state(i, paid))
+        return np.asarray(run.fits | held.fits, bool)
+
+    for k in range(rank.max() + 1 if len(rank) else 0):
+        i = read[rank == k]
+        j = at[i]
+        chapter_state = state(i, known[i] + held_so_far[segments.segment[i]] + first[i])
+        paid = chapter_state["paid"]
         as_run = _read_rest(added=added[i], rest=rest[i], **chapter_state)
         as_held = _read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
         kept = _new_pages_held(added[i], fits_as_run=as_run.fits, fits_as_held=as_held.fits)
         reading = _RestReading(
             *(np.where(kept, h, r) for h, r in zip(as_held, as_run, strict=True))
         )
+        # Some new pages run, a re-scan, the others held ((c)), against the same number of
+        # runs read with them all run (`held_seen_later`).
+        some = _some_kept_held(paid, added=added[i], rest=rest[i])
+        split = _read_rest(added=added[i] - some, rest=rest[i] + some, **chapter_state)
+        dropped = np.where(kept, added[i], 0.0)
+        paid_after = paid + added[i] - dropped + reading.held
+        paid_split = paid + added[i] - some + split.held
+        nxt = following[rank == k]
+        has_next = nxt >= 0
+        to = np.maximum(nxt, 0)
+        next_paid = known[to] + held_so_far[segments.segment[i]] + first[to]
+        next_fits = has_next & fits(to, next_paid + paid_after - paid - added[i])
+        next_fits_split = has_next & fits(to, next_paid + paid_split - paid - added[i])
+        seen = _held_seen_later(
+            np.where(kept, 0.0, some),
+            fits_split=split.fits,
+            exported=rows.exported[j],
+            paid_after=paid_after,
+            paid_split=paid_split,
+            next_fits=next_fits,
+            next_fits_split=next_fits_split,
+        )
+        reading = _RestReading(*(np.where(seen, s, r) for s, r in zip(split, reading, strict=True)))
+        dropped = np.where(seen, some, dropped)
         # Pages kept held were not paid for: later rises read them as held, not paid.
-        held_so_far[segments.segment[i]] -= np.where(kept, added[i], 0.0)
-        added[i] = np.where(kept, 0.0, added[i])
+        held_so_far[segments.segment[i]] -= dropped
+        added[i] = added[i] - dropped
         pages[j, Slot.HELD_START], count[j, Slot.HELD_START] = reading.held, reading.held > _EPS
         pages[j, Slot.RESCAN_BEFORE] = reading.before_pages
         count[j, Slot.RESCAN_BEFORE] = reading.before_count
@@ -443,6 +509,40 @@ def _some_held_after_a_rescan(
     return fits
 
 
+def _some_kept_held(paid: np.ndarray, *, added: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """How many new pages (0: none) were kept held if some ran, then one re-scan paid
+    for the pages that had run and them, and the others were added held: the rest with
+    those held is that re-scan, `rest + k = paid + added - k` (all of them held: a
+    re-scan of the pages paid, seed 111). (Reference: CTE `walk`, `some_held`.)"""
+    some = (paid + added - rest) / 2
+    whole = (np.abs(some - np.round(some)) < _EPS) & (some > 1 - _EPS) & (some < added + _EPS)
+    return np.where((added > _EPS) & whole, np.round(some), 0.0)
+
+
+def _held_seen_later(
+    some: np.ndarray,
+    *,
+    fits_split: np.ndarray,
+    exported: np.ndarray,
+    paid_after: np.ndarray,
+    paid_split: np.ndarray,
+    next_fits: np.ndarray,
+    next_fits_split: np.ndarray,
+) -> np.ndarray:
+    """Where a rise reads as well as (d) a re-scan of the pages paid, then every new
+    page run, and as (c) some new pages run, a re-scan of those and the pages paid, the
+    others (`some`) added held (docs/analysis.md, "Splitting a rise into runs": the same
+    rows, as many runs), the store tells them apart later: (c) when a file the chapter's
+    last run packaged counts the pages (c) leaves not held (`exported`), or when the
+    chapter's next rise reads as whole runs only with them held (a later re-scan pays
+    for the pages not held: `next_fits_split`, not `next_fits`). Otherwise (d), new pages
+    run first. `paid_after`, `paid_split`: pages paid after the rise by (d) and by (c).
+    (Reference: CTE `walk`, `held_later`.)"""
+    by_files = (np.abs(exported - paid_split) < _EPS) & (np.abs(exported - paid_after) > _EPS)
+    by_next_rise = next_fits_split & ~next_fits
+    return np.asarray((some > _EPS) & fits_split & (by_files | by_next_rise), bool)
+
+
 def _new_pages_held(
     added: np.ndarray, *, fits_as_run: np.ndarray, fits_as_held: np.ndarray
 ) -> np.ndarray:
@@ -451,7 +551,7 @@ def _new_pages_held(
     new pages held pays for 3, which `3 = 2 added + 1` cannot explain. A rise smaller
     than the new pages (3 of 4 run, one held, in two calls) is read so too when a
     re-scan with all of them held fits (seed 33). Otherwise they ran. `fits_as_run`,
-    `fits_as_held`: whether `_read_rest` fits the rest (none: no fit) with the new pages
+    `fits_as_held`: whether `read_rest` fits the rest (none: no fit) with the new pages
     run, and with them held (their pages in the rest). (Reference: CTE `walk`,
     `keep_held`.)"""
     return np.asarray((added > _EPS) & ~fits_as_run & fits_as_held, bool)

@@ -68,7 +68,7 @@ def _transitions_sql() -> str:
 
 def transitions_ctes() -> str:
     """The CTEs the query stands on, for queries that go on from the transitions:
-    `by_project`, `chapter_languages`, `default_model`, `flagged` and `log` (every
+    `by_project`, `chapter_languages`, `default_model`, `exported`, `flagged` and `log` (every
     flagged row with its previous values; `MOVING` keeps those that start or end runs)."""
     return _CTES.format(flagged=f"flagged AS ({_FLAGGED})", log=f"log AS ({_FROM_PREVIOUS}\n)")
 
@@ -93,6 +93,17 @@ default_model AS (
     WHERE len(models) > 0
       AND project_id IN (SELECT project_id FROM by_project WHERE model IS NULL)
     LIMIT 1
+),
+exported AS (
+    -- Per chapter and snapshot, the most pages a file prepared since the snapshot before
+    -- counts: a run packages the pages that are not held (`pageCount`), which tells held
+    -- pages from run ones where a rise alone cannot (`charges._held_seen_later`).
+    SELECT e.chapter_id, e.idx, max(e.page_count)::DOUBLE AS exported_pages
+    FROM exports_changes e
+    JOIN (SELECT snapshot_id, lag(snapshot_at) OVER (ORDER BY snapshot_id) AS before
+          FROM snapshots) s USING (snapshot_id)
+    WHERE NOT e._deleted AND e.prepared_at > s.before
+    GROUP BY ALL
 ),
 {flagged},
 {log}"""
@@ -119,9 +130,11 @@ SELECT idx, page_count, started, processing, failed, failure_reason, credits_spe
        CASE WHEN is_new THEN p.project END AS project,
        CASE WHEN is_new THEN p.model END AS model,
        title, position,
-       CASE WHEN is_new THEN (SELECT name FROM default_model) END AS default_model
+       CASE WHEN is_new THEN (SELECT name FROM default_model) END AS default_model,
+       x.exported_pages
 FROM log LEFT JOIN by_project p USING (project_id)
          LEFT JOIN chapter_languages l USING (chapter_id)
+         LEFT JOIN exported x USING (chapter_id, idx)
 WHERE {MOVING}
 ORDER BY log.chapter_id, idx
 """

@@ -18,7 +18,14 @@ needs).
 
 from __future__ import annotations
 
-from toolkit.analysis.sql.engines import FIGURES, has_events, run_figure, script, views_sql
+from toolkit.analysis.sql.engines import (
+    FIGURES,
+    has_events,
+    has_exports,
+    run_figure,
+    script,
+    views_sql,
+)
 from toolkit.analysis.sql.runs import (
     ASKED_WITH,
     REFERENCES,
@@ -35,6 +42,7 @@ __all__ = [
     "figure_frame",
     "figure_sql",
     "has_events",
+    "has_exports",
     "reference_runs",
     "run_figure",
     "runs_sql",

@@ -2,11 +2,12 @@
 without the toolkit: the views the queries of `runs.py` read, defined on the tables
 themselves, the whole script to paste into DuckDB, and DuckDB running it here.
 
-The queries read five names (`runs.py`): `projects_changes`, `chapters_changes`,
-`languages_changes` (each table's change rows of committed snapshots, with `idx`, the
-snapshot's position in the history), `snapshot_times` and `terminal_events`. The toolkit
+The queries read seven names (`runs.py`): `projects_changes`, `chapters_changes`,
+`languages_changes`, `exports_changes` (each table's change rows of committed snapshots,
+with `idx`, the snapshot's position in the history), `snapshots`, `snapshot_times` and
+`terminal_events`. The toolkit
 makes them from its verified change logs (`store.query`); here they are views over the
-tables `manifest`, `projects`, `chapters`, `languages` and `events` (docs/store.md,
+tables `manifest`, `projects`, `chapters`, `languages`, `exports` and `events` (docs/store.md,
 "Reading it without the toolkit"). The two agree on a store whose every snapshot is based
 on the one before (what one scheduled `toolkit snapshot` writes): the toolkit also
 reconciles snapshots taken concurrently or backfilled, which SQL over the files does not
@@ -24,16 +25,17 @@ from deltalake import DeltaTable
 from toolkit.analysis.sql.runs import REFERENCES, figure_frame, figure_sql
 from toolkit.errors import QueryError, ToolkitError
 from toolkit.store import SnapshotStore
+from toolkit.store.columns import stored_schema
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["FIGURES", "has_events", "run_figure", "script", "views_sql"]
+__all__ = ["FIGURES", "has_events", "has_exports", "run_figure", "script", "views_sql"]
 
 FIGURES = tuple(REFERENCES)
 """The figures the SQL defines, each the toolkit function of the same name."""
 
-SNAPSHOT_TABLES = ("projects", "chapters", "languages")
+SNAPSHOT_TABLES = ("projects", "chapters", "languages", "exports")
 TERMINAL = ("chapter.finished", "chapter.failed")
 
 # Each committed snapshot's position in the history: ids sort by snapshot time.
@@ -42,9 +44,11 @@ _POSITIONS = "SELECT snapshot_id, row_number() OVER (ORDER BY snapshot_id) - 1 A
 
 def views_sql(*, events: bool) -> list[str]:
     """The statements that define the names the queries read over the store's tables
-    (`manifest`, the three snapshot tables and, with `events`, `events`), in order."""
+    (`manifest`, the four snapshot tables and, with `events`, `events`), in order."""
     views = [
         f"CREATE OR REPLACE TEMP VIEW snapshot_positions AS {_POSITIONS}",
+        # The committed snapshots, as the toolkit's `store.query` names them.
+        "CREATE OR REPLACE TEMP VIEW snapshots AS SELECT * FROM manifest",
         "CREATE OR REPLACE TEMP VIEW snapshot_times AS\n"
         "SELECT row_number() OVER (ORDER BY snapshot_id) - 1 AS idx,\n"
         "       epoch_us(snapshot_at) AS at_us\nFROM manifest",
@@ -70,10 +74,20 @@ WHERE type IN ({kinds}) AND chapter_id IS NOT NULL"""
     return views
 
 
-def script(figure: str, root: str, *, events: bool) -> str:
+# A store where no file was ever prepared has no exports table yet (the first file
+# writes it): the columns the queries read, no rows.
+_NO_EXPORTS = (
+    "CREATE OR REPLACE VIEW exports AS SELECT NULL::VARCHAR AS chapter_id, "
+    "NULL::BIGINT AS page_count, NULL::TIMESTAMPTZ AS prepared_at, "
+    "NULL::VARCHAR AS snapshot_id, NULL::BOOLEAN AS _deleted WHERE false;"
+)
+
+
+def script(figure: str, root: str, *, events: bool, exports: bool = True) -> str:
     """The whole DuckDB script for `figure` over the store at `root` (a folder or an
     `s3://` URI), read with DuckDB's `delta` extension (and `httpfs` for S3): for
-    `duckdb < figure.sql`. `events`: the store holds terminal webhook events.
+    `duckdb < figure.sql`. `events`: the store holds terminal webhook events;
+    `exports`: it holds an exports table (a prepared file was seen).
     Times in the result are microseconds since the epoch, as the queries count them
     (`make_timestamp(started_at)` reads one)."""
     _known(figure)
@@ -87,12 +101,22 @@ def script(figure: str, root: str, *, events: bool) -> str:
     lines.append("SET TimeZone = 'UTC';")
     base = root.rstrip("/").replace("'", "''")
     tables = ["manifest", *SNAPSHOT_TABLES, *(["events"] if events else [])]
+    if not exports:
+        tables.remove("exports")
+        lines.append(_NO_EXPORTS)
     lines += [
         f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM delta_scan('{base}/{name}');"
         for name in tables
     ]
     statements = [*views_sql(events=events), figure_sql(figure, events=events).strip()]
     return "\n".join(lines) + "\n\n" + ";\n\n".join(statements) + ";\n"
+
+
+def has_exports(root: str, storage_options: Mapping[str, str] | None = None) -> bool:
+    """Whether the store at `root` has its exports table (written with the first file
+    a snapshot saw prepared)."""
+    path = f"{root.rstrip('/')}/exports"
+    return bool(DeltaTable.is_deltatable(path, storage_options=dict(storage_options or {})))
 
 
 def has_events(root: str, storage_options: Mapping[str, str] | None = None) -> bool:
@@ -136,6 +160,9 @@ def run_figure(
     try:
         con.execute("SET TimeZone = 'UTC'")
         for name in ["manifest", *SNAPSHOT_TABLES, *(["events"] if events else [])]:
+            if name == "exports" and not has_exports(root, options):
+                con.register(name, stored_schema(name).empty_table())  # none prepared yet
+                continue
             table = DeltaTable(f"{root}/{name}", storage_options=options)
             con.register(name, table.to_pyarrow_dataset())
         for statement in views_sql(events=events):

@@ -60,18 +60,24 @@ def _whole(value: str, size: str) -> str:
 
 
 def _readings(
-    paid: str, held: str, *, rest: str = "rest", added: str = "added", prefix: str = "r"
+    paid: str,
+    held: str,
+    *,
+    rest: str = "rest",
+    added: str = "added",
+    prefix: str = "r",
+    cleared: str = "cleared",
 ) -> str:
     """What is left of a rise after a first run and added pages (`rest`), read as runs:
-    each reading with the runs it takes (null: it does not fit). The column `cleared`
-    is the row's; `paid`: pages paid for before the rise's re-scans (the first run's
+    each reading with the runs it takes (null: it does not fit). `cleared`: the row's
+    flag; `paid`: pages paid for before the rise's re-scans (the first run's
     included); `held`: pages the chapter held unpaid; `prefix` names the readings."""
     after = f"({paid} + {added})"
     r = prefix
     return f"""
         CASE WHEN {_whole(rest, paid)} THEN round_even(({rest}) / ({paid}), 0) END AS {r}0,
         CASE WHEN {_whole(rest, after)} THEN round_even(({rest}) / {after}, 0) END AS {r}1,
-        CASE WHEN ({rest}) > {EPS} AND ({rest}) <= ({held}) + {EPS} AND NOT cleared
+        CASE WHEN ({rest}) > {EPS} AND ({rest}) <= ({held}) + {EPS} AND NOT {cleared}
              THEN 1 END AS {r}2,
         CASE WHEN ({held}) > {EPS}
              AND {_whole(f"{rest} - ({held})", f"{after} + ({held})")}
@@ -100,14 +106,24 @@ def _best(rest: str, r: str) -> str:
 
 def _read(source: str) -> str:
     """The rows of `source` (with `paid`, `held_before`, `rest`, `added`, `cleared`,
-    `may_retry`) with their rest read (`best`), once with the new pages run and once
-    with them kept held (`keep_held`: only the second fits; then `added` is 0, the rest
-    holds them and `dropped` says how many pages were not paid for after all)."""
+    `may_retry`, `acc_before`, `exported` and the next walk row's `next_*`) with their
+    rest read (`best`), once with the new pages run and once with them kept held
+    (`keep_held`: only the second fits), and once with some of them held (`held_later`,
+    the store shows them held later); `added` and `rest` as read, and `dropped` says
+    how many new pages were not paid for after all."""
     return f"""
-        SELECT * REPLACE (CASE WHEN keep_held THEN 0 ELSE added END AS added,
-                          CASE WHEN keep_held THEN rest + added ELSE rest END AS rest),
-               CASE WHEN keep_held THEN best_held ELSE best_run END AS best,
-               CASE WHEN keep_held THEN added ELSE 0 END AS dropped
+        SELECT * REPLACE (added - dropped AS added, rest + dropped AS rest)
+        FROM (SELECT *, CASE WHEN held_later THEN best_split ELSE best_whole END AS best,
+                     CASE WHEN held_later THEN some_held ELSE dropped_whole END AS dropped
+              FROM ({_held_later(_read_whole(source))}))"""
+
+
+def _read_whole(source: str) -> str:
+    """`source` with its rest read with all the new pages run or all held: `best_whole`,
+    `dropped_whole` (Reference for `new_pages_held`)."""
+    return f"""
+        SELECT *, CASE WHEN keep_held THEN best_held ELSE best_run END AS best_whole,
+               CASE WHEN keep_held THEN added ELSE 0 END AS dropped_whole
         FROM (SELECT *, added > {EPS} AND best_run IN (-1, 6) AND best_held BETWEEN 0 AND 5
                         AS keep_held
               FROM (SELECT *, {_best("rest", "r")} AS best_run,
@@ -119,10 +135,69 @@ def _read(source: str) -> str:
                           FROM ({source}))))"""
 
 
-# Held pages started by a reading (2: they alone; 3 and 4: with re-scans; 5: some of
-# them after a re-scan).
-_HELD = """CASE best WHEN 2 THEN rest WHEN 3 THEN held_before WHEN 4 THEN held_before
-                      WHEN 5 THEN rest - paid ELSE 0 END"""
+def _next_fits(paid: str, prefix: str) -> str:
+    """Whether the next walk row's rest reads as whole runs (its new pages run or held)
+    when the pages paid before it are `paid`."""
+    held = (
+        f"CASE WHEN next_started_before THEN greatest(next_pages_before - ({paid}), 0) ELSE 0 END"
+    )
+    run = _readings(paid, held, rest="next_rest", added="next_added", prefix=prefix,
+                    cleared="next_cleared")  # fmt: skip
+    kept = _readings(paid, held, rest="next_rest + next_added", added="0",
+                     prefix=f"{prefix}h", cleared="next_cleared")  # fmt: skip
+    fit = f"""coalesce(next_segment = segment AND (
+                (next_rest > {EPS} AND coalesce({", ".join(f"{prefix}{n}" for n in range(6))})
+                    IS NOT NULL)
+                OR (next_rest + next_added > {EPS}
+                    AND coalesce({", ".join(f"{prefix}h{n}" for n in range(6))}) IS NOT NULL)),
+              false)"""
+    return f"SELECT *, {fit} AS {prefix}_fits FROM (SELECT *, {run}, {kept} FROM ({{}}))"
+
+
+def _held_later(source: str) -> str:
+    """(c) some new pages run, a re-scan of them and the pages paid, the others held
+    (`some_held`), where the whole reading says (d) a re-scan, then every new page run:
+    (c) when a file the row's last run packaged counts the pages (c) leaves not held,
+    or the next walk row reads as whole runs only with them held. (Reference for
+    `_some_kept_held` and `_held_seen_later`.)"""
+    half = "(paid + added - rest) / 2"
+    some = f"""CASE WHEN added > {EPS}
+                     AND abs({half} - round_even({half}, 0)) < {EPS}
+                     AND {half} > 1 - {EPS} AND {half} < added + {EPS}
+                     AND NOT keep_held
+                THEN round_even({half}, 0) ELSE 0 END"""
+    split = _readings("paid", "held_before", rest="rest + some_held",
+                      added="added - some_held", prefix="a")  # fmt: skip
+    after = f"paid + added - dropped_whole + {_held_of('best_whole', 'rest + dropped_whole')}"
+    after_split = f"paid + added - some_held + {_held_of('best_split', 'rest + some_held')}"
+    nexts = _next_fits("next_known + acc_before + next_first + paid_after - paid - added", "n")
+    nexts_split = _next_fits(
+        "next_known + acc_before + next_first + paid_split - paid - added", "s"
+    )
+    return f"""
+        SELECT *, some_held > {EPS} AND best_split BETWEEN 0 AND 5 AND (
+                      coalesce(abs(exported - paid_split) < {EPS}
+                               AND abs(exported - paid_after) > {EPS}, false)
+                      OR (s_fits AND NOT n_fits)) AS held_later
+        FROM ({
+        nexts_split.format(
+            nexts.format(f'''
+            SELECT *, {after} AS paid_after, {after_split} AS paid_split
+            FROM (SELECT *, {_best("rest + some_held", "a")} AS best_split
+                  FROM (SELECT *, {split} FROM (SELECT *, {some} AS some_held
+                                                FROM ({source}))))''')
+        )
+    })"""
+
+
+def _held_of(best: str = "best", rest: str = "rest") -> str:
+    """Held pages started by a reading (2: they alone; 3 and 4: with re-scans; 5: some
+    of them after a re-scan)."""
+    return f"""CASE {best} WHEN 2 THEN {rest} WHEN 3 THEN held_before WHEN 4 THEN held_before
+                      WHEN 5 THEN ({rest}) - paid ELSE 0 END"""
+
+
+_HELD = _held_of()
 
 
 def runs_sql(*, events: bool) -> str:
@@ -153,7 +228,8 @@ _WALK_NEXT = """
     FROM (SELECT x.*, CASE WHEN x.segment = w.segment THEN w.acc ELSE 0 END AS acc_before
           FROM walk_rows x JOIN walk w ON x.chapter_id = w.chapter_id AND x.k = w.k + 1)"""
 _REST = """
-    SELECT x.*, x.known + coalesce(w.acc_before, 0) + x.first AS paid,
+    SELECT x.*, coalesce(w.acc_before, 0) AS acc_before,
+           x.known + coalesce(w.acc_before, 0) + x.first AS paid,
            CASE WHEN x.started_before THEN greatest(x.pages_before
                 - (x.known + coalesce(w.acc_before, 0) + x.first), 0)
                 ELSE 0 END AS held_before
@@ -183,9 +259,11 @@ t AS (
            coalesce(status = 'reviewed', false) AS reviewed,
            coalesce(prev_status = 'reviewed', false) AS prev_reviewed,
            coalesce(p.project_kind = 'novel', false) AS novel,
-           greatest(coalesce(l.n_chapter_languages, p.n_languages, 0), 1)::DOUBLE AS languages
+           greatest(coalesce(l.n_chapter_languages, p.n_languages, 0), 1)::DOUBLE AS languages,
+           x.exported_pages
     FROM log LEFT JOIN by_project p USING (project_id)
              LEFT JOIN chapter_languages l USING (chapter_id)
+             LEFT JOIN exported x USING (chapter_id, idx)
     WHERE {moving}
 ),
 first_charges AS (
@@ -226,6 +304,8 @@ s AS (
            NOT is_new AND prev_failed AND NOT failed AS cleared,
            NOT is_new AND prev_failed AND NOT (failed AND processing) AS may_retry,
            NOT is_new AND NOT prev_processing AND processing AS turned_on,
+           -- A settled chapter not failed: its files count the pages not held.
+           CASE WHEN NOT processing AND NOT failed THEN exported_pages END AS exported,
            languages * coalesce(pp.price, (SELECT price FROM workspace_price)) AS per_page,
            ta.at_us AS at_us, tb.at_us AS before_us
     FROM t LEFT JOIN project_price pp USING (project_id)
@@ -237,7 +317,7 @@ m0 AS (
     -- deletion, a rise. A first run and added pages pay for pages known without what
     -- was paid before; the rest of a rise (re-scans, held pages) is read against it.
     SELECT chapter_id, idx, baseline, is_new, deleted, pages, pages_before,
-           started_before, cleared, may_retry, credits, per_page,
+           started_before, cleared, may_retry, credits, per_page, exported,
            CASE WHEN per_page IS NULL OR isnan(rise / per_page) THEN 0
                 ELSE rise / per_page END AS units
     FROM s WHERE baseline OR is_new OR deleted OR rise > 0
@@ -285,12 +365,21 @@ m AS (
 ),
 rest_rows AS (
     SELECT chapter_id, idx, segment, known, first, added, rest, cleared, may_retry,
-           pages_before, started_before,
+           pages_before, started_before, exported,
            CASE WHEN started_before THEN greatest(pages_before - known - first, 0) ELSE 0
-           END AS held_alone
+           END AS held_alone,
+           -- The next such row, which may tell held pages from run ones.
+           lead(segment) OVER n AS next_segment, lead(known) OVER n AS next_known,
+           lead(first) OVER n AS next_first, lead(added) OVER n AS next_added,
+           lead(rest) OVER n AS next_rest, lead(pages_before) OVER n AS next_pages_before,
+           lead(started_before) OVER n AS next_started_before,
+           lead(cleared) OVER n AS next_cleared
     -- Rows with a rest, and rows that paid for some of their new pages only.
+    -- And rows with new pages whose files count fewer pages than the chapter has.
     FROM m WHERE rest > {eps} OR (added > {eps} AND added < CASE WHEN started_before
                                   THEN greatest(pages - pages_before, 0) ELSE 0 END - {eps})
+                 OR (added > {eps} AND coalesce(exported < pages - {eps}, false))
+    WINDOW n AS (PARTITION BY chapter_id ORDER BY idx)
 ),
 walk_rows AS (
     -- Held pages started by one rise change what later rises read as paid, and so do
