@@ -133,7 +133,7 @@ def test_every_plot_draws_several_workspaces(agency):
         assert any(label.startswith("studio-b: ") for label in labels), draw.__name__
         plt.close(ax.figure)
     ax = plots.cycle_times(stores)
-    assert "finished runs" in ax.get_title()
+    assert "runs finished" in ax.get_title()  # both workspaces' runs, counted in the title
     plt.close(ax.figure)
     ax = plots.burn_down(stores)
     plt.close(ax.figure)
