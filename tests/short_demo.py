@@ -27,9 +27,9 @@ class Demo:
     day: Day
 
 
-def run_short_demo(out: Path) -> Demo:
-    """Run the demo into `out`, keeping the `Day` that `run_demo` simulated (for the
-    checks of its ledger) by wrapping `simulate_day`."""
+def run_short_demo(out: Path, *, hours: int = 3) -> Demo:
+    """Run the demo (`hours` simulated hours) into `out`, keeping the `Day` that
+    `run_demo` simulated (for the checks of its ledger) by wrapping `simulate_day`."""
     days: list[Day] = []
 
     def kept(*args: Any, **kwargs: Any) -> Day:
@@ -40,5 +40,5 @@ def run_short_demo(out: Path) -> Demo:
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
         patch.setattr(demo_module, "simulate_day", kept)
         start = SUITE_START.isoformat()
-        assert main(["demo", "--out", str(out), "--hours", "3", "--start", start]) == 0
+        assert main(["demo", "--out", str(out), "--hours", str(hours), "--start", start]) == 0
     return Demo(out, printed.getvalue(), days[0])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import matplotlib.pyplot
 import pandas as pd
+import pytest
 import surfaces
 from html_page import Page
 from report_stores import needing_people
@@ -254,3 +255,24 @@ def test_each_figure_reads_the_same_with_held_pages_novels_and_stalls(
     assert needs == {"Moonlit Harbor": ["4"], "River of Stars": ["1"]}
     assert readings["figures_json"]["needs_action"]["total"] == ["5"]
     assert "Held pages (1)" in [label for label, _ in dash.filter.options]
+
+
+# -- the same scans on the demo at its defaults: 24 simulated hours (the slow group) ---
+
+
+@pytest.fixture(scope="module")
+def full_day(tmp_path_factory):
+    """`toolkit demo` at its default length, once for the tests below."""
+    from short_demo import run_short_demo
+
+    return run_short_demo(tmp_path_factory.mktemp("full-day") / "demo", hours=24)
+
+
+@pytest.mark.slow
+def test_the_24_hour_demo_reads_the_registry_on_every_surface(full_day, tmp_path):
+    # Every scan above, on what a user's first `toolkit demo` writes and prints.
+    test_the_demos_files_are_headed_by_registry_names(full_day)
+    test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(full_day)
+    test_the_plots_titles_axes_and_legends_use_registry_labels(full_day)
+    test_the_weekly_pages_headings_and_sentences_count_by_registry_labels(full_day)
+    test_each_figure_reads_the_same_on_every_surface_of_the_demo(full_day, tmp_path)
