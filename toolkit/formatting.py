@@ -36,6 +36,7 @@ __all__ = [
     "escape",
     "first_line",
     "hours",
+    "html_table",
     "moment",
     "show",
     "size",
@@ -260,6 +261,30 @@ def text(frame: pd.DataFrame, *, credits: bool = False, missing: str = "-") -> s
         for values in frame.itertuples(index=False)
     ]
     return text_table(rows)
+
+
+def html_table(frame: pd.DataFrame, *, credits: bool = False) -> str:
+    """`frame` as a plain HTML table by the same rules as `table`, for a page that must
+    render wherever the toolkit is installed (pandas' `Styler` needs jinja2, which the
+    toolkit does not install). Everything is escaped; numbers are right-aligned."""
+    import pandas as pd
+
+    frame, _ = _without_ids(frame)
+    rules = {c: _rule(str(c).lower(), frame[c], credits) or _plain for c in frame.columns}
+    right = {
+        c: ' class="n"' if pd.api.types.is_numeric_dtype(frame[c].dtype) else ""
+        for c in frame.columns
+    }
+    head = "".join(f"<th{right[c]}>{escape(header(c))}</th>" for c in frame.columns)
+    rows = [
+        "".join(
+            f"<td{right[c]}>{escape(rules[c](value))}</td>"
+            for c, value in zip(frame.columns, values, strict=True)
+        )
+        for values in frame.itertuples(index=False)
+    ]
+    body = "".join(f"<tr>{cells}</tr>" for cells in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _without_ids(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:

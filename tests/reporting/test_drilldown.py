@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from html import unescape
 from pathlib import Path
 
@@ -96,3 +98,20 @@ def test_following_a_number_in_a_browser_lands_on_its_rows(page, tmp_path):
             assert "c2/2" in target.inner_text() or "Star Courier" in target.inner_text()
         finally:
             browser.close()
+
+
+def test_the_page_renders_its_rows_where_jinja2_is_not_installed(page, tmp_path):
+    # A wheel installs no jinja2 (pandas' Styler needs it): the page's tables are its own
+    # HTML. A fresh process, so no earlier import of the Styler hides the gap.
+    store, _ = page
+    out = tmp_path / "week.html"
+    script = (
+        "import sys; sys.modules['jinja2'] = None\n"
+        "from toolkit.reporting.html import report\n"
+        "from toolkit.store import SnapshotStore\n"
+        f"report(SnapshotStore({str(store.root)!r}), {str(out)!r})\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    html = out.read_text(encoding="utf-8")
+    assert '<section id="explain-credits">' in html and "<td" in html.split("explain-credits")[1]

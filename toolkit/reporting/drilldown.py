@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final
 import pandas as pd
 
 from toolkit import metrics
-from toolkit.formatting import count, show, table
+from toolkit.formatting import count, html_table, show
 from toolkit.reporting.explanations import HOW, TAKEN, explain, recount
 from toolkit.reporting.figures import FIGURES, label
 
@@ -102,4 +102,4 @@ def _rows_table(found: pd.DataFrame, name: str) -> str:
     shown = shown.rename(columns={"value": name}).dropna(axis="columns", how="all")
     if shown["counts"].all():
         shown = shown.drop(columns=["counts"])
-    return table(shown.reset_index(drop=True)).to_html()
+    return html_table(shown.reset_index(drop=True))
