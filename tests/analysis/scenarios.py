@@ -123,19 +123,3 @@ def pages_run_rescanned_and_held_in_one_interval(
         emulator.advance(RUN)
         store.take(client)
     return chapter
-
-
-def rescan_with_as_many_pages_held(
-    emulator: Any, client: Any, store: SnapshotStore, project_id: str, *, first_page: int = 0
-) -> Any:
-    """A chapter of 3 pages runs and is seen; before the next snapshot it is re-scanned
-    and given 3 pages to hold: the rise, 3 pages, reads as well as the 3 new pages run.
-    The re-scan's files count 3 pages, not 6 (issue 36's seed 111). Returns it."""
-    chapter = client.create_chapter(project_id, pages=pages(first_page, 3))
-    emulator.advance(RUN)
-    store.take(client)
-    client.rescan_chapter(chapter.id)
-    emulator.advance(RUN)
-    client.add_pages(chapter.id, pages(first_page + 10, 3), hold=True)
-    store.take(client)
-    return chapter

@@ -25,7 +25,6 @@ from scenarios import (
     held_pages_started_hours_after_a_rescan,
     pages,
     pages_run_rescanned_and_held_in_one_interval,
-    rescan_with_as_many_pages_held,
     rescan_with_more_pages_held_than_ran,
     rescans_and_added_pages_in_one_interval,
 )
@@ -86,7 +85,6 @@ def awkward_cases(emulator, workspace, client, store, webhook: str) -> None:
         pages_run_rescanned_and_held_in_one_interval(
             emulator, client, store, comic["id"], first_page=160 + 30 * failing, failing=failing
         )
-    rescan_with_as_many_pages_held(emulator, client, store, comic["id"], first_page=220)
     # Pages added to a failed chapter run, seen running, and stall: the new failure
     # reason is that run's end, not a run of its own (seed 83).
     emulator.set_faults(failure_rate=1.0, seed=3)

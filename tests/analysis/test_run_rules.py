@@ -321,10 +321,6 @@ def test_new_pages_run_a_rescan_and_new_pages_held_against_a_rescan_then_pages_r
     assert_array_equal(whole.before_count, [1, 1, 1])  # (d): a re-scan of the 3 first
     assert_array_equal(split.after_count, [1, 1, 0])  # (c): a re-scan of 5 after 2 ran
     assert_array_equal(split.after_pages[:2], [5.0, 5.0])
-    # Seed 111: 3 paid, 3 new, a rise of 3 pages, all new pages run (no rest) or a
-    # re-scan of the 3 with all 3 new ones held.
-    assert_array_equal(_some_kept_held(np.array([3.0]), added=np.array([3.0]), rest=np.zeros(1)),
-                       [3.0])  # fmt: skip
 
 
 def test_pages_held_seen_later_in_the_files_or_the_next_rise_tell_c_from_d():

@@ -192,10 +192,7 @@ def _split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     grown = np.where(
         rows.started_before[at], np.maximum(rows.pages[at] - rows.pages_before[at], 0.0), 0.0
     )
-    # ...and rows with new pages whose files count fewer pages than the chapter has: some
-    # of them may be held where they read as run (`held_seen_later`).
-    files_hold = (added > _EPS) & (rows.exported[at] < rows.pages[at] - _EPS)
-    read = np.flatnonzero((rest > _EPS) | ((added > _EPS) & (added < grown - _EPS)) | files_hold)
+    read = np.flatnonzero((rest > _EPS) | ((added > _EPS) & (added < grown - _EPS)))
     rank = rank_within(rows.chapter[at][read])
     # Each such row's next one of its chapter's segment (-1: none): what it reads as
     # paid can tell held pages from run ones (`held_seen_later`).
@@ -512,11 +509,11 @@ def _some_held_after_a_rescan(
 def _some_kept_held(paid: np.ndarray, *, added: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """How many new pages (0: none) were kept held if some ran, then one re-scan paid
     for the pages that had run and them, and the others were added held: the rest with
-    those held is that re-scan, `rest + k = paid + added - k` (all of them held: a
-    re-scan of the pages paid, seed 111). (Reference: CTE `walk`, `some_held`.)"""
+    those held is that re-scan, `rest + k = paid + added - k`. (Reference: CTE `walk`,
+    `some`.)"""
     some = (paid + added - rest) / 2
     whole = (np.abs(some - np.round(some)) < _EPS) & (some > 1 - _EPS) & (some < added + _EPS)
-    return np.where((added > _EPS) & whole, np.round(some), 0.0)
+    return np.where((added > _EPS) & (rest > _EPS) & whole, np.round(some), 0.0)
 
 
 def _held_seen_later(

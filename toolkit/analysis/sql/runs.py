@@ -161,7 +161,7 @@ def _held_later(source: str) -> str:
     or the next walk row reads as whole runs only with them held. (Reference for
     `_some_kept_held` and `_held_seen_later`.)"""
     half = "(paid + added - rest) / 2"
-    some = f"""CASE WHEN added > {EPS}
+    some = f"""CASE WHEN added > {EPS} AND rest > {EPS}
                      AND abs({half} - round_even({half}, 0)) < {EPS}
                      AND {half} > 1 - {EPS} AND {half} < added + {EPS}
                      AND NOT keep_held
@@ -375,10 +375,8 @@ rest_rows AS (
            lead(started_before) OVER n AS next_started_before,
            lead(cleared) OVER n AS next_cleared
     -- Rows with a rest, and rows that paid for some of their new pages only.
-    -- And rows with new pages whose files count fewer pages than the chapter has.
     FROM m WHERE rest > {eps} OR (added > {eps} AND added < CASE WHEN started_before
                                   THEN greatest(pages - pages_before, 0) ELSE 0 END - {eps})
-                 OR (added > {eps} AND coalesce(exported < pages - {eps}, false))
     WINDOW n AS (PARTITION BY chapter_id ORDER BY idx)
 ),
 walk_rows AS (
