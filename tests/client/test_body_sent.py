@@ -6,6 +6,7 @@ body."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import random
@@ -145,6 +146,10 @@ def resetting_server() -> Iterator[tuple[str, list[int]]]:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}", taken
     finally:
         stop.set()
+        # close() alone leaves accept() blocked in its thread (the join waited 10 s);
+        # shutdown wakes it at once.
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         thread.join(timeout=10)
 
