@@ -251,15 +251,9 @@ def text(frame: pd.DataFrame, *, credits: bool = False, missing: str = "-") -> s
     Returns:
         The lines, headed by the column names in words; ids left out beside names.
     """
-    frame, _ = _without_ids(frame)
-    rules = {c: _rule(str(c).lower(), frame[c], credits) or _plain for c in frame.columns}
-    rows = [
-        {
-            header(c): rules[c](value) or missing
-            for c, value in zip(frame.columns, values, strict=True)
-        }
-        for values in frame.itertuples(index=False)
-    ]
+    frame, cells = _cells(frame, credits)
+    heads = [header(c) for c in frame.columns]
+    rows = [{head: cell or missing for head, cell in zip(heads, row, strict=True)} for row in cells]
     return text_table(rows)
 
 
@@ -269,22 +263,31 @@ def html_table(frame: pd.DataFrame, *, credits: bool = False) -> str:
     toolkit does not install). Everything is escaped; numbers are right-aligned."""
     import pandas as pd
 
+    frame, cells = _cells(frame, credits)
+    right = [
+        ' class="n"' if pd.api.types.is_numeric_dtype(frame[c].dtype) else "" for c in frame.columns
+    ]
+    head = "".join(
+        f"<th{r}>{escape(header(c))}</th>" for c, r in zip(frame.columns, right, strict=True)
+    )
+    rows = (
+        "".join(f"<td{r}>{escape(c)}</td>" for c, r in zip(row, right, strict=True))
+        for row in cells
+    )
+    body = "".join(f"<tr>{row}</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cells(frame: pd.DataFrame, credits: bool) -> tuple[pd.DataFrame, list[list[str]]]:
+    """`frame` without the ids a name says, and its cells as text by the rules above:
+    what `text` and `html_table` lay out, each in its own way."""
     frame, _ = _without_ids(frame)
-    rules = {c: _rule(str(c).lower(), frame[c], credits) or _plain for c in frame.columns}
-    right = {
-        c: ' class="n"' if pd.api.types.is_numeric_dtype(frame[c].dtype) else ""
-        for c in frame.columns
-    }
-    head = "".join(f"<th{right[c]}>{escape(header(c))}</th>" for c in frame.columns)
-    rows = [
-        "".join(
-            f"<td{right[c]}>{escape(rules[c](value))}</td>"
-            for c, value in zip(frame.columns, values, strict=True)
-        )
+    rules = [_rule(str(c).lower(), frame[c], credits) or _plain for c in frame.columns]
+    cells = [
+        [rule(value) for rule, value in zip(rules, values, strict=True)]
         for values in frame.itertuples(index=False)
     ]
-    body = "".join(f"<tr>{cells}</tr>" for cells in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return frame, cells
 
 
 def _without_ids(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
