@@ -74,3 +74,50 @@ def test_a_store_without_snapshots_is_named(tmp_path):
         tk.report(empty, tmp_path / "out.xlsx", format="xlsx")
     assert str(refused.value).startswith(f"the store {str(empty)!r}: ")
     assert not (tmp_path / "out.xlsx").exists()
+
+
+def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
+    """Per project, the Explanations sheet's rows sum to figures.json's figures; the
+    Forecast sheet is `tk.analysis.forecast` at the period's last snapshot; every count
+    and credit, on every sheet, is an integer cell shown with a thousands separator."""
+    store = trouble(tmp_path / "store")
+    shown = json.loads(tk.report(store, tmp_path / "out", format="json").read_text())
+    path = tk.report(store, tmp_path / "out", format="xlsx")
+    sheets = pd.read_excel(path, sheet_name=None)
+
+    rows = sheets["Explanations"]
+    sums = rows.groupby([metrics.header("figure"), metrics.header("project")])["value"].sum()
+    for project in shown["projects"]:
+        for name in FIGURES:
+            assert int(sums.get((name, project["project"]), 0)) == project[name], (project, name)
+
+    end = pd.Timestamp(shown["period"]["end"])
+    expected = tk.analysis.forecast(store, by="project_id", until=end)
+    forecast = sheets["Forecast"]
+    for name in ("open_chapters", "remaining_lines", "needs_action", "needs_action_lines"):
+        assert forecast[heading(name)].tolist() == expected[name].astype(int).tolist(), name
+    assert forecast[heading("project")].tolist() == expected["project"].tolist()
+    for name in ("finish_p10", "finish_p50", "finish_p90"):  # in UTC, to the millisecond
+        got = pd.to_datetime(forecast[heading(name)])
+        want = expected[name].dt.tz_convert("UTC").dt.tz_localize(None)
+        assert got.isna().tolist() == want.isna().tolist(), name
+        assert ((got - want).dropna().abs() < pd.Timedelta("1ms")).all(), name
+    assert expected["finish_p50"].notna().any()  # a finish to compare
+
+    book = openpyxl.load_workbook(path)
+    whole = {
+        "Figures": [heading(name) for name in FIGURES],
+        "Explanations": ["value"],
+        "Forecast": [heading(n) for n in ("open_chapters", "remaining_lines", "needs_action")],
+    }
+    for sheet, columns in whole.items():
+        headers = [cell.value for cell in book[sheet][1]]
+        for column in columns:
+            at = headers.index(column) + 1
+            cells = [book[sheet].cell(row=r, column=at) for r in range(2, book[sheet].max_row + 1)]
+            assert cells, (sheet, column)
+            assert all(isinstance(c.value, int) for c in cells), (sheet, column)
+            assert {c.number_format for c in cells} == {"#,##0"}, (sheet, column)
+    # Every header of a number says its unit (the explanations' rows: a unit column).
+    assert all("(" in h for h in whole["Figures"] + whole["Forecast"])
+    assert set(rows["unit"]) == {metrics.FIGURES[name].unit for name in set(rows["figure"])}
