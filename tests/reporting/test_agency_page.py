@@ -90,10 +90,12 @@ def figures_of_workspaces(page: Page) -> list[list[str]]:
             and row[0] in (*PLAN, "All workspaces")]  # fmt: skip
 
 
-def weekly_page_figures(store, folder: Path) -> tuple[dict[str, list[int | None]], dict]:
-    """A workspace's weekly page, as a reader sees it: each project's figures (and the
-    total row's, as `All projects`), and the totals this period and the previous one."""
-    weekly = Page(tk.report(store, folder / "weekly.html").read_text(encoding="utf-8"))
+def weekly_page_figures(store, folder: Path, **period) -> tuple[dict[str, list[int | None]], dict]:
+    """A workspace's weekly page (of `period`: since, until; by default its last week),
+    as a reader sees it: each project's figures (and the total row's, as `All
+    projects`), and the totals this period and the previous one."""
+    written = tk.report(store, folder / "weekly.html", **period)
+    weekly = Page(written.read_text(encoding="utf-8"))
     projects = {}
     for row in table(weekly, header("project").capitalize())[1:]:
         cells = [re.sub(r" \(.*\)$", "", cell) for cell in row[1 : 1 + len(FIGURES)]]
@@ -130,6 +132,37 @@ def test_each_workspace_s_numbers_are_its_weekly_page_s_and_figures_json_s(studi
     headers = {cell for row in page.rows if row and row[0] in ("Workspace", "Project")
                for cell in row} | set(table(page, "Client")[0][1:])  # fmt: skip
     assert sorted(h for h in headers if not known(h)) == []
+
+
+def test_each_project_s_and_each_tag_s_numbers_in_both_weeks_are_the_weekly_pages(
+    studios, page, tmp_path
+):
+    """Each workspace's weekly page of this week and of the previous week (its previous
+    period, written as its own page): the agency page's projects, this week and was, are
+    those pages' projects; each tag's numbers are the sums of its projects there."""
+    agency = gather_agency({n: s.store for n, s in studios.items()}, tags=TAGS)
+    pages: dict[tuple[str, str], list[int | None]] = {}  # (workspace, project) -> now+was
+    for name, studio in studios.items():
+        before = agency.workspaces[name].previous.period
+        now, _ = weekly_page_figures(studio.store, tmp_path / name / "now")
+        was, _ = weekly_page_figures(studio.store, tmp_path / name / "was",
+                                     since=before.since, until=before.until)  # fmt: skip
+        for project in PLAN[name]:
+            pages[(name, project)] = [*now[project], *was[project]]
+    shown = {(row[1], row[0]): [number for c in row[2:] for number in numbers(c)]
+             for row in table(page, "Project")[1:]}  # fmt: skip
+    n = len(FIGURES)
+    assert {key: v[0::2] + v[1::2] for key, v in shown.items()} == pages  # now..., was...
+    for key in ("client", "team"):
+        rows = {
+            row[0]: [numbers(c) for c in row[2:]] for row in table(page, key.capitalize())[1:-1]
+        }
+        for value, cells in rows.items():
+            members = [k for k in pages if TAGS.get(k[1], {}).get(key, "(untagged)") == value]
+            for column in range(n):
+                assert cells[column] == (sum(pages[m][column] for m in members),
+                                         sum(pages[m][n + column] for m in members)), (
+                    key, value, FIGURES[column])  # fmt: skip
 
 
 def test_the_groups_by_a_tag_add_up_and_agree_with_the_ledgers(studios, page):
