@@ -9,6 +9,7 @@ toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME
 toolkit report     [--store PATH] [--out DIR] [--html | --json | --xlsx] [--tz ZONE] [--days 7]
                    [--workspace NAME ...]
 toolkit report --html --config watch.toml [--workspace NAME ...]   # the agency page
+toolkit report --json | --xlsx --config watch.toml [--store PATH]   # by its [tags] too
 toolkit explain    FIGURE [--store PATH] [--project NAME] [--language CODE] [--since ISO]
                    [--until ISO] [--tz ZONE] [--csv FILE]   # the rows behind a figure
 toolkit explain    FIGURE --by KEY --config watch.toml [--rows] [--csv FILE] ...   # by a tag
@@ -47,7 +48,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import toolkit
 from toolkit.cli_stderr import panics_kept_off_stderr
@@ -213,13 +214,17 @@ def _report(args: argparse.Namespace) -> None:
         )
         print(f"Weekly report written to {page}")
         return
-    if args.json:
-        path = report(store_path(args.store), args.out, format="json", days=args.days, tz=args.tz)
-        print(f"Figures written to {path}")
-        return
-    if args.xlsx:
-        path = report(store_path(args.store), args.out, format="xlsx", days=args.days, tz=args.tz)
-        print(f"Figures, explanations and forecast written to {path}")
+    if args.json or args.xlsx:
+        from toolkit.watch import read_config
+
+        # A watch config's [tags]: the figures by each tag too (figures.json's by_tag, a
+        # sheet per tag).
+        tags = read_config(args.config).tags if args.config else None
+        kind: Literal["json", "xlsx"] = "json" if args.json else "xlsx"
+        path = report(store_path(args.store), args.out, format=kind, days=args.days,
+                      tz=args.tz, tags=tags)  # fmt: skip
+        what = "Figures" if args.json else "Figures, explanations and forecast"
+        print(f"{what} written to {path}")
         return
     if args.tz is not None:
         raise ToolkitError(
@@ -758,7 +763,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--config", default=None,
         help="workspaces config (TOML); with --html, the agency page over the watch config's "
-        "workspaces and [tags], as --out/agency-report.html",
+        "workspaces and [tags], as --out/agency-report.html; with --json or --xlsx, the "
+        "figures by each of its [tags] too",
     )  # fmt: skip
     report.set_defaults(handler=_report)
 
