@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import pandas as pd
 
@@ -190,7 +190,9 @@ class Drilldown:
         week = "this week" if which == "figures" else "the previous week"
         definition = metrics.FIGURES[figure].definition
         parts_of = [scope.totals[which].get(figure) for scope in self.scopes]
-        total = None if any(_unknown(v) for v in parts_of) else sum(parts_of)
+        total: int | None = None
+        if not any(_unknown(v) for v in parts_of):
+            total = sum(int(cast(int, v)) for v in parts_of)
         every = f": {show(figure, total)} in all workspaces" if total is not None else ""
         parts = [
             f'<section id="explain-{figure}-{WEEKS[which]}">',
@@ -219,7 +221,7 @@ class Drilldown:
         bodies = []
         for project_id, group in _by_chapter(rows).groupby("project_id", sort=False):
             target = self.project(figure, which, scope.name, project_id)
-            cells = [_chapter_row(figure, row, languages) for row in group.to_dict("records")]
+            cells = [_chapter_row(figure, row, languages) for row in _records(group)]
             bodies.append(f'<tbody id="{target}">{"".join(cells)}</tbody>')
         every = command(figure, when, scope.store)
         return [
@@ -271,7 +273,7 @@ class Drilldown:
                 anchor = f"explain-outlook-w{self._index[scope.name]}-{_slug(project_id)}"
                 project = str(group["project"].iloc[0])
                 zone = scope.periods["figures"].tz
-                body = "".join(_outlook_row(row, zone) for row in group.to_dict("records"))
+                body = "".join(_outlook_row(row, zone) for row in _records(group))
                 numbers = set(range(1, len(OUTLOOK) + 1))
                 parts += [
                     f'<section id="{anchor}">',
@@ -306,6 +308,11 @@ class Drilldown:
             together = together.assign(**{key: values, "_rank": rank})
             self._tagged[key, which] = together.sort_values("_rank", kind="stable")
         return self._tagged[key, which]
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame's rows as dicts keyed by column name."""
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _unknown(value: object) -> bool:

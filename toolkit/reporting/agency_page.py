@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from html import escape
 from pathlib import Path
 from typing import Any, cast
@@ -258,7 +259,7 @@ def _workspace_figures(agency: Agency, drill: Drilldown) -> str:
     header = [header_of("workspace"), *(header_of(name) for name in FIGURES)]
     rows = []
     for name, week in agency.workspaces.items():
-        opens: Opens = lambda f, w, n=name: drill.workspace(f, w, n)  # noqa: E731
+        opens: Opens = partial(drill.workspace, name=name)
         rows.append([escape(name), *_figure_rows(week.figures.totals, week.previous.totals,
                                                  opens)])  # fmt: skip
     rows.append(["All workspaces", *_figure_rows(agency.totals(), agency.totals("previous"),
@@ -278,7 +279,7 @@ def _tag_sections(agency: Agency, drill: Drilldown) -> list[str]:
         rows = []
         for row in now:
             value = row[key]
-            opens: Opens = lambda f, w, k=key, v=value: drill.tag(f, w, k, v)  # noqa: E731
+            opens: Opens = partial(drill.tag, key=key, value=value)
             rows.append([escape(str(value)), f"{int(row['projects']):,}",
                          *_figure_rows(row, before.get(value, {}), opens)])  # fmt: skip
         every = _figure_rows(agency.totals(), agency.totals("previous"), drill.total)
@@ -299,7 +300,7 @@ def _projects_table(agency: Agency, drill: Drilldown) -> str:
     for row in now.to_dict("records"):
         key = (row["workspace"], row["project_id"])
         was = before.loc[key].to_dict() if key in before.index else {}
-        opens: Opens = lambda f, w, k=key: drill.project(f, w, k[0], k[1])  # noqa: E731
+        opens: Opens = partial(drill.project, name=key[0], project_id=key[1])
         rows.append([escape(str(row["project"])), escape(str(row["workspace"])),
                      *_figure_rows(row, was, opens)])  # fmt: skip
     if not rows:

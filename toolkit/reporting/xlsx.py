@@ -53,7 +53,8 @@ def write_xlsx(
     rows = [
         explain(store, name, since=when.since, until=when.until, tz=when.tz) for name in FIGURES
     ]
-    grouped = {f"By {key}"[:31]: _tag_sheet(figs, tags, key) for key in keys_of(tags or {})}
+    by = keys_of(tags) if tags else []  # a sheet per tag: `By client` (31 characters at most)
+    grouped = {f"By {key}"[:31]: _tag_sheet(figs, tags or {}, key) for key in by}
     sheets = {
         "Figures": _figures_sheet(figs),
         **grouped,
