@@ -212,3 +212,15 @@ def test_grouping_by_a_tag_is_refused_in_one_line_that_says_what_to_do(agency, c
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert said.format(config=config, untagged=untagged) in err
+
+
+def test_a_workspace_without_snapshots_is_named(agency, tmp_path, capsys):
+    _, folder = agency
+    text = (folder / "watch.toml").read_text(encoding="utf-8")
+    empty = tmp_path / "empty"
+    config = tmp_path / "watch.toml"
+    studio_b = next(line for line in text.splitlines() if "studio-b" in line and "store" in line)
+    config.write_text(text.replace(studio_b, f'store = "{empty}"'), encoding="utf-8")
+    assert main(["explain", "credits", "--by", "client", "--config", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert f"workspace 'studio-b' (store {empty}): " in err and "no snapshots yet" in err

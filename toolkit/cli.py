@@ -363,9 +363,11 @@ def _explain_by(args: argparse.Namespace) -> None:
     for name, where in stores.items():
         store = SnapshotStore(where)
         try:
-            when = when or period(store, **bounds)
+            own_period = period(store, **bounds)
         except ValueError as exc:  # no snapshots yet
-            raise ToolkitError(f"the store {where}: {exc}") from exc
+            whose = f"workspace {name!r} (store {where})" if name else f"the store {where}"
+            raise ToolkitError(f"{whose}: {exc}") from exc
+        when = when or own_period  # the heading says the first workspace's period
         own = store.latest("projects")
         own = pd.DataFrame({"project_id": own["project_id"].astype(object),
                             "project": own["name"].astype(object)})  # fmt: skip
