@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
+from agency_stores import TAGS, two_studios
+from epochs import SUITE_START
 from report_stores import trouble, two_days
 
 import toolkit as tk
 from toolkit.cli import main
+from toolkit.formatting import show
 
 
 @pytest.fixture
@@ -87,3 +92,135 @@ def test_a_store_without_snapshots_is_named(tmp_path, capsys):
         f"toolkit explain: the store {empty}: it has no snapshots yet; take some first "
         "(`toolkit snapshot`, or store.take(client)), an hour or so apart\n"
     )
+
+
+# -- by a tag of the config: two workspaces, each its own emulator over loopback --------
+
+
+@pytest.fixture(scope="module")
+def agency(tmp_path_factory):
+    """Two workspaces on their own emulators, and a watch config with both stores and
+    the projects' tags."""
+    folder = tmp_path_factory.mktemp("agency")
+    studios = two_studios(folder / "stores", SUITE_START)
+    lines = []
+    for name, studio in studios.items():
+        lines += [f"[workspaces.{name}]", f'base_url = "{studio.url}"',
+                  f'key_env = "KEY_{name.upper().replace("-", "_")}"',
+                  f'store = "{studio.store.root}"']  # fmt: skip
+    untagged = "\n".join(lines) + "\n"
+    for project, tags in TAGS.items():
+        lines.append(f'[tags."{project}"]')
+        lines += [f'{key} = "{value}"' for key, value in tags.items()]
+    (folder / "watch.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "untagged.toml").write_text(untagged, encoding="utf-8")
+    return studios, folder
+
+
+def _table(out: str) -> dict[str, list[str]]:
+    """The sums' table the command prints: each value's cells after its name."""
+    lines = out.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith(("client ", "team ")))
+    found = {}
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        name, *cells = re.split(r"\s{2,}", line.strip())  # columns: two spaces or more
+        found[name] = cells
+    return found
+
+
+def test_credits_by_client_over_the_workspaces_are_the_ledgers_charges(agency, capsys):
+    studios, folder = agency
+    config = str(folder / "watch.toml")
+    assert main(["explain", "credits", "--by", "client", "--config", config]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(", by client (2 workspaces: studio-a, studio-b)")
+    shown = _table(out)
+    charged: dict[str, int] = {"Acme": 0, "Brio": 0}
+    for studio in studios.values():
+        when = tk.reporting.figures.figures(studio.store).period
+        inside = studio.charges[(studio.charges["at"] >= when.start)
+                                & (studio.charges["at"] < when.until)]  # fmt: skip
+        for project, credits in inside[["project", "credits"]].itertuples(index=False):
+            charged[TAGS[project]["client"]] += credits
+    assert {name: int(cells[1].replace(",", "")) for name, cells in shown.items()} == {
+        **charged,
+        "All projects": sum(charged.values()),
+    }
+    assert [shown[name][0] for name in ("Acme", "Brio", "All projects")] == ["3", "1", "4"]
+
+    # --rows --csv: every row with its client; each client's rows sum to its number.
+    rows_csv = folder / "rows.csv"
+    argv = ["explain", "credits", "--by", "client", "--config", config, "--rows"]
+    assert main([*argv, "--csv", str(rows_csv)]) == 0
+    rows = pd.read_csv(rows_csv)
+    assert list(rows.columns[:4]) == ["workspace", "figure", "project_id", "project"]
+    assert rows.groupby("client")["value"].sum().to_dict() == charged
+    assert set(rows["workspace"]) == set(studios)
+    sums_csv = folder / "sums.csv"
+    assert main([*argv[:-1], "--csv", str(sums_csv)]) == 0
+    assert "credits by client, 2 values, written to" in capsys.readouterr().out
+    assert pd.read_csv(sums_csv).set_index("client")["credits"].to_dict() == {
+        **charged,
+        "All projects": sum(charged.values()),
+    }
+
+
+def test_a_median_by_team_is_the_median_of_each_team_s_runs(agency, capsys):
+    studios, folder = agency
+    argv = ["explain", "median_cycle_hours", "--by", "team", "--config",
+            str(folder / "watch.toml"), "--rows"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Taken as: the median of the values of the rows that count, over each team's rows" in out
+    shown = {name: cells[1] for name, cells in _table(out).items()}
+    runs = []
+    for studio in studios.values():
+        when = tk.reporting.figures.figures(studio.store).period
+        found = tk.analysis.cycle_times(studio.store, since=when.since, until=when.until)
+        runs.append(found[["project", "hours"]])
+    every = pd.concat(runs, ignore_index=True)
+    every["team"] = every["project"].map(lambda p: TAGS[p].get("team", "(untagged)"))
+    expected = every.groupby("team")["hours"].median().to_dict()
+    expected["All projects"] = every["hours"].median()
+    assert shown == {team: show("median_cycle_hours", hours) for team, hours in expected.items()}
+    assert "north" in out.split("Counted:")[1]  # the rows, each with its team
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--by", "clint"], "no tag 'clint' in {config}; its [tags] use client, team: group "
+                            "by one of those"),
+        (["--by", "client", "--project", "Iron Vale", "--config-untagged"],
+         "{untagged} has no [tags]: tag the projects first"),
+        (["--by", "team", "--project", "Paper Crane"],
+         "project 'Paper Crane' has no team in {config}: add team = \"...\" under "
+         "[tags.\"Paper Crane\"], or leave out the project to see it under (untagged)"),
+        (["--rows"], "grouping by a tag needs --by and --config: add --by KEY"),
+    ],
+)  # fmt: skip
+def test_grouping_by_a_tag_is_refused_in_one_line_that_says_what_to_do(agency, capsys, extra, said):
+    _, folder = agency
+    config, untagged = str(folder / "watch.toml"), str(folder / "untagged.toml")
+    chosen = untagged if "--config-untagged" in extra else config
+    argv = ["explain", "credits", *[a for a in extra if a != "--config-untagged"]]
+    if "--rows" not in extra:
+        argv += ["--config", chosen]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert said.format(config=config, untagged=untagged) in err
+
+
+def test_a_workspace_without_snapshots_is_named(agency, tmp_path, capsys):
+    _, folder = agency
+    text = (folder / "watch.toml").read_text(encoding="utf-8")
+    empty = tmp_path / "empty"
+    config = tmp_path / "watch.toml"
+    studio_b = next(line for line in text.splitlines() if "studio-b" in line and "store" in line)
+    config.write_text(text.replace(studio_b, f'store = "{empty}"'), encoding="utf-8")
+    assert main(["explain", "credits", "--by", "client", "--config", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert f"workspace 'studio-b' (store {empty}): " in err and "no snapshots yet" in err

@@ -9,8 +9,10 @@ toolkit snapshot   [--store PATH] [--details changed|all|none] [--workspace NAME
 toolkit report     [--store PATH] [--out DIR] [--html | --json | --xlsx] [--tz ZONE] [--days 7]
                    [--workspace NAME ...]
 toolkit report --html --config watch.toml [--workspace NAME ...]   # the agency page
+toolkit report --json | --xlsx --config watch.toml [--store PATH]   # by its [tags] too
 toolkit explain    FIGURE [--store PATH] [--project NAME] [--language CODE] [--since ISO]
                    [--until ISO] [--tz ZONE] [--csv FILE]   # the rows behind a figure
+toolkit explain    FIGURE --by KEY --config watch.toml [--rows] [--csv FILE] ...   # by a tag
 toolkit emulator   [--host 127.0.0.1] [--port 8765] [--clock manual|realtime] [--speed 60]
                    [--seed demo|none] [--state FILE] [--admin-token TOKEN] [--start ISO]
                    [--chaos RULES.json] [--record FILE] [--replay FILE]
@@ -46,7 +48,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import toolkit
 from toolkit.cli_stderr import panics_kept_off_stderr
@@ -212,13 +214,17 @@ def _report(args: argparse.Namespace) -> None:
         )
         print(f"Weekly report written to {page}")
         return
-    if args.json:
-        path = report(store_path(args.store), args.out, format="json", days=args.days, tz=args.tz)
-        print(f"Figures written to {path}")
-        return
-    if args.xlsx:
-        path = report(store_path(args.store), args.out, format="xlsx", days=args.days, tz=args.tz)
-        print(f"Figures, explanations and forecast written to {path}")
+    if args.json or args.xlsx:
+        from toolkit.watch import read_config
+
+        # A watch config's [tags]: the figures by each tag too (figures.json's by_tag, a
+        # sheet per tag).
+        tags = read_config(args.config).tags if args.config else None
+        kind: Literal["json", "xlsx"] = "json" if args.json else "xlsx"
+        path = report(store_path(args.store), args.out, format=kind, days=args.days,
+                      tz=args.tz, tags=tags)  # fmt: skip
+        what = "Figures" if args.json else "Figures, explanations and forecast"
+        print(f"{what} written to {path}")
         return
     if args.tz is not None:
         raise ToolkitError(
@@ -268,10 +274,13 @@ def _agency_page(args: argparse.Namespace) -> None:
 def _explain(args: argparse.Namespace) -> None:
     from toolkit import metrics
     from toolkit.config import store_path
-    from toolkit.formatting import show, text
+    from toolkit.formatting import show
     from toolkit.reporting import HOW, TAKEN, explain, label, period, recount
     from toolkit.store import SnapshotStore
 
+    if args.by or args.config or args.rows:
+        _explain_by(args)
+        return
     path = store_path(args.store)
     store = SnapshotStore(path)
     bounds = {"since": args.since, "until": args.until, "tz": args.tz or "UTC"}
@@ -298,15 +307,114 @@ def _explain(args: argparse.Namespace) -> None:
     print(f"{label(args.figure, when)}: {said}{unit}, {len(rows)} rows")
     if HOW[args.figure] != "sum":  # how the rows make it, to check by hand
         print(f"Taken as: {TAKEN[HOW[args.figure]]}")
-    shown = rows.drop(columns=["figure"]).rename(columns={"value": args.figure})
+    _print_rows(rows, args.figure)
+
+
+def _print_rows(rows: Any, name: str) -> None:
+    """An explanation's rows as a table: the value under the figure's label, the rule
+    said once above them when every row shares it, empty columns left out."""
+    from toolkit import metrics
+    from toolkit.formatting import text
+
+    shown = rows.drop(columns=["figure"]).rename(columns={"value": name})
     if shown["counts"].all():  # every row counts: nothing to mark
         shown = shown.drop(columns=["counts"])
     if shown["rule"].nunique() <= 1:  # one rule for every row: said once, above the rows
-        print(f"Counted: {figure.definition}")
+        print(f"Counted: {metrics.FIGURES[name].definition}")
         shown = shown.drop(columns=["rule"])
     shown = shown.dropna(axis="columns", how="all")
     if len(shown):
         print(text(shown))
+
+
+def _explain_by(args: argparse.Namespace) -> None:
+    """`toolkit explain FIGURE --by KEY --config FILE`: the figure per value of a tag
+    of the config's [tags], remade from each value's rows (docs/figures.md, "Figures by
+    a tag"), over `--store` or else every workspace of the config; `--rows` the rows
+    with their tag, `--csv` what is printed, as CSV."""
+    import pandas as pd
+
+    from toolkit.formatting import text
+    from toolkit.reporting import (
+        HOW,
+        TAKEN,
+        check_tag,
+        explain,
+        explained_by_tag,
+        label,
+        period,
+        tagged,
+    )
+    from toolkit.store import SnapshotStore
+    from toolkit.watch import read_config
+
+    if not (args.by and args.config):
+        missing = "--config FILE (the watch config whose [tags] it reads)" if args.by else (
+            "--by KEY (a tag of the config's [tags], such as client)")  # fmt: skip
+        raise ToolkitError(f"grouping by a tag needs --by and --config: add {missing}")
+    config = read_config(args.config)
+    try:
+        check_tag(config.tags, args.by, args.config)
+    except ValueError as exc:
+        raise ToolkitError(str(exc)) from exc
+    stores = {"": args.store} if args.store else {n: w.store for n, w in config.workspaces.items()}
+    bounds = {"since": args.since, "until": args.until, "tz": args.tz or "UTC"}
+    found, projects, when = [], [], None
+    for name, where in stores.items():
+        store = SnapshotStore(where)
+        try:
+            own_period = period(store, **bounds)
+        except ValueError as exc:  # no snapshots yet
+            whose = f"workspace {name!r} (store {where})" if name else f"the store {where}"
+            raise ToolkitError(f"{whose}: {exc}") from exc
+        when = when or own_period  # the heading says the first workspace's period
+        own = store.latest("projects")
+        own = pd.DataFrame({"project_id": own["project_id"].astype(object),
+                            "project": own["name"].astype(object)})  # fmt: skip
+        if args.project is not None:
+            own = own[(own["project_id"] == args.project) | (own["project"] == args.project)]
+            if own.empty and len(stores) > 1:  # the project is in another workspace
+                continue
+        try:
+            rows = explain(store, args.figure, project=args.project, language=args.language,
+                           **bounds)  # fmt: skip
+        except ValueError as exc:
+            raise ToolkitError(str(exc)) from exc
+        if name:  # several workspaces: each row says whose it is, first
+            rows.insert(0, "workspace", name)
+        found.append(rows)
+        projects.append(own.assign(workspace=name) if name else own)
+    if not found:
+        raise ToolkitError(
+            f"no project {args.project!r} in any workspace of {args.config}; give a project's "
+            "id or name, or leave out --project"
+        )
+    rows, every = pd.concat(found, ignore_index=True), pd.concat(projects, ignore_index=True)
+    if args.project is not None:
+        try:
+            check_tag(config.tags, args.by, args.config, every)
+        except ValueError as exc:
+            raise ToolkitError(str(exc)) from exc
+    if args.rows:
+        rows = tagged(rows, config.tags, args.by)
+    sums = explained_by_tag(rows, every, config.tags, args.by, args.figure)
+    if args.csv:
+        os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)  # as tk.report
+        (rows if args.rows else sums).to_csv(args.csv, index=False)
+        what = f"{len(rows)} rows of {args.figure}" if args.rows else (
+            f"{args.figure} by {args.by}, {len(sums) - 1} values,")  # fmt: skip
+        print(f"{what} written to {args.csv}")
+        return
+    assert when is not None  # a store was read
+    many = [n for n in stores if n]
+    over = f" ({len(many)} workspaces: {', '.join(many)})" if len(many) > 1 else ""
+    print(f"{label(args.figure, when)}, by {args.by}{over}")
+    if HOW[args.figure] != "sum":  # each value's figure is remade from its own rows
+        print(f"Taken as: {TAKEN[HOW[args.figure]]}, over each {args.by}'s rows")
+    print(text(sums))
+    if args.rows:
+        print()
+        _print_rows(rows, args.figure)
 
 
 def _emulator(args: argparse.Namespace) -> None:
@@ -657,7 +765,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--config", default=None,
         help="workspaces config (TOML); with --html, the agency page over the watch config's "
-        "workspaces and [tags], as --out/agency-report.html",
+        "workspaces and [tags], as --out/agency-report.html; with --json or --xlsx, the "
+        "figures by each of its [tags] too",
     )  # fmt: skip
     report.set_defaults(handler=_report)
 
@@ -678,6 +787,17 @@ def build_parser() -> argparse.ArgumentParser:
     explained.add_argument("--until", type=_time, metavar="ISO", help="its end, excluded")
     explained.add_argument("--tz", default=None, metavar="ZONE", help="zone of naive times")
     explained.add_argument("--csv", default=None, metavar="FILE", help="write the rows as CSV")
+    explained.add_argument(
+        "--by", default=None, metavar="KEY",
+        help="the figure per value of this tag of --config's [tags] (client, team...)",
+    )  # fmt: skip
+    explained.add_argument(
+        "--config", default=None, metavar="FILE",
+        help="the watch config whose [tags] --by reads; without --store, every workspace's store",
+    )  # fmt: skip
+    explained.add_argument(
+        "--rows", action="store_true", help="with --by: the rows too, each with its tag"
+    )
     explained.set_defaults(handler=_explain)
 
     emulator = commands.add_parser("emulator", help="serve a local emulator of the service")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
@@ -14,11 +15,14 @@ import pytest
 from agency_stores import PLAN, TAGS, Studio, two_studios
 from epochs import SUITE_START
 from html_page import Page
+from report_stores import trouble, two_days
 
 import toolkit as tk
 from toolkit.cli import main
 from toolkit.metrics import header, known
-from toolkit.reporting.agency_page import gather_agency
+from toolkit.reporting.agency_drilldown import OUTLOOK, moment_in
+from toolkit.reporting.agency_page import gather_agency, write_agency_page
+from toolkit.reporting.explanations import recount
 from toolkit.reporting.figures import FIGURES, figures
 from toolkit.reporting.weekly import previous_figures
 
@@ -45,11 +49,16 @@ def watch_config(path: Path, studios: dict[str, Studio]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def page(studios, tmp_path_factory) -> Page:
+def written(studios, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("page")
     config = watch_config(folder / "watch.toml", studios)
     assert main(["report", "--html", "--config", str(config), "--out", str(folder)]) == 0
-    return Page((folder / "agency-report.html").read_text(encoding="utf-8"))
+    return folder / "agency-report.html"
+
+
+@pytest.fixture(scope="module")
+def page(written) -> Page:
+    return Page(written.read_text(encoding="utf-8"))
 
 
 def numbers(cell: str) -> tuple[int | None, int | None]:
@@ -81,10 +90,12 @@ def figures_of_workspaces(page: Page) -> list[list[str]]:
             and row[0] in (*PLAN, "All workspaces")]  # fmt: skip
 
 
-def weekly_page_figures(store, folder: Path) -> tuple[dict[str, list[int | None]], dict]:
-    """A workspace's weekly page, as a reader sees it: each project's figures (and the
-    total row's, as `All projects`), and the totals this period and the previous one."""
-    weekly = Page(tk.report(store, folder / "weekly.html").read_text(encoding="utf-8"))
+def weekly_page_figures(store, folder: Path, **period) -> tuple[dict[str, list[int | None]], dict]:
+    """A workspace's weekly page (of `period`: since, until; by default its last week),
+    as a reader sees it: each project's figures (and the total row's, as `All
+    projects`), and the totals this period and the previous one."""
+    written = tk.report(store, folder / "weekly.html", **period)
+    weekly = Page(written.read_text(encoding="utf-8"))
     projects = {}
     for row in table(weekly, header("project").capitalize())[1:]:
         cells = [re.sub(r" \(.*\)$", "", cell) for cell in row[1 : 1 + len(FIGURES)]]
@@ -121,6 +132,37 @@ def test_each_workspace_s_numbers_are_its_weekly_page_s_and_figures_json_s(studi
     headers = {cell for row in page.rows if row and row[0] in ("Workspace", "Project")
                for cell in row} | set(table(page, "Client")[0][1:])  # fmt: skip
     assert sorted(h for h in headers if not known(h)) == []
+
+
+def test_each_project_s_and_each_tag_s_numbers_in_both_weeks_are_the_weekly_pages(
+    studios, page, tmp_path
+):
+    """Each workspace's weekly page of this week and of the previous week (its previous
+    period, written as its own page): the agency page's projects, this week and was, are
+    those pages' projects; each tag's numbers are the sums of its projects there."""
+    agency = gather_agency({n: s.store for n, s in studios.items()}, tags=TAGS)
+    pages: dict[tuple[str, str], list[int | None]] = {}  # (workspace, project) -> now+was
+    for name, studio in studios.items():
+        before = agency.workspaces[name].previous.period
+        now, _ = weekly_page_figures(studio.store, tmp_path / name / "now")
+        was, _ = weekly_page_figures(studio.store, tmp_path / name / "was",
+                                     since=before.since, until=before.until)  # fmt: skip
+        for project in PLAN[name]:
+            pages[(name, project)] = [*now[project], *was[project]]
+    shown = {(row[1], row[0]): [number for c in row[2:] for number in numbers(c)]
+             for row in table(page, "Project")[1:]}  # fmt: skip
+    n = len(FIGURES)
+    assert {key: v[0::2] + v[1::2] for key, v in shown.items()} == pages  # now..., was...
+    for key in ("client", "team"):
+        rows = {
+            row[0]: [numbers(c) for c in row[2:]] for row in table(page, key.capitalize())[1:-1]
+        }
+        for value, cells in rows.items():
+            members = [k for k in pages if TAGS.get(k[1], {}).get(key, "(untagged)") == value]
+            for column in range(n):
+                assert cells[column] == (sum(pages[m][column] for m in members),
+                                         sum(pages[m][n + column] for m in members)), (
+                    key, value, FIGURES[column])  # fmt: skip
 
 
 def test_the_groups_by_a_tag_add_up_and_agree_with_the_ledgers(studios, page):
@@ -204,3 +246,184 @@ def test_the_tags_are_the_config_s_and_the_projects_table_keeps_its_contract(stu
         "Client",
         "Team",
     ]
+
+
+class Anchored(HTMLParser):
+    """The page as a link follower sees it: every element's id, every link (its target,
+    figure and text), the values under each id, and each number of the page's tables
+    before its explanations, marked `[n]` where it is a link."""
+
+    VOID = frozenset({"meta", "br", "img", "hr", "input", "link", "col", "wbr"})
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.links: list[tuple[str, str, str]] = []  # target, figure, text
+        self.under: dict[str, list[dict[str, str]]] = {}  # id -> its value cells
+        self.cells: list[str] = []  # the numbers' cells above the explanations
+        self._open: list[tuple[str, str | None]] = []
+        self._link: list[str] | None = None
+        self._cell: list[str] | None = None
+        self._explaining = False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        if tag not in self.VOID:
+            self._open.append((tag, found.get("id")))
+        if found.get("id"):
+            assert found["id"] not in self.ids, f"two elements with id {found['id']}"
+            self.ids.add(found["id"])
+        if tag == "td" and "data-figure" in found:
+            for _, ident in self._open:
+                if ident:
+                    self.under.setdefault(ident, []).append(found)
+        if tag == "td" and not self._explaining:
+            self._cell = []
+        if tag == "a" and found.get("href", "").startswith("#"):
+            self._link = [found["href"][1:], found.get("data-figure", ""), ""]
+            if self._cell is not None:
+                self._cell.append("[")
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        while self._open and self._open.pop()[0] != tag:
+            pass
+        if tag == "a" and self._link is not None:
+            self.links.append((self._link[0], self._link[1], self._link[2]))
+            self._link = None
+            if self._cell is not None:
+                self._cell.append("]")
+        if tag == "td" and self._cell is not None:
+            self.cells.append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if "Where each number comes from" in data:
+            self._explaining = True
+        if self._link is not None:
+            self._link[2] += data
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _recounted(cells: list[dict[str, str]], figure: str):
+    """The figure the linked rows make, as `explanations.recount` takes it."""
+    rows = pd.DataFrame(
+        {
+            "value": [float(c["data-value"]) if c["data-value"] else None for c in cells],
+            "counts": [c.get("data-counts", "1") == "1" for c in cells],
+            "finished_at": pd.to_datetime([c.get("data-at") or None for c in cells], utc=True),
+        }
+    )
+    return recount(rows, figure)
+
+
+def opened(path: Path, zone: str) -> tuple[set[str], set[str]]:
+    """Follow every link of the agency page at `path`: it lands on an element of the page,
+    and the value cells under it (of the link's figure) make the linked number, as
+    `recount` takes it. Returns the kinds of target (`explain-F-now-w1-P`: a project's
+    rows this week) and the figures linked. Every known number but 0 above the
+    explanations is a link."""
+    seen = Anchored(path.read_text(encoding="utf-8"))
+    kinds, linked = set(), set()
+    for target, figure, text in seen.links:
+        assert target in seen.ids, target
+        cells = [c for c in seen.under.get(target, []) if c["data-figure"] == figure]
+        assert cells, (target, figure)
+        made = _recounted(cells, figure)
+        if figure.startswith("finish_"):
+            assert moment_in(made, zone) == text, (target, figure)
+        elif figure == "lines_per_hour":
+            assert f"{made:,.0f}" == text, (target, figure)
+        else:
+            assert int(made) == int(text.replace(",", "")), (target, figure, text)
+        kind = re.sub(r"-t(\d)-\d+$", r"-t\1-V", target)
+        kind = re.sub(r"-(w\d)-[A-Za-z0-9_-]+$", r"-\1-P", kind)
+        kinds.add(kind.replace(f"explain-{figure}-", "explain-F-"))
+        linked.add(figure)
+    numbers = [c for c in seen.cells if " was " in c]
+    assert numbers
+    for cell in numbers:
+        for part in cell.split(" was "):
+            assert part in ("–", "0") or re.fullmatch(r"\[[\d,]+\]", part), cell
+    return kinds, linked
+
+
+def test_every_number_opens_rows_on_the_page_that_add_up_to_it(studios, written):
+    """The workspaces', the total, each tag's, each project's, in both weeks, and the
+    forecast's open chapters (no pace yet: the finishes are unknown, on the next test's
+    page)."""
+    kinds, linked = opened(written, figures(studios["studio-a"].store).period.tz)
+    assert kinds == {f"explain-F-{week}{scope}" for week in ("now", "was")
+                     for scope in ("", "-w1", "-w2", "-w1-P", "-w2-P", "-t1-V", "-t2-V")
+                     } | {"explain-outlook-w1-P", "explain-outlook-w2-P"}  # fmt: skip
+    # No run failed or stalled and no chapter waits for a person in these two weeks.
+    assert linked == {*FIGURES, "open_chapters"} - {"runs_failed", "runs_stalled",
+                                                    "needs_action"}  # fmt: skip
+
+
+def test_the_forecast_s_finish_and_pace_open_the_chapters_they_are_made_of(tmp_path):
+    """Two workspaces with re-scans, stalls, a failure, held pages and a chapter going
+    on by itself: every figure kind, the finishes and the pace included."""
+    stores = {"east": trouble(tmp_path / "east"), "west": two_days(tmp_path / "west")}
+    tags = {"Moonlit Harbor": {"client": "Acme"}, "Star Courier": {"client": "Brio"}}
+    path = write_agency_page(gather_agency(stores, tags=tags), tmp_path / "agency.html")
+    kinds, linked = opened(path, "UTC")
+    assert {"explain-F-now", "explain-F-now-w1", "explain-F-now-w2-P", "explain-F-now-t1-V",
+            "explain-outlook-w1-P"} <= kinds  # fmt: skip
+    assert linked == {*FIGURES, *OUTLOOK}
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"
+
+
+def _no_browser() -> str | None:
+    if not CHROMIUM.exists():
+        return "Debian's Chromium is not installed (apt-get install chromium)"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[browser]')"
+    return None
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(_no_browser() is not None, reason=str(_no_browser()))
+def test_a_project_s_credits_open_its_chapters_in_a_browser(written):
+    """Click a project's credits this week: the page lands on that project's rows of the
+    workspace's credits, which add up to the number clicked; a screenshot of the page's
+    top and of the rows (build/browser/agency-*.png) is kept to look at."""
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )  # fmt: skip
+        try:
+            tab = browser.new_page(viewport={"width": 1320, "height": 900})
+            tab.goto(written.as_uri())
+            tab.screenshot(path=str(SHOTS / "agency-top.png"))
+            projects = tab.locator("h2:text-is('Projects') + table")
+            link = projects.locator("a[data-figure='credits'][href*='-now-w']").first
+            clicked = int(link.inner_text().replace(",", ""))
+            target = link.get_attribute("href")
+            link.click()
+            assert tab.evaluate("location.hash") == target
+            rows = tab.locator(f"[id='{target[1:]}']")
+            assert rows.is_visible()
+            values = rows.locator("td[data-figure='credits']").all_inner_texts()
+            assert sum(int(v.replace(",", "")) for v in values) == clicked > 0
+            # The block it lands in names the workspace and the week's credits.
+            block = tab.locator(f"div.scope:has([id='{target[1:]}'])")
+            assert "credits spent" in block.locator("h4").inner_text()
+            tab.screenshot(path=str(SHOTS / "agency-rows.png"))
+        finally:
+            browser.close()

@@ -74,3 +74,91 @@ def test_a_store_without_snapshots_is_named(tmp_path):
         tk.report(empty, tmp_path / "out.xlsx", format="xlsx")
     assert str(refused.value).startswith(f"the store {str(empty)!r}: ")
     assert not (tmp_path / "out.xlsx").exists()
+
+
+def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
+    """Per project, the Explanations sheet's rows sum to figures.json's figures; the
+    Forecast sheet is `tk.analysis.forecast` at the period's last snapshot; every count
+    and credit, on every sheet, is an integer cell shown with a thousands separator."""
+    store = trouble(tmp_path / "store")
+    shown = json.loads(tk.report(store, tmp_path / "out", format="json").read_text())
+    path = tk.report(store, tmp_path / "out", format="xlsx")
+    sheets = pd.read_excel(path, sheet_name=None)
+
+    rows = sheets["Explanations"]
+    sums = rows.groupby([metrics.header("figure"), metrics.header("project")])["value"].sum()
+    for project in shown["projects"]:
+        for name in FIGURES:
+            assert int(sums.get((name, project["project"]), 0)) == project[name], (project, name)
+
+    end = pd.Timestamp(shown["period"]["end"])
+    expected = tk.analysis.forecast(store, by="project_id", until=end)
+    forecast = sheets["Forecast"]
+    for name in ("open_chapters", "remaining_lines", "needs_action", "needs_action_lines"):
+        assert forecast[heading(name)].tolist() == expected[name].astype(int).tolist(), name
+    assert forecast[heading("project")].tolist() == expected["project"].tolist()
+    for name in ("finish_p10", "finish_p50", "finish_p90"):  # in UTC, to the millisecond
+        got = pd.to_datetime(forecast[heading(name)])
+        want = expected[name].dt.tz_convert("UTC").dt.tz_localize(None)
+        assert got.isna().tolist() == want.isna().tolist(), name
+        assert ((got - want).dropna().abs() < pd.Timedelta("1ms")).all(), name
+    assert expected["finish_p50"].notna().any()  # a finish to compare
+
+    book = openpyxl.load_workbook(path)
+    whole = {
+        "Figures": [heading(name) for name in FIGURES],
+        "Explanations": ["value"],
+        "Forecast": [heading(n) for n in ("open_chapters", "remaining_lines", "needs_action")],
+    }
+    for sheet, columns in whole.items():
+        headers = [cell.value for cell in book[sheet][1]]
+        for column in columns:
+            at = headers.index(column) + 1
+            cells = [book[sheet].cell(row=r, column=at) for r in range(2, book[sheet].max_row + 1)]
+            assert cells, (sheet, column)
+            assert all(isinstance(c.value, int) for c in cells), (sheet, column)
+            assert {c.number_format for c in cells} == {"#,##0"}, (sheet, column)
+    # Every header of a number says its unit (the explanations' rows: a unit column).
+    assert all("(" in h for h in whole["Figures"] + whole["Forecast"])
+    assert set(rows["unit"]) == {metrics.FIGURES[name].unit for name in set(rows["figure"])}
+
+
+def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tmp_path, capsys):
+    """`toolkit report --xlsx --config watch.toml` (`tk.report(..., tags=)`): a sheet per
+    tag, and figures.json's `by_tag`, each `by_tag` of the figures, adding up to the
+    totals."""
+    store = trouble(tmp_path / "store")
+    tags = {"Moonlit Harbor": {"client": "Acme", "team": "north"}, "p2": {"client": "Brio"}}
+    config = tmp_path / "watch.toml"
+    config.write_text(
+        f'[workspaces.studio]\nbase_url = "https://translate.example.com"\nkey_env = "K"\n'
+        f'store = "{store.root}"\n[tags."Moonlit Harbor"]\nclient = "Acme"\nteam = "north"\n'
+        '[tags.p2]\nclient = "Brio"\n',
+        encoding="utf-8",
+    )
+    argv = ["report", "--store", str(store.root), "--out", str(tmp_path / "out"), "--config",
+            str(config)]  # fmt: skip
+    assert main([*argv, "--xlsx"]) == 0
+    assert main([*argv, "--json"]) == 0
+    capsys.readouterr()
+    shown = json.loads((tmp_path / "out" / "figures.json").read_text())
+    sheets = pd.read_excel(tmp_path / "out" / "weekly-report.xlsx", sheet_name=None)
+    assert list(sheets) == ["Figures", "By client", "By team", *_SHEETS[1:]]
+    expected = {key: tk.reporting.by_tag(tk.reporting.figures.figures(store), tags, key)
+                for key in ("client", "team")}  # fmt: skip
+    assert [row["client"] for row in shown["by_tag"]["client"]] == ["Acme", "Brio"]
+    assert [row["team"] for row in shown["by_tag"]["team"]] == ["north", "(untagged)"]
+    for key, table in expected.items():
+        sheet = sheets[f"By {key}"].set_index(key)
+        assert sheet.index[-1] == "(all projects)"
+        for row, written in zip(table.to_dict("records"), shown["by_tag"][key], strict=True):
+            assert written == {k: (int(v) if k != key else v) for k, v in row.items()}
+            on_sheet = sheet.loc[row[key]]
+            assert [int(on_sheet[heading(n)]) for n in FIGURES] == [row[n] for n in FIGURES]
+        assert [int(sheet.loc["(all projects)", heading(n)]) for n in FIGURES] == [
+            shown["totals"][n] for n in FIGURES
+        ]
+        assert heading("credits") in sheet.columns  # the unit in the header
+    # Without tags, figures.json is as before (its contract).
+    plain = json.loads(tk.report(store, tmp_path / "plain", format="json").read_text())
+    assert list(plain) == ["period", "projects", "totals"]

@@ -155,8 +155,14 @@ def forecast(
     if manifest.empty:
         frame = _shape(pd.DataFrame(), by, tz)
     else:
-        seen = seen_at(obs, manifest["snapshot_at"].iloc[-1], stall_after=pd.Timedelta(stall_after))
-        frame = forecast_seen(obs, seen, by=by, window=window, freq=freq, tz=tz)
+        as_of = manifest["snapshot_at"].iloc[-1]
+        # The same forecast asked again of one view (a page explaining its finish, pace
+        # and chapters asks it once a figure) is answered from `obs.memo`, as a copy.
+        key = repr(("forecast", by, str(window), freq, tz, as_of, str(stall_after)))
+        if key not in obs.memo:
+            seen = seen_at(obs, as_of, stall_after=pd.Timedelta(stall_after))
+            obs.memo[key] = forecast_seen(obs, seen, by=by, window=window, freq=freq, tz=tz)
+        frame = cast(pd.DataFrame, obs.memo[key]).copy()
     if calibration is not None:
         frame = calibration.apply(frame)
     return with_due(frame, due, tz=tz) if due is not None else frame

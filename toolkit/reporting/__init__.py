@@ -17,7 +17,7 @@ from toolkit.reporting.explanations import HOW, TAKEN, explain, recount
 from toolkit.reporting.figures import Figures, Period, label, period, spend
 from toolkit.reporting.html import report
 from toolkit.reporting.summary import PLOTS, summary, write_report
-from toolkit.reporting.tags import by_tag, tagged
+from toolkit.reporting.tags import by_tag, check_tag, explained_by_tag, tagged
 
 __all__ = [
     "HOW",
@@ -26,7 +26,9 @@ __all__ = [
     "Figures",
     "Period",
     "by_tag",
+    "check_tag",
     "explain",
+    "explained_by_tag",
     "gather_agency",
     "label",
     "period",

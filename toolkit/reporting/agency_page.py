@@ -20,15 +20,17 @@ agency page"):
   parts is, as a workspace's total is.
 - Tags are the config's only: the service's `translationGroupId` is not kept in the
   store (the projects table's columns are DESIGN.md's contract; docs/figures.md).
-- Explanation links are not on this page yet: under each table the page names the
-  command that opens a number (`toolkit explain FIGURE --store ... --project ...`).
+- Every number opens the rows that make it, in sections of the same page
+  (`agency_drilldown`): a workspace's, a project's or a tag's, this week's or the
+  previous week's, and each project's forecast.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from html import escape
 from pathlib import Path
 from typing import Any, cast
@@ -36,6 +38,16 @@ from typing import Any, cast
 import pandas as pd
 
 from toolkit.analysis.observed import Observed
+from toolkit.reporting.agency_drilldown import FORECAST as OUTLOOK_SHOWN
+from toolkit.reporting.agency_drilldown import (
+    ROWS_STYLE,
+    WEEKS,
+    Drilldown,
+    Scope,
+    explained_outlook,
+    explained_week,
+    moment_in,
+)
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, figures
 from toolkit.reporting.page import STYLE, header_of
 from toolkit.reporting.tags import UNTAGGED, Tags, keys_of, sum_by_tag
@@ -50,8 +62,7 @@ body { max-width: 1280px; } span.was { color: #777; font-size: 0.85em; }
 td.n { white-space: nowrap; }
 """
 NUM = ' class="n"'
-FORECAST = ("open_chapters", "remaining_lines", "lines_per_hour", "finish_p10", "finish_p50",
-            "finish_p90", "status")  # fmt: skip
+FORECAST = (*OUTLOOK_SHOWN, "status")
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,10 @@ class WorkspaceWeek:
     figures: Figures
     previous: Figures
     forecast: pd.DataFrame  # analysis.forecast by project at the week's last snapshot
+    # The rows behind the numbers (`tk.explain`): by `WEEKS` key then figure, and the
+    # forecast's chapters by forecast figure.
+    explained: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
+    outlook: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -122,8 +137,11 @@ def gather_agency(
             if figs.forecast is not None
             else pd.DataFrame(columns=["project_id", "project", *FORECAST])
         )
-        weeks[name] = WorkspaceWeek(name, str(store.root), figs, previous_figures(obs, figs),
-                                    outlook)  # fmt: skip
+        before = previous_figures(obs, figs)
+        rows = {"figures": explained_week(obs, figs.period),
+                "previous": explained_week(obs, before.period)}  # fmt: skip
+        weeks[name] = WorkspaceWeek(name, str(store.root), figs, before, outlook, rows,
+                                    explained_outlook(obs, figs.period))  # fmt: skip
     return Agency(weeks, merged)
 
 
@@ -148,26 +166,41 @@ def render_agency(agency: Agency, *, title: str | None = None) -> str:
     last = max(known).tz_convert(zone) if known else None
     heading = title or (f"Agency week to {last:%d %b %Y}" if last is not None else "Agency week")
     count, spaces = len(agency.projects()), len(agency.workspaces)
+    drill = drilldown(agency)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(heading)}</title><style>{STYLE}{WIDE}</style></head><body>",
+        f"<title>{escape(heading)}</title><style>{STYLE}{WIDE}{ROWS_STYLE}</style></head><body>",
         f"<h1>{escape(heading)}</h1>",
         f'<p class="when">{spaces} workspace{"s" if spaces != 1 else ""} &middot; {count} '
         f"project{'s' if count != 1 else ''} "
-        "&middot; each number this week, then the previous week's in grey</p>",
+        "&middot; each number this week, then the previous week's in grey &middot; "
+        "click a number for the rows behind it</p>",
         "<h2>Workspaces</h2>",
         _weeks_table(agency),
-        _workspace_figures(agency),
-        *_tag_sections(agency),
+        _workspace_figures(agency, drill),
+        *_tag_sections(agency, drill),
         "<h2>Projects</h2>",
-        _projects_table(agency),
+        _projects_table(agency, drill),
         "<h2>Forecast per project</h2>",
-        _forecast_table(agency),
-        _notes(agency),
+        _forecast_table(agency, drill),
+        _notes(),
+        *drill.sections(),
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def drilldown(agency: Agency) -> Drilldown:
+    """The anchors and sections of the rows behind each number of `agency`."""
+    scopes = [
+        Scope(name, week.store, {"figures": week.figures.period, "previous": week.previous.period},
+              week.explained, week.outlook,
+              {which: getattr(week, which).projects for which in WEEKS},
+              {which: getattr(week, which).totals for which in WEEKS})
+        for name, week in agency.workspaces.items()
+    ]  # fmt: skip
+    return Drilldown(scopes, agency.tags)
 
 
 def _missing(value: object) -> bool:
@@ -179,9 +212,20 @@ def _count(value: object) -> str:
     return "–" if _missing(value) else f"{int(cast(int, value)):,}"
 
 
-def _cell(now: object, before: object) -> str:
-    """This week's number, then the previous week's in grey."""
-    return f'{_count(now)}<span class="was"> was {_count(before)}</span>'
+def _linked(text: str, target: str | None, figure: str) -> str:
+    """`text` (escaped) as a link to `target`'s rows; a dash or no rows: as it is."""
+    if target is None or text == "–":
+        return text
+    return f'<a href="#{target}" data-figure="{figure}" title="the rows behind it">{text}</a>'
+
+
+Opens = Callable[[str, str], "str | None"]  # (figure, week) -> the anchor of its rows
+
+
+def _cell(figure: str, now: object, before: object, opens: Opens) -> str:
+    """This week's number, then the previous week's in grey, each linked to its rows."""
+    return (f"{_linked(_count(now), opens(figure, 'figures'), figure)}<span class=\"was\"> was "
+            f"{_linked(_count(before), opens(figure, 'previous'), figure)}</span>")  # fmt: skip
 
 
 def _table(header: list[str], rows: list[list[str]], total: bool = False) -> str:
@@ -196,8 +240,8 @@ def _table(header: list[str], rows: list[list[str]], total: bool = False) -> str
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _figure_rows(now: Mapping[Any, Any], before: Mapping[Any, Any]) -> list[str]:
-    return [_cell(now.get(name), before.get(name)) for name in FIGURES]
+def _figure_rows(now: Mapping[Any, Any], before: Mapping[Any, Any], opens: Opens) -> list[str]:
+    return [_cell(name, now.get(name), before.get(name), opens) for name in FIGURES]
 
 
 def _weeks_table(agency: Agency) -> str:
@@ -211,17 +255,19 @@ def _weeks_table(agency: Agency) -> str:
     return _table(header, rows)
 
 
-def _workspace_figures(agency: Agency) -> str:
+def _workspace_figures(agency: Agency, drill: Drilldown) -> str:
     header = [header_of("workspace"), *(header_of(name) for name in FIGURES)]
-    rows = [
-        [escape(name), *_figure_rows(week.figures.totals, week.previous.totals)]
-        for name, week in agency.workspaces.items()
-    ]
-    rows.append(["All workspaces", *_figure_rows(agency.totals(), agency.totals("previous"))])
+    rows = []
+    for name, week in agency.workspaces.items():
+        opens: Opens = partial(drill.workspace, name=name)
+        rows.append([escape(name), *_figure_rows(week.figures.totals, week.previous.totals,
+                                                 opens)])  # fmt: skip
+    rows.append(["All workspaces", *_figure_rows(agency.totals(), agency.totals("previous"),
+                                                 drill.total)])  # fmt: skip
     return _table(header, rows, total=True)
 
 
-def _tag_sections(agency: Agency) -> list[str]:
+def _tag_sections(agency: Agency, drill: Drilldown) -> list[str]:
     parts = []
     for key in keys_of(agency.tags):
         now = agency.by_tag(key).to_dict("records")
@@ -230,13 +276,14 @@ def _tag_sections(agency: Agency) -> list[str]:
         words = key.replace("_", " ")  # the user's own word for a tag of theirs
         header = [words.capitalize(),
                   header_of("projects"), *(header_of(n) for n in FIGURES)]  # fmt: skip
-        rows = [
-            [escape(str(row[key])), f"{int(row['projects']):,}",
-             *_figure_rows(row, before.get(row[key], {}))]
-            for row in now
-        ]  # fmt: skip
-        totals = [f"{sum(int(row['projects']) for row in now):,}",
-                  *_figure_rows(agency.totals(), agency.totals("previous"))]  # fmt: skip
+        rows = []
+        for row in now:
+            value = row[key]
+            opens: Opens = partial(drill.tag, key=key, value=value)
+            rows.append([escape(str(value)), f"{int(row['projects']):,}",
+                         *_figure_rows(row, before.get(value, {}), opens)])  # fmt: skip
+        every = _figure_rows(agency.totals(), agency.totals("previous"), drill.total)
+        totals = [f"{sum(int(row['projects']) for row in now):,}", *every]
         rows.append(["All projects", *totals])
         parts += [f"<h2>By {escape(words)}</h2>", _table(header, rows, total=True)]
         if len(tagged) < len(now):
@@ -245,7 +292,7 @@ def _tag_sections(agency: Agency) -> list[str]:
     return parts
 
 
-def _projects_table(agency: Agency) -> str:
+def _projects_table(agency: Agency, drill: Drilldown) -> str:
     now = agency.projects()
     before = agency.projects("previous").set_index(["workspace", "project_id"])
     header = [header_of("project"), header_of("workspace"), *(header_of(n) for n in FIGURES)]
@@ -253,23 +300,27 @@ def _projects_table(agency: Agency) -> str:
     for row in now.to_dict("records"):
         key = (row["workspace"], row["project_id"])
         was = before.loc[key].to_dict() if key in before.index else {}
+        opens: Opens = partial(drill.project, name=key[0], project_id=key[1])
         rows.append([escape(str(row["project"])), escape(str(row["workspace"])),
-                     *_figure_rows(row, was)])  # fmt: skip
+                     *_figure_rows(row, was, opens)])  # fmt: skip
     if not rows:
         return '<p class="nothing">No project yet in any workspace.</p>'
     return _table(header, rows)
 
 
-def _forecast_table(agency: Agency) -> str:
+def _forecast_table(agency: Agency, drill: Drilldown) -> str:
     rows = []
     for name, week in agency.workspaces.items():
         zone = week.figures.period.tz
         for row in week.forecast.to_dict("records"):
+            shown = {"open_chapters": _count(row["open_chapters"]),
+                     "remaining_lines": _count(row["remaining_lines"]),
+                     "lines_per_hour": _pace(row["lines_per_hour"]),
+                     **{key: escape(moment_in(row[key], zone))
+                        for key in ("finish_p10", "finish_p50", "finish_p90")}}  # fmt: skip
             cells = [escape(str(row["project"])), escape(name),
-                     _count(row["open_chapters"]), _count(row["remaining_lines"]),
-                     _pace(row["lines_per_hour"]),
-                     *(_moment(row[key], zone) for key in ("finish_p10", "finish_p50",
-                                                             "finish_p90")),
+                     *(_linked(text, drill.outlook(figure, name, row["project_id"]), figure)
+                       for figure, text in shown.items()),
                      escape(str(row["status"]))]  # fmt: skip
             rows.append(cells)
     if not rows:
@@ -282,22 +333,12 @@ def _pace(value: object) -> str:
     return "–" if _missing(value) else f"{float(cast(float, value)):,.0f}"
 
 
-def _moment(value: object, zone: str) -> str:
-    if _missing(value):
-        return "–"
-    return escape(f"{pd.Timestamp(cast(Any, value)).tz_convert(zone):%a %d %b %H:%M %Z}")
-
-
-def _notes(agency: Agency) -> str:
+def _notes() -> str:
     counted = " and ".join(WORDS[name] for name in AT_END)
-    first = next(iter(agency.workspaces.values()), None)
-    store = first.store if first is not None else "STORE"
-    example = f'toolkit explain credits --store {store} --project "NAME"'
     return (
         f'<p class="note">{escape(counted.capitalize())}: at each week\'s last snapshot; the '
         "other figures: over the week. A dash: no data (no snapshot in that week). Each "
         "workspace's numbers are its weekly page's (<code>toolkit report --html</code> on its "
-        "store). To see the rows behind a number: <code>"
-        f"{escape(example)}</code>. "
+        "store). An underlined number opens the rows behind it, below. "
         "docs/figures.md defines each figure.</p>"
     )

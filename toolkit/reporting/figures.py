@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -343,8 +344,22 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def write_json(figs: Figures, path: str | os.PathLike[str]) -> Path:
-    """Write `_as_json(figs)` to `path` (by convention `figures.json`); returns it."""
+def write_json(
+    figs: Figures,
+    path: str | os.PathLike[str],
+    *,
+    by_tag: Mapping[str, pd.DataFrame] | None = None,
+) -> Path:
+    """Write `_as_json(figs)` to `path` (by convention `figures.json`); returns it.
+    `by_tag` (`tags.by_tag`'s tables by tag name), when given, is added as `by_tag`:
+    each tag's list of `{<tag>, projects, FIGURES}`; without it the file is as before."""
+    content = _as_json(figs)
+    if by_tag is not None:
+        content["by_tag"] = {
+            key: [{name: _plain(value) for name, value in row.items()}
+                  for row in table.to_dict("records")]
+            for key, table in by_tag.items()
+        }  # fmt: skip
     path = Path(path)
-    path.write_text(json.dumps(_as_json(figs), indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
     return path

@@ -14,6 +14,7 @@ from toolkit.analysis.observed import Observed
 from toolkit.errors import ToolkitError
 from toolkit.reporting.figures import check_zone, figures, write_json
 from toolkit.reporting.page import render
+from toolkit.reporting.tags import Tags, by_tag, keys_of
 from toolkit.reporting.weekly import gather
 from toolkit.reporting.xlsx import write_xlsx
 from toolkit.store import SnapshotStore
@@ -37,6 +38,7 @@ def report(
     days: int = 7,
     title: str | None = None,
     tz: str | None = None,
+    tags: Tags | None = None,
 ) -> Path:
     """Write the weekly report; returns the file's path.
 
@@ -47,7 +49,10 @@ def report(
     the folder to write `weekly-report.xlsx` into; default `weekly-report.xlsx`). The window
     is the `days` days up to the last snapshot, or `since`..`until` (UTC when no zone is
     given). tz: the zone the page's days, midnights and times are in, and a naive
-    `since`/`until` is read in (default UTC). Missing folders are made.
+    `since`/`until` is read in (default UTC). tags: the projects' tags (`{"Moonlit
+    Harbor": {"client": "Acme"}}`, a watch config's `[tags]`): "json" adds `by_tag`, the
+    figures per value of each tag, and "xlsx" a sheet per tag (`By client`); the page
+    does not change (the agency page groups by tags). Missing folders are made.
     """
     if format not in _DEFAULT_NAMES:
         raise ToolkitError(f'format must be "html", "json" or "xlsx", not {format!r}')
@@ -64,7 +69,8 @@ def report(
     if format == "xlsx":
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            return write_xlsx(Observed(source), path, since=since, until=until, days=days, tz=tz)
+            return write_xlsx(Observed(source), path, since=since, until=until, days=days, tz=tz,
+                              tags=tags)  # fmt: skip
         except ValueError as exc:
             raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
     try:
@@ -76,7 +82,8 @@ def report(
         raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
     path.parent.mkdir(parents=True, exist_ok=True)
     if format == "json":
-        return write_json(figs, path)
+        grouped = {key: by_tag(figs, tags, key) for key in keys_of(tags)} if tags else None
+        return write_json(figs, path, by_tag=grouped)
     end = weekly.period.end
     heading = (
         f"Translation week to {weekly.period.local(end):%d %b %Y}"

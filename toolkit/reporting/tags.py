@@ -4,6 +4,8 @@
 tags = {"Moonlit Harbor": {"client": "Aster", "team": "north"}, "p2": {"client": "Brio"}}
 by_tag(figures(store), tags, "client")      # client, projects, the headline figures
 tagged(tk.explain(store, "credits"), tags, "client")   # the rows, with a client column
+explained_by_tag(tk.explain(store, "median_cycle_hours"), projects, tags, "client",
+                 "median_cycle_hours")   # the figure per client, remade from its rows
 ```
 
 A project is named by its id or its
@@ -19,9 +21,10 @@ from typing import Final
 
 import pandas as pd
 
+from toolkit.reporting.explanations import recount
 from toolkit.reporting.figures import FIGURES, Figures
 
-__all__ = ["UNTAGGED", "Tags", "by_tag", "tagged"]
+__all__ = ["UNTAGGED", "Tags", "by_tag", "check_tag", "explained_by_tag", "tagged"]
 
 UNTAGGED: Final = "(untagged)"
 Tags = Mapping[str, Mapping[str, str]]
@@ -56,6 +59,54 @@ def tagged(rows: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
     found = rows.copy()
     found.insert(at, key, tag_values(rows, tags, key))
     return found
+
+
+def check_tag(tags: Tags, key: str, where: str, projects: pd.DataFrame | None = None) -> None:
+    """Refuse to group by tag `key` in one line that says what to do (ValueError): the
+    config `where` tags no project, uses no tag of that name, or none of `projects` (the
+    one project asked for: `project_id`, `project`) carries it."""
+    if not tags:
+        raise ValueError(
+            f"{where} has no [tags]: tag the projects first, a table per project such as "
+            f'[tags."Moonlit Harbor"] with {key} = "Acme" (docs/figures.md, "Figures by a tag")'
+        )
+    keys = keys_of(tags)
+    if key not in keys:
+        raise ValueError(f"no tag {key!r} in {where}; its [tags] use {', '.join(keys)}: "
+                         "group by one of those")  # fmt: skip
+    if (
+        projects is not None
+        and len(projects)
+        and (tag_values(projects, tags, key) == UNTAGGED).all()
+    ):
+        name = str(projects["project"].iloc[0])
+        raise ValueError(
+            f'project {name!r} has no {key} in {where}: add {key} = "..." under '
+            f'[tags."{name}"], or leave out the project to see it under {UNTAGGED}'
+        )
+
+
+def explained_by_tag(
+    rows: pd.DataFrame, projects: pd.DataFrame, tags: Tags, key: str, figure: str
+) -> pd.DataFrame:
+    """The figure `rows` explain (`tk.explain`'s rows of `figure`, of one workspace or
+    several), remade per value of tag `key` from that value's rows as `recount` makes
+    it: a sum summed, a median the median of the value's rows, a finish the latest of
+    theirs. `<key>, projects, <figure>`, one row per value, in name order with
+    `(untagged)` last, then `All projects` (every row). `projects` (`project_id`,
+    `project`, and `workspace` for several) are the projects the rows may come from: a
+    value whose projects have no row still has its line (a sum's 0, a median unknown)."""
+    values = tag_values(rows, tags, key).astype(object) if len(rows) else pd.Series(dtype=object)
+    own = tag_values(projects, tags, key).astype(object)
+    seen = set(own) | set(values)
+    order = [*sorted(seen - {UNTAGGED}), *([UNTAGGED] if UNTAGGED in seen else [])]
+    said = [
+        {key: value, "projects": int((own == value).sum()),
+         figure: recount(rows[(values == value).to_numpy(bool)], figure)}
+        for value in order
+    ]  # fmt: skip
+    said.append({key: "All projects", "projects": len(projects), figure: recount(rows, figure)})
+    return pd.DataFrame(said, columns=[key, "projects", figure])
 
 
 def by_tag(figs: Figures, tags: Tags, key: str) -> pd.DataFrame:

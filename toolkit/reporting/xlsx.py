@@ -25,6 +25,7 @@ from toolkit import analysis, metrics
 from toolkit.analysis.observed import Observed
 from toolkit.reporting.explanations import explain
 from toolkit.reporting.figures import FIGURES, Figures, figures, label
+from toolkit.reporting.tags import Tags, by_tag, keys_of
 
 __all__ = ["heading", "write_xlsx"]
 
@@ -41,17 +42,22 @@ def write_xlsx(
     until: pd.Timestamp | str | None = None,
     days: int = 7,
     tz: str | None = None,
+    tags: Tags | None = None,
 ) -> Path:
     """Write the period's figures, their explanations and the forecast to `path` as an
     .xlsx workbook (`_SHEETS`); returns the path. The period is the one `figures`
-    counts (`days` up to the last snapshot, or `since`..`until`, in `tz`)."""
+    counts (`days` up to the last snapshot, or `since`..`until`, in `tz`). With `tags`,
+    a sheet per tag after `Figures` (`By client`): the figures per value of the tag."""
     figs = figures(store, since=since, until=until, days=days, tz=tz)
     when = figs.period
     rows = [
         explain(store, name, since=when.since, until=when.until, tz=when.tz) for name in FIGURES
     ]
+    by = keys_of(tags) if tags else []  # a sheet per tag: `By client` (31 characters at most)
+    grouped = {f"By {key}"[:31]: _tag_sheet(figs, tags or {}, key) for key in by}
     sheets = {
         "Figures": _figures_sheet(figs),
+        **grouped,
         "Explanations": _explanations_sheet(rows),
         "Forecast": _forecast_sheet(store, figs),
         "About": _about_sheet(figs),
@@ -81,6 +87,17 @@ def _figures_sheet(figs: Figures) -> pd.DataFrame:
     for name in FIGURES:
         table[name] = table[name].astype("Int64")
     return table.rename(columns={name: heading(name) for name in FIGURES})
+
+
+def _tag_sheet(figs: Figures, tags: Tags, key: str) -> pd.DataFrame:
+    """The figures per value of tag `key` (`tags.by_tag`), then the total: a sheet."""
+    table = by_tag(figs, tags, key)
+    total = {key: "(all projects)", "projects": len(figs.projects),
+             **{name: figs.totals[name] for name in FIGURES}}  # fmt: skip
+    table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
+    for name in ("projects", *FIGURES):
+        table[name] = table[name].astype("Int64")
+    return table.rename(columns={name: heading(name) for name in ("projects", *FIGURES)})
 
 
 def _explanations_sheet(rows: list[pd.DataFrame]) -> pd.DataFrame:
