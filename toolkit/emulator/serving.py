@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -18,6 +19,8 @@ from typing import Any
 import uvicorn
 
 __all__ = ["BackgroundServer"]
+
+_log = logging.getLogger("uvicorn.error")  # where uvicorn's own shutdown says it
 
 
 class _Server(uvicorn.Server):
@@ -62,6 +65,10 @@ class _Server(uvicorn.Server):
                 self._wait_tasks_to_complete(), timeout=self.config.timeout_graceful_shutdown
             )
         except TimeoutError:
+            _log.error(
+                "Cancel %s running task(s), timeout graceful shutdown exceeded",
+                len(self.server_state.tasks),
+            )
             for task in self.server_state.tasks:
                 task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
         if not self.force_exit:
