@@ -11,6 +11,7 @@ Every emulator starts at `epoch`, never at the wall-clock time: a test marked
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -163,6 +164,31 @@ def demo(tmp_path_factory):
     from short_demo import run_short_demo
 
     return run_short_demo(tmp_path_factory.mktemp("demo") / "demo")
+
+
+class _Paused:
+    """The `time` module as the client module sees it, with its sleeps recorded, not slept."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
+@pytest.fixture
+def retry_pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses a `Client` at its default retries takes between tries, kept in this list
+    instead of slept: for the tests of a service that never answers, whose retries
+    would wait 4-7 s of real time. Assert the bound on the list, not on a clock."""
+    from toolkit.client import clients
+
+    paused = _Paused()
+    monkeypatch.setattr(clients, "time", paused)
+    return paused.pauses
 
 
 @pytest.fixture
