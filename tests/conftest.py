@@ -3,7 +3,7 @@
 Every fixture is function-scoped, so no test depends on another's state or order, but
 read-only ones made once per process: `webhook_url`, an endpoint that keeps nothing, and
 `demo_day` and `demo`, a simulated store and the short demo's output no test writes to
-(the demo shared between xdist's workers too).
+(those two once per run: xdist's workers share them).
 The emulator's clock is manual, so time passes only through `emulator.advance(seconds)`.
 Every emulator starts at `epoch`, never at the wall-clock time: a test marked
 `@pytest.mark.epochs` runs once at each instant of `EPOCHS`, or at those it names
@@ -12,7 +12,6 @@ Every emulator starts at `epoch`, never at the wall-clock time: a test marked
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -154,26 +153,32 @@ def webhook_url() -> Iterator[str]:
 def demo_day(tmp_path_factory):
     """A store of `simulate_day`'s three hours at the suite's instant (the demo's seeded
     projects, uploads, re-scans, failures, held pages and events), simulated once per
-    process for the tests that read such a store: read it, never write to it."""
-    from toolkit.demo import simulate_day
+    run (tests/once_per_run.py) for the tests that read such a store: read it, never
+    write to it."""
+    from once_per_run import made_once
+
     from toolkit.store import SnapshotStore
 
-    store = SnapshotStore(tmp_path_factory.mktemp("demo-day") / "store")
-    simulate_day(store, hours=3, progress=False, start=SUITE_START)
-    return store
+    def simulated() -> str:
+        from toolkit.demo import simulate_day
+
+        store = SnapshotStore(tmp_path_factory.mktemp("demo-day") / "store")
+        simulate_day(store, hours=3, progress=False, start=SUITE_START)
+        return str(store.root)
+
+    return SnapshotStore(made_once(tmp_path_factory, "demo-day", simulated))
 
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory):
     """`toolkit demo --hours 3` at the suite's instant (tests/short_demo.py), run once per
-    run for the tests of what it wrote and printed: read it, never write to it. Under
-    xdist a worker reads the one another worker published, if it is made already."""
-    from short_demo import run_short_demo, shared_short_demo
+    run (tests/once_per_run.py) for the tests of what it wrote and printed: read it,
+    never write to it."""
+    from once_per_run import made_once
+    from short_demo import run_short_demo
 
     own = tmp_path_factory.mktemp("demo") / "demo"
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return shared_short_demo(tmp_path_factory.getbasetemp().parent, own)
-    return run_short_demo(own)
+    return made_once(tmp_path_factory, "short-demo", lambda: run_short_demo(own))
 
 
 class _Paused:

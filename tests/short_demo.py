@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,22 +42,3 @@ def run_short_demo(out: Path, *, hours: int = 3) -> Demo:
         start = SUITE_START.isoformat()
         assert main(["demo", "--out", str(out), "--hours", str(hours), "--start", start]) == 0
     return Demo(out, printed.getvalue(), days[0])
-
-
-def shared_short_demo(shared: Path, own: Path) -> Demo:
-    """The short demo once per run of several workers that share the folder `shared`
-    (xdist: the run's folder, above each worker's own).
-
-    A worker that finds a demo published there reads it; one that does not runs its own
-    into `own` and publishes it (written whole, then renamed into place), so no worker
-    waits for another: two that come at once each run one, as they did before.
-    """
-    published = shared / "short-demo.pickle"
-    if published.exists():
-        demo: Demo = pickle.loads(published.read_bytes())
-        return demo
-    demo = run_short_demo(own)
-    partial = shared / f"short-demo.{os.getpid()}.partial"
-    partial.write_bytes(pickle.dumps(demo))
-    os.replace(partial, published)
-    return demo
