@@ -2,7 +2,8 @@
 
 Every fixture is function-scoped, so no test depends on another's state or order, but
 read-only ones made once per process: `webhook_url`, an endpoint that keeps nothing, and
-`demo_day` and `demo`, a simulated store and the short demo's output no test writes to.
+`demo_day` and `demo`, a simulated store and the short demo's output no test writes to
+(those two once per run: xdist's workers share them).
 The emulator's clock is manual, so time passes only through `emulator.advance(seconds)`.
 Every emulator starts at `epoch`, never at the wall-clock time: a test marked
 `@pytest.mark.epochs` runs once at each instant of `EPOCHS`, or at those it names
@@ -11,6 +12,7 @@ Every emulator starts at `epoch`, never at the wall-clock time: a test marked
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -31,16 +33,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 # gets them: left to itself it orders them by their number of tests, which put these (few
 # tests, a long simulation or a subprocess each) last, where one of them alone kept a
 # worker busy after the other had finished. Started first, they overlap the many short
-# files instead. A file not listed keeps its place; a name that no longer exists is
-# ignored, so the list can only be out of date, never wrong.
+# files instead. The last two read the short demo (`demo`, below) that test_demo.py, the
+# first, makes: listed after the long files, they come when it is made, and a worker
+# other than its maker reads it instead of making its own. A file not listed keeps its
+# place; a name that no longer exists is ignored, so the list can only be out of date,
+# never wrong.
 LONGEST_FIRST = (
     "tests/test_demo.py",
     "tests/test_types.py",
     "tests/analysis/test_histories.py",
+    "tests/reporting/test_report_html.py",
     "tests/store/test_store_damage.py",
-    "tests/watch/test_watch.py",
     "tests/store/test_store_foreign.py",
-    "tests/test_metrics.py",
     "tests/emulator/test_fuzz.py",
     "tests/store/test_store_migrate.py",
     "tests/store/test_snapshot_store.py",
@@ -50,6 +54,8 @@ LONGEST_FIRST = (
     "tests/test_cli_errors.py",
     "tests/analysis/test_forecast_families.py",
     "tests/test_pytest_plugin.py",
+    "tests/reporting/test_explanations.py",
+    "tests/test_metrics.py",
 )
 
 
@@ -147,22 +153,57 @@ def webhook_url() -> Iterator[str]:
 def demo_day(tmp_path_factory):
     """A store of `simulate_day`'s three hours at the suite's instant (the demo's seeded
     projects, uploads, re-scans, failures, held pages and events), simulated once per
-    process for the tests that read such a store: read it, never write to it."""
-    from toolkit.demo import simulate_day
+    run (tests/once_per_run.py) for the tests that read such a store: read it, never
+    write to it."""
+    from once_per_run import made_once
+
     from toolkit.store import SnapshotStore
 
-    store = SnapshotStore(tmp_path_factory.mktemp("demo-day") / "store")
-    simulate_day(store, hours=3, progress=False, start=SUITE_START)
-    return store
+    def simulated() -> str:
+        from toolkit.demo import simulate_day
+
+        store = SnapshotStore(tmp_path_factory.mktemp("demo-day") / "store")
+        simulate_day(store, hours=3, progress=False, start=SUITE_START)
+        return str(store.root)
+
+    return SnapshotStore(made_once(tmp_path_factory, "demo-day", simulated))
 
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory):
     """`toolkit demo --hours 3` at the suite's instant (tests/short_demo.py), run once per
-    process for the tests of what it wrote and printed: read it, never write to it."""
+    run (tests/once_per_run.py) for the tests of what it wrote and printed: read it,
+    never write to it."""
+    from once_per_run import made_once
     from short_demo import run_short_demo
 
-    return run_short_demo(tmp_path_factory.mktemp("demo") / "demo")
+    own = tmp_path_factory.mktemp("demo") / "demo"
+    return made_once(tmp_path_factory, "short-demo", lambda: run_short_demo(own))
+
+
+class _Paused:
+    """The `time` module as the client module sees it, with its sleeps recorded, not slept."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
+@pytest.fixture
+def retry_pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses a `Client` at its default retries takes between tries, kept in this list
+    instead of slept: for the tests of a service that never answers, whose retries
+    would wait 4-7 s of real time. Assert the bound on the list, not on a clock."""
+    from toolkit.client import clients
+
+    paused = _Paused()
+    monkeypatch.setattr(clients, "time", paused)
+    return paused.pauses
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ answered 200, and judged afterwards (docs/emulator.md, "Conformance").
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from typing import Any
 
@@ -75,19 +73,13 @@ class DeliveryCollector:
     """A loopback-or-public receiver that keeps every delivery raw and answers 200."""
 
     def __init__(self, host: str, port: int) -> None:
-        import uvicorn
+        from toolkit.emulator.serving import BackgroundServer
 
         self.deliveries: list[tuple[dict[str, str], bytes]] = []
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((host, port))
         # Named ASGI 3: uvicorn takes a bound method for the older two-step interface.
-        config = uvicorn.Config(self._app, log_level="warning", lifespan="off", interface="asgi3")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        self._server = BackgroundServer(host, port).start(
+            self._app, name="conformance-deliveries", lifespan="off", interface="asgi3"
         )
-        self._thread.start()
 
     async def _app(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -121,9 +113,7 @@ class DeliveryCollector:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._socket.close()
+        self._server.stop(timeout=10)
 
 
 def judge_deliveries(

@@ -260,54 +260,18 @@ def cts_webhooks(
     cts_emulator: Emulator, cts_workspace: _EmulatedWorkspace
 ) -> Iterator[_WebhookSink]:
     """A loopback receiver subscribed to every event of `cts_workspace`."""
+    from toolkit.emulator.serving import BackgroundServer
     from toolkit.webhooks import Receiver
 
-    server = _LoopbackServer()
+    server = BackgroundServer()
     # The port comes first: the endpoint's URL names it, and its secret makes the receiver.
     endpoint = cts_emulator.add_webhook(
         cts_workspace.id, f"{server.url}/webhooks", list(_EVENT_TYPES), allow_private=True
     )
     receiver = Receiver(endpoint["secret"])
     try:
-        server.serve(receiver)
+        server.start(receiver, name="cts-webhooks")
         yield _WebhookSink(receiver, server.url, endpoint["id"])
     finally:
         server.stop()
         receiver.close()
-
-
-class _LoopbackServer:
-    """uvicorn on a thread, on a loopback port bound when this is made."""
-
-    def __init__(self) -> None:
-        import socket
-
-        # TCP named: asyncio turns Nagle off only then (else 44 ms an answer).
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self._listener.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self._server: Any = None
-        self._thread: Any = None
-
-    def serve(self, app: Any) -> None:
-        import threading
-        import time
-
-        import uvicorn
-
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._listener]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:  # start-up, not simulated time
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the webhook sink could not start on loopback")
-            time.sleep(0.005)
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-        self._listener.close()

@@ -5,6 +5,8 @@ real time, kept small, and only their effects are checked."""
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import pytest
 from emulator_helpers import plain_client
@@ -123,6 +125,25 @@ def test_a_trickled_answer_outlasting_the_uploads_timeout_fails_after_acting(
         with pytest.raises(tk.TransportError):
             client.create_chapter(comic_project["id"], pages)
         assert len(client.list_chapters(comic_project["id"])) == 1  # the service acted
+    # The client hung up, so the trickle stopped: the server stops with nothing in
+    # flight to cancel (else it waits its 5 s grace and cancels the trickle, and says so
+    # on uvicorn's logger, which does not propagate to pytest's).
+    said = _Kept()
+    logging.getLogger("uvicorn.error").addHandler(said)
+    try:
+        emulator.stop()
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(said)
+    assert not [text for text in said.texts if "graceful shutdown" in text]
+
+
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.texts.append(record.getMessage())
 
 
 def test_a_trickled_answer_arrives_whole_when_the_client_waits(emulator, api, comic_project):

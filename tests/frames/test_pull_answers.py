@@ -129,7 +129,8 @@ def served() -> Iterator[tuple[str, Answers]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Polled every 10 ms for the shutdown, not every 0.5 s (the default): the teardown.
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", answers

@@ -228,9 +228,10 @@ def test_a_bad_config_exits_2_naming_the_line(tmp_path, capsys):
     )
 
 
-def test_an_unreachable_service_exits_2_with_one_line(watched, emulator, capsys):
+def test_an_unreachable_service_exits_2_with_one_line(watched, emulator, capsys, retry_pauses):
     emulator.stop()
     assert main(["watch", "--config", str(watched), "--once"]) == 2
+    assert retry_pauses  # the client tried again before saying so (pauses not slept)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(
         "toolkit watch: studio: no answer from http://127.0.0.1"
@@ -240,7 +241,7 @@ def test_an_unreachable_service_exits_2_with_one_line(watched, emulator, capsys)
 
 
 def test_the_loop_carries_on_across_an_outage_told_once_and_resolved_once(
-    tmp_path, sink, monkeypatch, epoch
+    tmp_path, sink, monkeypatch, epoch, retry_pauses
 ):
     """The service stops answering for two cycles, then comes back on the same port."""
     state = str(tmp_path / "cts.db")

@@ -111,7 +111,7 @@ class ChaosInjection:
                 )
                 _hang_up(scope, reset=False)
             else:
-                await _trickle(send, start, body, rule)
+                await _trickle(send, receive, start, body, rule)
 
     def _fired(self, scope: Scope) -> ChaosRule | None:
         found = route_of(scope["path"][len(_PREFIX) :])
@@ -138,18 +138,38 @@ def _status(rule: ChaosRule) -> JSONResponse:
     return JSONResponse(rule.body, status_code=rule.status, headers=headers)
 
 
-async def _trickle(send: Send, start: Message, body: bytes, rule: ChaosRule) -> None:
-    await send(start)
-    step = rule.chunk_bytes
-    for offset in range(0, len(body), step):
-        await asyncio.sleep(rule.interval_ms / 1000)
-        last = offset + step >= len(body)
-        await send(
-            {
-                "type": "http.response.body",
-                "body": body[offset : offset + step],
-                "more_body": not last,
-            }
-        )
-    if not body:
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+async def _trickle(
+    send: Send, receive: Receive, start: Message, body: bytes, rule: ChaosRule
+) -> None:
+    """Send the answer a chunk every `interval_ms`, until it is whole or the client hangs up.
+
+    A client that gave up (its read timed out) has closed the connection: a server
+    stops writing to it then, and a trickle that went on would hold the server's
+    shutdown for its graceful 5 s.
+    """
+    hung_up = asyncio.ensure_future(_hang_up_of(receive))
+    try:
+        await send(start)
+        step = rule.chunk_bytes
+        for offset in range(0, len(body), step):
+            await asyncio.wait([hung_up], timeout=rule.interval_ms / 1000)
+            if hung_up.done():
+                return
+            last = offset + step >= len(body)
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": body[offset : offset + step],
+                    "more_body": not last,
+                }
+            )
+        if not body:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        hung_up.cancel()
+
+
+async def _hang_up_of(receive: Receive) -> None:
+    """Return when the client has gone (the request's body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -19,11 +20,14 @@ import uvicorn
 
 __all__ = ["BackgroundServer"]
 
+_log = logging.getLogger("uvicorn.error")  # where uvicorn's own shutdown says it
+
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, woken by `exit_now()` at once rather than on its next 0.1 s tick.
+    """uvicorn's server, stopped at once: woken by `exit_now()` rather than on its next
+    0.1 s tick, and shut down without uvicorn's fixed 0.1 s sleep.
 
-    Tests start and stop a server each; the saved tick adds up over a suite.
+    Tests start and stop a server each; the 0.2 s saved adds up over a suite.
     """
 
     def __init__(self, config: uvicorn.Config) -> None:
@@ -38,6 +42,37 @@ class _Server(uvicorn.Server):
             counter = (counter + 1) % 864_000
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._exit.wait(), timeout=0.1)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's shutdown (0.30-0.54), but polling for the connections to close.
+
+        uvicorn sleeps 0.1 s after asking open connections to close, even when none is
+        open; an idle keep-alive connection closes within a loop iteration or two. A
+        request still in flight is waited for as uvicorn does, up to
+        `timeout_graceful_shutdown`, then cancelled.
+        """
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        deadline = time.monotonic() + 0.1
+        while self.server_state.connections and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
+        try:
+            await asyncio.wait_for(
+                self._wait_tasks_to_complete(), timeout=self.config.timeout_graceful_shutdown
+            )
+        except TimeoutError:
+            _log.error(
+                "Cancel %s running task(s), timeout graceful shutdown exceeded",
+                len(self.server_state.tasks),
+            )
+            for task in self.server_state.tasks:
+                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
 
     def exit_now(self) -> None:
         self.should_exit = True

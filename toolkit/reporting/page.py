@@ -16,7 +16,7 @@ import base64
 import io
 from collections.abc import Callable, Collection, Mapping
 from html import escape
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -170,11 +170,6 @@ def _status_section(weekly: Weekly) -> list[str]:
 # -- tables -------------------------------------------------------------------------
 
 
-def _number(value: object) -> float:
-    """A numeric cell of an itertuples row: pandas-stubs type those as any scalar."""
-    return cast(float, value)
-
-
 def _credits(value: float) -> str:
     return "–" if pd.isna(value) else f"{round(float(value)):,}"
 
@@ -216,9 +211,9 @@ def _table(
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _count(value: object) -> str:
+def _count(value: Any) -> str:
     """A count or credits figure of `figures`: whole, a dash where there is no data."""
-    return "–" if value is None or pd.isna(cast(float, value)) else f"{int(cast(int, value)):,}"
+    return "–" if value is None or pd.isna(value) else f"{int(value):,}"
 
 
 def _summary_table(figs: Figures, *, opened: Collection[str]) -> str:
@@ -226,7 +221,7 @@ def _summary_table(figs: Figures, *, opened: Collection[str]) -> str:
     columns = ("project", *FIGURES, "median_cycle_hours")
     header = [header_of(name) for name in columns]
     rows = [
-        [str(row["project"]), *_figure_cells(row), _hours(_number(row["median_cycle_hours"]))]
+        [str(row["project"]), *_figure_cells(row), _hours(row["median_cycle_hours"])]
         for row in figs.projects.to_dict("records")
     ]
     total = figs.totals
@@ -240,12 +235,12 @@ def _summary_table(figs: Figures, *, opened: Collection[str]) -> str:
     return _table(header, rows, classes=[""] * (len(rows) - 1) + ["total"], links=opens)
 
 
-def _figure_cells(row: Mapping[Any, object]) -> list[str]:
+def _figure_cells(row: Mapping[Any, Any]) -> list[str]:
     """One cell per figure; re-run credits with their share of the credits."""
     cells = [_count(row[name]) for name in FIGURES]
     rework, spent = row["rework_credits"], row["credits"]
     if cells[FIGURES.index("rework_credits")] != "–":
-        share = _share(_number(rework), _number(spent))
+        share = _share(rework, spent)
         cells[FIGURES.index("rework_credits")] += f" ({share})"
     return cells
 
@@ -283,12 +278,12 @@ def _rework_table(projects: pd.DataFrame) -> str:
               *(f"rework_{cause}" for cause in CAUSES), "rework_share")]  # fmt: skip
     rows = [
         [
-            str(row.project),
-            _credits(_number(row.rework_credits)),
-            *(_credits(_number(getattr(row, f"rework_{cause}"))) for cause in CAUSES),
-            _share(_number(row.rework_credits), _number(row.credits)),
+            str(row["project"]),
+            _credits(row["rework_credits"]),
+            *(_credits(row[f"rework_{cause}"]) for cause in CAUSES),
+            _share(row["rework_credits"], row["credits"]),
         ]
-        for row in projects.itertuples(index=False)
+        for row in projects.to_dict("records")  # cells typed Any, as the helpers take them
     ]
     return _table(header, rows)
 
@@ -299,12 +294,12 @@ def _review_table(weekly: Weekly) -> str:
         return '<p class="note">No chapter is waiting for review and none was reviewed.</p>'
     rows = [
         [
-            str(row.project),
-            f"{int(_number(row.waiting)):,}",
-            _hours(_number(row.oldest_wait_hours)),
-            show("reviews_per_day", row.reviews_per_day),
+            str(row["project"]),
+            f"{int(row['waiting']):,}",
+            _hours(row["oldest_wait_hours"]),
+            show("reviews_per_day", row["reviews_per_day"]),
         ]
-        for row in weekly.review.itertuples(index=False)
+        for row in weekly.review.to_dict("records")
     ]
     header = [header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
               "reviews_per_day")]  # fmt: skip

@@ -24,8 +24,9 @@ Decisions:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -184,11 +185,6 @@ def _latest_failure(spend: pd.DataFrame, failures: pd.DataFrame) -> pd.Series:
     return none.fillna(found.set_index("row")["kind"])
 
 
-def _number(value: object) -> float:
-    """A numeric cell of an itertuples row: pandas-stubs type those as any scalar."""
-    return cast(float, value)
-
-
 ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one."
 EMPTY_PERIOD = "No snapshot was taken in this period after the first, so it has no figures."
 
@@ -224,20 +220,20 @@ def sentences(weekly: Weekly) -> list[str]:
         return [nothing]
     said = []
     table = weekly.projects.sort_values(["credits", "lines"], ascending=False)
-    for row in table.itertuples(index=False):
-        if not (row.credits or row.lines or row.chapters_finished):
+    for row in table.to_dict("records"):  # cells typed Any, not as any scalar (itertuples)
+        if not (row["credits"] or row["lines"] or row["chapters_finished"]):
             continue
-        finished = int(_number(row.chapters_finished))
+        finished = int(row["chapters_finished"])
         # Each count says its figure's label (toolkit.metrics), as the tables head it.
-        text = f"{row.project}: {finished} chapter{'s' if finished != 1 else ''} finished"
-        if row.rework_credits:
-            share = _number(row.rework_credits) / _number(row.credits)
+        text = f"{row['project']}: {finished} chapter{'s' if finished != 1 else ''} finished"
+        if row["rework_credits"]:
+            share = row["rework_credits"] / row["credits"]
             text += f"; {share:.0%} of its credits spent went to re-runs, {_mostly(row)}"
-        elif row.credits:
+        elif row["credits"]:
             text += "; none of its credits spent went to re-runs"
         trouble = [
-            _count(int(_number(row.runs_failed)), "run failed", "runs failed"),
-            _count(int(_number(row.runs_stalled)), "run stalled", "runs stalled"),
+            _count(int(row["runs_failed"]), "run failed", "runs failed"),
+            _count(int(row["runs_stalled"]), "run stalled", "runs stalled"),
         ]
         if any(trouble):
             text += "; " + " and ".join(part for part in trouble if part)
@@ -270,8 +266,8 @@ def band_setting(band: Calibration) -> str:
     return f"The band is {band.says()}."
 
 
-def _mostly(row: object) -> str:
-    amounts = {cause: float(getattr(row, f"rework_{cause}")) for cause in CAUSES}
+def _mostly(row: Mapping[Any, Any]) -> str:
+    amounts = {cause: float(row[f"rework_{cause}"]) for cause in CAUSES}
     cause, amount = max(amounts.items(), key=lambda item: item[1])
     lead = "mostly" if amount / sum(amounts.values()) > 0.5 else "the largest part"
     return f"{lead} {CAUSE_WORDS[cause]}"
