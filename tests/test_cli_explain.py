@@ -54,9 +54,11 @@ def test_explain_writes_every_column_as_csv(store_path, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["verdict"], "'verdict' is a figure explain does not open (texts and moments of a "
-                      "table"),
-        (["nonsense"], "'nonsense' is no figure; explain opens these: chapters_finished"),
+        (["verdict"], "'verdict' is a text shown beside a figure, not a number; explain "
+                      "`failure_rate`"),
+        (["cycle_hours"], "'cycle_hours' is one run's value, a row of `median_cycle_hours`' "
+                          "explanation, not a figure that sums"),
+        (["nonsense"], "'nonsense' is no figure. Explain opens these: chapters_finished"),
         (["credits", "--language", "fr"], "'credits' is not counted per language"),
         (["credits", "--project", "Nowhere"], "no project 'Nowhere' in the store; give a "
                                               "project's id or one of its names: Moonlit"),

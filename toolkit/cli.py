@@ -298,7 +298,9 @@ def _explain(args: argparse.Namespace) -> None:
     print(f"{label(args.figure, when)}: {said}{unit}, {len(rows)} rows")
     if HOW[args.figure] != "sum":  # how the rows make it, to check by hand
         print(f"Taken as: {TAKEN[HOW[args.figure]]}")
-    shown = rows.drop(columns=["figure"]).rename(columns={"value": args.figure})
+    # A ratio's rows hold its parts, not the figure: shown as plain numbers.
+    value = "numerator" if HOW[args.figure] == "ratio" else args.figure
+    shown = rows.drop(columns=["figure"]).rename(columns={"value": value})
     if shown["counts"].all():  # every row counts: nothing to mark
         shown = shown.drop(columns=["counts"])
     if shown["rule"].nunique() <= 1:  # one rule for every row: said once, above the rows
