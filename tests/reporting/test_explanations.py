@@ -102,6 +102,58 @@ def test_the_demo_s_explanations_sum_to_figures_json_and_agree_with_the_ledger(d
                 assert stalled == (name == "runs_stalled"), (row, event)
 
 
+def test_the_demo_s_other_figures_agree_with_the_ledger_and_the_events(demo: Demo):
+    """The rows of the figures opened beyond the headline ones, row by row against what
+    the emulator charged and sent: the month's charges, runs and their outcomes, re-runs
+    by cause, lead times."""
+    store = SnapshotStore(str(demo.out / "snapshots"))
+    shown = json.loads((demo.out / "figures.json").read_text())
+    baseline, end = (pd.Timestamp(shown["period"][key]) for key in ("start", "end"))
+    charges = [c for c in demo.day.ledger["charges"] if baseline <= pd.Timestamp(c["at"]) <= end]
+    obs = Observed(store)
+    # The month's spend (the demo's day is one month's): each chapter's charges.
+    paid = Counter[str]()
+    for charge in charges:
+        paid[charge["chapterId"]] += charge["credits"]
+    assert by_chapter(tk.explain(obs, "this_month")) == dict(paid)
+    assert by_chapter(tk.explain(obs, "change")) == dict(paid)  # last month: none
+    # Every run that ended: the event the emulator sent at its end, of its outcome.
+    sent = [json.loads(d["body"]) for d in demo.day.deliveries]
+    ends = {(e["data"]["chapterId"], pd.Timestamp(e["timestamp"])): e for e in sent
+            if e["type"] in ("chapter.finished", "chapter.failed")}  # fmt: skip
+    rates = tk.explain(obs, "failure_rate")
+    assert len(rates) and (rates["denominator"] == 1).all()
+    matched = 0
+    for row in rates.itertuples():
+        event = ends.get((row.chapter_id, row.finished_at))
+        if event is None:  # an end the store saw at a snapshot, not by its event
+            continue
+        matched += 1
+        assert (event["type"] == "chapter.failed") == (row.value == 1), (row, event)
+    assert matched
+    when = figures(obs).period
+    whole = tk.analysis.failure_rates(obs, by=None, since=when.since, until=when.until)
+    assert recount(rates) == pytest.approx(whole["failure_rate"].iloc[0], rel=1e-12)
+    # Re-runs by cause: the re-run charges, each put down to one cause; a cause after a
+    # failure is a chapter the emulator sent a failure for, stalled or not as it said.
+    causes = pd.concat([tk.explain(obs, f"rework_{c}") for c in ("stalled", "failed", "rescan")])
+    assert by_chapter(causes) == by_chapter(tk.explain(obs, "rework_credits"))
+    failed = {(e["data"]["chapterId"], "stalled" in (e["data"].get("failureReason") or ""))
+              for e in sent if e["type"] == "chapter.failed"}  # fmt: skip
+    for row in causes.itertuples():
+        if row.figure != "rework_rescan":
+            assert (row.chapter_id, row.figure == "rework_stalled") in failed, row
+    # Lead times: each chapter became reviewable when the emulator said it finished.
+    finished = {(e["data"]["chapterId"], pd.Timestamp(e["timestamp"])) for e in sent
+                if e["type"] == "chapter.finished"}  # fmt: skip
+    leads = tk.explain(obs, "lead_hours_p50")
+    assert len(leads)
+    assert all(
+        (row.chapter_id, row.finished_at) in finished or row.chapter_id in {c for c, _ in finished}
+        for row in leads.itertuples()
+    )
+
+
 def by_chapter(rows: pd.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in rows.groupby("chapter_id")["value"].sum().items() if v}
 
