@@ -438,7 +438,9 @@ def test_every_figure_of_the_registry_is_explained_or_refused_in_words(tmp_path,
                  "oldest_wait_hours", "reviews_per_day", "lead_hours_p50", "lead_hours_p90",
                  "this_month", "change", "this_month_rework", "pages", "ended_runs",
                  "hours_per_page", "credits_per_page_language", "last_month",
-                 "last_month_rework"):  # fmt: skip
+                 "last_month_rework", "unblocked_p10", "unblocked_p50", "unblocked_p90",
+                 "credits_to_finish", "credits_to_finish_p10",
+                 "credits_to_finish_p90"):  # fmt: skip
         assert name in known, f"no store gave {name} a value to check"
     for name in NOT_EXPLAINED:
         with pytest.raises(ValueError, match=f"'{name}' is .*, so explain does not open it"):

@@ -126,6 +126,48 @@ def _outlook(column: str) -> Reader:
     return rows
 
 
+def _waiting_work(column: str) -> Reader:
+    def rows(obs: Observed, when: Period) -> pd.DataFrame:
+        """The work a person would unblock, by chapter: for the credits to finish, each
+        chapter waiting for a person and its credits (summed); for a finish if unblocked
+        now, those chapters' finish were they started now and the open chapters' own
+        finish (the latest of both, as the forecast takes it). A project with nothing
+        waiting has no such finish: none of its rows counts."""
+        outlook = _chapters(obs, when)
+        waiting = (outlook["needs_action"] > 0).fillna(False).to_numpy(bool)
+        going = (outlook["open_chapters"] > 0).fillna(False).to_numpy(bool)
+        credits = column.startswith("credits_to_finish")
+        outlook = outlook[waiting | (going & (not credits))]
+        waits = (outlook["needs_action"] > 0).fillna(False)
+        detail = outlook["needs_action_reason"].astype(object).where(waits, _detail(outlook))
+        value: pd.Series
+        moment = pd.Series(pd.NaT, index=outlook.index, dtype=outlook["as_of"].dtype)
+        if credits:
+            value = outlook[column].astype("Float64")
+            counted = waits
+        else:
+            quantile = column.removeprefix("unblocked_")
+            moment = outlook[column].where(waits, outlook[f"finish_{quantile}"])
+            value = _hours(moment - outlook["as_of"])
+            blocked = set(outlook.loc[waits.to_numpy(bool), "project_id"].astype(object))
+            counted = (waits | outlook["bins"].notna()) & outlook["project_id"].astype(object).isin(
+                blocked
+            )
+            detail = detail.where(~waits, "if started now: " + detail.astype(str))
+        return pd.DataFrame(
+            {
+                "project_id": outlook["project_id"], "project": outlook["project"],
+                "chapter_id": outlook["chapter_id"], "chapter": outlook["chapter"],
+                "source": "chapter", "source_id": outlook["chapter_id"],
+                "at": outlook["as_of"], "started_at": outlook["waiting_since"],
+                "finished_at": moment, "detail": detail, "value": value,
+                "counts": counted.to_numpy(bool),
+            }
+        )  # fmt: skip
+
+    return rows
+
+
 def _open_work(obs: Observed, when: Period) -> pd.DataFrame:
     """Every chapter-language's untranslated lines at the last snapshot, those waiting
     for a person included (the burn-down's last point)."""
@@ -180,5 +222,16 @@ INPUTS: dict[str, Reader] = {
     "longest_cycle_hours": _runs,
     **{name: _outlook(name) for name in _FORECAST},
     "open_work_lines": _open_work,
+    **{
+        name: _waiting_work(name)
+        for name in (
+            "unblocked_p10",
+            "unblocked_p50",
+            "unblocked_p90",
+            "credits_to_finish",
+            "credits_to_finish_p10",
+            "credits_to_finish_p90",
+        )
+    },
     "review_lag_hours": _review_lags,
 }

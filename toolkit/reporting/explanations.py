@@ -77,6 +77,8 @@ HOW: Final[dict[str, How]] = {
     # Counts at the last snapshot, lead times, the month's spend (`explained_counts`).
     "chapters": "sum", "lines_to_date": "sum", "needs_review": "sum",
     "oldest_wait_hours": "max", "reviews_per_day": "ratio", "lead_hours_p50": "p50",
+    "unblocked_p10": "latest", "unblocked_p50": "latest", "unblocked_p90": "latest",
+    "credits_to_finish": "sum", "credits_to_finish_p10": "sum", "credits_to_finish_p90": "sum",
     "lead_hours_p90": "p90", "this_month": "sum", "last_month": "sum", "change": "sum",
     "this_month_rework": "sum", "last_month_rework": "sum",
 }  # fmt: skip
@@ -105,7 +107,6 @@ _MOMENT = "a moment shown beside a figure, not a number that sums"
 _LIVE = ("counted live from the service, beyond the store; its store part is `credits` "
          "since {since} (`toolkit explain credits --since ...`), and the Dashboard's "
          "\"Rows behind it\" opens the whole")  # fmt: skip
-_LATER = "not opened yet: its rows are inside the forecast's run of the waiting work"
 REFUSED: Final[dict[str, str]] = {
     "status": f"{_TEXT_OF}; explain `needs_action` or `finish_p50` instead",
     "band": f"{_TEXT_OF}; explain `bins` (the pace samples behind the band) instead",
@@ -125,17 +126,6 @@ REFUSED: Final[dict[str, str]] = {
     "not a figure that sums; explain `pages` instead (each row names its group)",
     "spent_today": _LIVE.format(since="midnight"),
     "spent_this_week": _LIVE.format(since="Monday"),
-    **dict.fromkeys(
-        (
-            "unblocked_p10",
-            "unblocked_p50",
-            "unblocked_p90",
-            "credits_to_finish",
-            "credits_to_finish_p10",
-            "credits_to_finish_p90",
-        ),
-        f"{_LATER}; explain `needs_action_lines` instead",
-    ),
     **dict.fromkeys(
         ("replays", "inside", "inside_share"),
         "not opened yet: its rows are "
