@@ -457,3 +457,19 @@ def test_a_median_is_the_median_of_the_rows_that_count(tmp_path):
     row = finish.iloc[0]
     assert row["finished_at"] == row["at"] + pd.Timedelta(hours=float(row["value"]))
     assert "lines left" in row["detail"] and "pace" in row["detail"]
+
+
+def test_a_pace_lists_the_samples_it_was_learned_from(tmp_path):
+    """A chapter translating 100 lines an hour, sampled every 4 hours: the pace's rows are
+    the chapter (which counts) and the forecast's daily samples (which do not), each 100
+    lines an hour; the samples' rows are as many as the forecast's `bins`."""
+    store = reviewed_while_translating(tmp_path / "store")
+    period = {"since": "2026-03-03 00:00", "until": "2026-03-04 02:00"}
+    pace = tk.explain(store, "lines_per_hour", **period)
+    samples = pace[pace["source"] == "pace sample"]
+    assert not samples["counts"].any() and pace.loc[~pace.index.isin(samples.index), "counts"].all()
+    assert samples["value"].tolist() == [100, 100, 100]
+    assert samples["source_id"].tolist() == ["c1@2026-03-02", "c1@2026-03-03", "c1@2026-03-04"]
+    assert recount(pace) == 100
+    bins = tk.explain(store, "bins", **period)
+    assert recount(bins) == (bins["source"] == "pace sample").sum() == 3

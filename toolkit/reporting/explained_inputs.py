@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from toolkit.analysis import STALL_AFTER, cycle_times, forecast
-from toolkit.analysis.forecast import seen_at
+from toolkit.analysis.forecast import FREQ, WINDOW, seen_at, window_positions
 from toolkit.analysis.review import review_lags
+from toolkit.analysis.work import pace_samples
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
@@ -113,7 +114,7 @@ def _outlook(column: str) -> Reader:
                                                         "needs_action_lines"))  # fmt: skip
         if column == "lines_per_hour":
             counted &= outlook["lines_per_hour"].notna()
-        return pd.DataFrame(
+        found = pd.DataFrame(
             {
                 "project_id": outlook["project_id"], "project": outlook["project"],
                 "chapter_id": outlook["chapter_id"], "chapter": outlook["chapter"],
@@ -122,8 +123,41 @@ def _outlook(column: str) -> Reader:
                 "value": value, "counts": counted.to_numpy(bool),
             }
         )  # fmt: skip
+        if column in ("lines_per_hour", "bins"):
+            found = pd.concat([found, _samples(obs, when, column)], ignore_index=True)
+        return found
 
     return rows
+
+
+def _samples(obs: Observed, when: Period, column: str) -> pd.DataFrame:
+    """The pace samples the forecast learned from (`work.pace_samples` over its window),
+    listed beside the chapters and not counted: a chapter's pace and samples are drawn
+    from its project's samples (its kind's or everyone's where its project has fewer
+    than three), so the samples are the inputs, not parts, of the figure. `value`: the
+    sample's lines an hour for the pace, 1 for the samples."""
+    assert when.end is not None
+    first, last = window_positions(obs, when.end, WINDOW)
+    found = pace_samples(obs, first=first, last=last, freq=FREQ, tz=None)
+    found = found[(found["hours"] > 0).to_numpy(bool)]
+    pace = found["lines"] / found["hours"]
+    kind = found["whole_runs"].map({True: "a whole first run", False: "an interval"})
+    detail = [
+        f"pace sample of the {bin_:%d %b} bin, {k}: {lines:,.0f} lines in {hours:.2f} h"
+        for bin_, k, lines, hours in zip(found["bin"], kind, found["lines"], found["hours"],
+                                          strict=True)
+    ]  # fmt: skip
+    return pd.DataFrame(
+        {
+            "project_id": found["project_id"], "chapter_id": found["chapter_id"],
+            "source": "pace sample",
+            "source_id": found["chapter_id"].astype(str) + "@"
+            + found["bin"].map(lambda b: f"{b:%Y-%m-%d}"),
+            "at": found["bin"], "detail": pd.Series(detail, index=found.index, dtype=object),
+            "value": pace.astype("Float64") if column == "lines_per_hour" else 1,
+            "counts": False,
+        }
+    )  # fmt: skip
 
 
 def _waiting_work(column: str) -> Reader:
