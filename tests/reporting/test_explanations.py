@@ -453,7 +453,11 @@ def test_a_median_is_the_median_of_the_rows_that_count(tmp_path):
     assert rows["counts"].all() and (rows["source"] == "run").all()
     assert recount(rows) == rows["value"].median() == figures(store).totals["median_cycle_hours"]
     finish = tk.explain(store, "finish_p50", until="2026-03-03 14:00")
-    assert len(finish) == 1 and finish["chapter_id"].iloc[0] == "c1"
+    # The chapter's finish counts; its project's tail allowance is listed, in words.
+    assert finish["source"].tolist() == ["chapter", "tail"]
+    assert finish["counts"].tolist() == [True, False] and finish["chapter_id"].iloc[0] == "c1"
+    assert finish["detail"].iloc[1].startswith("tail allowance of comic with full steps, ")
+    assert recount(finish) == finish["finished_at"].iloc[0]
     row = finish.iloc[0]
     assert row["finished_at"] == row["at"] + pd.Timedelta(hours=float(row["value"]))
     assert "lines left" in row["detail"] and "pace" in row["detail"]

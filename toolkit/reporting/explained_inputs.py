@@ -27,7 +27,8 @@ import pandas as pd
 from toolkit.analysis import STALL_AFTER, cycle_times, forecast
 from toolkit.analysis.forecast import FREQ, WINDOW, seen_at, window_positions
 from toolkit.analysis.review import review_lags
-from toolkit.analysis.work import pace_samples
+from toolkit.analysis.work import learn, pace_samples
+from toolkit.formatting import count
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
@@ -70,7 +71,7 @@ def _detail(outlook: pd.DataFrame) -> pd.Series:
         if not pd.isna(pace):
             words.append(f"pace {pace:.1f} lines an hour")
         if not pd.isna(bins):
-            words.append(f"from {int(bins)} pace samples")
+            words.append(f"from {count(int(bins), 'pace sample')}")
         words.append(str(status))
         if not pd.isna(band):
             words.append(f"band {band}")
@@ -125,6 +126,9 @@ def _outlook(column: str) -> Reader:
         )  # fmt: skip
         if column in ("lines_per_hour", "bins"):
             found = pd.concat([found, _samples(obs, when, column)], ignore_index=True)
+        if column in ("finish_p10", "finish_p50", "finish_p90", "hours_p50") and len(found):
+            projects = set(found["project_id"].astype(object))
+            found = pd.concat([found, _tails(obs, when, projects)], ignore_index=True)
         return found
 
     return rows
@@ -151,8 +155,8 @@ def _samples(obs: Observed, when: Period, column: str) -> pd.DataFrame:
         {
             "project_id": found["project_id"], "chapter_id": found["chapter_id"],
             "source": "pace sample",
-            "source_id": found["chapter_id"].astype(str) + "@"
-            + found["bin"].map(lambda b: f"{b:%Y-%m-%d}"),
+            "source_id": pd.Series([f"{c}@{b:%Y-%m-%d}" for c, b in zip(
+                found["chapter_id"], found["bin"], strict=True)], index=found.index, dtype=object),
             "at": found["bin"], "detail": pd.Series(detail, index=found.index, dtype=object),
             "value": pace.astype("Float64") if column == "lines_per_hour" else 1,
             "counts": False,
@@ -200,6 +204,37 @@ def _waiting_work(column: str) -> Reader:
         )  # fmt: skip
 
     return rows
+
+
+def _tails(obs: Observed, when: Period, projects: set[object]) -> pd.DataFrame:
+    """Per project of `projects`, the tail allowance its finishes add after the last line
+    (`work.Model.tail` of its kind and steps, learned as the forecast learns it), in
+    words, not counted: one row each, `source` `tail`."""
+    assert when.end is not None
+    seen = seen_at(obs, when.end, stall_after=pd.Timedelta(STALL_AFTER))
+    first, last = window_positions(obs, when.end, WINDOW)
+    model = learn(obs, seen.projects, first=first, last=last, freq=FREQ, tz=None)
+    rows = []
+    for project in seen.projects.itertuples(index=False):
+        if project.project_id not in projects:
+            continue
+        kind, steps = str(project.kind or ""), str(project.process_steps or "")
+        tail = model.tail(kind, steps)
+        if tail is None:
+            said = "no run has finished in the history: nothing bounds the tail, the p90 is open"
+        else:
+            said = (
+                f"after the last line: {tail.per_page:.3f} h a page, {tail.per_page_language:.3f}"
+                f" h a page and language, {tail.per_language:.3f} h a language (packaging); "
+                f"p10 to p90 {tail.low:+.2f} to {tail.high:+.2f} h; from {tail.runs} finished "
+                f"runs{' of the whole workspace (pooled)' if tail.pooled else ''}"
+            )
+        rows.append({"project_id": project.project_id, "source": "tail",
+                     "source_id": f"{kind}/{steps}", "at": when.end,
+                     "detail": f"tail allowance of {kind} with {steps} steps, {said}",
+                     "counts": False})  # fmt: skip
+    return pd.DataFrame(rows, columns=["project_id", "source", "source_id", "at", "detail",
+                                       "counts"])  # fmt: skip
 
 
 def _open_work(obs: Observed, when: Period) -> pd.DataFrame:
