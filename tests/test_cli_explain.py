@@ -89,3 +89,26 @@ def test_a_store_without_snapshots_is_named(tmp_path, capsys):
         f"toolkit explain: the store {empty}: it has no snapshots yet; take some first "
         "(`toolkit snapshot`, or store.take(client)), an hour or so apart\n"
     )
+
+
+def test_a_rate_prints_its_parts_and_writes_them_as_csv(tmp_path, capsys):
+    """A ratio's rows carry their part of both sums: the table shows them as plain
+    numbers (a run that failed: 1 over 1, not "100%"), the CSV as two columns whose
+    sums make the rate again."""
+    trouble(tmp_path / "store")
+    store = str(tmp_path / "store")
+    assert main(["explain", "failure_rate", "--store", store]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "failed or stalled (share of runs), 2 Mar 09:00-15:00 UTC: 67%, 3 rows"
+    assert lines[1] == (
+        "Taken as: the sum of the values over the sum of the denominators, of the rows that count"
+    )
+    header, *rows = lines[3:]
+    assert header.split()[-2:] == ["numerator", "denominator"]
+    assert sorted(row.split()[-2:] for row in rows) == [["0", "1"], ["1", "1"], ["1", "1"]]
+    assert "first run, stalled; model " in "\n".join(rows)
+    out = tmp_path / "rate.csv"
+    assert main(["explain", "failure_rate", "--store", store, "--csv", str(out)]) == 0
+    written = pd.read_csv(out)
+    assert written["value"].sum() / written["denominator"].sum() == pytest.approx(2 / 3)
+    assert set(written["source"]) == {"run"}
