@@ -255,7 +255,7 @@ def shown_per_project(
     cause and review backlog, failure rates, the forecast by project (the spreadsheet's
     Forecast sheet and `toolkit forecast`), the burn-down's last point, the plots of lines
     to date and of chapters by state, lead times as the throughput notebook takes them,
-    the run times and the month's spend."""
+    the run times, the month's spend and the forecast's track record."""
     import matplotlib.pyplot as plt
 
     from toolkit import plots
@@ -295,6 +295,9 @@ def shown_per_project(
         plt.close(ax.figure)
         ids = projects.reset_index().set_index("project")["project_id"]
         return {str(ids[n]): v for n, v in by_name.items() if n in ids.index}
+    if name in ("replays", "inside", "inside_share"):  # the weekly page's track record
+        record = tk.analysis.forecast_accuracy(store, since=since, until=until, tz=when.tz)
+        return per_id(record.set_index("project_id")[name])
     if name in MONTHLY:
         month = tk.analysis.monthly_spend(store, until=end, tz=when.tz).iloc[0]
         return {ALL: None if pd.isna(month[name]) else float(month[name])}
@@ -440,7 +443,7 @@ def test_every_figure_of_the_registry_is_explained_or_refused_in_words(tmp_path,
                  "hours_per_page", "credits_per_page_language", "last_month",
                  "last_month_rework", "unblocked_p10", "unblocked_p50", "unblocked_p90",
                  "credits_to_finish", "credits_to_finish_p10",
-                 "credits_to_finish_p90"):  # fmt: skip
+                 "credits_to_finish_p90", "replays", "inside", "inside_share"):  # fmt: skip
         assert name in known, f"no store gave {name} a value to check"
     for name in NOT_EXPLAINED:
         with pytest.raises(ValueError, match=f"'{name}' is .*, so explain does not open it"):

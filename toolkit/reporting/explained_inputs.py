@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from toolkit.analysis import STALL_AFTER, cycle_times, forecast
+from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores
 from toolkit.analysis.forecast import FREQ, WINDOW, seen_at, window_positions
 from toolkit.analysis.review import review_lags
 from toolkit.analysis.work import learn, pace_samples
@@ -237,6 +238,41 @@ def _tails(obs: Observed, when: Period, projects: set[object]) -> pd.DataFrame:
                                        "counts"])  # fmt: skip
 
 
+def _replays(column: str) -> Reader:
+    def rows(obs: Observed, when: Period) -> pd.DataFrame:
+        """Each replay of the forecast inside the period whose outcome is known, per
+        project, as the weekly page's track record scores it: 1 a replay; 1 if its
+        true finish fell inside p10-p90 (1 or 0 over 1 for the share)."""
+        scores = replay_scores(obs, by="project_id", horizon=HORIZON, every=EVERY,
+                               window=WINDOW, freq=FREQ, stall_after=STALL_AFTER,
+                               since=when.since, until=when.until, tz=when.tz)  # fmt: skip
+        hit = scores["hit"].astype("int64")
+        said = [
+            f"replayed at {as_of:%d %b %H:%M}: p10 {p10:%d %b %H:%M}, p50 {p50:%d %b %H:%M}, "
+            f"p90 {'open' if pd.isna(p90) else f'{p90:%d %b %H:%M}'}; "
+            + ("not done by the horizon, past the p90" if pd.isna(finish)
+               else f"finished {finish:%d %b %H:%M}, {'inside' if h else 'outside'} the band")
+            for as_of, p10, p50, p90, finish, h in zip(
+                scores["as_of"], scores["finish_p10"], scores["finish_p50"],
+                scores["finish_p90"], scores["finish"], hit, strict=True)
+        ]  # fmt: skip
+        found = pd.DataFrame(
+            {
+                "project_id": scores["project_id"].astype(object), "source": "replay",
+                "source_id": pd.Series([f"{p}@{a:%Y-%m-%dT%H:%MZ}" for p, a in zip(
+                    scores["project_id"], scores["as_of"], strict=True)], index=scores.index,
+                    dtype=object),
+                "at": scores["as_of"], "finished_at": scores["finish"],
+                "detail": pd.Series(said, index=scores.index, dtype=object),
+                "value": 1 if column == "replays" else hit,
+                "denominator": 1 if column == "inside_share" else None,
+            }
+        )  # fmt: skip
+        return found if column != "inside" else found[hit.to_numpy(bool)]
+
+    return rows
+
+
 def _open_work(obs: Observed, when: Period) -> pd.DataFrame:
     """Every chapter-language's untranslated lines at the last snapshot, those waiting
     for a person included (the burn-down's last point)."""
@@ -291,6 +327,7 @@ INPUTS: dict[str, Reader] = {
     "longest_cycle_hours": _runs,
     **{name: _outlook(name) for name in _FORECAST},
     "open_work_lines": _open_work,
+    **{name: _replays(name) for name in ("replays", "inside", "inside_share")},
     **{
         name: _waiting_work(name)
         for name in (

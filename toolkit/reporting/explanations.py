@@ -77,6 +77,7 @@ HOW: Final[dict[str, How]] = {
     # Counts at the last snapshot, lead times, the month's spend (`explained_counts`).
     "chapters": "sum", "lines_to_date": "sum", "needs_review": "sum",
     "oldest_wait_hours": "max", "reviews_per_day": "ratio", "lead_hours_p50": "p50",
+    "replays": "sum", "inside": "sum", "inside_share": "ratio",
     "unblocked_p10": "latest", "unblocked_p50": "latest", "unblocked_p90": "latest",
     "credits_to_finish": "sum", "credits_to_finish_p10": "sum", "credits_to_finish_p90": "sum",
     "lead_hours_p90": "p90", "this_month": "sum", "last_month": "sum", "change": "sum",
@@ -126,11 +127,6 @@ REFUSED: Final[dict[str, str]] = {
     "not a figure that sums; explain `pages` instead (each row names its group)",
     "spent_today": _LIVE.format(since="midnight"),
     "spent_this_week": _LIVE.format(since="Monday"),
-    **dict.fromkeys(
-        ("replays", "inside", "inside_share"),
-        "not opened yet: its rows are "
-        "the forecast's replays; the weekly page's track record says them",
-    ),
 }
 COLUMNS: Final = ["figure", "project_id", "project", "chapter_id", "chapter", "language_code",
                   "source", "source_id", "at", "started_at", "finished_at", "rule", "detail",

@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, cast
 import pandas as pd
 
 from toolkit import analysis
-from toolkit.analysis.accuracy import replay_scores, summed_scores
+from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores, summed_scores
 from toolkit.analysis.calibration import Calibration, calibrated
+from toolkit.analysis.forecast import FREQ, WINDOW
 from toolkit.analysis.observed import Observed, observe
 from toolkit.reporting.drilldown import explained
 from toolkit.reporting.figures import TICK, Figures, Period, figures
@@ -94,8 +95,8 @@ def gather(
     daily["project"] = daily["project_id"].map(names).fillna(daily["project_id"])
     causes = rework_causes(obs, when)
     # One set of replays for both: the track record and the band's calibration.
-    scores = replay_scores(obs, by="project_id", horizon="24h", every="1D", window="7D",
-                           freq="1D", stall_after=analysis.STALL_AFTER, since=since,
+    scores = replay_scores(obs, by="project_id", horizon=HORIZON, every=EVERY, window=WINDOW,
+                           freq=FREQ, stall_after=analysis.STALL_AFTER, since=since,
                            until=until, tz=tz)  # fmt: skip
     accuracy = summed_scores(obs, scores, "project_id")
     review = analysis.review_backlog(obs, window=span, until=until - TICK, tz=tz)
