@@ -1,8 +1,11 @@
 """Every figure opened down to the rows that make it (`tk.explain`).
 
 Past 400 lines on purpose: one reader per headline figure beside the one shape and
-order every explanation takes; the figures that are not sums read theirs in
-`explained_inputs`.
+order every explanation takes, how each figure is made of its rows (`HOW`) and why the
+few others are refused (`REFUSED`); the other figures' readers are in
+`explained_inputs` (the forecast, run times, review lags), `explained_rates` (runs:
+failure rates and the model comparison) and `explained_counts` (counts at the last
+snapshot, the review backlog, lead times, the month's spend).
 
 ```python
 rows = tk.explain(store, "rework_credits")             # the period figures() counts
@@ -10,12 +13,14 @@ rows = tk.explain(store, "lines", project="Moonlit Harbor", language="fr")
 rows["value"].sum() == figures(store).totals["rework_credits"]
 rows = tk.explain(store, "median_cycle_hours")         # the runs the median is taken over
 recount(rows) == figures(store).totals["median_cycle_hours"]
+rows = tk.explain(store, "failure_rate")   # a ratio: sum(value) / sum(denominator)
 ```
 
 One row per contribution: the run, charge, snapshot or chapter it comes from
 (`source`, `source_id`), the chapter and project, its times, the rule that counted it
 (`rule`: the registry's definition, or the reason a chapter needs a person), a
-`detail` in words, a `value` and whether the figure is taken over the row (`counts`).
+`detail` in words, a `value` (and a ratio's `denominator`) and whether the figure is
+taken over the row (`counts`).
 A sum's values sum, per project, to the figure `figures` shows for the same period; a
 median, a mean, a pace or a finish is taken over the rows that count as `HOW` says and
 `recount` does (docs/figures.md, "Explanations"). Each figure is read from the
@@ -152,13 +157,13 @@ def explain(
 
     Args:
         store: A store (or its `Observed` view).
-        figure: A figure's name from `EXPLAINED`: the headline figures (`credits`,
-            `rework_credits`, `lines`, `chapters_finished`, `runs_failed`,
-            `runs_stalled`, `open_lines`, `needs_action`), run times, the forecast's
-            figures and review lags; `tk.glossary()` says what each counts.
+        figure: A figure's name from `EXPLAINED`: every figure of the registry but
+            the texts, moments and per-row values shown beside figures and the live
+            spend (`REFUSED` says why each is not); `tk.glossary()` says what each
+            counts.
         project: Only this project, by id or by name.
-        language: Only this target language (`lines`, `open_lines` and
-            `open_work_lines`: the figures counted per language).
+        language: Only this target language (`BY_LANGUAGE`: the figures counted per
+            language).
         since: The period's start, as `figures` takes it (a naive time is read in `tz`);
             by default the midnight seven days before the last snapshot.
         until: The period's end, excluded; by default just after the last snapshot.
@@ -169,7 +174,9 @@ def explain(
         (`run`, `charge`, `snapshot` or `chapter`), `source_id` (the run id; for lines,
         `<chapter_id>/<language>@<snapshot time>`), `at` (when it counted), `started_at`,
         `finished_at` (for a forecast's moment: the chapter's own), `rule`, `detail`,
-        `value` and `counts` (whether the figure is taken over the row); sorted by
+        `value`, `denominator` (a ratio's: its part of the sum the values' sum is
+        divided by; empty for the other figures) and `counts` (whether the figure is
+        taken over the row); sorted by
         `at`, then chapter. No rows when the period has no data (the figure is then
         unknown, not 0).
 
