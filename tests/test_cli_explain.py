@@ -59,9 +59,11 @@ def test_explain_writes_every_column_as_csv(store_path, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["verdict"], "'verdict' is a figure explain does not open (texts and moments of a "
-                      "table"),
-        (["nonsense"], "'nonsense' is no figure; explain opens these: chapters_finished"),
+        (["verdict"], "'verdict' is a text shown beside a figure, not a number; explain "
+                      "`failure_rate`"),
+        (["cycle_hours"], "'cycle_hours' is one run's value, a row of `median_cycle_hours`' "
+                          "explanation, not a figure that sums"),
+        (["nonsense"], "'nonsense' is no figure. Explain opens these: chapters_finished"),
         (["credits", "--language", "fr"], "'credits' is not counted per language"),
         (["credits", "--project", "Nowhere"], "no project 'Nowhere' in the store; give a "
                                               "project's id or one of its names: Moonlit"),
@@ -224,3 +226,26 @@ def test_a_workspace_without_snapshots_is_named(agency, tmp_path, capsys):
     assert main(["explain", "credits", "--by", "client", "--config", str(config)]) == 1
     err = capsys.readouterr().err
     assert f"workspace 'studio-b' (store {empty}): " in err and "no snapshots yet" in err
+
+
+def test_a_rate_prints_its_parts_and_writes_them_as_csv(tmp_path, capsys):
+    """A ratio's rows carry their part of both sums: the table shows them as plain
+    numbers (a run that failed: 1 over 1, not "100%"), the CSV as two columns whose
+    sums make the rate again."""
+    trouble(tmp_path / "store")
+    store = str(tmp_path / "store")
+    assert main(["explain", "failure_rate", "--store", store]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "failed or stalled (share of runs), 2 Mar 09:00-15:00 UTC: 67%, 3 rows"
+    assert lines[1] == (
+        "Taken as: the sum of the values over the sum of the denominators, of the rows that count"
+    )
+    header, *rows = lines[3:]
+    assert header.split()[-2:] == ["numerator", "denominator"]
+    assert sorted(row.split()[-2:] for row in rows) == [["0", "1"], ["1", "1"], ["1", "1"]]
+    assert "first run, stalled; model " in "\n".join(rows)
+    out = tmp_path / "rate.csv"
+    assert main(["explain", "failure_rate", "--store", store, "--csv", str(out)]) == 0
+    written = pd.read_csv(out)
+    assert written["value"].sum() / written["denominator"].sum() == pytest.approx(2 / 3)
+    assert set(written["source"]) == {"run"}

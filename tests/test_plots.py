@@ -183,7 +183,7 @@ def test_the_weekly_page_draws_the_largest_projects_and_the_rest_as_other(big_st
 
 def test_the_weekly_pages_rework_bars_keep_the_largest_projects_and_sum_the_rest():
     from toolkit.reporting.page import _largest_rework
-    from toolkit.reporting.weekly import CAUSES
+    from toolkit.reporting.rework_causes import CAUSES
 
     projects = pd.DataFrame({"project": [f"Series {n}" for n in range(12)]})
     for k, cause in enumerate(CAUSES):

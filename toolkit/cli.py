@@ -311,12 +311,15 @@ def _explain(args: argparse.Namespace) -> None:
 
 
 def _print_rows(rows: Any, name: str) -> None:
-    """An explanation's rows as a table: the value under the figure's label, the rule
-    said once above them when every row shares it, empty columns left out."""
+    """An explanation's rows as a table: the value under the figure's label (a ratio's
+    rows hold its parts, not the figure: shown as plain numbers), the rule said once
+    above them when every row shares it, empty columns left out."""
     from toolkit import metrics
     from toolkit.formatting import text
+    from toolkit.reporting import HOW
 
-    shown = rows.drop(columns=["figure"]).rename(columns={"value": name})
+    value = "numerator" if HOW[name] == "ratio" else name
+    shown = rows.drop(columns=["figure"]).rename(columns={"value": value})
     if shown["counts"].all():  # every row counts: nothing to mark
         shown = shown.drop(columns=["counts"])
     if shown["rule"].nunique() <= 1:  # one rule for every row: said once, above the rows

@@ -353,6 +353,8 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
         per = log.groupby(["idx", "project_id"])["delta"].sum().unstack(fill_value=0)
         per = per.reindex(range(len(obs.times)), fill_value=0.0).cumsum()
         per.index = obs.times
+        # Two snapshots at one instant (the demo's last) are one point, not summed twice.
+        per = per[~per.index.duplicated(keep="last")]
         # pandas-stubs: stack() is DataFrame | Series; of plain columns it is a Series.
         totals = cast(pd.Series, per.stack()).rename("covered").reset_index()
         totals.columns = ["snapshot_at", "project_id", "covered"]

@@ -15,10 +15,12 @@ import pytest
 from report_stores import trouble
 
 import toolkit as tk
+from toolkit.analysis.observed import Observed
 from toolkit.cli import main
 from toolkit.formatting import show
 from toolkit.reporting.drilldown import LINKED, anchor
 from toolkit.reporting.figures import FIGURES, figures
+from toolkit.reporting.rework_causes import CAUSES, rework_causes
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -37,21 +39,47 @@ def test_every_number_of_the_projects_table_links_to_its_section(page):
     assert {target for target, _ in links} == sections
     figs = figures(store)
     # The total row's numbers link to their figure: one link a figure per project and
-    # for all projects in the projects' table, and one in the change table.
+    # for all projects in the projects' table, and one in the change table (re-run
+    # credits also per project in the re-runs' table).
     for name in FIGURES:
         texts = [text for target, text in links if target == anchor(name)]
-        assert len(texts) == len(figs.projects) + 2, name
+        again = len(figs.projects) if name == "rework_credits" else 0
+        assert len(texts) == len(figs.projects) + 2 + again, name
         assert f"{figs.totals[name]:,}" in {t.split(" ")[0] for t in texts}, name
+    # Re-run credits by cause and their share: each project's cell of the re-runs' table;
+    # the review backlog: each project's row that waits or was reviewed (c1 waits).
+    for name in (*(f"rework_{cause}" for cause in CAUSES), "rework_share"):
+        texts = [text for target, text in links if target == anchor(name)]
+        assert len(texts) == len(figs.projects), name
+    for name in ("needs_review", "oldest_wait_hours", "reviews_per_day"):
+        assert [text for target, text in links if target == anchor(name)] == [
+            {"needs_review": "1", "oldest_wait_hours": "6.0 h", "reviews_per_day": "0.00"}[name]
+        ], name
+
+
+def shown_total(store: tk.SnapshotStore, name: str) -> str:
+    """The workspace's figure as the page's tables make it."""
+    figs = figures(store)
+    if name in figs.totals:
+        return show(name, figs.totals[name])
+    if name == "rework_share":
+        return show(name, figs.totals["rework_credits"] / figs.totals["credits"])
+    if name.startswith("rework_"):
+        return show(name, rework_causes(Observed(store), figs.period)[name].sum())
+    when = figs.period
+    backlog = tk.analysis.review_backlog(store, window=(when.until - when.since).ceil("D"))
+    how = {"needs_review": ("waiting", "sum"), "oldest_wait_hours": ("oldest_wait_hours", "max"),
+           "reviews_per_day": ("reviews_per_day", "sum")}[name]  # fmt: skip
+    return show(name, getattr(backlog[how[0]], how[1])())
 
 
 def test_a_section_says_the_figure_and_the_command_that_prints_every_row(page, capsys):
     store, html = page
-    figs = figures(store)
     for name in LINKED:
         body = html.split(f'<section id="{anchor(name)}">', 1)[1].split("</section>", 1)[0]
         said = re.search(r'<p class="total">In [^:]+: ([^,]+), from', body)
         assert said is not None, name
-        assert said.group(1) == show(name, figs.totals[name]), name
+        assert said.group(1) == shown_total(store, name), name
         command = unescape(re.search(r"<code>(.*?)</code>", body).group(1))
         argv = shlex.split(command)
         assert argv[:3] == ["toolkit", "explain", name]

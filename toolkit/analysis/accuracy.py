@@ -22,7 +22,7 @@ tk.analysis.forecast_accuracy(store, by="project_id", horizon="24h", every="1D")
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,8 @@ from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import names, utc_bound, with_names
 from toolkit.analysis.forecast import (
     DONE,
+    FREQ,
+    WINDOW,
     ForecastBy,
     Seen,
     forecast_seen,
@@ -47,8 +49,12 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["forecast_accuracy", "replay_scores", "replays", "summed_scores"]
+__all__ = ["EVERY", "HORIZON", "forecast_accuracy", "replay_scores", "replays", "summed_scores"]
 
+# How long after a replay its outcome is looked for, and how often it replays, by default
+# (the weekly page's track record and `tk.explain`'s replays too).
+HORIZON: Final = "24h"
+EVERY: Final = "1D"
 _COLUMNS = ["replays", "inside", "inside_share", "p50_error_hours", "p50_error_share"]
 
 
@@ -57,10 +63,10 @@ def forecast_accuracy(
     store: SnapshotStore | Observed,
     *,
     by: ForecastBy = "project_id",
-    horizon: str | pd.Timedelta = "24h",
-    every: str | pd.Timedelta = "1D",
-    window: str | pd.Timedelta = "7D",
-    freq: str = "1D",
+    horizon: str | pd.Timedelta = HORIZON,
+    every: str | pd.Timedelta = EVERY,
+    window: str | pd.Timedelta = WINDOW,
+    freq: str = FREQ,
     stall_after: str | pd.Timedelta = STALL_AFTER,
     since: When | None = None,
     until: When | None = None,
@@ -130,8 +136,11 @@ def replay_scores(
 ) -> pd.DataFrame:
     """One row per group and scored replay (as `forecast_accuracy` scores them): `<by>,
     hit, error` (p50 minus the true finish, hours; null for a miss not yet done),
-    `share` (its unsigned share of the true time left) and `score`: how far outside
-    the band the finish fell, in shares of the time to p50 (`_score`)."""
+    `share` (its unsigned share of the true time left), `score`: how far outside
+    the band the finish fell, in shares of the time to p50 (`_score`), and what was
+    scored: the replay's snapshot `as_of`, its `finish_p10`, `finish_p50`, `finish_p90`
+    and the true `finish` (null for a miss not yet done: then `known`, the time by
+    which the band said it would be done, is past)."""
     times = obs.manifest["snapshot_at"]
     ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
     low, high = utc_bound(since, tz), utc_bound(until, tz)
@@ -143,7 +152,7 @@ def replay_scores(
     # Only what happened after the first replay can be its outcome.
     first = times[times <= ticks[0]].iloc[-1] if ticks else times.iloc[-1]
     done = _chapter_finishes(obs, after=first)
-    scores: list[tuple[str, bool, float, float, float]] = []
+    scores: list[tuple[Any, ...]] = []
     for seen in replays(obs, ticks, stall_after=pd.Timedelta(stall_after)):
         if not is_open(seen.chapters, seen.reasons).any():
             continue  # nothing open that needs no person: no finish to forecast
@@ -164,12 +173,16 @@ def replay_scores(
                 hit = bool(p10 <= finish and (pd.isna(p90) or finish <= p90))
                 error = (p50 - finish) / pd.Timedelta(hours=1)
                 share = abs(error) / max((finish - as_of) / pd.Timedelta(hours=1), 1e-9)
-                scores.append((str(group), hit, error, share, _score(as_of, p10, p50, p90, finish)))
+                scores.append((str(group), hit, error, share, _score(as_of, p10, p50, p90, finish),
+                               as_of, p10, p50, p90, finish))  # fmt: skip
             elif known == as_of + ahead and pd.notna(p90) and p90 < known:
                 # The band said done by then; the finish is later than `known`, at least.
                 score = _score(as_of, p10, p50, p90, known)
-                scores.append((str(group), False, np.nan, np.nan, score))
-    return pd.DataFrame(scores, columns=[by, "hit", "error", "share", "score"])
+                scores.append((str(group), False, np.nan, np.nan, score, as_of, p10, p50, p90,
+                               pd.NaT))  # fmt: skip
+    columns = [by, "hit", "error", "share", "score", "as_of", "finish_p10", "finish_p50",
+               "finish_p90", "finish"]  # fmt: skip
+    return pd.DataFrame(scores, columns=columns)
 
 
 def _score(

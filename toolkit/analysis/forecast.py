@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DONE",
+    "FREQ",
+    "WINDOW",
     "ForecastBy",
     "Seen",
     "burn_down",
@@ -71,12 +73,16 @@ __all__ = [
     "is_open",
     "needs_action",
     "seen_at",
+    "window_positions",
 ]
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
 _TEXT = pd.StringDtype()
 _TIME: Final = "datetime64[us, UTC]"
 DONE = ("needs_review", "reviewed")
+# How far back and in what bins a forecast reads the pace, by default.
+WINDOW: Final = "7D"
+FREQ: Final = "1D"
 
 _COLUMNS = ["open_chapters", "remaining_lines", "lines_per_hour", "bins", "finish_p10",
            "finish_p50", "finish_p90", "hours_p50", "reviewed_p50", "needs_action",
@@ -90,8 +96,8 @@ def forecast(
     store: SnapshotStore | Observed,
     *,
     by: ForecastBy = "project_id",
-    window: str | pd.Timedelta = "7D",
-    freq: str = "1D",
+    window: str | pd.Timedelta = WINDOW,
+    freq: str = FREQ,
     until: When | None = None,
     stall_after: str | pd.Timedelta = STALL_AFTER,
     tz: str | None = None,
@@ -204,8 +210,8 @@ def forecast_seen(
     seen: Seen,
     *,
     by: ForecastBy,
-    window: str | pd.Timedelta = "7D",
-    freq: str = "1D",
+    window: str | pd.Timedelta = WINDOW,
+    freq: str = FREQ,
     tz: str | None = None,
     reviewed: bool = True,
     dated_waits: bool = True,
@@ -215,11 +221,8 @@ def forecast_seen(
     record does not check, for the review lags' query; `dated_waits=False` leaves the
     work waiting for a person undated (`waiting`), which it does not check either."""
     as_of, current, languages, projects = seen.as_of, seen.chapters, seen.languages, seen.projects
-    times = obs.manifest["snapshot_at"]
-    last = int(times.searchsorted(as_of, side="right")) - 1  # the snapshot's position (idx)
-    times = times.iloc[: last + 1]
-    before = times[times < as_of - pd.Timedelta(window)]
-    first = len(before) - 1 if len(before) else 0  # the last snapshot before the window
+    first, last = window_positions(obs, as_of, window)
+    times = obs.manifest["snapshot_at"].iloc[: last + 1]
     open_rows = _open_work(current, languages, seen.reasons, by)
     spans = times.iloc[first : last + 1].diff().dropna()
     # pandas-stubs type a median as float | Timedelta; of time differences it is a Timedelta.
@@ -249,6 +252,17 @@ def forecast_seen(
     frame = _estimate(open_rows, finishes, by, as_of)
     frame = _with_waits(frame, finishes, waits, by)
     return _shape(_named(frame, by, current, projects), by, tz)
+
+
+def window_positions(
+    obs: Observed, as_of: pd.Timestamp, window: str | pd.Timedelta
+) -> tuple[int, int]:
+    """The positions (idx) of the last snapshot before the pace's `window` and of the
+    snapshot at `as_of`: the history a forecast at `as_of` learns from."""
+    times = obs.manifest["snapshot_at"]
+    last = int(times.searchsorted(as_of, side="right")) - 1
+    before = times.iloc[: last + 1][times.iloc[: last + 1] < as_of - pd.Timedelta(window)]
+    return (len(before) - 1 if len(before) else 0), last
 
 
 @across

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.timestamps import When
 
-__all__ = ["monthly_spend"]
+__all__ = ["month_starts", "monthly_spend"]
 
 
 def monthly_spend(
@@ -70,8 +70,7 @@ def monthly_spend(
         latest = [_latest(store) for store in several.values()]
         end = max((t for t in latest if t is not None), default=pd.Timestamp.now("UTC"))
     end = end.tz_convert(tz) if tz else end.tz_convert("UTC")
-    this_start = end.tz_localize(None).to_period("M").start_time.tz_localize(end.tz)
-    last_start = (this_start.tz_localize(None) - pd.offsets.MonthBegin(1)).tz_localize(end.tz)
+    this_start, last_start = month_starts(end)
     this = (times >= this_start) & (times <= end)
     last = (times >= last_start) & (times < this_start)
     names = list(several)
@@ -97,6 +96,14 @@ def monthly_spend(
     out["month"] = pd.array([f"{this_start:%Y-%m}"] * len(out), dtype=TEXT)
     out["previous_month"] = pd.array([f"{last_start:%Y-%m}"] * len(out), dtype=TEXT)
     return out[["workspace", "month", "previous_month", *columns]]
+
+
+def month_starts(end: pd.Timestamp) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The first moments of `end`'s calendar month and of the month before, in `end`'s
+    zone: "this month" is [the first, `end`], "last month" [the second, the first)."""
+    this_start = end.tz_localize(None).to_period("M").start_time.tz_localize(end.tz)
+    last_start = (this_start.tz_localize(None) - pd.offsets.MonthBegin(1)).tz_localize(end.tz)
+    return this_start, last_start
 
 
 def _counted(store: SnapshotStore | Observed, tz: str | None) -> pd.Series:

@@ -28,7 +28,15 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["review_backlog", "review_lag_hours", "review_lags", "review_moves"]
+__all__ = [
+    "review_backlog",
+    "review_lag_hours",
+    "review_lags",
+    "review_moves",
+    "reviews_within",
+    "span_days",
+    "waiting_for_review",
+]
 
 COLUMNS = ["waiting", "oldest_wait_hours", "reviews_per_day", "review_lag_hours", "as_of"]
 
@@ -116,6 +124,48 @@ def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def waiting_for_review(
+    obs: Observed, as_of: pd.Timestamp, moves: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The chapters waiting for review at the snapshot `as_of` (at `needs_review`, no
+    run going): `chapter_id, project_id, since` (their latest move into `needs_review`,
+    else their last activity) and `wait_hours` (from then to `as_of`). `moves` are
+    `review_moves(obs, as_of)` when the caller has them."""
+    moves = review_moves(obs, as_of) if moves is None else moves
+    current = obs.store.as_of("chapters", as_of)
+    waiting = current[(current["status"].astype("string") == "needs_review")
+                      & ~flag(current["processing"])]  # fmt: skip
+    ready = moves[moves["move"] == "ready"].groupby("chapter_id")["at"].max()
+    # reindex, not map: mapping text ids through an empty (no review move yet) Series of
+    # times makes pandas cast them to floats.
+    ready_at = pd.to_datetime(ready.reindex(waiting["chapter_id"].to_numpy()).to_numpy(), utc=True)
+    since = pd.Series(ready_at, index=waiting.index).fillna(waiting["last_activity_at"])
+    return pd.DataFrame(
+        {
+            "chapter_id": waiting["chapter_id"],
+            "project_id": waiting["project_id"],
+            "since": since,
+            "wait_hours": (as_of - since).dt.total_seconds() / 3600,
+        }
+    )
+
+
+def reviews_within(
+    moves: pd.DataFrame, as_of: pd.Timestamp, window: str | pd.Timedelta, *, first: pd.Timestamp
+) -> tuple[pd.DataFrame, pd.Timedelta]:
+    """The reviews `reviews_per_day` counts at `as_of` (moves into `reviewed` within the
+    span), and that span: the `window` before `as_of`, or less where the store (its
+    first snapshot `first`) saw less of it."""
+    span = min(pd.Timedelta(window), as_of - first)
+    reviewed = moves[(moves["move"] == "reviewed") & (moves["at"] > as_of - span)]
+    return reviewed, span
+
+
+def span_days(span: pd.Timedelta) -> float:
+    """A span in days, as `reviews_per_day` divides by (never 0)."""
+    return max(span / pd.Timedelta(days=1), 1e-9)
+
+
 def review_lag_hours(obs: Observed, as_of: pd.Timestamp) -> pd.Series:
     """The median review lag in hours per project id, over the reviews seen up to
     `as_of` (`review_lags`)."""
@@ -162,24 +212,13 @@ def review_backlog(
         return pd.DataFrame(columns=["project_id", "project", *COLUMNS])
     as_of = times.iloc[-1]
     moves = review_moves(obs, as_of)
-    current = obs.store.as_of("chapters", as_of)
-    waiting = current[(current["status"].astype("string") == "needs_review")
-                      & ~flag(current["processing"])]  # fmt: skip
-    ready = moves[moves["move"] == "ready"].groupby("chapter_id")["at"].max()
-    # reindex, not map: mapping text ids through an empty (no review move yet) Series of
-    # times makes pandas cast them to floats.
-    ready_at = pd.to_datetime(ready.reindex(waiting["chapter_id"].to_numpy()).to_numpy(), utc=True)
-    since = pd.Series(ready_at, index=waiting.index).fillna(waiting["last_activity_at"])
-    wait_hours = (as_of - since).dt.total_seconds() / 3600
-    # Over the span the store saw: a store younger than the window saw less of it.
-    span = min(pd.Timedelta(window), as_of - times.iloc[0])
-    reviewed = moves[(moves["move"] == "reviewed") & (moves["at"] > as_of - span)]
+    waiting = waiting_for_review(obs, as_of, moves)
+    reviewed, span = reviews_within(moves, as_of, window, first=times.iloc[0])
     frame = pd.DataFrame(
         {
             "waiting": waiting.groupby("project_id")["chapter_id"].nunique(),
-            "oldest_wait_hours": wait_hours.groupby(waiting["project_id"]).max(),
-            "reviews_per_day": reviewed.groupby("project_id").size()
-            / max(span / pd.Timedelta(days=1), 1e-9),
+            "oldest_wait_hours": waiting.groupby("project_id")["wait_hours"].max(),
+            "reviews_per_day": reviewed.groupby("project_id").size() / span_days(span),
             "review_lag_hours": review_lag_hours(obs, as_of),
         }
     )

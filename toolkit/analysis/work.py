@@ -41,7 +41,7 @@ from toolkit.analysis.calendar import period_starts
 from toolkit.analysis.observed import Observed, flag, with_previous
 from toolkit.timestamps import in_hours
 
-__all__ = ["BANDS", "Model", "OpenChapter", "Spread", "Tail", "learn"]
+__all__ = ["BANDS", "Model", "OpenChapter", "Spread", "Tail", "learn", "pace_samples"]
 
 # How sure a band is, surest first: the first words of `Model.band`'s answers.
 BANDS: Final = ("learned", "pooled", "whole runs", "open")
@@ -537,6 +537,19 @@ def learn(
         },
         page_counts,
     )
+
+
+def pace_samples(
+    obs: Observed, *, first: int, last: int, freq: str, tz: str | None
+) -> pd.DataFrame:
+    """The samples `learn` draws its paces from, as it draws them (read only, for
+    `tk.explain`): `chapter_id, project_id, bin, lines, hours, whole_runs` (a pace of a
+    whole first run, creation to finish, where no interval showed the chapter
+    translating at both ends)."""
+    steps = _intervals(_timeline(obs, last), pd.Series(obs.times))
+    paces = _pace_samples(steps, first=first, freq=freq, tz=tz).assign(whole_runs=False)
+    runs = _run_samples(steps, first=first, freq=freq, tz=tz).assign(whole_runs=True)
+    return pd.concat([paces, runs], ignore_index=True)
 
 
 def _paces(

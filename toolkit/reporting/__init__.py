@@ -2,12 +2,13 @@
 
 The parts: `figures` (the figures of a period, defined and computed once; every surface
 reads them there), `explanations` (the rows behind each figure: `tk.explain`; `recount`
-remakes a figure from them, as `HOW` says), `explained_inputs` (the rows of the figures
-that are not sums), `drilldown` (the weekly page's links to them), `summary`
-(PNG plots, `summary.csv`, `figures.json`: `toolkit report`), `weekly` (what the page
-shows beyond the figures), `page` (the week as HTML), `html` (`tk.report`), `xlsx` (the
-spreadsheet), `tags` (figures and explanations by a tag of the projects) and
-`agency_page` (every workspace of a config on one page).
+remakes a figure from them, as `HOW` says), `explained_inputs`, `explained_rates` and
+`explained_counts` (the rows of the other figures), `rework_causes` (re-run credits put
+down to a cause, for the page and for explain), `drilldown` (the weekly page's links to
+them), `summary` (PNG plots, `summary.csv`, `figures.json`: `toolkit report`),
+`weekly` (what the page shows beyond the figures), `page` (the week as HTML), `html`
+(`tk.report`), `xlsx` (the spreadsheet), `tags` (figures and explanations by a tag of
+the projects) and `agency_page` (every workspace of a config on one page).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from toolkit import metrics
 from toolkit.formatting import count, html_table, show
 from toolkit.reporting.explanations import HOW, TAKEN, explain, recount
 from toolkit.reporting.figures import FIGURES, label
+from toolkit.reporting.rework_causes import CAUSES
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
@@ -28,8 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = ["LINKED", "anchor", "command", "explained", "link", "section"]
 
-# The figures the page links: the headline figures and the median run time.
-LINKED: Final = (*FIGURES, "median_cycle_hours")
+# The figures the page links: the headline figures and the median run time, re-run
+# credits by cause and their share, and the review backlog.
+LINKED: Final = (*FIGURES, "median_cycle_hours", *(f"rework_{cause}" for cause in CAUSES),
+                 "rework_share", "needs_review", "oldest_wait_hours",
+                 "reviews_per_day")  # fmt: skip
 SHOWN_ROWS: Final = 50
 
 
@@ -98,8 +102,11 @@ def _rows_table(found: pd.DataFrame, name: str) -> str:
     ordered = found.assign(_counts=found["counts"].astype(int), _size=found["value"].abs())
     ordered = ordered.sort_values(["_counts", "_size"], ascending=False, kind="stable")
     shown = ordered.head(SHOWN_ROWS)[["project", "chapter", "language_code", "source",
-                                      "source_id", "at", "detail", "value", "counts"]]  # fmt: skip
-    shown = shown.rename(columns={"value": name}).dropna(axis="columns", how="all")
+                                      "source_id", "at", "detail", "value", "denominator",
+                                      "counts"]]  # fmt: skip
+    # A ratio's rows hold its parts, not the figure: shown as plain numbers.
+    value = "numerator" if HOW[name] == "ratio" else name
+    shown = shown.rename(columns={"value": value}).dropna(axis="columns", how="all")
     if shown["counts"].all():
         shown = shown.drop(columns=["counts"])
     return html_table(shown.reset_index(drop=True))

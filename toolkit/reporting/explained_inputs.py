@@ -25,8 +25,11 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from toolkit.analysis import STALL_AFTER, cycle_times, forecast
-from toolkit.analysis.forecast import seen_at
+from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores
+from toolkit.analysis.forecast import FREQ, WINDOW, seen_at, window_positions
 from toolkit.analysis.review import review_lags
+from toolkit.analysis.work import learn, pace_samples
+from toolkit.formatting import count
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
@@ -69,7 +72,7 @@ def _detail(outlook: pd.DataFrame) -> pd.Series:
         if not pd.isna(pace):
             words.append(f"pace {pace:.1f} lines an hour")
         if not pd.isna(bins):
-            words.append(f"from {int(bins)} pace samples")
+            words.append(f"from {count(int(bins), 'pace sample')}")
         words.append(str(status))
         if not pd.isna(band):
             words.append(f"band {band}")
@@ -113,7 +116,7 @@ def _outlook(column: str) -> Reader:
                                                         "needs_action_lines"))  # fmt: skip
         if column == "lines_per_hour":
             counted &= outlook["lines_per_hour"].notna()
-        return pd.DataFrame(
+        found = pd.DataFrame(
             {
                 "project_id": outlook["project_id"], "project": outlook["project"],
                 "chapter_id": outlook["chapter_id"], "chapter": outlook["chapter"],
@@ -122,6 +125,150 @@ def _outlook(column: str) -> Reader:
                 "value": value, "counts": counted.to_numpy(bool),
             }
         )  # fmt: skip
+        if column in ("lines_per_hour", "bins"):
+            found = pd.concat([found, _samples(obs, when, column)], ignore_index=True)
+        if column in ("finish_p10", "finish_p50", "finish_p90", "hours_p50") and len(found):
+            projects = set(found["project_id"].astype(object))
+            found = pd.concat([found, _tails(obs, when, projects)], ignore_index=True)
+        return found
+
+    return rows
+
+
+def _samples(obs: Observed, when: Period, column: str) -> pd.DataFrame:
+    """The pace samples the forecast learned from (`work.pace_samples` over its window),
+    listed beside the chapters and not counted: a chapter's pace and samples are drawn
+    from its project's samples (its kind's or everyone's where its project has fewer
+    than three), so the samples are the inputs, not parts, of the figure. `value`: the
+    sample's lines an hour for the pace, 1 for the samples."""
+    assert when.end is not None
+    first, last = window_positions(obs, when.end, WINDOW)
+    found = pace_samples(obs, first=first, last=last, freq=FREQ, tz=None)
+    found = found[(found["hours"] > 0).to_numpy(bool)]
+    pace = found["lines"] / found["hours"]
+    kind = found["whole_runs"].map({True: "a whole first run", False: "an interval"})
+    detail = [
+        f"pace sample of the {bin_:%d %b} bin, {k}: {lines:,.0f} lines in {hours:.2f} h"
+        for bin_, k, lines, hours in zip(found["bin"], kind, found["lines"], found["hours"],
+                                          strict=True)
+    ]  # fmt: skip
+    return pd.DataFrame(
+        {
+            "project_id": found["project_id"], "chapter_id": found["chapter_id"],
+            "source": "pace sample",
+            "source_id": pd.Series([f"{c}@{b:%Y-%m-%d}" for c, b in zip(
+                found["chapter_id"], found["bin"], strict=True)], index=found.index, dtype=object),
+            "at": found["bin"], "detail": pd.Series(detail, index=found.index, dtype=object),
+            "value": pace.astype("Float64") if column == "lines_per_hour" else 1,
+            "counts": False,
+        }
+    )  # fmt: skip
+
+
+def _waiting_work(column: str) -> Reader:
+    def rows(obs: Observed, when: Period) -> pd.DataFrame:
+        """The work a person would unblock, by chapter: for the credits to finish, each
+        chapter waiting for a person and its credits (summed); for a finish if unblocked
+        now, those chapters' finish were they started now and the open chapters' own
+        finish (the latest of both, as the forecast takes it). A project with nothing
+        waiting has no such finish: none of its rows counts."""
+        outlook = _chapters(obs, when)
+        waiting = (outlook["needs_action"] > 0).fillna(False).to_numpy(bool)
+        going = (outlook["open_chapters"] > 0).fillna(False).to_numpy(bool)
+        credits = column.startswith("credits_to_finish")
+        outlook = outlook[waiting | (going & (not credits))]
+        waits = (outlook["needs_action"] > 0).fillna(False)
+        detail = outlook["needs_action_reason"].astype(object).where(waits, _detail(outlook))
+        value: pd.Series
+        moment = pd.Series(pd.NaT, index=outlook.index, dtype=outlook["as_of"].dtype)
+        if credits:
+            value = outlook[column].astype("Float64")
+            counted = waits
+        else:
+            quantile = column.removeprefix("unblocked_")
+            moment = outlook[column].where(waits, outlook[f"finish_{quantile}"])
+            value = _hours(moment - outlook["as_of"])
+            blocked = set(outlook.loc[waits.to_numpy(bool), "project_id"].astype(object))
+            counted = (waits | outlook["bins"].notna()) & outlook["project_id"].astype(object).isin(
+                blocked
+            )
+            detail = detail.where(~waits, "if started now: " + detail.astype(str))
+        return pd.DataFrame(
+            {
+                "project_id": outlook["project_id"], "project": outlook["project"],
+                "chapter_id": outlook["chapter_id"], "chapter": outlook["chapter"],
+                "source": "chapter", "source_id": outlook["chapter_id"],
+                "at": outlook["as_of"], "started_at": outlook["waiting_since"],
+                "finished_at": moment, "detail": detail, "value": value,
+                "counts": counted.to_numpy(bool),
+            }
+        )  # fmt: skip
+
+    return rows
+
+
+def _tails(obs: Observed, when: Period, projects: set[object]) -> pd.DataFrame:
+    """Per project of `projects`, the tail allowance its finishes add after the last line
+    (`work.Model.tail` of its kind and steps, learned as the forecast learns it), in
+    words, not counted: one row each, `source` `tail`."""
+    assert when.end is not None
+    seen = seen_at(obs, when.end, stall_after=pd.Timedelta(STALL_AFTER))
+    first, last = window_positions(obs, when.end, WINDOW)
+    model = learn(obs, seen.projects, first=first, last=last, freq=FREQ, tz=None)
+    rows = []
+    for project in seen.projects.itertuples(index=False):
+        if project.project_id not in projects:
+            continue
+        kind, steps = str(project.kind or ""), str(project.process_steps or "")
+        tail = model.tail(kind, steps)
+        if tail is None:
+            said = "no run has finished in the history: nothing bounds the tail, the p90 is open"
+        else:
+            said = (
+                f"after the last line: {tail.per_page:.3f} h a page, {tail.per_page_language:.3f}"
+                f" h a page and language, {tail.per_language:.3f} h a language (packaging); "
+                f"p10 to p90 {tail.low:+.2f} to {tail.high:+.2f} h; from {tail.runs} finished "
+                f"runs{' of the whole workspace (pooled)' if tail.pooled else ''}"
+            )
+        rows.append({"project_id": project.project_id, "source": "tail",
+                     "source_id": f"{kind}/{steps}", "at": when.end,
+                     "detail": f"tail allowance of {kind} with {steps} steps, {said}",
+                     "counts": False})  # fmt: skip
+    return pd.DataFrame(rows, columns=["project_id", "source", "source_id", "at", "detail",
+                                       "counts"])  # fmt: skip
+
+
+def _replays(column: str) -> Reader:
+    def rows(obs: Observed, when: Period) -> pd.DataFrame:
+        """Each replay of the forecast inside the period whose outcome is known, per
+        project, as the weekly page's track record scores it: 1 a replay; 1 if its
+        true finish fell inside p10-p90 (1 or 0 over 1 for the share)."""
+        scores = replay_scores(obs, by="project_id", horizon=HORIZON, every=EVERY,
+                               window=WINDOW, freq=FREQ, stall_after=STALL_AFTER,
+                               since=when.since, until=when.until, tz=when.tz)  # fmt: skip
+        hit = scores["hit"].astype("int64")
+        said = [
+            f"replayed at {as_of:%d %b %H:%M}: p10 {p10:%d %b %H:%M}, p50 {p50:%d %b %H:%M}, "
+            f"p90 {'open' if pd.isna(p90) else f'{p90:%d %b %H:%M}'}; "
+            + ("not done by the horizon, past the p90" if pd.isna(finish)
+               else f"finished {finish:%d %b %H:%M}, {'inside' if h else 'outside'} the band")
+            for as_of, p10, p50, p90, finish, h in zip(
+                scores["as_of"], scores["finish_p10"], scores["finish_p50"],
+                scores["finish_p90"], scores["finish"], hit, strict=True)
+        ]  # fmt: skip
+        found = pd.DataFrame(
+            {
+                "project_id": scores["project_id"].astype(object), "source": "replay",
+                "source_id": pd.Series([f"{p}@{a:%Y-%m-%dT%H:%MZ}" for p, a in zip(
+                    scores["project_id"], scores["as_of"], strict=True)], index=scores.index,
+                    dtype=object),
+                "at": scores["as_of"], "finished_at": scores["finish"],
+                "detail": pd.Series(said, index=scores.index, dtype=object),
+                "value": 1 if column == "replays" else hit,
+                "denominator": 1 if column == "inside_share" else None,
+            }
+        )  # fmt: skip
+        return found if column != "inside" else found[hit.to_numpy(bool)]
 
     return rows
 
@@ -180,5 +327,17 @@ INPUTS: dict[str, Reader] = {
     "longest_cycle_hours": _runs,
     **{name: _outlook(name) for name in _FORECAST},
     "open_work_lines": _open_work,
+    **{name: _replays(name) for name in ("replays", "inside", "inside_share")},
+    **{
+        name: _waiting_work(name)
+        for name in (
+            "unblocked_p10",
+            "unblocked_p50",
+            "unblocked_p90",
+            "credits_to_finish",
+            "credits_to_finish_p10",
+            "credits_to_finish_p90",
+        )
+    },
     "review_lag_hours": _review_lags,
 }

@@ -1,8 +1,11 @@
 """Every figure opened down to the rows that make it (`tk.explain`).
 
 Past 400 lines on purpose: one reader per headline figure beside the one shape and
-order every explanation takes; the figures that are not sums read theirs in
-`explained_inputs`.
+order every explanation takes, how each figure is made of its rows (`HOW`) and why the
+few others are refused (`REFUSED`); the other figures' readers are in
+`explained_inputs` (the forecast, run times, review lags), `explained_rates` (runs:
+failure rates and the model comparison) and `explained_counts` (counts at the last
+snapshot, the review backlog, lead times, the month's spend).
 
 ```python
 rows = tk.explain(store, "rework_credits")             # the period figures() counts
@@ -10,12 +13,14 @@ rows = tk.explain(store, "lines", project="Moonlit Harbor", language="fr")
 rows["value"].sum() == figures(store).totals["rework_credits"]
 rows = tk.explain(store, "median_cycle_hours")         # the runs the median is taken over
 recount(rows) == figures(store).totals["median_cycle_hours"]
+rows = tk.explain(store, "failure_rate")   # a ratio: sum(value) / sum(denominator)
 ```
 
 One row per contribution: the run, charge, snapshot or chapter it comes from
 (`source`, `source_id`), the chapter and project, its times, the rule that counted it
 (`rule`: the registry's definition, or the reason a chapter needs a person), a
-`detail` in words, a `value` and whether the figure is taken over the row (`counts`).
+`detail` in words, a `value` (and a ratio's `denominator`) and whether the figure is
+taken over the row (`counts`).
 A sum's values sum, per project, to the figure `figures` shows for the same period; a
 median, a mean, a pace or a finish is taken over the rows that count as `HOW` says and
 `recount` does (docs/figures.md, "Explanations"). Each figure is read from the
@@ -45,17 +50,20 @@ from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import all_runs, rescans_seen
 from toolkit.analysis.transitions import Transitions
 from toolkit.formatting import count
+from toolkit.reporting.explained_counts import COUNTS
 from toolkit.reporting.explained_inputs import INPUTS
+from toolkit.reporting.explained_rates import RATES
 from toolkit.reporting.figures import FIGURES, Period, period
+from toolkit.reporting.rework_causes import CAUSE_WORDS, CAUSES, causes_of, day_ends
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["COLUMNS", "EXPLAINED", "HOW", "TAKEN", "explain", "recount"]
+__all__ = ["COLUMNS", "EXPLAINED", "HOW", "REFUSED", "TAKEN", "explain", "recount"]
 
 # How a figure is made of its rows that count: summed; the median, mean, largest or
 # smallest of their values; or, for a moment, the latest of their `finished_at`.
-How = Literal["sum", "median", "mean", "max", "min", "latest"]
+How = Literal["sum", "ratio", "median", "mean", "max", "min", "p50", "p90", "latest"]
 HOW: Final[dict[str, How]] = {
     **dict.fromkeys(FIGURES, "sum"),
     "median_cycle_hours": "median", "mean_cycle_hours": "mean", "longest_cycle_hours": "max",
@@ -63,14 +71,33 @@ HOW: Final[dict[str, How]] = {
     "lines_per_hour": "mean", "bins": "min", "finish_p10": "latest", "finish_p50": "latest",
     "finish_p90": "latest", "hours_p50": "max", "reviewed_p50": "latest",
     "review_lag_hours": "median",
+    # Runs (`explained_rates`): counts, rates and the model comparison.
+    "runs": "sum", "ended_runs": "sum", "finished": "sum", "failure_rate": "ratio",
+    "stalled_rate": "ratio", "rework_share": "ratio", "pages": "sum",
+    "credits_per_page_language": "ratio", "credits_per_chapter_language": "mean",
+    "hours_per_page": "median",
+    # Re-run credits by cause (the weekly page's table).
+    "rework_stalled": "sum", "rework_failed": "sum", "rework_rescan": "sum",
+    "new_credits": "sum",
+    # Counts at the last snapshot, lead times, the month's spend (`explained_counts`).
+    "chapters": "sum", "lines_to_date": "sum", "needs_review": "sum",
+    "oldest_wait_hours": "max", "reviews_per_day": "ratio", "lead_hours_p50": "p50",
+    "replays": "sum", "inside": "sum", "inside_share": "ratio",
+    "unblocked_p10": "latest", "unblocked_p50": "latest", "unblocked_p90": "latest",
+    "credits_to_finish": "sum", "credits_to_finish_p10": "sum", "credits_to_finish_p90": "sum",
+    "lead_hours_p90": "p90", "this_month": "sum", "last_month": "sum", "change": "sum",
+    "this_month_rework": "sum", "last_month_rework": "sum",
 }  # fmt: skip
 # `HOW` in words, for the reader checking a figure by hand (`toolkit explain`).
 TAKEN: Final[dict[How, str]] = {
     "sum": "the sum of the values",
+    "ratio": "the sum of the values over the sum of the denominators, of the rows that count",
     "median": "the median of the values of the rows that count",
     "mean": "the mean of the values of the rows that count",
     "max": "the largest value of the rows that count",
     "min": "the smallest value of the rows that count",
+    "p50": "the median of the values of the rows that count (pandas' linear quantile)",
+    "p90": "the 90th percentile of the values of the rows that count (pandas' linear quantile)",
     "latest": "the latest finish of the rows that count (value: its hours after the snapshot)",
 }
 # The figures `explain` opens, in the registry's order.
@@ -78,16 +105,37 @@ EXPLAINED: Final = tuple(name for name in metrics.FIGURES if name in HOW)
 # Readers that give their rows sorted as `_shaped` would (by DuckDB).
 _PRESORTED: Final = ("lines",)
 # Figures counted per target language: only these take `language=`.
-BY_LANGUAGE: Final = ("lines", "open_lines", "open_work_lines")
-# Why the registry's other figures are not opened: each is one of these.
-_WHY_NOT = (
-    "texts and moments of a table (status, band, as_of, verdict, a reason) are read "
-    "beside the figures they describe; per-row values (cycle_hours, waiting_since) are "
-    "their own rows; the rest are not explained yet"
-)
+BY_LANGUAGE: Final = ("lines", "open_lines", "open_work_lines", "lines_to_date")
+# Why each of the registry's other figures is not opened, and what to open instead
+# (docs/figures.md, "Figures explain does not open").
+_TEXT_OF = "a text shown beside a figure, not a number"
+_MOMENT = "a moment shown beside a figure, not a number that sums"
+_LIVE = ("counted live from the service, beyond the store; its store part is `credits` "
+         "since {since} (`toolkit explain credits --since ...`), and the Dashboard's "
+         "\"Rows behind it\" opens the whole")  # fmt: skip
+REFUSED: Final[dict[str, str]] = {
+    "status": f"{_TEXT_OF}; explain `needs_action` or `finish_p50` instead",
+    "band": f"{_TEXT_OF}; explain `bins` (the pace samples behind the band) instead",
+    "verdict": f"{_TEXT_OF}; explain `failure_rate`, `credits_per_page_language` or "
+    "`hours_per_page` instead",
+    "needs_action_reason": f"{_TEXT_OF}; explain `needs_action` instead (each row's rule "
+    "is its chapter's reason)",
+    "as_of": f"{_MOMENT}: the snapshot the figures are counted at, every row's `at`",
+    "as_of_utc": f"{_MOMENT}: the snapshot the figures are counted at, every row's `at`",
+    "waiting_since": f"{_MOMENT}; explain `needs_action` instead (each row's `finished_at` "
+    "is its chapter's last activity)",
+    "cycle_hours": "one run's value, a row of `median_cycle_hours`' explanation, not a "
+    "figure that sums; explain `median_cycle_hours` instead",
+    "stalled_hours": "one chapter's value, not a figure that sums; explain `runs_stalled` "
+    "or `needs_action` instead",
+    "languages": "a group of the model comparison (its runs' number of target languages), "
+    "not a figure that sums; explain `pages` instead (each row names its group)",
+    "spent_today": _LIVE.format(since="midnight"),
+    "spent_this_week": _LIVE.format(since="Monday"),
+}
 COLUMNS: Final = ["figure", "project_id", "project", "chapter_id", "chapter", "language_code",
                   "source", "source_id", "at", "started_at", "finished_at", "rule", "detail",
-                  "value", "counts"]  # fmt: skip
+                  "value", "denominator", "counts"]  # fmt: skip
 TEXT = pd.StringDtype()
 TIME: Final = "datetime64[us, UTC]"
 Reader = Callable[[Observed, Period], pd.DataFrame]
@@ -109,13 +157,13 @@ def explain(
 
     Args:
         store: A store (or its `Observed` view).
-        figure: A figure's name from `EXPLAINED`: the headline figures (`credits`,
-            `rework_credits`, `lines`, `chapters_finished`, `runs_failed`,
-            `runs_stalled`, `open_lines`, `needs_action`), run times, the forecast's
-            figures and review lags; `tk.glossary()` says what each counts.
+        figure: A figure's name from `EXPLAINED`: every figure of the registry but
+            the texts, moments and per-row values shown beside figures and the live
+            spend (`REFUSED` says why each is not); `tk.glossary()` says what each
+            counts.
         project: Only this project, by id or by name.
-        language: Only this target language (`lines`, `open_lines` and
-            `open_work_lines`: the figures counted per language).
+        language: Only this target language (`BY_LANGUAGE`: the figures counted per
+            language).
         since: The period's start, as `figures` takes it (a naive time is read in `tz`);
             by default the midnight seven days before the last snapshot.
         until: The period's end, excluded; by default just after the last snapshot.
@@ -126,7 +174,9 @@ def explain(
         (`run`, `charge`, `snapshot` or `chapter`), `source_id` (the run id; for lines,
         `<chapter_id>/<language>@<snapshot time>`), `at` (when it counted), `started_at`,
         `finished_at` (for a forecast's moment: the chapter's own), `rule`, `detail`,
-        `value` and `counts` (whether the figure is taken over the row); sorted by
+        `value`, `denominator` (a ratio's: its part of the sum the values' sum is
+        divided by; empty for the other figures) and `counts` (whether the figure is
+        taken over the row); sorted by
         `at`, then chapter. No rows when the period has no data (the figure is then
         unknown, not 0).
 
@@ -135,13 +185,10 @@ def explain(
             figure not counted per language, or `project` names no project.
     """
     if figure not in EXPLAINED:
-        what = (
-            f"a figure explain does not open ({_WHY_NOT})"
-            if figure in metrics.FIGURES
-            else "no figure"
-        )
+        what = f"{REFUSED[figure]}, so explain does not open it" if figure in REFUSED else (
+            "no figure")  # fmt: skip
         raise ValueError(
-            f"{figure!r} is {what}; explain opens these: "
+            f"{figure!r} is {what}. Explain opens these: "
             f"{', '.join(EXPLAINED)} (tk.glossary() says what each counts)"
         )
     if language is not None and figure not in BY_LANGUAGE:
@@ -152,7 +199,7 @@ def explain(
     obs = observe(store)
     when = period(obs, since=since, until=until, tz=tz)
     projects = _project_ids(obs, project)
-    read = _ROWS.get(figure) or INPUTS[figure]
+    read = _ROWS[figure]
     rows = _empty() if not when.has_data else read(obs, when)
     if projects is not None:
         rows = rows[rows["project_id"].isin(projects)]
@@ -181,6 +228,14 @@ def recount(rows: pd.DataFrame, figure: str | None = None) -> float | int | pd.T
     values = counted["value"].astype("Float64")
     if how == "sum":
         return None if values.isna().any() else values.sum()
+    if how == "ratio":
+        under = counted["denominator"].astype("Float64")
+        if values.isna().any() or under.isna().any() or not under.sum():
+            return None
+        return float(values.sum() / under.sum())
+    if how in ("p50", "p90"):
+        values = values.dropna()
+        return None if values.empty else float(values.quantile(0.5 if how == "p50" else 0.9))
     if how == "max" and values.isna().any():  # a chapter without a finish: none
         return None
     values = values.dropna()
@@ -235,11 +290,12 @@ def _shaped(rows: pd.DataFrame, obs: Observed, *, presorted: bool = False) -> pd
         else:
             rows[column] = rows[column].astype(TEXT)
     rows["counts"] = rows["counts"].astype(object).fillna(True).astype(bool)
-    rows["value"] = pd.to_numeric(rows["value"]).astype("Float64")
-    if len(rows) and (rows["value"] == rows["value"].round()).fillna(False).all():
-        rows["value"] = rows["value"].astype("Int64")  # counts and whole credits stay whole
-    elif not len(rows):
-        rows["value"] = rows["value"].astype("Int64")
+    for column in ("value", "denominator"):
+        numbers = pd.to_numeric(rows[column]).astype("Float64")
+        whole = not len(rows) or (numbers == numbers.round()).fillna(False).all()
+        # counts and whole credits stay whole; so does a denominator no row has
+        unset = column == "denominator" and numbers.isna().all()
+        rows[column] = numbers.astype("Int64") if whole or unset else numbers
     if presorted:
         return rows.reset_index(drop=True)
     return sorted_by(rows, ["at", "chapter_id", "source_id"])
@@ -450,7 +506,47 @@ def _open_lines(obs: Observed, when: Period) -> pd.DataFrame:
     )  # fmt: skip
 
 
+def _rework_cause(cause: str) -> Reader:
+    def rows(obs: Observed, when: Period) -> pd.DataFrame:
+        """A re-run's charge put down to `cause`: its chapter's latest failure by the end
+        of the day it was seen paid (`rework_causes`, as the weekly page's table)."""
+        found = _charges("rework")(obs, when)
+        ends = day_ends(found["at"], when.tz)
+        causes = causes_of(obs, found["chapter_id"], ends)
+        found = found[(causes == cause).to_numpy(bool)]
+        found["detail"] = found["detail"].astype(str) + f"; re-run {CAUSE_WORDS[cause]}"
+        return found
+
+    return rows
+
+
+def _rework_share(obs: Observed, when: Period) -> pd.DataFrame:
+    """Each charge: its re-run part over what it paid (the ratio of the sums)."""
+    paid = _charges("credits")(obs, when)
+    return paid.assign(value=_again(obs, when, paid), denominator=paid["value"])
+
+
+def _new_credits(obs: Observed, when: Period) -> pd.DataFrame:
+    """Each charge's part that paid for pages the first time: what it paid less its
+    re-run part."""
+    paid = _charges("credits")(obs, when)
+    paid = paid.assign(value=paid["value"].to_numpy("float64") - _again(obs, when, paid))
+    return paid[(paid["value"] != 0).to_numpy(bool)]
+
+
+def _again(obs: Observed, when: Period, paid: pd.DataFrame) -> np.ndarray:
+    """The re-run part of each charge of `paid` (0 where none)."""
+    again = _charges("rework")(obs, when).set_index("source_id")["value"]
+    return again.reindex(paid["source_id"].astype(object)).fillna(0).to_numpy("float64")
+
+
 _ROWS: dict[str, Reader] = {
+    **INPUTS,
+    **RATES,
+    **COUNTS,
+    **{f"rework_{cause}": _rework_cause(cause) for cause in CAUSES},
+    "rework_share": _rework_share,
+    "new_credits": _new_credits,
     "chapters_finished": _finished,
     "runs_failed": _failed("failed"),
     "runs_stalled": _failed("stalled"),

@@ -26,7 +26,8 @@ from toolkit.formatting import hours, show
 from toolkit.reporting import weekly as material
 from toolkit.reporting.drilldown import link, section
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
-from toolkit.reporting.weekly import CAUSES, Weekly, sentences, track_record
+from toolkit.reporting.rework_causes import CAUSES
+from toolkit.reporting.weekly import Weekly, sentences, track_record
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -136,7 +137,7 @@ def _nothing_in_rework(weekly: Weekly) -> str | None:
 
 def _rework_section(weekly: Weekly) -> list[str]:
     return [
-        _rework_table(weekly.projects),
+        _rework_table(weekly.projects, opened=weekly.explained),
         _image(_rework_plot(weekly.projects), "Re-run credits by project and cause"),
     ]
 
@@ -273,9 +274,10 @@ def _at_end_note(figs: Figures) -> str:
     )
 
 
-def _rework_table(projects: pd.DataFrame) -> str:
-    header = [header_of(name) for name in ("project", "rework_credits",
-              *(f"rework_{cause}" for cause in CAUSES), "rework_share")]  # fmt: skip
+def _rework_table(projects: pd.DataFrame, *, opened: Collection[str]) -> str:
+    columns = ("project", "rework_credits", *(f"rework_{cause}" for cause in CAUSES),
+               "rework_share")  # fmt: skip
+    header = [header_of(name) for name in columns]
     rows = [
         [
             str(row["project"]),
@@ -285,7 +287,11 @@ def _rework_table(projects: pd.DataFrame) -> str:
         ]
         for row in projects.to_dict("records")  # cells typed Any, as the helpers take them
     ]
-    return _table(header, rows)
+
+    def opens(_: int, column: int) -> str | None:
+        return columns[column] if columns[column] in opened else None
+
+    return _table(header, rows, links=opens)
 
 
 def _review_table(weekly: Weekly) -> str:
@@ -301,9 +307,13 @@ def _review_table(weekly: Weekly) -> str:
         ]
         for row in weekly.review.to_dict("records")
     ]
-    header = [header_of(name) for name in ("project", "waiting", "oldest_wait_hours",
-              "reviews_per_day")]  # fmt: skip
-    return _table(header, rows) + (
+    columns = ("project", "needs_review", "oldest_wait_hours", "reviews_per_day")
+    header = [header_of(name) for name in columns]
+
+    def opens(_: int, column: int) -> str | None:
+        return columns[column] if columns[column] in weekly.explained else None
+
+    return _table(header, rows, links=opens) + (
         f'<p class="note">{header_of("needs_review")} and the '
         f"{metrics.header('oldest_wait_hours')}: at the last snapshot. "
         f"{header_of('reviews_per_day')}: over the period's whole days.</p>"

@@ -10,9 +10,8 @@ Decisions:
 
 - The previous period is the one of the same length (in whole days) just before this
   one; a change is shown only where both periods have data.
-- Rework is put down to a cause per chapter: the kind of the chapter's latest failure
-  seen by the end of the day the re-run was paid (`stalled` or `failed`, as
-  `analysis.failures` tells them); a re-run of a chapter that had not failed is `rescan`.
+- Rework is put down to a cause per chapter and day (`rework_causes`: the kind of the
+  chapter's latest failure seen by the end of the day the re-run was paid).
 - The track record is `analysis.forecast_accuracy` replayed daily inside the period,
   summed over projects: one share of the finishes checked, or "no finish to check yet".
   The same replays calibrate the band (`analysis.band_calibration`'s split-conformal
@@ -31,19 +30,18 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from toolkit import analysis
-from toolkit.analysis.accuracy import replay_scores, summed_scores
+from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores, summed_scores
 from toolkit.analysis.calibration import Calibration, calibrated
-from toolkit.analysis.observed import Observed, answer, observe
+from toolkit.analysis.forecast import FREQ, WINDOW
+from toolkit.analysis.observed import Observed, observe
 from toolkit.reporting.drilldown import explained
-from toolkit.reporting.figures import DAY, TICK, TIME, Figures, Period, figures
+from toolkit.reporting.figures import TICK, Figures, Period, figures
+from toolkit.reporting.rework_causes import CAUSE_WORDS, CAUSES, rework_causes
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["CAUSES", "CAUSE_WORDS", "Weekly", "gather", "sentences", "track_record"]
-
-CAUSES = ("stalled", "failed", "rescan")
-CAUSE_WORDS = {"stalled": "after stalls", "failed": "after failures", "rescan": "as plain re-scans"}
+__all__ = ["Weekly", "gather", "sentences", "track_record"]
 
 
 @dataclass(frozen=True)
@@ -96,10 +94,10 @@ def gather(
     daily[measures] = daily[measures].fillna(0)
     daily = daily.rename(columns={"period": "day"})
     daily["project"] = daily["project_id"].map(names).fillna(daily["project_id"])
-    causes = _rework_causes(obs, when)
+    causes = rework_causes(obs, when)
     # One set of replays for both: the track record and the band's calibration.
-    scores = replay_scores(obs, by="project_id", horizon="24h", every="1D", window="7D",
-                           freq="1D", stall_after=analysis.STALL_AFTER, since=since,
+    scores = replay_scores(obs, by="project_id", horizon=HORIZON, every=EVERY, window=WINDOW,
+                           freq=FREQ, stall_after=analysis.STALL_AFTER, since=since,
                            until=until, tz=tz)  # fmt: skip
     accuracy = summed_scores(obs, scores, "project_id")
     review = analysis.review_backlog(obs, window=span, until=until - TICK, tz=tz)
@@ -126,63 +124,6 @@ def previous_figures(store: SnapshotStore | Observed, figs: Figures) -> Figures:
     return figures(store, since=when.since - span, until=when.since, tz=when.tz)
 
 
-# Each chapter's project, as its last change shows it: one column of the chapters' log,
-# not the whole log read into memory.
-_PROJECT_OF_CHAPTER = """
-SELECT chapter_id, arg_max(project_id, idx) AS project_id FROM chapters_changes GROUP BY chapter_id
-"""
-
-
-def _rework_causes(obs: Observed, when: Period) -> pd.DataFrame:
-    """Per project: `rework_<cause>` credits for each cause in `CAUSES`."""
-    columns = [f"rework_{cause}" for cause in CAUSES]
-    spend = analysis.credit_spend(obs, freq="1D", by="chapter_id", since=when.since,
-                                  until=when.until, tz=when.tz)  # fmt: skip
-    spend = spend[spend["rework_credits"] > 0]
-    if spend.empty:
-        return pd.DataFrame(columns=columns, dtype="float64")
-    failures = analysis.failures(obs)
-    projects = answer(obs, _PROJECT_OF_CHAPTER)
-    spend = spend.merge(projects, on="chapter_id", how="left")
-    spend["cause"] = _latest_failure(spend, failures).fillna("rescan")
-    table = spend.pivot_table(
-        index="project_id", columns="cause", values="rework_credits", aggfunc="sum"
-    )
-    table = table.reindex(columns=list(CAUSES)).fillna(0)
-    table.columns = columns
-    return table
-
-
-def _latest_failure(spend: pd.DataFrame, failures: pd.DataFrame) -> pd.Series:
-    """Per row of `spend` (a chapter's re-run credits of a day): the kind of the
-    chapter's latest failure seen before that day's end (the last in `failures`' order,
-    by `seen_at` and run), null where it had none."""
-    none = pd.Series(pd.NA, index=spend.index, dtype=object)
-    if failures.empty:  # (merge_asof refuses empty Arrow keys)
-        return none
-    rows = pd.DataFrame(
-        {
-            "chapter_id": spend["chapter_id"].astype(object),
-            "end": (spend["period"] + DAY).astype(TIME),
-            "row": spend.index,
-        }
-    )
-    seen = pd.DataFrame(
-        {
-            "chapter_id": failures["chapter_id"].astype(object),
-            "seen_at": failures["seen_at"].astype(TIME),
-            "kind": failures["kind"].astype(object),
-        }
-    )
-    found = pd.merge_asof(
-        rows.sort_values("end", kind="stable"),
-        seen.sort_values("seen_at", kind="stable"),
-        left_on="end",
-        right_on="seen_at",
-        by="chapter_id",
-        allow_exact_matches=False,
-    )
-    return none.fillna(found.set_index("row")["kind"])
 
 
 ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one."
