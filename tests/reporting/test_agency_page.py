@@ -338,7 +338,12 @@ def opened(path: Path, zone: str) -> tuple[set[str], set[str]]:
         elif figure == "lines_per_hour":
             assert f"{made:,.0f}" == text, (target, figure)
         else:
-            assert int(made) == int(text.replace(",", "")), (target, figure, text)
+            assert made is not None and int(made) == int(text.replace(",", "")), (
+                target,
+                figure,
+                text,
+                cells[:3],
+            )
         kind = re.sub(r"-t(\d)-\d+$", r"-t\1-V", target)
         kind = re.sub(r"-(w\d)-[A-Za-z0-9_-]+$", r"-\1-P", kind)
         kinds.add(kind.replace(f"explain-{figure}-", "explain-F-"))

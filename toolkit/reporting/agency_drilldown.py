@@ -389,6 +389,9 @@ def _outlook_by_chapter(outlook: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     `<figure>@` the moment (finishes), `<figure>?` whether it counts."""
     merged: pd.DataFrame | None = None
     for name, rows in outlook.items():
+        # A row per chapter: the pace samples and the tail allowance (`tk.explain`'s
+        # inputs, which do not count) would repeat a chapter or have none.
+        rows = rows[rows["source"] == "chapter"]
         part = rows[["project_id", "project", "chapter_id", "chapter", "detail"]].copy()
         part[name] = rows["value"].astype(object)
         part[f"{name}@"] = rows["finished_at"]
@@ -416,7 +419,7 @@ def _outlook_row(row: Mapping[str, Any], zone: str) -> str:
     for name in OUTLOOK:
         value, moment, counts = row.get(name), row.get(f"{name}@"), row.get(f"{name}?")
         if counts is None or counts != counts:  # the chapter is not among this figure's rows
-            cells.append(f'<td class="n" data-figure="{name}" data-value="">–</td>')
+            cells.append(f'<td class="n" data-figure="{name}" data-value="" data-counts="0">–</td>')
             continue
         when = "" if moment is None or pd.isna(moment) else pd.Timestamp(moment).isoformat()
         if name in _MOMENTS:

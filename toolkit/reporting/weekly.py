@@ -124,8 +124,6 @@ def previous_figures(store: SnapshotStore | Observed, figs: Figures) -> Figures:
     return figures(store, since=when.since - span, until=when.since, tz=when.tz)
 
 
-
-
 ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one."
 EMPTY_PERIOD = "No snapshot was taken in this period after the first, so it has no figures."
 
