@@ -1,0 +1,196 @@
+"""The run stages a store keeps (`run_store`) read as the pipeline builds them: every run
+figure read from them equals, frame for frame, the figure worked out from the change log
+(the reference path, `Observed(store, keep=False)`), on the store that saw every awkward
+case of the reference queries, with and without events; a later snapshot, a file that
+does not read and one with wrong values are each handled as a user expects, and
+`toolkit store check` names and repairs a wrong one."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from epochs import SUITE_START
+from ledger import events
+from scenarios import RUN, pages
+from test_reference_runs import awkward_cases
+
+from toolkit import analysis
+from toolkit.analysis.charges import Charges
+from toolkit.analysis.observed import Observed
+from toolkit.analysis.prices import Prices
+from toolkit.analysis.run_check import check_runs_kept, stages_equal
+from toolkit.analysis.run_store import FOLDER, KEPT, Keeper, decode, encode
+from toolkit.analysis.run_table import RunTable
+from toolkit.analysis.transitions import Transitions
+from toolkit.cli import main
+from toolkit.client import Client
+from toolkit.emulator import Emulator
+from toolkit.store import SnapshotStore
+
+# Every figure that stands on the run stages, as a user asks it.
+FIGURES = {
+    "runs": {},
+    "cycle_times": {},
+    "lead_times": {},
+    "failures": {},
+    "failure_rates": {},
+    "finished": {"freq": "D"},
+    "credit_spend": {"freq": "1D"},
+    "throughput": {"freq": "1D"},
+    "charges": {},
+    "spend_in": {},
+    "price_per_page": {},
+    "price_per_chapter": {},
+    "stalled": {},
+    "stuck": {},
+    "review_backlog": {},
+    "monthly_spend": {},
+}
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory, webhook_url) -> Iterator[tuple[Emulator, Client, Path]]:
+    """An emulator still running and the folder of a store that saw every awkward case
+    (the tests write into copies)."""
+    root = tmp_path_factory.mktemp("kept") / "store"
+    with Emulator(clock="manual", start=SUITE_START) as emulator:
+        workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
+        with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+            awkward_cases(emulator, workspace, client, SnapshotStore(root), webhook_url)
+            yield emulator, client, root
+
+
+def copy(root: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(root, tmp_path / "store", ignore=shutil.ignore_patterns(FOLDER)))
+
+
+def figures(obs: Observed) -> dict[str, object]:
+    return {name: getattr(analysis, name)(obs, **asked) for name, asked in FIGURES.items()}
+
+
+def assert_same_figures(built: dict[str, object], read: dict[str, object]) -> None:
+    for name, figure in built.items():
+        if isinstance(figure, pd.DataFrame):
+            pd.testing.assert_frame_equal(figure, read[name], check_exact=True, obj=name)
+        else:
+            assert figure == read[name], name
+
+
+def kept_files(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / FOLDER).glob("*/*.arrow"))
+
+
+def not_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on, a kept stage built instead of read fails the test."""
+    for kind in KEPT:
+
+        def refuse(cls, obs, kind=kind):
+            raise AssertionError(f"{kind.__name__} was built, not read")
+
+        monkeypatch.setattr(kind, "build", classmethod(refuse))
+
+
+@pytest.mark.parametrize("with_events", [False, True])
+def test_every_run_figure_read_from_the_kept_stages_equals_the_pipeline(
+    seen, tmp_path, monkeypatch, with_events
+):
+    emulator, _, root = seen
+    root = copy(root, tmp_path)
+    if with_events:
+        SnapshotStore(root).record_events(events(emulator))
+    reference = Observed(SnapshotStore(root), keep=False)
+    built = figures(reference)
+    assert not (root / FOLDER).exists()  # the reference path keeps nothing
+    first = figures(Observed(SnapshotStore(root)))  # builds and keeps
+    assert kept_files(root) == sorted(f"{name}.arrow" for name in KEPT.values())
+    not_built(monkeypatch)
+    again = Observed(SnapshotStore(root))
+    read = figures(again)
+    assert_same_figures(built, first)
+    assert_same_figures(built, read)
+    for kind in KEPT:
+        assert stages_equal(reference.stage(kind), again.stage(kind)), kind.__name__
+    assert built["runs"]["rework"].sum() > 0  # the awkward cases are all there
+    monkeypatch.undo()
+    assert check_runs_kept(SnapshotStore(root)) == []
+
+
+def test_a_later_snapshot_reads_its_own_stages_never_the_ones_before(seen, tmp_path):
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    store = SnapshotStore(root)
+    before = analysis.runs(Observed(store))
+    projects = store.latest("projects")
+    project = projects[projects["kind"] == "comic"]["project_id"].iloc[0]
+    client.create_chapter(str(project), pages=pages(900, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    after = analysis.runs(Observed(SnapshotStore(root)))
+    assert len(after) == len(before) + 1
+    pd.testing.assert_frame_equal(after, analysis.runs(Observed(SnapshotStore(root), keep=False)))
+    assert len(list((root / FOLDER).iterdir())) == 2  # the state before, kept a while
+
+
+def test_events_recorded_later_are_another_state(seen, tmp_path):
+    emulator, _, root = seen
+    root = copy(root, tmp_path)
+    without = analysis.runs(Observed(SnapshotStore(root)))
+    SnapshotStore(root).record_events(events(emulator))
+    with_events = analysis.runs(Observed(SnapshotStore(root)))
+    assert (with_events["finished_source"] == "event").any()
+    assert not (without["finished_source"] == "event").any()
+
+
+def test_a_kept_file_that_does_not_read_is_built_again(seen, tmp_path):
+    _, _, root = seen
+    root = copy(root, tmp_path)
+    built = analysis.runs(Observed(SnapshotStore(root), keep=False))
+    analysis.runs(Observed(SnapshotStore(root)))
+    (path,) = (root / FOLDER).glob("*/run_table.arrow")
+    path.write_bytes(path.read_bytes()[:100])  # a crash, a full disk
+    pd.testing.assert_frame_equal(analysis.runs(Observed(SnapshotStore(root))), built)
+    assert check_runs_kept(SnapshotStore(root)) == []  # the read built and kept it again
+
+
+def test_store_check_names_a_kept_stage_that_differs_and_repair_deletes_it(seen, tmp_path, capsys):
+    _, _, root = seen
+    root = copy(root, tmp_path)
+    store = SnapshotStore(root)
+    built = analysis.credit_spend(Observed(store, keep=False))
+    obs = Observed(store)
+    table = obs.stage(RunTable)
+    wrong = RunTable(**{**table.__dict__, "credits": table.credits * 2})
+    keeper = Keeper(store, store.version())
+    keeper.save(RunTable, wrong, obs.manifest)  # as a toolkit with a fault would
+    assert not analysis.credit_spend(Observed(SnapshotStore(root))).equals(built)
+    assert main(["store", "check", "--store", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "runs: " in out and "run table kept for the present snapshots differs" in out
+    assert "--repair deletes the kept run stages" in out
+    assert main(["store", "check", "--store", str(root), "--repair"]) == 0
+    assert not (root / FOLDER).exists()
+    pd.testing.assert_frame_equal(analysis.credit_spend(Observed(SnapshotStore(root))), built)
+
+
+def test_a_store_that_cannot_be_written_is_read_as_before(seen, tmp_path):
+    _, _, root = seen
+    root = copy(root, tmp_path)
+    (root / FOLDER).write_text("not a folder")  # any write under it fails
+    built = analysis.runs(Observed(SnapshotStore(root), keep=False))
+    pd.testing.assert_frame_equal(analysis.runs(Observed(SnapshotStore(root))), built)
+
+
+def test_each_stage_reads_back_as_it_was_built(seen):
+    _, _, root = seen
+    obs = Observed(SnapshotStore(root), keep=False)
+    for kind in (Transitions, Prices, Charges, RunTable):
+        stage = obs.stage(kind)
+        assert stages_equal(decode(kind, encode(stage)), stage), kind.__name__
+    rows = obs.stage(Transitions).rows
+    assert isinstance(rows["chapter_id"].dtype, pd.CategoricalDtype)
+    assert obs.stage(RunTable).failure_reason.dtype == np.dtype(object)

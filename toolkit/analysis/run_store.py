@@ -1,0 +1,262 @@
+"""The run pipeline's stages kept in the store: worked out once per state of the store,
+then read by every later question, in any process, until the store changes.
+
+Every run figure stands on the same stages (transitions -> prices -> charges -> run
+table), and each rebuilt them from the whole change log: seconds on a long history, for
+a week's figure as for the history's. A stage built for a store is written beside its
+tables, under `<root>/_runs/<state>/<stage>.arrow`, and a later `Observed` of the same
+state reads it instead of building it. What is read is what the pipeline built, byte for
+byte (`tests/analysis/test_run_store.py` holds the figures read so equal, frame for
+frame, to the figures built on the scenario stores and on the seeded histories).
+
+`<state>` names everything a stage is worked out from, so a stage is never read for
+another: the version of each Delta table (a snapshot, events, a merge, an upgrade or a
+repair each move one), the manifest's snapshots with the commits each recorded, and the
+source of the toolkit's analysis and store code (a rule changed by an upgrade of the
+toolkit reads as another state). A state the store has moved on from is never read
+again; its folder is deleted by a later save. A stage is saved only when the store did
+not change while it was built, so what was read for it is one state.
+
+A stage is written to a temporary file and renamed into place: a crash leaves a whole
+file or none, and a file that does not read is built again (never an error). Only local
+stores keep stages; on an object store every question builds them, as before.
+`toolkit store check` compares what is kept with a build (`run_check`), and `--repair`
+deletes what disagrees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from toolkit.analysis.charges import Charges
+from toolkit.analysis.prices import Prices
+from toolkit.analysis.run_table import RunTable
+from toolkit.analysis.transitions import Transitions
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+__all__ = ["FOLDER", "KEPT", "Keeper", "decode", "encode", "folder_of", "forget"]
+
+FOLDER: Final = "_runs"
+# The stages kept, by the name of their file. The runs frame is not: its texts are made
+# from the run table in a fraction of the stages' time, and only for the runs kept.
+KEPT: Final[dict[type, str]] = {
+    Transitions: "transitions",
+    Prices: "prices",
+    Charges: "charges",
+    RunTable: "run_table",
+}
+# A state's folder older than this, not the one being written, is deleted by a save: a
+# reader that listed it a moment ago may still be opening its files.
+_STALE_SECONDS: Final = 600
+_FRAME: Final = "frame:"
+# Compressed: a year's stages are some 40 MiB as they are in memory, a fifth of it so.
+_COMPRESSED: Final = pa.ipc.IpcWriteOptions(compression="zstd")
+_MODE: Final = 0o666 & ~os.umask(
+    os.umask(0)
+)  # as any file the store writes  # the columns of a DataFrame field, as `frame:<field>:<column>`
+
+
+@cache
+def _code_version() -> str:
+    """A digest of the analysis and store code: a toolkit whose rules differ works out
+    other stages, and must not read these."""
+    digest = hashlib.sha256()
+    toolkit = Path(__file__).resolve().parent.parent
+    for part in ("analysis", "store", "frames"):
+        for path in sorted((toolkit / part).rglob("*.py")):
+            digest.update(str(path.relative_to(toolkit)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def folder_of(store: SnapshotStore) -> Path | None:
+    """Where a store keeps its stages; None for an object store (not kept)."""
+    root = str(store.root)
+    if "://" in root and not root.startswith("file://"):
+        return None
+    return Path(root.removeprefix("file://")) / FOLDER
+
+
+class Keeper:
+    """Reads and saves one `Observed`'s stages, for the state its store was in when it
+    was made."""
+
+    def __init__(self, store: SnapshotStore, version: tuple[int | None, ...]) -> None:
+        self.store = store
+        self.version = version
+        self._folder = folder_of(store)
+        self._state: str | None = None
+
+    def state(self, manifest: pd.DataFrame) -> str:
+        """The name of the state: table versions, snapshots and their commits, code."""
+        if self._state is None:
+            digest = hashlib.sha256(_code_version().encode())
+            digest.update(json.dumps(list(self.version)).encode())
+            for column in ("snapshot_id", "snapshot_at", "commits", "base_id"):
+                if column in manifest.columns:
+                    digest.update(column.encode())
+                    digest.update("\x00".join(map(str, manifest[column].tolist())).encode())
+            self._state = digest.hexdigest()[:32]
+        return self._state
+
+    def load(self, kind: type, manifest: pd.DataFrame) -> Any | None:
+        """The stage kept for this state; None when none is (or it does not read)."""
+        if self._folder is None or kind not in KEPT:
+            return None
+        path = self._folder / self.state(manifest) / f"{KEPT[kind]}.arrow"
+        try:
+            with pa.OSFile(str(path)) as source:
+                table = pa.ipc.open_file(source).read_all()
+            return decode(kind, table)
+        except Exception:  # any file that does not read is built again, never an error
+            return None
+
+    def save(self, kind: type, value: Any, manifest: pd.DataFrame) -> None:
+        """Keep a stage just built, unless the store changed while it was (then what it
+        was built from may mix two states)."""
+        if self._folder is None or kind not in KEPT:
+            return
+        if kind is Transitions and value.empty:
+            return  # nothing to save: an empty store builds in no time
+        try:
+            if self.store.version() != self.version:
+                return
+            folder = self._folder / self.state(manifest)
+            folder.mkdir(parents=True, exist_ok=True)
+            table = encode(value)
+            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+            os.close(handle)
+            try:
+                with (
+                    pa.OSFile(temporary, "wb") as sink,
+                    pa.ipc.new_file(sink, table.schema, options=_COMPRESSED) as writer,
+                ):
+                    writer.write_table(table)
+                os.chmod(temporary, _MODE)
+                os.replace(temporary, folder / f"{KEPT[kind]}.arrow")
+            finally:
+                if os.path.exists(temporary):
+                    os.remove(temporary)
+            _drop_stale(self._folder, keep=folder.name)
+        except OSError:
+            return  # a read-only store, a full disk: the figures are built each time
+
+
+def _drop_stale(folder: Path, *, keep: str) -> None:
+    limit = time.time() - _STALE_SECONDS
+    for entry in folder.iterdir():
+        try:
+            if entry.name != keep and entry.stat().st_mtime < limit:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def encode(value: Any) -> pa.Table:
+    """A stage as one Arrow table: its arrays as columns (a 2-D array's columns as
+    `<field>[j]`), a frame's columns as `frame:<field>:<column>`, everything else (and
+    each array's dtype and shape) in the schema's metadata as JSON."""
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {}
+    meta: dict[str, Any] = {"arrays": {}, "frames": {}, "values": {}}
+    items = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    lengths = [len(v) for v in items.values() if isinstance(v, pd.DataFrame | np.ndarray)]
+    frames = [len(v) for v in items.values() if isinstance(v, pd.DataFrame)]
+    length = (frames or lengths or [0])[0]
+    for name, item in items.items():
+        if isinstance(item, pd.DataFrame):
+            table = pa.Table.from_pandas(item, preserve_index=False)
+            # pandas reads dictionary texts back as `str` categories; the pipeline's are
+            # objects, as are the categories of every categorical it makes.
+            texts = {c: str(item[c].cat.categories.dtype) for c in item.columns
+                     if isinstance(item[c].dtype, pd.CategoricalDtype)}  # fmt: skip
+            meta["frames"][name] = {"pandas": table.schema.pandas_metadata, "categories": texts}
+            for column in table.column_names:
+                columns[f"{_FRAME}{name}:{column}"] = table.column(column)
+        elif isinstance(item, np.ndarray) and item.ndim in (1, 2) and len(item) == length:
+            meta["arrays"][name] = [item.dtype.str, list(item.shape)]
+            if item.ndim == 1:
+                columns[name] = _arrow(item)
+            for j in range(item.shape[1] if item.ndim == 2 else 0):
+                columns[f"{name}[{j}]"] = _arrow(item[:, j])
+        elif isinstance(item, np.ndarray) and item.ndim == 1:  # the snapshots' times
+            meta["values"][name] = {"dtype": item.dtype.str, "list": item.tolist()}
+        elif isinstance(item, dict):
+            meta["values"][name] = {"pairs": [[k, v] for k, v in item.items()]}
+        elif item is None or isinstance(item, str | int | float | bool):
+            meta["values"][name] = {"value": item}
+        else:
+            raise TypeError(f"a stage's {name} of type {type(item).__name__} is not kept")
+    if not columns:
+        raise ValueError("a stage with no rows is not kept")
+    table = pa.table(columns)
+    return table.replace_schema_metadata({"toolkit": json.dumps(meta)})
+
+
+def _arrow(values: np.ndarray) -> pa.Array:
+    if values.dtype == object:
+        return pa.array(values, pa.large_string(), from_pandas=False)
+    return pa.array(values)
+
+
+def decode(kind: type, table: pa.Table) -> Any:
+    """The stage `encode` wrote, with the dtypes it had."""
+    meta = json.loads(table.schema.metadata[b"toolkit"])
+    values: dict[str, Any] = {}
+    for name, (dtype, shape) in meta["arrays"].items():
+        if len(shape) == 1:
+            values[name] = _numpy(table.column(name), dtype)
+        else:
+            parts = [_numpy(table.column(f"{name}[{j}]"), dtype) for j in range(shape[1])]
+            stacked = np.stack(parts, axis=1) if parts else np.zeros(shape, dtype)
+            values[name] = np.ascontiguousarray(stacked).reshape(shape)
+    for name, frame_meta in meta["frames"].items():
+        prefix = f"{_FRAME}{name}:"
+        kept = [c for c in table.column_names if c.startswith(prefix)]
+        part = table.select(kept).rename_columns([c[len(prefix) :] for c in kept])
+        part = part.replace_schema_metadata({"pandas": json.dumps(frame_meta["pandas"])})
+        frame = part.to_pandas()
+        for column, dtype in frame_meta["categories"].items():
+            categories = frame[column].cat.categories
+            frame[column] = pd.Categorical.from_codes(
+                frame[column].cat.codes.to_numpy(),
+                categories=pd.Index(categories.tolist(), dtype=categories.dtype
+                                    if dtype != "object" else object),
+            )  # fmt: skip
+        values[name] = frame
+    for name, item in meta["values"].items():
+        if "pairs" in item:
+            values[name] = {k: float(v) for k, v in item["pairs"]}
+        elif "list" in item:
+            values[name] = np.asarray(item["list"], dtype=item["dtype"])
+        else:
+            values[name] = item["value"]
+    return kind(**values)
+
+
+def _numpy(column: pa.ChunkedArray, dtype: str) -> np.ndarray:
+    if np.dtype(dtype) == object:
+        return np.asarray(column.to_pylist(), dtype=object)
+    return np.asarray(column.to_numpy(), dtype=dtype)
+
+
+def forget(store: SnapshotStore) -> None:
+    """Delete every stage a store keeps (`toolkit store check --repair` does, for a
+    stage that disagrees): the next question builds them again."""
+    folder = folder_of(store)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
