@@ -23,9 +23,10 @@ from toolkit import analysis
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.prices import Prices
-from toolkit.analysis.run_check import check_runs_kept, stages_equal
+from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
 from toolkit.analysis.run_store import FOLDER, KEPT, Keeper, decode, encode
 from toolkit.analysis.run_table import RunTable
+from toolkit.analysis.runs import RunFrame
 from toolkit.analysis.transitions import Transitions
 from toolkit.cli import main
 from toolkit.client import Client
@@ -87,7 +88,7 @@ def kept_files(root: Path) -> list[str]:
 
 def not_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """From here on, a kept stage built instead of read fails the test."""
-    for kind in KEPT:
+    for kind in STAGES:
 
         def refuse(cls, obs, kind=kind):
             raise AssertionError(f"{kind.__name__} was built, not read")
@@ -113,7 +114,7 @@ def test_every_run_figure_read_from_the_kept_stages_equals_the_pipeline(
     read = figures(again)
     assert_same_figures(built, first)
     assert_same_figures(built, read)
-    for kind in KEPT:
+    for kind in STAGES:
         assert stages_equal(reference.stage(kind), again.stage(kind)), kind.__name__
     assert built["runs"]["rework"].sum() > 0  # the awkward cases are all there
     monkeypatch.undo()
@@ -149,11 +150,12 @@ def test_events_recorded_later_are_another_state(seen, tmp_path):
 def test_a_kept_file_that_does_not_read_is_built_again(seen, tmp_path):
     _, _, root = seen
     root = copy(root, tmp_path)
-    built = analysis.runs(Observed(SnapshotStore(root), keep=False))
-    analysis.runs(Observed(SnapshotStore(root)))
+    built = analysis.credit_spend(Observed(SnapshotStore(root), keep=False))
+    analysis.credit_spend(Observed(SnapshotStore(root)))
     (path,) = (root / FOLDER).glob("*/run_table.arrow")
     path.write_bytes(path.read_bytes()[:100])  # a crash, a full disk
-    pd.testing.assert_frame_equal(analysis.runs(Observed(SnapshotStore(root))), built)
+    assert len(check_runs_kept(SnapshotStore(root))) == 1  # named, not repaired
+    pd.testing.assert_frame_equal(analysis.credit_spend(Observed(SnapshotStore(root))), built)
     assert check_runs_kept(SnapshotStore(root)) == []  # the read built and kept it again
 
 
@@ -188,7 +190,7 @@ def test_a_store_that_cannot_be_written_is_read_as_before(seen, tmp_path):
 def test_each_stage_reads_back_as_it_was_built(seen):
     _, _, root = seen
     obs = Observed(SnapshotStore(root), keep=False)
-    for kind in (Transitions, Prices, Charges, RunTable):
+    for kind in (Transitions, Prices, Charges, RunTable, RunFrame):
         stage = obs.stage(kind)
         assert stages_equal(decode(kind, encode(stage)), stage), kind.__name__
     rows = obs.stage(Transitions).rows

@@ -11,14 +11,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed
-from toolkit.analysis.run_store import KEPT, Keeper, folder_of, forget
+from toolkit.analysis.prices import Prices
+from toolkit.analysis.run_store import Keeper, folder_of, forget, kept_as
+from toolkit.analysis.run_table import RunTable
+from toolkit.analysis.runs import RunFrame
+from toolkit.analysis.transitions import Transitions
 from toolkit.store.check import StoreFinding
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["check_runs_kept", "stages_equal"]
+__all__ = ["STAGES", "check_runs_kept", "stages_equal"]
+
+# Every stage the store keeps, in the pipeline's order.
+STAGES: tuple[type, ...] = (Transitions, Prices, Charges, RunTable, RunFrame)
 
 
 def check_runs_kept(store: SnapshotStore, *, repair: bool = False) -> list[StoreFinding]:
@@ -40,7 +48,8 @@ def check_runs_kept(store: SnapshotStore, *, repair: bool = False) -> list[Store
     keeper = Keeper(store, store.version())
     state = folder / keeper.state(built.manifest)
     findings = []
-    for kind, name in KEPT.items():
+    for kind in STAGES:
+        name = kept_as(kind)
         path = state / f"{name}.arrow"
         if not path.exists():
             continue

@@ -2,8 +2,8 @@
 then read by every later question, in any process, until the store changes.
 
 Every run figure stands on the same stages (transitions -> prices -> charges -> run
-table), and each rebuilt them from the whole change log: seconds on a long history, for
-a week's figure as for the history's. A stage built for a store is written beside its
+table -> runs frame), and each rebuilt them from the whole change log: seconds on a long
+history, for a week's figure as for the history's. A stage built for a store is written beside its
 tables, under `<root>/_runs/<state>/<stage>.arrow`, and a later `Observed` of the same
 state reads it instead of building it. What is read is what the pipeline built, byte for
 byte (`tests/analysis/test_run_store.py` holds the figures read so equal, frame for
@@ -41,24 +41,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from toolkit.analysis.charges import Charges
-from toolkit.analysis.prices import Prices
-from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.transitions import Transitions
-
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["FOLDER", "KEPT", "Keeper", "decode", "encode", "folder_of", "forget"]
+__all__ = ["FOLDER", "KEPT", "Keeper", "decode", "encode", "folder_of", "forget", "kept_as"]
 
 FOLDER: Final = "_runs"
-# The stages kept, by the name of their file. The runs frame is not: its texts are made
-# from the run table in a fraction of the stages' time, and only for the runs kept.
-KEPT: Final[dict[type, str]] = {
-    Transitions: "transitions",
-    Prices: "prices",
-    Charges: "charges",
-    RunTable: "run_table",
+# The stages kept (by module and class: this module imports none of them, since the
+# last, the runs frame, reads `Observed`), each by the name of its file.
+KEPT: Final[dict[str, str]] = {
+    "toolkit.analysis.transitions.Transitions": "transitions",
+    "toolkit.analysis.prices.Prices": "prices",
+    "toolkit.analysis.charges.Charges": "charges",
+    "toolkit.analysis.run_table.RunTable": "run_table",
+    "toolkit.analysis.runs.RunFrame": "run_frame",
 }
 # A state's folder older than this, not the one being written, is deleted by a save: a
 # reader that listed it a moment ago may still be opening its files.
@@ -116,9 +112,10 @@ class Keeper:
 
     def load(self, kind: type, manifest: pd.DataFrame) -> Any | None:
         """The stage kept for this state; None when none is (or it does not read)."""
-        if self._folder is None or kind not in KEPT:
+        name = kept_as(kind)
+        if self._folder is None or name is None:
             return None
-        path = self._folder / self.state(manifest) / f"{KEPT[kind]}.arrow"
+        path = self._folder / self.state(manifest) / f"{name}.arrow"
         try:
             with pa.OSFile(str(path)) as source:
                 table = pa.ipc.open_file(source).read_all()
@@ -129,9 +126,10 @@ class Keeper:
     def save(self, kind: type, value: Any, manifest: pd.DataFrame) -> None:
         """Keep a stage just built, unless the store changed while it was (then what it
         was built from may mix two states)."""
-        if self._folder is None or kind not in KEPT:
+        name = kept_as(kind)
+        if self._folder is None or name is None:
             return
-        if kind is Transitions and value.empty:
+        if name == "transitions" and value.empty:
             return  # nothing to save: an empty store builds in no time
         try:
             if self.store.version() != self.version:
@@ -148,13 +146,18 @@ class Keeper:
                 ):
                     writer.write_table(table)
                 os.chmod(temporary, _MODE)
-                os.replace(temporary, folder / f"{KEPT[kind]}.arrow")
+                os.replace(temporary, folder / f"{name}.arrow")
             finally:
                 if os.path.exists(temporary):
                     os.remove(temporary)
             _drop_stale(self._folder, keep=folder.name)
         except OSError:
             return  # a read-only store, a full disk: the figures are built each time
+
+
+def kept_as(kind: type) -> str | None:
+    """The name of a stage's file; None for a stage not kept."""
+    return KEPT.get(f"{kind.__module__}.{kind.__qualname__}")
 
 
 def _drop_stale(folder: Path, *, keep: str) -> None:
