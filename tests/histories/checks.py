@@ -190,7 +190,7 @@ def kept_runs_equal_the_pipeline(history: History) -> None:
     them (the reference path), frame for frame."""
     root, seed = history.store.root, history.plan.seed
     assert list((Path(root) / FOLDER).glob("*/run_table.arrow")), seed
-    assert check_runs_kept(SnapshotStore(root)) == [], seed
+    assert check_runs_kept(str(root)) == [], seed
     for name, asked in RUN_FIGURES.items():
         built = getattr(analysis, name)(Observed(SnapshotStore(root), keep=False), **asked)
         read = getattr(analysis, name)(Observed(SnapshotStore(root)), **asked)

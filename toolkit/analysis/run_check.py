@@ -6,7 +6,7 @@ what the store keeps, so the next figure works it out again."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,10 +18,8 @@ from toolkit.analysis.run_store import Keeper, folder_of, forget, kept_as
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import RunFrame
 from toolkit.analysis.transitions import Transitions
+from toolkit.store import SnapshotStore
 from toolkit.store.check import StoreFinding
-
-if TYPE_CHECKING:
-    from toolkit.store import SnapshotStore
 
 __all__ = ["STAGES", "check_runs_kept", "stages_equal"]
 
@@ -29,18 +27,19 @@ __all__ = ["STAGES", "check_runs_kept", "stages_equal"]
 STAGES: tuple[type, ...] = (Transitions, Prices, Charges, RunTable, RunFrame)
 
 
-def check_runs_kept(store: SnapshotStore, *, repair: bool = False) -> list[StoreFinding]:
+def check_runs_kept(root: str, *, repair: bool = False) -> list[StoreFinding]:
     """One finding per run stage the store keeps for its present state that differs
     from the stage worked out again from its snapshots (a file damaged or written by a
     toolkit with a fault); with `repair`, what the store keeps is deleted.
 
     Args:
-        store: The store (a local one: an object store keeps no stages).
+        root: The store's folder (an object store keeps no stages: nothing to check).
         repair: Delete what the store keeps when a stage differs.
 
     Returns:
         The findings; empty when every stage kept equals its build, or none is kept.
     """
+    store = SnapshotStore(root)
     folder = folder_of(store)
     if folder is None or not folder.is_dir():
         return []
@@ -49,7 +48,7 @@ def check_runs_kept(store: SnapshotStore, *, repair: bool = False) -> list[Store
     state = folder / keeper.state(built.manifest)
     findings = []
     for kind in STAGES:
-        name = kept_as(kind)
+        name = kept_as(kind) or kind.__name__
         path = state / f"{name}.arrow"
         if not path.exists():
             continue
