@@ -73,17 +73,21 @@ def _code_version() -> str:
     other stages, and must not read these."""
     digest = hashlib.sha256()
     toolkit = Path(__file__).resolve().parent.parent
-    for part in ("analysis", "store", "frames"):
-        for path in sorted((toolkit / part).rglob("*.py")):
-            digest.update(str(path.relative_to(toolkit)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+    sources = [
+        p for part in ("analysis", "store", "frames") for p in (toolkit / part).rglob("*.py")
+    ]
+    for path in sorted(sources):
+        digest.update(str(path.relative_to(toolkit)).encode())
+        digest.update(path.read_bytes())
+    # No source to read (a zipped install): no digest could tell two toolkits apart.
+    return digest.hexdigest() if sources else ""
 
 
 def folder_of(store: SnapshotStore) -> Path | None:
-    """Where a store keeps its stages; None for an object store (not kept)."""
+    """Where a store keeps its stages; None for an object store, or a toolkit whose code
+    cannot be read (not kept)."""
     root = str(store.root)
-    if "://" in root and not root.startswith("file://"):
+    if ("://" in root and not root.startswith("file://")) or not _code_version():
         return None
     return Path(root.removeprefix("file://")) / FOLDER
 
