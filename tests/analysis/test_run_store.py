@@ -159,6 +159,28 @@ def test_a_kept_file_that_does_not_read_is_built_again(seen, tmp_path):
     assert check_runs_kept(str(root)) == []  # the read built and kept it again
 
 
+def test_a_save_killed_before_its_rename_leaves_no_stage_and_reads_as_before(
+    seen, tmp_path, monkeypatch
+):
+    # A kill -9 between writing a stage's temporary file and renaming it into place:
+    # the temporary file stays behind (as a kill leaves it) and no stage is kept.
+    _, _, root = seen
+    root = copy(root, tmp_path)
+    built = analysis.runs(Observed(SnapshotStore(root), keep=False))
+
+    def killed(source, target):
+        raise OSError("killed")
+
+    monkeypatch.setattr("toolkit.analysis.run_store.os.replace", killed)
+    monkeypatch.setattr("toolkit.analysis.run_store.os.remove", lambda path: None)
+    pd.testing.assert_frame_equal(analysis.runs(Observed(SnapshotStore(root))), built)
+    monkeypatch.undo()
+    assert kept_files(root) == [] and list((root / FOLDER).glob("*/.*.tmp"))
+    pd.testing.assert_frame_equal(analysis.runs(Observed(SnapshotStore(root))), built)
+    assert "run_frame.arrow" in kept_files(root)
+    assert check_runs_kept(str(root)) == []
+
+
 def test_store_check_names_a_kept_stage_that_differs_and_repair_deletes_it(seen, tmp_path, capsys):
     _, _, root = seen
     root = copy(root, tmp_path)
