@@ -3,9 +3,9 @@ then read by every later question, in any process, until the store changes.
 
 Every run figure stands on the same stages (transitions -> prices -> charges -> run
 table -> runs frame), and each rebuilt them from the whole change log: seconds on a long
-history, for a week's figure as for the history's. A stage built for a store is written beside its
-tables, under `<root>/_runs/<state>/<stage>.arrow`, and a later `Observed` of the same
-state reads it instead of building it. What is read is what the pipeline built, byte for
+history, for a week's figure as for the history's. A stage built for a store is written
+beside its tables, under `<root>/_runs/<state>/<stage>.arrow`, and a later `Observed` of
+the same state reads it instead of building it. What is read is what the pipeline built, byte for
 byte (`tests/analysis/test_run_store.py` holds the figures read so equal, frame for
 frame, to the figures built on the scenario stores and on the seeded histories).
 
@@ -30,8 +30,8 @@ import dataclasses
 import hashlib
 import json
 import os
+import secrets
 import shutil
-import tempfile
 import time
 from functools import cache
 from pathlib import Path
@@ -59,13 +59,10 @@ KEPT: Final[dict[str, str]] = {
 # A state's folder older than this, not the one being written, is deleted by a save: a
 # reader that listed it a moment ago may still be opening its files.
 _STALE_SECONDS: Final = 600
-_FRAME: Final = "frame:"
+_FRAME: Final = "frame:"  # the columns of a DataFrame field, as `frame:<field>:<column>`
 # LZ4: 30,000 chapters x a month's stages are 186 MiB as they are, 39 MiB so, written
 # in 0.35-0.4 s and read in 0.7-0.8 s; zstd made 18 MiB but read in 2.4-2.7 s (load 8).
 _COMPRESSED: Final = pa.ipc.IpcWriteOptions(compression="lz4")
-_MODE: Final = 0o666 & ~os.umask(
-    os.umask(0)
-)  # as any file the store writes  # the columns of a DataFrame field, as `frame:<field>:<column>`
 
 
 @cache
@@ -142,22 +139,23 @@ class Keeper:
             folder = self._folder / self.state(manifest)
             folder.mkdir(parents=True, exist_ok=True)
             table = encode(value)
-            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-            os.close(handle)
+            # Created as any file the store writes (the umask's mode, unlike mkstemp's).
+            temporary = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
             try:
                 with (
-                    pa.OSFile(temporary, "wb") as sink,
+                    pa.OSFile(str(temporary), "wb") as sink,
                     pa.ipc.new_file(sink, table.schema, options=_COMPRESSED) as writer,
                 ):
                     writer.write_table(table)
-                os.chmod(temporary, _MODE)
                 os.replace(temporary, folder / f"{name}.arrow")
             finally:
                 if os.path.exists(temporary):
                     os.remove(temporary)
             _drop_stale(self._folder, keep=folder.name)
-        except OSError:
-            return  # a read-only store, a full disk: the figures are built each time
+        except (OSError, pa.ArrowException, TypeError, ValueError):
+            # A read-only store, a full disk, a value Arrow cannot hold: nothing is kept,
+            # and the figure is the one just built.
+            return
 
 
 def kept_as(kind: type) -> str | None:
