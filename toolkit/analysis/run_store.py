@@ -234,7 +234,13 @@ def decode(kind: type, table: pa.Table) -> Any:
         prefix = f"{_FRAME}{name}:"
         kept = [c for c in table.column_names if c.startswith(prefix)]
         part = table.select(kept).rename_columns([c[len(prefix) :] for c in kept])
-        part = part.replace_schema_metadata({"pandas": json.dumps(frame_meta["pandas"])})
+        # One chunk a column, as the pipeline's Arrow-backed texts have: a file's batches
+        # would make several, or none when empty, and pandas cannot join on a text
+        # column without a chunk (seeds 25 and 36: `lead_times` on a frame of no rows).
+        part = pa.Table.from_arrays(
+            [pa.chunked_array([column.combine_chunks()]) for column in part.columns],
+            schema=part.schema.with_metadata({"pandas": json.dumps(frame_meta["pandas"])}),
+        )
         frame = part.to_pandas()
         for column, dtype in frame_meta["categories"].items():
             categories = frame[column].cat.categories
