@@ -117,6 +117,8 @@ def test_every_run_figure_read_from_the_kept_stages_equals_the_pipeline(
     assert_same_figures(built, read)
     for kind in STAGES:
         assert stages_equal(reference.stage(kind), again.stage(kind)), kind.__name__
+        arrays = [v for v in again.stage(kind).__dict__.values() if isinstance(v, np.ndarray)]
+        assert all(a.flags.writeable for a in arrays), kind.__name__  # as the pipeline's
     assert built["runs"]["rework"].sum() > 0  # the awkward cases are all there
     monkeypatch.undo()
     assert check_runs_kept(str(root)) == []

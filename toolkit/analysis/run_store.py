@@ -261,9 +261,11 @@ def decode(kind: type, table: pa.Table) -> Any:
 
 
 def _numpy(column: pa.ChunkedArray, dtype: str) -> np.ndarray:
+    """A column as the writable array the pipeline made (Arrow's zero-copy view of a
+    file's buffer is read-only)."""
     if np.dtype(dtype) == object:
         return np.asarray(column.to_pylist(), dtype=object)
-    return np.asarray(column.to_numpy(), dtype=dtype)
+    return np.array(column.to_numpy(), dtype=dtype, copy=True)
 
 
 def forget(store: SnapshotStore) -> None:
