@@ -30,6 +30,7 @@ PUBLIC = frozenset(
         "toolkit.store",
         "toolkit.analysis",
         "toolkit.analysis.sql",  # the run figures as SQL, for other engines: `toolkit sql`
+        "toolkit.analysis.run_check",  # `toolkit store check` on the run stages kept
         "toolkit.webhooks",
         "toolkit.emulator",
         "toolkit.conformance",  # `toolkit conformance`: checks a service, as a user would

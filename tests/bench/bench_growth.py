@@ -42,13 +42,32 @@ from tests.bench.watch_config import WATCH_CONFIG
 # month, a quarter and a year.
 MATRIX = tuple(f"{c}x{d}" for c in (10_000, 30_000, 100_000) for d in (30, 90, 365))
 RUN_FIGURES = ("credit_spend", "throughput", "runs", "cycle_times", "failures", "lead_times")
+# Issue 43: each run figure read from the stages the store keeps (`run_store`), for the
+# whole history and for its last week, beside the same figure worked out from the change
+# log (the reference path, the rows above). `keep` first: the first question after a
+# snapshot, which builds the stages and keeps them; the `:kept` rows read them.
+KEPT_FIGURES = (
+    "keep",
+    *(f"{name}:week" for name in RUN_FIGURES),
+    *(f"{name}:kept" for name in RUN_FIGURES),
+    *(f"{name}:week:kept" for name in RUN_FIGURES),
+)
 # The weekly page last: the slowest, and the one most likely to reach the time limit.
-FIGURES = ("imports", "rows", "as_of", *RUN_FIGURES, "forecast", "watch_checks", "weekly")
+FIGURES = (
+    "imports", "rows", "as_of", *RUN_FIGURES, *KEPT_FIGURES, "forecast", "watch_checks", "weekly"
+)  # fmt: skip
 LABELS = {
     "imports": "Python's start and imports alone (not in the times below)",
     "rows": "count the change logs' rows (one DuckDB query)",
     "as_of": "store.as_of('chapters', an hour at 55%)",
     **{name: f"analysis.{name}" for name in RUN_FIGURES},
+    "keep": "the first run figure after a snapshot: the stages built and kept",
+    **{f"{name}:week": f"analysis.{name}, the last week" for name in RUN_FIGURES},
+    **{f"{name}:kept": f"analysis.{name}, read from the kept stages" for name in RUN_FIGURES},
+    **{
+        f"{name}:week:kept": f"analysis.{name}, the last week, from the kept stages"
+        for name in RUN_FIGURES
+    },
     "forecast": "analysis.forecast",
     "weekly": "tk.report, the weekly page of the last week",
     "watch_checks": "tk.watch.checks (a watch cycle's store part)",
@@ -308,6 +327,8 @@ def _compute(figure: str, root: str) -> str:
 
     import toolkit as tk
     from toolkit import SnapshotStore, analysis
+    from toolkit.analysis.observed import Observed, observe
+    from toolkit.analysis.run_store import FOLDER
     from toolkit.analysis.sql import ASKED_WITH
 
     if figure == "imports":
@@ -322,8 +343,19 @@ def _compute(figure: str, root: str) -> str:
     if figure == "as_of":
         hours = len(store.snapshots())
         return f"{len(store.as_of('chapters', START + timedelta(hours=hours * 0.55))):,} rows"
-    if figure in (*RUN_FIGURES, "forecast"):
-        frame: pd.DataFrame = getattr(analysis, figure)(store, **ASKED_WITH.get(figure, {}))
+    if figure == "keep":  # as the first question after a snapshot: nothing kept yet
+        shutil.rmtree(os.path.join(root, FOLDER), ignore_errors=True)
+        return f"{len(analysis.runs(store)):,} runs"
+    name, *how = figure.split(":")
+    if name in (*RUN_FIGURES, "forecast"):
+        # The reference path (today's pipeline) keeps and reads nothing; `:kept` reads
+        # what `keep` kept.
+        source = observe(store) if "kept" in how else Observed(store, keep=False)
+        asked: dict[str, Any] = dict(ASKED_WITH.get(name, {}))
+        if "week" in how:
+            last = store.snapshots()["snapshot_at"].iloc[-1]
+            asked.update(since=last - timedelta(days=7), until=last + timedelta(hours=1))
+        frame: pd.DataFrame = getattr(analysis, name)(source, **asked)
         return f"{len(frame):,} rows"
     with tempfile.TemporaryDirectory(prefix="bench-growth-") as folder:
         if figure == "weekly":

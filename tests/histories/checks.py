@@ -22,6 +22,11 @@ import toolkit as tk
 from histories.plan import Plan
 from histories.play import History, played
 from toolkit import analysis
+from toolkit.analysis.observed import Observed
+from toolkit.analysis.run_check import check_runs_kept
+from toolkit.analysis.run_store import FOLDER
+from toolkit.analysis.transitions import Transitions
+from toolkit.store import SnapshotStore
 from toolkit.widgets import Dashboard
 
 # A price estimate refuses a project whose price nothing taught yet: a documented
@@ -31,6 +36,17 @@ NO_PRICE = ("no chapter price learned", "no page price learned")
 # are empty.
 ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one"
 CALENDARS = ("1h", "D", "W-MON", "MS")
+# The figures read from the run stages the store keeps, checked equal to the pipeline's.
+RUN_FIGURES = {
+    "runs": {},
+    "credit_spend": {"freq": "1D"},
+    "throughput": {"freq": "1D"},
+    "cycle_times": {},
+    "lead_times": {},
+    "failures": {},
+    "charges": {},
+    "finished": {"freq": "D"},
+}
 WATCH = """\
 store = "{root}"
 [workspaces.store]
@@ -169,12 +185,32 @@ def sums_are_conserved(history: History) -> None:
         assert len({str(v) for v in found.values()}) == 1, (history.plan.seed, name, found)
 
 
+def kept_runs_equal_the_pipeline(history: History) -> None:
+    """The run stages kept in the store (`run_store`) equal a build from
+    the change log, and the run figures read from them the figures worked out without
+    them (the reference path), frame for frame."""
+    root, seed = history.store.root, history.plan.seed
+    reference = Observed(SnapshotStore(root), keep=False)
+    # A history's stages build in well under `KEEP_AFTER_SECONDS`: kept here on purpose.
+    for name, asked in RUN_FIGURES.items():
+        getattr(analysis, name)(Observed(SnapshotStore(root), keep_after=0), **asked)
+    kept = Observed(SnapshotStore(root))
+    if not reference.stage(Transitions).empty:  # a store with no chapter keeps nothing
+        assert list((Path(root) / FOLDER).glob("*/run_table.arrow")), seed
+    assert check_runs_kept(str(root)) == [], seed
+    for name, asked in RUN_FIGURES.items():
+        built = getattr(analysis, name)(reference, **asked)
+        read = getattr(analysis, name)(kept, **asked)
+        pd.testing.assert_frame_equal(read, built, check_exact=True, obj=f"seed {seed}: {name}")
+
+
 def check(history: History, folder: Path) -> None:
     """Everything a seed must satisfy, from the snapshots alone and, when the plan
     says so, with the webhook events recorded."""
     if history.plan.events:
         history.store.record_events(events(history.emulator))
     surfaces(history, folder)
+    kept_runs_equal_the_pipeline(history)
     figures_equal_the_ledger(history, folder)
     sums_are_conserved(history)
 

@@ -32,17 +32,22 @@ def test_the_page_names_the_columns_changed_follows():
 
 
 def _kinds_in_check() -> set[str]:
-    # The kinds check.py writes itself (the first argument of each StoreFinding) and the
-    # ones it passes on from the ledger's disagreements (`Kind`).
-    tree = ast.parse((ROOT / "toolkit" / "store" / "check.py").read_text())
-    written = {
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and getattr(node.func, "id", None) == "StoreFinding"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-    }
+    # The kinds check.py writes itself (the first argument of each StoreFinding), the
+    # ones it passes on from the ledger's disagreements (`Kind`), and the one the command
+    # adds for the run stages a store keeps (toolkit/analysis/run_check.py).
+    written = set()
+    for path in (
+        ROOT / "toolkit" / "store" / "check.py",
+        ROOT / "toolkit" / "analysis" / "run_check.py",
+    ):
+        written |= {
+            node.args[0].value
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "StoreFinding"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        }
     return written | set(typing.get_args(ledger.Kind))
 
 

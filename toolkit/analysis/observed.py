@@ -10,12 +10,15 @@ frame), each built once on first use and kept by its type: `obs.stage(Charges)`.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from functools import cached_property
 from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
 
 import pandas as pd
 import pyarrow as pa
+
+from toolkit.analysis.run_store import Keeper, folder_of
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -39,9 +42,21 @@ S = TypeVar("S", bound=Stage)
 class Observed:
     """A store's data read once for every question, and the run pipeline's stages built once."""
 
-    def __init__(self, store: SnapshotStore) -> None:
+    def __init__(
+        self,
+        store: SnapshotStore,
+        *,
+        keep: bool = True,
+        keep_after: float | None = None,
+        version: tuple[int | None, ...] | None = None,
+    ) -> None:
+        """`keep`: read the run pipeline's stages kept in the store for its present
+        state, and keep those that took `keep_after` seconds or more to build (None:
+        `run_store.KEEP_AFTER_SECONDS`; 0: all); `version`: the store's, when the caller
+        just read it."""
         self.store = store
         self._stages: dict[type, object] = {}
+        self._keeper = _keeper(store, version, keep_after) if keep else None
         # Answers of questions asked with arguments (the forecast's by moment), by a key
         # of their arguments, for the next question that asks the same.
         self.memo: dict[str, object] = {}
@@ -49,7 +64,15 @@ class Observed:
     def stage(self, kind: type[S]) -> S:
         """The stage of this type, built on first use from the stages before it."""
         if kind not in self._stages:
-            self._stages[kind] = kind.build(self)
+            keeper = self._keeper
+            found = keeper.load(kind, self.manifest) if keeper is not None else None
+            if found is None:
+                started = time.perf_counter()
+                found = kind.build(self)
+                if keeper is not None:
+                    took = time.perf_counter() - started
+                    keeper.save(kind, found, self.manifest, took=took)
+            self._stages[kind] = found
         return cast(S, self._stages[kind])
 
     def has(self, kind: type[Stage]) -> bool:
@@ -117,9 +140,19 @@ def observe(source: SnapshotStore | Observed) -> Observed:
         found = _seen.get(source)
         if found is not None and found[0] == version:
             return found[1]
-        observed = Observed(source)
+        observed = Observed(source, version=version)
         _seen[source] = (version, observed)
         return observed
+
+
+def _keeper(
+    store: SnapshotStore, version: tuple[int | None, ...] | None, after: float | None
+) -> Keeper | None:
+    """What reads and keeps the store's stages, for its state now; None for a store
+    that keeps none (an object store, or not a `SnapshotStore`)."""
+    if not hasattr(store, "root") or folder_of(store) is None:
+        return None
+    return Keeper(store, store.version() if version is None else version, after=after)
 
 
 def answer(obs: Observed, sql: str) -> pd.DataFrame:

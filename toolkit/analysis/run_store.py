@@ -1,0 +1,300 @@
+"""The run pipeline's stages kept in the store: worked out once per state of the store,
+then read by every later question, in any process, until the store changes.
+
+Every run figure stands on the same stages (transitions -> prices -> charges -> run
+table -> runs frame), and each rebuilt them from the whole change log: seconds on a long
+history, for a week's figure as for the history's. A stage built for a store is written
+beside its tables, under `<root>/_runs/<state>/<stage>.arrow`, and a later `Observed` of
+the same state reads it instead of building it. What is read is what the pipeline built, byte for
+byte (`tests/analysis/test_run_store.py` holds the figures read so equal, frame for
+frame, to the figures built on the scenario stores and on the seeded histories).
+
+`<state>` names everything a stage is worked out from, so a stage is never read for
+another: the version of each Delta table (a snapshot, events, a merge, an upgrade or a
+repair each move one), the manifest's snapshots with the commits each recorded, and the
+source of the toolkit's analysis and store code (a rule changed by an upgrade of the
+toolkit reads as another state). A state the store has moved on from is never read
+again; its folder is deleted by a later save. A stage is saved only when the store did
+not change while it was built, so what was read for it is one state.
+
+A stage is written to a temporary file and renamed into place: a crash leaves a whole
+file or none, and a file that does not read is built again (never an error). Only local
+stores keep stages; on an object store every question builds them, as before.
+`toolkit store check` compares what is kept with a build (`run_check`), and `--repair`
+deletes what disagrees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from toolkit.store import SnapshotStore
+
+__all__ = [
+    "FOLDER",
+    "KEEP_AFTER_SECONDS",
+    "KEPT",
+    "Keeper",
+    "decode",
+    "encode",
+    "folder_of",
+    "forget",
+    "kept_as",
+]
+
+FOLDER: Final = "_runs"
+# The stages kept (by module and class: this module imports none of them, since the
+# last, the runs frame, reads `Observed`), each by the name of its file.
+KEPT: Final[dict[str, str]] = {
+    "toolkit.analysis.transitions.Transitions": "transitions",
+    "toolkit.analysis.prices.Prices": "prices",
+    "toolkit.analysis.charges.Charges": "charges",
+    "toolkit.analysis.run_table.RunTable": "run_table",
+    "toolkit.analysis.runs.RunFrame": "run_frame",
+}
+# A stage that built faster than this is not kept: reading it back would save next to
+# nothing, and a small store (a test's, a notebook's first days) stays as it was, with
+# no `_runs` folder and no write on a read. The stages of a long history take seconds.
+KEEP_AFTER_SECONDS = 0.25
+# A state's folder older than this, not the one being written, is deleted by a save: a
+# reader that listed it a moment ago may still be opening its files.
+_STALE_SECONDS: Final = 600
+_FRAME: Final = "frame:"  # the columns of a DataFrame field, as `frame:<field>:<column>`
+# LZ4: 30,000 chapters x a month's stages are 186 MiB as they are, 39 MiB so, written
+# in 0.35-0.4 s and read in 0.7-0.8 s; zstd made 18 MiB but read in 2.4-2.7 s (load 8).
+_COMPRESSED: Final = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+@cache
+def _code_version() -> str:
+    """A digest of the analysis and store code: a toolkit whose rules differ works out
+    other stages, and must not read these."""
+    digest = hashlib.sha256()
+    toolkit = Path(__file__).resolve().parent.parent
+    sources = [
+        p for part in ("analysis", "store", "frames") for p in (toolkit / part).rglob("*.py")
+    ]
+    for path in sorted(sources):
+        digest.update(str(path.relative_to(toolkit)).encode())
+        digest.update(path.read_bytes())
+    # No source to read (a zipped install): no digest could tell two toolkits apart.
+    return digest.hexdigest() if sources else ""
+
+
+def folder_of(store: SnapshotStore) -> Path | None:
+    """Where a store keeps its stages; None for an object store, or a toolkit whose code
+    cannot be read (not kept)."""
+    root = str(store.root)
+    if ("://" in root and not root.startswith("file://")) or not _code_version():
+        return None
+    return Path(root.removeprefix("file://")) / FOLDER
+
+
+class Keeper:
+    """Reads and saves one `Observed`'s stages, for the state its store was in when it
+    was made."""
+
+    def __init__(
+        self,
+        store: SnapshotStore,
+        version: tuple[int | None, ...],
+        *,
+        after: float | None = None,
+    ) -> None:
+        """`after`: the seconds a stage must take to build to be kept (None:
+        `KEEP_AFTER_SECONDS`; 0 keeps every stage)."""
+        self.store = store
+        self.version = version
+        self.after = KEEP_AFTER_SECONDS if after is None else after
+        self._folder = folder_of(store)
+        self._state: str | None = None
+
+    def state(self, manifest: pd.DataFrame) -> str:
+        """The name of the state: table versions, snapshots and their commits, code."""
+        if self._state is None:
+            digest = hashlib.sha256(_code_version().encode())
+            digest.update(json.dumps(list(self.version)).encode())
+            for column in ("snapshot_id", "snapshot_at", "commits", "base_id"):
+                if column in manifest.columns:
+                    digest.update(column.encode())
+                    digest.update("\x00".join(map(str, manifest[column].tolist())).encode())
+            self._state = digest.hexdigest()[:32]
+        return self._state
+
+    def load(self, kind: type, manifest: pd.DataFrame) -> Any | None:
+        """The stage kept for this state; None when none is (or it does not read)."""
+        name = kept_as(kind)
+        if self._folder is None or name is None:
+            return None
+        path = self._folder / self.state(manifest) / f"{name}.arrow"
+        try:
+            with pa.OSFile(str(path)) as source:
+                table = pa.ipc.open_file(source).read_all()
+            return decode(kind, table)
+        except Exception:  # any file that does not read is built again, never an error
+            return None
+
+    def save(self, kind: type, value: Any, manifest: pd.DataFrame, *, took: float) -> None:
+        """Keep a stage just built in `took` seconds, unless that was quick (under
+        `after`) or the store changed while it was (then what it was built
+        from may mix two states)."""
+        name = kept_as(kind)
+        if self._folder is None or name is None or took < self.after:
+            return
+        if name == "transitions" and value.empty:
+            return  # nothing to save: an empty store builds in no time
+        try:
+            if self.store.version() != self.version:
+                return
+            folder = self._folder / self.state(manifest)
+            folder.mkdir(parents=True, exist_ok=True)
+            table = encode(value)
+            # Created as any file the store writes (the umask's mode, unlike mkstemp's).
+            temporary = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+            try:
+                with (
+                    pa.OSFile(str(temporary), "wb") as sink,
+                    pa.ipc.new_file(sink, table.schema, options=_COMPRESSED) as writer,
+                ):
+                    writer.write_table(table)
+                os.replace(temporary, folder / f"{name}.arrow")
+            finally:
+                if os.path.exists(temporary):
+                    os.remove(temporary)
+            _drop_stale(self._folder, keep=folder.name)
+        except (OSError, pa.ArrowException, TypeError, ValueError):
+            # A read-only store, a full disk, a value Arrow cannot hold: nothing is kept,
+            # and the figure is the one just built.
+            return
+
+
+def kept_as(kind: type) -> str | None:
+    """The name of a stage's file; None for a stage not kept."""
+    return KEPT.get(f"{kind.__module__}.{kind.__qualname__}")
+
+
+def _drop_stale(folder: Path, *, keep: str) -> None:
+    limit = time.time() - _STALE_SECONDS
+    for entry in folder.iterdir():
+        try:
+            if entry.name != keep and entry.stat().st_mtime < limit:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def encode(value: Any) -> pa.Table:
+    """A stage as one Arrow table: its arrays as columns (a 2-D array's columns as
+    `<field>[j]`), a frame's columns as `frame:<field>:<column>`, everything else (and
+    each array's dtype and shape) in the schema's metadata as JSON."""
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {}
+    meta: dict[str, Any] = {"arrays": {}, "frames": {}, "values": {}}
+    items = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    lengths = [len(v) for v in items.values() if isinstance(v, pd.DataFrame | np.ndarray)]
+    frames = [len(v) for v in items.values() if isinstance(v, pd.DataFrame)]
+    length = (frames or lengths or [0])[0]
+    for name, item in items.items():
+        if isinstance(item, pd.DataFrame):
+            table = pa.Table.from_pandas(item, preserve_index=False)
+            # pandas reads dictionary texts back as `str` categories; the pipeline's are
+            # objects, as are the categories of every categorical it makes.
+            texts = {c: str(item[c].cat.categories.dtype) for c in item.columns
+                     if isinstance(item[c].dtype, pd.CategoricalDtype)}  # fmt: skip
+            meta["frames"][name] = {"pandas": table.schema.pandas_metadata, "categories": texts}
+            for column in table.column_names:
+                columns[f"{_FRAME}{name}:{column}"] = table.column(column)
+        elif isinstance(item, np.ndarray) and item.ndim in (1, 2) and len(item) == length:
+            meta["arrays"][name] = [item.dtype.str, list(item.shape)]
+            if item.ndim == 1:
+                columns[name] = _arrow(item)
+            for j in range(item.shape[1] if item.ndim == 2 else 0):
+                columns[f"{name}[{j}]"] = _arrow(item[:, j])
+        elif isinstance(item, np.ndarray) and item.ndim == 1:  # the snapshots' times
+            meta["values"][name] = {"dtype": item.dtype.str, "list": item.tolist()}
+        elif isinstance(item, dict):
+            meta["values"][name] = {"pairs": [[k, v] for k, v in item.items()]}
+        elif item is None or isinstance(item, str | int | float | bool):
+            meta["values"][name] = {"value": item}
+        else:
+            raise TypeError(f"a stage's {name} of type {type(item).__name__} is not kept")
+    if not columns:
+        raise ValueError("a stage with no rows is not kept")
+    table = pa.table(columns)
+    return table.replace_schema_metadata({"toolkit": json.dumps(meta)})
+
+
+def _arrow(values: np.ndarray) -> pa.Array:
+    if values.dtype == object:
+        return pa.array(values, pa.large_string(), from_pandas=False)
+    return pa.array(values)
+
+
+def decode(kind: type, table: pa.Table) -> Any:
+    """The stage `encode` wrote, with the dtypes it had."""
+    meta = json.loads(table.schema.metadata[b"toolkit"])
+    values: dict[str, Any] = {}
+    for name, (dtype, shape) in meta["arrays"].items():
+        if len(shape) == 1:
+            values[name] = _numpy(table.column(name), dtype)
+        else:
+            parts = [_numpy(table.column(f"{name}[{j}]"), dtype) for j in range(shape[1])]
+            stacked = np.stack(parts, axis=1) if parts else np.zeros(shape, dtype)
+            values[name] = np.ascontiguousarray(stacked).reshape(shape)
+    for name, frame_meta in meta["frames"].items():
+        prefix = f"{_FRAME}{name}:"
+        kept = [c for c in table.column_names if c.startswith(prefix)]
+        part = table.select(kept).rename_columns([c[len(prefix) :] for c in kept])
+        # One chunk a column, as the pipeline's Arrow-backed texts have: a file's batches
+        # would make several, or none when empty, and pandas cannot join on a text
+        # column without a chunk (seeds 25 and 36: `lead_times` on a frame of no rows).
+        part = pa.Table.from_arrays(
+            [pa.chunked_array([column.combine_chunks()]) for column in part.columns],
+            schema=part.schema.with_metadata({"pandas": json.dumps(frame_meta["pandas"])}),
+        )
+        frame = part.to_pandas()
+        for column, dtype in frame_meta["categories"].items():
+            categories = frame[column].cat.categories
+            frame[column] = pd.Categorical.from_codes(
+                frame[column].cat.codes.to_numpy(),
+                categories=pd.Index(categories.tolist(), dtype=categories.dtype
+                                    if dtype != "object" else object),
+            )  # fmt: skip
+        values[name] = frame
+    for name, item in meta["values"].items():
+        if "pairs" in item:
+            values[name] = {k: float(v) for k, v in item["pairs"]}
+        elif "list" in item:
+            values[name] = np.asarray(item["list"], dtype=item["dtype"])
+        else:
+            values[name] = item["value"]
+    return kind(**values)
+
+
+def _numpy(column: pa.ChunkedArray, dtype: str) -> np.ndarray:
+    """A column as the writable array the pipeline made (Arrow's zero-copy view of a
+    file's buffer is read-only)."""
+    if np.dtype(dtype) == object:
+        return np.asarray(column.to_pylist(), dtype=object)
+    return np.array(column.to_numpy(), dtype=dtype, copy=True)
+
+
+def forget(store: SnapshotStore) -> None:
+    """Delete every stage a store keeps (`toolkit store check --repair` does, for a
+    stage that disagrees): the next question builds them again."""
+    folder = folder_of(store)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
