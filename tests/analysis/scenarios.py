@@ -123,3 +123,51 @@ def pages_run_rescanned_and_held_in_one_interval(
         emulator.advance(RUN)
         store.take(client)
     return chapter
+
+
+def rescan_with_as_many_pages_held(
+    emulator: Any, client: Any, store: SnapshotStore, project_id: str, *, first_page: int = 0
+) -> Any:
+    """A chapter of 3 pages runs and is seen; before the next snapshot it is given 3
+    pages to hold and re-scanned: the rise, 3 pages, reads as well as the 3 new pages
+    run. The re-scan's files count 3 pages, not 6. Hours later (a snapshot between) the
+    held pages start: read after the new pages run, a re-scan (issue 36's seed 111,
+    which re-scanned first: the same rows, but the held pages' addition is then the
+    chapter's last activity, read as the re-scan's end; docs/analysis.md). Returns the
+    chapter."""
+    chapter = client.create_chapter(project_id, pages=pages(first_page, 3))
+    emulator.advance(RUN)
+    store.take(client)
+    held = client.add_pages(chapter.id, pages(first_page + 10, 3), hold=True)
+    client.rescan_chapter(chapter.id)
+    emulator.advance(RUN)
+    store.take(client)
+    emulator.advance(3 * 3600)
+    store.take(client)
+    client.start_chapter(chapter.id, page_ids=[p.id for p in held.pages])
+    emulator.advance(RUN)
+    store.take(client)
+    return chapter
+
+
+def pages_run_beside_pages_held_before(
+    emulator: Any, client: Any, store: SnapshotStore, project_id: str, *, first_page: int = 0
+) -> Any:
+    """A chapter of 2 pages runs and is seen; 3 pages are added held, seen; then 2 pages
+    are added and run, seen; then the held pages start. The files count 4 pages of 7
+    (the 3 held before), and the rise, 2 pages, is also a re-scan of the 2 paid with the
+    new pages held: they ran, as the files say (issue 36's seeds 4 and 82, read as
+    re-scans when any file short of the chapter's pages had the walk try that reading
+    and a rise with no rest was taken for one no reading fits). Returns the chapter."""
+    chapter = client.create_chapter(project_id, pages=pages(first_page, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    held = client.add_pages(chapter.id, pages(first_page + 10, 3), hold=True)
+    store.take(client)
+    client.add_pages(chapter.id, pages(first_page + 20, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    client.start_chapter(chapter.id, page_ids=[p.id for p in held.pages])
+    emulator.advance(RUN)
+    store.take(client)
+    return chapter

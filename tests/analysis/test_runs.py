@@ -10,7 +10,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from ledger import check_runs, events
-from scenarios import RUN, pages, rescans_and_added_pages_in_one_interval
+from scenarios import (
+    RUN,
+    pages,
+    pages_run_beside_pages_held_before,
+    rescan_with_as_many_pages_held,
+    rescans_and_added_pages_in_one_interval,
+)
 
 from toolkit import analysis
 from toolkit.store import SnapshotStore
@@ -80,6 +86,31 @@ def test_held_pages_are_paid_when_started_not_when_a_rescan_runs(
     assert bare["credits"].tolist() == [4, 6, 10]
     assert bare["rework"].tolist() == [4, 0, 10]
     assert analysis.stuck(store).empty
+
+
+def test_a_rescan_and_as_many_pages_held_read_as_the_rescan_by_the_files(
+    emulator, workspace, project, client, store
+):
+    # Seed 111: a re-scan of 3 pages and 3 pages added held raise the credits by as much
+    # as 3 pages added and run; read so, the held pages' start was an odd re-scan. The
+    # re-scan's files count 3 pages of 6.
+    store.take(client)
+    rescan_with_as_many_pages_held(emulator, client, store, project["id"])
+    bare, _ = both_ways(store, emulator, workspace)
+    assert bare["kind"].tolist() == ["first", "rescan", "held_start"]
+    assert bare["rework"].tolist() == [0, 6, 0]
+
+
+def test_pages_run_beside_pages_held_before_read_as_run_though_the_files_count_fewer(
+    emulator, workspace, project, client, store
+):
+    # Seeds 4 and 82: the files count fewer pages than the chapter has because pages were
+    # held before the rise; its new pages ran (not a re-scan with them held).
+    store.take(client)
+    pages_run_beside_pages_held_before(emulator, client, store, project["id"])
+    bare, _ = both_ways(store, emulator, workspace)
+    assert bare["kind"].tolist() == ["first", "added_pages", "held_start"]
+    assert bare["rework"].sum() == 0
 
 
 def test_a_staged_chapter_starts_after_the_snapshot_before_its_pages(
