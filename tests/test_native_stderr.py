@@ -35,6 +35,12 @@ PANICS = {
 AFTER = b"toolkit snapshot: could not write to store/chapters: the disk is full\n"
 
 
+def python(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` run in a Python process of its own (its descriptor 2 is the test's to read)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+
+
 def shown(chunks: list[bytes]) -> bytes:
     kept = PanicFilter()
     return b"".join(kept.feed(chunk) for chunk in chunks) + kept.flush(ended=True)
@@ -86,8 +92,7 @@ def test_the_command_shows_its_stderr_and_keeps_a_panic_off_it():
         "cli._demo = run\n"
         "sys.exit(cli.main(['demo']))\n"
     )
-    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    ran = python(code)
     assert (ran.returncode, ran.stderr) == (0, "before\nafter\n")
 
 
@@ -114,8 +119,7 @@ def test_nested_blocks_and_threads_share_one_route_and_stderr_is_whole_after():
         "write(9)\n"
         "print(sorted(os.listdir('/proc/self/fd')) == fds)\n"
     )
-    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    ran = python(code)
     assert ran.returncode == 0, ran.stderr
     lines = ran.stderr.splitlines()
     assert sorted(lines[:4]) == [f"thread {n}" for n in range(4)]
