@@ -34,7 +34,7 @@ taken or not allowed, what the service refused), 2 when something it depends on 
 (the service never answered, the store could not be read or written: damaged, on a
 read-only or full disk). argparse's own refusals are one line and 1 too (`_Parser`), not
 its usage text and 2. A native library's panic (delta-rs' threads on a full disk) is
-kept off stderr (`toolkit.cli_stderr`), so the line is the last thing shown.
+kept off stderr (`toolkit.native_stderr`), so the line is the last thing shown.
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import toolkit
-from toolkit.cli_stderr import panics_kept_off_stderr
 from toolkit.errors import (
     ApiError,
     ConfigError,
@@ -63,6 +62,7 @@ from toolkit.errors import (
     in_plain_words,
 )
 from toolkit.formatting import first_line
+from toolkit.native_stderr import panics_kept_off_stderr
 
 if TYPE_CHECKING:
     from toolkit.batch import UploadSummary

@@ -37,18 +37,32 @@ def rescans_and_added_pages_in_one_interval(
 
 
 def held_pages_started_hours_after_a_rescan(
-    emulator: Any, client: Any, store: SnapshotStore, project_id: str, *, first_page: int = 0
+    emulator: Any,
+    client: Any,
+    store: SnapshotStore,
+    project_id: str,
+    *,
+    first_page: int = 0,
+    held_pages: int = 2,
+    held_first: bool = False,
 ) -> Any:
-    """A chapter runs and is snapshotted; before the next snapshot it is re-scanned and
-    given pages to hold; hours later (another snapshot between) the held pages start.
-    The re-scan pays for the pages that ran, the start for the held ones (issue 36: the
-    start was read as a second re-scan, counting the chapter's lines again). Returns it."""
+    """A chapter of 3 pages runs and is snapshotted; before the next snapshot it is
+    re-scanned and given pages to hold (`held_first`: given them, then re-scanned: the
+    same rows); hours later (another snapshot between) the held pages start. The
+    re-scan pays for the pages that ran, the start for the held ones (issue 36: the
+    start was read as a second re-scan, counting the chapter's lines again). With 3
+    held pages the re-scan's rise reads as well as those 3 pages run; its files count
+    3 pages of 6 (seed 111, which re-scanned first: then the held pages' addition is
+    the chapter's last activity, read as the re-scan's end, docs/analysis.md). Returns
+    the chapter."""
     chapter = client.create_chapter(project_id, pages=pages(first_page, 3))
     emulator.advance(RUN)
     store.take(client)
+    new = pages(first_page + 10, held_pages)
+    held = client.add_pages(chapter.id, new, hold=True) if held_first else None
     client.rescan_chapter(chapter.id)
     emulator.advance(RUN)
-    held = client.add_pages(chapter.id, pages(first_page + 10, 2), hold=True)
+    held = held or client.add_pages(chapter.id, new, hold=True)
     emulator.advance(RUN)
     store.take(client)
     emulator.advance(3 * 3600)
@@ -122,4 +136,27 @@ def pages_run_rescanned_and_held_in_one_interval(
         client.rescan_chapter(chapter.id)
         emulator.advance(RUN)
         store.take(client)
+    return chapter
+
+
+def pages_run_beside_pages_held_before(
+    emulator: Any, client: Any, store: SnapshotStore, project_id: str, *, first_page: int = 0
+) -> Any:
+    """A chapter of 2 pages runs and is seen; 3 pages are added held, seen; then 2 pages
+    are added and run, seen; then the held pages start. The files count 4 pages of 7
+    (the 3 held before), and the rise, 2 pages, is also a re-scan of the 2 paid with the
+    new pages held: they ran, as the files say (issue 36's seeds 4 and 82, read as
+    re-scans when any file short of the chapter's pages had the walk try that reading
+    and a rise with no rest was taken for one no reading fits). Returns the chapter."""
+    chapter = client.create_chapter(project_id, pages=pages(first_page, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    held = client.add_pages(chapter.id, pages(first_page + 10, 3), hold=True)
+    store.take(client)
+    client.add_pages(chapter.id, pages(first_page + 20, 2))
+    emulator.advance(RUN)
+    store.take(client)
+    client.start_chapter(chapter.id, page_ids=[p.id for p in held.pages])
+    emulator.advance(RUN)
+    store.take(client)
     return chapter

@@ -24,6 +24,7 @@ from scenarios import (
     as_many_held_pages_as_ran,
     held_pages_started_hours_after_a_rescan,
     pages,
+    pages_run_beside_pages_held_before,
     pages_run_rescanned_and_held_in_one_interval,
     rescan_with_more_pages_held_than_ran,
     rescans_and_added_pages_in_one_interval,
@@ -85,6 +86,12 @@ def awkward_cases(emulator, workspace, client, store, webhook: str) -> None:
         pages_run_rescanned_and_held_in_one_interval(
             emulator, client, store, comic["id"], first_page=160 + 30 * failing, failing=failing
         )
+    # A re-scan and as many pages held, told from those pages run by the files (seed
+    # 111); pages run beside pages held before, the files short by the held (seeds 4, 82).
+    held_pages_started_hours_after_a_rescan(
+        emulator, client, store, comic["id"], first_page=220, held_pages=3, held_first=True
+    )
+    pages_run_beside_pages_held_before(emulator, client, store, comic["id"], first_page=240)
     # Pages added to a failed chapter run, seen running, and stall: the new failure
     # reason is that run's end, not a run of its own (seed 83).
     emulator.set_faults(failure_rate=1.0, seed=3)

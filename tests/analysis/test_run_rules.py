@@ -17,6 +17,7 @@ from toolkit.analysis.charges import (
     _new_pages_held,
     _read_rest,
     _rise_of,
+    _shown_held_by_files,
     _some_kept_held,
 )
 from toolkit.analysis.run_codes import NULL, EndReason, EndSource, Kind, Outcome
@@ -312,7 +313,7 @@ def test_new_pages_run_a_rescan_and_new_pages_held_against_a_rescan_then_pages_r
         np.array([4.0, 4.0, 1.0]),
         np.array([3.0, 3.0, 3.0]),
     )
-    some = _some_kept_held(paid, added=added, rest=rest)
+    some = _some_kept_held(paid, added=added, rest=rest, alone=np.array([F, F, F]))
     assert_array_equal(some, [2.0, 2.0, 0.0])  # 1 new page: no whole split
     args = {"paid": paid, "pages_before": paid, "started_before": np.array([T, T, T]),
             "cleared": np.array([F, F, F]), "may_retry": np.array([F, F, F])}  # fmt: skip
@@ -321,6 +322,23 @@ def test_new_pages_run_a_rescan_and_new_pages_held_against_a_rescan_then_pages_r
     assert_array_equal(whole.before_count, [1, 1, 1])  # (d): a re-scan of the 3 first
     assert_array_equal(split.after_count, [1, 1, 0])  # (c): a re-scan of 5 after 2 ran
     assert_array_equal(split.after_pages[:2], [5.0, 5.0])
+
+
+def test_a_rise_of_new_pages_run_alone_is_tried_as_a_rescan_with_them_held_by_its_files():
+    # Seed 111: 3 paid, 3 new, a rise of 3 pages: the new pages run, or a re-scan of the
+    # 3 with all 3 new ones held, tried only where the files count fewer pages than the
+    # chapter has (6), and only on a rise that is its new pages alone; with a rest (a
+    # rise of 4), no whole split.
+    walked = _shown_held_by_files(
+        np.array([3.0, 3.0, 3.0, 0.0]),
+        more=np.array([F, F, T, F]),
+        exported=np.array([3.0, 6.0, 3.0, 3.0]),
+        pages=np.full(4, 6.0),
+    )
+    assert_array_equal(walked, [T, F, F, F])
+    some = _some_kept_held(np.full(3, 3.0), added=np.full(3, 3.0),
+                           rest=np.array([0.0, 0.0, 1.0]), alone=np.array([T, F, F]))  # fmt: skip
+    assert_array_equal(some, [3.0, 0.0, 0.0])
 
 
 def test_pages_held_seen_later_in_the_files_or_the_next_rise_tell_c_from_d():

@@ -7,10 +7,18 @@ webhook events stored.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import pytest
 from ledger import check_runs, events
-from scenarios import RUN, pages, rescans_and_added_pages_in_one_interval
+from scenarios import (
+    RUN,
+    held_pages_started_hours_after_a_rescan,
+    pages,
+    pages_run_beside_pages_held_before,
+    rescans_and_added_pages_in_one_interval,
+)
 
 from toolkit import analysis
 from toolkit.store import SnapshotStore
@@ -80,6 +88,31 @@ def test_held_pages_are_paid_when_started_not_when_a_rescan_runs(
     assert bare["credits"].tolist() == [4, 6, 10]
     assert bare["rework"].tolist() == [4, 0, 10]
     assert analysis.stuck(store).empty
+
+
+@pytest.mark.parametrize(
+    ("played", "kinds", "rework"),
+    [
+        # Seed 111: a re-scan of 3 pages and 3 pages added held raise the credits by as
+        # much as 3 pages added and run; read so, the held pages' start was an odd
+        # re-scan. The re-scan's files count 3 pages of 6.
+        (partial(held_pages_started_hours_after_a_rescan, held_pages=3, held_first=True),
+         ["first", "rescan", "held_start"], [0, 6, 0]),
+        # Seeds 4 and 82: the files count fewer pages than the chapter has because pages
+        # were held before the rise; its new pages ran (not a re-scan with them held).
+        (pages_run_beside_pages_held_before, ["first", "added_pages", "held_start"],
+         [0, 0, 0]),
+    ],
+    ids=["rescan and as many held", "run beside held before"],
+)  # fmt: skip
+def test_a_rise_of_as_many_new_pages_as_were_paid_is_read_by_the_files(
+    emulator, workspace, project, client, store, played, kinds, rework
+):
+    store.take(client)
+    played(emulator, client, store, project["id"])
+    bare, _ = both_ways(store, emulator, workspace)
+    assert bare["kind"].tolist() == kinds
+    assert bare["rework"].tolist() == rework
 
 
 def test_a_staged_chapter_starts_after_the_snapshot_before_its_pages(

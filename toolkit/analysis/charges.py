@@ -192,15 +192,24 @@ def _split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
     grown = np.where(
         rows.started_before[at], np.maximum(rows.pages[at] - rows.pages_before[at], 0.0), 0.0
     )
-    read = np.flatnonzero((rest > _EPS) | ((added > _EPS) & (added < grown - _EPS)))
-    rank = rank_within(rows.chapter[at][read])
-    # Each such row's next one of its chapter's segment (-1: none): what it reads as
-    # paid can tell held pages from run ones (`held_seen_later`).
-    following = np.full(len(read), -1)
-    same = (rows.chapter[at][read][1:] == rows.chapter[at][read][:-1]) & (
-        segments.segment[read][1:] == segments.segment[read][:-1]
+    more = (rest > _EPS) | ((added > _EPS) & (added < grown - _EPS))
+    # ...and rows whose rise is their new pages run, where the files say some were held
+    # (`shown_held_by_files`).
+    by_files = _shown_held_by_files(
+        added, more=more, exported=rows.exported[at], pages=rows.pages[at]
     )
-    following[:-1][same] = read[1:][same]
+    read = np.flatnonzero(more | by_files)
+    rank = rank_within(rows.chapter[at][read])
+    # Each row's next one of its chapter's segment that holds more than new pages (-1:
+    # none): what it reads as paid can tell held pages from run ones (`held_seen_later`).
+    following = np.full(len(read), -1)
+    told = read[more[read]]
+    same = (rows.chapter[at][told][1:] == rows.chapter[at][told][:-1]) & (
+        segments.segment[told][1:] == segments.segment[told][:-1]
+    )
+    nexts = np.full(len(told), -1)
+    nexts[:-1][same] = told[1:][same]
+    following[more[read]] = nexts
 
     def state(i: np.ndarray, paid: np.ndarray) -> dict[str, np.ndarray]:
         j = at[i]
@@ -225,13 +234,14 @@ def _split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
         paid = chapter_state["paid"]
         as_run = _read_rest(added=added[i], rest=rest[i], **chapter_state)
         as_held = _read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
-        kept = _new_pages_held(added[i], fits_as_run=as_run.fits, fits_as_held=as_held.fits)
+        alone = by_files[i]  # the new pages run are the whole rise: a reading that fits
+        kept = _new_pages_held(added[i], fits_as_run=as_run.fits | alone, fits_as_held=as_held.fits)
         reading = _RestReading(
             *(np.where(kept, h, r) for h, r in zip(as_held, as_run, strict=True))
         )
         # Some new pages run, a re-scan, the others held ((c)), against the same number of
         # runs read with them all run (`held_seen_later`).
-        some = _some_kept_held(paid, added=added[i], rest=rest[i])
+        some = _some_kept_held(paid, added=added[i], rest=rest[i], alone=alone)
         split = _read_rest(added=added[i] - some, rest=rest[i] + some, **chapter_state)
         dropped = np.where(kept, added[i], 0.0)
         paid_after = paid + added[i] - dropped + reading.held
@@ -506,14 +516,32 @@ def _some_held_after_a_rescan(
     return fits
 
 
-def _some_kept_held(paid: np.ndarray, *, added: np.ndarray, rest: np.ndarray) -> np.ndarray:
+def _some_kept_held(
+    paid: np.ndarray, *, added: np.ndarray, rest: np.ndarray, alone: np.ndarray
+) -> np.ndarray:
     """How many new pages (0: none) were kept held if some ran, then one re-scan paid
     for the pages that had run and them, and the others were added held: the rest with
-    those held is that re-scan, `rest + k = paid + added - k`. (Reference: CTE `walk`,
-    `some`.)"""
+    those held is that re-scan, `rest + k = paid + added - k`. With no rest, only where
+    the new pages run are the whole rise (`alone`, `shown_held_by_files`): a re-scan of
+    3 pages and 3 new pages held pay for as much as 3 new pages run (seed 111).
+    (Reference: CTE `walk`, `some_held`.)"""
     some = (paid + added - rest) / 2
     whole = (np.abs(some - np.round(some)) < _EPS) & (some > 1 - _EPS) & (some < added + _EPS)
-    return np.where((added > _EPS) & (rest > _EPS) & whole, np.round(some), 0.0)
+    return np.where((added > _EPS) & ((rest > _EPS) | alone) & whole, np.round(some), 0.0)
+
+
+def _shown_held_by_files(
+    added: np.ndarray, *, more: np.ndarray, exported: np.ndarray, pages: np.ndarray
+) -> np.ndarray:
+    """A rise that is its new pages run, no more (not `more`: no rest, every new page
+    paid), is walked too when the files count fewer pages than the chapter has: it may
+    be a re-scan with some or all new pages held (seed 111: a re-scan of 3 pages and 3
+    new pages held pay for as much as 3 new pages run). The files, known wherever such
+    a row is walked, tell (`held_seen_later`, by the files alone: the next rise adds
+    nothing they do not say). Its new pages run are a reading that fits: they are not
+    read as held for want of a rest (that read seeds 4 and 82, pages held before the
+    rise, as re-scans). (Reference: CTE `rest_rows`, `files_only`.)"""
+    return np.asarray((added > _EPS) & ~more & (exported < pages - _EPS), bool)
 
 
 def _held_seen_later(

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from toolkit.errors import OldStoreLayout, StoreError, ToolkitError
 from toolkit.frames import schema
+from toolkit.native_stderr import panics_kept_off_stderr
 from toolkit.store import versions
 from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow, connect
@@ -61,7 +62,7 @@ class StoreEngine:
 
     def upgrade(self) -> list[str]:
         """Migrate a store of an earlier layout one version at a time (`versions`)."""
-        with self.upgrading:
+        with self.upgrading, panics_kept_off_stderr():
             done = versions.upgrade_in_steps(self.tables, self.root, _steps(), is_current_store)
         with self.lock:
             self.manifest_files.clear()
@@ -73,7 +74,8 @@ class StoreEngine:
         manifest files are read afresh."""
         from toolkit.store.maintenance import maintain
 
-        merged = maintain(self.tables, today)
+        with panics_kept_off_stderr():  # delta-rs' threads panic on a full disk
+            merged = maintain(self.tables, today)
         with self.lock:
             self.manifest_files.clear()
         return merged

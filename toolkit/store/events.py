@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from toolkit.frames import schema
 from toolkit.frames.pull import project_id_list
+from toolkit.native_stderr import panics_kept_off_stderr
 from toolkit.store.connection import arrow, connect
 from toolkit.store.ledger import OPERATION_KEY
 from toolkit.store.tables import Tables
@@ -86,7 +87,8 @@ def record(tables: Tables, events: Iterable[Mapping[str, Any]]) -> int:
         )
         table = tables.get("events")
         if table is not None and table.version() and table.version() % CHECKPOINT_EVERY == 0:
-            table.create_checkpoint()
+            with panics_kept_off_stderr():  # delta-rs' threads panic on a full disk
+                table.create_checkpoint()
             tables.forget("events")
     return len(rows)
 

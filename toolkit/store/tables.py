@@ -45,6 +45,7 @@ from deltalake.exceptions import CommitFailedError
 from toolkit.errors import DamagedStore, StoreError
 from toolkit.formatting import first_line
 from toolkit.frames.schema import conform
+from toolkit.native_stderr import panics_kept_off_stderr
 
 __all__ = ["BASE_ID_KEY", "SNAPSHOT_AT_KEY", "SNAPSHOT_ID_KEY", "WRITER",
            "Tables", "app_id", "version_of"]  # fmt: skip
@@ -207,17 +208,18 @@ class Tables:
             # A table written before a column was added to the store gains it.
             grows = table is not None and bool(set(rows.schema.names) - _columns(table))
             try:
-                write_deltalake(
-                    target,
-                    rows,
-                    mode="append",
-                    schema_mode="merge" if grows else None,
-                    configuration=_table_config(self.retention) if table is None else None,
-                    storage_options=self.storage_options if table is None else None,
-                    commit_properties=properties,
-                    post_commithook_properties=hooks,
-                    writer_properties=WRITER,
-                )
+                with panics_kept_off_stderr():  # delta-rs' threads panic on a full disk
+                    write_deltalake(
+                        target,
+                        rows,
+                        mode="append",
+                        schema_mode="merge" if grows else None,
+                        configuration=_table_config(self.retention) if table is None else None,
+                        storage_options=self.storage_options if table is None else None,
+                        commit_properties=properties,
+                        post_commithook_properties=hooks,
+                        writer_properties=WRITER,
+                    )
                 break
             except CommitFailedError as error:
                 # A merge in another process replaced files meanwhile (delta-rs counts

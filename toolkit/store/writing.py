@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from deltalake.exceptions import CommitFailedError
 
 from toolkit.frames import Workspace, schema
+from toolkit.native_stderr import panics_kept_off_stderr
 from toolkit.store import versions
 from toolkit.store.columns import (
     CHANGED,
@@ -265,5 +266,6 @@ def _commit_tables(
         return witness_of(tables, name, version, snapshot_id, changes[name].num_rows)
 
     written = [*pending, *held]
-    with ThreadPoolExecutor(max_workers=len(written) or 1) as pool:
+    # One route of descriptor 2 for the side-by-side appends, not one each (`append`).
+    with ThreadPoolExecutor(max_workers=len(written) or 1) as pool, panics_kept_off_stderr():
         return dict(zip(written, pool.map(commit, written), strict=True))

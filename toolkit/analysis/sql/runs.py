@@ -106,7 +106,8 @@ def _best(rest: str, r: str) -> str:
 
 def _read(source: str) -> str:
     """The rows of `source` (with `paid`, `held_before`, `rest`, `added`, `cleared`,
-    `may_retry`, `acc_before`, `exported` and the next walk row's `next_*`) with their
+    `may_retry`, `acc_before`, `exported`, `files_only` and the next walk row's `next_*`,
+    null on a `files_only` row: the files alone tell its held pages) with their
     rest read (`best`), once with the new pages run and once with them kept held
     (`keep_held`: only the second fits), and once with some of them held (`held_later`,
     the store shows them held later); `added` and `rest` as read, and `dropped` says
@@ -124,8 +125,8 @@ def _read_whole(source: str) -> str:
     return f"""
         SELECT *, CASE WHEN keep_held THEN best_held ELSE best_run END AS best_whole,
                CASE WHEN keep_held THEN added ELSE 0 END AS dropped_whole
-        FROM (SELECT *, added > {EPS} AND best_run IN (-1, 6) AND best_held BETWEEN 0 AND 5
-                        AS keep_held
+        FROM (SELECT *, added > {EPS} AND best_run IN (-1, 6) AND NOT files_only
+                        AND best_held BETWEEN 0 AND 5 AS keep_held
               FROM (SELECT *, {_best("rest", "r")} AS best_run,
                            {_best("rest + added", "h")} AS best_held
                     FROM (SELECT *, {_readings("paid", "held_before")},
@@ -161,7 +162,7 @@ def _held_later(source: str) -> str:
     or the next walk row reads as whole runs only with them held. (Reference for
     `_some_kept_held` and `_held_seen_later`.)"""
     half = "(paid + added - rest) / 2"
-    some = f"""CASE WHEN added > {EPS} AND rest > {EPS}
+    some = f"""CASE WHEN added > {EPS} AND (rest > {EPS} OR files_only)
                      AND abs({half} - round_even({half}, 0)) < {EPS}
                      AND {half} > 1 - {EPS} AND {half} < added + {EPS}
                      AND NOT keep_held
@@ -363,21 +364,37 @@ m AS (
              + grown_before - first_value(grown_before) OVER seg AS known
     FROM m3 WINDOW seg AS (PARTITION BY chapter_id, segment ORDER BY idx)
 ),
+m_read AS (
+    -- Rows with a rest, and rows that paid for some of their new pages only (`more`);
+    -- and rows that are their new pages run, no more, whose files count fewer pages
+    -- than the chapter has: a re-scan with new pages held, told by the files alone
+    -- (`files_only`, seed 111).
+    SELECT *, NOT more AND added > {eps} AND coalesce(exported < pages - {eps}, false)
+                  AS files_only
+    FROM (SELECT *, rest > {eps} OR (added > {eps} AND added < CASE WHEN started_before
+                     THEN greatest(pages - pages_before, 0) ELSE 0 END - {eps}) AS more
+          FROM m)
+),
 rest_rows AS (
     SELECT chapter_id, idx, segment, known, first, added, rest, cleared, may_retry,
-           pages_before, started_before, exported,
+           pages_before, started_before, exported, files_only,
            CASE WHEN started_before THEN greatest(pages_before - known - first, 0) ELSE 0
            END AS held_alone,
-           -- The next such row, which may tell held pages from run ones.
+           -- The next row with more than new pages, which may tell held pages from run
+           -- ones.
            lead(segment) OVER n AS next_segment, lead(known) OVER n AS next_known,
            lead(first) OVER n AS next_first, lead(added) OVER n AS next_added,
            lead(rest) OVER n AS next_rest, lead(pages_before) OVER n AS next_pages_before,
            lead(started_before) OVER n AS next_started_before,
            lead(cleared) OVER n AS next_cleared
-    -- Rows with a rest, and rows that paid for some of their new pages only.
-    FROM m WHERE rest > {eps} OR (added > {eps} AND added < CASE WHEN started_before
-                                  THEN greatest(pages - pages_before, 0) ELSE 0 END - {eps})
+    FROM m_read WHERE more
     WINDOW n AS (PARTITION BY chapter_id ORDER BY idx)
+    UNION ALL BY NAME
+    SELECT chapter_id, idx, segment, known, first, added, rest, cleared, may_retry,
+           pages_before, started_before, exported, files_only,
+           CASE WHEN started_before THEN greatest(pages_before - known - first, 0) ELSE 0
+           END AS held_alone
+    FROM m_read WHERE files_only
 ),
 walk_rows AS (
     -- Held pages started by one rise change what later rises read as paid, and so do

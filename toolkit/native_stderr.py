@@ -1,16 +1,21 @@
-"""The `toolkit` command's stderr, with native libraries' panics kept off it.
+"""The process's stderr with native libraries' panics kept off it.
 
 delta-rs (through `object_store`) panics in its worker threads when the disk fills in
 the middle of a write (`Already shut down`, object_store's buffered.rs), and then
-returns the error the store turns into a `StoreError`, which the command tells in one
-line. Rust's panic hook writes the panic, and with `RUST_BACKTRACE` a backtrace, straight
-to file descriptor 2: Python never sees it, so no `except` can keep it from the terminal.
+returns the error the store turns into a `StoreError`, one line. Rust's panic hook
+writes the panic, and with `RUST_BACKTRACE` a backtrace, straight to file descriptor 2:
+Python never sees it, so no `except` can keep it off, and neither can an environment
+variable (`RUST_BACKTRACE=0` drops the backtrace, not the panic's lines; the hook is
+delta-rs' to set, and its Python package offers no way to).
 
-`panics_kept_off_stderr()` routes descriptor 2 through a pipe for the command's life. A
+`panics_kept_off_stderr()` routes descriptor 2 through a pipe while it is open. A
 thread copies what comes to the real stderr as it comes (a progress bar's partial lines
 too), except a panic's block (`thread '...' panicked at ...` up to its last backtrace
-line), which goes to the `toolkit` logger at DEBUG instead. Only the command does this:
-a notebook or a program using the toolkit keeps its own descriptors.
+line), which goes to the `toolkit` logger at DEBUG instead. The `toolkit` command opens
+it for its whole life; `SnapshotStore` for each of its writes, so a notebook (whose
+kernel shows what reaches descriptor 2 in the cell) or a program sees the one-line
+error only. Descriptor 2 is the process's: the blocks of several threads and nested
+ones share one pipe, routed while any is open.
 """
 
 from __future__ import annotations
@@ -108,36 +113,62 @@ def _may_start_panic(partial: bytes) -> bool:
     return partial.startswith(_START) or _START.startswith(partial)
 
 
+class _Route:
+    """Descriptor 2's route through the filter: open while any block is (`users`)."""
+
+    lock = threading.Lock()
+    users = 0
+    terminal: int | None = None  # the real stderr, while routed
+    copier: threading.Thread | None = None
+
+
 @contextlib.contextmanager
 def panics_kept_off_stderr() -> Iterator[None]:
     """Descriptor 2 through a `PanicFilter` until the block ends (see the module)."""
+    with _Route.lock:
+        if _Route.users == 0:
+            _open_route()
+        _Route.users += 1
+    try:
+        yield
+    finally:
+        with _Route.lock:
+            _Route.users -= 1
+            if _Route.users == 0:
+                _close_route()
+
+
+def _open_route() -> None:
     try:
         terminal = os.dup(2)
     except OSError:  # no stderr at all (a windowless process): nothing to keep off
-        yield
         return
     if os.name != "posix":  # select() takes no pipe on Windows: stderr as it is
         os.close(terminal)
-        yield
         return
     reading, writing = os.pipe()
     with contextlib.suppress(ValueError, OSError):
         sys.stderr.flush()
     os.dup2(writing, 2)
     os.close(writing)
-    copier = threading.Thread(
+    _Route.terminal = terminal
+    _Route.copier = threading.Thread(
         target=_copy, args=(reading, terminal), name="toolkit-stderr", daemon=True
     )
-    copier.start()
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError, OSError):
-            sys.stderr.flush()
-        os.dup2(terminal, 2)  # closes the pipe's last writer: the copier reads its end
-        copier.join(timeout=5)
-        if not copier.is_alive():  # else a child process still holds the pipe open
-            os.close(terminal)
+    _Route.copier.start()
+
+
+def _close_route() -> None:
+    terminal, copier = _Route.terminal, _Route.copier
+    _Route.terminal = _Route.copier = None
+    if terminal is None or copier is None:
+        return
+    with contextlib.suppress(ValueError, OSError):
+        sys.stderr.flush()
+    os.dup2(terminal, 2)  # closes the pipe's last writer: the copier reads its end
+    copier.join(timeout=5)
+    if not copier.is_alive():  # else a child process still holds the pipe open
+        os.close(terminal)
 
 
 def _copy(reading: int, terminal: int) -> None:

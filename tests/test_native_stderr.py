@@ -1,5 +1,6 @@
-"""The command's stderr keeps a native library's panic off the terminal and everything
-else on it, as it comes (tests/test_cli_errors.py has the real full disk)."""
+"""The command's stderr, and the process's while the store writes, keep a native
+library's panic off the terminal and everything else on it, as it comes
+(tests/test_cli_errors.py and tests/store/test_store_damage.py have the real full disk)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.cli_stderr import PanicFilter
+from toolkit.native_stderr import PanicFilter
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = (
@@ -32,6 +33,12 @@ PANICS = {
     + b"stack backtrace:\n   0:     0x7f00 - std::backtrace\n   1:     0x7f01 - main\n",
 }
 AFTER = b"toolkit snapshot: could not write to store/chapters: the disk is full\n"
+
+
+def python(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` run in a Python process of its own (its descriptor 2 is the test's to read)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
 
 
 def shown(chunks: list[bytes]) -> bytes:
@@ -85,6 +92,36 @@ def test_the_command_shows_its_stderr_and_keeps_a_panic_off_it():
         "cli._demo = run\n"
         "sys.exit(cli.main(['demo']))\n"
     )
-    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    ran = python(code)
     assert (ran.returncode, ran.stderr) == (0, "before\nafter\n")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_nested_blocks_and_threads_share_one_route_and_stderr_is_whole_after():
+    # The command's block around the store's, and writes side by side in threads: each
+    # panic kept off, each line shown, and descriptor 2 the real stderr again after.
+    code = (
+        "import os, threading\n"
+        "from toolkit.native_stderr import panics_kept_off_stderr as kept\n"
+        "def write(n):\n"
+        "    for _ in range(20):\n"
+        "        with kept():\n"
+        f"            os.write(2, {PANICS['no backtrace']!r})\n"
+        "    os.write(2, b'thread %d\\n' % n)\n"
+        "fds = sorted(os.listdir('/proc/self/fd'))\n"
+        "with kept():\n"
+        "    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]\n"
+        "    [t.start() for t in threads]\n"
+        "    [t.join() for t in threads]\n"
+        "    with kept():\n"
+        f"        os.write(2, {PANICS['backtrace']!r})\n"
+        "os.write(2, b'after\\n')\n"
+        "write(9)\n"
+        "print(sorted(os.listdir('/proc/self/fd')) == fds)\n"
+    )
+    ran = python(code)
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stderr.splitlines()
+    assert sorted(lines[:4]) == [f"thread {n}" for n in range(4)]
+    assert lines[4:] == ["after", "thread 9"]
+    assert ran.stdout == "True\n"  # no descriptor left open: every copier ended
