@@ -42,6 +42,16 @@ def test_a_count_at_the_end_names_its_moment_and_each_row_its_reason(tmp_path, c
     assert tk.analysis.reason_words("held_pages") in out
 
 
+def test_the_forecast_s_column_name_prints_the_figure_it_holds(tmp_path, capsys):
+    trouble(tmp_path / "store")
+    store = str(tmp_path / "store")
+    assert main(["explain", "open_lines", "--store", store]) == 0
+    by_its_name = capsys.readouterr().out
+    assert main(["explain", "remaining_lines", "--store", store]) == 0
+    assert capsys.readouterr().out == by_its_name
+    assert ": 8 lines, 2 rows" in by_its_name.splitlines()[0]
+
+
 def test_explain_writes_every_column_as_csv(store_path, tmp_path, capsys):
     out = tmp_path / "lines.csv"
     argv = ["explain", "lines", "--store", store_path, "--project", "Moonlit Harbor",

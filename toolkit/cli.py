@@ -278,6 +278,7 @@ def _explain(args: argparse.Namespace) -> None:
     from toolkit.reporting import HOW, TAKEN, explain, label, period, recount
     from toolkit.store import SnapshotStore
 
+    args.figure = metrics.ALIASES.get(args.figure, args.figure)  # a column's other name
     if args.by or args.config or args.rows:
         _explain_by(args)
         return

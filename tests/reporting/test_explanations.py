@@ -195,6 +195,17 @@ def test_a_scope_and_a_period_narrow_the_rows_to_their_figure(tmp_path):
     assert set(french["language_code"]) == {"fr"} and french["value"].sum() > 0
 
 
+def test_a_column_s_other_name_explains_its_figure(tmp_path):
+    """The forecast's `remaining_lines` column is the registry's `open_lines`: asked by
+    the name the user reads in the frame, explain gives that figure's rows, which sum
+    to the forecast's column."""
+    store = trouble(tmp_path / "store")
+    rows = tk.explain(store, "remaining_lines")
+    pd.testing.assert_frame_equal(rows, tk.explain(store, "open_lines"))
+    assert set(rows["figure"]) == {"open_lines"}
+    assert rows["value"].sum() == tk.analysis.forecast(store)["remaining_lines"].sum() == 8
+
+
 def test_what_explain_cannot_open_is_refused_in_words(tmp_path):
     store = trouble(tmp_path / "store")
     with pytest.raises(

@@ -157,7 +157,8 @@ def explain(
 
     Args:
         store: A store (or its `Observed` view).
-        figure: A figure's name from `EXPLAINED`: every figure of the registry but
+        figure: A figure's name from `EXPLAINED` (or its other name in a frame's
+            column, `metrics.ALIASES`): every figure of the registry but
             the texts, moments and per-row values shown beside figures and the live
             spend (`REFUSED` says why each is not); `tk.glossary()` says what each
             counts.
@@ -184,6 +185,9 @@ def explain(
         ValueError: `figure` is not one `explain` opens, `language` was given for a
             figure not counted per language, or `project` names no project.
     """
+    # A column that holds a figure under another name (the forecast's `remaining_lines`
+    # is `open_lines`) is explained as that figure.
+    figure = metrics.ALIASES.get(figure, figure)
     if figure not in EXPLAINED:
         what = f"{REFUSED[figure]}, so explain does not open it" if figure in REFUSED else (
             "no figure")  # fmt: skip
