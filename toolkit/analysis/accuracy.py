@@ -141,9 +141,32 @@ def replay_scores(
     scored: the replay's snapshot `as_of`, its `finish_p10`, `finish_p50`, `finish_p90`
     and the true `finish` (null for a miss not yet done: then `known`, the time by
     which the band said it would be done, is past)."""
+    # The weekly page, `explain`'s track record and the band's calibration each ask for
+    # the same replays of one view: made once per view (a replay is a whole forecast).
+    key = repr(("replay_scores", by, str(horizon), str(every), str(window), freq,
+                str(stall_after), str(since), str(until), tz))  # fmt: skip
+    if key not in obs.memo:
+        obs.memo[key] = _scored(obs, by=by, ahead=pd.Timedelta(horizon),
+                                step=pd.Timedelta(every), window=window, freq=freq,
+                                stall_after=pd.Timedelta(stall_after),
+                                span=(utc_bound(since, tz), utc_bound(until, tz)))  # fmt: skip
+    return cast(pd.DataFrame, obs.memo[key]).copy()
+
+
+def _scored(
+    obs: Observed,
+    *,
+    by: ForecastBy,
+    ahead: pd.Timedelta,
+    step: pd.Timedelta,
+    window: str | pd.Timedelta,
+    freq: str,
+    stall_after: pd.Timedelta,
+    span: tuple[pd.Timestamp | None, pd.Timestamp | None],
+) -> pd.DataFrame:
+    """`replay_scores`' rows, made (the replays in `span`, UTC)."""
     times = obs.manifest["snapshot_at"]
-    ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
-    low, high = utc_bound(since, tz), utc_bound(until, tz)
+    low, high = span
     ticks = [
         tick
         for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)
@@ -153,7 +176,7 @@ def replay_scores(
     first = times[times <= ticks[0]].iloc[-1] if ticks else times.iloc[-1]
     done = _chapter_finishes(obs, after=first)
     scores: list[tuple[Any, ...]] = []
-    for seen in replays(obs, ticks, stall_after=pd.Timedelta(stall_after)):
+    for seen in replays(obs, ticks, stall_after=stall_after):
         if not is_open(seen.chapters, seen.reasons).any():
             continue  # nothing open that needs no person: no finish to forecast
         made = forecast_seen(
