@@ -145,28 +145,11 @@ def replay_scores(
     # the same replays of one view: made once per view (a replay is a whole forecast).
     key = repr(("replay_scores", by, str(horizon), str(every), str(window), freq,
                 str(stall_after), str(since), str(until), tz))  # fmt: skip
-    if key not in obs.memo:
-        obs.memo[key] = _scored(obs, by=by, ahead=pd.Timedelta(horizon),
-                                step=pd.Timedelta(every), window=window, freq=freq,
-                                stall_after=pd.Timedelta(stall_after),
-                                span=(utc_bound(since, tz), utc_bound(until, tz)))  # fmt: skip
-    return cast(pd.DataFrame, obs.memo[key]).copy()
-
-
-def _scored(
-    obs: Observed,
-    *,
-    by: ForecastBy,
-    ahead: pd.Timedelta,
-    step: pd.Timedelta,
-    window: str | pd.Timedelta,
-    freq: str,
-    stall_after: pd.Timedelta,
-    span: tuple[pd.Timestamp | None, pd.Timestamp | None],
-) -> pd.DataFrame:
-    """`replay_scores`' rows, made (the replays in `span`, UTC)."""
+    if key in obs.memo:
+        return cast(pd.DataFrame, obs.memo[key]).copy()
     times = obs.manifest["snapshot_at"]
-    low, high = span
+    ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
     ticks = [
         tick
         for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)
@@ -176,7 +159,7 @@ def _scored(
     first = times[times <= ticks[0]].iloc[-1] if ticks else times.iloc[-1]
     done = _chapter_finishes(obs, after=first)
     scores: list[tuple[Any, ...]] = []
-    for seen in replays(obs, ticks, stall_after=stall_after):
+    for seen in replays(obs, ticks, stall_after=pd.Timedelta(stall_after)):
         if not is_open(seen.chapters, seen.reasons).any():
             continue  # nothing open that needs no person: no finish to forecast
         made = forecast_seen(
@@ -205,7 +188,8 @@ def _scored(
                                pd.NaT))  # fmt: skip
     columns = [by, "hit", "error", "share", "score", "as_of", "finish_p10", "finish_p50",
                "finish_p90", "finish"]  # fmt: skip
-    return pd.DataFrame(scores, columns=columns)
+    obs.memo[key] = pd.DataFrame(scores, columns=columns)
+    return cast(pd.DataFrame, obs.memo[key]).copy()
 
 
 def _score(
