@@ -7,10 +7,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 from datafakes import T0, FakeService
+from epochs import SUITE_START
 from page_images import make_page
 
 import toolkit as tk
 from toolkit import analysis, plots
+from toolkit.client import Client
+from toolkit.emulator import Emulator
 from toolkit.store import SnapshotStore
 
 # (pages per chapter, target languages): two chapters each, steady while they translate.
@@ -22,13 +25,29 @@ COMMON = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
 
 @pytest.fixture
 def backlog(emulator, workspace, client, tmp_path):
+    """`simulate_backlog` on the test's emulator (the test runs it on afterwards)."""
+    return simulate_backlog(emulator, workspace, client, tmp_path / "store")
+
+
+@pytest.fixture(scope="module")
+def backlog_seen(tmp_path_factory):
+    """`simulate_backlog` once for the tests that only read its store (never write to
+    it, nor move its emulator on)."""
+    with Emulator(clock="manual", start=SUITE_START) as emulator:
+        workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
+        with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+            root = tmp_path_factory.mktemp("backlog") / "store"
+            yield simulate_backlog(emulator, workspace, client, root)
+
+
+def simulate_backlog(emulator, workspace, client, root):
     """Five projects translating steadily, and one whose open work all waits for a
     person; snapshots every 3 minutes for 24 minutes. Returns the store, the steady
     projects' ids and the chapters that need action, by reason."""
     ws = workspace["id"]
     emulator.set_credits(ws, 100_000)
     stuck = emulator.create_project(ws, name="Waiting", target_languages=["en"], **COMMON)
-    store = SnapshotStore(tmp_path / "store")
+    store = SnapshotStore(root)
     store.take(client)
     held = client.create_chapter(stuck["id"], pages=[make_page(9000 + i) for i in range(2)])
     emulator.advance(600)  # finished
@@ -97,8 +116,8 @@ def test_steady_work_finishes_inside_the_band_and_near_the_median(backlog, emula
     assert close == len(steady)
 
 
-def test_work_that_needs_action_never_gets_an_eta(backlog):
-    store, _, waiting, flagged = backlog
+def test_work_that_needs_action_never_gets_an_eta(backlog_seen):
+    store, _, waiting, flagged = backlog_seen
     by_project = analysis.forecast(store, window="18min", freq="3min", stall_after="10min")
     row = by_project.set_index("project_id").loc[waiting]
     assert row["project"] == "Waiting"
@@ -122,8 +141,8 @@ def test_work_that_needs_action_never_gets_an_eta(backlog):
     assert by_language.set_index("language_code").loc["en", "needs_action"] == 4
 
 
-def test_work_that_waits_for_a_person_has_a_date_if_unblocked_and_credits_to_finish(backlog):
-    store, steady, waiting, flagged = backlog
+def test_work_that_waits_for_a_person_has_a_date_if_unblocked_and_credits_to_finish(backlog_seen):
+    store, steady, waiting, flagged = backlog_seen
     frame = analysis.forecast(store, window="18min", freq="3min", stall_after="10min")
     row = frame.set_index("project_id").loc[waiting]
     chapters = store.latest("chapters").set_index("chapter_id")
@@ -145,8 +164,8 @@ def test_work_that_waits_for_a_person_has_a_date_if_unblocked_and_credits_to_fin
     assert others["unblocked_p50"].isna().all() and others["waiting_since"].isna().all()
 
 
-def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog, tmp_path):
-    store, steady, waiting, _ = backlog
+def test_a_forecast_as_of_an_earlier_time_and_an_empty_store(backlog_seen, tmp_path):
+    store, steady, waiting, _ = backlog_seen
     times = store.snapshots()["snapshot_at"]
     earlier = analysis.forecast(store, window="9min", freq="3min", until=times.iloc[5])
     assert set(earlier["as_of"]) == {times.iloc[5]}

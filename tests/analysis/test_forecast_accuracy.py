@@ -28,7 +28,7 @@ from toolkit import analysis
 from toolkit.analysis.accuracy import replay_scores, replays
 from toolkit.analysis.calibration import Calibration
 from toolkit.analysis.forecast import forecast_seen
-from toolkit.analysis.observed import observe
+from toolkit.analysis.observed import Observed, observe
 from toolkit.store import SnapshotStore
 
 
@@ -138,3 +138,19 @@ def test_the_band_is_set_by_its_own_record(store, tmp_path):
     assert made["band"].str.contains("calibrated on 20 past replays, of which 12 held").all()
     with pytest.raises(ValueError, match="band_calibration"):
         analysis.forecast(store, by="chapter_id", calibration=wider)
+
+
+def test_the_same_replays_asked_twice_of_one_view_are_equal_and_their_own(store):
+    """The weekly page, explain and the calibration each ask one view for the same
+    replays: the second answer is equal, and changing one answer changes no other."""
+    obs = observe(store)
+    asked = dict(by="project_id", horizon="24h", every="1h", window="3h", freq="1h",
+                 stall_after="90min", since=None, until=None, tz=None)  # fmt: skip
+    first = replay_scores(obs, **asked)
+    second = replay_scores(obs, **asked)
+    assert_frame_equal(first, second)
+    first["score"] = 0.0
+    assert_frame_equal(replay_scores(obs, **asked), second)
+    fresh = replay_scores(Observed(store, keep=False), **asked)  # made again
+    assert_frame_equal(fresh, second)
+    assert len(replay_scores(obs, **{**asked, "until": hours(3)})) < len(second)

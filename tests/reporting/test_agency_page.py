@@ -21,7 +21,7 @@ import toolkit as tk
 from toolkit.cli import main
 from toolkit.metrics import header, known
 from toolkit.reporting.agency_drilldown import OUTLOOK, moment_in
-from toolkit.reporting.agency_page import gather_agency, write_agency_page
+from toolkit.reporting.agency_page import Agency, gather_agency, write_agency_page
 from toolkit.reporting.explanations import recount
 from toolkit.reporting.figures import FIGURES, figures
 from toolkit.reporting.weekly import previous_figures
@@ -59,6 +59,21 @@ def written(studios, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def page(written) -> Page:
     return Page(written.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def agency(studios) -> Agency:
+    """The agency page's figures of both workspaces, gathered once for the tests that
+    read its periods (read them, never change them)."""
+    return gather_agency({n: s.store for n, s in studios.items()}, tags=TAGS)
+
+
+@pytest.fixture(scope="module")
+def this_week(studios, tmp_path_factory) -> dict[str, tuple[dict[str, list[int | None]], dict]]:
+    """Each workspace's weekly page of its last week as a reader sees it
+    (`weekly_page_figures`), written once for the two tests that read it."""
+    folder = tmp_path_factory.mktemp("weekly")
+    return {name: weekly_page_figures(s.store, folder / name) for name, s in studios.items()}
 
 
 def numbers(cell: str) -> tuple[int | None, int | None]:
@@ -104,7 +119,9 @@ def weekly_page_figures(store, folder: Path, **period) -> tuple[dict[str, list[i
     return projects, change
 
 
-def test_each_workspace_s_numbers_are_its_weekly_page_s_and_figures_json_s(studios, page, tmp_path):
+def test_each_workspace_s_numbers_are_its_weekly_page_s_and_figures_json_s(
+    studios, page, this_week, tmp_path
+):
     projects = table(page, "Project")
     assert projects[0][2:] == HEADERS
     shown = {(row[1], row[0]): [numbers(c) for c in row[2:]] for row in projects[1:]}
@@ -112,7 +129,8 @@ def test_each_workspace_s_numbers_are_its_weekly_page_s_and_figures_json_s(studi
     workspaces = {row[0]: [numbers(c) for c in row[1:]] for row in figures_of_workspaces(page)
                   if row[0] in PLAN}  # fmt: skip
     for name, studio in studios.items():
-        weekly, change = weekly_page_figures(studio.store, tmp_path / name)
+        weekly, change = this_week[name]
+        weekly = dict(weekly)  # the shared page's figures stay whole for the next test
         assert [now for now, _ in workspaces[name]] == weekly.pop("All projects")
         for project, figs in weekly.items():
             assert [now for now, _ in shown[(name, project)]] == figs, (name, project)
@@ -135,16 +153,15 @@ def test_each_workspace_s_numbers_are_its_weekly_page_s_and_figures_json_s(studi
 
 
 def test_each_project_s_and_each_tag_s_numbers_in_both_weeks_are_the_weekly_pages(
-    studios, page, tmp_path
+    studios, page, agency, this_week, tmp_path
 ):
     """Each workspace's weekly page of this week and of the previous week (its previous
     period, written as its own page): the agency page's projects, this week and was, are
     those pages' projects; each tag's numbers are the sums of its projects there."""
-    agency = gather_agency({n: s.store for n, s in studios.items()}, tags=TAGS)
     pages: dict[tuple[str, str], list[int | None]] = {}  # (workspace, project) -> now+was
     for name, studio in studios.items():
         before = agency.workspaces[name].previous.period
-        now, _ = weekly_page_figures(studio.store, tmp_path / name / "now")
+        now, _ = this_week[name]
         was, _ = weekly_page_figures(studio.store, tmp_path / name / "was",
                                      since=before.since, until=before.until)  # fmt: skip
         for project in PLAN[name]:
@@ -165,8 +182,7 @@ def test_each_project_s_and_each_tag_s_numbers_in_both_weeks_are_the_weekly_page
                     key, value, FIGURES[column])  # fmt: skip
 
 
-def test_the_groups_by_a_tag_add_up_and_agree_with_the_ledgers(studios, page):
-    agency = gather_agency({n: s.store for n, s in studios.items()}, tags=TAGS)
+def test_the_groups_by_a_tag_add_up_and_agree_with_the_ledgers(studios, page, agency):
     for key in ("client", "team"):
         rows = table(page, key.capitalize())
         groups = {row[0]: [numbers(c) for c in row[2:]] for row in rows[1:-1]}

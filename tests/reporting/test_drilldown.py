@@ -25,10 +25,19 @@ from toolkit.reporting.rework_causes import CAUSES, rework_causes
 CHROMIUM = Path("/usr/bin/chromium")
 
 
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> tuple[tk.SnapshotStore, Path]:
+    """A store with re-scans, stalls and held pages, and its weekly page: written once
+    for the module's tests, which read them."""
+    root = tmp_path_factory.mktemp("drilldown")
+    store = trouble(root / "store")
+    return store, tk.report(store, root / "weekly.html")
+
+
 @pytest.fixture
-def page(tmp_path) -> tuple[tk.SnapshotStore, str]:
-    store = trouble(tmp_path / "store")
-    return store, tk.report(store, tmp_path / "weekly.html").read_text()
+def page(written) -> tuple[tk.SnapshotStore, str]:
+    store, path = written
+    return store, path.read_text()
 
 
 def test_every_number_of_the_projects_table_links_to_its_section(page):
@@ -101,11 +110,10 @@ def _no_browser() -> str | None:
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.skipif(_no_browser() is not None, reason=str(_no_browser()))
-def test_following_a_number_in_a_browser_lands_on_its_rows(page, tmp_path):
+def test_following_a_number_in_a_browser_lands_on_its_rows(written):
     from playwright.sync_api import sync_playwright
 
-    store, _ = page
-    path = tmp_path / "weekly.html"
+    store, path = written
     total = figures(store).totals["rework_credits"]
     with sync_playwright() as p:
         browser = p.chromium.launch(

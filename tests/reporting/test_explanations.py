@@ -334,11 +334,14 @@ def observe_of(store: SnapshotStore | Observed) -> Observed:
     return store if isinstance(store, Observed) else Observed(store)
 
 
-def shown_per_group(store: Observed, name: str, figs: Figures) -> dict[str, object]:
-    """A model comparison's figure per stratum and model, keyed as each row's `detail`
-    names its group (`model M; comic, 2 steps, 3 languages`)."""
-    when = figs.period
-    table = tk.analysis.compare_models(store, since=when.since, until=when.until)
+def compared(store: Observed, figs: Figures) -> pd.DataFrame:
+    """The model comparison of the figures' period, as `tk.analysis.compare_models` shows it."""
+    return tk.analysis.compare_models(store, since=figs.period.since, until=figs.period.until)
+
+
+def shown_per_group(table: pd.DataFrame, name: str) -> dict[str, object]:
+    """A model comparison's figure per stratum and model (`table`: `compared`), keyed as
+    each row's `detail` names its group (`model M; comic, 2 steps, 3 languages`)."""
     return {
         f"model {row.model}; {row.kind}, {row.process_steps} steps, "
         f"{count(int(row.languages), 'language')}": (
@@ -368,12 +371,13 @@ def reproduced(store: SnapshotStore, **period: str) -> set[str]:
     found = set()
     obs = Observed(store)  # one read of the store and its pipeline for every figure
     figs = figures(obs, **period)
+    table = compared(obs, figs)  # the comparison's figures share one table
     for name in EXPLAINED:
         rows = tk.explain(obs, name, **period)
         assert list(rows.columns) == COLUMNS and rows["counts"].dtype == bool, name
         if name in COMPARED:
             group = rows["detail"].astype(str).str.split("; ", n=1).str[1]
-            for key, value in shown_per_group(obs, name, figs).items():
+            for key, value in shown_per_group(table, name).items():
                 if agrees(name, rows[(group == key).to_numpy(bool)], value, key):
                     found.add(name)
             if name not in ("failure_rate", "stalled_rate"):

@@ -6,6 +6,7 @@ import base64
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,9 +21,17 @@ from toolkit.reporting.weekly import gather, sentences, track_record
 from toolkit.store import SnapshotStore
 
 
-@pytest.fixture
-def store(tmp_path) -> SnapshotStore:
-    return two_days(tmp_path / "store")
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> SnapshotStore:
+    """Two days of history, written once for the module's tests: they read it."""
+    return two_days(tmp_path_factory.mktemp("two_days") / "store")
+
+
+@pytest.fixture(scope="module")
+def week(store, tmp_path_factory) -> Path:
+    """The store's page of its default period, written once for the tests that read it
+    (into a folder that did not exist: `tk.report` makes it)."""
+    return tk.report(store, tmp_path_factory.mktemp("week") / "out" / "week.html")
 
 
 def test_the_figures_per_project(store):
@@ -63,9 +72,8 @@ def test_partial_days_and_the_window(store):
     assert only_tuesday.period.days["covered"].tolist() == ["until 11:00 UTC"]
 
 
-def test_the_page_is_self_contained_and_says_what_the_figures_say(store, tmp_path):
-    path = tk.report(store, tmp_path / "out" / "week.html")
-    page = Page(path.read_text(encoding="utf-8"))
+def test_the_page_is_self_contained_and_says_what_the_figures_say(store, week):
+    page = Page(week.read_text(encoding="utf-8"))
     assert page.title == "Translation week to 03 Mar 2026"
     assert page.outside == []
     assert len(page.images) == 4
@@ -83,8 +91,8 @@ def test_the_page_is_self_contained_and_says_what_the_figures_say(store, tmp_pat
     assert rows["Tue 03 Mar *"][-1] == "until 11:00 UTC"
 
 
-def test_hours_are_rounded_and_minutes_shown_under_an_hour(store, tmp_path):
-    page = Page(tk.report(store, tmp_path / "week.html").read_text(encoding="utf-8"))
+def test_hours_are_rounded_and_minutes_shown_under_an_hour(week):
+    page = Page(week.read_text(encoding="utf-8"))
     cycle = {row[0]: row[-1] for row in page.rows if len(row) == 10}
     # Runs of 2 h and 24 h: a re-scan first seen at 12:00 started after the 11:00
     # snapshot, its earliest possible start (docs/analysis.md, "runs").
@@ -125,9 +133,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="headless Chromium is not installed")
-def test_the_page_opens_in_headless_chromium(store, tmp_path):
+def test_the_page_opens_in_headless_chromium(week, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")
-    path = tk.report(store, tmp_path / "week.html")
+    path = week
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
@@ -167,7 +175,7 @@ def test_no_legend_sits_on_the_data(store):
         assert legend.x0 >= ax.get_window_extent().x1, measure  # beside the bars
 
 
-def test_this_period_against_the_previous_one(store, tmp_path):
+def test_this_period_against_the_previous_one(store, week, tmp_path):
     # Tuesday against Monday: both have snapshots, so each change is computed.
     tuesday = gather(store, since="2026-03-03")
     assert tuesday.previous.period.label() == "2 Mar 09:00-12:00 UTC"
@@ -178,7 +186,7 @@ def test_this_period_against_the_previous_one(store, tmp_path):
         str(now["credits"]), str(before["credits"]), f"{now['credits'] - before['credits']:+,}"
     ]  # fmt: skip
     # The whole history against the days before it, which have no snapshot: no change.
-    page = Page(tk.report(store, tmp_path / "all.html").read_text())
+    page = Page(week.read_text())
     changes = {row[0]: row[1:] for row in page.rows if len(row) == 4}
     assert changes["Credits spent"] == ["18", "–", "–"]
     assert changes["Lines translated"][1:] == ["–", "–"]
@@ -218,7 +226,7 @@ def test_the_track_record_and_the_review_backlog_are_the_analysis_figures(review
     assert set(review) == {"Steady", "Reviewed"}
 
 
-def test_with_no_finish_to_check_the_page_says_so(store, tmp_path):
+def test_with_no_finish_to_check_the_page_says_so(store, week):
     weekly = gather(store)
     assert tk.analysis.forecast_accuracy(store).empty
     assert track_record(weekly).endswith(
@@ -226,5 +234,5 @@ def test_with_no_finish_to_check_the_page_says_so(store, tmp_path):
         "forecast is done. The band is the model's band: 0 past replays are too few to "
         "calibrate it at 80% (0 held)."
     )
-    page = Page(tk.report(store, tmp_path / "week.html").read_text(encoding="utf-8"))
+    page = Page(week.read_text(encoding="utf-8"))
     assert track_record(weekly) in page.texts

@@ -141,6 +141,12 @@ def replay_scores(
     scored: the replay's snapshot `as_of`, its `finish_p10`, `finish_p50`, `finish_p90`
     and the true `finish` (null for a miss not yet done: then `known`, the time by
     which the band said it would be done, is past)."""
+    # The weekly page, `explain`'s track record and the band's calibration each ask for
+    # the same replays of one view: made once per view (a replay is a whole forecast).
+    key = repr(("replay_scores", by, str(horizon), str(every), str(window), freq,
+                str(stall_after), str(since), str(until), tz))  # fmt: skip
+    if key in obs.memo:
+        return cast(pd.DataFrame, obs.memo[key]).copy()
     times = obs.manifest["snapshot_at"]
     ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
     low, high = utc_bound(since, tz), utc_bound(until, tz)
@@ -182,7 +188,8 @@ def replay_scores(
                                pd.NaT))  # fmt: skip
     columns = [by, "hit", "error", "share", "score", "as_of", "finish_p10", "finish_p50",
                "finish_p90", "finish"]  # fmt: skip
-    return pd.DataFrame(scores, columns=columns)
+    obs.memo[key] = pd.DataFrame(scores, columns=columns)
+    return cast(pd.DataFrame, obs.memo[key]).copy()
 
 
 def _score(

@@ -20,7 +20,7 @@ counts the figure, never counts it a second way:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
@@ -28,7 +28,7 @@ from toolkit.analysis import STALL_AFTER, cycle_times, forecast
 from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores
 from toolkit.analysis.forecast import FREQ, WINDOW, seen_at, window_positions
 from toolkit.analysis.review import review_lags
-from toolkit.analysis.work import learn, pace_samples
+from toolkit.analysis.work import Model, learn, pace_samples
 from toolkit.formatting import count
 
 if TYPE_CHECKING:
@@ -212,11 +212,17 @@ def _tails(obs: Observed, when: Period, projects: set[object]) -> pd.DataFrame:
     (`work.Model.tail` of its kind and steps, learned as the forecast learns it), in
     words, not counted: one row each, `source` `tail`."""
     assert when.end is not None
-    seen = seen_at(obs, when.end, stall_after=pd.Timedelta(STALL_AFTER))
-    first, last = window_positions(obs, when.end, WINDOW)
-    model = learn(obs, seen.projects, first=first, last=last, freq=FREQ, tz=None)
+    # The finish's figures (p10, p50, p90, hours) each list the tails of one moment:
+    # learned once per view and moment (learning reads every pace sample).
+    key = repr(("tails", when.end))
+    if key not in obs.memo:
+        seen = seen_at(obs, when.end, stall_after=pd.Timedelta(STALL_AFTER))
+        first, last = window_positions(obs, when.end, WINDOW)
+        model = learn(obs, seen.projects, first=first, last=last, freq=FREQ, tz=None)
+        obs.memo[key] = (seen.projects, model)
+    seen_projects, model = cast("tuple[pd.DataFrame, Model]", obs.memo[key])
     rows = []
-    for project in seen.projects.itertuples(index=False):
+    for project in seen_projects.itertuples(index=False):
         if project.project_id not in projects:
             continue
         kind, steps = str(project.kind or ""), str(project.process_steps or "")
