@@ -336,20 +336,8 @@ def _explain_by(args: argparse.Namespace) -> None:
     of the config's [tags], remade from each value's rows (docs/figures.md, "Figures by
     a tag"), over `--store` or else every workspace of the config; `--rows` the rows
     with their tag, `--csv` what is printed, as CSV."""
-    import pandas as pd
-
     from toolkit.formatting import text
-    from toolkit.reporting import (
-        HOW,
-        TAKEN,
-        check_tag,
-        explain,
-        explained_by_tag,
-        label,
-        period,
-        tagged,
-    )
-    from toolkit.store import SnapshotStore
+    from toolkit.reporting import HOW, TAKEN, check_tag, explained_by_tag, label, tagged
     from toolkit.watch import read_config
 
     if not (args.by and args.config):
@@ -357,48 +345,14 @@ def _explain_by(args: argparse.Namespace) -> None:
             "--by KEY (a tag of the config's [tags], such as client)")  # fmt: skip
         raise ToolkitError(f"grouping by a tag needs --by and --config: add {missing}")
     config = read_config(args.config)
+    stores = {"": args.store} if args.store else {n: w.store for n, w in config.workspaces.items()}
     try:
         check_tag(config.tags, args.by, args.config)
+        rows, every, when = _explained_in_each(args, stores)
+        if args.project is not None:
+            check_tag(config.tags, args.by, args.config, every)
     except ValueError as exc:
         raise ToolkitError(str(exc)) from exc
-    stores = {"": args.store} if args.store else {n: w.store for n, w in config.workspaces.items()}
-    bounds = {"since": args.since, "until": args.until, "tz": args.tz or "UTC"}
-    found, projects, when = [], [], None
-    for name, where in stores.items():
-        store = SnapshotStore(where)
-        try:
-            own_period = period(store, **bounds)
-        except ValueError as exc:  # no snapshots yet
-            whose = f"workspace {name!r} (store {where})" if name else f"the store {where}"
-            raise ToolkitError(f"{whose}: {exc}") from exc
-        when = when or own_period  # the heading says the first workspace's period
-        own = store.latest("projects")
-        own = pd.DataFrame({"project_id": own["project_id"].astype(object),
-                            "project": own["name"].astype(object)})  # fmt: skip
-        if args.project is not None:
-            own = own[(own["project_id"] == args.project) | (own["project"] == args.project)]
-            if own.empty and len(stores) > 1:  # the project is in another workspace
-                continue
-        try:
-            rows = explain(store, args.figure, project=args.project, language=args.language,
-                           **bounds)  # fmt: skip
-        except ValueError as exc:
-            raise ToolkitError(str(exc)) from exc
-        if name:  # several workspaces: each row says whose it is, first
-            rows.insert(0, "workspace", name)
-        found.append(rows)
-        projects.append(own.assign(workspace=name) if name else own)
-    if not found:
-        raise ToolkitError(
-            f"no project {args.project!r} in any workspace of {args.config}; give a project's "
-            "id or name, or leave out --project"
-        )
-    rows, every = pd.concat(found, ignore_index=True), pd.concat(projects, ignore_index=True)
-    if args.project is not None:
-        try:
-            check_tag(config.tags, args.by, args.config, every)
-        except ValueError as exc:
-            raise ToolkitError(str(exc)) from exc
     if args.rows:
         rows = tagged(rows, config.tags, args.by)
     sums = explained_by_tag(rows, every, config.tags, args.by, args.figure)
@@ -409,7 +363,6 @@ def _explain_by(args: argparse.Namespace) -> None:
             f"{args.figure} by {args.by}, {len(sums) - 1} values,")  # fmt: skip
         print(f"{what} written to {args.csv}")
         return
-    assert when is not None  # a store was read
     many = [n for n in stores if n]
     over = f" ({len(many)} workspaces: {', '.join(many)})" if len(many) > 1 else ""
     print(f"{label(args.figure, when)}, by {args.by}{over}")
@@ -419,6 +372,46 @@ def _explain_by(args: argparse.Namespace) -> None:
     if args.rows:
         print()
         _print_rows(rows, args.figure)
+
+
+def _explained_in_each(args: argparse.Namespace, stores: dict[str, str]) -> tuple[Any, Any, Any]:
+    """The figure's rows and the projects of each store (`{workspace: store}`; one
+    store: `{"": store}`), each row and project with its workspace when there are
+    several, and the period of the first (the heading's)."""
+    import pandas as pd
+
+    from toolkit.reporting import explain, period
+    from toolkit.store import SnapshotStore
+
+    bounds = {"since": args.since, "until": args.until, "tz": args.tz or "UTC"}
+    found, projects, when = [], [], None
+    for name, where in stores.items():
+        store = SnapshotStore(where)
+        try:
+            own_period = period(store, **bounds)
+        except ValueError as exc:  # no snapshots yet
+            whose = f"workspace {name!r} (store {where})" if name else f"the store {where}"
+            raise ToolkitError(f"{whose}: {exc}") from exc
+        when = when or own_period
+        own = store.latest("projects")
+        own = pd.DataFrame({"project_id": own["project_id"].astype(object),
+                            "project": own["name"].astype(object)})  # fmt: skip
+        if args.project is not None:
+            own = own[(own["project_id"] == args.project) | (own["project"] == args.project)]
+            if own.empty and len(stores) > 1:  # the project is in another workspace
+                continue
+        rows = explain(store, args.figure, project=args.project, language=args.language,
+                       **bounds)  # fmt: skip
+        if name:  # several workspaces: each row says whose it is, first
+            rows.insert(0, "workspace", name)
+        found.append(rows)
+        projects.append(own.assign(workspace=name) if name else own)
+    if not found:
+        raise ToolkitError(
+            f"no project {args.project!r} in any workspace of {args.config}; give a "
+            "project's id or name, or leave out --project"
+        )
+    return pd.concat(found, ignore_index=True), pd.concat(projects, ignore_index=True), when
 
 
 def _emulator(args: argparse.Namespace) -> None:

@@ -86,20 +86,28 @@ def stages_equal(left: Any, right: Any) -> bool:
 
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, pd.DataFrame):
-        try:
-            pd.testing.assert_frame_equal(a, b, check_exact=True, check_categorical=True)
-        except AssertionError:
-            return False
-        return True
+        return _frames_equal(a, b)
     if isinstance(a, np.ndarray):
-        if not isinstance(b, np.ndarray) or a.dtype != b.dtype or a.shape != b.shape:
-            return False
-        if a.dtype == object:
-            return bool([_text(x) for x in a] == [_text(x) for x in b])
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        return _arrays_equal(a, b)
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same_float(a[k], b[k]) for k in a)
     return bool(a == b)
+
+
+def _frames_equal(a: pd.DataFrame, b: Any) -> bool:
+    try:
+        pd.testing.assert_frame_equal(a, b, check_exact=True, check_categorical=True)
+    except AssertionError:
+        return False
+    return True
+
+
+def _arrays_equal(a: np.ndarray, b: Any) -> bool:
+    if not isinstance(b, np.ndarray) or a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype == object:
+        return bool([_text(x) for x in a] == [_text(x) for x in b])
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
 def _text(value: Any) -> Any:

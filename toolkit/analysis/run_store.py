@@ -209,20 +209,10 @@ def encode(value: Any) -> pa.Table:
     length = (frames or lengths or [0])[0]
     for name, item in items.items():
         if isinstance(item, pd.DataFrame):
-            table = pa.Table.from_pandas(item, preserve_index=False)
-            # pandas reads dictionary texts back as `str` categories; the pipeline's are
-            # objects, as are the categories of every categorical it makes.
-            texts = {c: str(item[c].cat.categories.dtype) for c in item.columns
-                     if isinstance(item[c].dtype, pd.CategoricalDtype)}  # fmt: skip
-            meta["frames"][name] = {"pandas": table.schema.pandas_metadata, "categories": texts}
-            for column in table.column_names:
-                columns[f"{_FRAME}{name}:{column}"] = table.column(column)
+            meta["frames"][name] = _encode_frame(name, item, columns)
         elif isinstance(item, np.ndarray) and item.ndim in (1, 2) and len(item) == length:
             meta["arrays"][name] = [item.dtype.str, list(item.shape)]
-            if item.ndim == 1:
-                columns[name] = _arrow(item)
-            for j in range(item.shape[1] if item.ndim == 2 else 0):
-                columns[f"{name}[{j}]"] = _arrow(item[:, j])
+            columns.update(_array_columns(name, item))
         elif isinstance(item, np.ndarray) and item.ndim == 1:  # the snapshots' times
             meta["values"][name] = {"dtype": item.dtype.str, "list": item.tolist()}
         elif isinstance(item, dict):
@@ -235,6 +225,26 @@ def encode(value: Any) -> pa.Table:
         raise ValueError("a stage with no rows is not kept")
     table = pa.table(columns)
     return table.replace_schema_metadata({"toolkit": json.dumps(meta)})
+
+
+def _encode_frame(name: str, frame: pd.DataFrame, columns: dict[str, Any]) -> dict[str, Any]:
+    """Add a frame's columns to `columns` as `frame:<name>:<column>`; returns what
+    reads them back as they were."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # pandas reads dictionary texts back as `str` categories; the pipeline's are
+    # objects, as are the categories of every categorical it makes.
+    texts = {c: str(frame[c].cat.categories.dtype) for c in frame.columns
+             if isinstance(frame[c].dtype, pd.CategoricalDtype)}  # fmt: skip
+    for column in table.column_names:
+        columns[f"{_FRAME}{name}:{column}"] = table.column(column)
+    return {"pandas": table.schema.pandas_metadata, "categories": texts}
+
+
+def _array_columns(name: str, values: np.ndarray) -> dict[str, pa.Array]:
+    """A 1-D array as the column `name`, a 2-D one's columns as `name[j]`."""
+    if values.ndim == 1:
+        return {name: _arrow(values)}
+    return {f"{name}[{j}]": _arrow(values[:, j]) for j in range(values.shape[1])}
 
 
 def _arrow(values: np.ndarray) -> pa.Array:

@@ -230,22 +230,28 @@ def recount(rows: pd.DataFrame, figure: str | None = None) -> float | int | pd.T
         moments = counted["finished_at"]
         return None if moments.empty or moments.isna().any() else pd.Timestamp(moments.max())
     values = counted["value"].astype("Float64")
-    if how == "sum":
-        return None if values.isna().any() else values.sum()
     if how == "ratio":
-        under = counted["denominator"].astype("Float64")
-        if values.isna().any() or under.isna().any() or not under.sum():
-            return None
-        return float(values.sum() / under.sum())
-    if how in ("p50", "p90"):
-        values = values.dropna()
-        return None if values.empty else float(values.quantile(0.5 if how == "p50" else 0.9))
-    if how == "max" and values.isna().any():  # a chapter without a finish: none
+        return _ratio(values, counted["denominator"].astype("Float64"))
+    # A sum with an unknown part is unknown, and so is the latest finish (`max`) where a
+    # chapter has none; a median or a mean is taken over the values known.
+    if how in ("sum", "max") and values.isna().any():
         return None
+    if how == "sum":
+        return values.sum()
     values = values.dropna()
     if values.empty:
         return None
+    if how in ("p50", "p90"):
+        return float(values.quantile(0.5 if how == "p50" else 0.9))
     return float(getattr(values, how)())
+
+
+def _ratio(values: pd.Series, under: pd.Series) -> float | None:
+    """The sum of the values over the sum of the denominators; None where a part is
+    unknown or nothing is under it."""
+    if values.isna().any() or under.isna().any() or not under.sum():
+        return None
+    return float(values.sum() / under.sum())
 
 
 def _project_ids(obs: Observed, asked: str | None) -> list[str] | None:
