@@ -7,7 +7,17 @@ from datetime import UTC, datetime
 import pandas as pd
 
 import toolkit as tk
-from toolkit.formatting import count, escape, hours, moment, size, text_table, utc_second, whole
+from toolkit.formatting import (
+    count,
+    escape,
+    hours,
+    moment,
+    size,
+    text_table,
+    utc_second,
+    whole,
+    whole_or_dash,
+)
 
 
 def test_values_read_as_a_person_expects():
@@ -107,3 +117,13 @@ def test_a_utc_time_to_the_second_says_its_zone():
     assert (
         utc_second(datetime(2026, 11, 21, 14, 5, 9, 700, tzinfo=UTC)) == "2026-11-21 14:05:09 UTC"
     )
+
+
+def test_a_page_s_count_is_whole_with_separators_and_a_dash_where_there_is_no_data():
+    """The weekly and agency pages show a figure with no data as a dash, never blank
+    and never 0 (a blank cell reads as a layout fault, a 0 as a count)."""
+    assert whole_or_dash(1234) == "1,234"
+    assert whole_or_dash(12.0) == "12"
+    assert whole_or_dash(0) == "0"
+    for missing in (None, float("nan"), pd.NA, pd.NaT):
+        assert whole_or_dash(missing) == "–"

@@ -45,6 +45,7 @@ __all__ = [
     "text_table",
     "utc_second",
     "whole",
+    "whole_or_dash",
 ]
 
 _WRAP_WIDTH = "32em"
@@ -114,6 +115,11 @@ def whole(value: Any) -> str:
     if _missing(value):
         return ""
     return f"{math.floor(float(value) + 0.5):,}"
+
+
+def whole_or_dash(value: Any) -> str:
+    """A count or credits figure on a page: `1,234`, a dash where there is no data."""
+    return whole(value) or "–"
 
 
 def hours(value: Any) -> str:

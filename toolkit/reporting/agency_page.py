@@ -38,6 +38,7 @@ from typing import Any, cast
 import pandas as pd
 
 from toolkit.analysis.observed import Observed
+from toolkit.formatting import whole_or_dash
 from toolkit.reporting.agency_drilldown import FORECAST as OUTLOOK_SHOWN
 from toolkit.reporting.agency_drilldown import (
     ROWS_STYLE,
@@ -208,10 +209,6 @@ def _missing(value: object) -> bool:
     return value is None or value is pd.NA or value is pd.NaT or value != value
 
 
-def _count(value: object) -> str:
-    return "–" if _missing(value) else f"{int(cast(int, value)):,}"
-
-
 def _linked(text: str, target: str | None, figure: str) -> str:
     """`text` (escaped) as a link to `target`'s rows; a dash or no rows: as it is."""
     if target is None or text == "–":
@@ -224,8 +221,9 @@ Opens = Callable[[str, str], "str | None"]  # (figure, week) -> the anchor of it
 
 def _cell(figure: str, now: object, before: object, opens: Opens) -> str:
     """This week's number, then the previous week's in grey, each linked to its rows."""
-    return (f"{_linked(_count(now), opens(figure, 'figures'), figure)}<span class=\"was\"> was "
-            f"{_linked(_count(before), opens(figure, 'previous'), figure)}</span>")  # fmt: skip
+    this_week = _linked(whole_or_dash(now), opens(figure, "figures"), figure)
+    last_week = _linked(whole_or_dash(before), opens(figure, "previous"), figure)
+    return f'{this_week}<span class="was"> was {last_week}</span>'
 
 
 def _table(header: list[str], rows: list[list[str]], total: bool = False) -> str:
@@ -313,8 +311,8 @@ def _forecast_table(agency: Agency, drill: Drilldown) -> str:
     for name, week in agency.workspaces.items():
         zone = week.figures.period.tz
         for row in week.forecast.to_dict("records"):
-            shown = {"open_chapters": _count(row["open_chapters"]),
-                     "remaining_lines": _count(row["remaining_lines"]),
+            shown = {"open_chapters": whole_or_dash(row["open_chapters"]),
+                     "remaining_lines": whole_or_dash(row["remaining_lines"]),
                      "lines_per_hour": _pace(row["lines_per_hour"]),
                      **{key: escape(moment_in(row[key], zone))
                         for key in ("finish_p10", "finish_p50", "finish_p90")}}  # fmt: skip

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit import metrics, plots
-from toolkit.formatting import hours, show
+from toolkit.formatting import hours, show, whole_or_dash
 from toolkit.reporting import weekly as material
 from toolkit.reporting.drilldown import link, section
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
@@ -212,11 +212,6 @@ def _table(
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _count(value: Any) -> str:
-    """A count or credits figure of `figures`: whole, a dash where there is no data."""
-    return "–" if value is None or pd.isna(value) else f"{int(value):,}"
-
-
 def _summary_table(figs: Figures, *, opened: Collection[str]) -> str:
     """`opened`: the figures whose rows the page carries; only those link."""
     columns = ("project", *FIGURES, "median_cycle_hours")
@@ -238,7 +233,7 @@ def _summary_table(figs: Figures, *, opened: Collection[str]) -> str:
 
 def _figure_cells(row: Mapping[Any, Any]) -> list[str]:
     """One cell per figure; re-run credits with their share of the credits."""
-    cells = [_count(row[name]) for name in FIGURES]
+    cells = [whole_or_dash(row[name]) for name in FIGURES]
     rework, spent = row["rework_credits"], row["credits"]
     if cells[FIGURES.index("rework_credits")] != "–":
         share = _share(rework, spent)
@@ -254,7 +249,7 @@ def _change_table(now: Figures, before: Figures, *, opened: Collection[str]) -> 
     for name in FIGURES:
         this, last = now.totals[name], before.totals[name]
         change = "–" if this is None or last is None else f"{this - last:+,}"
-        rows.append([header_of(name), _count(this), _count(last), change])
+        rows.append([header_of(name), whole_or_dash(this), whole_or_dash(last), change])
 
     def opens(row: int, column: int) -> str | None:
         return FIGURES[row] if column == 1 and FIGURES[row] in opened else None
