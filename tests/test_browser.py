@@ -31,37 +31,21 @@ from pathlib import Path
 
 import httpx
 import pytest
+from headless import launch, missing
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04-operations.ipynb"
 SCREENSHOT = ROOT / "build" / "browser" / "04-operations.png"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 WAIT_MS = 60_000
-
-
-def _missing() -> str | None:
-    if not CHROMIUM.exists():
-        return "Debian's Chromium is not installed (apt-get install chromium; .ci/run does it)"
-    for module in ("playwright", "jupyterlab"):
-        try:
-            __import__(module)
-        except ImportError:
-            return f"{module} is not installed (pip install -e '.[browser]')"
-    return None
 
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,  # JupyterLab, its kernel and Chromium: several processes
-    pytest.mark.skipif(_missing() is not None, reason=str(_missing())),
+    pytest.mark.skipif(
+        missing("playwright", "jupyterlab") is not None,
+        reason=str(missing("playwright", "jupyterlab")),
+    ),
     # A real JupyterLab and Chromium on a loaded 2-core machine: one failure was seen in
     # about ten full-suite runs and never reproduced alone, so one fresh try is allowed
     # (new emulator, new JupyterLab); a second failure fails the suite.
@@ -171,9 +155,7 @@ def test_operations_notebook_in_jupyterlab(
     )
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS
-        )
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2400})
             page.set_default_timeout(WAIT_MS)

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from agency_stores import PLAN, TAGS, Studio, two_studios
 from epochs import SUITE_START
+from headless import launch, missing
 from html_page import Page
 from report_stores import trouble, two_days
 
@@ -397,23 +398,12 @@ def test_the_forecast_s_finish_and_pace_open_the_chapters_they_are_made_of(tmp_p
     assert linked == {*FIGURES, *OUTLOOK}
 
 
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"
-
-
-def _no_browser() -> str | None:
-    if not CHROMIUM.exists():
-        return "Debian's Chromium is not installed (apt-get install chromium)"
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[browser]')"
-    return None
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.skipif(_no_browser() is not None, reason=str(_no_browser()))
+@pytest.mark.skipif(missing("playwright") is not None, reason=str(missing("playwright")))
 def test_a_project_s_credits_open_its_chapters_in_a_browser(written):
     """Click a project's credits this week: the page lands on that project's rows of the
     workspace's credits, which add up to the number clicked; a screenshot of the page's
@@ -422,12 +412,7 @@ def test_a_project_s_credits_open_its_chapters_in_a_browser(written):
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
+        browser = launch(p)
         try:
             tab = browser.new_page(viewport={"width": 1320, "height": 900})
             tab.goto(written.as_uri())

@@ -12,6 +12,7 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from headless import launch, missing
 from report_stores import trouble
 
 import toolkit as tk
@@ -21,8 +22,6 @@ from toolkit.formatting import show
 from toolkit.reporting.drilldown import LINKED, anchor
 from toolkit.reporting.figures import FIGURES, figures
 from toolkit.reporting.rework_causes import CAUSES, rework_causes
-
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 @pytest.fixture(scope="module")
@@ -97,31 +96,16 @@ def test_a_section_says_the_figure_and_the_command_that_prints_every_row(page, c
         assert f": {said.group(1)}" in first, (name, first)
 
 
-def _no_browser() -> str | None:
-    if not CHROMIUM.exists():
-        return "Debian's Chromium is not installed (apt-get install chromium)"
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[browser]')"
-    return None
-
-
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.skipif(_no_browser() is not None, reason=str(_no_browser()))
+@pytest.mark.skipif(missing("playwright") is not None, reason=str(missing("playwright")))
 def test_following_a_number_in_a_browser_lands_on_its_rows(written):
     from playwright.sync_api import sync_playwright
 
     store, path = written
     total = figures(store).totals["rework_credits"]
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
+        browser = launch(p)
         try:
             tab = browser.new_page()
             tab.goto(path.as_uri())
