@@ -48,7 +48,7 @@ def _check(root, capsys) -> None:
 
 
 def test_each_snapshot_keeps_the_groups_the_service_sent(studio, tmp_path, capsys):
-    emulator, client, made = studio
+    _, client, made = studio
     store = tk.SnapshotStore(tmp_path / "store")
     store.take(client)
     groups = tk.analysis.project_groups(store).set_index("project")["translation_group"]
