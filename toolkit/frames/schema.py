@@ -92,7 +92,8 @@ PROJECTS = pa.schema(
 # The service's `translationGroupId` of each project, apart from `PROJECTS`, whose columns
 # are DESIGN.md's contract: a row per project at every snapshot taken since the toolkit
 # kept it, null where the service sent none; a project with no row has no group on record
-# (a snapshot an earlier toolkit took). docs/store.md, "Translation groups".
+# (a snapshot an earlier toolkit took). docs/store.md, "A table added since: the
+# projects' translation groups".
 PROJECT_GROUPS = pa.schema([("project_id", TEXT), ("translation_group_id", TEXT)])
 
 CHAPTERS = pa.schema(
