@@ -59,7 +59,7 @@ def report(
         raise ToolkitError(f'format must be "html", "json" or "xlsx", not {format!r}')
     check_zone(tz)
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
-    if tags is not None:  # the service's translation groups join the user's tags
+    if tags is not None and format != "html":  # the service's groups join the user's tags
         try:
             tags = with_groups(tags, [source], until=until, tz=tz)
         except ValueError as exc:
