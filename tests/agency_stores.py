@@ -26,6 +26,10 @@ TAGS = {
     "Paper Crane": {"client": "Acme"},
     "Iron Vale": {"client": "Brio", "team": "south"},
 }
+# The service's translation group: studio-a's two projects share one (a bare UUID, as the
+# service sends it); studio-b's each have their own, which the emulator makes up.
+SHARED_GROUP = "7d3f0c1e-5b2a-4c8e-9a61-2f4b8d0e6c13"
+GROUPS = {"studio-a": SHARED_GROUP}
 
 
 @dataclass
@@ -47,6 +51,7 @@ class _Running:
             project = self.emulator.create_project(
                 self.workspace["id"], name=title, kind="comic", source_language="ja",
                 reading_direction="rtl", process_steps="full", target_languages=["en", "fr"],
+                translation_group_id=GROUPS.get(name),
             )  # fmt: skip
             self.projects[project["id"]] = title
         self.client = Client(base_url=self.emulator.url, api_key=self.workspace["apiKey"])

@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 import pytest
-from agency_stores import TAGS, two_studios
+from agency_stores import SHARED_GROUP, TAGS, two_studios
 from epochs import SUITE_START
 from report_stores import trouble, two_days
 
@@ -132,7 +132,8 @@ def agency(tmp_path_factory):
 def _table(out: str) -> dict[str, list[str]]:
     """The sums' table the command prints: each value's cells after its name."""
     lines = out.splitlines()
-    start = next(n for n, line in enumerate(lines) if line.startswith(("client ", "team ")))
+    heads = ("client ", "team ", "translation group ")
+    start = next(n for n, line in enumerate(lines) if line.startswith(heads))
     found = {}
     for line in lines[start + 1 :]:
         if not line.strip():
@@ -224,6 +225,66 @@ def test_grouping_by_a_tag_is_refused_in_one_line_that_says_what_to_do(agency, c
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert said.format(config=config, untagged=untagged) in err
+
+
+def _credits_in_week(studio) -> pd.DataFrame:
+    """The ledger's charges of the studio's week (its weekly page's), by project name."""
+    when = tk.reporting.figures.figures(studio.store).period
+    charges = studio.charges
+    inside = charges[(charges["at"] >= when.start) & (charges["at"] < when.until)]
+    return inside.groupby("project")["credits"].sum()
+
+
+def test_credits_by_translation_group_add_up_the_group_s_projects_and_the_ledger(agency, capsys):
+    """The service's translationGroupId needs no config: over one store, studio-a's two
+    projects share a group, whose credits are the sum of their figures and of the
+    ledger's charges; over the config's two workspaces, studio-b's projects each have
+    their own (a bare UUID, shown as sent)."""
+    studios, folder = agency
+    a = studios["studio-a"]
+    argv = ["explain", "credits", "--by", "translation_group"]
+    assert main([*argv, "--store", str(a.store.root)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(", by translation_group")
+    own = tk.reporting.figures.figures(a.store).projects
+    charged = _credits_in_week(a)
+    assert set(charged.index) == set(own["project"]) and len(own) == 2
+    total = f"{int(charged.sum()):,}"
+    assert int(own["credits"].sum()) == int(charged.sum())
+    assert _table(out) == {SHARED_GROUP: ["2", total], "All projects": ["2", total]}
+
+    assert main([*argv, "--config", str(folder / "watch.toml")]) == 0
+    shown = _table(capsys.readouterr().out)
+    expected = {SHARED_GROUP: int(charged.sum())}
+    b = studios["studio-b"]
+    groups = tk.analysis.project_groups(b.store).set_index("project")["translation_group"]
+    for project, credits in _credits_in_week(b).items():
+        expected[groups[project]] = int(credits)
+    assert len(expected) == 3  # studio-b's two projects: a group each
+    assert {name: int(cells[1].replace(",", "")) for name, cells in shown.items()} == {
+        **expected,
+        "All projects": sum(expected.values()),
+    }
+
+
+def test_a_config_tag_named_translation_group_is_refused_saying_what_to_rename(
+    agency, tmp_path, capsys
+):
+    _, folder = agency
+    config = tmp_path / "watch.toml"
+    text = (folder / "watch.toml").read_text(encoding="utf-8")
+    config.write_text(text + '[tags."Iron Vale Two"]\ntranslation_group = "mine"\n')
+    assert main(["explain", "credits", "--by", "client", "--config", str(config)]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    line = len(text.splitlines()) + 2
+    assert (
+        f"{config}, line {line}: tags.Iron Vale Two.translation_group: 'translation_group' is "
+        "the service's translation group, which the toolkit reads itself (no config needed): "
+        "rename this tag, e.g. to group or series"
+    ) in err
+    with pytest.raises(ValueError, match="rename this tag"):  # the Python call says the same
+        tk.reporting.with_groups({"Iron Vale": {"translation_group": "mine"}}, [])
 
 
 def test_a_workspace_without_snapshots_is_named(agency, tmp_path, capsys):

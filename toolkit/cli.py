@@ -336,26 +336,48 @@ def _explain_by(args: argparse.Namespace) -> None:
     of the config's [tags], remade from each value's rows (docs/figures.md, "Figures by
     a tag"), over `--store` or else every workspace of the config; `--rows` the rows
     with their tag, `--csv` what is printed, as CSV."""
+    from toolkit.analysis import GROUP_KEY
+    from toolkit.config import store_path
     from toolkit.formatting import text
-    from toolkit.reporting import HOW, TAKEN, check_tag, explained_by_tag, label, tagged
+    from toolkit.reporting import (
+        HOW,
+        TAKEN,
+        check_tag,
+        explained_by_tag,
+        label,
+        tagged,
+        with_groups,
+    )
+    from toolkit.store import SnapshotStore
     from toolkit.watch import read_config
 
-    if not (args.by and args.config):
+    # The service's translation group is a tag of every store: no config needed.
+    alone = args.by == GROUP_KEY and not args.config
+    if not (args.by and (args.config or alone)):
         missing = "--config FILE (the watch config whose [tags] it reads)" if args.by else (
-            "--by KEY (a tag of the config's [tags], such as client)")  # fmt: skip
+            "--by KEY (a tag of the config's [tags], such as client, or "
+            f"{GROUP_KEY})")  # fmt: skip
         raise ToolkitError(f"grouping by a tag needs --by and --config: add {missing}")
-    config = read_config(args.config)
-    stores = {"": args.store} if args.store else {n: w.store for n, w in config.workspaces.items()}
+    config = read_config(args.config) if args.config else None
+    stores = (
+        {"": args.store or store_path(None)}
+        if args.store or config is None
+        else {n: w.store for n, w in config.workspaces.items()}
+    )
+    named = args.config or "the store"
     try:
-        check_tag(config.tags, args.by, args.config)
+        own = config.tags if config else {}
+        read = [SnapshotStore(where) for where in stores.values()]
+        tags = with_groups(own, read, until=args.until, tz=args.tz)
+        check_tag(tags if args.by == GROUP_KEY else own, args.by, named)
         rows, every, when = _explained_in_each(args, stores)
         if args.project is not None:
-            check_tag(config.tags, args.by, args.config, every)
+            check_tag(tags, args.by, named, every)
     except ValueError as exc:
         raise ToolkitError(str(exc)) from exc
     if args.rows:
-        rows = tagged(rows, config.tags, args.by)
-    sums = explained_by_tag(rows, every, config.tags, args.by, args.figure)
+        rows = tagged(rows, tags, args.by)
+    sums = explained_by_tag(rows, every, tags, args.by, args.figure)
     if args.csv:
         os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)  # as tk.report
         (rows if args.rows else sums).to_csv(args.csv, index=False)
@@ -791,7 +813,8 @@ def build_parser() -> argparse.ArgumentParser:
     explained.add_argument("--csv", default=None, metavar="FILE", help="write the rows as CSV")
     explained.add_argument(
         "--by", default=None, metavar="KEY",
-        help="the figure per value of this tag of --config's [tags] (client, team...)",
+        help="the figure per value of this tag of --config's [tags] (client, team...), or "
+        "of translation_group, the service's group of each project (no --config needed)",
     )  # fmt: skip
     explained.add_argument(
         "--config", default=None, metavar="FILE",

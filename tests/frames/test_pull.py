@@ -50,6 +50,7 @@ def test_pull_gives_every_table_with_contract_columns_dtypes_and_values(service)
     # lastChapterAt arrives in milliseconds since 1970.
     assert ws.projects.loc[0, "last_chapter_at"] == pd.Timestamp("2026-03-02 09:00", tz="UTC")
     assert ws.projects.loc[1, "last_chapter_at"] is pd.NaT
+    assert ws.project_groups.values.tolist() == [["p1", "g1"], ["p2", "g1"]]
     assert ws.chapters["chapter_id"].tolist() == ["c1", "c2", "c3"]
     assert ws.chapters.loc[0, "credits_spent"] == 8
     assert ws.chapters.loc[0, "status"] == "needs_review"
@@ -179,7 +180,9 @@ def test_an_unknown_details_choice_is_refused(service):
 
 def test_workspace_repr_is_a_readable_summary(service):
     ws = tk.pull(service)
-    assert repr(ws).startswith("<Workspace 2 projects, 3 chapters, 5 languages, 1 exports;")
+    assert repr(ws).startswith(
+        "<Workspace 2 projects, 3 chapters, 5 languages, 1 exports, 2 project_groups;"
+    )
     with pytest.raises(ValueError, match="it has projects"):
         ws.table("pages")
 

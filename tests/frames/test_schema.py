@@ -31,6 +31,8 @@ CONTRACT = {
     "events": [
         "webhook_id", "type", "timestamp", "received_at", "chapter_id", "project_id", "data",
     ],
+    # The toolkit's own table beside the contract's (docs/store.md, "Translation groups").
+    "project_groups": ["project_id", "translation_group_id"],
 }  # fmt: skip
 
 TEXT = pd.StringDtype()

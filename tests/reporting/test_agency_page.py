@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from agency_stores import PLAN, TAGS, Studio, two_studios
+from agency_stores import PLAN, SHARED_GROUP, TAGS, Studio, two_studios
 from epochs import SUITE_START
 from headless import launch, missing
 from html_page import Page
@@ -254,15 +254,22 @@ def test_the_command_refuses_a_workspace_not_in_the_config_and_an_empty_store(
     assert "(1 workspace)" in capsys.readouterr().out
 
 
-def test_the_tags_are_the_config_s_and_the_projects_table_keeps_its_contract(studios, page):
-    """translationGroupId is not stored (the projects table's columns are DESIGN.md's
-    contract): the page's tag sections are the config's keys, in their order."""
+def test_the_service_s_group_is_a_tag_section_and_the_projects_table_keeps_its_contract(
+    studios, page
+):
+    """translationGroupId is kept apart (the projects table's columns are DESIGN.md's
+    contract); the page's tag sections are the config's keys, then the service's
+    translation group, whose shared group holds exactly studio-a's two projects: its
+    numbers, both weeks, are studio-a's."""
     for studio in studios.values():
         assert "translation_group_id" not in studio.store.latest("projects")
-    assert [row[0] for row in page.rows if row and row[0] in ("Client", "Team")] == [
-        "Client",
-        "Team",
-    ]
+    sections = ("Client", "Team", "Translation group")
+    assert [row[0] for row in page.rows if row and row[0] in sections] == list(sections)
+    shared = next(row for row in page.rows if row and row[0] == SHARED_GROUP)
+    workspace = next(
+        row for row in page.rows if row and row[0] == "studio-a" and " was " in row[1]
+    )  # its row of the workspaces' figures
+    assert shared[1] == "2" and shared[2:] == workspace[1:]
 
 
 class Anchored(HTMLParser):
@@ -379,7 +386,8 @@ def test_every_number_opens_rows_on_the_page_that_add_up_to_it(studios, written)
     page)."""
     kinds, linked = opened(written, figures(studios["studio-a"].store).period.tz)
     assert kinds == {f"explain-F-{week}{scope}" for week in ("now", "was")
-                     for scope in ("", "-w1", "-w2", "-w1-P", "-w2-P", "-t1-V", "-t2-V")
+                     for scope in ("", "-w1", "-w2", "-w1-P", "-w2-P", "-t1-V", "-t2-V",
+                                   "-t3-V")  # client, team, and the service's group
                      } | {"explain-outlook-w1-P", "explain-outlook-w2-P"}  # fmt: skip
     # No run failed or stalled and no chapter waits for a person in these two weeks.
     assert linked == {*FIGURES, "open_chapters"} - {"runs_failed", "runs_stalled",

@@ -143,9 +143,18 @@ def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tm
     capsys.readouterr()
     shown = json.loads((tmp_path / "out" / "figures.json").read_text())
     sheets = pd.read_excel(tmp_path / "out" / "weekly-report.xlsx", sheet_name=None)
-    assert list(sheets) == ["Figures", "By client", "By team", *_SHEETS[1:]]
+    # The service's translation group is a tag too, with no config (here one for both).
+    assert list(sheets) == [
+        "Figures", "By client", "By team", "By translation_group", *_SHEETS[1:]
+    ]  # fmt: skip
+    groups = tk.analysis.project_groups(store)
+    assert not groups["translation_group"].isin(["(unknown)"]).any()
+    assert [row["translation_group"] for row in shown["by_tag"]["translation_group"]] == sorted(
+        set(groups["translation_group"])
+    )
+    tags = tk.reporting.with_groups(tags, [store])
     expected = {key: tk.reporting.by_tag(tk.reporting.figures.figures(store), tags, key)
-                for key in ("client", "team")}  # fmt: skip
+                for key in ("client", "team", "translation_group")}  # fmt: skip
     assert [row["client"] for row in shown["by_tag"]["client"]] == ["Acme", "Brio"]
     assert [row["team"] for row in shown["by_tag"]["team"]] == ["north", "(untagged)"]
     for key, table in expected.items():

@@ -58,6 +58,7 @@ def written(tmp_path_factory) -> tuple[Path, dict[str, int]]:
         service.update("c1", covered=step + 1, credits=step + 2, exports=[export])
         service.update("c2", covered=step + 2)
         service.projects["p1"]["name"] = f"Project {step}"
+        service.projects["p1"]["translationGroupId"] = f"g{step}"
         store.take(service, at=hours(step))
     return root, reading(root)
 

@@ -7,8 +7,13 @@ import pandas as pd
 import pytest
 from agency_stores import TAGS, Studio, two_studios
 from epochs import SUITE_START
+from page_images import make_page
 
-from toolkit.watch import evaluate, read_config
+from toolkit.client import Client
+from toolkit.emulator import Emulator
+from toolkit.errors import ConfigError
+from toolkit.store import SnapshotStore
+from toolkit.watch import evaluate, read_config, run_cycle
 from toolkit.watch.budget import bounds
 
 
@@ -82,3 +87,60 @@ credits = 1000
     )
     assert said[("month", "limit")].figures["spent"] == acme_month
     assert "over the limit" in said[("month", "limit")].message
+
+
+def test_a_translation_group_s_budget_sums_the_group_s_projects_and_alerts_once(
+    tmp_path, monkeypatch
+):
+    """`tag = "translation_group"` needs no [tags]: the group's projects are those the
+    service puts in it (two of three here, on an emulator over loopback); the spend is the
+    ledger's for those two, and the limit alerts once, then stays quiet a cycle later."""
+    group = "5f0e9a77-2c1d-4b3e-8f6a-0d9c4e2b7a15"
+    with Emulator(clock="manual", start=SUITE_START) as emulator:
+        workspace = emulator.create_workspace(name="studio", credits=100_000)
+        made = {
+            title: emulator.create_project(
+                workspace["id"], name=title, kind="comic", source_language="ja",
+                reading_direction="rtl", process_steps="full", target_languages=["en"],
+                translation_group_id=group if title != "Iron Vale" else None,
+            )["id"]
+            for title in ("Moonlit Harbor", "Paper Crane", "Iron Vale")
+        }  # fmt: skip
+        monkeypatch.setenv("GROUP_TEST_KEY", workspace["apiKey"])
+        with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+            SnapshotStore(tmp_path / "stores" / "studio").take(client)  # the baseline
+            for n, project_id in enumerate(made.values()):
+                client.create_chapter(project_id, pages=[make_page(40 + n), make_page(50 + n)])
+            emulator.advance(3600)
+            charges = emulator.ledger(workspace["id"])["charges"]
+            ours = {made["Moonlit Harbor"], made["Paper Crane"]}
+            by_chapter = {c.id: c.project_id for p in ours for c in client.list_chapters(p)}
+            spent = sum(c["credits"] for c in charges if c["chapterId"] in by_chapter)
+            others = sum(c["credits"] for c in charges if c["chapterId"] not in by_chapter)
+            assert spent > 0 and others > 0  # the third project's spend is not the group's
+            path = tmp_path / "watch.toml"
+            path.write_text(
+                f'store = "{tmp_path / "stores"}"\n[workspaces.studio]\n'
+                f'base_url = "{emulator.url}"\nkey_env = "GROUP_TEST_KEY"\n'
+                '[checks]\noff = ["anomaly", "snapshots"]\n'
+                f'[[budgets]]\nscope = "tag"\ntag = "translation_group"\nname = "{group}"\n'
+                f'period = "month"\ncredits = {spent}\n',
+                encoding="utf-8",
+            )
+            first = run_cycle(read_config(path), retry_wait=0)
+            found = [f for f in first.findings if f.check == "budget"]
+            assert sorted(f.figures["level"] for f in found) == ["limit", "warn"]  # 80%, 100%
+            assert {f.figures["spent"] for f in found} == {spent}
+            assert {f.subject for f in found} == {f"translation_group {group}"}
+            assert [a.event for a in first.changes if a.notifies] == ["opened", "opened"]
+            emulator.advance(900)
+            second = run_cycle(read_config(path), retry_wait=0)
+            assert [f.check for f in second.findings].count("budget") == 2  # still over
+            assert [a for a in second.changes if a.notifies] == []  # and not told again
+
+            # A group no project is in is named at the first cycle, as a project is.
+            typo = group[:-1] + "6"
+            path.write_text(path.read_text().replace(group, typo), encoding="utf-8")
+            with pytest.raises(ConfigError, match=f"no translation group '{typo}' in any "
+                               f"workspace of the config; the nearest: '{group}'"):  # fmt: skip
+                run_cycle(read_config(path), retry_wait=0)

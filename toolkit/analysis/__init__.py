@@ -14,6 +14,7 @@ tk.analysis.forecast_accuracy(store)             # how past forecasts held
 tk.analysis.band_calibration(store)              # the band's width from that record
 tk.analysis.compare_models(store)                # like-for-like cost, speed, failures
 tk.analysis.review_backlog(store)                # chapters waiting for review, reviews a day
+tk.analysis.project_groups(store)                # each project's translation group
 ```
 
 Every function takes keyword-only `since`, `until` and `tz` (and `freq` where it has
@@ -35,6 +36,7 @@ from __future__ import annotations
 from toolkit.analysis.accuracy import forecast_accuracy
 from toolkit.analysis.calibration import Calibration, band_calibration
 from toolkit.analysis.forecast import ForecastBy, burn_down, forecast
+from toolkit.analysis.groups import GROUP_KEY, project_groups
 from toolkit.analysis.measures import (
     SpendBy,
     ThroughputBy,
@@ -63,6 +65,7 @@ from toolkit.analysis.trouble import (
 )
 
 __all__ = [
+    "GROUP_KEY",
     "REASONS",
     "STALL_AFTER",
     "Calibration",
@@ -89,6 +92,7 @@ __all__ = [
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
+    "project_groups",
     "reason_words",
     "review_backlog",
     "runs",

@@ -296,6 +296,7 @@ class Emulator:
         process_steps: str,
         target_languages: list[str],
         translation_model: str | None = None,
+        translation_group_id: str | None = None,
     ) -> dict[str, Any]:
         """Create a project, as the dashboard does (the API has no such call).
 
@@ -308,6 +309,8 @@ class Emulator:
             process_steps: "text", "translate", "clean" or "full".
             target_languages: The languages every chapter is translated into.
             translation_model: The model that translates; None for the default.
+            translation_group_id: The translation group to put it in (give several
+                projects the same one to group them); None for a group of its own.
 
         Returns:
             The project as the project list shows it.
@@ -324,6 +327,7 @@ class Emulator:
             "processSteps": process_steps,
             "targetLanguages": target_languages,
             "translationModel": translation_model,
+            "translationGroupId": translation_group_id,
         }
         return self._call("POST", "/_emulator/projects", body)
 

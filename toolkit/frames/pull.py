@@ -45,6 +45,7 @@ __all__ = [
     "exports_frame",
     "language_rows",
     "languages_frame",
+    "project_group_rows",
     "project_id_list",
     "project_rows",
     "projects_frame",
@@ -70,6 +71,9 @@ class Workspace:
         seconds: How long the pull took.
         details: Which chapter details were read for `untranslated`: "all", "changed"
             or "none".
+        project_groups: Each project's `translationGroupId` (`schema.PROJECT_GROUPS`);
+            None when not read (a workspace built by hand): a snapshot of it then
+            records no group, never a guessed one.
     """
 
     projects: pd.DataFrame
@@ -80,15 +84,17 @@ class Workspace:
     requests: int = 0
     seconds: float = 0.0
     details: str = "none"
+    project_groups: pd.DataFrame | None = None
 
     def table(self, name: str) -> pd.DataFrame:
         """One of the four tables by name.
 
         Args:
-            name: "projects", "chapters", "languages" or "exports".
+            name: "projects", "chapters", "languages", "exports" or
+                "project_groups".
 
         Returns:
-            The table's frame (not a copy).
+            The table's frame (not a copy); no rows for groups that were not read.
 
         Raises:
             ValueError: A workspace has no table of that name.
@@ -97,7 +103,9 @@ class Workspace:
             raise ValueError(
                 f"a workspace has no table {name!r}; it has {', '.join(schema.SNAPSHOT_TABLES)}"
             )
-        frame: pd.DataFrame = getattr(self, name)
+        frame: pd.DataFrame | None = getattr(self, name)
+        if frame is None:  # the groups were not read: none on record
+            return schema.empty_frame(schema.SNAPSHOT_TABLES[name])
         return frame
 
     def __repr__(self) -> str:
@@ -208,6 +216,28 @@ def project_rows(projects: Iterable[Project]) -> pa.Table:
         for p in projects
     ]
     return schema.from_rows(rows, schema.PROJECTS)
+
+
+def project_group_rows(projects: Iterable[Project]) -> pa.Table:
+    """Each project's translation group as an Arrow table of `schema.PROJECT_GROUPS`,
+    without a request: a row per project, null where the service sent no group.
+
+    Args:
+        projects: Projects from the project list (`Client.list_projects`).
+
+    Returns:
+        One row per project.
+    """
+    rows = [
+        {"project_id": p.id, "translation_group_id": _group(p.translation_group_id)}
+        for p in projects
+    ]
+    return schema.from_rows(rows, schema.PROJECT_GROUPS)
+
+
+def _group(value: Any) -> str | None:
+    """The group as text (the spec does not type it beyond "string"); null stays null."""
+    return None if value is None else str(value)
 
 
 def chapter_rows(
@@ -469,7 +499,7 @@ def pull(
             sent again in further passes until then); None for no limit.
 
     Returns:
-        The four tables, and how the pull went.
+        The four tables, the projects' groups, and how the pull went.
 
     Raises:
         ValueError: `details` is not one of "all", "changed", "none".
@@ -507,6 +537,7 @@ def pull(
         requests=fetcher.requests,
         seconds=fetcher.seconds,
         details=details,
+        project_groups=schema.to_pandas(project_group_rows(projects), schema.PROJECT_GROUPS),
     )
 
 

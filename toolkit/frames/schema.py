@@ -27,6 +27,7 @@ __all__ = [
     "MANIFEST",
     "NUMBER",
     "PROJECTS",
+    "PROJECT_GROUPS",
     "SNAPSHOT_TABLES",
     "STATE",
     "STATUS_DTYPE",
@@ -87,6 +88,13 @@ PROJECTS = pa.schema(
         ("created_at", TIME),
     ]
 )
+
+# The service's `translationGroupId` of each project, apart from `PROJECTS`, whose columns
+# are DESIGN.md's contract: a row per project at every snapshot taken since the toolkit
+# kept it, null where the service sent none; a project with no row has no group on record
+# (a snapshot an earlier toolkit took). docs/store.md, "A table added since: the
+# projects' translation groups".
+PROJECT_GROUPS = pa.schema([("project_id", TEXT), ("translation_group_id", TEXT)])
 
 CHAPTERS = pa.schema(
     [
@@ -164,12 +172,14 @@ MANIFEST = pa.schema(
     ]
 )
 
-# The four tables a snapshot holds, in the order a snapshot is written.
+# The tables a snapshot holds, in the order a snapshot is written: the service's four,
+# then the projects' translation groups.
 SNAPSHOT_TABLES: dict[str, pa.Schema] = {
     "projects": PROJECTS,
     "chapters": CHAPTERS,
     "languages": LANGUAGES,
     "exports": EXPORTS,
+    "project_groups": PROJECT_GROUPS,
 }
 _TABLES: dict[str, pa.Schema] = {**SNAPSHOT_TABLES, "events": EVENTS}
 
@@ -179,6 +189,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "chapters": ("chapter_id",),
     "languages": ("chapter_id", "language_code"),
     "exports": ("chapter_id", "language_code", "format", "filename"),
+    "project_groups": ("project_id",),
 }
 
 _SNAPSHOT_FIELDS: tuple[pa.Field, ...] = (

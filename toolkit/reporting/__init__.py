@@ -18,7 +18,7 @@ from toolkit.reporting.explanations import HOW, TAKEN, explain, recount
 from toolkit.reporting.figures import Figures, Period, label, period, spend
 from toolkit.reporting.html import report
 from toolkit.reporting.summary import PLOTS, summary, write_report
-from toolkit.reporting.tags import by_tag, check_tag, explained_by_tag, tagged
+from toolkit.reporting.tags import by_tag, check_tag, explained_by_tag, tagged, with_groups
 
 __all__ = [
     "HOW",
@@ -38,6 +38,7 @@ __all__ = [
     "spend",
     "summary",
     "tagged",
+    "with_groups",
     "write_agency_page",
     "write_report",
 ]

@@ -18,8 +18,10 @@ agency page"):
   workspace in one round, so their weeks agree to within a round; the page names each.
 - A total over workspaces or over a tag's projects is unknown (a dash) when any of its
   parts is, as a workspace's total is.
-- Tags are the config's only: the service's `translationGroupId` is not kept in the
-  store (the projects table's columns are DESIGN.md's contract; docs/figures.md).
+- Tags are the config's, and the service's `translation_group` (each project's
+  `translationGroupId` as the store kept it at the week's end, `(unknown)` where no
+  snapshot recorded one; docs/figures.md), whose section comes in name order with the
+  config's.
 - Every number opens the rows that make it, in sections of the same page
   (`agency_drilldown`): a workspace's, a project's or a tag's, this week's or the
   previous week's, and each project's forecast.
@@ -51,7 +53,7 @@ from toolkit.reporting.agency_drilldown import (
 )
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, figures
 from toolkit.reporting.page import STYLE, header_of
-from toolkit.reporting.tags import UNTAGGED, Tags, keys_of, sum_by_tag
+from toolkit.reporting.tags import UNTAGGED, Tags, keys_of, sum_by_tag, with_groups
 from toolkit.reporting.weekly import previous_figures
 from toolkit.store import SnapshotStore
 
@@ -125,7 +127,7 @@ def gather_agency(
     """Each workspace's week, previous week and forecast; `stores` by workspace name.
     A workspace whose store has no snapshot yet is refused by name (ValueError)."""
     weeks = {}
-    merged: dict[str, dict[str, str]] = {name: dict(own) for name, own in (tags or {}).items()}
+    merged = with_groups(tags, [])  # the user's tags, refused if one is the service's
     for name, where in stores.items():
         store = where if isinstance(where, SnapshotStore) else SnapshotStore(where)
         obs = Observed(store)
@@ -143,6 +145,9 @@ def gather_agency(
                 "previous": explained_week(obs, before.period)}  # fmt: skip
         weeks[name] = WorkspaceWeek(name, str(store.root), figs, before, outlook, rows,
                                     explained_outlook(obs, figs.period))  # fmt: skip
+        # Each project's translation group as of the week's end, by id: a tag section too.
+        for project_id, own in with_groups({}, [obs], until=figs.period.end).items():
+            merged.setdefault(project_id, {}).update(own)
     return Agency(weeks, merged)
 
 

@@ -14,7 +14,7 @@ from toolkit.analysis.observed import Observed
 from toolkit.errors import ToolkitError
 from toolkit.reporting.figures import check_zone, figures, write_json
 from toolkit.reporting.page import render
-from toolkit.reporting.tags import Tags, by_tag, keys_of
+from toolkit.reporting.tags import Tags, by_tag, keys_of, with_groups
 from toolkit.reporting.weekly import gather
 from toolkit.reporting.xlsx import write_xlsx
 from toolkit.store import SnapshotStore
@@ -50,14 +50,20 @@ def report(
     is the `days` days up to the last snapshot, or `since`..`until` (UTC when no zone is
     given). tz: the zone the page's days, midnights and times are in, and a naive
     `since`/`until` is read in (default UTC). tags: the projects' tags (`{"Moonlit
-    Harbor": {"client": "Acme"}}`, a watch config's `[tags]`): "json" adds `by_tag`, the
-    figures per value of each tag, and "xlsx" a sheet per tag (`By client`); the page
+    Harbor": {"client": "Acme"}}`, a watch config's `[tags]`; `{}` for none of the
+    user's): "json" adds `by_tag`, the figures per value of each tag and of the
+    service's `translation_group`, and "xlsx" a sheet per tag (`By client`); the page
     does not change (the agency page groups by tags). Missing folders are made.
     """
     if format not in _DEFAULT_NAMES:
         raise ToolkitError(f'format must be "html", "json" or "xlsx", not {format!r}')
     check_zone(tz)
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
+    if tags is not None and format != "html":  # the service's groups join the user's tags
+        try:
+            tags = with_groups(tags, [source], until=until, tz=tz)
+        except ValueError as exc:
+            raise ToolkitError(str(exc)) from exc
     path = Path(out) if out is not None else Path(f"{_DEFAULT_NAMES[format]}")
     if format in ("json", "xlsx") and path.suffix != f".{format}":
         path = path / _DEFAULT_NAMES[format]

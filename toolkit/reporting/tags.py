@@ -12,19 +12,28 @@ A project is named by its id or its
 name (the id wins when both are given); a project
 without the tag counts under `(untagged)`, so the groups add up to the workspace's
 totals. A group's figure is unknown when any of its projects' is, as a total is.
+
+The service's own translation group is the tag `translation_group`, which needs no
+config (`with_groups` adds it from the stores) and which a config may not set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Final
 
 import pandas as pd
 
+from toolkit.analysis.groups import GROUP_KEY, group_tags, reserved
 from toolkit.reporting.explanations import recount
 from toolkit.reporting.figures import FIGURES, Figures
+from toolkit.timestamps import When
 
-__all__ = ["UNTAGGED", "Tags", "by_tag", "check_tag", "explained_by_tag", "tagged"]
+if TYPE_CHECKING:
+    from toolkit.analysis.observed import Observed
+    from toolkit.store import SnapshotStore
+
+__all__ = ["UNTAGGED", "Tags", "by_tag", "check_tag", "explained_by_tag", "tagged", "with_groups"]
 
 UNTAGGED: Final = "(untagged)"
 Tags = Mapping[str, Mapping[str, str]]
@@ -33,6 +42,25 @@ Tags = Mapping[str, Mapping[str, str]]
 def keys_of(tags: Tags) -> list[str]:
     """Every tag's name the mapping uses (`client`, `team`...), in name order."""
     return sorted({key for own in tags.values() for key in own})
+
+
+def with_groups(
+    tags: Tags | None,
+    stores: Iterable[SnapshotStore | Observed],
+    *,
+    until: When | None = None,
+    tz: str | None = None,
+) -> dict[str, dict[str, str]]:
+    """`tags` and, by project id, each project's translation group as the stores kept
+    it up to `until` (`tk.analysis.project_groups`: `(unknown)` where none was kept)
+    under `translation_group`. ValueError, in one line, for a tag of `tags` of that name."""
+    merged = {name: dict(own) for name, own in (tags or {}).items()}
+    for name, own in merged.items():
+        if GROUP_KEY in own:
+            raise ValueError(f"the tags of {name!r}: {reserved(GROUP_KEY)}")
+    for project_id, own in group_tags(stores, until, tz).items():
+        merged.setdefault(project_id, {}).update(own)
+    return merged
 
 
 def tag_values(projects: pd.DataFrame, tags: Tags, key: str) -> pd.Series:
@@ -65,21 +93,28 @@ def check_tag(tags: Tags, key: str, where: str, projects: pd.DataFrame | None = 
     """Refuse to group by tag `key` in one line that says what to do (ValueError): the
     config `where` tags no project, uses no tag of that name, or none of `projects` (the
     one project asked for: `project_id`, `project`) carries it."""
-    if not tags:
+    if not tags and key != GROUP_KEY:
         raise ValueError(
             f"{where} has no [tags]: tag the projects first, a table per project such as "
             f'[tags."Moonlit Harbor"] with {key} = "Acme" (docs/figures.md, "Figures by a tag")'
         )
     keys = keys_of(tags)
+    if key == GROUP_KEY and key not in keys:
+        raise ValueError(f"no project of {where} has a translation group on record: "
+                         "take a snapshot with this toolkit first")  # fmt: skip
     if key not in keys:
         raise ValueError(f"no tag {key!r} in {where}; its [tags] use {', '.join(keys)}: "
-                         "group by one of those")  # fmt: skip
+                         f"group by one of those, or by {GROUP_KEY} (the service's group "
+                         "of each project)")  # fmt: skip
     if (
         projects is not None
         and len(projects)
         and (tag_values(projects, tags, key) == UNTAGGED).all()
     ):
         name = str(projects["project"].iloc[0])
+        if key == GROUP_KEY:
+            raise ValueError(f"project {name!r} has no translation group from the service; "
+                             f"leave out the project to see it under {UNTAGGED}")  # fmt: skip
         raise ValueError(
             f'project {name!r} has no {key} in {where}: add {key} = "..." under '
             f'[tags."{name}"], or leave out the project to see it under {UNTAGGED}'

@@ -61,15 +61,17 @@ class Layout(NamedTuple):
 
 
 def layout() -> dict[str, Layout]:
-    """How each table's files are merged. The manifest and the projects are small and
-    read whole by every question: a file a month (a year of week files is fifty files,
-    and opening each costs more than reading it; one file for all would put the whole
-    history's commits in one file, lost together if it were damaged)."""
+    """How each table's files are merged. The manifest and the projects (and their
+    groups) are small and read whole by every question: a file a month (a year of week
+    files is fifty files, and opening each costs more than reading it; one file for all
+    would put the whole history's commits in one file, lost together if it were
+    damaged)."""
     tables: dict[str, Layout] = {}
     for name in schema.SNAPSHOT_TABLES:
         flagged_first = [(_FLAGGED, "descending")] if name in TRACKED else []
         keys = [(column, "ascending") for column in [*schema.KEYS[name], "snapshot_id"]]
-        tables[name] = Layout("snapshot_at", flagged_first + keys, monthly=name == "projects")
+        small = name in ("projects", "project_groups")
+        tables[name] = Layout("snapshot_at", flagged_first + keys, monthly=small)
     tables["events"] = Layout(
         "received_at", [("received_at", "ascending"), ("webhook_id", "ascending")], monthly=False
     )

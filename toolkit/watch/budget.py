@@ -14,7 +14,8 @@ while the warnings are open). The runway is read from the spend of the last
 
 A tag budget (`scope = "tag"`, `tag = "client"`, `name = "Acme"`) sums the projects the
 config's `[tags]` tag so, by name or id, in every workspace; its alert is the agency's,
-and names the tag: "client Acme has spent ...".
+and names the tag: "client Acme has spent ...". With `tag = "translation_group"` and a
+group's id as `name`, it sums the projects the stores last recorded in that group.
 """
 
 from __future__ import annotations
@@ -53,13 +54,18 @@ def _credits(store: SnapshotStore, budget: Budget, since: pd.Timestamp, freq: st
     if budget.scope == "project":
         frame = frame[(frame["project"] == budget.name) | (frame["project_id"] == budget.name)]
     if budget.scope == "tag":
-        frame = frame[_covered(budget, frame)]
+        frame = frame[_covered(budget, frame, store)]
     return float(frame["credits"].sum())
 
 
-def _covered(budget: Budget, projects: pd.DataFrame) -> pd.Series:
+def _covered(budget: Budget, projects: pd.DataFrame, store: SnapshotStore) -> pd.Series:
     """Which rows' projects (`project_id`, and the name in `project` or `name`) a tag
-    budget covers."""
+    budget covers: for `translation_group`, the projects in that group as the store
+    last recorded it (a project gone since keeps its group, so its spend still counts)."""
+    if budget.tag == analysis.GROUP_KEY:
+        groups = analysis.project_groups(store)
+        members = set(groups["project_id"][groups[analysis.GROUP_KEY] == budget.name])
+        return projects["project_id"].isin(members).astype(bool)
     names = projects["project"] if "project" in projects else projects["name"]
     covered = [budget.covers(i, n) for i, n in zip(projects["project_id"], names, strict=True)]
     return pd.Series(covered, index=projects.index, dtype=bool)
@@ -91,7 +97,7 @@ def _measure(
             continue
         if budget.scope == "project" and not _has_project(store, budget.name or ""):
             continue
-        if budget.scope == "tag" and not _covered(budget, store.latest("projects")).any():
+        if budget.scope == "tag" and not _covered(budget, store.latest("projects"), store).any():
             continue
         times = store.snapshots()["snapshot_at"]
         if times.empty:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from toolkit.analysis.groups import GROUP_KEY, reserved
 from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.config import Secret, is_loopback_host, normalize_base_url
 from toolkit.errors import ConfigError
@@ -523,6 +524,8 @@ class _Reader:
                     raise self.fail(
                         (*where, key), "a tag's name is a word (letters, digits, - and _)"
                     )
+                if (why := reserved(key)) is not None:
+                    raise self.fail((*where, key), why)
             read[project] = {key: self.get(table, where, key, str, _tag_value) for key in table}
         return read
 
@@ -591,7 +594,7 @@ class _Reader:
             raise self.fail((*where, "name"), "an agency budget covers every workspace: no name")
         tag = self.get(data, where, "tag", str) if scope == "tag" else None
         projects: frozenset[str] = frozenset()
-        if tag is not None:
+        if tag is not None and tag != GROUP_KEY:  # a group's projects: the stores say
             value = self.get(data, where, "name", str)
             projects = frozenset(p for p, own in tags.items() if own.get(tag) == value)
             if not projects:

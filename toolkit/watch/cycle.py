@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from toolkit.analysis import GROUP_KEY, project_groups
 from toolkit.client import Client
 from toolkit.errors import ApiError, ConfigError, IncompletePull, StoreError, TransportError
 from toolkit.store import SnapshotStore
@@ -127,27 +128,36 @@ def run_cycle(config: WatchConfig, *, retry_wait: float | None = None) -> Cycle:
 
 
 def _check_projects(config: WatchConfig, stores: Mapping[str, SnapshotStore]) -> None:
-    """Every project a budget or a due date names is in one of the workspaces: a
-    `ConfigError` naming the file, line and key, and the names nearest, for the first that
-    is not (else it would silently never be checked)."""
+    """Every project a budget or a due date names, and every translation group a budget
+    names, is in one of the workspaces: a `ConfigError` naming the file, line and key,
+    and the names nearest, for the first that is not (else it would silently never be
+    checked)."""
     named = [(f"budgets[{i}].name", b.name) for i, b in enumerate(config.budgets)
              if b.scope == "project" and b.name]  # fmt: skip
     named += [(f"due.{name}", name) for name in config.due]
-    if not named:
+    # A translation group's budget: its projects are the stores' to say, not [tags]'.
+    grouped = [(f"budgets[{i}].name", b.name) for i, b in enumerate(config.budgets)
+               if b.tag == GROUP_KEY and b.name]  # fmt: skip
+    if not named and not grouped:
         return
     known: set[str] = set()
+    groups: set[str] = set()
     for store in stores.values():
         try:
             projects = store.latest("projects")
+            if grouped:
+                groups |= set(project_groups(store)[GROUP_KEY].dropna().astype(str))
         except StoreError:
             return  # a damaged store: the `snapshots` check says so; judge names later
         known |= set(projects["name"].astype(str)) | set(projects["project_id"].astype(str))
-    for key, name in named:
-        if name not in known:
-            near = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    checked = [(key, name, "project", known) for key, name in named]
+    checked += [(key, name, "translation group", groups) for key, name in grouped]
+    for key, name, what, among in checked:
+        if name not in among:
+            near = difflib.get_close_matches(name, sorted(among), n=3, cutoff=0.6)
             hint = f"; the nearest: {', '.join(repr(n) for n in near)}" if near else ""
             raise ConfigError(
-                f"{config.where.get(key, key)}: no project {name!r} in any workspace of the "
+                f"{config.where.get(key, key)}: no {what} {name!r} in any workspace of the "
                 f"config{hint}"
             )
 

@@ -45,6 +45,9 @@ def test_demo_projects(demo):
     assert [t["languageCode"] for t in seoul["targetLanguages"]] == ["en"]
     assert (river["kind"], river["sourceLanguage"]) == ("novel", "zh")
     assert [t["languageCode"] for t in river["targetLanguages"]] == ["en", "es"]
+    # The two comics are one translation group (a UUID), the novel its own.
+    assert harbor["translationGroupId"] == seoul["translationGroupId"]
+    assert river["translationGroupId"] != harbor["translationGroupId"]
 
 
 def test_demo_has_chapters_in_every_state(demo):

@@ -129,6 +129,8 @@ PROJECT = {
         {"targetLanguages": "en"},
         {"name": ""},
         {"translationModel": 3},
+        {"translationGroupId": ""},
+        {"translationGroupId": 7},
         {"kind": "novel", "processSteps": "full"},
     ],
 )
@@ -155,6 +157,26 @@ def test_project_with_a_model(emulator, workspace):
     )
     assert project["translationModel"] == "novel-mt-3"
     assert [t["languageCode"] for t in project["targetLanguages"]] == ["en", "de", "es"]
+
+
+def test_projects_given_one_translation_group_share_it_on_the_list_and_the_get(
+    emulator, workspace, client
+):
+    """So a scenario can group projects as a series' volumes are; without one, each
+    project has a group of its own."""
+    common = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl",
+              "process_steps": "full", "target_languages": ["en"]}  # fmt: skip
+    first, second = (
+        emulator.create_project(workspace["id"], name=n, translation_group_id="volumes", **common)
+        for n in ("Volume 1", "Volume 2")
+    )
+    alone = emulator.create_project(workspace["id"], name="Alone", **common)
+    assert first["translationGroupId"] == second["translationGroupId"] == "volumes"
+    assert alone["translationGroupId"] != "volumes"
+    listed = {p.name: p.translation_group_id for p in client.list_projects()}
+    assert listed == {"Volume 1": "volumes", "Volume 2": "volumes",
+                      "Alone": alone["translationGroupId"]}  # fmt: skip
+    assert client.get_project(second["id"]).translation_group_id == "volumes"
 
 
 def test_clock_routes(raw, emulator):

@@ -15,7 +15,7 @@ from PIL import Image, ImageDraw
 from toolkit.emulator.core import workspaces as dashboard
 from toolkit.emulator.core.faults import Fate
 from toolkit.emulator.core.services import Services
-from toolkit.emulator.core.state import Row, from_ms
+from toolkit.emulator.core.state import Row, from_ms, new_uuid
 
 __all__ = ["seed_demo"]
 
@@ -126,8 +126,15 @@ def seed_demo(services: Services) -> dict[str, str]:
     seeder = _Seeder(services, now)
     start = now - 50 * _HOUR
     workspace = dashboard.create_workspace(state, name="Demo workspace", credits=5_000, at=start)
+    # The two comics are one studio's line, in one translation group (the novel has its
+    # own): grouping by `translation_group` then adds something up.
+    comics = {"translationGroupId": new_uuid()}
     harbor, seoul, river = (
-        dashboard.create_project(state, {"workspaceId": workspace["id"], **body}, at=start)
+        dashboard.create_project(
+            state,
+            {"workspaceId": workspace["id"], **body, **(comics if body["kind"] == "comic" else {})},
+            at=start,
+        )
         for body in _PROJECTS
     )
     _seed_harbor(seeder, harbor)

@@ -75,7 +75,7 @@ def create_project(state: State, body: Any, *, at: int) -> Row:
                 fields["reading_direction"],
                 fields["process_steps"],
                 fields["translation_model"],
-                new_uuid(),
+                fields["translation_group_id"] or new_uuid(),
                 at,
             ),
         )
@@ -116,7 +116,17 @@ def _project_fields(body: Any) -> dict[str, Any]:
         "process_steps": steps,
         "target_languages": targets,
         "translation_model": model,
+        "translation_group_id": _group(body),
     }
+
+
+def _group(body: dict[str, Any]) -> str | None:
+    """`translationGroupId`: the group to put the project in (several projects may share
+    one, as a series' volumes do); None for a group of its own."""
+    group = body.get("translationGroupId")
+    if group is not None and (not isinstance(group, str) or not group.strip()):
+        raise EmulatorError(400, "translationGroupId must be a non-empty string or null")
+    return group
 
 
 def text_field(body: dict[str, Any], name: str) -> str:
