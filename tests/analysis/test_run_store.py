@@ -288,7 +288,7 @@ class ExtendedAtEachSnapshot(SnapshotStore):
         asked = {kind: extended.stage(kind) for kind in STAGES}
         reference = Observed(SnapshotStore(self.root), keep=False)
         equal = {k.__name__: stages_equal(v, reference.stage(k)) for k, v in asked.items()}
-        self.checked.append((len(self.snapshots()), extended._extension_tried, equal))
+        self.checked.append((len(self.snapshots()), extended.extended, equal))
         return taken
 
 

@@ -60,6 +60,8 @@ class Observed:
         self._stages: dict[type, object] = {}
         self._keeper = _keeper(store, version, keep_after) if keep else None
         self._extension_tried = False
+        # Whether the stages were extended from those kept for an earlier state.
+        self.extended = False
         # Answers of questions asked with arguments (the forecast's by moment), by a key
         # of their arguments, for the next question that asks the same.
         self.memo: dict[str, object] = {}
@@ -70,14 +72,14 @@ class Observed:
             keeper = self._keeper
             found = keeper.load(kind, self.manifest) if keeper is not None else None
             if found is None and keeper is not None and self._extend(keeper):
-                return cast(S, self._stages[kind])
+                found = self._stages.get(kind)  # the runs frame is made from them
             if found is None:
                 started = time.perf_counter()
                 found = kind.build(self)
                 if keeper is not None:
                     took = time.perf_counter() - started
                     keeper.save(kind, found, self.manifest, took=took)
-                    if kept_as(kind) == LAST and keeper.keeps(self.manifest):
+                    if kept_as(kind) == LAST and not self.extended and keeper.keeps(self.manifest):
                         run_extend().remember(self, keeper)
             self._stages[kind] = found
         return cast(S, self._stages[kind])
@@ -97,6 +99,7 @@ class Observed:
             # Kept however quick: the next snapshot's extension starts from it.
             keeper.save(kind, self._stages[kind], self.manifest, took=float("inf"))
         extend.remember(self, keeper)
+        self.extended = True
         return True
 
     def has(self, kind: type[Stage]) -> bool:

@@ -39,14 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.analysis import run_rules as rules
-from toolkit.analysis._arrays import is_true, to_micros
+from toolkit.analysis._arrays import to_micros
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_store import BASIS, Keeper, code_version
 from toolkit.analysis.run_table import RunTable, terminal_events
-from toolkit.analysis.runs import RunFrame
 from toolkit.analysis.transitions import (
-    MOVING,
     PER_CHAPTER,
     Transitions,
     transitions_ctes,
@@ -68,7 +66,22 @@ _MAINTENANCE: Final = {"VACUUM START", "VACUUM END"}
 _EVENT_COLUMNS: Final = ("chapter_id", "type", "at", "reason")
 # More touched than this share of the chapters: the full build costs as much.
 _MOST_TOUCHED: Final = 0.5
-_NONE: Final = np.array(None)
+# The chapters the extension works out again (a CTE's body): those given (`_touched`),
+# every chapter with a change row or a language row since the kept snapshots (`since`
+# of them; a change of status alone too: working a chapter out again is never wrong),
+# and every chapter of a novel project with such a row (a re-upload's rework).
+_TOUCHED: Final = """
+    WITH since AS (
+        SELECT chapter_id, project_id FROM chapters_changes
+        WHERE idx >= {since} AND _changed IS NOT false
+        UNION SELECT chapter_id, project_id FROM languages_changes
+        WHERE idx >= {since} AND _changed IS NOT false
+    )
+    SELECT chapter_id FROM given
+    UNION SELECT chapter_id FROM since
+    UNION SELECT chapter_id FROM chapters_changes
+    WHERE project_id IN (SELECT project_id FROM since WHERE project_id IN
+                         (SELECT project_id FROM novels))"""
 _PROJECTS_SQL: Final = f"""WITH {transitions_ctes()}
 SELECT project_id, project, project_kind, model, n_languages FROM by_project
 ORDER BY project_id"""
@@ -79,7 +92,7 @@ def remember(obs: Observed, keeper: Keeper) -> None:
     table versions they were worked out from, the projects' names and the end events."""
     try:
         events = terminal_events(obs)
-        projects = obs.store.query_arrow(_PROJECTS_SQL)
+        projects = _projects(obs)
         found = obs.stage(Transitions)
     except Exception:  # nothing remembered: the next state is built whole
         return
@@ -87,8 +100,9 @@ def remember(obs: Observed, keeper: Keeper) -> None:
         "code": code_version(),
         "version": list(keeper.version),
         "manifest": {c: _texts(obs.manifest[c]) for c in _MANIFEST if c in obs.manifest},
-        "projects": projects.to_pylist(),
+        "projects": projects,
         "default_model": found.default_model,
+        "learned": [["" if k is None else k, v] for k, v in obs.stage(Prices).learned.items()],
     }
     table = pa.table({c: pa.array(_texts(events[c]) if c != "at" else events[c].tolist(),
                                   _EVENT_TYPES[c]) for c in _EVENT_COLUMNS})  # fmt: skip
@@ -101,8 +115,9 @@ _EVENT_TYPES: Final = {"chapter_id": pa.string(), "type": pa.string(), "at": pa.
 
 
 def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
-    """The five stages of `obs`'s state, extended from the newest kept state whose
-    snapshots start this one's; None when there is none or a rule says build whole."""
+    """The stages of `obs`'s state up to the run table (the runs frame is made from it),
+    extended from the newest kept state whose snapshots start this one's; None when
+    there is none, or a rule says build whole."""
     manifest = obs.manifest
     for state in keeper.earlier(manifest)[:1]:
         basis = keeper.load_table(BASIS, state)
@@ -112,12 +127,22 @@ def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
         kept_snapshots = _prefix(meta, manifest)
         if kept_snapshots is None or not _only_appends(obs, meta["version"], keeper.version):
             return None
+        rows = _kept_rows(keeper.load_table("transitions", state))
         kept: dict[type, Any] = {kind: keeper.load(kind, manifest, state=state)
-                for kind in (Transitions, Charges, RunTable, RunFrame)}  # fmt: skip
-        if any(value is None for value in kept.values()):
+                                 for kind in (Charges, RunTable)}  # fmt: skip
+        if rows is None or any(value is None for value in kept.values()):
             return None
-        return _extended(obs, kept, meta, basis, kept_snapshots)
+        return _extended(obs, rows, kept, meta, basis, kept_snapshots)
     return None
+
+
+def _projects(obs: Observed) -> list[dict[str, Any]]:
+    """Each project's name, kind, model and languages, as the transitions join them:
+    read once per `Observed` (an extension compares them, then remembers them)."""
+    found = obs.memo.get(_PROJECTS_SQL)
+    if found is None:
+        found = obs.memo[_PROJECTS_SQL] = obs.store.query_arrow(_PROJECTS_SQL).to_pylist()
+    return cast(list[dict[str, Any]], found)
 
 
 def _texts(column: pd.Series) -> list[str | None]:
@@ -190,122 +215,139 @@ class _Staged:
         return self._stages[kind]
 
 
+@dataclasses.dataclass(frozen=True)
+class _KeptRows:
+    """The kept transitions as their file holds them (Arrow, not made into a frame: an
+    extension needs the rows of the chapters untouched as the query answers them), and
+    per chapter (by `chapter_code`) its id, project and whether its rows are odd (a
+    chapter created more than once, or whose first row is not its creation)."""
+
+    table: pa.Table
+    code: np.ndarray
+    chapters: np.ndarray
+    projects: np.ndarray
+    odd: np.ndarray
+    default_model: str | None
+
+
+def _kept_rows(file: pa.Table | None) -> _KeptRows | None:
+    if file is None:
+        return None
+    try:
+        meta = json.loads(file.schema.metadata[b"toolkit"])
+        prefix = "frame:rows:"
+        names = [c for c in file.column_names if c.startswith(prefix)]
+        table = file.select(names).rename_columns([c[len(prefix) :] for c in names])
+        code = table.column("chapter_code").to_numpy().astype("int64")
+        step = table.column("step").to_numpy()
+        new = table.column("is_new").to_numpy(zero_copy_only=False).astype(bool)
+        first = np.flatnonzero(step == 0)
+        chapters = pc.cast(table.column("chapter_id").take(first), pa.string())
+        projects = pc.cast(table.column("project_id").take(first), pa.string())
+        odd = np.zeros(len(first), bool)
+        np.logical_or.at(odd, code, (new & (step > 0)) | (~new & (step == 0)))
+        return _KeptRows(
+            table, code, np.asarray(chapters.to_pylist(), object),
+            np.asarray(projects.to_pylist(), object), odd,
+            meta["values"]["default_model"]["value"],
+        )  # fmt: skip
+    except (KeyError, ValueError, pa.ArrowException):  # not as written: no basis
+        return None
+
+
 def _extended(
     obs: Observed,
+    old: _KeptRows,
     kept: dict[type, Any],
     meta: dict[str, Any],
     basis: pa.Table,
     kept_snapshots: int,
 ) -> dict[type, object] | None:
-    old: Transitions = kept[Transitions]
     times = to_micros(obs.manifest["snapshot_at"])
-    rows = old.rows
-    chapter_ids = rows["chapter_id"].cat.categories.astype(object).to_numpy()
-    touched = _touched(obs, old, meta, basis, kept_snapshots)
-    if touched is None or len(touched) > _MOST_TOUCHED * max(len(chapter_ids), 1):
+    given = _touched(obs, old, meta, basis)
+    if len(given) > _MOST_TOUCHED * max(len(old.chapters), 1):
         return None
-    if not touched:
-        # Nothing since can start or end a run: the stages are the kept ones.
-        found = dataclasses.replace(old, times=times)
-        staged = _Staged({Transitions: found}, obs.events)
-        return {Transitions: found, Prices: staged.stage(Prices), Charges: kept[Charges],
-                RunTable: kept[RunTable], RunFrame: kept[RunFrame]}  # fmt: skip
+    novels = [p["project_id"] for p in _projects(obs) if p["project_kind"] == "novel"]
     answer = obs.store.query_arrow(
-        transitions_sql(touched=True),
-        frames={"touched": pa.table({"chapter_id": pa.array(sorted(touched), pa.string())})},
+        transitions_sql(touched=_TOUCHED.format(since=kept_snapshots)),
+        frames={
+            "given": pa.table({"chapter_id": pa.array(sorted(given), pa.string())}),
+            "novels": pa.table({"project_id": pa.array(novels, pa.string())}),
+        },
     )
+    touched = given | set(answer.column("chapter_id").unique().to_pylist())
+    if len(touched) > _MOST_TOUCHED * max(len(old.chapters), 1):
+        return None
     sub = Transitions.of(answer, times) if answer.num_rows else None
     if sub is not None and sub.default_model != old.default_model:
         return None  # the service's default model as another project names it: all rows
-    untouched_chapter = ~pd.Index(chapter_ids).isin(list(touched))
-    code = rows["chapter_code"].to_numpy("int64")
-    kept_rows = np.flatnonzero(untouched_chapter[code])
-    table = pa.concat_tables([_as_answer(rows.iloc[kept_rows], answer.schema), answer])
+    kept_rows = np.flatnonzero(~pd.Index(old.chapters).isin(list(touched))[old.code])
+    table = pa.concat_tables([_as_answer(old, kept_rows, answer.schema), answer])
     order = pc.sort_indices(table, sort_keys=[("chapter_id", "ascending"), ("idx", "ascending")])
     order_np = order.to_numpy()
     found = Transitions.of(table.take(order), times)
     staged = _Staged({Transitions: found}, obs.events)
     prices: Prices = staged.stage(Prices)
-    before: Prices = _Staged({Transitions: old}, obs.events).stage(Prices)
-    if sub is None or not _same_prices(before.learned, prices.learned):
+    learned = {None if k == "" else k: float(v) for k, v in meta["learned"]}
+    if sub is None or not _same_prices(learned, prices.learned):
         # The learned price moved: every run's split may too, so the later stages are
         # built whole, from the spliced transitions.
-        return {
-            kind: staged.stage(kind) for kind in (Transitions, Prices, Charges, RunTable, RunFrame)
-        }
+        return {kind: staged.stage(kind) for kind in (Transitions, Prices, Charges, RunTable)}
     part = _Staged({Transitions: sub, Prices: Prices.priced(sub, prices.learned)}, obs.events)
     new_of = np.empty(len(order_np), "int64")
     new_of[order_np] = np.arange(len(order_np))  # a row of `table` -> its row in `found`
-    kept_new = new_of[: len(kept_rows)]
-    sub_new = new_of[len(kept_rows) :]
-    charges = _charges(kept[Charges], part.stage(Charges), kept_rows, order_np)
-    old_to_new = np.full(len(rows), -1, "int64")
-    old_to_new[kept_rows] = kept_new
-    runs, frame = _runs(kept[RunTable], kept[RunFrame].frame, part.stage(RunTable),
-                        part.stage(RunFrame).frame, old_to_new=old_to_new, sub_to_new=sub_new,
-                        found=found)  # fmt: skip
-    return {Transitions: found, Prices: prices, Charges: charges, RunTable: runs,
-            RunFrame: RunFrame(frame)}  # fmt: skip
+    charges = _charges(kept[Charges], part.stage(Charges), kept_rows, new_of)
+    old_to_new = np.full(len(old.code), -1, "int64")
+    old_to_new[kept_rows] = new_of[: len(kept_rows)]
+    runs = _runs(kept[RunTable], part.stage(RunTable), old_to_new=old_to_new,
+                 sub_to_new=new_of[len(kept_rows) :], found=found)  # fmt: skip
+    # The runs frame is made from them when asked: its texts are taken by code, quicker
+    # than reading them (0.39 s against 0.52 s at 30,000 chapters x a month).
+    return {Transitions: found, Prices: prices, Charges: charges, RunTable: runs}
 
 
-def _touched(
-    obs: Observed, old: Transitions, meta: dict[str, Any], basis: pa.Table, kept_snapshots: int
-) -> set[str] | None:
-    """The chapters to work out again (the module's docstring says which); None when
-    the kept rows cannot be read back."""
-    rows = old.rows
-    since = obs.store.query_arrow(
-        f"""WITH {transitions_ctes()}
-        SELECT DISTINCT chapter_id, project_id FROM log
-        WHERE idx >= {kept_snapshots} AND {MOVING}
-        UNION SELECT DISTINCT chapter_id, project_id FROM languages_changes
-        WHERE _changed IS NOT false AND idx >= {kept_snapshots}"""
-    ).to_pylist()
-    touched = {str(r["chapter_id"]) for r in since if r["chapter_id"] is not None}
+def _touched(obs: Observed, old: _KeptRows, meta: dict[str, Any], basis: pa.Table) -> set[str]:
+    """The kept chapters to work out again, by id, besides those with a change since,
+    which the query finds itself (`_TOUCHED`; the module's docstring says which)."""
+    touched: set[str] = set()
     # Projects whose name, kind, model or languages changed: all their chapters.
-    now = obs.store.query_arrow(_PROJECTS_SQL).to_pylist()
+    now = _projects(obs)
     then = {p["project_id"]: p for p in meta["projects"]}
     changed = {p["project_id"] for p in now if then.get(p["project_id"]) != p}
     changed |= set(then) - {p["project_id"] for p in now}
-    chapter = rows["chapter_id"].astype(object).to_numpy()
-    project = rows["project_id"].astype(object).to_numpy()
-    touched |= {str(c) for c in chapter[pd.Index(project).isin(list(changed))]}
+    chapter, project = old.chapters, old.projects
+    touched |= set(chapter[pd.Index(project).isin(list(changed))])
     # End events recorded since (for any time), or gone.
     events = terminal_events(obs)
     now_events = set(zip(*(_texts(events[c]) for c in _EVENT_COLUMNS), strict=True))
-    kept_events = set(zip(*(basis.column(c).to_pylist() for c in _EVENT_COLUMNS), strict=True))
-    touched |= {str(e[0]) for e in now_events ^ {tuple(_texts(pd.Series(e))) for e in kept_events}}
-    # A chapter created more than once, or whose first row is not its creation: its kept
-    # rows cannot be told back to the query's answer.
-    step = rows["step"].to_numpy()
-    new = is_true(rows["is_new"])
-    odd = (new & (step > 0)) | (~new & (step == 0))
-    touched |= {str(c) for c in chapter[odd]}
+    kept_events = set(zip(*(_texts(basis.column(c).to_pandas()) for c in _EVENT_COLUMNS),
+                          strict=True))  # fmt: skip
+    touched |= {e[0] for e in now_events ^ kept_events}
+    # Chapters whose kept rows cannot be told back to the query's answer (`_KeptRows`).
+    touched |= set(chapter[old.odd])
     # A novel project with a touched chapter: all its chapters (a re-upload's rework).
     novel = {p["project_id"] for p in now if p["project_kind"] == "novel"}
-    projects_of = {str(r["chapter_id"]): r["project_id"] for r in since}
-    projects_of.update(zip(map(str, chapter), project, strict=True))
-    novels = {projects_of.get(c) for c in touched} & novel
-    touched |= {str(c) for c in chapter[pd.Index(project).isin(list(novels))]}
-    return touched
+    novels = set(project[pd.Index(chapter).isin(list(touched))]) & novel
+    touched |= set(chapter[pd.Index(project).isin(list(novels))])
+    return {str(c) for c in touched if c is not None}
 
 
-def _as_answer(rows: pd.DataFrame, schema: pa.Schema) -> pa.Table:
-    """Kept transition rows as the query answered them (`Transitions.of` reads it): the
-    per-chapter names only on a chapter's creation, nulls as nulls."""
-    new = is_true(rows["is_new"])
+def _as_answer(old: _KeptRows, at: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """Kept transition rows `at` as the query answered them (`Transitions.of` reads it):
+    texts as texts, the per-chapter names only on a chapter's creation, each column of
+    the query's type."""
+    table = old.table.take(pa.array(at, pa.int64()))
+    new = pc.fill_null(pc.cast(table.column("is_new"), pa.bool_()), False)
     columns = []
     for field in schema:
-        column = rows[field.name]
-        if isinstance(column.dtype, pd.CategoricalDtype):
-            values = np.asarray(column.astype(object).to_numpy(), object)
-            values = np.where(pd.isna(values), _NONE, values)
+        column = table.column(field.name)
+        if pa.types.is_dictionary(column.type):
+            column = pc.cast(column, field.type)
             if field.name in PER_CHAPTER:
-                values = np.where(new, values, _NONE)
-            columns.append(pa.array(values, field.type))
-        else:
-            columns.append(pa.array(column.to_numpy() if column.dtype != object else column,
-                                    field.type, from_pandas=True))  # fmt: skip
+                column = pc.if_else(new, column, pa.scalar(None, field.type))
+        elif column.type != field.type:
+            column = pc.cast(column, field.type)
+        columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -315,44 +357,33 @@ def _same_prices(a: dict[str | None, float], b: dict[str | None, float]) -> bool
     )
 
 
-def _charges(kept: Charges, sub: Charges, kept_rows: np.ndarray, order: np.ndarray) -> Charges:
-    """The charges of the kept rows and of the touched chapters', in the rows' order."""
-    return Charges(
-        *(
-            np.concatenate([getattr(kept, f.name)[kept_rows], getattr(sub, f.name)])[order]
-            for f in dataclasses.fields(Charges)
-        )
-    )
+def _charges(kept: Charges, sub: Charges, kept_rows: np.ndarray, new_of: np.ndarray) -> Charges:
+    """The charges of the kept rows and of the touched chapters', in the rows' order
+    (`new_of`: each row's place, the kept rows first)."""
+    values = []
+    for f in dataclasses.fields(Charges):
+        part, more = getattr(kept, f.name), getattr(sub, f.name)
+        joined = np.empty((len(new_of), *part.shape[1:]), part.dtype)
+        joined[new_of[: len(kept_rows)]] = part[kept_rows]
+        joined[new_of[len(kept_rows) :]] = more
+        values.append(joined)
+    return Charges(*values)
 
 
 def _runs(
     kept: RunTable,
-    kept_frame: pd.DataFrame,
     sub: RunTable,
-    sub_frame: pd.DataFrame,
     *,
     old_to_new: np.ndarray,
     sub_to_new: np.ndarray,
     found: Transitions,
-) -> tuple[RunTable, pd.DataFrame]:
+) -> RunTable:
     """The runs of the untouched chapters (kept) and of the touched ones, in the runs'
     order, their rows numbered as `found`'s."""
-    mine = old_to_new[kept.row] >= 0
-    ours = kept.take(mine)
-    both = ((ours, old_to_new[ours.row], kept_frame[mine]), (sub, sub_to_new[sub.row], sub_frame))
-    parts = [(p, r, f) for p, r, f in both if len(p.row)]
-    if not parts:
-        return sub, sub_frame
-    joined = RunTable(*(np.concatenate([getattr(p, f.name) for p, _, _ in parts])
+    ours = kept.take(old_to_new[kept.row] >= 0)
+    ours = dataclasses.replace(ours, row=old_to_new[ours.row])
+    theirs = dataclasses.replace(sub, row=sub_to_new[sub.row])
+    joined = RunTable(*(np.concatenate([getattr(ours, f.name), getattr(theirs, f.name)])
                         for f in dataclasses.fields(RunTable)))  # fmt: skip
-    joined = dataclasses.replace(joined, row=np.concatenate([r for _, r, _ in parts]))
     chapter = found.rows["chapter_code"].to_numpy("int64")[joined.row]
-    order = rules.run_order(joined.started, chapter, joined.number)
-    frame = pd.concat([f for _, _, f in parts], ignore_index=True)
-    frame = frame.take(order).reset_index(drop=True)
-    for column in frame.columns:  # one chunk a column, as the pipeline's texts have
-        values = frame[column].array
-        if isinstance(values, pd.arrays.ArrowStringArray):
-            whole = pa.chunked_array(values.__arrow_array__()).combine_chunks()
-            frame[column] = pd.arrays.ArrowStringArray(whole)
-    return joined.take(order), frame
+    return joined.take(rules.run_order(joined.started, chapter, joined.number))

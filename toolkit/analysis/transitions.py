@@ -61,20 +61,27 @@ _FROM_PREVIOUS = f"""
     FROM flagged"""
 
 
-def transitions_sql(*, touched: bool = False) -> str:
-    """The query; `touched`: only the chapters of the frame `touched` (`chapter_id`),
-    their whole history, as the query gives them (`run_extend`)."""
-    return f"WITH {transitions_ctes(touched=touched)}\n{_SELECT}"
+def transitions_sql(*, touched: str = "") -> str:
+    """The query; `touched`: only the chapters this query (a CTE's body, `chapter_id`)
+    names, their whole history, as the query gives them (`run_extend`)."""
+    ctes = transitions_ctes(touched=bool(touched))
+    return (
+        f"WITH touched AS ({touched}),\n{ctes}\n{_SELECT}" if touched else f"WITH {ctes}\n{_SELECT}"
+    )
 
 
 def transitions_ctes(*, touched: bool = False) -> str:
     """The CTEs the query stands on, for queries that go on from the transitions:
     `by_project`, `chapter_languages`, `default_model`, `exported`, `flagged` and `log` (every
     flagged row with its previous values; `MOVING` keeps those that start or end runs);
-    `touched`: `flagged` only of the chapters of the frame `touched`."""
+    `touched`: only the chapters of the table or CTE `touched` (`flagged`,
+    `chapter_languages`, `exported`)."""
     only = " AND chapter_id IN (SELECT chapter_id FROM touched)" if touched else ""
     return _CTES.format(
-        flagged=f"flagged AS ({_FLAGGED}{only})", log=f"log AS ({_FROM_PREVIOUS}\n)"
+        flagged=f"flagged AS ({_FLAGGED}{only})",
+        log=f"log AS ({_FROM_PREVIOUS}\n)",
+        languages_only=only,
+        exported_only=only.replace("chapter_id", "e.chapter_id", 1),
     )
 
 
@@ -90,7 +97,7 @@ chapter_languages AS (
     -- A chapter runs in the languages it was created with, which its own rows show; the
     -- project's list may have changed since.
     SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
-    FROM languages_changes WHERE _changed IS NOT false GROUP BY chapter_id
+    FROM languages_changes WHERE _changed IS NOT false{languages_only} GROUP BY chapter_id
 ),
 default_model AS (
     -- The service's default model, as the languages of a project without one name it.
@@ -107,7 +114,7 @@ exported AS (
     FROM exports_changes e
     JOIN (SELECT snapshot_id, lag(snapshot_at) OVER (ORDER BY snapshot_id) AS before
           FROM snapshots) s USING (snapshot_id)
-    WHERE NOT e._deleted AND e.prepared_at > s.before
+    WHERE NOT e._deleted AND e.prepared_at > s.before{exported_only}
     GROUP BY ALL
 ),
 {flagged},
