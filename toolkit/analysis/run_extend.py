@@ -7,23 +7,31 @@ the names a chapter's runs carry (its project's latest name, kind and model, the
 service's default model) and a novel uploaded again (rework when another chapter at its
 position's last run failed). So when a state is asked whose snapshots extend a kept
 state's (the same snapshots first, each new one based on the one before it, and every
-table commit since a snapshot's write, events or a merge: nothing undone, repaired,
-upgraded or restored), the stages are the kept ones with the *touched* chapters worked
-out again, over their whole history, and spliced in by chapter:
+table commit since a snapshot's write, events or a merge of files: nothing undone,
+repaired, upgraded or restored), the stages are the kept ones with the *touched*
+chapters worked out again over their whole history, by the same query restricted to
+them, and spliced in by chapter:
 
-- chapters with a row since that can start or end a run, or a language row since;
+- every chapter with a change row or a language row since (a change of status alone
+  too: working a chapter out again is never wrong, only slower);
 - every chapter of a project whose name, kind, model or languages changed;
-- chapters whose end events changed (events recorded since, for any time);
-- every chapter of a novel project that has a touched chapter (a re-upload's rework);
-- chapters whose kept rows the query's answer cannot be told back from (a chapter
-  created twice).
+- every chapter whose end events changed (events recorded since, for any time);
+- every chapter of a novel project with a touched chapter (a re-upload's rework);
+- every chapter whose kept rows cannot be told back to the query's answer (created more
+  than once).
 
-Anything else falls back to the full build: no kept state to start from, a prefix that
-does not hold, another default model, more than half the chapters touched (the full
-build is then as quick), and a learned price that moved (then the transitions are
-spliced and the later stages built whole from them). What is spliced equals the full
-build value for value (`run_check.stages_equal`; the tests and the seeded histories
-check it).
+Open runs need nothing of their own: a run still going at the kept state's last
+snapshot is closed by a row of its chapter since, which touches the chapter. The
+transitions are the kept rows of the chapters untouched and the new answer, in the
+query's order; the charges and the run table are the kept ones of the chapters
+untouched and the touched chapters' built alone, with the learned prices of the whole
+history; the runs frame is made from them when asked. Anything else falls back to the
+full build: no kept state to start from, a prefix or a commit that does not hold,
+another default model, more than half the chapters touched (the full build is then as
+quick); and a learned price that moved builds the charges and the run table whole from
+the spliced transitions. What is spliced equals the full build value for value
+(`run_check.stages_equal`: tests/analysis/test_run_store.py and each snapshot of every
+seeded history check it).
 """
 
 from __future__ import annotations

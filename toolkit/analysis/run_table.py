@@ -295,6 +295,8 @@ def _match_events(
 
 
 def terminal_events(obs: Observed) -> pd.DataFrame:
+    """The store's `chapter.finished` and `chapter.failed` events of a chapter, as the
+    runs match them: `chapter_id`, `type`, `at` (int64 microseconds), `reason`."""
     events = obs.events
     kept = events[events["type"].isin(["chapter.finished", "chapter.failed"])]
     kept = kept[kept["chapter_id"].notna()]
