@@ -279,6 +279,7 @@ class ExtendedAtEachSnapshot(SnapshotStore):
         super().__init__(root)
         self.emulator = emulator
         self.checked: list[tuple[int, bool, dict[str, bool]]] = []
+        self.states = 0  # the most states `_runs` held after a snapshot
 
     def take(self, client, *args, **kwargs):
         taken = super().take(client, *args, **kwargs)
@@ -289,6 +290,7 @@ class ExtendedAtEachSnapshot(SnapshotStore):
         reference = Observed(SnapshotStore(self.root), keep=False)
         equal = {k.__name__: stages_equal(v, reference.stage(k)) for k, v in asked.items()}
         self.checked.append((len(self.snapshots()), extended.extended, equal))
+        self.states = max(self.states, len(list((Path(self.root) / FOLDER).iterdir())))
         return taken
 
 
@@ -314,6 +316,23 @@ def test_stages_extended_at_each_snapshot_equal_the_full_build(
     assert wrong == []
     assert len(store.checked) > 5
     assert sum(extensions) >= len(store.checked) // 2, extensions  # most were extended
+    assert store.states <= 3  # the state written and the two newest before it
+
+
+def test_a_learned_price_that_moved_builds_the_charges_and_runs_whole(seen, tmp_path, monkeypatch):
+    """When the whole history's learned prices differ from the kept state's, the
+    transitions are spliced but the charges and the run table are built from them whole
+    (every run's split may move): still the full build's, value for value."""
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    store = SnapshotStore(root)
+    for kind in STAGES:
+        Observed(store, keep_after=0).stage(kind)
+    monkeypatch.setattr(run_extend, "_same_prices", lambda before, now: False)
+    made = extensions_counted(monkeypatch)
+    another_snapshot(emulator, client, store, first_page=1010)
+    assert_stages_are_the_pipelines(root)
+    assert made == [True]
 
 
 def extensions_counted(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
