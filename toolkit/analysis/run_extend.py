@@ -50,7 +50,7 @@ from toolkit.analysis import run_rules as rules
 from toolkit.analysis._arrays import to_micros
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.prices import Prices
-from toolkit.analysis.run_store import BASIS, Keeper, code_version
+from toolkit.analysis.run_store import BASIS, Keeper, code_version, frame_table
 from toolkit.analysis.run_table import RunTable, terminal_events
 from toolkit.analysis.transitions import (
     PER_CHAPTER,
@@ -58,6 +58,8 @@ from toolkit.analysis.transitions import (
     transitions_ctes,
     transitions_sql,
 )
+from toolkit.store.ledger import OPERATION_KEY
+from toolkit.store.tables import SNAPSHOT_ID_KEY
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
@@ -127,21 +129,23 @@ def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
     extended from the newest kept state whose snapshots start this one's; None when
     there is none, or a rule says build whole."""
     manifest = obs.manifest
-    for state in keeper.earlier(manifest)[:1]:
-        basis = keeper.load_table(BASIS, state)
-        if basis is None:
-            return None
+    states = keeper.earlier(manifest)
+    basis = keeper.load_table(BASIS, states[0]) if states else None
+    if basis is None:
+        return None
+    try:
         meta = json.loads(basis.schema.metadata[b"toolkit"])
-        kept_snapshots = _prefix(meta, manifest)
-        if kept_snapshots is None or not _only_appends(obs, meta["version"], keeper.version):
-            return None
-        rows = _kept_rows(keeper.load_table("transitions", state))
-        kept: dict[type, Any] = {kind: keeper.load(kind, manifest, state=state)
-                                 for kind in (Charges, RunTable)}  # fmt: skip
-        if rows is None or any(value is None for value in kept.values()):
-            return None
-        return _extended(obs, rows, kept, meta, basis, kept_snapshots)
-    return None
+    except (KeyError, TypeError, ValueError):  # not as `remember` wrote it: no basis
+        return None
+    kept_snapshots = _prefix(meta, manifest)
+    if kept_snapshots is None or not _only_appends(obs, meta["version"], keeper.version):
+        return None
+    rows = _kept_rows(keeper.load_table("transitions", states[0]))
+    kept: dict[type, Any] = {kind: keeper.load(kind, manifest, state=states[0])
+                             for kind in (Charges, RunTable)}  # fmt: skip
+    if rows is None or any(value is None for value in kept.values()):
+        return None
+    return _extended(obs, rows, kept, meta, basis, kept_snapshots)
 
 
 def _projects(obs: Observed) -> list[dict[str, Any]]:
@@ -190,8 +194,8 @@ def _only_appends(obs: Observed, before: list[int | None], now: tuple[int | None
             info = _commit_info(os.path.join(root, name), version + 1)
             if info is None:
                 return False
-            written = "toolkit.snapshot_id" in info and "toolkit.operation" not in info
-            if not (written or info.get("toolkit.operation") in _APPENDS
+            written = SNAPSHOT_ID_KEY in info and OPERATION_KEY not in info
+            if not (written or info.get(OPERATION_KEY) in _APPENDS
                     or info.get("operation") in _MAINTENANCE):  # fmt: skip
                 return False
     return True
@@ -243,9 +247,7 @@ def _kept_rows(file: pa.Table | None) -> _KeptRows | None:
         return None
     try:
         meta = json.loads(file.schema.metadata[b"toolkit"])
-        prefix = "frame:rows:"
-        names = [c for c in file.column_names if c.startswith(prefix)]
-        table = file.select(names).rename_columns([c[len(prefix) :] for c in names])
+        table = frame_table(file, "rows")
         code = table.column("chapter_code").to_numpy().astype("int64")
         step = table.column("step").to_numpy()
         new = table.column("is_new").to_numpy(zero_copy_only=False).astype(bool)

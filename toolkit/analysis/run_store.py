@@ -56,6 +56,7 @@ __all__ = [
     "encode",
     "folder_of",
     "forget",
+    "frame_table",
     "kept_as",
 ]
 
@@ -321,9 +322,7 @@ def decode(kind: type, table: pa.Table) -> Any:
             stacked = np.stack(parts, axis=1) if parts else np.zeros(shape, dtype)
             values[name] = np.ascontiguousarray(stacked).reshape(shape)
     for name, frame_meta in meta["frames"].items():
-        prefix = f"{_FRAME}{name}:"
-        kept = [c for c in table.column_names if c.startswith(prefix)]
-        part = table.select(kept).rename_columns([c[len(prefix) :] for c in kept])
+        part = frame_table(table, name)
         # One chunk a column, as the pipeline's Arrow-backed texts have: a file's batches
         # would make several, or none when empty, and pandas cannot join on a text
         # column without a chunk (seeds 25 and 36: `lead_times` on a frame of no rows).
@@ -348,6 +347,14 @@ def decode(kind: type, table: pa.Table) -> Any:
         else:
             values[name] = item["value"]
     return kind(**values)
+
+
+def frame_table(table: pa.Table, name: str) -> pa.Table:
+    """A kept stage's frame field `name` (`encode`'s `frame:<name>:<column>`) as the
+    Arrow table it was written from, not made into a frame."""
+    prefix = f"{_FRAME}{name}:"
+    kept = [c for c in table.column_names if c.startswith(prefix)]
+    return table.select(kept).rename_columns([c[len(prefix) :] for c in kept])
 
 
 def _numpy(column: pa.ChunkedArray, dtype: str) -> np.ndarray:
