@@ -14,8 +14,11 @@ another: the version of each Delta table (a snapshot, events, a merge, an upgrad
 repair each move one), the manifest's snapshots with the commits each recorded, and the
 source of the toolkit's analysis and store code (a rule changed by an upgrade of the
 toolkit reads as another state). A state the store has moved on from is never read
-again; its folder is deleted by a later save. A stage is saved only when the store did
-not change while it was built, so what was read for it is one state.
+again; its folder is deleted by a later save (at most `_MOST_STATES` others are kept).
+A stage is saved only when the store did not change while it was built, so what was
+read for it is one state. A state that keeps its transitions keeps every stage, however
+quick, and a `basis` beside them: the next state's stages are extended from them
+(`run_extend`), not built from the whole log.
 
 A stage is written to a temporary file and renamed into place: a crash leaves a whole
 file or none, and a file that does not read is built again (never an error). Only local
