@@ -15,18 +15,19 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 from epochs import SUITE_START
 from ledger import events
 from scenarios import RUN, pages
 from test_reference_runs import awkward_cases
 
 from toolkit import analysis
-from toolkit.analysis import run_store
+from toolkit.analysis import run_extend, run_store
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
-from toolkit.analysis.run_store import FOLDER, KEPT, Keeper, decode, encode
+from toolkit.analysis.run_store import BASIS, FOLDER, KEPT, Keeper, decode, encode
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import RunFrame
 from toolkit.analysis.transitions import Transitions
@@ -119,7 +120,8 @@ def test_every_run_figure_read_from_the_kept_stages_equals_the_pipeline(
     built = figures(reference)
     assert not (root / FOLDER).exists()  # the reference path keeps nothing
     first = figures(Observed(SnapshotStore(root)))  # builds and keeps
-    assert kept_files(root) == sorted(f"{name}.arrow" for name in KEPT.values())
+    # Each stage, and what the next snapshot's stages are extended from.
+    assert kept_files(root) == sorted(f"{name}.arrow" for name in [*KEPT.values(), BASIS])
     not_built(monkeypatch)
     again = Observed(SnapshotStore(root))
     read = figures(again)
@@ -267,3 +269,147 @@ def test_a_store_whose_stages_build_quickly_keeps_none(seen, tmp_path, monkeypat
     built = analysis.runs(Observed(SnapshotStore(root), keep=False))
     pd.testing.assert_frame_equal(analysis.runs(Observed(SnapshotStore(root))), built)
     assert not (root / FOLDER).exists()
+
+
+class ExtendedAtEachSnapshot(SnapshotStore):
+    """A store that, after each snapshot, asks its run stages (extended from the state
+    before when one is kept) and records whether each equals the full build."""
+
+    def __init__(self, root, emulator=None) -> None:
+        super().__init__(root)
+        self.emulator = emulator
+        self.checked: list[tuple[int, bool, dict[str, bool]]] = []
+        self.states = 0  # the most states `_runs` held after a snapshot
+
+    def take(self, client, *args, **kwargs):
+        taken = super().take(client, *args, **kwargs)
+        if self.emulator is not None:
+            self.record_events(events(self.emulator))
+        extended = Observed(SnapshotStore(self.root), keep_after=0)
+        asked = {kind: extended.stage(kind) for kind in STAGES}
+        reference = Observed(SnapshotStore(self.root), keep=False)
+        equal = {k.__name__: stages_equal(v, reference.stage(k)) for k, v in asked.items()}
+        self.checked.append((len(self.snapshots()), extended.extended, equal))
+        self.states = max(self.states, len(list((Path(self.root) / FOLDER).iterdir())))
+        return taken
+
+
+@pytest.mark.parametrize("with_events", [False, True])
+def test_stages_extended_at_each_snapshot_equal_the_full_build(
+    tmp_path, webhook_url, monkeypatch, with_events
+):
+    extensions = []
+    real = run_extend.extend
+
+    def counted(obs, keeper):
+        found = real(obs, keeper)
+        extensions.append(found is not None)
+        return found
+
+    monkeypatch.setattr(run_extend, "extend", counted)
+    with Emulator(clock="manual", start=SUITE_START) as emulator:
+        workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
+        store = ExtendedAtEachSnapshot(tmp_path / "store", emulator if with_events else None)
+        with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+            awkward_cases(emulator, workspace, client, store, webhook_url)
+    wrong = [(n, equal) for n, _, equal in store.checked if not all(equal.values())]
+    assert wrong == []
+    assert len(store.checked) > 5
+    assert sum(extensions) >= len(store.checked) // 2, extensions  # most were extended
+    assert store.states <= 3  # the state written and the two newest before it
+
+
+def test_a_learned_price_that_moved_builds_the_charges_and_runs_whole(seen, tmp_path, monkeypatch):
+    """When the whole history's learned prices differ from the kept state's, the
+    transitions are spliced but the charges and the run table are built from them whole
+    (every run's split may move): still the full build's, value for value."""
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    store = SnapshotStore(root)
+    for kind in STAGES:
+        Observed(store, keep_after=0).stage(kind)
+    monkeypatch.setattr(run_extend, "_same_prices", lambda before, now: False)
+    made = extensions_counted(monkeypatch)
+    another_snapshot(emulator, client, store, first_page=1010)
+    assert_stages_are_the_pipelines(root)
+    assert made == [True]
+
+
+def extensions_counted(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each extension asked from here on was made (False: built whole)."""
+    made: list[bool] = []
+    real = run_extend.extend
+
+    def counted(obs, keeper):
+        found = real(obs, keeper)
+        made.append(found is not None)
+        return found
+
+    monkeypatch.setattr(run_extend, "extend", counted)
+    return made
+
+
+def another_snapshot(emulator, client, store: SnapshotStore, first_page: int) -> None:
+    projects = store.latest("projects")
+    project = projects[projects["kind"] == "comic"]["project_id"].iloc[0]
+    client.create_chapter(str(project), pages=pages(first_page, 2))
+    emulator.advance(RUN)
+    store.take(client)
+
+
+def assert_stages_are_the_pipelines(root: Path) -> None:
+    extended = Observed(SnapshotStore(root), keep_after=0)
+    reference = Observed(SnapshotStore(root), keep=False)
+    for kind in STAGES:
+        assert stages_equal(extended.stage(kind), reference.stage(kind)), kind.__name__
+
+
+def test_a_snapshot_after_a_kept_state_is_extended_from_it(seen, tmp_path, monkeypatch):
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    store = SnapshotStore(root)
+    for kind in STAGES:
+        Observed(store, keep_after=0).stage(kind)
+    made = extensions_counted(monkeypatch)
+    another_snapshot(emulator, client, store, first_page=950)
+    assert_stages_are_the_pipelines(root)
+    assert made == [True]
+    assert check_runs_kept(str(root)) == []
+
+
+def test_a_store_repaired_since_its_kept_state_is_built_whole(seen, tmp_path, monkeypatch):
+    """A foreign commit undone by `store check --repair` (a restore): the commits since
+    the kept state are not only a snapshot's, so nothing is extended from it."""
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    store = SnapshotStore(root)
+    for kind in STAGES:
+        Observed(store, keep_after=0).stage(kind)
+    chapter = str(store.latest("chapters")["chapter_id"].iloc[0])
+    DeltaTable(str(root / "chapters")).delete(f"chapter_id = '{chapter}'")
+    assert main(["store", "check", "--store", str(root), "--repair"]) == 0
+    made = extensions_counted(monkeypatch)
+    another_snapshot(emulator, client, SnapshotStore(root), first_page=970)
+    assert_stages_are_the_pipelines(root)
+    assert made == [False]
+
+
+def test_store_check_names_a_wrong_stage_carried_into_an_extension(seen, tmp_path, capsys):
+    """A wrong stage kept for one state is carried, for the chapters untouched, into the
+    next state's extension: `store check` compares that state's stages with a build."""
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    store = SnapshotStore(root)
+    obs = Observed(store, keep_after=0)
+    for kind in STAGES:
+        obs.stage(kind)
+    table = obs.stage(RunTable)
+    wrong = RunTable(**{**table.__dict__, "credits": table.credits * 2})
+    Keeper(store, store.version()).save(RunTable, wrong, obs.manifest, took=1.0)
+    another_snapshot(emulator, client, store, first_page=990)
+    for kind in STAGES:
+        Observed(SnapshotStore(root), keep_after=0).stage(kind)
+    assert main(["store", "check", "--store", str(root)]) == 1
+    assert "run table kept for the present snapshots differs" in capsys.readouterr().out
+    assert main(["store", "check", "--store", str(root), "--repair"]) == 0
+    assert_stages_are_the_pipelines(root)

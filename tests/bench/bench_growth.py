@@ -45,12 +45,15 @@ RUN_FIGURES = ("credit_spend", "throughput", "runs", "cycle_times", "failures", 
 # Issue 43: each run figure read from the stages the store keeps (`run_store`), for the
 # whole history and for its last week, beside the same figure worked out from the change
 # log (the reference path, the rows above). `keep` first: the first question after a
-# snapshot, which builds the stages and keeps them; the `:kept` rows read them.
+# snapshot, which builds the stages and keeps them; the `:kept` rows read them. `extend`:
+# new snapshots written on a copy, the first question after each with the stages
+# extended from the kept ones against the full build (`bench_extend`; its note).
 KEPT_FIGURES = (
     "keep",
     *(f"{name}:week" for name in RUN_FIGURES),
     *(f"{name}:kept" for name in RUN_FIGURES),
     *(f"{name}:week:kept" for name in RUN_FIGURES),
+    "extend",
 )
 # The weekly page last: the slowest, and the one most likely to reach the time limit.
 FIGURES = (
@@ -68,6 +71,7 @@ LABELS = {
         f"{name}:week:kept": f"analysis.{name}, the last week, from the kept stages"
         for name in RUN_FIGURES
     },
+    "extend": "the first runs after a new snapshot, extended (see the note)",
     "forecast": "analysis.forecast",
     "weekly": "tk.report, the weekly page of the last week",
     "watch_checks": "tk.watch.checks (a watch cycle's store part)",
@@ -343,6 +347,10 @@ def _compute(figure: str, root: str) -> str:
     if figure == "as_of":
         hours = len(store.snapshots())
         return f"{len(store.as_of('chapters', START + timedelta(hours=hours * 0.55))):,} rows"
+    if figure == "extend":
+        from tests.bench.bench_extend import measure
+
+        return measure(root, Size.parse(os.path.basename(root)).options())
     if figure == "keep":  # as the first question after a snapshot: nothing kept yet
         shutil.rmtree(os.path.join(root, FOLDER), ignore_errors=True)
         return f"{len(analysis.runs(store)):,} runs"

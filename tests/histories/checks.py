@@ -23,7 +23,7 @@ from histories.plan import Plan
 from histories.play import History, played
 from toolkit import analysis
 from toolkit.analysis.observed import Observed
-from toolkit.analysis.run_check import check_runs_kept
+from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
 from toolkit.analysis.run_store import FOLDER
 from toolkit.analysis.transitions import Transitions
 from toolkit.store import SnapshotStore
@@ -204,6 +204,24 @@ def kept_runs_equal_the_pipeline(history: History) -> None:
         pd.testing.assert_frame_equal(read, built, check_exact=True, obj=f"seed {seed}: {name}")
 
 
+def extended_stages_equal_a_build(history: History) -> None:
+    """After a snapshot: the run stages, extended from those kept for the snapshot
+    before where `run_extend` may, equal the stages built from the whole change log,
+    value for value. With the plan's events, those delivered so far are recorded first
+    (as a watch records them each cycle): events that close runs between snapshots."""
+    root, seed = history.store.root, history.plan.seed
+    if history.plan.events:
+        history.store.record_events(events(history.emulator))
+    extended = Observed(SnapshotStore(root), keep_after=0)  # kept, however quick
+    reference = Observed(SnapshotStore(root), keep=False)
+    for kind in STAGES:
+        assert stages_equal(extended.stage(kind), reference.stage(kind)), (
+            f"seed {seed}, snapshot {len(reference.manifest)}: {kind.__name__} "
+            f"{'extended' if extended.extended else 'built'} differs from a build"
+        )
+    history.extended.append(extended.extended)
+
+
 def check(history: History, folder: Path) -> None:
     """Everything a seed must satisfy, from the snapshots alone and, when the plan
     says so, with the webhook events recorded."""
@@ -215,10 +233,12 @@ def check(history: History, folder: Path) -> None:
     sums_are_conserved(history)
 
 
-def play_and_check(plan: Plan) -> None:
-    """Play `plan` in a temporary folder and check it (`check`)."""
+def play_and_check(plan: Plan) -> list[bool]:
+    """Play `plan` in a temporary folder and check it (`check`); after each snapshot,
+    whether its run stages were extended (`extended_stages_equal_a_build`)."""
     with (
         tempfile.TemporaryDirectory(prefix=f"histories-{plan.seed}-") as folder,
-        played(plan, Path(folder)) as history,
+        played(plan, Path(folder), after_take=extended_stages_equal_a_build) as history,
     ):
         check(history, Path(folder))
+        return history.extended

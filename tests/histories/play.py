@@ -39,6 +39,9 @@ class History:
     store: SnapshotStore
     marks: list[tuple[int, int]] = field(default_factory=list)
     trashed: set[str] = field(default_factory=set)
+    # After each snapshot (`checks.extended_stages_equal_a_build`): whether its run
+    # stages were extended from the state before (False: built whole).
+    extended: list[bool] = field(default_factory=list)
 
     @property
     def charges(self) -> tuple[int, int]:
@@ -258,8 +261,11 @@ TANGLES: dict[str, Callable[[_Player], Iterator[None]]] = {
 
 
 @contextmanager
-def played(plan: Plan, root: Path) -> Iterator[History]:
-    """Play `plan` into a store under `root`; the emulator and client stay open inside."""
+def played(
+    plan: Plan, root: Path, after_take: Callable[[History], None] | None = None
+) -> Iterator[History]:
+    """Play `plan` into a store under `root`; the emulator and client stay open inside.
+    `after_take` is called after each snapshot (a check of the store as it grows)."""
     with (
         Emulator(clock="manual", start=plan.start) as emulator,
         taking_deliveries() as webhook,  # the events are read back from the delivery log
@@ -289,6 +295,8 @@ def played(plan: Plan, root: Path) -> Iterator[History]:
             player.advance(player.rng.choice([1, 60, plan.interval // 2]))
             store.take(client)
             history.marks.append(_marks(emulator, ws))
+            if after_take is not None:
+                after_take(history)
             tangles = [TANGLES[name](player) for name in plan.tangles]
             for _ in range(1, plan.snapshots):
                 player.left = plan.interval
@@ -300,6 +308,8 @@ def played(plan: Plan, root: Path) -> Iterator[History]:
                 player.emulator.advance(player.left)
                 store.take(client)
                 history.marks.append(_marks(emulator, ws))
+                if after_take is not None:
+                    after_take(history)
                 player.tidy(history)
             yield history
 

@@ -9,16 +9,18 @@ frame), each built once on first use and kept by its type: `obs.stage(Charges)`.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 import weakref
 from functools import cached_property
+from types import ModuleType
 from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
 
 import pandas as pd
 import pyarrow as pa
 
-from toolkit.analysis.run_store import Keeper, folder_of
+from toolkit.analysis.run_store import LAST, Keeper, folder_of, kept_as
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -57,6 +59,9 @@ class Observed:
         self.store = store
         self._stages: dict[type, object] = {}
         self._keeper = _keeper(store, version, keep_after) if keep else None
+        self._extension_tried = False
+        # Whether the stages were extended from those kept for an earlier state.
+        self.extended = False
         # Answers of questions asked with arguments (the forecast's by moment), by a key
         # of their arguments, for the next question that asks the same.
         self.memo: dict[str, object] = {}
@@ -66,14 +71,36 @@ class Observed:
         if kind not in self._stages:
             keeper = self._keeper
             found = keeper.load(kind, self.manifest) if keeper is not None else None
+            if found is None and keeper is not None and self._extend(keeper):
+                found = self._stages.get(kind)  # the runs frame is made from them
             if found is None:
                 started = time.perf_counter()
                 found = kind.build(self)
                 if keeper is not None:
                     took = time.perf_counter() - started
                     keeper.save(kind, found, self.manifest, took=took)
+                    if kept_as(kind) == LAST and not self.extended and keeper.keeps(self.manifest):
+                        run_extend().remember(self, keeper)
             self._stages[kind] = found
         return cast(S, self._stages[kind])
+
+    def _extend(self, keeper: Keeper) -> bool:
+        """Whether every stage was extended from those kept for an earlier state (once
+        per `Observed`: `run_extend`), and kept for this one."""
+        if self._extension_tried:
+            return False
+        self._extension_tried = True
+        extend = run_extend()
+        extended = extend.extend(self, keeper)
+        if extended is None:
+            return False
+        for kind, value in extended.items():
+            self._stages.setdefault(kind, value)
+            # Kept however quick: the next snapshot's extension starts from it.
+            keeper.save(kind, self._stages[kind], self.manifest, took=float("inf"))
+        extend.remember(self, keeper)
+        self.extended = True
+        return True
 
     def has(self, kind: type[Stage]) -> bool:
         """Whether the stage of this type is built already."""
@@ -143,6 +170,12 @@ def observe(source: SnapshotStore | Observed) -> Observed:
         observed = Observed(source, version=version)
         _seen[source] = (version, observed)
         return observed
+
+
+def run_extend() -> ModuleType:
+    """`toolkit.analysis.run_extend`, imported on first use: it builds on the stages,
+    which read this module."""
+    return importlib.import_module("toolkit.analysis.run_extend")
 
 
 def _keeper(

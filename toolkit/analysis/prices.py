@@ -36,11 +36,16 @@ class Prices:
     @classmethod
     def build(cls, obs: Observed) -> Prices:
         found = obs.stage(Transitions)
-        rows = found.rows
         if found.empty:
             return cls({}, np.zeros(0), np.zeros(0))
+        return cls.priced(found, _learn_prices(found.rows, n_languages=found.languages()))
+
+    @classmethod
+    def priced(cls, found: Transitions, learned: dict[str | None, float]) -> Prices:
+        """The rows of `found` priced by prices `learned` (over these rows, or over the
+        whole history when `found` holds some chapters only: `run_extend`)."""
+        rows = found.rows
         languages = found.languages()
-        learned = _learn_prices(rows, n_languages=languages)
         workspace_price = learned.get(None, np.nan)
         own = {k: v for k, v in learned.items() if k is not None}
         # By project code: a price per project, then one take for the rows.

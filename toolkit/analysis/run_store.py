@@ -14,8 +14,11 @@ another: the version of each Delta table (a snapshot, events, a merge, an upgrad
 repair each move one), the manifest's snapshots with the commits each recorded, and the
 source of the toolkit's analysis and store code (a rule changed by an upgrade of the
 toolkit reads as another state). A state the store has moved on from is never read
-again; its folder is deleted by a later save. A stage is saved only when the store did
-not change while it was built, so what was read for it is one state.
+again; its folder is deleted by a later save (at most `_MOST_STATES` others are kept).
+A stage is saved only when the store did not change while it was built, so what was
+read for it is one state. A state that keeps its transitions keeps every stage, however
+quick, and a `basis` beside them: the next state's stages are extended from them
+(`run_extend`), not built from the whole log.
 
 A stage is written to a temporary file and renamed into place: a crash leaves a whole
 file or none, and a file that does not read is built again (never an error). Only local
@@ -45,14 +48,18 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = [
+    "BASIS",
     "FOLDER",
     "KEEP_AFTER_SECONDS",
     "KEPT",
+    "LAST",
     "Keeper",
+    "code_version",
     "decode",
     "encode",
     "folder_of",
     "forget",
+    "frame_table",
     "kept_as",
 ]
 
@@ -66,6 +73,9 @@ KEPT: Final[dict[str, str]] = {
     "toolkit.analysis.run_table.RunTable": "run_table",
     "toolkit.analysis.runs.RunFrame": "run_frame",
 }
+_FIRST: Final = "toolkit.analysis.transitions.Transitions"
+# The last stage: once it is kept, so is what the next state's extension starts from.
+LAST: Final = "run_frame"
 # A stage that built faster than this is not kept: reading it back would save next to
 # nothing, and a small store (a test's, a notebook's first days) stays as it was, with
 # no `_runs` folder and no write on a read. The stages of a long history take seconds.
@@ -73,6 +83,10 @@ KEEP_AFTER_SECONDS = 0.25
 # A state's folder older than this, not the one being written, is deleted by a save: a
 # reader that listed it a moment ago may still be opening its files.
 _STALE_SECONDS: Final = 600
+# At most this many states besides the one being written are kept (the newest).
+_MOST_STATES: Final = 2
+# The file beside a state's stages that an extension starts from (`run_extend`).
+BASIS: Final = "basis"
 _FRAME: Final = "frame:"  # the columns of a DataFrame field, as `frame:<field>:<column>`
 # LZ4: 30,000 chapters x a month's stages are 186 MiB as they are, 39 MiB so, written
 # in 0.35-0.4 s and read in 0.7-0.8 s; zstd made 18 MiB but read in 2.4-2.7 s (load 8).
@@ -80,7 +94,7 @@ _COMPRESSED: Final = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
 @cache
-def _code_version() -> str:
+def code_version() -> str:
     """A digest of the analysis and store code: a toolkit whose rules differ works out
     other stages, and must not read these."""
     digest = hashlib.sha256()
@@ -99,7 +113,7 @@ def folder_of(store: SnapshotStore) -> Path | None:
     """Where a store keeps its stages; None for an object store, or a toolkit whose code
     cannot be read (not kept)."""
     root = str(store.root)
-    if ("://" in root and not root.startswith("file://")) or not _code_version():
+    if ("://" in root and not root.startswith("file://")) or not code_version():
         return None
     return Path(root.removeprefix("file://")) / FOLDER
 
@@ -126,7 +140,7 @@ class Keeper:
     def state(self, manifest: pd.DataFrame) -> str:
         """The name of the state: table versions, snapshots and their commits, code."""
         if self._state is None:
-            digest = hashlib.sha256(_code_version().encode())
+            digest = hashlib.sha256(code_version().encode())
             digest.update(json.dumps(list(self.version)).encode())
             for column in ("snapshot_id", "snapshot_at", "commits", "base_id"):
                 if column in manifest.columns:
@@ -135,12 +149,13 @@ class Keeper:
             self._state = digest.hexdigest()[:32]
         return self._state
 
-    def load(self, kind: type, manifest: pd.DataFrame) -> Any | None:
-        """The stage kept for this state; None when none is (or it does not read)."""
+    def load(self, kind: type, manifest: pd.DataFrame, *, state: str | None = None) -> Any | None:
+        """The stage kept for this state (or the kept `state` named); None when none is
+        (or it does not read)."""
         name = kept_as(kind)
         if self._folder is None or name is None:
             return None
-        path = self._folder / self.state(manifest) / f"{name}.arrow"
+        path = self._folder / (state or self.state(manifest)) / f"{name}.arrow"
         try:
             with pa.OSFile(str(path)) as source:
                 table = pa.ipc.open_file(source).read_all()
@@ -153,16 +168,30 @@ class Keeper:
         `after`) or the store changed while it was (then what it was built
         from may mix two states)."""
         name = kept_as(kind)
-        if self._folder is None or name is None or took < self.after:
+        if self._folder is None or name is None or (took < self.after and not self.keeps(manifest)):
             return
         if name == "transitions" and value.empty:
             return  # nothing to save: an empty store builds in no time
+        self.save_table(name, encode(value), manifest)
+
+    def keeps(self, manifest: pd.DataFrame) -> bool:
+        """Whether this state keeps its transitions: then it keeps every stage, however
+        quick, so that the next state can be extended from them (`run_extend`)."""
+        return (
+            self._folder is not None
+            and (self._folder / self.state(manifest) / f"{KEPT[_FIRST]}.arrow").exists()
+        )
+
+    def save_table(self, name: str, table: pa.Table, manifest: pd.DataFrame) -> bool:
+        """Keep `table` as `<name>.arrow` for this state, written whole or not at all;
+        whether it was (not when the store moved on, or cannot be written)."""
+        if self._folder is None:
+            return False
         try:
             if self.store.version() != self.version:
-                return
+                return False
             folder = self._folder / self.state(manifest)
             folder.mkdir(parents=True, exist_ok=True)
-            table = encode(value)
             # Created as any file the store writes (the umask's mode, unlike mkstemp's).
             temporary = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
             try:
@@ -179,7 +208,30 @@ class Keeper:
         except (OSError, pa.ArrowException, TypeError, ValueError):
             # A read-only store, a full disk, a value Arrow cannot hold: nothing is kept,
             # and the figure is the one just built.
-            return
+            return False
+        return True
+
+    def load_table(self, name: str, state: str) -> pa.Table | None:
+        """The table `save_table` kept as `name` for `state`; None when none reads."""
+        if self._folder is None:
+            return None
+        try:
+            with pa.OSFile(str(self._folder / state / f"{name}.arrow")) as source:
+                return pa.ipc.open_file(source).read_all()
+        except Exception:  # a file that does not read is no basis, never an error
+            return None
+
+    def earlier(self, manifest: pd.DataFrame) -> list[str]:
+        """The other states kept, newest first: those an extension may start from."""
+        if self._folder is None or not self._folder.is_dir():
+            return []
+        mine = self.state(manifest)
+        try:
+            entries = [(e.stat().st_mtime, e.name) for e in self._folder.iterdir()
+                       if e.name != mine and (e / f"{BASIS}.arrow").exists()]  # fmt: skip
+        except OSError:
+            return []
+        return [name for _, name in sorted(entries, reverse=True)]
 
 
 def kept_as(kind: type) -> str | None:
@@ -188,13 +240,21 @@ def kept_as(kind: type) -> str | None:
 
 
 def _drop_stale(folder: Path, *, keep: str) -> None:
+    """Delete the states older than `_STALE_SECONDS`, and all but the newest
+    `_MOST_STATES` others however young (snapshots taken quickly, each extended from the
+    one before: superseded). A reader that listed one and finds it gone builds its stages
+    or extends another: deleting a state is never wrong, only slower for that reader."""
     limit = time.time() - _STALE_SECONDS
+    others = []
     for entry in folder.iterdir():
         try:
-            if entry.name != keep and entry.stat().st_mtime < limit:
-                shutil.rmtree(entry, ignore_errors=True)
+            if entry.name != keep:
+                others.append((entry.stat().st_mtime, entry))
         except OSError:
             continue
+    for rank, (mtime, entry) in enumerate(sorted(others, key=lambda o: o[0], reverse=True)):
+        if mtime < limit or rank >= _MOST_STATES:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def encode(value: Any) -> pa.Table:
@@ -265,9 +325,7 @@ def decode(kind: type, table: pa.Table) -> Any:
             stacked = np.stack(parts, axis=1) if parts else np.zeros(shape, dtype)
             values[name] = np.ascontiguousarray(stacked).reshape(shape)
     for name, frame_meta in meta["frames"].items():
-        prefix = f"{_FRAME}{name}:"
-        kept = [c for c in table.column_names if c.startswith(prefix)]
-        part = table.select(kept).rename_columns([c[len(prefix) :] for c in kept])
+        part = frame_table(table, name)
         # One chunk a column, as the pipeline's Arrow-backed texts have: a file's batches
         # would make several, or none when empty, and pandas cannot join on a text
         # column without a chunk (seeds 25 and 36: `lead_times` on a frame of no rows).
@@ -292,6 +350,14 @@ def decode(kind: type, table: pa.Table) -> Any:
         else:
             values[name] = item["value"]
     return kind(**values)
+
+
+def frame_table(table: pa.Table, name: str) -> pa.Table:
+    """A kept stage's frame field `name` (`encode`'s `frame:<name>:<column>`) as the
+    Arrow table it was written from, not made into a frame."""
+    prefix = f"{_FRAME}{name}:"
+    kept = [c for c in table.column_names if c.startswith(prefix)]
+    return table.select(kept).rename_columns([c[len(prefix) :] for c in kept])
 
 
 def _numpy(column: pa.ChunkedArray, dtype: str) -> np.ndarray:

@@ -35,7 +35,7 @@ from toolkit.analysis.transitions import Transitions
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["RunTable"]
+__all__ = ["RunTable", "terminal_events"]
 
 _SLOT_KINDS = np.array([int(slot.kind) for slot in Slot])
 
@@ -70,7 +70,7 @@ class RunTable:
             return cls(*(np.zeros(0, "int64") for _ in dataclasses.fields(cls)))
         runs = _charged(found, obs.stage(Charges))
         ends = _seen_ends(found, runs)
-        ends, started = _event_ends(found, runs, ends, _terminal_events(obs))
+        ends, started = _event_ends(found, runs, ends, terminal_events(obs))
         return _in_order(found, runs, ends, rules.ran_in_turn(started, runs.ordinal))
 
     def take(self, keep: np.ndarray) -> RunTable:
@@ -294,7 +294,9 @@ def _match_events(
     return np.where(position < limit, order[np.minimum(position, len(order) - 1)], -1)
 
 
-def _terminal_events(obs: Observed) -> pd.DataFrame:
+def terminal_events(obs: Observed) -> pd.DataFrame:
+    """The store's `chapter.finished` and `chapter.failed` events of a chapter, as the
+    runs match them: `chapter_id`, `type`, `at` (int64 microseconds), `reason`."""
     events = obs.events
     kept = events[events["type"].isin(["chapter.finished", "chapter.failed"])]
     kept = kept[kept["chapter_id"].notna()]

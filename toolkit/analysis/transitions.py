@@ -36,7 +36,7 @@ from toolkit.analysis._arrays import (
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["MOVING", "Transitions", "transitions_ctes"]
+__all__ = ["MOVING", "PER_CHAPTER", "Transitions", "transitions_ctes", "transitions_sql"]
 
 _FLAGGED = """
     SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
@@ -61,16 +61,28 @@ _FROM_PREVIOUS = f"""
     FROM flagged"""
 
 
-def _transitions_sql() -> str:
-    """The query."""
-    return f"WITH {transitions_ctes()}\n{_SELECT}"
+def transitions_sql(*, touched: str = "") -> str:
+    """The query; `touched`: only the chapters this query (a CTE's body, `chapter_id`)
+    names, their whole history, as the query gives them (`run_extend`)."""
+    ctes = transitions_ctes(touched=bool(touched))
+    return (
+        f"WITH touched AS ({touched}),\n{ctes}\n{_SELECT}" if touched else f"WITH {ctes}\n{_SELECT}"
+    )
 
 
-def transitions_ctes() -> str:
+def transitions_ctes(*, touched: bool = False) -> str:
     """The CTEs the query stands on, for queries that go on from the transitions:
     `by_project`, `chapter_languages`, `default_model`, `exported`, `flagged` and `log` (every
-    flagged row with its previous values; `MOVING` keeps those that start or end runs)."""
-    return _CTES.format(flagged=f"flagged AS ({_FLAGGED})", log=f"log AS ({_FROM_PREVIOUS}\n)")
+    flagged row with its previous values; `MOVING` keeps those that start or end runs);
+    `touched`: only the chapters of the table or CTE `touched` (`flagged`,
+    `chapter_languages`, `exported`)."""
+    only = " AND chapter_id IN (SELECT chapter_id FROM touched)" if touched else ""
+    return _CTES.format(
+        flagged=f"flagged AS ({_FLAGGED}{only})",
+        log=f"log AS ({_FROM_PREVIOUS}\n)",
+        languages_only=only,
+        exported_only=only.replace("chapter_id", "e.chapter_id", 1),
+    )
 
 
 _CTES = """by_project AS (
@@ -85,7 +97,7 @@ chapter_languages AS (
     -- A chapter runs in the languages it was created with, which its own rows show; the
     -- project's list may have changed since.
     SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
-    FROM languages_changes WHERE _changed IS NOT false GROUP BY chapter_id
+    FROM languages_changes WHERE _changed IS NOT false{languages_only} GROUP BY chapter_id
 ),
 default_model AS (
     -- The service's default model, as the languages of a project without one name it.
@@ -102,7 +114,7 @@ exported AS (
     FROM exports_changes e
     JOIN (SELECT snapshot_id, lag(snapshot_at) OVER (ORDER BY snapshot_id) AS before
           FROM snapshots) s USING (snapshot_id)
-    WHERE NOT e._deleted AND e.prepared_at > s.before
+    WHERE NOT e._deleted AND e.prepared_at > s.before{exported_only}
     GROUP BY ALL
 ),
 {flagged},
@@ -160,7 +172,13 @@ class Transitions:
         times = to_micros(obs.manifest["snapshot_at"])  # the manifest already read
         if not len(times):
             return cls(pd.DataFrame(), times, None)
-        rows = _frame(obs.store.query_arrow(_transitions_sql()))
+        return cls.of(obs.store.query_arrow(transitions_sql()), times)
+
+    @classmethod
+    def of(cls, table: pa.Table, times: np.ndarray) -> Transitions:
+        """The stage from the query's answer (`transitions_sql`): the whole log's, or a
+        table spliced from kept rows and new ones in the same order (`run_extend`)."""
+        rows = _frame(table)
         # The query sorts by chapter, then snapshot: each chapter's rows are together, and
         # its first row holds what is the same on all of them.
         ids = rows["chapter_id"].cat.codes.to_numpy()
@@ -170,7 +188,7 @@ class Transitions:
         rows["chapter_code"] = chapter
         rows["step"] = rank_within(chapter)
         chapter_first_row = np.flatnonzero(first)[chapter]
-        for column in _PER_CHAPTER:  # given on each chapter's first row: on all its rows
+        for column in PER_CHAPTER:  # given on each chapter's first row: on all its rows
             rows[column] = taken(rows[column], chapter_first_row)
         # One set of categories for both reasons: equal reasons have equal codes.
         reasons = rows["failure_reason"].cat.categories.union(rows["prev_reason"].cat.categories)
@@ -192,7 +210,7 @@ class Transitions:
         return np.asarray(np.maximum(to_float(self.rows["n_languages"]), 1.0), "float64")
 
 
-_PER_CHAPTER = ("project_id", "project", "model")
+PER_CHAPTER = ("project_id", "project", "model")
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:

@@ -1,0 +1,399 @@
+"""The run stages of a new state of the store extended from those kept for an earlier
+one, recomputing only the chapters that changed since (issue 43, item 1).
+
+A run figure's stages (`run_store`) are per chapter but for three rules that reach
+across chapters: the learned price (the most common first charge of the whole history),
+the names a chapter's runs carry (its project's latest name, kind and model, the
+service's default model) and a novel uploaded again (rework when another chapter at its
+position's last run failed). So when a state is asked whose snapshots extend a kept
+state's (the same snapshots first, each new one based on the one before it, and every
+table commit since a snapshot's write, events or a merge of files: nothing undone,
+repaired, upgraded or restored), the stages are the kept ones with the *touched*
+chapters worked out again over their whole history, by the same query restricted to
+them, and spliced in by chapter:
+
+- every chapter with a change row or a language row since (a change of status alone
+  too: working a chapter out again is never wrong, only slower);
+- every chapter of a project whose name, kind, model or languages changed;
+- every chapter whose end events changed (events recorded since, for any time);
+- every chapter of a novel project with a touched chapter (a re-upload's rework);
+- every chapter whose kept rows cannot be told back to the query's answer (created more
+  than once).
+
+Open runs need nothing of their own: a run still going at the kept state's last
+snapshot is closed by a row of its chapter since, which touches the chapter. The
+transitions are the kept rows of the chapters untouched and the new answer, in the
+query's order; the charges and the run table are the kept ones of the chapters
+untouched and the touched chapters' built alone, with the learned prices of the whole
+history; the runs frame is made from them when asked. Anything else falls back to the
+full build: no kept state to start from, a prefix or a commit that does not hold,
+another default model, more than half the chapters touched (the full build is then as
+quick); and a learned price that moved builds the charges and the run table whole from
+the spliced transitions. What is spliced equals the full build value for value
+(`run_check.stages_equal`: tests/analysis/test_run_store.py and each snapshot of every
+seeded history check it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toolkit.analysis import run_rules as rules
+from toolkit.analysis._arrays import to_micros
+from toolkit.analysis.charges import Charges
+from toolkit.analysis.prices import Prices
+from toolkit.analysis.run_store import BASIS, Keeper, code_version, frame_table
+from toolkit.analysis.run_table import RunTable, terminal_events
+from toolkit.analysis.transitions import (
+    PER_CHAPTER,
+    Transitions,
+    transitions_ctes,
+    transitions_sql,
+)
+from toolkit.store.ledger import OPERATION_KEY
+from toolkit.store.tables import SNAPSHOT_ID_KEY
+
+if TYPE_CHECKING:
+    from toolkit.analysis.observed import Observed
+
+__all__ = ["extend", "remember"]
+
+# The manifest's columns a kept state's snapshots must have unchanged.
+_MANIFEST: Final = ("snapshot_id", "snapshot_at", "commits", "base_id")
+# The store's tables, in `SnapshotStore.version()`'s order.
+_TABLES: Final = ("projects", "chapters", "languages", "exports", "events", "manifest")
+# Commits that add rows and change none: a snapshot's write, events, a merge of files.
+_APPENDS: Final = {"events", "merge"}
+_MAINTENANCE: Final = {"VACUUM START", "VACUUM END"}
+_EVENT_COLUMNS: Final = ("chapter_id", "type", "at", "reason")
+# More touched than this share of the chapters: the full build costs as much.
+_MOST_TOUCHED: Final = 0.5
+# The chapters the extension works out again (a CTE's body): those given (`_touched`),
+# every chapter with a change row or a language row since the kept snapshots (`since`
+# of them; a change of status alone too: working a chapter out again is never wrong),
+# and every chapter of a novel project with such a row (a re-upload's rework).
+_TOUCHED: Final = """
+    WITH since AS (
+        SELECT chapter_id, project_id FROM chapters_changes
+        WHERE idx >= {since} AND _changed IS NOT false
+        UNION SELECT chapter_id, project_id FROM languages_changes
+        WHERE idx >= {since} AND _changed IS NOT false
+    )
+    SELECT chapter_id FROM given
+    UNION SELECT chapter_id FROM since
+    UNION SELECT chapter_id FROM chapters_changes
+    WHERE project_id IN (SELECT project_id FROM since WHERE project_id IN
+                         (SELECT project_id FROM novels))"""
+_PROJECTS_SQL: Final = f"""WITH {transitions_ctes()}
+SELECT project_id, project, project_kind, model, n_languages FROM by_project
+ORDER BY project_id"""
+
+
+def remember(obs: Observed, keeper: Keeper) -> None:
+    """Keep beside this state's stages what an extension starts from: the snapshots and
+    table versions they were worked out from, the projects' names and the end events."""
+    try:
+        events = terminal_events(obs)
+        projects = _projects(obs)
+        found = obs.stage(Transitions)
+    except Exception:  # nothing remembered: the next state is built whole
+        return
+    meta = {
+        "code": code_version(),
+        "version": list(keeper.version),
+        "manifest": {c: _texts(obs.manifest[c]) for c in _MANIFEST if c in obs.manifest},
+        "projects": projects,
+        "default_model": found.default_model,
+        "learned": [["" if k is None else k, v] for k, v in obs.stage(Prices).learned.items()],
+    }
+    table = pa.table({c: pa.array(_texts(events[c]) if c != "at" else events[c].tolist(),
+                                  _EVENT_TYPES[c]) for c in _EVENT_COLUMNS})  # fmt: skip
+    keeper.save_table(BASIS, table.replace_schema_metadata({"toolkit": json.dumps(meta)}),
+                      obs.manifest)  # fmt: skip
+
+
+_EVENT_TYPES: Final = {"chapter_id": pa.string(), "type": pa.string(), "at": pa.int64(),
+                       "reason": pa.string()}  # fmt: skip
+
+
+def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
+    """The stages of `obs`'s state up to the run table (the runs frame is made from it),
+    extended from the newest kept state whose snapshots start this one's; None when
+    there is none, or a rule says build whole."""
+    manifest = obs.manifest
+    states = keeper.earlier(manifest)
+    basis = keeper.load_table(BASIS, states[0]) if states else None
+    if basis is None:
+        return None
+    try:
+        meta = json.loads(basis.schema.metadata[b"toolkit"])
+    except (KeyError, TypeError, ValueError):  # not as `remember` wrote it: no basis
+        return None
+    kept_snapshots = _prefix(meta, manifest)
+    if kept_snapshots is None or not _only_appends(obs, meta["version"], keeper.version):
+        return None
+    rows = _kept_rows(keeper.load_table("transitions", states[0]))
+    kept: dict[type, Any] = {kind: keeper.load(kind, manifest, state=states[0])
+                             for kind in (Charges, RunTable)}  # fmt: skip
+    if rows is None or any(value is None for value in kept.values()):
+        return None
+    return _extended(obs, rows, kept, meta, basis, kept_snapshots)
+
+
+def _projects(obs: Observed) -> list[dict[str, Any]]:
+    """Each project's name, kind, model and languages, as the transitions join them:
+    read once per `Observed` (an extension compares them, then remembers them)."""
+    found = obs.memo.get(_PROJECTS_SQL)
+    if found is None:
+        found = obs.memo[_PROJECTS_SQL] = obs.store.query_arrow(_PROJECTS_SQL).to_pylist()
+    return cast(list[dict[str, Any]], found)
+
+
+def _texts(column: pd.Series) -> list[str | None]:
+    return [None if pd.isna(v) else str(v) for v in column.tolist()]
+
+
+def _prefix(meta: dict[str, Any], manifest: pd.DataFrame) -> int | None:
+    """How many snapshots the kept state saw, when they are this state's first ones
+    unchanged and each snapshot since is based on the one before it; else None."""
+    if meta.get("code") != code_version():
+        return None
+    kept = meta["manifest"]
+    n = len(kept.get("snapshot_id", []))
+    if not n or n > len(manifest) or set(kept) != {c for c in _MANIFEST if c in manifest}:
+        return None
+    for column, values in kept.items():
+        if _texts(manifest[column].iloc[:n]) != values:
+            return None
+    if "base_id" in manifest:
+        ids, bases = _texts(manifest["snapshot_id"]), _texts(manifest["base_id"])
+        if any(bases[i] != ids[i - 1] for i in range(n, len(manifest))):
+            return None  # taken beside another, or backfilled: a snapshot between moved
+    return n
+
+
+def _only_appends(obs: Observed, before: list[int | None], now: tuple[int | None, ...]) -> bool:
+    """Whether every table commit since the kept state only added rows (a snapshot's
+    write, events, a merge of files): an undo, a repair, an upgrade, a restore or a
+    commit the toolkit did not make may have changed what the kept stages read."""
+    root = str(obs.store.root).removeprefix("file://")
+    for name, old, new in zip(_TABLES, before, now, strict=True):
+        if old == new:
+            continue
+        if new is None or (old is not None and new < old):
+            return False
+        for version in range(-1 if old is None else old, new):
+            info = _commit_info(os.path.join(root, name), version + 1)
+            if info is None:
+                return False
+            written = SNAPSHOT_ID_KEY in info and OPERATION_KEY not in info
+            if not (written or info.get(OPERATION_KEY) in _APPENDS
+                    or info.get("operation") in _MAINTENANCE):  # fmt: skip
+                return False
+    return True
+
+
+def _commit_info(table: str, version: int) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(table, "_delta_log", f"{version:020}.json"), encoding="utf-8") as f:
+            for line in f:
+                if line.startswith('{"commitInfo"'):
+                    info: dict[str, Any] = json.loads(line)["commitInfo"]
+                    return info
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class _Staged:
+    """What the pipeline's `build`s read of an `Observed`: stages given, the others
+    built from them, and the store's events."""
+
+    def __init__(self, stages: dict[type, object], events: pd.DataFrame) -> None:
+        self._stages = dict(stages)
+        self.events = events
+
+    def stage(self, kind: type) -> Any:
+        if kind not in self._stages:
+            self._stages[kind] = cast(Any, kind).build(cast("Observed", self))
+        return self._stages[kind]
+
+
+@dataclasses.dataclass(frozen=True)
+class _KeptRows:
+    """The kept transitions as their file holds them (Arrow, not made into a frame: an
+    extension needs the rows of the chapters untouched as the query answers them), and
+    per chapter (by `chapter_code`) its id, project and whether its rows are odd (a
+    chapter created more than once, or whose first row is not its creation)."""
+
+    table: pa.Table
+    code: np.ndarray
+    chapters: np.ndarray
+    projects: np.ndarray
+    odd: np.ndarray
+    default_model: str | None
+
+
+def _kept_rows(file: pa.Table | None) -> _KeptRows | None:
+    if file is None:
+        return None
+    try:
+        meta = json.loads(file.schema.metadata[b"toolkit"])
+        table = frame_table(file, "rows")
+        code = table.column("chapter_code").to_numpy().astype("int64")
+        step = table.column("step").to_numpy()
+        new = table.column("is_new").to_numpy(zero_copy_only=False).astype(bool)
+        first = np.flatnonzero(step == 0)
+        chapters = pc.cast(table.column("chapter_id").take(first), pa.string())
+        projects = pc.cast(table.column("project_id").take(first), pa.string())
+        odd = np.zeros(len(first), bool)
+        np.logical_or.at(odd, code, (new & (step > 0)) | (~new & (step == 0)))
+        return _KeptRows(
+            table, code, np.asarray(chapters.to_pylist(), object),
+            np.asarray(projects.to_pylist(), object), odd,
+            meta["values"]["default_model"]["value"],
+        )  # fmt: skip
+    except (KeyError, ValueError, pa.ArrowException):  # not as written: no basis
+        return None
+
+
+def _extended(
+    obs: Observed,
+    old: _KeptRows,
+    kept: dict[type, Any],
+    meta: dict[str, Any],
+    basis: pa.Table,
+    kept_snapshots: int,
+) -> dict[type, object] | None:
+    times = to_micros(obs.manifest["snapshot_at"])
+    given = _touched(obs, old, meta, basis)
+    if len(given) > _MOST_TOUCHED * max(len(old.chapters), 1):
+        return None
+    novels = [p["project_id"] for p in _projects(obs) if p["project_kind"] == "novel"]
+    answer = obs.store.query_arrow(
+        transitions_sql(touched=_TOUCHED.format(since=kept_snapshots)),
+        frames={
+            "given": pa.table({"chapter_id": pa.array(sorted(given), pa.string())}),
+            "novels": pa.table({"project_id": pa.array(novels, pa.string())}),
+        },
+    )
+    touched = given | set(answer.column("chapter_id").unique().to_pylist())
+    if len(touched) > _MOST_TOUCHED * max(len(old.chapters), 1):
+        return None
+    sub = Transitions.of(answer, times) if answer.num_rows else None
+    if sub is not None and sub.default_model != old.default_model:
+        return None  # the service's default model as another project names it: all rows
+    kept_rows = np.flatnonzero(~pd.Index(old.chapters).isin(list(touched))[old.code])
+    table = pa.concat_tables([_as_answer(old, kept_rows, answer.schema), answer])
+    order = pc.sort_indices(table, sort_keys=[("chapter_id", "ascending"), ("idx", "ascending")])
+    order_np = order.to_numpy()
+    found = Transitions.of(table.take(order), times)
+    staged = _Staged({Transitions: found}, obs.events)
+    prices: Prices = staged.stage(Prices)
+    learned = {None if k == "" else k: float(v) for k, v in meta["learned"]}
+    if sub is None or not _same_prices(learned, prices.learned):
+        # The learned price moved: every run's split may too, so the later stages are
+        # built whole, from the spliced transitions.
+        return {kind: staged.stage(kind) for kind in (Transitions, Prices, Charges, RunTable)}
+    part = _Staged({Transitions: sub, Prices: Prices.priced(sub, prices.learned)}, obs.events)
+    new_of = np.empty(len(order_np), "int64")
+    new_of[order_np] = np.arange(len(order_np))  # a row of `table` -> its row in `found`
+    charges = _charges(kept[Charges], part.stage(Charges), kept_rows, new_of)
+    old_to_new = np.full(len(old.code), -1, "int64")
+    old_to_new[kept_rows] = new_of[: len(kept_rows)]
+    runs = _runs(kept[RunTable], part.stage(RunTable), old_to_new=old_to_new,
+                 sub_to_new=new_of[len(kept_rows) :], found=found)  # fmt: skip
+    # The runs frame is made from them when asked: its texts are taken by code, quicker
+    # than reading them (0.39 s against 0.52 s at 30,000 chapters x a month).
+    return {Transitions: found, Prices: prices, Charges: charges, RunTable: runs}
+
+
+def _touched(obs: Observed, old: _KeptRows, meta: dict[str, Any], basis: pa.Table) -> set[str]:
+    """The kept chapters to work out again, by id, besides those with a change since,
+    which the query finds itself (`_TOUCHED`; the module's docstring says which)."""
+    touched: set[str] = set()
+    # Projects whose name, kind, model or languages changed: all their chapters.
+    now = _projects(obs)
+    then = {p["project_id"]: p for p in meta["projects"]}
+    changed = {p["project_id"] for p in now if then.get(p["project_id"]) != p}
+    changed |= set(then) - {p["project_id"] for p in now}
+    chapter, project = old.chapters, old.projects
+    touched |= set(chapter[pd.Index(project).isin(list(changed))])
+    # End events recorded since (for any time), or gone.
+    events = terminal_events(obs)
+    now_events = set(zip(*(_texts(events[c]) for c in _EVENT_COLUMNS), strict=True))
+    kept_events = set(zip(*(_texts(basis.column(c).to_pandas()) for c in _EVENT_COLUMNS),
+                          strict=True))  # fmt: skip
+    touched |= {e[0] for e in now_events ^ kept_events}
+    # Chapters whose kept rows cannot be told back to the query's answer (`_KeptRows`).
+    touched |= set(chapter[old.odd])
+    # A novel project with a touched chapter: all its chapters (a re-upload's rework).
+    novel = {p["project_id"] for p in now if p["project_kind"] == "novel"}
+    novels = set(project[pd.Index(chapter).isin(list(touched))]) & novel
+    touched |= set(chapter[pd.Index(project).isin(list(novels))])
+    return {str(c) for c in touched if c is not None}
+
+
+def _as_answer(old: _KeptRows, at: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """Kept transition rows `at` as the query answered them (`Transitions.of` reads it):
+    texts as texts, the per-chapter names only on a chapter's creation, each column of
+    the query's type."""
+    table = old.table.take(pa.array(at, pa.int64()))
+    new = pc.fill_null(pc.cast(table.column("is_new"), pa.bool_()), False)
+    columns = []
+    for field in schema:
+        column = table.column(field.name)
+        if pa.types.is_dictionary(column.type):
+            column = pc.cast(column, field.type)
+            if field.name in PER_CHAPTER:
+                column = pc.if_else(new, column, pa.scalar(None, field.type))
+        elif column.type != field.type:
+            column = pc.cast(column, field.type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _same_prices(a: dict[str | None, float], b: dict[str | None, float]) -> bool:
+    return a.keys() == b.keys() and all(
+        a[k] == b[k] or (np.isnan(a[k]) and np.isnan(b[k])) for k in a
+    )
+
+
+def _charges(kept: Charges, sub: Charges, kept_rows: np.ndarray, new_of: np.ndarray) -> Charges:
+    """The charges of the kept rows and of the touched chapters', in the rows' order
+    (`new_of`: each row's place, the kept rows first)."""
+    values = []
+    for f in dataclasses.fields(Charges):
+        part, more = getattr(kept, f.name), getattr(sub, f.name)
+        joined = np.empty((len(new_of), *part.shape[1:]), part.dtype)
+        joined[new_of[: len(kept_rows)]] = part[kept_rows]
+        joined[new_of[len(kept_rows) :]] = more
+        values.append(joined)
+    return Charges(*values)
+
+
+def _runs(
+    kept: RunTable,
+    sub: RunTable,
+    *,
+    old_to_new: np.ndarray,
+    sub_to_new: np.ndarray,
+    found: Transitions,
+) -> RunTable:
+    """The runs of the untouched chapters (kept) and of the touched ones, in the runs'
+    order, their rows numbered as `found`'s."""
+    ours = kept.take(old_to_new[kept.row] >= 0)
+    ours = dataclasses.replace(ours, row=old_to_new[ours.row])
+    theirs = dataclasses.replace(sub, row=sub_to_new[sub.row])
+    joined = RunTable(*(np.concatenate([getattr(ours, f.name), getattr(theirs, f.name)])
+                        for f in dataclasses.fields(RunTable)))  # fmt: skip
+    chapter = found.rows["chapter_code"].to_numpy("int64")[joined.row]
+    return joined.take(rules.run_order(joined.started, chapter, joined.number))
