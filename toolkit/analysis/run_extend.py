@@ -58,6 +58,7 @@ from toolkit.analysis.transitions import (
     transitions_ctes,
     transitions_sql,
 )
+from toolkit.frames.schema import VERSIONED_TABLES
 from toolkit.store.ledger import OPERATION_KEY
 from toolkit.store.tables import SNAPSHOT_ID_KEY
 
@@ -68,8 +69,6 @@ __all__ = ["extend", "remember"]
 
 # The manifest's columns a kept state's snapshots must have unchanged.
 _MANIFEST: Final = ("snapshot_id", "snapshot_at", "commits", "base_id")
-# The store's tables, in `SnapshotStore.version()`'s order.
-_TABLES: Final = ("projects", "chapters", "languages", "exports", "events", "manifest")
 # Commits that add rows and change none: a snapshot's write, events, a merge of files.
 _APPENDS: Final = {"events", "merge"}
 _MAINTENANCE: Final = {"VACUUM START", "VACUUM END"}
@@ -185,7 +184,7 @@ def _only_appends(obs: Observed, before: list[int | None], now: tuple[int | None
     write, events, a merge of files): an undo, a repair, an upgrade, a restore or a
     commit the toolkit did not make may have changed what the kept stages read."""
     root = str(obs.store.root).removeprefix("file://")
-    for name, old, new in zip(_TABLES, before, now, strict=True):
+    for name, old, new in zip(VERSIONED_TABLES, before, now, strict=True):
         if old == new:
             continue
         if new is None or (old is not None and new < old):

@@ -34,6 +34,7 @@ __all__ = [
     "TEXT",
     "TEXT_LIST",
     "TIME",
+    "VERSIONED_TABLES",
     "conform",
     "empty_frame",
     "from_pandas",
@@ -182,6 +183,8 @@ SNAPSHOT_TABLES: dict[str, pa.Schema] = {
     "project_groups": PROJECT_GROUPS,
 }
 _TABLES: dict[str, pa.Schema] = {**SNAPSHOT_TABLES, "events": EVENTS}
+# Every table whose Delta version names what a store holds (`SnapshotStore.version()`).
+VERSIONED_TABLES: tuple[str, ...] = (*SNAPSHOT_TABLES, "events", "manifest")
 
 # The columns that name one row of a snapshot table: a row's identity across snapshots.
 KEYS: dict[str, tuple[str, ...]] = {

@@ -222,13 +222,14 @@ class SnapshotStore:
         worked out from an equal version still holds.
 
         Returns:
-            The versions of the tables projects, chapters, languages, exports, events
-            and manifest, in that order; None for a table never written.
+            The versions of the tables `schema.VERSIONED_TABLES` names (projects,
+            chapters, languages, exports, project_groups, events, manifest), in that
+            order; None for a table never written.
         """
         self._tables.begin()
-        names = [*schema.SNAPSHOT_TABLES, "events", "manifest"]
+        names = schema.VERSIONED_TABLES
         # Side by side: opening a table reads its log outside the interpreter lock, and a
-        # fresh store opens all six here.
+        # fresh store opens all seven here.
         with ThreadPoolExecutor(max_workers=len(names)) as pool:
             tables = list(pool.map(self._tables.get, names))
         return tuple(table.version() if table is not None else None for table in tables)
