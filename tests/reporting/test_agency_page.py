@@ -21,6 +21,7 @@ from report_stores import trouble, two_days
 import toolkit as tk
 from toolkit.cli import main
 from toolkit.metrics import header, known
+from toolkit.reporting.agency_drilldown import FORECAST as OUTLOOK_SHOWN
 from toolkit.reporting.agency_drilldown import OUTLOOK, moment_in
 from toolkit.reporting.agency_page import Agency, gather_agency, write_agency_page
 from toolkit.reporting.explanations import recount
@@ -373,6 +374,27 @@ def opened(path: Path, zone: str) -> tuple[set[str], set[str]]:
     return kinds, linked
 
 
+def forecast_open_lines(path: Path) -> list[str]:
+    """The open-lines cells of the agency page's forecast table, as HTML."""
+    text = path.read_text(encoding="utf-8")
+    forecast = text.split("<h2>Forecast per project</h2>", 1)[1].split("</table>", 1)[0]
+    rows = forecast.split("<tbody>", 1)[1].split("</tr>")
+    column = 2 + list(OUTLOOK_SHOWN).index("remaining_lines")
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row)[column] for row in rows if "<td" in row]
+
+
+def assert_open_lines_open_their_languages(path: Path) -> None:
+    """Each project's open lines in the forecast table (a row per project) open that
+    project's open lines of this week, one row per chapter and language (`opened`
+    checks that they add up to the number)."""
+    cells = forecast_open_lines(path)
+    linked = [cell for cell in cells if cell not in ("–", "0")]
+    assert linked
+    for cell in linked:
+        assert re.fullmatch(r'<a href="#explain-open_lines-now-w\d-[A-Za-z0-9_-]+" '
+                            r'data-figure="open_lines" [^>]*>[\d,]+</a>', cell), cell  # fmt: skip
+
+
 def test_every_number_opens_rows_on_the_page_that_add_up_to_it(studios, written):
     """The workspaces', the total, each tag's, each project's, in both weeks, and the
     forecast's open chapters (no pace yet: the finishes are unknown, on the next test's
@@ -381,6 +403,7 @@ def test_every_number_opens_rows_on_the_page_that_add_up_to_it(studios, written)
     assert kinds == {f"explain-F-{week}{scope}" for week in ("now", "was")
                      for scope in ("", "-w1", "-w2", "-w1-P", "-w2-P", "-t1-V", "-t2-V")
                      } | {"explain-outlook-w1-P", "explain-outlook-w2-P"}  # fmt: skip
+    assert_open_lines_open_their_languages(written)
     # No run failed or stalled and no chapter waits for a person in these two weeks.
     assert linked == {*FIGURES, "open_chapters"} - {"runs_failed", "runs_stalled",
                                                     "needs_action"}  # fmt: skip
@@ -396,6 +419,7 @@ def test_the_forecast_s_finish_and_pace_open_the_chapters_they_are_made_of(tmp_p
     assert {"explain-F-now", "explain-F-now-w1", "explain-F-now-w2-P", "explain-F-now-t1-V",
             "explain-outlook-w1-P"} <= kinds  # fmt: skip
     assert linked == {*FIGURES, *OUTLOOK}
+    assert_open_lines_open_their_languages(path)
 
 
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"

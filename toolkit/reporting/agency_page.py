@@ -38,7 +38,8 @@ from typing import Any, cast
 import pandas as pd
 
 from toolkit.analysis.observed import Observed
-from toolkit.formatting import whole_or_dash
+from toolkit.formatting import missing, whole_or_dash
+from toolkit.metrics import ALIASES
 from toolkit.reporting.agency_drilldown import FORECAST as OUTLOOK_SHOWN
 from toolkit.reporting.agency_drilldown import (
     ROWS_STYLE,
@@ -204,11 +205,6 @@ def drilldown(agency: Agency) -> Drilldown:
     return Drilldown(scopes, agency.tags)
 
 
-def _missing(value: object) -> bool:
-    """No data: None, pandas' NA or NaT, or a float NaN."""
-    return value is None or value is pd.NA or value is pd.NaT or value != value
-
-
 def _linked(text: str, target: str | None, figure: str) -> str:
     """`text` (escaped) as a link to `target`'s rows; a dash or no rows: as it is."""
     if target is None or text == "–":
@@ -317,7 +313,8 @@ def _forecast_table(agency: Agency, drill: Drilldown) -> str:
                      **{key: escape(moment_in(row[key], zone))
                         for key in ("finish_p10", "finish_p50", "finish_p90")}}  # fmt: skip
             cells = [escape(str(row["project"])), escape(name),
-                     *(_linked(text, drill.outlook(figure, name, row["project_id"]), figure)
+                     *(_linked(text, drill.outlook(figure, name, row["project_id"]),
+                               ALIASES.get(figure, figure))
                        for figure, text in shown.items()),
                      escape(str(row["status"]))]  # fmt: skip
             rows.append(cells)
@@ -328,7 +325,8 @@ def _forecast_table(agency: Agency, drill: Drilldown) -> str:
 
 
 def _pace(value: object) -> str:
-    return "–" if _missing(value) else f"{float(cast(float, value)):,.0f}"
+    # A pace is a mean, not a count: Python's format (half to even), as before.
+    return "–" if missing(value) else f"{float(cast(float, value)):,.0f}"
 
 
 def _notes() -> str:
