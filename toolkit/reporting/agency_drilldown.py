@@ -40,8 +40,7 @@ from toolkit import metrics
 from toolkit.formatting import missing, show
 from toolkit.reporting.drilldown import command
 from toolkit.reporting.explanations import EXPLAINED, HOW, TAKEN, explain
-from toolkit.reporting.figures import FIGURES, Period, label
-from toolkit.reporting.page import header_of
+from toolkit.reporting.figures import FIGURES, Period, header_of, label
 from toolkit.reporting.tags import UNTAGGED, Tags, keys_of, tag_values
 
 if TYPE_CHECKING:
@@ -178,9 +177,9 @@ class Drilldown:
 
     # -- the sections ---------------------------------------------------------
 
-    def sections(self) -> list[str]:
+    def sections(self, heading: str = "Where each number comes from") -> list[str]:
         """Every section the page's numbers link to, under one heading."""
-        parts = ["<h2>Where each number comes from</h2>",
+        parts = [f"<h2>{escape(heading)}</h2>",
                  '<p class="note">Each underlined number opens the rows that make it; they '
                  "add up to it. A row is one chapter (and language) and what counted it; "
                  "each block names the command that prints every contribution.</p>"]  # fmt: skip

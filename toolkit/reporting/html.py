@@ -51,8 +51,9 @@ def report(
     given). tz: the zone the page's days, midnights and times are in, and a naive
     `since`/`until` is read in (default UTC). tags: the projects' tags (`{"Moonlit
     Harbor": {"client": "Acme"}}`, a watch config's `[tags]`): "json" adds `by_tag`, the
-    figures per value of each tag, and "xlsx" a sheet per tag (`By client`); the page
-    does not change (the agency page groups by tags). Missing folders are made.
+    figures per value of each tag, "xlsx" a sheet per tag (`By client`), and "html" a
+    table per tag, this period against the previous one, each number opening its rows.
+    Missing folders are made.
     """
     if format not in _DEFAULT_NAMES:
         raise ToolkitError(f'format must be "html", "json" or "xlsx", not {format!r}')
@@ -77,7 +78,8 @@ def report(
         if format == "json":
             figs = figures(Observed(source), since=since, until=until, days=days, tz=tz)
         else:
-            weekly = gather(Observed(source), since=since, until=until, days=days, tz=tz)
+            weekly = gather(Observed(source), since=since, until=until, days=days, tz=tz,
+                            tags=tags)  # fmt: skip
     except ValueError as exc:
         raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
     path.parent.mkdir(parents=True, exist_ok=True)
