@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from agency_stores import TAGS, Studio, two_studios, watch_config
 from epochs import SUITE_START
+from headless import launch, missing
 from html_page import Page
 from linked_pages import numbers, opened, table
 
@@ -111,3 +112,43 @@ def test_each_tag_s_numbers_are_explain_by_s_the_agency_page_s_and_the_ledger_s(
 def test_without_tags_the_page_has_no_table_by_tag(studio, tmp_path):
     plain = Page(tk.report(studio.store, tmp_path / "plain.html").read_text(encoding="utf-8"))
     assert not [h for h in plain.headings if h.startswith(("By ", "Where each number by"))]
+
+
+SHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(missing("playwright") is not None, reason=str(missing("playwright")))
+def test_a_client_s_credits_open_its_projects_in_a_browser(written):
+    """Click a client's credits this week: the page lands on the client's projects, whose
+    credits add up to the number clicked; then a project's, which lands on its chapters.
+    Screenshots (build/browser/weekly-tag-*.png) are kept to look at."""
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = launch(p)
+        try:
+            tab = browser.new_page(viewport={"width": 1100, "height": 900})
+            tab.goto(written.as_uri())
+            clients = tab.locator("h2:text-is('By client') + table")
+            link = clients.locator("a[data-figure='credits'][href*='-now-t']").first
+            clicked = int(link.inner_text().replace(",", ""))
+            target = link.get_attribute("href")
+            link.scroll_into_view_if_needed()
+            tab.screenshot(path=str(SHOTS / "weekly-tag-table.png"))
+            link.click()
+            assert tab.evaluate("location.hash") == target
+            group = tab.locator(f"[id='{target[1:]}']")
+            assert group.is_visible()
+            values = group.locator("td[data-figure='credits']").all_inner_texts()
+            assert sum(int(v.replace(",", "")) for v in values) == clicked > 0
+            tab.screenshot(path=str(SHOTS / "weekly-tag-projects.png"))
+            down = group.locator("a[data-figure='credits']").first
+            down.click()
+            rows = tab.locator(f"[id='{down.get_attribute('href')[1:]}']")
+            assert rows.is_visible()
+            tab.screenshot(path=str(SHOTS / "weekly-tag-chapters.png"))
+        finally:
+            browser.close()

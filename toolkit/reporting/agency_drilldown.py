@@ -197,7 +197,9 @@ class Drilldown:
         total: int | None = None
         if not any(missing(v) for v in parts_of):
             total = sum(int(cast(int, v)) for v in parts_of)
-        every = f": {show(figure, total)} in all workspaces" if total is not None else ""
+        # One workspace (the weekly page by a tag): its projects are all there is.
+        where = "in all workspaces" if len(self.scopes) > 1 else "in all projects"
+        every = f": {show(figure, total)} {where}" if total is not None else ""
         parts = [
             f'<section id="explain-{figure}-{WEEKS[which]}">',
             f"<h3>{escape(header_of(figure))}, {week}{escape(every)}</h3>",
