@@ -422,13 +422,13 @@ def _outlook_row(row: Mapping[str, Any], zone: str) -> str:
         if counts is None or counts != counts:  # the chapter is not among this figure's rows
             cells.append(f'<td class="n" data-figure="{name}" data-value="" data-counts="0">–</td>')
             continue
-        when = "" if missing(moment) else pd.Timestamp(moment).isoformat()
+        when = "" if moment is None or pd.isna(moment) else pd.Timestamp(moment).isoformat()
         if name in _MOMENTS:
             text = moment_in(moment, zone)
         else:
             text = (
                 "–"
-                if missing(value)
+                if value is None or pd.isna(value)
                 else show(name, value)
                 if name != "lines_per_hour"
                 else f"{float(value):,.1f}"
