@@ -200,3 +200,23 @@ def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tm
     # Without tags, figures.json is as before (its contract).
     plain = json.loads(tk.report(store, tmp_path / "plain", format="json").read_text())
     assert list(plain) == ["period", "projects", "totals"]
+
+
+def test_a_figure_with_more_rows_than_a_sheet_holds_shows_the_first_and_says_so(
+    tmp_path, monkeypatch
+):
+    """Excel stops at 1,048,576 rows: a figure with more (here, a limit of 2) keeps its
+    first rows on its sheet, and its index row says how many it has and how to get all."""
+    import toolkit.reporting.xlsx as xlsx
+
+    monkeypatch.setattr(xlsx, "SHEET_ROWS", 2)
+    store = trouble(tmp_path / "store")
+    path = tk.report(store, tmp_path / "out.xlsx", format="xlsx")
+    sheets = pd.read_excel(path, sheet_name=None)
+    index = sheets["Explanations"].set_index("figure")
+    assert index.loc["credits", "rows"] == 5 and len(sheets["credits"]) == 2
+    assert index.loc["credits", "note"] == (
+        "its first 2 rows (a sheet holds no more); every row: toolkit explain credits --csv FILE"
+    )
+    assert index.loc["rework_credits", "rows"] == 1  # within the limit: all, no note
+    assert pd.isna(index.loc["rework_credits", "note"]) and len(sheets["rework_credits"]) == 1

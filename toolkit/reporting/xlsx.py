@@ -36,6 +36,10 @@ __all__ = ["heading", "write_xlsx"]
 _WHOLE: Final = "#,##0"
 _TIME_FORMAT: Final = "yyyy-mm-dd hh:mm"
 _SHEETS: Final = ("Figures", "Explanations", "Forecast", "About")
+# The rows a sheet holds below its header (Excel's limit: 1,048,576 rows). A figure
+# with more rows (a year's review lags at 1,000,000 chapters) shows the first ones; its
+# index row says so and names the command that writes every one.
+SHEET_ROWS: Final = 1_048_575
 
 
 def write_xlsx(
@@ -61,7 +65,8 @@ def write_xlsx(
     by = keys_of(tags) if tags else []  # a sheet per tag: `By client` (31 characters at most)
     grouped = {f"By {key}"[:31]: _tag_sheet(figs, tags or {}, key) for key in by}
     # A sheet per figure with rows, named by its key (28 characters at most, of 31).
-    opened = {name: _figure_sheet(name, found) for name, found in rows.items() if len(found)}
+    opened = {name: _figure_sheet(name, found.head(SHEET_ROWS))
+              for name, found in rows.items() if len(found)}  # fmt: skip
     sheets = {
         "Figures": _figures_sheet(figs),
         **grouped,
@@ -120,9 +125,11 @@ def _explanations_sheet(rows: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
             made = made.tz_convert("UTC").tz_localize(None)
         elif made is not None and figure.format in ("count", "credits"):
             made = int(made)
+        cut = (f"its first {SHEET_ROWS:,} rows (a sheet holds no more); every row: "
+               f"toolkit explain {name} --csv FILE") if len(found) > SHEET_ROWS else ""  # fmt: skip
         said.append({"figure": name, "what it counts": figure.words, "unit": figure.unit,
                      "taken as": TAKEN[HOW[name]], "rows": len(found),
-                     "value": made, "sheet": name if len(found) else ""})  # fmt: skip
+                     "value": made, "sheet": name if len(found) else "", "note": cut})  # fmt: skip
     frame = pd.DataFrame(said)
     frame["rows"] = frame["rows"].astype("Int64")
     return frame
