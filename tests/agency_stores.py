@@ -125,3 +125,17 @@ def _advance_and_take(running: list[_Running], steps: tuple[int, ...]) -> None:
         for studio in running:
             studio.emulator.advance(seconds)
             studio.store.take(studio.client)
+
+
+def watch_config(path: Path, studios: dict[str, Studio]) -> Path:
+    """The watch's config naming the workspaces' stores, with the projects' tags (TAGS)."""
+    lines = []
+    for name, studio in studios.items():
+        lines += [f"[workspaces.{name}]", f'base_url = "{studio.url}"',
+                  f'key_env = "KEY_{name.upper().replace("-", "_")}"',
+                  f'store = "{studio.store.root}"']  # fmt: skip
+    for project, tags in TAGS.items():
+        lines.append(f'[tags."{project}"]')
+        lines += [f'{key} = "{value}"' for key, value in tags.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

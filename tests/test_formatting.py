@@ -11,6 +11,7 @@ from toolkit.formatting import (
     count,
     escape,
     hours,
+    missing,
     moment,
     size,
     text_table,
@@ -125,5 +126,7 @@ def test_a_page_s_count_is_whole_with_separators_and_a_dash_where_there_is_no_da
     assert whole_or_dash(1234) == "1,234"
     assert whole_or_dash(12.0) == "12"
     assert whole_or_dash(0) == "0"
-    for missing in (None, float("nan"), pd.NA, pd.NaT):
-        assert whole_or_dash(missing) == "–"
+    for nothing in (None, float("nan"), pd.NA, pd.NaT):
+        assert whole_or_dash(nothing) == "–"
+        assert missing(nothing)
+    assert not any(missing(value) for value in (0, "", "text", ["fr"], pd.Timestamp(0)))

@@ -10,6 +10,7 @@ toolkit report     [--store PATH] [--out DIR] [--html | --json | --xlsx] [--tz Z
                    [--workspace NAME ...]
 toolkit report --html --config watch.toml [--workspace NAME ...]   # the agency page
 toolkit report --json | --xlsx --config watch.toml [--store PATH]   # by its [tags] too
+toolkit report --html --config watch.toml --store PATH   # one weekly page, by its [tags] too
 toolkit explain    FIGURE [--store PATH] [--project NAME] [--language CODE] [--since ISO]
                    [--until ISO] [--tz ZONE] [--csv FILE]   # the rows behind a figure
 toolkit explain    FIGURE --by KEY --config watch.toml [--rows] [--csv FILE] ...   # by a tag
@@ -202,15 +203,19 @@ def _report(args: argparse.Namespace) -> None:
     from toolkit.config import store_path
     from toolkit.reporting import report, write_report
 
-    if args.html and args.config:
+    if args.html and args.config and not args.store:
         _agency_page(args)
         return
     if args.html:
+        from toolkit.watch import read_config
+
+        # With --store, one workspace's weekly page, by the config's [tags] too.
         page = report(
             store_path(args.store),
             Path(args.out) / "weekly-report.html",
             days=args.days,
             tz=args.tz,
+            tags=read_config(args.config).tags if args.config else None,
         )
         print(f"Weekly report written to {page}")
         return
@@ -789,8 +794,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--config", default=None,
         help="workspaces config (TOML); with --html, the agency page over the watch config's "
-        "workspaces and [tags], as --out/agency-report.html; with --json or --xlsx, the "
-        "figures by each of its [tags] too",
+        "workspaces and [tags], as --out/agency-report.html (with --store, that store's "
+        "weekly page by each of its [tags]); with --json or --xlsx, the figures by each of "
+        "its [tags] too",
     )  # fmt: skip
     report.set_defaults(handler=_report)
 

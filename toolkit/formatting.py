@@ -37,6 +37,7 @@ __all__ = [
     "first_line",
     "hours",
     "html_table",
+    "missing",
     "moment",
     "show",
     "size",
@@ -99,7 +100,8 @@ def escape(value: object) -> str:
     return html_escape("" if value is None else str(value))
 
 
-def _missing(value: Any) -> bool:
+def missing(value: Any) -> bool:
+    """No data: None, pandas' NA or NaT, or a float NaN (a list or text is data)."""
     if value is None:
         return True
     try:
@@ -112,7 +114,7 @@ def _missing(value: Any) -> bool:
 
 def whole(value: Any) -> str:
     """A credit or count figure: `1,234`, blank when missing; halves round up."""
-    if _missing(value):
+    if missing(value):
         return ""
     return f"{math.floor(float(value) + 0.5):,}"
 
@@ -125,7 +127,7 @@ def whole_or_dash(value: Any) -> str:
 def hours(value: Any) -> str:
     """A duration given in hours: `26 s` under a minute, `25 min` under an hour (0.0 h
     would say nothing), else hours to one decimal, `7.5 h`, `31.2 h`; blank when missing."""
-    if _missing(value):
+    if missing(value):
         return ""
     value = float(value)
     if value and abs(value) < 1 / 60:  # "0 min" would say nothing
@@ -135,7 +137,7 @@ def hours(value: Any) -> str:
 
 def moment(value: Any) -> str:
     """A time to the minute, in the zone it carries: `2026-11-21 14:05`."""
-    if _missing(value):
+    if missing(value):
         return ""
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
@@ -162,26 +164,26 @@ def _is_credit(name: str) -> bool:
 
 def _yes_no(value: Any) -> str:
     """A flag: `yes`, `no`, blank when missing."""
-    return "" if _missing(value) else ("yes" if value else "no")
+    return "" if missing(value) else ("yes" if value else "no")
 
 
 def _percent(value: Any) -> str:
-    return "" if _missing(value) else f"{float(value):.0%}"
+    return "" if missing(value) else f"{float(value):.0%}"
 
 
 def _decimal(value: Any) -> str:
-    return "" if _missing(value) else f"{value:,.2f}"
+    return "" if missing(value) else f"{value:,.2f}"
 
 
 def _listed(value: Any) -> str:
     """A list cell (target languages, models) as `en, fr`."""
     if value is None or isinstance(value, str) or not hasattr(value, "__iter__"):
-        return "" if _missing(value) else str(value)
+        return "" if missing(value) else str(value)
     return ", ".join(str(item) for item in value)
 
 
 def _byte_size(value: Any) -> str:
-    return "" if _missing(value) else size(int(value))
+    return "" if missing(value) else size(int(value))
 
 
 def _rule(name: str, series: pd.Series, credits: bool) -> Callable[[Any], str] | None:
@@ -237,7 +239,7 @@ def _time_rule(times: Any) -> Callable[[Any], str]:
 
     values = pd.DatetimeIndex(times).dropna()
     if len(values) and bool((values == values.normalize()).all()):
-        return lambda value: "" if _missing(value) else f"{value:%Y-%m-%d}"
+        return lambda value: "" if missing(value) else f"{value:%Y-%m-%d}"
     return moment
 
 
@@ -306,7 +308,7 @@ def _without_ids(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
 
 
 def _plain(value: Any) -> str:
-    return "" if _missing(value) else str(value)
+    return "" if missing(value) else str(value)
 
 
 def table(

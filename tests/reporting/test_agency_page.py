@@ -7,23 +7,23 @@ from __future__ import annotations
 
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from agency_stores import PLAN, SHARED_GROUP, TAGS, Studio, two_studios
+from agency_stores import PLAN, SHARED_GROUP, TAGS, Studio, two_studios, watch_config
 from epochs import SUITE_START
 from headless import launch, missing
 from html_page import Page
+from linked_pages import numbers, opened, table
 from report_stores import trouble, two_days
 
 import toolkit as tk
 from toolkit.cli import main
 from toolkit.metrics import header, known
-from toolkit.reporting.agency_drilldown import OUTLOOK, moment_in
+from toolkit.reporting.agency_drilldown import FORECAST as OUTLOOK_SHOWN
+from toolkit.reporting.agency_drilldown import OUTLOOK
 from toolkit.reporting.agency_page import Agency, gather_agency, write_agency_page
-from toolkit.reporting.explanations import recount
 from toolkit.reporting.figures import FIGURES, figures
 from toolkit.reporting.weekly import previous_figures
 
@@ -33,20 +33,6 @@ HEADERS = [header(name).capitalize() for name in FIGURES]
 @pytest.fixture(scope="module")
 def studios(tmp_path_factory) -> dict[str, Studio]:
     return two_studios(tmp_path_factory.mktemp("stores"), SUITE_START)
-
-
-def watch_config(path: Path, studios: dict[str, Studio]) -> Path:
-    """The watch's config naming both workspaces' stores, with the projects' tags."""
-    lines = []
-    for name, studio in studios.items():
-        lines += [f"[workspaces.{name}]", f'base_url = "{studio.url}"',
-                  f'key_env = "KEY_{name.upper().replace("-", "_")}"',
-                  f'store = "{studio.store.root}"']  # fmt: skip
-    for project, tags in TAGS.items():
-        lines.append(f'[tags."{project}"]')
-        lines += [f'{key} = "{value}"' for key, value in tags.items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -75,28 +61,6 @@ def this_week(studios, tmp_path_factory) -> dict[str, tuple[dict[str, list[int |
     (`weekly_page_figures`), written once for the two tests that read it."""
     folder = tmp_path_factory.mktemp("weekly")
     return {name: weekly_page_figures(s.store, folder / name) for name, s in studios.items()}
-
-
-def numbers(cell: str) -> tuple[int | None, int | None]:
-    """This week's and the previous week's number of a cell: `1,234 was 1,100`; a dash
-    is no data."""
-    found = re.fullmatch(r"(–|[\d,]+) was (–|[\d,]+)", cell)
-    assert found, cell
-    return tuple(None if part == "–" else int(part.replace(",", "")) for part in found.groups())  # type: ignore[return-value]
-
-
-def table(page: Page, first: str) -> list[list[str]]:
-    """The rows of the first table whose header starts with `first`, header included
-    (the rows after it as long as the header, up to the next header or the total)."""
-    starts = [i for i, row in enumerate(page.rows) if row and row[0] == first]
-    found = [page.rows[starts[0]]]
-    for row in page.rows[starts[0] + 1 :]:
-        if row[0] == first or len(row) != len(found[0]):
-            break
-        found.append(row)
-        if row[0].startswith("All "):  # a total row ends its table
-            break
-    return found
 
 
 def figures_of_workspaces(page: Page) -> list[list[str]]:
@@ -272,112 +236,25 @@ def test_the_service_s_group_is_a_tag_section_and_the_projects_table_keeps_its_c
     assert shared[1] == "2" and shared[2:] == workspace[1:]
 
 
-class Anchored(HTMLParser):
-    """The page as a link follower sees it: every element's id, every link (its target,
-    figure and text), the values under each id, and each number of the page's tables
-    before its explanations, marked `[n]` where it is a link."""
-
-    VOID = frozenset({"meta", "br", "img", "hr", "input", "link", "col", "wbr"})
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.ids: set[str] = set()
-        self.links: list[tuple[str, str, str]] = []  # target, figure, text
-        self.under: dict[str, list[dict[str, str]]] = {}  # id -> its value cells
-        self.cells: list[str] = []  # the numbers' cells above the explanations
-        self._open: list[tuple[str, str | None]] = []
-        self._link: list[str] | None = None
-        self._cell: list[str] | None = None
-        self._explaining = False
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        found = dict(attrs)
-        if tag not in self.VOID:
-            self._open.append((tag, found.get("id")))
-        if found.get("id"):
-            assert found["id"] not in self.ids, f"two elements with id {found['id']}"
-            self.ids.add(found["id"])
-        if tag == "td" and "data-figure" in found:
-            for _, ident in self._open:
-                if ident:
-                    self.under.setdefault(ident, []).append(found)
-        if tag == "td" and not self._explaining:
-            self._cell = []
-        if tag == "a" and found.get("href", "").startswith("#"):
-            self._link = [found["href"][1:], found.get("data-figure", ""), ""]
-            if self._cell is not None:
-                self._cell.append("[")
-
-    def handle_endtag(self, tag):
-        if tag in self.VOID:
-            return
-        while self._open and self._open.pop()[0] != tag:
-            pass
-        if tag == "a" and self._link is not None:
-            self.links.append((self._link[0], self._link[1], self._link[2]))
-            self._link = None
-            if self._cell is not None:
-                self._cell.append("]")
-        if tag == "td" and self._cell is not None:
-            self.cells.append("".join(self._cell).strip())
-            self._cell = None
-
-    def handle_data(self, data):
-        if "Where each number comes from" in data:
-            self._explaining = True
-        if self._link is not None:
-            self._link[2] += data
-        if self._cell is not None:
-            self._cell.append(data)
+def forecast_open_lines(path: Path) -> list[str]:
+    """The open-lines cells of the agency page's forecast table, as HTML."""
+    text = path.read_text(encoding="utf-8")
+    forecast = text.split("<h2>Forecast per project</h2>", 1)[1].split("</table>", 1)[0]
+    rows = forecast.split("<tbody>", 1)[1].split("</tr>")
+    column = 2 + list(OUTLOOK_SHOWN).index("remaining_lines")
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row)[column] for row in rows if "<td" in row]
 
 
-def _recounted(cells: list[dict[str, str]], figure: str):
-    """The figure the linked rows make, as `explanations.recount` takes it."""
-    rows = pd.DataFrame(
-        {
-            "value": [float(c["data-value"]) if c["data-value"] else None for c in cells],
-            "counts": [c.get("data-counts", "1") == "1" for c in cells],
-            "finished_at": pd.to_datetime([c.get("data-at") or None for c in cells], utc=True),
-        }
-    )
-    return recount(rows, figure)
-
-
-def opened(path: Path, zone: str) -> tuple[set[str], set[str]]:
-    """Follow every link of the agency page at `path`: it lands on an element of the page,
-    and the value cells under it (of the link's figure) make the linked number, as
-    `recount` takes it. Returns the kinds of target (`explain-F-now-w1-P`: a project's
-    rows this week) and the figures linked. Every known number but 0 above the
-    explanations is a link."""
-    seen = Anchored(path.read_text(encoding="utf-8"))
-    kinds, linked = set(), set()
-    for target, figure, text in seen.links:
-        assert target in seen.ids, target
-        cells = [c for c in seen.under.get(target, []) if c["data-figure"] == figure]
-        assert cells, (target, figure)
-        made = _recounted(cells, figure)
-        if figure.startswith("finish_"):
-            assert moment_in(made, zone) == text, (target, figure)
-        elif figure == "lines_per_hour":
-            assert f"{made:,.0f}" == text, (target, figure)
-        else:
-            assert made is not None and int(made) == int(text.replace(",", "")), (
-                target,
-                figure,
-                text,
-                cells[:3],
-            )
-        kind = re.sub(r"-t(\d)-\d+$", r"-t\1-V", target)
-        kind = re.sub(r"-(w\d)-[A-Za-z0-9_-]+$", r"-\1-P", kind)
-        kinds.add(kind.replace(f"explain-{figure}-", "explain-F-"))
-        linked.add(figure)
-    numbers = [c for c in seen.cells if " was " in c]
-    assert numbers
-    for cell in numbers:
-        for part in cell.split(" was "):
-            assert part in ("–", "0") or re.fullmatch(r"\[[\d,]+\]", part), cell
-    return kinds, linked
+def assert_open_lines_open_their_languages(path: Path) -> None:
+    """Each project's open lines in the forecast table (a row per project) open that
+    project's open lines of this week, one row per chapter and language (`opened`
+    checks that they add up to the number)."""
+    cells = forecast_open_lines(path)
+    linked = [cell for cell in cells if cell not in ("–", "0")]
+    assert linked
+    for cell in linked:
+        assert re.fullmatch(r'<a href="#explain-open_lines-now-w\d-[A-Za-z0-9_-]+" '
+                            r'data-figure="open_lines" [^>]*>[\d,]+</a>', cell), cell  # fmt: skip
 
 
 def test_every_number_opens_rows_on_the_page_that_add_up_to_it(studios, written):
@@ -389,6 +266,7 @@ def test_every_number_opens_rows_on_the_page_that_add_up_to_it(studios, written)
                      for scope in ("", "-w1", "-w2", "-w1-P", "-w2-P", "-t1-V", "-t2-V",
                                    "-t3-V")  # client, team, and the service's group
                      } | {"explain-outlook-w1-P", "explain-outlook-w2-P"}  # fmt: skip
+    assert_open_lines_open_their_languages(written)
     # No run failed or stalled and no chapter waits for a person in these two weeks.
     assert linked == {*FIGURES, "open_chapters"} - {"runs_failed", "runs_stalled",
                                                     "needs_action"}  # fmt: skip
@@ -404,6 +282,7 @@ def test_the_forecast_s_finish_and_pace_open_the_chapters_they_are_made_of(tmp_p
     assert {"explain-F-now", "explain-F-now-w1", "explain-F-now-w2-P", "explain-F-now-t1-V",
             "explain-outlook-w1-P"} <= kinds  # fmt: skip
     assert linked == {*FIGURES, *OUTLOOK}
+    assert_open_lines_open_their_languages(path)
 
 
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"

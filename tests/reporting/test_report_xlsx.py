@@ -13,6 +13,7 @@ from report_stores import trouble
 import toolkit as tk
 from toolkit import metrics
 from toolkit.cli import main
+from toolkit.reporting.explanations import EXPLAINED, HOW
 from toolkit.reporting.figures import FIGURES
 from toolkit.reporting.xlsx import _SHEETS, heading
 
@@ -24,7 +25,7 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
     assert path == tmp_path / "out" / "weekly-report.xlsx"
 
     sheets = pd.read_excel(path, sheet_name=None)
-    assert list(sheets) == list(_SHEETS)
+    assert list(sheets)[: len(_SHEETS)] == list(_SHEETS)
     table = sheets["Figures"].set_index("project")
     assert list(table.columns) == [heading(name) for name in FIGURES]
     assert heading("credits") == "credits spent (credits)"
@@ -34,12 +35,14 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
     total = table.loc["(all projects)"]
     assert [int(total[heading(name)]) for name in FIGURES] == list(shown["totals"].values())
 
-    # The explanations sum to the totals, figure by figure.
-    rows = sheets["Explanations"]
-    sums = rows.groupby("figure")["value"].sum()
-    assert {name: int(sums.get(name, 0)) for name in FIGURES} == shown["totals"]
-    assert set(rows["unit"]) <= {metrics.FIGURES[name].unit for name in FIGURES}
-    assert "at (UTC)" in rows.columns
+    # The explanations sum to the totals, figure by figure, each on its own sheet.
+    sums = {name: int(sheets[name][heading(name)].sum()) if name in sheets else 0
+            for name in FIGURES}  # fmt: skip
+    assert sums == shown["totals"]
+    index = sheets["Explanations"].set_index("figure")
+    assert list(index.index) == list(EXPLAINED)
+    assert index["unit"].to_dict() == {name: metrics.FIGURES[name].unit for name in EXPLAINED}
+    assert "at (UTC)" in sheets["credits"].columns
 
     # The forecast's headers carry units; the About sheet says what each figure counts.
     forecast = sheets["Forecast"]
@@ -49,7 +52,7 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
 
     # openpyxl: whole numbers are stored as integers and shown with a thousands separator.
     book = openpyxl.load_workbook(path)
-    assert book.sheetnames == list(_SHEETS)
+    assert book.sheetnames == list(sheets)
     sheet = book["Figures"]
     headers = [cell.value for cell in sheet[1]]
     column = headers.index(heading("credits")) + 1
@@ -85,11 +88,35 @@ def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
     path = tk.report(store, tmp_path / "out", format="xlsx")
     sheets = pd.read_excel(path, sheet_name=None)
 
-    rows = sheets["Explanations"]
-    sums = rows.groupby([metrics.header("figure"), metrics.header("project")])["value"].sum()
-    for project in shown["projects"]:
-        for name in FIGURES:
-            assert int(sums.get((name, project["project"]), 0)) == project[name], (project, name)
+    # Per figure and project, its sheet's values sum to figures.json's figure.
+    for name in FIGURES:
+        found = sheets.get(name, pd.DataFrame(columns=["project", heading(name)]))
+        sums = found.groupby("project")[heading(name)].sum()
+        for project in shown["projects"]:
+            assert int(sums.get(project["project"], 0)) == project[name], (project, name)
+    # Every figure explain opens: its sheet holds tk.explain's rows, and the index says
+    # the figure they make (recount), as every surface shows it.
+    when = {key: pd.Timestamp(shown["period"][key]) for key in ("start", "end")}
+    period = tk.reporting.figures.figures(store).period
+    index = sheets["Explanations"].set_index("figure")
+    for name in EXPLAINED:
+        rows = tk.explain(store, name, since=period.since, until=period.until)
+        assert index.loc[name, "rows"] == len(rows), name
+        assert (name in sheets) == bool(len(rows)), name
+        if not len(rows):
+            continue
+        assert len(sheets[name]) == len(rows), name
+        made = tk.reporting.recount(rows, name)
+        said = index.loc[name, "value"]
+        if made is None:
+            assert pd.isna(said), name
+        elif isinstance(made, pd.Timestamp):
+            assert pd.Timestamp(said) == made.tz_convert("UTC").tz_localize(None), name
+        else:
+            assert float(said) == pytest.approx(float(made)), name
+        if HOW[name] == "sum" and made is not None:  # the sheet's values add up to it
+            assert float(sheets[name][heading(name)].sum()) == pytest.approx(float(made)), name
+    assert when["end"] > when["start"]
 
     end = pd.Timestamp(shown["period"]["end"])
     expected = tk.analysis.forecast(store, by="project_id", until=end)
@@ -107,7 +134,7 @@ def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
     book = openpyxl.load_workbook(path)
     whole = {
         "Figures": [heading(name) for name in FIGURES],
-        "Explanations": ["value"],
+        **{name: [heading(name)] for name in FIGURES if name in sheets},
         "Forecast": [heading(n) for n in ("open_chapters", "remaining_lines", "needs_action")],
     }
     for sheet, columns in whole.items():
@@ -118,9 +145,20 @@ def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
             assert cells, (sheet, column)
             assert all(isinstance(c.value, int) for c in cells), (sheet, column)
             assert {c.number_format for c in cells} == {"#,##0"}, (sheet, column)
-    # Every header of a number says its unit (the explanations' rows: a unit column).
-    assert all("(" in h for h in whole["Figures"] + whole["Forecast"])
-    assert set(rows["unit"]) == {metrics.FIGURES[name].unit for name in set(rows["figure"])}
+    # Every header of a number says its unit.
+    assert all("(" in h for columns in whole.values() for h in columns)
+    # openpyxl: per project, the credits sheet's cells sum to figures.json's credits.
+    sheet = book["credits"]
+    headers = [cell.value for cell in sheet[1]]
+    at, of = headers.index(heading("credits")), headers.index("project")
+    summed: dict[str, int] = {}
+    for row in sheet.iter_rows(min_row=2, values_only=True):
+        summed[row[of]] = summed.get(row[of], 0) + row[at]
+    assert summed == {p["project"]: p["credits"] for p in shown["projects"] if p["credits"]}
+    # The index opens each figure's sheet.
+    index_sheet = book["Explanations"]
+    links = {c.value: c.hyperlink.location for c in index_sheet["G"][1:] if c.hyperlink}
+    assert links["credits"] == "'credits'!A1"
 
 
 def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tmp_path, capsys):
@@ -144,7 +182,7 @@ def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tm
     shown = json.loads((tmp_path / "out" / "figures.json").read_text())
     sheets = pd.read_excel(tmp_path / "out" / "weekly-report.xlsx", sheet_name=None)
     # The service's translation group is a tag too, with no config (here one for both).
-    assert list(sheets) == [
+    assert list(sheets)[: len(_SHEETS) + 3] == [
         "Figures", "By client", "By team", "By translation_group", *_SHEETS[1:]
     ]  # fmt: skip
     groups = tk.analysis.project_groups(store)
@@ -171,3 +209,23 @@ def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tm
     # Without tags, figures.json is as before (its contract).
     plain = json.loads(tk.report(store, tmp_path / "plain", format="json").read_text())
     assert list(plain) == ["period", "projects", "totals"]
+
+
+def test_a_figure_with_more_rows_than_a_sheet_holds_shows_the_first_and_says_so(
+    tmp_path, monkeypatch
+):
+    """Excel stops at 1,048,576 rows: a figure with more (here, a limit of 2) keeps its
+    first rows on its sheet, and its index row says how many it has and how to get all."""
+    import toolkit.reporting.xlsx as xlsx
+
+    monkeypatch.setattr(xlsx, "SHEET_ROWS", 2)
+    store = trouble(tmp_path / "store")
+    path = tk.report(store, tmp_path / "out.xlsx", format="xlsx")
+    sheets = pd.read_excel(path, sheet_name=None)
+    index = sheets["Explanations"].set_index("figure")
+    assert index.loc["credits", "rows"] == 5 and len(sheets["credits"]) == 2
+    assert index.loc["credits", "note"] == (
+        "its first 2 rows (a sheet holds no more); every row: toolkit explain credits --csv FILE"
+    )
+    assert index.loc["rework_credits", "rows"] == 1  # within the limit: all, no note
+    assert pd.isna(index.loc["rework_credits", "note"]) and len(sheets["rework_credits"]) == 1

@@ -37,11 +37,10 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import pandas as pd
 
 from toolkit import metrics
-from toolkit.formatting import show
+from toolkit.formatting import missing, show
 from toolkit.reporting.drilldown import command
 from toolkit.reporting.explanations import EXPLAINED, HOW, TAKEN, explain
-from toolkit.reporting.figures import FIGURES, Period, label
-from toolkit.reporting.page import header_of
+from toolkit.reporting.figures import FIGURES, Period, header_of, label
 from toolkit.reporting.tags import UNTAGGED, Tags, keys_of, tag_values
 
 if TYPE_CHECKING:
@@ -162,7 +161,12 @@ class Drilldown:
                 f"{values.index(str(value)) + 1}")  # fmt: skip
 
     def outlook(self, figure: str, name: str, project_id: object) -> str | None:
-        """A project's forecast figure: its chapters (one table for every column)."""
+        """A project's forecast figure: its chapters (one table for every column). A
+        column that is a headline figure under another name (the open lines) opens that
+        figure's rows of the project this week: one per chapter and language."""
+        same = metrics.ALIASES.get(figure)
+        if same in FIGURES:
+            return self.project(same, "figures", name, project_id)
         scope = self.scopes[self._index[name] - 1]
         if figure not in scope.outlook:
             return None
@@ -173,9 +177,9 @@ class Drilldown:
 
     # -- the sections ---------------------------------------------------------
 
-    def sections(self) -> list[str]:
+    def sections(self, heading: str = "Where each number comes from") -> list[str]:
         """Every section the page's numbers link to, under one heading."""
-        parts = ["<h2>Where each number comes from</h2>",
+        parts = [f"<h2>{escape(heading)}</h2>",
                  '<p class="note">Each underlined number opens the rows that make it; they '
                  "add up to it. A row is one chapter (and language) and what counted it; "
                  "each block names the command that prints every contribution.</p>"]  # fmt: skip
@@ -191,9 +195,11 @@ class Drilldown:
         definition = metrics.FIGURES[figure].definition
         parts_of = [scope.totals[which].get(figure) for scope in self.scopes]
         total: int | None = None
-        if not any(_unknown(v) for v in parts_of):
+        if not any(missing(v) for v in parts_of):
             total = sum(int(cast(int, v)) for v in parts_of)
-        every = f": {show(figure, total)} in all workspaces" if total is not None else ""
+        # One workspace (the weekly page by a tag): its projects are all there is.
+        where = "in all workspaces" if len(self.scopes) > 1 else "in all projects"
+        every = f": {show(figure, total)} {where}" if total is not None else ""
         parts = [
             f'<section id="explain-{figure}-{WEEKS[which]}">',
             f"<h3>{escape(header_of(figure))}, {week}{escape(every)}</h3>",
@@ -213,7 +219,7 @@ class Drilldown:
             return []
         rows = self._rows(scope, figure, which)
         number = scope.totals[which].get(figure)
-        said = label(figure, when) + ("" if _unknown(number) else f": {show(figure, number)}")
+        said = label(figure, when) + ("" if missing(number) else f": {show(figure, number)}")
         languages = bool(rows["language_code"].notna().any())  # a figure counted by language
         header = [header_of("project"), header_of("chapter"),
                   *([header_of("language_code")] if languages else []),
@@ -315,11 +321,6 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
-def _unknown(value: object) -> bool:
-    """No data: None, pandas' NA, or a float NaN."""
-    return value is None or value is pd.NA or value != value
-
-
 def _head(header: list[str], numbers: set[int]) -> str:
     """A table's header; the columns at `numbers` hold numbers (aligned right)."""
     right = ' class="n"'
@@ -376,7 +377,7 @@ def _chapter_row(figure: str, row: Mapping[str, Any], languages: bool) -> str:
 
 
 def _value_cell(figure: str, value: object, target: str | None = None) -> str:
-    known = not (value is None or value is pd.NA or value != value)
+    known = not missing(value)
     text = show(figure, value) if known else "–"
     raw = "" if not known else str(value)
     shown = (f'<a href="#{target}" data-figure="{figure}">{escape(text)}</a>'
@@ -409,7 +410,7 @@ def _outlook_by_chapter(outlook: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 def moment_in(value: object, zone: str) -> str:
     """A forecast's moment as the page shows it, in the workspace's zone: `Sun 29 Nov
     19:43 UTC`; a dash when unknown."""
-    if value is None or value is pd.NaT or value is pd.NA or value != value:
+    if missing(value):
         return "–"
     return f"{pd.Timestamp(value).tz_convert(zone):%a %d %b %H:%M %Z}"  # type: ignore[arg-type]
 
@@ -427,13 +428,13 @@ def _outlook_row(row: Mapping[str, Any], zone: str) -> str:
         else:
             text = (
                 "–"
-                if pd.isna(value)
+                if value is None or pd.isna(value)
                 else show(name, value)
                 if name != "lines_per_hour"
                 else f"{float(value):,.1f}"
             )
         css = "n" if counts else "n out"
-        raw = "" if value is None or pd.isna(value) else str(value)
+        raw = "" if missing(value) else str(value)
         cells.append(f'<td class="{css}" data-figure="{name}" data-value="{escape(raw)}" '
                      f'data-at="{when}" data-counts="{int(bool(counts))}">'
                      f"{escape(text)}</td>")  # fmt: skip

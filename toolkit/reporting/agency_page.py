@@ -30,17 +30,18 @@ agency page"):
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from html import escape
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import pandas as pd
 
 from toolkit.analysis.observed import Observed
-from toolkit.formatting import whole_or_dash
+from toolkit.formatting import missing, whole_or_dash
+from toolkit.metrics import ALIASES
 from toolkit.reporting.agency_drilldown import FORECAST as OUTLOOK_SHOWN
 from toolkit.reporting.agency_drilldown import (
     ROWS_STYLE,
@@ -51,20 +52,26 @@ from toolkit.reporting.agency_drilldown import (
     explained_week,
     moment_in,
 )
-from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, figures
-from toolkit.reporting.page import STYLE, header_of
-from toolkit.reporting.tags import UNTAGGED, Tags, keys_of, sum_by_tag, with_groups
+from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, figures, header_of
+from toolkit.reporting.linked_tables import (
+    WEEKS_STYLE,
+    Opens,
+    cells_table,
+    figure_cells,
+    linked,
+    tag_sections,
+)
+from toolkit.reporting.page import STYLE
+from toolkit.reporting.tags import Tags, sum_by_tag, with_groups
 from toolkit.reporting.weekly import previous_figures
 from toolkit.store import SnapshotStore
 
 __all__ = ["Agency", "WorkspaceWeek", "gather_agency", "render_agency", "write_agency_page"]
 
-# Wider than the weekly page: eight figures and two names a row; a number never wraps.
+# Wider than the weekly page: eight figures and two names a row.
 WIDE = """
-body { max-width: 1280px; } span.was { color: #777; font-size: 0.85em; }
-td.n { white-space: nowrap; }
+body { max-width: 1280px; }
 """
-NUM = ' class="n"'
 FORECAST = (*OUTLOOK_SHOWN, "status")
 
 
@@ -176,7 +183,7 @@ def render_agency(agency: Agency, *, title: str | None = None) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(heading)}</title><style>{STYLE}{WIDE}{ROWS_STYLE}</style></head><body>",
+        f"<title>{escape(heading)}</title><style>{STYLE}{WIDE}{ROWS_STYLE}{WEEKS_STYLE}</style></head><body>",
         f"<h1>{escape(heading)}</h1>",
         f'<p class="when">{spaces} workspace{"s" if spaces != 1 else ""} &middot; {count} '
         f"project{'s' if count != 1 else ''} "
@@ -185,7 +192,7 @@ def render_agency(agency: Agency, *, title: str | None = None) -> str:
         "<h2>Workspaces</h2>",
         _weeks_table(agency),
         _workspace_figures(agency, drill),
-        *_tag_sections(agency, drill),
+        *tag_sections(agency.tags, agency.by_tag, agency.totals, drill),
         "<h2>Projects</h2>",
         _projects_table(agency, drill),
         "<h2>Forecast per project</h2>",
@@ -209,44 +216,6 @@ def drilldown(agency: Agency) -> Drilldown:
     return Drilldown(scopes, agency.tags)
 
 
-def _missing(value: object) -> bool:
-    """No data: None, pandas' NA or NaT, or a float NaN."""
-    return value is None or value is pd.NA or value is pd.NaT or value != value
-
-
-def _linked(text: str, target: str | None, figure: str) -> str:
-    """`text` (escaped) as a link to `target`'s rows; a dash or no rows: as it is."""
-    if target is None or text == "–":
-        return text
-    return f'<a href="#{target}" data-figure="{figure}" title="the rows behind it">{text}</a>'
-
-
-Opens = Callable[[str, str], "str | None"]  # (figure, week) -> the anchor of its rows
-
-
-def _cell(figure: str, now: object, before: object, opens: Opens) -> str:
-    """This week's number, then the previous week's in grey, each linked to its rows."""
-    this_week = _linked(whole_or_dash(now), opens(figure, "figures"), figure)
-    last_week = _linked(whole_or_dash(before), opens(figure, "previous"), figure)
-    return f'{this_week}<span class="was"> was {last_week}</span>'
-
-
-def _table(header: list[str], rows: list[list[str]], total: bool = False) -> str:
-    """A table of cells already in HTML; the first column is text, the others numbers;
-    with `total` the last row is the total row."""
-    head = "".join(f"<th{NUM if i else ''}>{escape(text)}</th>" for i, text in enumerate(header))
-    body = []
-    for number, row in enumerate(rows):
-        css = ' class="total"' if total and number == len(rows) - 1 else ""
-        cells = "".join(f"<td{NUM if i else ''}>{c}</td>" for i, c in enumerate(row))
-        body.append(f"<tr{css}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _figure_rows(now: Mapping[Any, Any], before: Mapping[Any, Any], opens: Opens) -> list[str]:
-    return [_cell(name, now.get(name), before.get(name), opens) for name in FIGURES]
-
-
 def _weeks_table(agency: Agency) -> str:
     """Which week each workspace's numbers cover, and its previous week."""
     rows = []
@@ -255,7 +224,7 @@ def _weeks_table(agency: Agency) -> str:
         rows.append([escape(name), escape(now.label()), escape(before.label()),
                      f"{now.snapshots:,}"])  # fmt: skip
     header = [header_of(name) for name in ("workspace", "week", "previous_week", "snapshots")]
-    return _table(header, rows)
+    return cells_table(header, rows)
 
 
 def _workspace_figures(agency: Agency, drill: Drilldown) -> str:
@@ -263,36 +232,11 @@ def _workspace_figures(agency: Agency, drill: Drilldown) -> str:
     rows = []
     for name, week in agency.workspaces.items():
         opens: Opens = partial(drill.workspace, name=name)
-        rows.append([escape(name), *_figure_rows(week.figures.totals, week.previous.totals,
+        rows.append([escape(name), *figure_cells(week.figures.totals, week.previous.totals,
                                                  opens)])  # fmt: skip
-    rows.append(["All workspaces", *_figure_rows(agency.totals(), agency.totals("previous"),
+    rows.append(["All workspaces", *figure_cells(agency.totals(), agency.totals("previous"),
                                                  drill.total)])  # fmt: skip
-    return _table(header, rows, total=True)
-
-
-def _tag_sections(agency: Agency, drill: Drilldown) -> list[str]:
-    parts = []
-    for key in keys_of(agency.tags):
-        now = agency.by_tag(key).to_dict("records")
-        tagged = [row for row in now if row[key] != UNTAGGED]
-        before = {row[key]: row for row in agency.by_tag(key, "previous").to_dict("records")}
-        words = key.replace("_", " ")  # the user's own word for a tag of theirs
-        header = [words.capitalize(),
-                  header_of("projects"), *(header_of(n) for n in FIGURES)]  # fmt: skip
-        rows = []
-        for row in now:
-            value = row[key]
-            opens: Opens = partial(drill.tag, key=key, value=value)
-            rows.append([escape(str(value)), f"{int(row['projects']):,}",
-                         *_figure_rows(row, before.get(value, {}), opens)])  # fmt: skip
-        every = _figure_rows(agency.totals(), agency.totals("previous"), drill.total)
-        totals = [f"{sum(int(row['projects']) for row in now):,}", *every]
-        rows.append(["All projects", *totals])
-        parts += [f"<h2>By {escape(words)}</h2>", _table(header, rows, total=True)]
-        if len(tagged) < len(now):
-            parts.append(f'<p class="note">{UNTAGGED}: projects the config gives no {escape(words)}'
-                         ".</p>")  # fmt: skip
-    return parts
+    return cells_table(header, rows, total=True)
 
 
 def _projects_table(agency: Agency, drill: Drilldown) -> str:
@@ -305,10 +249,10 @@ def _projects_table(agency: Agency, drill: Drilldown) -> str:
         was = before.loc[key].to_dict() if key in before.index else {}
         opens: Opens = partial(drill.project, name=key[0], project_id=key[1])
         rows.append([escape(str(row["project"])), escape(str(row["workspace"])),
-                     *_figure_rows(row, was, opens)])  # fmt: skip
+                     *figure_cells(row, was, opens)])  # fmt: skip
     if not rows:
         return '<p class="nothing">No project yet in any workspace.</p>'
-    return _table(header, rows)
+    return cells_table(header, rows)
 
 
 def _forecast_table(agency: Agency, drill: Drilldown) -> str:
@@ -322,18 +266,20 @@ def _forecast_table(agency: Agency, drill: Drilldown) -> str:
                      **{key: escape(moment_in(row[key], zone))
                         for key in ("finish_p10", "finish_p50", "finish_p90")}}  # fmt: skip
             cells = [escape(str(row["project"])), escape(name),
-                     *(_linked(text, drill.outlook(figure, name, row["project_id"]), figure)
+                     *(linked(text, drill.outlook(figure, name, row["project_id"]),
+                               ALIASES.get(figure, figure))
                        for figure, text in shown.items()),
                      escape(str(row["status"]))]  # fmt: skip
             rows.append(cells)
     if not rows:
         return '<p class="nothing">No open work in any workspace: nothing to forecast.</p>'
     header = [header_of(n) for n in ("project", "workspace", *FORECAST)]
-    return _table(header, rows)
+    return cells_table(header, rows)
 
 
 def _pace(value: object) -> str:
-    return "–" if _missing(value) else f"{float(cast(float, value)):,.0f}"
+    # A pace is a mean, not a count: Python's format (half to even), as before.
+    return "–" if missing(value) else f"{float(cast(float, value)):,.0f}"
 
 
 def _notes() -> str:

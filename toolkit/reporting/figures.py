@@ -50,6 +50,7 @@ __all__ = [
     "Figures",
     "Period",
     "figures",
+    "header_of",
     "label",
     "period",
     "spend",
@@ -130,6 +131,11 @@ def label(figure: str, when: Period) -> str:
         return metrics.label(figure, when.label())
     end = when.local(when.end)
     return metrics.label(figure, when.label(), at=f"{end.day} {end:%b %H:%M %Z}")
+
+
+def header_of(name: str) -> str:
+    """A column's header on a page: the registry's label (toolkit.metrics), capitalised."""
+    return metrics.header(name).capitalize()
 
 
 def check_zone(tz: str | None) -> None:

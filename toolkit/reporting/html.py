@@ -51,15 +51,16 @@ def report(
     given). tz: the zone the page's days, midnights and times are in, and a naive
     `since`/`until` is read in (default UTC). tags: the projects' tags (`{"Moonlit
     Harbor": {"client": "Acme"}}`, a watch config's `[tags]`; `{}` for none of the
-    user's): "json" adds `by_tag`, the figures per value of each tag and of the
-    service's `translation_group`, and "xlsx" a sheet per tag (`By client`); the page
-    does not change (the agency page groups by tags). Missing folders are made.
+    user's): with them, the service's `translation_group` is a tag too; "json" adds
+    `by_tag`, the figures per value of each tag, "xlsx" a sheet per tag (`By client`),
+    and "html" a table per tag, this period against the previous one, each number
+    opening its rows. Missing folders are made.
     """
     if format not in _DEFAULT_NAMES:
         raise ToolkitError(f'format must be "html", "json" or "xlsx", not {format!r}')
     check_zone(tz)
     source = store if isinstance(store, SnapshotStore) else SnapshotStore(store)
-    if tags is not None and format != "html":  # the service's groups join the user's tags
+    if tags is not None:  # the service's groups join the user's tags
         try:
             tags = with_groups(tags, [source], until=until, tz=tz)
         except ValueError as exc:
@@ -83,7 +84,8 @@ def report(
         if format == "json":
             figs = figures(Observed(source), since=since, until=until, days=days, tz=tz)
         else:
-            weekly = gather(Observed(source), since=since, until=until, days=days, tz=tz)
+            weekly = gather(Observed(source), since=since, until=until, days=days, tz=tz,
+                            tags=tags)  # fmt: skip
     except ValueError as exc:
         raise ToolkitError(f"the store {source.root!r}: {exc}") from exc
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,16 +24,18 @@ import pandas as pd
 from toolkit import metrics, plots
 from toolkit.formatting import hours, show, whole_or_dash
 from toolkit.reporting import weekly as material
+from toolkit.reporting.agency_drilldown import ROWS_STYLE, Drilldown
 from toolkit.reporting.drilldown import link, section
-from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures
+from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, header_of
+from toolkit.reporting.linked_tables import WEEKS_STYLE, tag_sections
 from toolkit.reporting.rework_causes import CAUSES
-from toolkit.reporting.weekly import Weekly, sentences, track_record
+from toolkit.reporting.weekly import Weekly, sentences, tag_drilldown, track_record
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["STYLE", "header_of"]
+__all__ = ["STYLE"]
 
 REWORK_COLOR = "#d0454c"
 NEW_COLOR = "#4f8fc0"
@@ -58,10 +60,12 @@ td a { color: inherit; text-decoration: underline dotted; } section:target { bac
 
 
 def render(weekly: Weekly, *, title: str) -> str:
+    drill = tag_drilldown(weekly)
+    style = STYLE + (WEEKS_STYLE + ROWS_STYLE if drill else "")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<title>{escape(title)}</title><style>{style}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="when">{escape(material.period_line(weekly))}</p>',
         '<ul class="story">',
@@ -75,6 +79,7 @@ def render(weekly: Weekly, *, title: str) -> str:
             material.nothing_over_the_period,
             lambda w: [_change_table(w.figures, w.previous, opened=w.explained)],
         ),
+        *(_tag_tables(weekly, drill) if drill else []),
         "<h2>Review and forecast</h2>",
         f'<p class="record">{escape(track_record(weekly))}</p>',
         _review_table(weekly),
@@ -86,6 +91,7 @@ def render(weekly: Weekly, *, title: str) -> str:
         *_section(weekly, _nothing_in_status, _status_section),
         '<h2 id="explanations">Where each figure comes from</h2>',
         *_section(weekly, _nothing_to_open, _explanations),
+        *(drill.sections("Where each number by a tag comes from") if drill else []),
         "</body></html>",
     ]
     return "\n".join(parts)
@@ -117,6 +123,17 @@ def _nothing_to_open(weekly: Weekly) -> str | None:
 
 def _explanations(weekly: Weekly) -> list[str]:
     return section(weekly.explained, weekly.period, str(weekly.observed.store.root))
+
+
+def _tag_tables(weekly: Weekly, drill: Drilldown) -> list[str]:
+    """The figures by each tag, this period against the previous one (the agency
+    page's tables, one workspace): `<h2>By client</h2>`, a row per value."""
+    return [
+        *tag_sections(weekly.tags, weekly.by_tag, weekly.totals, drill),
+        f'<p class="note">Each number {escape(weekly.period.label())}, then the previous '
+        f"period's ({escape(weekly.previous.period.label())}) in grey; an underlined number "
+        "opens the rows that make it, below.</p>",
+    ]
 
 
 def _nothing_in_projects(weekly: Weekly) -> str | None:
@@ -181,11 +198,6 @@ def _hours(value: float) -> str:
 
 def _share(part: float, whole: float) -> str:
     return "–" if pd.isna(part) or pd.isna(whole) or not whole else f"{part / whole:.0%}"
-
-
-def header_of(name: str) -> str:
-    """A column's header on the page: the registry's label (toolkit.metrics), capitalised."""
-    return metrics.header(name).capitalize()
 
 
 def _table(

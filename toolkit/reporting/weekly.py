@@ -24,7 +24,8 @@ Decisions:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -34,14 +35,16 @@ from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores, summed_scor
 from toolkit.analysis.calibration import Calibration, calibrated
 from toolkit.analysis.forecast import FREQ, WINDOW
 from toolkit.analysis.observed import Observed, observe
+from toolkit.reporting.agency_drilldown import Drilldown, Scope, explained_week
 from toolkit.reporting.drilldown import explained
-from toolkit.reporting.figures import TICK, Figures, Period, figures
+from toolkit.reporting.figures import FIGURES, TICK, Figures, Period, figures
 from toolkit.reporting.rework_causes import CAUSE_WORDS, CAUSES, rework_causes
+from toolkit.reporting.tags import Tags, sum_by_tag
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["Weekly", "gather", "sentences", "track_record"]
+__all__ = ["Weekly", "gather", "sentences", "tag_drilldown", "track_record"]
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,41 @@ class Weekly:
     review: pd.DataFrame  # analysis.review_backlog at the period's last snapshot
     observed: Observed
     explained: dict[str, pd.DataFrame]  # the rows behind each number the page links
+    # The projects' tags (a watch config's [tags]); with them the page groups the
+    # figures by each tag, both periods, each number opening its rows: the previous
+    # period's rows are read for that alone.
+    tags: Tags = field(default_factory=dict)
+    previous_explained: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def period(self) -> Period:
         return self.figures.period
+
+    def by_tag(self, key: str, which: str = "figures") -> pd.DataFrame:
+        """The headline figures per value of tag `key`, this period's (`figures`) or the
+        previous one's (`previous`)."""
+        return sum_by_tag(getattr(self, which).projects, self.tags, key)
+
+    def totals(self, which: str = "figures") -> Mapping[str, Any]:
+        """Every project's figures together, this period's or the previous one's."""
+        totals: Mapping[str, Any] = getattr(self, which).totals
+        return totals
+
+
+def tag_drilldown(weekly: Weekly) -> Drilldown | None:
+    """The anchors and sections of the rows behind each number of the page's tables by
+    a tag (the agency page's scheme, this workspace its one scope); None without tags."""
+    if not weekly.tags:
+        return None
+    root = weekly.observed.store.root
+    periods = {"figures": weekly.period, "previous": weekly.previous.period}
+    rows = {"figures": {name: weekly.explained[name] for name in FIGURES
+                        if name in weekly.explained},
+            "previous": weekly.previous_explained}  # fmt: skip
+    scope = Scope(Path(str(root)).name or str(root), str(root), periods, rows, {},
+                  {which: getattr(weekly, which).projects for which in periods},
+                  {which: getattr(weekly, which).totals for which in periods})  # fmt: skip
+    return Drilldown([scope], weekly.tags)
 
 
 def gather(
@@ -70,9 +104,11 @@ def gather(
     until: pd.Timestamp | str | None = None,
     days: int = 7,
     tz: str | None = None,
+    tags: Tags | None = None,
 ) -> Weekly:
     """The report's material; `tz` is the zone of its days (default UTC). A single
-    snapshot is enough: what needs a period then says so (`nothing_over_the_period`)."""
+    snapshot is enough: what needs a period then says so (`nothing_over_the_period`).
+    `tags`: the projects' tags, to group the figures by (`Weekly.tags`)."""
     obs = observe(store)
     if not obs.times:
         raise ValueError(
@@ -113,6 +149,8 @@ def gather(
         review=review,
         observed=obs,
         explained=explained(obs, when),
+        tags=dict(tags or {}),
+        previous_explained=explained_week(obs, previous.period) if tags else {},
     )
 
 

@@ -4,18 +4,22 @@
 tk.report(store, "week.xlsx", format="xlsx")
 ```
 
-Four sheets, written by openpyxl (through pandas' `ExcelWriter`): `Figures` (each
-project's headline figures and the total, as `figures.json` has them), `Explanations`
-(every headline figure's rows, `tk.explain`), `Forecast` (`tk.analysis.forecast` at
-the period's last snapshot) and `About` (the period, and what each figure counts). A
-header is the registry's label with its unit (`credits spent (credits)`); counts and
-credits are whole numbers, shown with a thousands separator; times are in UTC (a
-spreadsheet cell has no zone) and their headers say so.
+Written by openpyxl (through pandas' `ExcelWriter`): `Figures` (each project's headline
+figures and the total, as `figures.json` has them), a sheet per tag with `tags=`
+(`By client`), `Explanations` (every figure `tk.explain` opens: what it counts, its
+unit, how its rows make it, how many rows, its value, and a link to its sheet),
+`Forecast` (`tk.analysis.forecast` at the period's last snapshot), `About` (the period,
+and what each headline figure counts), then a sheet per explained figure with rows,
+named by its key (`credits`): its rows, the value headed with the figure's label and
+unit. A header is the registry's label with its unit (`credits spent (credits)`);
+counts and credits are whole numbers, shown with a thousands separator; times are in
+UTC (a spreadsheet cell has no zone) and their headers say so.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,7 +27,7 @@ import pandas as pd
 
 from toolkit import analysis, metrics
 from toolkit.analysis.observed import Observed
-from toolkit.reporting.explanations import explain
+from toolkit.reporting.explanations import EXPLAINED, HOW, TAKEN, explain, recount
 from toolkit.reporting.figures import FIGURES, Figures, figures, label
 from toolkit.reporting.tags import Tags, by_tag, keys_of
 
@@ -32,6 +36,10 @@ __all__ = ["heading", "write_xlsx"]
 _WHOLE: Final = "#,##0"
 _TIME_FORMAT: Final = "yyyy-mm-dd hh:mm"
 _SHEETS: Final = ("Figures", "Explanations", "Forecast", "About")
+# The rows a sheet holds below its header (Excel's limit: 1,048,576 rows). A figure
+# with more rows (a year's review lags at 1,000,000 chapters) shows the first ones; its
+# index row says so and names the command that writes every one.
+SHEET_ROWS: Final = 1_048_575
 
 
 def write_xlsx(
@@ -50,23 +58,29 @@ def write_xlsx(
     a sheet per tag after `Figures` (`By client`): the figures per value of the tag."""
     figs = figures(store, since=since, until=until, days=days, tz=tz)
     when = figs.period
-    rows = [
-        explain(store, name, since=when.since, until=when.until, tz=when.tz) for name in FIGURES
-    ]
+    rows = {
+        name: explain(store, name, since=when.since, until=when.until, tz=when.tz)
+        for name in EXPLAINED
+    }
     by = keys_of(tags) if tags else []  # a sheet per tag: `By client` (31 characters at most)
     grouped = {f"By {key}"[:31]: _tag_sheet(figs, tags or {}, key) for key in by}
+    # A sheet per figure with rows, named by its key (28 characters at most, of 31).
+    opened = {name: _figure_sheet(name, found.head(SHEET_ROWS))
+              for name, found in rows.items() if len(found)}  # fmt: skip
     sheets = {
         "Figures": _figures_sheet(figs),
         **grouped,
         "Explanations": _explanations_sheet(rows),
         "Forecast": _forecast_sheet(store, figs),
         "About": _about_sheet(figs),
+        **opened,
     }
     path = Path(path)
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
         for name, frame in sheets.items():
             frame.to_excel(writer, sheet_name=name, index=False)
             _format(writer.sheets[name], frame)
+        _link_sheets(writer.sheets["Explanations"], sheets["Explanations"])
     return path
 
 
@@ -100,18 +114,71 @@ def _tag_sheet(figs: Figures, tags: Tags, key: str) -> pd.DataFrame:
     return table.rename(columns={name: heading(name) for name in ("projects", *FIGURES)})
 
 
-def _explanations_sheet(rows: list[pd.DataFrame]) -> pd.DataFrame:
-    found = [frame for frame in rows if len(frame)]
-    frame = pd.concat(found, ignore_index=True) if found else rows[0]
-    frame = frame.assign(
-        unit=frame["figure"].astype(object).map(lambda name: metrics.FIGURES[name].unit)
-    )
-    columns = ["figure", "project", "chapter", "language_code", "source", "source_id", "at",
-               "started_at", "finished_at", "rule", "detail", "value", "unit"]  # fmt: skip
-    frame = _naive(frame[columns])
-    return frame.rename(
-        columns={"at": "at (UTC)", "started_at": "started (UTC)", "finished_at": "finished (UTC)"}
-    ).rename(columns=lambda c: metrics.header(c) if c not in ("value", "unit") else c)
+def _explanations_sheet(rows: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Every explained figure: what it counts, its unit, how its rows make it, how many
+    rows, its value (`recount`: the figure as every surface shows it), and its sheet."""
+    said = []
+    for name, found in rows.items():
+        figure = metrics.FIGURES[name]
+        made = recount(found, name) if len(found) else None
+        if isinstance(made, pd.Timestamp):
+            made = made.tz_convert("UTC").tz_localize(None)
+        elif made is not None and figure.format in ("count", "credits"):
+            made = int(made)
+        cut = (f"its first {SHEET_ROWS:,} rows (a sheet holds no more); every row: "
+               f"toolkit explain {name} --csv FILE") if len(found) > SHEET_ROWS else ""  # fmt: skip
+        said.append({"figure": name, "what it counts": figure.words, "unit": figure.unit,
+                     "taken as": TAKEN[HOW[name]], "rows": len(found),
+                     "value": made, "sheet": name if len(found) else "", "note": cut})  # fmt: skip
+    frame = pd.DataFrame(said)
+    frame["rows"] = frame["rows"].astype("Int64")
+    return frame
+
+
+def _figure_sheet(name: str, found: pd.DataFrame) -> pd.DataFrame:
+    """One figure's rows: the value headed with the figure's label and unit (a ratio's:
+    its numerator and denominator), whole numbers where the figure is whole; columns
+    that are empty for every row left out."""
+    figure = metrics.FIGURES[name]
+    columns = ["project", "chapter", "language_code", "source", "source_id", "at",
+               "started_at", "finished_at", "rule", "detail", "value", "denominator",
+               "counts"]  # fmt: skip
+    frame = _naive(found[columns])
+    value = frame["value"].astype("Float64")
+    whole = figure.format in ("count", "credits") and bool((value.dropna() % 1 == 0).all())
+    frame["value"] = value.astype("Int64") if whole else value
+    if HOW[name] != "ratio":
+        frame = frame.drop(columns=["denominator"])
+    if frame["counts"].all():  # say which rows count only where some do not
+        frame = frame.drop(columns=["counts"])
+    keep = [c for c in frame.columns if c in ("project", "value") or frame[c].notna().any()]
+    return frame[keep].rename(columns={
+        "at": "at (UTC)", "started_at": "started (UTC)", "finished_at": "finished (UTC)",
+        "value": _value_heading(name), "denominator": "denominator",
+        "counts": "counts"}).rename(columns=metrics.header)  # fmt: skip
+
+
+def _value_heading(name: str) -> str:
+    """The header of a figure's values: `credits spent (credits)`; a moment's values are
+    hours after the snapshot; a ratio's its numerators."""
+    if HOW[name] == "latest":
+        return "hours after the snapshot (hours)"
+    if HOW[name] == "ratio":
+        return "numerator"
+    return heading(name)
+
+
+def _link_sheets(sheet: Any, index: pd.DataFrame) -> None:
+    """Each figure's sheet name in the Explanations sheet opens that sheet."""
+    from openpyxl.worksheet.hyperlink import Hyperlink
+
+    at = list(index.columns).index("sheet") + 1
+    for row, name in enumerate(index["sheet"], start=2):
+        if name:
+            cell = sheet.cell(row=row, column=at)
+            # A place in the workbook (`location`), not a file or an address (`target`).
+            cell.hyperlink = Hyperlink(ref=cell.coordinate, location=f"'{name}'!A1")
+            cell.style = "Hyperlink"
 
 
 def _forecast_sheet(store: Observed, figs: Figures) -> pd.DataFrame:
