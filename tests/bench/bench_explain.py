@@ -5,7 +5,8 @@ The store is benchmark 3's synthetic history (`bench_history.kept`): the year by
 default, or `--days N` of it (the year took 35 minutes to write at load 8-11 on the
 shared machine, and is kept in `--store` for the next run; a week's explanation reads
 the week, and the whole history only where the figure's own analysis does). Each
-figure is timed on a fresh `SnapshotStore` (nothing cached), `--runs` times, and every explanation is checked to sum to `figures`' total.
+figure is timed on a fresh `SnapshotStore` (nothing cached), `--runs` times, and every
+explanation is checked to sum to `figures`' total.
 Command: `python -m tests.bench explain --days 14 --store DIR`.
 """
 
