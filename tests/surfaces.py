@@ -122,10 +122,10 @@ def figures_json(path: Path) -> Readings:
 
 
 def xlsx(path: Path) -> Readings:
-    """The sheets of a number per project: Figures and Forecast (a figure's own sheet
+    """The sheets of a number per project: figures and forecast (a figure's own sheet
     holds its rows, a number per chapter)."""
     found: Readings = {}
-    for frame in pd.read_excel(path, sheet_name=["Figures", "Forecast"]).values():
+    for frame in pd.read_excel(path, sheet_name=["figures", "forecast"]).values():
         if "project" not in frame.columns:
             continue
         for row in frame.to_dict("records"):

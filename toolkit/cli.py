@@ -779,7 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
     shape.add_argument(
         "--xlsx", action="store_true",
         help="a spreadsheet of the figures, their explanations and the forecast, as "
-        "--out/weekly-report.xlsx",
+        "--out/figures.xlsx",
     )  # fmt: skip
     report.add_argument("--days", type=_days, default=7, help="days the page or figures cover")
     report.add_argument(

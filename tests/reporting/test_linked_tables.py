@@ -58,11 +58,14 @@ def by_tag(page: Page, key: str) -> dict[str, list[tuple[int | None, int | None]
 
 def test_every_number_by_a_tag_opens_rows_on_the_page_that_add_up_to_it(written, page):
     kinds, linked = opened(written, "UTC", marked=True)
+    # The config's two tags, then the service's translation group (no config needed).
     assert kinds == {f"explain-F-{week}{scope}" for week in ("now", "was")
-                     for scope in ("", "-w1-P", "-t1-V", "-t2-V")}  # fmt: skip
+                     for scope in ("", "-w1-P", "-t1-V", "-t2-V", "-t3-V")}  # fmt: skip
     # No run failed or stalled and no chapter waits for a person in these two weeks.
     assert linked == set(FIGURES) - {"runs_failed", "runs_stalled", "needs_action"}
-    assert [h for h in page.headings if h.startswith("By ")] == ["By client", "By team"]
+    assert [h for h in page.headings if h.startswith("By ")] == [
+        "By client", "By team", "By translation group"
+    ]  # fmt: skip
 
 
 def test_each_tag_s_numbers_are_explain_by_s_the_agency_page_s_and_the_ledger_s(

@@ -131,7 +131,7 @@ def test_the_page_of_a_period_no_snapshot_falls_in_says_so_per_section(tmp_path)
     [
         ("--html", "weekly-report.html"),
         ("--json", "figures.json"),
-        ("--xlsx", "weekly-report.xlsx"),
+        ("--xlsx", "figures.xlsx"),
         (None, "summary.csv"),  # the PNG report
     ],
     ids=["html", "json", "xlsx", "png"],

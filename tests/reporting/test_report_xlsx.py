@@ -22,11 +22,11 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
     store = trouble(tmp_path / "store")
     shown = json.loads(tk.report(store, tmp_path / "out", format="json").read_text())
     path = tk.report(store, tmp_path / "out", format="xlsx")
-    assert path == tmp_path / "out" / "weekly-report.xlsx"
+    assert path == tmp_path / "out" / "figures.xlsx"
 
     sheets = pd.read_excel(path, sheet_name=None)
     assert list(sheets)[: len(_SHEETS)] == list(_SHEETS)
-    table = sheets["Figures"].set_index("project")
+    table = sheets["figures"].set_index("project")
     assert list(table.columns) == [heading(name) for name in FIGURES]
     assert heading("credits") == "credits spent (credits)"
     for project in shown["projects"]:
@@ -39,21 +39,21 @@ def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
     sums = {name: int(sheets[name][heading(name)].sum()) if name in sheets else 0
             for name in FIGURES}  # fmt: skip
     assert sums == shown["totals"]
-    index = sheets["Explanations"].set_index("figure")
+    index = sheets["explanations"].set_index("figure")
     assert list(index.index) == list(EXPLAINED)
     assert index["unit"].to_dict() == {name: metrics.FIGURES[name].unit for name in EXPLAINED}
     assert "at (UTC)" in sheets["credits"].columns
 
     # The forecast's headers carry units; the About sheet says what each figure counts.
-    forecast = sheets["Forecast"]
+    forecast = sheets["forecast"]
     assert heading("remaining_lines") in forecast.columns
-    about = sheets["About"]
+    about = sheets["about"]
     assert metrics.FIGURES["rework_credits"].definition in set(about["what it is"])
 
     # openpyxl: whole numbers are stored as integers and shown with a thousands separator.
     book = openpyxl.load_workbook(path)
     assert book.sheetnames == list(sheets)
-    sheet = book["Figures"]
+    sheet = book["figures"]
     headers = [cell.value for cell in sheet[1]]
     column = headers.index(heading("credits")) + 1
     cells = [sheet.cell(row=r, column=column) for r in range(2, sheet.max_row + 1)]
@@ -66,9 +66,9 @@ def test_the_command_writes_the_workbook_into_out(tmp_path, capsys):
     trouble(tmp_path / "store")
     out = tmp_path / "report"
     assert main(["report", "--store", str(tmp_path / "store"), "--out", str(out), "--xlsx"]) == 0
-    path = out / "weekly-report.xlsx"
+    path = out / "figures.xlsx"
     assert capsys.readouterr().out == (f"Figures, explanations and forecast written to {path}\n")
-    assert pd.read_excel(path, sheet_name="Figures").shape[0] == 3  # two projects, the total
+    assert pd.read_excel(path, sheet_name="figures").shape[0] == 3  # two projects, the total
 
 
 def test_a_store_without_snapshots_is_named(tmp_path):
@@ -98,7 +98,7 @@ def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
     # the figure they make (recount), as every surface shows it.
     when = {key: pd.Timestamp(shown["period"][key]) for key in ("start", "end")}
     period = tk.reporting.figures.figures(store).period
-    index = sheets["Explanations"].set_index("figure")
+    index = sheets["explanations"].set_index("figure")
     for name in EXPLAINED:
         rows = tk.explain(store, name, since=period.since, until=period.until)
         assert index.loc[name, "rows"] == len(rows), name
@@ -120,7 +120,7 @@ def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
 
     end = pd.Timestamp(shown["period"]["end"])
     expected = tk.analysis.forecast(store, by="project_id", until=end)
-    forecast = sheets["Forecast"]
+    forecast = sheets["forecast"]
     for name in ("open_chapters", "remaining_lines", "needs_action", "needs_action_lines"):
         assert forecast[heading(name)].tolist() == expected[name].astype(int).tolist(), name
     assert forecast[heading("project")].tolist() == expected["project"].tolist()
@@ -133,9 +133,9 @@ def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
 
     book = openpyxl.load_workbook(path)
     whole = {
-        "Figures": [heading(name) for name in FIGURES],
+        "figures": [heading(name) for name in FIGURES],
         **{name: [heading(name)] for name in FIGURES if name in sheets},
-        "Forecast": [heading(n) for n in ("open_chapters", "remaining_lines", "needs_action")],
+        "forecast": [heading(n) for n in ("open_chapters", "remaining_lines", "needs_action")],
     }
     for sheet, columns in whole.items():
         headers = [cell.value for cell in book[sheet][1]]
@@ -156,7 +156,7 @@ def test_each_sheet_equals_its_source_and_keeps_whole_numbers_whole(tmp_path):
         summed[row[of]] = summed.get(row[of], 0) + row[at]
     assert summed == {p["project"]: p["credits"] for p in shown["projects"] if p["credits"]}
     # The index opens each figure's sheet.
-    index_sheet = book["Explanations"]
+    index_sheet = book["explanations"]
     links = {c.value: c.hyperlink.location for c in index_sheet["G"][1:] if c.hyperlink}
     assert links["credits"] == "'credits'!A1"
 
@@ -180,10 +180,10 @@ def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tm
     assert main([*argv, "--json"]) == 0
     capsys.readouterr()
     shown = json.loads((tmp_path / "out" / "figures.json").read_text())
-    sheets = pd.read_excel(tmp_path / "out" / "weekly-report.xlsx", sheet_name=None)
+    sheets = pd.read_excel(tmp_path / "out" / "figures.xlsx", sheet_name=None)
     # The service's translation group is a tag too, with no config (here one for both).
     assert list(sheets)[: len(_SHEETS) + 3] == [
-        "Figures", "By client", "By team", "By translation_group", *_SHEETS[1:]
+        "figures", "by client", "by team", "by translation_group", *_SHEETS[1:]
     ]  # fmt: skip
     groups = tk.analysis.project_groups(store)
     assert not groups["translation_group"].isin(["(unknown)"]).any()
@@ -196,7 +196,7 @@ def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tm
     assert [row["client"] for row in shown["by_tag"]["client"]] == ["Acme", "Brio"]
     assert [row["team"] for row in shown["by_tag"]["team"]] == ["north", "(untagged)"]
     for key, table in expected.items():
-        sheet = sheets[f"By {key}"].set_index(key)
+        sheet = sheets[f"by {key}"].set_index(key)
         assert sheet.index[-1] == "(all projects)"
         for row, written in zip(table.to_dict("records"), shown["by_tag"][key], strict=True):
             assert written == {k: (int(v) if k != key else v) for k, v in row.items()}
@@ -222,7 +222,7 @@ def test_a_figure_with_more_rows_than_a_sheet_holds_shows_the_first_and_says_so(
     store = trouble(tmp_path / "store")
     path = tk.report(store, tmp_path / "out.xlsx", format="xlsx")
     sheets = pd.read_excel(path, sheet_name=None)
-    index = sheets["Explanations"].set_index("figure")
+    index = sheets["explanations"].set_index("figure")
     assert index.loc["credits", "rows"] == 5 and len(sheets["credits"]) == 2
     assert index.loc["credits", "note"] == (
         "its first 2 rows (a sheet holds no more); every row: toolkit explain credits --csv FILE"

@@ -24,7 +24,7 @@ __all__ = ["report"]
 _DEFAULT_NAMES = {
     "html": "weekly-report.html",
     "json": "figures.json",
-    "xlsx": "weekly-report.xlsx",
+    "xlsx": "figures.xlsx",
 }
 
 
@@ -46,13 +46,13 @@ def report(
     `weekly-report.html`), or "json", the period's figures (`out` the folder to write
     `figures.json` into, or a path ending in `.json`; default `figures.json`), or "xlsx",
     a workbook of the figures, their explanations and the forecast (`out` its path, or
-    the folder to write `weekly-report.xlsx` into; default `weekly-report.xlsx`). The window
+    the folder to write `figures.xlsx` into; default `figures.xlsx`). The window
     is the `days` days up to the last snapshot, or `since`..`until` (UTC when no zone is
     given). tz: the zone the page's days, midnights and times are in, and a naive
     `since`/`until` is read in (default UTC). tags: the projects' tags (`{"Moonlit
     Harbor": {"client": "Acme"}}`, a watch config's `[tags]`; `{}` for none of the
     user's): with them, the service's `translation_group` is a tag too; "json" adds
-    `by_tag`, the figures per value of each tag, "xlsx" a sheet per tag (`By client`),
+    `by_tag`, the figures per value of each tag, "xlsx" a sheet per tag (`by client`),
     and "html" a table per tag, this period against the previous one, each number
     opening its rows. Missing folders are made.
     """

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pandas as pd
 
+from toolkit.analysis.groups import GROUP_KEY
 from toolkit.formatting import whole_or_dash
 from toolkit.reporting.figures import FIGURES, header_of
 from toolkit.reporting.tags import UNTAGGED, Tags, keys_of
@@ -90,6 +91,7 @@ def tag_sections(tags: Tags, by_tag: ByTag, totals: Totals, drill: Drilldown) ->
         rows.append(["All projects", f"{sum(int(row['projects']) for row in now):,}", *every])
         parts += [f"<h2>By {escape(words)}</h2>", cells_table(header, rows, total=True)]
         if any(row[key] == UNTAGGED for row in now):
-            parts.append(f'<p class="note">{UNTAGGED}: projects the config gives no {escape(words)}'
+            giver = "the service" if key == GROUP_KEY else "the config"
+            parts.append(f'<p class="note">{UNTAGGED}: projects {giver} gives no {escape(words)}'
                          ".</p>")  # fmt: skip
     return parts

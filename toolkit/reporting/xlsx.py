@@ -4,11 +4,11 @@
 tk.report(store, "week.xlsx", format="xlsx")
 ```
 
-Written by openpyxl (through pandas' `ExcelWriter`): `Figures` (each project's headline
+Written by openpyxl (through pandas' `ExcelWriter`): `figures` (each project's headline
 figures and the total, as `figures.json` has them), a sheet per tag with `tags=`
-(`By client`), `Explanations` (every figure `tk.explain` opens: what it counts, its
+(`by client`), `explanations` (every figure `tk.explain` opens: what it counts, its
 unit, how its rows make it, how many rows, its value, and a link to its sheet),
-`Forecast` (`tk.analysis.forecast` at the period's last snapshot), `About` (the period,
+`forecast` (`tk.analysis.forecast` at the period's last snapshot), `about` (the period,
 and what each headline figure counts), then a sheet per explained figure with rows,
 named by its key (`credits`): its rows, the value headed with the figure's label and
 unit. A header is the registry's label with its unit (`credits spent (credits)`);
@@ -35,7 +35,8 @@ __all__ = ["heading", "write_xlsx"]
 
 _WHOLE: Final = "#,##0"
 _TIME_FORMAT: Final = "yyyy-mm-dd hh:mm"
-_SHEETS: Final = ("Figures", "Explanations", "Forecast", "About")
+# The sheets' names are DESIGN.md's contract for `figures` (lower case, as the file).
+_SHEETS: Final = ("figures", "explanations", "forecast", "about")
 # The rows a sheet holds below its header (Excel's limit: 1,048,576 rows). A figure
 # with more rows (a year's review lags at 1,000,000 chapters) shows the first ones; its
 # index row says so and names the command that writes every one.
@@ -55,24 +56,24 @@ def write_xlsx(
     """Write the period's figures, their explanations and the forecast to `path` as an
     .xlsx workbook (`_SHEETS`); returns the path. The period is the one `figures`
     counts (`days` up to the last snapshot, or `since`..`until`, in `tz`). With `tags`,
-    a sheet per tag after `Figures` (`By client`): the figures per value of the tag."""
+    a sheet per tag after `figures` (`by client`): the figures per value of the tag."""
     figs = figures(store, since=since, until=until, days=days, tz=tz)
     when = figs.period
     rows = {
         name: explain(store, name, since=when.since, until=when.until, tz=when.tz)
         for name in EXPLAINED
     }
-    by = keys_of(tags) if tags else []  # a sheet per tag: `By client` (31 characters at most)
-    grouped = {f"By {key}"[:31]: _tag_sheet(figs, tags or {}, key) for key in by}
+    by = keys_of(tags) if tags else []  # a sheet per tag: `by client` (31 characters at most)
+    grouped = {f"by {key}"[:31]: _tag_sheet(figs, tags or {}, key) for key in by}
     # A sheet per figure with rows, named by its key (28 characters at most, of 31).
     opened = {name: _figure_sheet(name, found.head(SHEET_ROWS))
               for name, found in rows.items() if len(found)}  # fmt: skip
     sheets = {
-        "Figures": _figures_sheet(figs),
+        "figures": _figures_sheet(figs),
         **grouped,
-        "Explanations": _explanations_sheet(rows),
-        "Forecast": _forecast_sheet(store, figs),
-        "About": _about_sheet(figs),
+        "explanations": _explanations_sheet(rows),
+        "forecast": _forecast_sheet(store, figs),
+        "about": _about_sheet(figs),
         **opened,
     }
     path = Path(path)
@@ -80,7 +81,7 @@ def write_xlsx(
         for name, frame in sheets.items():
             frame.to_excel(writer, sheet_name=name, index=False)
             _format(writer.sheets[name], frame)
-        _link_sheets(writer.sheets["Explanations"], sheets["Explanations"])
+        _link_sheets(writer.sheets["explanations"], sheets["explanations"])
     return path
 
 
@@ -169,7 +170,7 @@ def _value_heading(name: str) -> str:
 
 
 def _link_sheets(sheet: Any, index: pd.DataFrame) -> None:
-    """Each figure's sheet name in the Explanations sheet opens that sheet."""
+    """Each figure's sheet name in the explanations sheet opens that sheet."""
     from openpyxl.worksheet.hyperlink import Hyperlink
 
     at = list(index.columns).index("sheet") + 1
