@@ -65,14 +65,7 @@ def report(
             tags = with_groups(tags, [source], until=until, tz=tz)
         except ValueError as exc:
             raise ToolkitError(str(exc)) from exc
-    path = Path(out) if out is not None else Path(f"{_DEFAULT_NAMES[format]}")
-    if format in ("json", "xlsx") and path.suffix != f".{format}":
-        path = path / _DEFAULT_NAMES[format]
-    if path.is_dir():
-        raise ToolkitError(
-            f"{str(path)!r} is a folder; give the page's file name, such as "
-            f"{str(path / _DEFAULT_NAMES[format])!r}"
-        )
+    path = _output_path(out, format)
     if format == "xlsx":
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -99,4 +92,18 @@ def report(
         else "Translation week"
     )
     path.write_text(render(weekly, title=title or heading), encoding="utf-8")
+    return path
+
+
+def _output_path(out: str | os.PathLike[str] | None, format: str) -> Path:
+    """Where `format` is written: `out`, or the format's file in the folder `out` names
+    (json and xlsx), or the format's file here; a folder where a page goes is refused."""
+    path = Path(out) if out is not None else Path(f"{_DEFAULT_NAMES[format]}")
+    if format in ("json", "xlsx") and path.suffix != f".{format}":
+        path = path / _DEFAULT_NAMES[format]
+    if path.is_dir():
+        raise ToolkitError(
+            f"{str(path)!r} is a folder; give the page's file name, such as "
+            f"{str(path / _DEFAULT_NAMES[format])!r}"
+        )
     return path
