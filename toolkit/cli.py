@@ -663,15 +663,32 @@ def _sql(args: argparse.Namespace) -> None:
         events = sql.has_events(root) if args.events is None else args.events == "yes"
         # A remote store is not opened to print its script: its exports table is assumed.
         exports = "://" in root or sql.has_exports(root)
-        print(sql.script(args.figure, root, events=events, exports=exports), end="")
+        write = sql.spark_script if args.engine == "spark" else sql.script
+        print(write(args.figure, root, events=events, exports=exports), end="")
         return
     if args.events is not None:
         raise ToolkitError(
             "--events says what a printed script reads (--print); a figure run here "
             "looks at the store's events itself: leave --events out or add --print"
         )
-    frame = sql.run_figure(args.figure, root)
+    if args.engine == "spark":
+        frame = sql.run_figure_spark(_spark_session(), args.figure, root)
+    else:
+        frame = sql.run_figure(args.figure, root)
     print(frame.to_csv(index=False), end="")
+
+
+def _spark_session() -> Any:
+    """This process's SparkSession: the cluster's under `spark-submit`, else a local one."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ToolkitError(
+            "--engine spark needs pyspark: `pip install 'chapter-translation-toolkit[spark]'`"
+            " (and Java 17 or later), or run the command under spark-submit; "
+            "`--print --engine spark` writes the script for spark-sql without it"
+        ) from None
+    return SparkSession.builder.appName("toolkit sql").getOrCreate()
 
 
 def _watch(args: argparse.Namespace) -> None:
@@ -910,6 +927,11 @@ def build_parser() -> argparse.ArgumentParser:
     figure_sql.add_argument(
         "--events", choices=("yes", "no"), default=None,
         help="with --print: whether the store holds webhook events (default: look)",
+    )  # fmt: skip
+    figure_sql.add_argument(
+        "--engine", choices=("duckdb", "spark"), default="duckdb",
+        help="spark: Spark SQL in materialized steps, run on this process's SparkSession "
+        "(pyspark, or under spark-submit) or printed for spark-sql -f (default duckdb)",
     )  # fmt: skip
     figure_sql.set_defaults(handler=_sql)
 
