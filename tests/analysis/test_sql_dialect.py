@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 
 from toolkit.analysis.sql import FIGURES, spark_steps
-from toolkit.analysis.sql.dialect import SparkRenderError, cte_steps, to_spark
+from toolkit.analysis.sql.dialect import cte_steps, to_spark
+from toolkit.errors import QueryError
 
 
 def test_a_duckdb_construct_no_rewrite_knows_is_refused_not_rendered_half():
     # An `ASOF` join of another shape than the events' one: no rewrite fits it.
-    with pytest.raises(SparkRenderError, match=r"still has DuckDB's .*ASOF"):
+    with pytest.raises(QueryError, match=r"still has DuckDB's .*ASOF"):
         to_spark("SELECT * FROM a ASOF JOIN b ON a.t >= b.t")
     assert to_spark("SELECT round_even(x, 0), epoch_us(t) FROM a") == (
         "SELECT bround(x, 0), unix_micros(t) FROM a"

@@ -6,8 +6,8 @@ them is in docs/store.md, "The run figures on Spark"). The few that are one plac
 shape (the runs of a row taken apart, the events before a run's window, the count of
 `lead_times`, the first copy of each delivery, the rows read for their files alone) are
 replaced whole. A text that no longer has the shape a rewrite expects is refused rather
-than rendered half (`SparkRenderError`), so a change to the DuckDB text that needs a new
-rewrite fails the test, not a user's cluster.
+than rendered half (a `QueryError` naming what is left), so a change to the DuckDB text
+that needs a new rewrite fails the test, not a user's cluster.
 
 `cte_steps` cuts a query into its CTEs, each a step of its own (`spark.py` says why).
 """
@@ -18,11 +18,7 @@ import re
 
 from toolkit.errors import QueryError
 
-__all__ = ["SparkRenderError", "cte_steps", "to_spark"]
-
-
-class SparkRenderError(QueryError):
-    """The DuckDB text lacks a shape a rewrite expects: the rewrite needs updating."""
+__all__ = ["cte_steps", "to_spark"]
 
 
 def to_spark(text: str) -> str:
@@ -39,7 +35,10 @@ def to_spark(text: str) -> str:
     text = _literals(text)
     left = [word for word in _DUCKDB_ONLY if re.search(word, text)]
     if left:
-        raise SparkRenderError(f"the Spark text still has DuckDB's {', '.join(left)}")
+        raise QueryError(
+            f"the Spark text still has DuckDB's {', '.join(left)}: a rewrite of "
+            "toolkit/analysis/sql/dialect.py needs updating for the DuckDB text"
+        )
     return text
 
 
