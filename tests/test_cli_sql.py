@@ -91,6 +91,7 @@ def test_the_spark_script_reads_delta_tables_and_writes_each_step_as_a_table(cap
     # Printed without pyspark; it is run step by step in tests/analysis/test_reference_runs.py.
     root = "s3a://bucket/snapshots"
     argv = ["sql", "lead_times", "--store", root, "--engine", "spark", "--print", "--events", "no"]
+    # (Without --events the store is looked at, read as s3://bucket/snapshots.)
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "SET spark.sql.session.timeZone=UTC;" in text

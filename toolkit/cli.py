@@ -660,9 +660,10 @@ def _sql(args: argparse.Namespace) -> None:
 
     root = store_path(args.store)
     if args.print:
-        events = sql.has_events(root) if args.events is None else args.events == "yes"
+        here = sql.toolkit_uri(root)  # `s3a://`, as Spark spells S3, read as `s3://`
+        events = sql.has_events(here) if args.events is None else args.events == "yes"
         # A remote store is not opened to print its script: its exports table is assumed.
-        exports = "://" in root or sql.has_exports(root)
+        exports = "://" in root or sql.has_exports(here)
         write = sql.spark_script if args.engine == "spark" else sql.script
         print(write(args.figure, root, events=events, exports=exports), end="")
         return

@@ -43,6 +43,7 @@ from toolkit.analysis.sql.spark import (
     run_figures_spark,
     spark_script,
     spark_steps,
+    toolkit_uri,
 )
 
 __all__ = [
@@ -62,5 +63,6 @@ __all__ = [
     "script",
     "spark_script",
     "spark_steps",
+    "toolkit_uri",
     "views_sql",
 ]

@@ -49,6 +49,7 @@ __all__ = [
     "spark_script",
     "spark_steps",
     "spark_views_sql",
+    "toolkit_uri",
 ]
 
 SETTINGS = {
@@ -185,7 +186,7 @@ def register_tables(
     (`spark.sql.extensions` names Delta), else the files. `root` may be `s3a://`, as
     open-source Spark reads S3; the toolkit reads it as `s3://` with `storage_options`."""
     root = str(root).rstrip("/")
-    here = f"s3://{root.removeprefix('s3a://')}" if root.startswith("s3a://") else root
+    here = toolkit_uri(root)
     options = dict(storage_options or {})
     # The toolkit's own read first, as `engines.run_figure`: an old layout or a damaged
     # store is refused in words that say what to do.
@@ -211,6 +212,12 @@ def register_tables(
             frame = spark.read.parquet(*spelled)
         frame.createOrReplaceTempView(name)
     return events
+
+
+def toolkit_uri(root: str) -> str:
+    """`root` as the toolkit (delta-rs) reads it: open-source Spark reads S3 as `s3a://`,
+    the toolkit as `s3://`."""
+    return f"s3://{root.removeprefix('s3a://')}" if root.startswith("s3a://") else root
 
 
 def _shared(step_lists: list[list[tuple[str, str]]]) -> list[tuple[str, str]]:
