@@ -653,8 +653,9 @@ def _store_check(args: argparse.Namespace) -> None:
 
 
 def _sql(args: argparse.Namespace) -> None:
-    """The figure worked out by DuckDB from the store's Delta tables alone, as CSV; with
-    --print the script that does it, for `duckdb` where the store is (docs/store.md)."""
+    """The figure worked out by DuckDB (or, with --engine spark, Spark) from the store's
+    Delta tables alone, as CSV; with --print the script that does it, for `duckdb` (or
+    `spark-sql`) where the store is (docs/store.md)."""
     from toolkit.analysis import sql
     from toolkit.config import store_path
 
@@ -915,7 +916,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_store_check)
 
     figure_sql = commands.add_parser(
-        "sql", help="a run figure worked out by DuckDB from the store's tables, or its SQL"
+        "sql",
+        help="a run figure worked out by DuckDB (or Spark) from the store's tables, or its SQL",
     )
     figure_sql.add_argument(
         "figure", help="a run figure as the toolkit names it: runs, cycle_times, credit_spend, ..."
