@@ -1,9 +1,10 @@
 """`toolkit sql`: a run figure worked out by DuckDB from the store's Delta tables alone,
-or the script that does it for `duckdb` where the store is."""
+or the script that does it for `duckdb` (or `spark-sql`) where the store is."""
 
 from __future__ import annotations
 
 import io
+import sys
 
 import duckdb
 import pandas as pd
@@ -84,3 +85,29 @@ def test_a_store_without_snapshots_is_refused_saying_what_to_do(tmp_path, capsys
     assert main(["sql", "runs", "--store", str(tmp_path / "none")]) == 1
     err = capsys.readouterr().err
     assert "holds no snapshot yet: take one with `toolkit snapshot --store" in err
+
+
+def test_the_spark_script_reads_delta_tables_and_writes_each_step_as_a_table(capsys):
+    # Printed without pyspark; it is run step by step in tests/analysis/test_reference_runs.py.
+    root = "s3a://bucket/snapshots"
+    argv = ["sql", "lead_times", "--store", root, "--engine", "spark", "--print", "--events", "no"]
+    # (Without --events the store is looked at, read as s3://bucket/snapshots.)
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "SET spark.sql.session.timeZone=UTC;" in text
+    assert f"CREATE OR REPLACE TEMP VIEW chapters AS SELECT * FROM delta.`{root}/chapters`;" in text
+    assert "delta.`s3a://bucket/snapshots/events`" not in text  # no events, as asked
+    assert "CREATE DATABASE IF NOT EXISTS toolkit_steps;\n\nUSE toolkit_steps;" in text
+    assert (
+        "DROP TABLE IF EXISTS walk;\n\nCREATE TABLE walk USING parquet AS\nWITH RECURSIVE" in text
+    )
+    last = text.rstrip().removesuffix(";").rsplit(";\n\n", 1)[1]
+    assert last.lstrip().startswith("SELECT chapter_id, chapter, project_id")
+
+
+def test_spark_without_pyspark_is_refused_saying_what_to_install(store_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)  # as where it is not installed
+    assert main(["sql", "runs", "--store", store_path, "--engine", "spark"]) == 1
+    err = capsys.readouterr().err
+    assert "--engine spark needs pyspark: `pip install 'chapter-translation-toolkit[spark]'`" in err
+    assert "--print --engine spark" in err

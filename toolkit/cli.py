@@ -680,25 +680,44 @@ def _store_check(args: argparse.Namespace) -> None:
 
 
 def _sql(args: argparse.Namespace) -> None:
-    """The figure worked out by DuckDB from the store's Delta tables alone, as CSV; with
-    --print the script that does it, for `duckdb` where the store is (docs/store.md)."""
+    """The figure worked out by DuckDB (or, with --engine spark, Spark) from the store's
+    Delta tables alone, as CSV; with --print the script that does it, for `duckdb` (or
+    `spark-sql`) where the store is (docs/store.md)."""
     from toolkit.analysis import sql
     from toolkit.config import store_path
 
     root = store_path(args.store)
     if args.print:
-        events = sql.has_events(root) if args.events is None else args.events == "yes"
+        here = sql.toolkit_uri(root)  # `s3a://`, as Spark spells S3, read as `s3://`
+        events = sql.has_events(here) if args.events is None else args.events == "yes"
         # A remote store is not opened to print its script: its exports table is assumed.
-        exports = "://" in root or sql.has_exports(root)
-        print(sql.script(args.figure, root, events=events, exports=exports), end="")
+        exports = "://" in root or sql.has_exports(here)
+        write = sql.spark_script if args.engine == "spark" else sql.script
+        print(write(args.figure, root, events=events, exports=exports), end="")
         return
     if args.events is not None:
         raise ToolkitError(
             "--events says what a printed script reads (--print); a figure run here "
             "looks at the store's events itself: leave --events out or add --print"
         )
-    frame = sql.run_figure(args.figure, root)
+    if args.engine == "spark":
+        frame = sql.run_figure_spark(_spark_session(), args.figure, root)
+    else:
+        frame = sql.run_figure(args.figure, root)
     print(frame.to_csv(index=False), end="")
+
+
+def _spark_session() -> Any:
+    """This process's SparkSession: the cluster's under `spark-submit`, else a local one."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ToolkitError(
+            "--engine spark needs pyspark: `pip install 'chapter-translation-toolkit[spark]'`"
+            " (and Java 17 or later), or run the command under spark-submit; "
+            "`--print --engine spark` writes the script for spark-sql without it"
+        ) from None
+    return SparkSession.builder.appName("toolkit sql").getOrCreate()
 
 
 def _watch(args: argparse.Namespace) -> None:
@@ -926,7 +945,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_store_check)
 
     figure_sql = commands.add_parser(
-        "sql", help="a run figure worked out by DuckDB from the store's tables, or its SQL"
+        "sql",
+        help="a run figure worked out by DuckDB (or Spark) from the store's tables, or its SQL",
     )
     figure_sql.add_argument(
         "figure", help="a run figure as the toolkit names it: runs, cycle_times, credit_spend, ..."
@@ -939,6 +959,11 @@ def build_parser() -> argparse.ArgumentParser:
     figure_sql.add_argument(
         "--events", choices=("yes", "no"), default=None,
         help="with --print: whether the store holds webhook events (default: look)",
+    )  # fmt: skip
+    figure_sql.add_argument(
+        "--engine", choices=("duckdb", "spark"), default="duckdb",
+        help="spark: Spark SQL in materialized steps, run on this process's SparkSession "
+        "(pyspark, or under spark-submit) or printed for spark-sql -f (default duckdb)",
     )  # fmt: skip
     figure_sql.set_defaults(handler=_sql)
 

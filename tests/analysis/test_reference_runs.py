@@ -11,6 +11,7 @@ after failing) and compares every figure, from the snapshots alone and with the 
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,15 @@ from scenarios import (
 )
 
 from toolkit import analysis
-from toolkit.analysis.sql import ASKED_WITH, FIGURES, REFERENCES, reference_runs, run_figure
+from toolkit.analysis.sql import (
+    ASKED_WITH,
+    FIGURES,
+    REFERENCES,
+    figure_frame,
+    reference_runs,
+    run_figure,
+)
+from toolkit.analysis.sql.spark import register_tables, run_figures_spark, spark_script
 from toolkit.client import Client
 from toolkit.emulator import Emulator
 from toolkit.store import SnapshotStore
@@ -169,3 +178,67 @@ def test_duckdb_on_the_delta_tables_alone_gives_each_figure(seen, tmp_path, with
         )
     spend = run_figure("credit_spend", str(root))
     assert spend["rework_credits"].sum() > 0  # the rework is there to be compared
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory) -> Iterator[object]:
+    """A local Spark session, as small as Spark runs (one core, 1 GiB), its tables in a
+    folder of the test's; skipped where pyspark, or the Java it runs on, is not
+    installed."""
+    sql = pytest.importorskip("pyspark.sql")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("pyspark is installed but no Java to run it on")
+    session = (
+        sql.SparkSession.builder.master("local[1]")
+        .appName("toolkit-reference-runs")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
+        # A few rows: compiling the held pages' walk (a large expression) costs more
+        # than it saves.
+        .config("spark.sql.codegen.wholeStage", "false")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+# Some forty steps, each a Spark job, on one shared core: minutes, not the default 300 s.
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("with_events", [False, True])
+def test_spark_on_the_delta_tables_alone_gives_each_figure(seen, spark, tmp_path, with_events):
+    # The same SQL on Spark, step by step, over the Parquet files the tables' logs list
+    # (no Delta Lake package needed): the same frames as the toolkit's functions.
+    emulator, root = seen
+    if with_events:
+        root = Path(shutil.copytree(root, tmp_path / "store"))
+        SnapshotStore(root).record_events(events(emulator))
+    found = run_figures_spark(spark, str(root), read="files")
+    assert set(found) == set(FIGURES)
+    for name in FIGURES:
+        figure = getattr(analysis, name)(SnapshotStore(root), **ASKED_WITH.get(name, {}))
+        pd.testing.assert_frame_equal(
+            found[name].reset_index(drop=True), figure.reset_index(drop=True), obj=name
+        )
+    assert found["credit_spend"]["rework_credits"].sum() > 0
+
+
+@pytest.mark.timeout(1800)
+def test_the_spark_sql_script_gives_the_figure_step_by_step(seen, spark, tmp_path):
+    # What `spark-sql -f` runs (`toolkit sql FIGURE --engine spark --print`): its
+    # statements as printed, each step a table the next reads, after its `delta.` lines
+    # (no Delta Lake package here: the tables are registered under the same names).
+    emulator, root = seen
+    root = Path(shutil.copytree(root, tmp_path / "store"))
+    SnapshotStore(root).record_events(events(emulator))
+    assert register_tables(spark, str(root), read="files")
+    script = spark_script("credit_spend", str(root), events=True)
+    statements = [s.strip() for s in script.split(";\n") if s.strip()]
+    tables = [s for s in statements if "delta.`" in s]
+    assert len(tables) == 6  # manifest, the four snapshot tables, events
+    for statement in statements:
+        if statement not in tables:
+            found = spark.sql(statement)
+    figure = analysis.credit_spend(SnapshotStore(root), freq="1D")
+    pd.testing.assert_frame_equal(figure_frame(found.toArrow()), figure)

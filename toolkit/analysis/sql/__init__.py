@@ -11,9 +11,12 @@ and the cycle times, and the query an engine other than the toolkit runs on the 
 - `views_sql` defines what the queries read over the store's Delta tables, `script` is
   the whole text for DuckDB's `delta` extension (a folder or `s3://`), and
   `run_figure` runs it here with DuckDB (`toolkit sql FIGURE`).
+- On Spark (`spark.py`): the same text rendered in Spark SQL and cut into steps
+  (`spark_steps`), `run_figures_spark` running them on a `SparkSession` and
+  `spark_script` writing them for `spark-sql -f` (`toolkit sql FIGURE --engine spark`).
 
-The SQL is DuckDB's (docs/store.md, "Where one machine ends", says what another engine
-needs).
+The SQL is written in DuckDB's dialect (docs/store.md, "The run figures on Spark", says
+what Spark needs of it).
 """
 
 from __future__ import annotations
@@ -34,18 +37,32 @@ from toolkit.analysis.sql.runs import (
     reference_runs,
     runs_sql,
 )
+from toolkit.analysis.sql.spark import SETTINGS as SPARK_SETTINGS
+from toolkit.analysis.sql.spark import (
+    run_figure_spark,
+    run_figures_spark,
+    spark_script,
+    spark_steps,
+    toolkit_uri,
+)
 
 __all__ = [
     "ASKED_WITH",
     "FIGURES",
     "REFERENCES",
+    "SPARK_SETTINGS",
     "figure_frame",
     "figure_sql",
     "has_events",
     "has_exports",
     "reference_runs",
     "run_figure",
+    "run_figure_spark",
+    "run_figures_spark",
     "runs_sql",
     "script",
+    "spark_script",
+    "spark_steps",
+    "toolkit_uri",
     "views_sql",
 ]

@@ -30,7 +30,15 @@ from toolkit.store.columns import stored_schema
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["FIGURES", "has_events", "has_exports", "run_figure", "script", "views_sql"]
+__all__ = [
+    "FIGURES",
+    "figure_known",
+    "has_events",
+    "has_exports",
+    "run_figure",
+    "script",
+    "views_sql",
+]
 
 FIGURES = tuple(REFERENCES)
 """The figures the SQL defines, each the toolkit function of the same name."""
@@ -90,7 +98,7 @@ def script(figure: str, root: str, *, events: bool, exports: bool = True) -> str
     `exports`: it holds an exports table (a prepared file was seen).
     Times in the result are microseconds since the epoch, as the queries count them
     (`make_timestamp(started_at)` reads one)."""
-    _known(figure)
+    figure_known(figure)
     lines = [f"-- {figure}, as toolkit.analysis.sql defines it, over the store {root}",
              "INSTALL delta; LOAD delta;"]  # fmt: skip
     if "://" in root:
@@ -145,7 +153,7 @@ def run_figure(
     views of `views_sql` (the tables read with `deltalake`, as docs/store.md's DuckDB
     section does): the frame the toolkit function of that name gives (`FIGURES`; the
     periods of `credit_spend` and `throughput` are days)."""
-    _known(figure)
+    figure_known(figure)
     root = str(root).rstrip("/")
     # The toolkit's own read first: it refuses a store in an earlier layout (whose rows
     # lack what the queries read) or a damaged one, in words that say what to do.
@@ -172,6 +180,7 @@ def run_figure(
         con.close()
 
 
-def _known(figure: str) -> None:
+def figure_known(figure: str) -> None:
+    """Refuses a figure no SQL defines, naming those that are."""
     if figure not in FIGURES:
         raise QueryError(f"no SQL defines {figure!r}: choose one of {', '.join(FIGURES)}")
