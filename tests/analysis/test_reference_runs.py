@@ -29,7 +29,7 @@ from scenarios import (
     rescan_with_more_pages_held_than_ran,
     rescans_and_added_pages_in_one_interval,
 )
-from windows import assert_windows_equal_the_whole
+from windows import assert_seen_reads_the_workspace, assert_windows_equal_the_whole
 
 from toolkit import analysis
 from toolkit.analysis.sql import ASKED_WITH, FIGURES, REFERENCES, reference_runs, run_figure
@@ -181,3 +181,4 @@ def test_a_figure_for_a_window_equals_the_whole_history_cut_to_it(seen, tmp_path
         root = Path(shutil.copytree(root, tmp_path / "store"))
         SnapshotStore(root).record_events(events(emulator))
     assert_windows_equal_the_whole(SnapshotStore(root), "the awkward cases")
+    assert_seen_reads_the_workspace(SnapshotStore(root), "the awkward cases")

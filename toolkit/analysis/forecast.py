@@ -52,7 +52,6 @@ from toolkit.analysis.trouble import STALL_AFTER, reason_words
 from toolkit.analysis.waiting import UnitPrices, waiting_work
 from toolkit.analysis.work import BANDS, Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
-from toolkit.frames import schema
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -188,18 +187,15 @@ class Seen:
 
 
 def seen_at(obs: Observed, as_of: pd.Timestamp, *, stall_after: pd.Timedelta) -> Seen:
-    """The store at the snapshot `as_of`, read for one forecast: its tables in one read
-    of the store (each read opens its logs, much of the cost), in key order."""
-    manifest = obs.manifest
-    found = obs.store.workspace(manifest["snapshot_id"][manifest["snapshot_at"] == as_of].iloc[-1])
-    assert found is not None  # `as_of` is one of the manifest's snapshots
+    """The store at the snapshot `as_of`, read for one forecast: the three tables it
+    reads, each in key order (not the whole workspace: its exports, the largest table,
+    are half the read and no forecast looks at them)."""
+    if as_of == obs.times[-1]:  # the latest, as the view may have read it already
+        found = (obs.latest_chapters, obs.latest_languages, obs.latest_projects)
+    else:
+        found = tuple(obs.store.as_of(n, as_of) for n in ("chapters", "languages", "projects"))
     chapters, languages, projects = (
-        frame.sort_values(list(schema.KEYS[name]), ignore_index=True)
-        for name, frame in (
-            ("chapters", found.chapters),
-            ("languages", found.languages),
-            ("projects", found.projects),
-        )
+        frame.drop(columns=["snapshot_id", "snapshot_at"]) for frame in found
     )
     reasons = needs_action(obs, as_of=as_of, stall_after=stall_after, current=chapters)
     return Seen(as_of, chapters, languages, projects, reasons)
