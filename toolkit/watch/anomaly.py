@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit import analysis
+from toolkit.analysis.observed import observe
 from toolkit.watch.config import CheckSettings
 from toolkit.watch.findings import Finding
 
@@ -71,11 +72,15 @@ def evaluate(
     names: dict[str, str] = {}
 
     def series(frame: pd.DataFrame, column: str) -> dict[str, pd.Series]:
-        out = {}
-        for pid, rows in frame.groupby("project_id"):
-            names[str(pid)] = str(rows["project"].iloc[0])
-            out[str(pid)] = rows.groupby("period")[column].sum().reindex(bins, fill_value=0.0)
-        return out
+        """Per project, its sums in every bin (0 where none), in one grouping."""
+        firsts = frame.drop_duplicates("project_id")
+        firsts = firsts[firsts["project_id"].notna()]
+        names.update(
+            zip(firsts["project_id"].astype(str), firsts["project"].astype(str), strict=True)
+        )
+        sums = frame.groupby(["period", "project_id"])[column].sum()
+        grid = sums.unstack("project_id").reindex(bins).fillna(0.0)
+        return {str(pid): grid[pid] for pid in grid.columns}
 
     spend = analysis.credit_spend(store, freq=freq, by="project_id", since=start, until=end)
     for pid, values in series(spend, "credits").items():
@@ -90,7 +95,7 @@ def evaluate(
 
 
 def _running_projects(store: SnapshotStore) -> set[str]:
-    chapters = store.latest("chapters")
+    chapters = observe(store).latest_chapters  # read once a cycle, shared with the rest
     return set(chapters.loc[chapters["processing"].fillna(False).astype(bool), "project_id"])
 
 

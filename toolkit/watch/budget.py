@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from toolkit import analysis
+from toolkit.analysis.observed import observe
 from toolkit.watch.config import Budget
 from toolkit.watch.findings import Finding
 
@@ -91,7 +92,7 @@ def _measure(
             continue
         if budget.scope == "project" and not _has_project(store, budget.name or ""):
             continue
-        if budget.scope == "tag" and not _covered(budget, store.latest("projects")).any():
+        if budget.scope == "tag" and not _covered(budget, observe(store).latest_projects).any():
             continue
         times = store.snapshots()["snapshot_at"]
         if times.empty:
@@ -108,7 +109,7 @@ def _measure(
 
 
 def _has_project(store: SnapshotStore, name: str) -> bool:
-    projects = store.latest("projects")
+    projects = observe(store).latest_projects  # the cycle's own read of the latest
     return bool(((projects["name"] == name) | (projects["project_id"] == name)).any())
 
 
