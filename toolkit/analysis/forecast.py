@@ -190,10 +190,11 @@ def seen_at(obs: Observed, as_of: pd.Timestamp, *, stall_after: pd.Timedelta) ->
     """The store at the snapshot `as_of`, read for one forecast: the three tables it
     reads, each in key order (not the whole workspace: its exports, the largest table,
     are half the read and no forecast looks at them)."""
+    names = ("chapters", "languages", "projects")
     if as_of == obs.times[-1]:  # the latest, as the view may have read it already
-        found = (obs.latest_chapters, obs.latest_languages, obs.latest_projects)
+        found = [obs.latest_chapters, obs.latest_languages, obs.latest_projects]
     else:
-        found = tuple(obs.store.as_of(n, as_of) for n in ("chapters", "languages", "projects"))
+        found = [obs.store.as_of(name, as_of) for name in names]
     chapters, languages, projects = (
         frame.drop(columns=["snapshot_id", "snapshot_at"]) for frame in found
     )
