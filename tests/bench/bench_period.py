@@ -108,14 +108,18 @@ def _measure(root: str, size: Size, old: str, options: PeriodOptions) -> Table:
 
 
 def _child(question: str, root: str, path: str) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([path, HERE])}
+    # `-m` puts the working directory first on sys.path, before PYTHONPATH: the child
+    # runs in the folder whose toolkit it times (this checkout's `tests` found after it).
+    env = {**os.environ, "PYTHONPATH": HERE}
     done = subprocess.run(
         [sys.executable, "-m", "tests.bench.bench_period", question, root],
-        env=env, cwd=HERE, capture_output=True, text=True, check=False,
+        env=env, cwd=path, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"period: {question} under {path} failed:\n{done.stderr[-2000:]}")
     answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if not answer["toolkit"].startswith(os.path.join(os.path.realpath(path), "")):
+        raise SystemExit(f"period: the child under {path} imported {answer['toolkit']}")
     return answer
 
 
@@ -178,9 +182,10 @@ def main(argv: list[str]) -> None:
     import time
 
     question, root = argv
+    import toolkit
     import toolkit.analysis
     import toolkit.reporting
-    import toolkit.watch  # noqa: F401  (imported before the clock starts)
+    import toolkit.watch  # imported before the clock starts, as the others
 
     store = _prepare(question, root)
     with tempfile.TemporaryDirectory(prefix="bench-period-") as folder:
@@ -188,7 +193,8 @@ def main(argv: list[str]) -> None:
         answer = _ask(question, store, folder)
         seconds = time.perf_counter() - began
     print(json.dumps({"seconds": seconds, "digest": _digest(answer),
-                      "load": os.getloadavg()[0]}))  # fmt: skip
+                      "load": os.getloadavg()[0],
+                      "toolkit": os.path.realpath(toolkit.__file__)}))  # fmt: skip
 
 
 if __name__ == "__main__":
