@@ -30,6 +30,7 @@ from scenarios import (
     rescan_with_more_pages_held_than_ran,
     rescans_and_added_pages_in_one_interval,
 )
+from windows import assert_seen_reads_the_workspace, assert_windows_equal_the_whole
 
 from toolkit import analysis
 from toolkit.analysis.sql import (
@@ -178,6 +179,18 @@ def test_duckdb_on_the_delta_tables_alone_gives_each_figure(seen, tmp_path, with
         )
     spend = run_figure("credit_spend", str(root))
     assert spend["rework_credits"].sum() > 0  # the rework is there to be compared
+
+
+@pytest.mark.parametrize("with_events", [False, True])
+def test_a_figure_for_a_window_equals_the_whole_history_cut_to_it(seen, tmp_path, with_events):
+    # Windows that start before each snapshot of every awkward case: runs begun before
+    # the window and ended in it, re-scans at its first snapshot, the six-hour outage.
+    emulator, root = seen
+    if with_events:
+        root = Path(shutil.copytree(root, tmp_path / "store"))
+        SnapshotStore(root).record_events(events(emulator))
+    assert_windows_equal_the_whole(SnapshotStore(root), "the awkward cases")
+    assert_seen_reads_the_workspace(SnapshotStore(root), "the awkward cases")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@
 Names: pull (with the incremental snapshot and the emulator's figures), history,
 uploads, webhooks, dashboard, watch, agency; all of them by default. `growth` (issue 31's table
 over sizes of history, hours at its full matrix) and `explain` (tk.explain of each headline
-figure over a week, `--days` of history) run only when named. Each prints its table as it
+figure over a week, `--days` of history) and `period` (issue 43's questions that read
+their period, against the code before them) run only when named. Each prints its table as it
 finishes; with `--out FILE` the tables are also written to FILE (Markdown).
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from tests.bench.table import Table, machine
 
 NAMES = ("pull", "history", "uploads", "webhooks", "dashboard", "watch", "agency")
-ON_REQUEST = ("growth", "explain")
+ON_REQUEST = ("growth", "explain", "period")
 
 
 def _pull(args: argparse.Namespace) -> list[Table]:
@@ -105,6 +106,26 @@ def _explain(args: argparse.Namespace) -> list[Table]:
                               store=args.store))  # fmt: skip
 
 
+def _period(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_growth import Size
+    from tests.bench.bench_period import BEFORE, QUESTIONS, PeriodOptions, run
+
+    questions = tuple(args.figures.split(",")) if args.figures else QUESTIONS
+    unknown = [q for q in questions if q not in QUESTIONS]
+    if unknown:
+        raise SystemExit(f"--figures: no {', '.join(unknown)}; choose from {', '.join(QUESTIONS)}")
+    sizes = args.sizes.split(",") if args.sizes else ["10000x30"]
+    return run(
+        PeriodOptions(
+            sizes=tuple(Size.parse(s) for s in sizes),
+            store_root=args.store_root,
+            against=args.against or BEFORE,
+            runs=args.runs or 3,
+            questions=questions,
+        )
+    )
+
+
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "pull": _pull,
     "history": _history,
@@ -115,6 +136,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "agency": _agency,
     "growth": _growth,
     "explain": _explain,
+    "period": _period,
 }
 
 
@@ -155,7 +177,12 @@ def main() -> None:
     parser.add_argument(
         "--limit", type=float, default=1800.0, help="growth: stop a figure after this many seconds"
     )
-    parser.add_argument("--figures", default=None, help="growth: only these figures (a,b,...)")
+    parser.add_argument(
+        "--figures", default=None, help="growth, period: only these figures (a,b,...)"
+    )
+    parser.add_argument(
+        "--against", default=None, help="period: the commit whose toolkit is the code before"
+    )
     parser.add_argument("--out", default=None, help="also write the tables to this file")
     args = parser.parse_args()
     print(f"Machine: {machine()}\n", flush=True)

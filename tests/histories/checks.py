@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 from ledger import events
+from windows import assert_seen_reads_the_workspace, assert_windows_equal_the_whole
 
 import toolkit as tk
 from histories.plan import Plan
@@ -229,6 +230,8 @@ def check(history: History, folder: Path) -> None:
         history.store.record_events(events(history.emulator))
     surfaces(history, folder)
     kept_runs_equal_the_pipeline(history)
+    assert_windows_equal_the_whole(history.store, f"seed {history.plan.seed}")
+    assert_seen_reads_the_workspace(history.store, f"seed {history.plan.seed}")
     figures_equal_the_ledger(history, folder)
     sums_are_conserved(history)
 

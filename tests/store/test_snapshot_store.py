@@ -184,6 +184,49 @@ def test_history_as_of_and_latest_equal_whole_snapshots(tmp_path_factory, ops, s
         assert_same(
             reader.latest(table), stamped(last_ws, table, ids[len(pulls) - 1], last_at), table
         )
+    assert_windows_read_the_window_and_the_state_before(reader, "languages")
+
+
+def assert_windows_read_the_window_and_the_state_before(store: SnapshotStore, table: str) -> None:
+    """For every window of snapshots: `<table>_changes` holds the state at the snapshot
+    before it (stamped with that one, `_changed` null) and then the window's own changes,
+    exactly as the whole log has them; `<table>` holds the window's snapshots' rows."""
+    manifest = store.snapshots()
+    whole = store.changes(table)
+    columns = ["snapshot_id", "snapshot_at", *schema.SNAPSHOT_TABLES[table].names]
+
+    def same(actual: pd.DataFrame, expected: pd.DataFrame) -> None:
+        # The SQL answers text and categories as the query's types, the readers as theirs.
+        def values(frame: pd.DataFrame) -> pd.DataFrame:
+            ordered = sort(frame, table)
+            return ordered.astype(object).where(ordered.notna(), None)
+
+        assert_frame_equal(values(actual), values(expected), check_dtype=False)
+
+    for first in range(len(manifest)):
+        for last in sorted({first, len(manifest) - 1}):  # one snapshot, and to the end
+            read = store.query(f"SELECT * FROM {table}_changes", window=(first, last))
+            own = whole[whole["idx"].between(first, last)]
+            same(read[read["idx"] >= first][[*columns, "_changed"]], own[[*columns, "_changed"]])
+            state = read[read["idx"] < first]
+            if first == 0:
+                assert state.empty
+            else:
+                before = manifest["snapshot_at"].iloc[first - 1]
+                assert set(state["idx"]) <= {first - 1}
+                assert state["_changed"].isna().all() and not state["_deleted"].any()
+                assert (state["snapshot_at"] == before).all()
+                same(state[columns], store.as_of(table, before)[columns])
+            rows = store.query(f"SELECT * FROM {table}", window=(first, last))
+            times = manifest["snapshot_at"].iloc[[first, last]]
+            same(rows, store.history(table, since=times.iloc[0], until=times.iloc[1]))
+
+
+def test_a_window_outside_the_snapshots_is_refused(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    store.take(service, at=hours(0))
+    with pytest.raises(ValueError, match=r"not snapshots of this store \(positions 0 to 0"):
+        store.query("SELECT count(*) FROM chapters_changes", window=(0, 1))
 
 
 def test_a_store_object_reading_again_after_other_commits_sees_the_new_order(tmp_path):
@@ -231,6 +274,9 @@ def test_full_snapshots_are_written_periodically_and_change_nothing_visible(
     assert full == [True, False, False, True, False, False, True]
     history = SnapshotStore(tmp_path).history("languages", project_ids=["p1"])
     assert history.groupby("snapshot_at")["covered"].first().tolist() == list(range(7))
+    # A window's state before it starts from the full snapshot before it.
+    for table in ("chapters", "languages"):
+        assert_windows_read_the_window_and_the_state_before(SnapshotStore(tmp_path), table)
 
 
 def test_unchanged_rows_are_not_written_again(tmp_path, service):

@@ -28,6 +28,7 @@ import toolkit as tk
 from toolkit.client import Client
 from toolkit.emulator import Emulator
 from toolkit.watch import evaluate, read_config
+from toolkit.watch.anomaly import failures_by_bin
 
 CONFIG = """\
 store = "{root}"
@@ -182,6 +183,30 @@ def test_throughput_that_drops_while_work_runs_is_flagged_low(history):
     assert row["message"].startswith("Harbor Lights: 3 lines translated in the hour from 18 Nov")
     assert row["message"].endswith("against a baseline of 36 (median of 4 hours, MAD 3)")
     assert found(history.at_15, "anomaly", "Harbor Lights").empty  # nothing runs: not slow
+
+
+def test_the_anomaly_bins_read_alone_count_what_the_whole_history_counts_in_them(history):
+    # The check reads only its bins' runs, spend and lines: for every run of five hourly
+    # bins (runs begun before a bin and ended in it, the stalls, the failure), the same
+    # counts as the whole history's, cut to the bins.
+    store, hour = history.studio, pd.Timedelta(hours=1)
+    runs = tk.analysis.runs(store)
+    ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
+    ended = ended[ended["finished_at"].notna()]
+    times = store.snapshots()["snapshot_at"]
+    every = pd.date_range(times.iloc[0].floor(hour), times.iloc[-1].floor(hour), freq=hour)
+    whole_runs = failures_by_bin(ended, every, hour)
+    figures = {name: getattr(tk.analysis, name) for name in ("credit_spend", "throughput")}
+    whole = {name: figure(store, "3600s", "project_id") for name, figure in figures.items()}
+    assert len(whole_runs) and all(len(frame) for frame in whole.values())
+    for first in range(len(every) - 4):
+        bins = every[first : first + 5]
+        inside = whole_runs.index.get_level_values("bin").isin(bins)
+        pd.testing.assert_frame_equal(failures_by_bin(ended, bins, hour), whole_runs[inside])
+        for name, figure in figures.items():
+            cut = whole[name][whole[name]["period"].isin(bins)].reset_index(drop=True)
+            read = figure(store, "3600s", "project_id", since=bins[0], until=bins[-1] + hour)
+            pd.testing.assert_frame_equal(read, cut, obj=f"{name} from {bins[0]}")
 
 
 def test_a_chapter_running_without_progress_is_stalled_until_it_is_dealt_with(history):

@@ -201,6 +201,7 @@ def throughput(
         found = obs.store.query(
             LINES_SQL.format(key=LINES_KEYS[by]),
             frames={"resets": _resets(obs), "periods": positions},
+            window=_lines_window(positions, by),
         )
         sums = pd.DataFrame(
             {
@@ -213,6 +214,17 @@ def throughput(
     result = _shape(sums, starts, by, ["lines"], freq=freq, tz=tz, fill=fill, names=names)
     result["lines"] = result["lines"].astype("Int64")
     return result
+
+
+def _lines_window(positions: pd.DataFrame, by: str) -> tuple[int, int] | None:
+    """The snapshots the lines of `positions` are read from: those alone, after each
+    chapter-language's row in force before them (`SnapshotStore.query`'s `window`),
+    which is all a rise compares with. By model, the whole log: a re-scan with no row of
+    its own counts under the model of the last row whose lines changed, which may come
+    before the state the window starts from (a row that changed its models alone)."""
+    if by == "model":
+        return None
+    return int(positions["idx"].min()), int(positions["idx"].max())
 
 
 def _run_project_names(obs: Observed) -> pd.Series:

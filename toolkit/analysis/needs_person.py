@@ -7,7 +7,7 @@ them in words and gives the advice); this module only decides who qualifies.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, cast
 
 import numpy as np
 import pandas as pd
@@ -164,7 +164,13 @@ ORDER BY idx, chapter_id
 def run_pages_logged(obs: Observed, until: pd.Timestamp) -> pd.DataFrame:
     """`chapter_id, snapshot_at, pages`: each chapter's page count at every change up to
     `until` that showed it running or paying, in time order."""
-    return answer(obs, _RUN_PAGES.format(until=until.isoformat()))
+    # Asked once per view and moment: `stuck` and the forecast both ask it at the
+    # latest snapshot (a watch cycle, the weekly page), and each read is the whole log.
+    # Its callers only filter it.
+    key = f"run_pages_logged:{until.isoformat()}"
+    if key not in obs.memo:
+        obs.memo[key] = answer(obs, _RUN_PAGES.format(until=until.isoformat()))
+    return cast(pd.DataFrame, obs.memo[key])
 
 
 def pages_at_last_run(

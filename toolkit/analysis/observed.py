@@ -134,6 +134,10 @@ class Observed:
         return self.store.latest("chapters")
 
     @cached_property
+    def latest_languages(self) -> pd.DataFrame:
+        return self.store.latest("languages")
+
+    @cached_property
     def latest_projects(self) -> pd.DataFrame:
         return self.store.latest("projects")
 

@@ -18,7 +18,7 @@ holds a charge the store could not have seen by its end.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,18 @@ def charges(store: SnapshotStore | Observed) -> pd.DataFrame:
     project_id, credits, rework_credits, charged_at, source` (`created`: a first run,
     paid at the chapter's creation; `snapshot`: paid before the snapshot that first
     showed it, at that snapshot's time) and `seen_at` (that snapshot)."""
-    obs = observe(store)
+    return _charges(observe(store)).copy()
+
+
+def _charges(obs: Observed) -> pd.DataFrame:
+    """`charges`, made once per view (a watch cycle's budgets ask it six times, each
+    for a period of its own): callers filter it, and `charges` answers a copy."""
+    if "charges" not in obs.memo:
+        obs.memo["charges"] = _charged(obs)
+    return cast(pd.DataFrame, obs.memo["charges"])
+
+
+def _charged(obs: Observed) -> pd.DataFrame:
     runs = obs.stage(RunTable)
     if not len(runs.row):
         return pd.DataFrame(
@@ -93,14 +104,14 @@ def spend_in(
     only; a naive bound is read in `tz`). A budget's period and a calendar month ask
     this."""
     obs = observe(store)
-    found = charges(obs)
+    found = _charges(obs)
     low, high = utc_bound(since, tz), utc_bound(until, tz)
     if low is not None:
         found = found[found["charged_at"] >= low]
     if high is not None:
         found = found[found["charged_at"] < high]
     sums = found.groupby(found["project_id"].astype(object))[["credits", "rework_credits"]].sum()
-    projects = obs.store.latest("projects")
+    projects = obs.latest_projects
     names = dict(zip(projects["project_id"].astype(object), projects["name"], strict=True))
     out = sums.reset_index()
     out.insert(1, "project", out["project_id"].map(names))

@@ -71,7 +71,11 @@ def waiting_work(
     sizes = _sizes(model, projects)
     # The waiting chapters' language codes, in one pass (not a frame per chapter).
     mine = languages[languages["chapter_id"].astype(object).isin(set(held["chapter_id"]))]
-    by_chapter = mine.groupby(mine["chapter_id"].astype(object))["language_code"].agg(list)
+    by_chapter: dict[object, list[object]] = {}  # a grouping to lists costs a frame a chapter
+    for chapter_id, code in zip(
+        mine["chapter_id"].astype(object), mine["language_code"], strict=True
+    ):
+        by_chapter.setdefault(chapter_id, []).append(code)
     unpaid = {str(c): float(n) for c, n in unpaid_pages.items()}
     rows = []
     columns = ["chapter_id", "project_id", "page_count", "last_activity_at", "created_at"]

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from toolkit.frames import schema
-from toolkit.store.columns import DELETED, stored_schema
+from toolkit.store.columns import CHANGED, DELETED, PREVIOUS, stored_schema
 from toolkit.store.connection import arrow, column_list
 from toolkit.store.diff import diff
 from toolkit.store.manifest import Snapshots
@@ -196,6 +196,39 @@ class Log:
              AND m.idx <= {last}
             WHERE NOT l.{DELETED}
             ORDER BY m.idx, {column_list(self.keys, "l")}
+        """
+
+    def window_sql(self, first: int, last: int) -> str:
+        """SQL for the log of snapshots `first` to `last` alone, each key's row in force
+        at `first - 1` before it (its state there: stamped with that snapshot, position
+        and time, `_changed` and `_previous` null, so a query that follows the flagged
+        rows reads it as the row before the window's first change). What the log holds
+        from `first` on is then read from the window's files and the state's (from the
+        last full snapshot before it), never the whole history's."""
+        rows = f"""
+            SELECT * FROM {self.name}
+            WHERE idx BETWEEN {first} AND {last} AND {self._window(first, last)}
+        """
+        if first == 0:
+            return rows
+        k = first - 1
+        start = self.anchor(k)
+        stamped = [
+            f"{k}::BIGINT AS idx",
+            f"'{self._snapshots.ids[k]}' AS snapshot_id",
+            f"'{self._snapshots.time(k).isoformat()}'::TIMESTAMPTZ AS snapshot_at",
+        ]
+        if CHANGED in stored_schema(self.table).names:
+            stamped += [f"NULL::BOOLEAN AS {CHANGED}", f"NULL AS {PREVIOUS}"]
+        return f"""
+            SELECT * REPLACE ({", ".join(stamped)}) FROM (
+                SELECT * FROM {self.name}
+                WHERE idx BETWEEN {start} AND {k} AND {self._window(start, k)}
+                QUALIFY row_number() OVER (
+                    PARTITION BY {column_list(self.keys)} ORDER BY idx DESC) = 1
+            ) WHERE NOT {DELETED}
+            UNION ALL BY NAME
+            {rows}
         """
 
     def changes_sql(self, where: str = "true") -> str:

@@ -148,11 +148,22 @@ def workspace(engine: StoreEngine, snapshot_id: str | None, store: str) -> Works
 
 
 def query_arrow(
-    engine: StoreEngine, sql: str, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
+    engine: StoreEngine,
+    sql: str,
+    frames: Mapping[str, pd.DataFrame | pa.Table] | None = None,
+    window: tuple[int, int] | None = None,
 ) -> pa.Table:
     """`SnapshotStore.query_arrow`: only the views the SQL names are made (making one
-    costs DuckDB a look at every file under it, some 5 ms each on a year)."""
+    costs DuckDB a look at every file under it, some 5 ms each on a year). `window`:
+    the snapshots' positions the table views hold (`Log.window_sql`, `history_sql`)."""
     manifest = engine.manifest()
+    if window is not None:
+        first, last = window
+        if not 0 <= first <= last < manifest.num_rows:
+            raise ValueError(
+                f"the window {window} is not snapshots of this store (positions 0 to "
+                f"{manifest.num_rows - 1}, first before last); see store.snapshots()"
+            )
     lowered = _without_comments(sql).lower()
 
     def mentions(view: str) -> bool:
@@ -162,11 +173,11 @@ def query_arrow(
         con = next(iter(logs.values())).con
         for name, frame in (frames or {}).items():
             con.register(name, frame)
-        last = manifest.num_rows - 1
+        first, last = window if window is not None else (0, manifest.num_rows - 1)
         for name, log in logs.items():
             if mentions(name):
                 body = (
-                    log.history_sql(0, last)
+                    log.history_sql(first, last)
                     if last >= 0
                     else f"SELECT * FROM {log.name} WHERE false"
                 )
@@ -174,9 +185,12 @@ def query_arrow(
             if mentions(f"{name}_changes"):
                 # Unordered, like any SQL view: sorting millions of change rows first
                 # would cost a query that only aggregates them a second or more.
-                con.execute(
-                    f"CREATE OR REPLACE TEMP VIEW {name}_changes AS SELECT * FROM {log.name}"
+                body = (
+                    log.window_sql(first, last)
+                    if window is not None
+                    else f"SELECT * FROM {log.name}"
                 )
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_changes AS {body}")
         con.execute(
             "CREATE OR REPLACE TEMP VIEW snapshots AS SELECT "
             + ", ".join(f'"{name}"' for name in MANIFEST_STORED.names)

@@ -5,6 +5,9 @@ manifest and the change logs every operation reads), `writing` (a snapshot's com
 `query` (the reads and SQL), `verify` (what a read checks first) and the rest
 (`toolkit.store` lists them).
 
+Past 400 lines on purpose: the facade is one method per call a user makes, each with the
+docstring that is its contract; the work itself lives in the modules above.
+
 ```python
 store = tk.SnapshotStore("data/snapshots")       # or "s3://bucket/snapshots"
 info = store.take(client)                        # pull and write one snapshot
@@ -352,7 +355,11 @@ class SnapshotStore:
         return _query.workspace(self._engine, snapshot_id, repr(self))
 
     def query(
-        self, sql: str, *, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
+        self,
+        sql: str,
+        *,
+        frames: Mapping[str, pd.DataFrame | pa.Table] | None = None,
+        window: tuple[int, int] | None = None,
     ) -> pd.DataFrame:
         """Run DuckDB SQL over the store.
 
@@ -363,6 +370,11 @@ class SnapshotStore:
         Args:
             sql: One DuckDB query over those views (and `frames`).
             frames: Your own tables by name, to join with the store's in the same query.
+            window: Positions `(first, last)` in `snapshots()`: the views then hold
+                those snapshots alone, and `<table>_changes` begins with each key's row
+                in force at the snapshot before `first` (stamped with it, `_changed`
+                null), so a question about a period reads the period and the state
+                before it, not the whole history.
 
         Returns:
             The query's result.
@@ -371,12 +383,17 @@ class SnapshotStore:
             QueryError: The SQL does not run (syntax, a view or column that does not
                 exist); the message names the views.
             DamagedStore: The store does not read; the message says what to run.
+            ValueError: `window` is not positions of this store's snapshots.
         """
-        result = self.query_arrow(sql, frames=frames)
+        result = self.query_arrow(sql, frames=frames, window=window)
         return schema.to_pandas(result, result.schema)
 
     def query_arrow(
-        self, sql: str, *, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
+        self,
+        sql: str,
+        *,
+        frames: Mapping[str, pd.DataFrame | pa.Table] | None = None,
+        window: tuple[int, int] | None = None,
     ) -> pa.Table:
         """`query`, answered as an Arrow table (no conversion to pandas: for results of
         millions of rows that are read column by column).
@@ -384,6 +401,7 @@ class SnapshotStore:
         Args:
             sql: One DuckDB query over the views `query` lists (and `frames`).
             frames: Your own tables by name, to join with the store's in the same query.
+            window: Positions `(first, last)` in `snapshots()`, as `query` takes them.
 
         Returns:
             The query's result.
@@ -391,8 +409,9 @@ class SnapshotStore:
         Raises:
             QueryError: The SQL does not run; the message names the views.
             DamagedStore: The store does not read; the message says what to run.
+            ValueError: `window` is not positions of this store's snapshots.
         """
-        return _query.query_arrow(self._engine, sql, frames)
+        return _query.query_arrow(self._engine, sql, frames, window)
 
     def _manifest(self, *, writing: bool = False) -> pa.Table:
         """The committed snapshots in order (`StoreEngine.manifest`)."""

@@ -18,13 +18,14 @@ import numpy as np
 import pandas as pd
 
 from toolkit import analysis
+from toolkit.analysis.observed import observe
 from toolkit.watch.config import CheckSettings
 from toolkit.watch.findings import Finding
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "failures_by_bin"]
 
 _SCALE = 1.4826  # makes the MAD estimate a standard deviation for normal data
 _MIN_BASELINE = 3  # bins with data needed before anything is called unusual
@@ -71,11 +72,15 @@ def evaluate(
     names: dict[str, str] = {}
 
     def series(frame: pd.DataFrame, column: str) -> dict[str, pd.Series]:
-        out = {}
-        for pid, rows in frame.groupby("project_id"):
-            names[str(pid)] = str(rows["project"].iloc[0])
-            out[str(pid)] = rows.groupby("period")[column].sum().reindex(bins, fill_value=0.0)
-        return out
+        """Per project, its sums in every bin (0 where none), in one grouping."""
+        firsts = frame.drop_duplicates("project_id")
+        firsts = firsts[firsts["project_id"].notna()]
+        names.update(
+            zip(firsts["project_id"].astype(str), firsts["project"].astype(str), strict=True)
+        )
+        sums = frame.groupby(["period", "project_id"])[column].sum()
+        grid = sums.unstack("project_id").reindex(bins).fillna(0.0)
+        return {str(pid): grid[pid] for pid in grid.columns}
 
     spend = analysis.credit_spend(store, freq=freq, by="project_id", since=start, until=end)
     for pid, values in series(spend, "credits").items():
@@ -90,7 +95,7 @@ def evaluate(
 
 
 def _running_projects(store: SnapshotStore) -> set[str]:
-    chapters = store.latest("chapters")
+    chapters = observe(store).latest_chapters  # read once a cycle, shared with the rest
     return set(chapters.loc[chapters["processing"].fillna(False).astype(bool), "project_id"])
 
 
@@ -104,23 +109,20 @@ def _failure_rates(
     runs = analysis.runs(store)
     ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
     ended = ended[ended["finished_at"].notna()]
+    names = ended.drop_duplicates("project_id").set_index("project_id")["project"]
+    counts = failures_by_bin(ended, bins, period)
+    counts = counts[counts["count"] >= _MIN_RUNS]
+    last = counts.index.get_level_values("bin") == bins[-1]
     found = []
-    for _, rows in ended.groupby("project_id"):
-        binned = rows["finished_at"].dt.floor(period)
-        failed = rows["outcome"].isin(["failed", "stalled"])
-        table = pd.DataFrame({"bin": binned, "failed": failed}).groupby("bin")["failed"]
-        counts = table.agg(["sum", "count"]).reindex(bins)
-        counts = counts[counts["count"].fillna(0) >= _MIN_RUNS]
-        if bins[-1] not in counts.index:
-            continue
-        rates = counts["sum"] / counts["count"]
-        history = [float(v) for v in rates.drop(bins[-1])]
-        latest: Any = counts.loc[bins[-1]]
+    for project_id in counts.index.get_level_values("project_id")[last]:
+        own = counts.loc[project_id]
+        history = [float(v) for v in (own["sum"] / own["count"]).drop(bins[-1])]
+        latest: Any = own.loc[bins[-1]]
         value = float(latest["sum"] / latest["count"])
         base = _outlier(value, history, settings.anomaly_mads, floor=0.05)
         if base is None or value <= base.median:
             continue
-        project = str(rows["project"].iloc[0])
+        project = str(names[project_id])
         found.append(
             Finding(
                 check="anomaly",
@@ -141,12 +143,30 @@ def _failure_rates(
                     "mad": round(base.mad, 3),
                     "baseline_bins": base.bins,
                     "bin_start": bins[-1].isoformat(),
-                    "project_id": str(rows["project_id"].iloc[0]),
+                    "project_id": str(project_id),
                 },
                 detail="failure_rate",
             )
         )
     return found
+
+
+def failures_by_bin(
+    ended: pd.DataFrame, bins: pd.DatetimeIndex, period: pd.Timedelta
+) -> pd.DataFrame:
+    """Runs ended in each of `bins` per project, and how many of them failed or stalled:
+    `sum, count` by `project_id, bin`, bins with none left out. Only the runs that ended
+    in the bins are read (whole periods: a run's bin is the period it ended in), not the
+    project's whole history."""
+    ended = ended[(ended["finished_at"] >= bins[0]) & (ended["finished_at"] < bins[-1] + period)]
+    binned = pd.DataFrame(
+        {
+            "project_id": ended["project_id"],
+            "bin": ended["finished_at"].dt.floor(period),
+            "failed": ended["outcome"].isin(["failed", "stalled"]),
+        }
+    )
+    return binned.groupby(["project_id", "bin"])["failed"].agg(["sum", "count"])
 
 
 def _flag(

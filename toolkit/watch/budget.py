@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from toolkit import analysis
+from toolkit.analysis.observed import observe
 from toolkit.watch.config import Budget
 from toolkit.watch.findings import Finding
 
@@ -97,7 +98,10 @@ def _measure(
             continue
         if budget.scope == "project" and not _has_project(store, budget.name or ""):
             continue
-        if budget.scope == "tag" and not _covered(budget, store.latest("projects"), store).any():
+        if (
+            budget.scope == "tag"
+            and not _covered(budget, observe(store).latest_projects, store).any()
+        ):
             continue
         times = store.snapshots()["snapshot_at"]
         if times.empty:
@@ -114,7 +118,7 @@ def _measure(
 
 
 def _has_project(store: SnapshotStore, name: str) -> bool:
-    projects = store.latest("projects")
+    projects = observe(store).latest_projects  # the cycle's own read of the latest
     return bool(((projects["name"] == name) | (projects["project_id"] == name)).any())
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from toolkit import analysis
+from toolkit.analysis.observed import observe
 from toolkit.errors import ConfigError, ToolkitError
 from toolkit.formatting import count
 from toolkit.watch import anomaly, budget, wording
@@ -189,7 +190,7 @@ def _trouble(
     `toolkit.analysis.stuck`'s rows, past each project's threshold."""
     shortest = min(s.stalled_after for s in everyone)
     stuck = analysis.stuck(store, threshold=pd.Timedelta(shortest))
-    projects = store.latest("projects") if len(stuck) else pd.DataFrame()
+    projects = observe(store).latest_projects if len(stuck) else pd.DataFrame()
     # Recorded with the alert: its title and action are said for the chapter's kind.
     kinds = dict(zip(projects.get("project_id", []), projects.get("kind", []), strict=True))
     found = []
