@@ -35,6 +35,7 @@ __all__ = [
     "figure_known",
     "has_events",
     "has_exports",
+    "read_first",
     "run_figure",
     "script",
     "views_sql",
@@ -146,6 +147,22 @@ def has_events(root: str, storage_options: Mapping[str, str] | None = None) -> b
     return bool(found and found[0])
 
 
+def read_first(
+    root: str, storage_options: Mapping[str, str] | None = None, *, shown: str | None = None
+) -> bool:
+    """Whether the store at `root` holds terminal events, once the toolkit's own read
+    of it passed: a store in an earlier layout (whose rows lack what the queries read),
+    a damaged one or one with no snapshot is refused in words that say what to do.
+    `shown`: how the user named the store (Spark's `s3a://`), for those words."""
+    options = dict(storage_options or {})
+    if SnapshotStore(root, storage_options=options).snapshots().empty:
+        raise ToolkitError(
+            f"the store {shown or root} holds no snapshot yet: take one with "
+            f"`toolkit snapshot --store {root}`, then ask again"
+        )
+    return has_events(root, options)
+
+
 def run_figure(
     figure: str, root: str, *, storage_options: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
@@ -155,15 +172,8 @@ def run_figure(
     periods of `credit_spend` and `throughput` are days)."""
     figure_known(figure)
     root = str(root).rstrip("/")
-    # The toolkit's own read first: it refuses a store in an earlier layout (whose rows
-    # lack what the queries read) or a damaged one, in words that say what to do.
     options = dict(storage_options or {})
-    if SnapshotStore(root, storage_options=options).snapshots().empty:
-        raise ToolkitError(
-            f"the store {root} holds no snapshot yet: take one with "
-            f"`toolkit snapshot --store {root}`, then ask again"
-        )
-    events = has_events(root, storage_options)
+    events = read_first(root, options)
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")

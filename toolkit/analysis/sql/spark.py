@@ -26,13 +26,11 @@ from toolkit.analysis.sql.engines import (
     FIGURES,
     SNAPSHOT_TABLES,
     figure_known,
-    has_events,
     has_exports,
+    read_first,
     views_sql,
 )
 from toolkit.analysis.sql.runs import figure_frame, figure_sql
-from toolkit.errors import ToolkitError
-from toolkit.store import SnapshotStore
 from toolkit.store.columns import stored_schema
 
 if TYPE_CHECKING:
@@ -188,14 +186,7 @@ def register_tables(
     root = str(root).rstrip("/")
     here = toolkit_uri(root)
     options = dict(storage_options or {})
-    # The toolkit's own read first, as `engines.run_figure`: an old layout or a damaged
-    # store is refused in words that say what to do.
-    if SnapshotStore(here, storage_options=options).snapshots().empty:
-        raise ToolkitError(
-            f"the store {root} holds no snapshot yet: take one with "
-            f"`toolkit snapshot --store {here}`, then ask again"
-        )
-    events = has_events(here, options)
+    events = read_first(here, options, shown=root)
     for key, value in SETTINGS.items():
         spark.conf.set(key, value)
     if read == "auto":
