@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from epochs import SUITE_START
+from grouped_studio import grouped_studio
 from page_images import make_page
 
 import toolkit as tk
@@ -29,15 +30,7 @@ def studio():
     """An emulator over loopback: Moonlit Harbor and Paper Crane in one translation group,
     Iron Vale in its own; a chapter each."""
     with Emulator(clock="manual", start=SUITE_START) as emulator:
-        workspace = emulator.create_workspace(name="studio", credits=100_000)
-        made = {
-            title: emulator.create_project(
-                workspace["id"], name=title, kind="comic", source_language="ja",
-                reading_direction="rtl", process_steps="full", target_languages=["en"],
-                translation_group_id=GROUP if title != "Iron Vale" else None,
-            )["id"]
-            for title in ("Moonlit Harbor", "Paper Crane", "Iron Vale")
-        }  # fmt: skip
+        workspace, made = grouped_studio(emulator, GROUP)
         with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
             yield emulator, client, made
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from agency_stores import TAGS, Studio, two_studios
 from epochs import SUITE_START
+from grouped_studio import grouped_studio
 from page_images import make_page
 
 from toolkit.client import Client
@@ -97,15 +98,7 @@ def test_a_translation_group_s_budget_sums_the_group_s_projects_and_alerts_once(
     ledger's for those two, and the limit alerts once, then stays quiet a cycle later."""
     group = "5f0e9a77-2c1d-4b3e-8f6a-0d9c4e2b7a15"
     with Emulator(clock="manual", start=SUITE_START) as emulator:
-        workspace = emulator.create_workspace(name="studio", credits=100_000)
-        made = {
-            title: emulator.create_project(
-                workspace["id"], name=title, kind="comic", source_language="ja",
-                reading_direction="rtl", process_steps="full", target_languages=["en"],
-                translation_group_id=group if title != "Iron Vale" else None,
-            )["id"]
-            for title in ("Moonlit Harbor", "Paper Crane", "Iron Vale")
-        }  # fmt: skip
+        workspace, made = grouped_studio(emulator, group)
         monkeypatch.setenv("GROUP_TEST_KEY", workspace["apiKey"])
         with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
             SnapshotStore(tmp_path / "stores" / "studio").take(client)  # the baseline
