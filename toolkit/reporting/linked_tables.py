@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pandas as pd
 
-from toolkit.analysis.groups import GROUP_KEY
+from toolkit.analysis.groups import GROUP_KEY, UNKNOWN_GROUP
 from toolkit.formatting import whole_or_dash
 from toolkit.reporting.figures import FIGURES, header_of
 from toolkit.reporting.tags import UNTAGGED, Tags, keys_of
@@ -31,8 +31,11 @@ __all__ = ["NUM", "WEEKS_STYLE", "Opens", "cells_table", "figure_cells", "linked
 
 NUM: Final = ' class="n"'
 # The previous week's number is grey and smaller beside this week's; a number never wraps.
+# A service id (a translation group's UUID) may wrap, so its table keeps the page's width.
 WEEKS_STYLE: Final = """
 span.was { color: #777; font-size: 0.85em; } td.n { white-space: nowrap; }
+td span.id { display: inline-block; width: 19ch; white-space: normal; overflow-wrap: anywhere;
+              font: 0.8em monospace; }
 """
 Opens = Callable[[str, str], "str | None"]  # (figure, week) -> the anchor of its rows
 # A tag's figures in one week (`figures` or `previous`): `<key>, projects, FIGURES`.
@@ -86,7 +89,10 @@ def tag_sections(tags: Tags, by_tag: ByTag, totals: Totals, drill: Drilldown) ->
         for row in now:
             value = row[key]
             opens: Opens = partial(drill.tag, key=key, value=value)
-            rows.append([escape(str(value)), f"{int(row['projects']):,}",
+            shown = escape(str(value))
+            if key == GROUP_KEY and value not in (UNTAGGED, UNKNOWN_GROUP):
+                shown = f'<span class="id">{shown}</span>'
+            rows.append([shown, f"{int(row['projects']):,}",
                          *figure_cells(row, before.get(value, {}), opens)])  # fmt: skip
         rows.append(["All projects", f"{sum(int(row['projects']) for row in now):,}", *every])
         parts += [f"<h2>By {escape(words)}</h2>", cells_table(header, rows, total=True)]
