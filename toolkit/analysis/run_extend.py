@@ -75,7 +75,7 @@ _MAINTENANCE: Final = {"VACUUM START", "VACUUM END"}
 _EVENT_COLUMNS: Final = ("chapter_id", "type", "at", "reason")
 # More touched than this share of the chapters: the full build costs as much.
 _MOST_TOUCHED: Final = 0.5
-# The chapters the extension works out again (a CTE's body): those given (`_touched`),
+# The chapters the extension works out again (a query): those given (`_touched`),
 # every chapter with a change row or a language row since the kept snapshots (`since`
 # of them; a change of status alone too: working a chapter out again is never wrong),
 # and every chapter of a novel project with such a row (a re-upload's rework).
@@ -91,6 +91,7 @@ _TOUCHED: Final = """
     UNION SELECT chapter_id FROM chapters_changes
     WHERE project_id IN (SELECT project_id FROM since WHERE project_id IN
                          (SELECT project_id FROM novels))"""
+_TOUCHED_IDS: Final = "touched_ids"
 _PROJECTS_SQL: Final = f"""WITH {transitions_ctes()}
 SELECT project_id, project, project_kind, model, n_languages FROM by_project
 ORDER BY project_id"""
@@ -277,16 +278,23 @@ def _extended(
     if len(given) > _MOST_TOUCHED * max(len(old.chapters), 1):
         return None
     novels = [p["project_id"] for p in _projects(obs) if p["project_kind"] == "novel"]
-    answer = obs.store.query_arrow(
-        transitions_sql(touched=_TOUCHED.format(since=kept_snapshots)),
+    # The touched chapters first, then their rows: a CTE the query names three times is
+    # worked out three times, each a scan of the logs (0.4 s against 0.1 s at 30,000
+    # chapters x a month); a small table joined is also quicker than a list of ids.
+    ids = obs.store.query_arrow(
+        _TOUCHED.format(since=kept_snapshots),
         frames={
             "given": pa.table({"chapter_id": pa.array(sorted(given), pa.string())}),
             "novels": pa.table({"project_id": pa.array(novels, pa.string())}),
         },
     )
-    touched = given | set(answer.column("chapter_id").unique().to_pylist())
+    touched = set(ids.column("chapter_id").to_pylist()) - {None}
     if len(touched) > _MOST_TOUCHED * max(len(old.chapters), 1):
         return None
+    answer = obs.store.query_arrow(
+        transitions_sql(touched=f"SELECT chapter_id FROM {_TOUCHED_IDS}"),
+        frames={_TOUCHED_IDS: pa.table({"chapter_id": pa.array(sorted(touched), pa.string())})},
+    )
     sub = Transitions.of(answer, times) if answer.num_rows else None
     if sub is not None and sub.default_model != old.default_model:
         return None  # the service's default model as another project names it: all rows
