@@ -174,12 +174,13 @@ class Keeper:
             return  # nothing to save: an empty store builds in no time
         self.save_table(name, encode(value), manifest)
 
-    def keeps(self, manifest: pd.DataFrame) -> bool:
-        """Whether this state keeps its transitions: then it keeps every stage, however
-        quick, so that the next state can be extended from them (`run_extend`)."""
+    def keeps(self, manifest: pd.DataFrame, name: str = KEPT[_FIRST]) -> bool:
+        """Whether this state keeps `name` (by default its transitions: then it keeps
+        every stage, however quick, so that the next state can be extended from them,
+        `run_extend`)."""
         return (
             self._folder is not None
-            and (self._folder / self.state(manifest) / f"{KEPT[_FIRST]}.arrow").exists()
+            and (self._folder / self.state(manifest) / f"{name}.arrow").exists()
         )
 
     def save_table(self, name: str, table: pa.Table, manifest: pd.DataFrame) -> bool:
