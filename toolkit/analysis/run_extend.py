@@ -418,11 +418,39 @@ def _runs(
     found: Transitions,
 ) -> RunTable:
     """The runs of the untouched chapters (kept) and of the touched ones, in the runs'
-    order, their rows numbered as `found`'s."""
+    order, their rows numbered as `found`'s. The kept runs are in that order already
+    (renumbered, the untouched chapters keep their order): the touched chapters' runs
+    are put in order and merged in, not every run sorted again."""
     ours = kept.take(old_to_new[kept.row] >= 0)
     ours = dataclasses.replace(ours, row=old_to_new[ours.row])
     theirs = dataclasses.replace(sub, row=sub_to_new[sub.row])
-    joined = RunTable(*(np.concatenate([getattr(ours, f.name), getattr(theirs, f.name)])
-                        for f in dataclasses.fields(RunTable)))  # fmt: skip
-    chapter = found.rows["chapter_code"].to_numpy("int64")[joined.row]
-    return joined.take(rules.run_order(joined.started, chapter, joined.number))
+    chapter = found.rows["chapter_code"].to_numpy("int64")
+    theirs = theirs.take(rules.run_order(theirs.started, chapter[theirs.row], theirs.number))
+    at = _places(ours, theirs, chapter)
+    if at is None:  # keys too wide to merge by: sorted whole
+        joined = RunTable(*(np.concatenate([getattr(ours, f.name), getattr(theirs, f.name)])
+                            for f in dataclasses.fields(RunTable)))  # fmt: skip
+        return joined.take(rules.run_order(joined.started, chapter[joined.row], joined.number))
+    return RunTable(*(np.insert(getattr(ours, f.name), at, getattr(theirs, f.name))
+                      for f in dataclasses.fields(RunTable)))  # fmt: skip
+
+
+def _places(ours: RunTable, theirs: RunTable, chapter: np.ndarray) -> np.ndarray | None:
+    """Where each of `theirs` goes among `ours` (both in the runs' order): how many of
+    `ours` come before it. Runs that start together (most: a start is often a snapshot's
+    time) are told apart by chapter and number, as one key: the start's rank among
+    `ours`', then chapter, then number. None when that key would not fit in 63 bits."""
+    start, their_start = rules.start_key(ours.started), rules.start_key(theirs.started)
+    at = np.searchsorted(start, their_start, "left")
+    tied = np.flatnonzero(np.searchsorted(start, their_start, "right") > at)
+    if not len(tied):
+        return at
+    numbers = max(int(ours.number.max(initial=0)), int(theirs.number.max(initial=0))) + 1
+    width = (int(chapter.max(initial=0)) + 1) * numbers
+    rank = np.cumsum(np.append(False, start[1:] != start[:-1]))
+    if (int(rank[-1]) + 1) * width >= 2**62:
+        return None
+    key = rank * width + chapter[ours.row] * numbers + ours.number
+    row, number = theirs.row[tied], theirs.number[tied]
+    at[tied] = np.searchsorted(key, rank[at[tied]] * width + chapter[row] * numbers + number)
+    return at
