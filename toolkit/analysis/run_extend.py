@@ -25,13 +25,13 @@ snapshot is closed by a row of its chapter since, which touches the chapter. The
 transitions are the kept rows of the chapters untouched and the new answer, in the
 query's order; the charges and the run table are the kept ones of the chapters
 untouched and the touched chapters' built alone, with the learned prices of the whole
-history; the runs frame is made from them when asked. Anything else falls back to the
-full build: no kept state to start from, a prefix or a commit that does not hold,
-another default model, more than half the chapters touched (the full build is then as
-quick); and a learned price that moved builds the charges and the run table whole from
-the spliced transitions. What is spliced equals the full build value for value
-(`run_check.stages_equal`: tests/analysis/test_run_store.py and each snapshot of every
-seeded history check it).
+history (`run_splice` joins them); the runs frame is made from them when asked.
+Anything else falls back to the full build: no kept state to start from, a prefix or a
+commit that does not hold, another default model, more than half the chapters touched
+(the full build is then as quick); and a learned price that moved builds the charges
+and the run table whole from the spliced transitions. What is spliced equals the full
+build value for value (`run_check.stages_equal`: tests/analysis/test_run_store.py and
+each snapshot of every seeded history check it).
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.analysis import run_rules as rules
 from toolkit.analysis._arrays import to_micros
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.prices import Prices
+from toolkit.analysis.run_splice import spliced_charges, spliced_runs, spliced_transitions
 from toolkit.analysis.run_store import BASIS, Keeper, code_version, frame_table
 from toolkit.analysis.run_table import RunTable, terminal_events
 from toolkit.analysis.transitions import (
@@ -301,10 +301,8 @@ def _extended(
     if sub is not None and sub.default_model != old.default_model:
         return None  # the service's default model as another project names it: all rows
     kept_rows = np.flatnonzero(~pd.Index(old.chapters).isin(list(touched))[old.code])
-    table = pa.concat_tables([_as_answer(old, kept_rows, answer.schema), _coded(answer)])
-    table = table.unify_dictionaries().combine_chunks()
-    order_np = _chapter_order(table.column("chapter_id").chunk(0))
-    found = Transitions.of(table.take(pa.array(order_np)), times)
+    table, order_np = spliced_transitions(old.table, kept_rows, answer)
+    found = Transitions.of(table, times)
     staged = _Staged({Transitions: found}, obs.events)
     prices: Prices = staged.stage(Prices)
     learned = {None if k == "" else k: float(v) for k, v in meta["learned"]}
@@ -314,11 +312,11 @@ def _extended(
         return {kind: staged.stage(kind) for kind in (Transitions, Prices, Charges, RunTable)}
     part = _Staged({Transitions: sub, Prices: Prices.priced(sub, prices.learned)}, obs.events)
     new_of = np.empty(len(order_np), "int64")
-    new_of[order_np] = np.arange(len(order_np))  # a row of `table` -> its row in `found`
-    charges = _charges(kept[Charges], part.stage(Charges), kept_rows, new_of)
+    new_of[order_np] = np.arange(len(order_np))  # kept rows, then the answer's -> `found`'s
+    charges = spliced_charges(kept[Charges], part.stage(Charges), kept_rows, new_of)
     old_to_new = np.full(len(old.code), -1, "int64")
     old_to_new[kept_rows] = new_of[: len(kept_rows)]
-    runs = _runs(kept[RunTable], part.stage(RunTable), old_to_new=old_to_new,
+    runs = spliced_runs(kept[RunTable], part.stage(RunTable), old_to_new=old_to_new,
                  sub_to_new=new_of[len(kept_rows) :], found=found)  # fmt: skip
     # The runs frame is made from them when asked: its texts are taken by code, quicker
     # than reading them (0.39 s against 0.52 s at 30,000 chapters x a month).
@@ -351,106 +349,7 @@ def _touched(obs: Observed, old: _KeptRows, meta: dict[str, Any], basis: pa.Tabl
     return {str(c) for c in touched if c is not None}
 
 
-def _as_answer(old: _KeptRows, at: np.ndarray, schema: pa.Schema) -> pa.Table:
-    """Kept transition rows `at` as the query answered them (`Transitions.of` reads it),
-    each column of the query's type but texts by code (`_coded`). The per-chapter names
-    the query gives on a chapter's creation alone stay on all its rows: a kept chapter's
-    first row is its creation (`_KeptRows.odd`), so the categories, made in the order
-    first seen, are the same, and `Transitions.of` takes them from that row."""
-    table = old.table.take(pa.array(at, pa.int64()))
-    columns = []
-    for field in schema:
-        column = table.column(field.name)
-        wanted = _TEXT if pa.types.is_string(field.type) else field.type
-        columns.append(column if column.type == wanted else pc.cast(column, wanted))
-    return pa.Table.from_arrays(columns, names=schema.names)
-
-
-# Texts by code: the kept rows and the new ones are joined, ordered and taken as codes,
-# never as texts (casting and taking the texts of every row cost 0.25 s of 0.8 at 30,000
-# chapters x a month).
-_TEXT: Final = pa.dictionary(pa.int32(), pa.string())
-
-
-def _coded(answer: pa.Table) -> pa.Table:
-    """The query's answer with its texts by code, as `_as_answer`'s."""
-    return pa.Table.from_arrays(
-        [pc.dictionary_encode(c) if pa.types.is_string(c.type) else c for c in answer.columns],
-        names=answer.column_names,
-    )
-
-
-def _chapter_order(chapter: pa.DictionaryArray) -> np.ndarray:
-    """The rows in the query's order (by chapter, then snapshot). The kept rows and the
-    new ones are each in it, and no chapter is in both: a stable sort by chapter keeps
-    each chapter's rows in their order."""
-    rank = np.empty(len(chapter.dictionary), "int64")
-    rank[pc.sort_indices(chapter.dictionary).to_numpy()] = np.arange(len(rank))
-    codes = pc.fill_null(chapter.indices, -1).to_numpy(zero_copy_only=False)
-    return np.argsort(rank[codes], kind="stable")
-
-
 def _same_prices(a: dict[str | None, float], b: dict[str | None, float]) -> bool:
     return a.keys() == b.keys() and all(
         a[k] == b[k] or (np.isnan(a[k]) and np.isnan(b[k])) for k in a
     )
-
-
-def _charges(kept: Charges, sub: Charges, kept_rows: np.ndarray, new_of: np.ndarray) -> Charges:
-    """The charges of the kept rows and of the touched chapters', in the rows' order
-    (`new_of`: each row's place, the kept rows first)."""
-    values = []
-    for f in dataclasses.fields(Charges):
-        part, more = getattr(kept, f.name), getattr(sub, f.name)
-        joined = np.empty((len(new_of), *part.shape[1:]), part.dtype)
-        joined[new_of[: len(kept_rows)]] = part[kept_rows]
-        joined[new_of[len(kept_rows) :]] = more
-        values.append(joined)
-    return Charges(*values)
-
-
-def _runs(
-    kept: RunTable,
-    sub: RunTable,
-    *,
-    old_to_new: np.ndarray,
-    sub_to_new: np.ndarray,
-    found: Transitions,
-) -> RunTable:
-    """The runs of the untouched chapters (kept) and of the touched ones, in the runs'
-    order, their rows numbered as `found`'s. The kept runs are in that order already
-    (renumbered, the untouched chapters keep their order): the touched chapters' runs
-    are put in order and merged in, not every run sorted again."""
-    ours = kept.take(old_to_new[kept.row] >= 0)
-    ours = dataclasses.replace(ours, row=old_to_new[ours.row])
-    theirs = dataclasses.replace(sub, row=sub_to_new[sub.row])
-    chapter = found.rows["chapter_code"].to_numpy("int64")
-    theirs = theirs.take(rules.run_order(theirs.started, chapter[theirs.row], theirs.number))
-    at = _places(ours, theirs, chapter)
-    if at is None:  # keys too wide to merge by: sorted whole
-        joined = RunTable(*(np.concatenate([getattr(ours, f.name), getattr(theirs, f.name)])
-                            for f in dataclasses.fields(RunTable)))  # fmt: skip
-        return joined.take(rules.run_order(joined.started, chapter[joined.row], joined.number))
-    return RunTable(*(np.insert(getattr(ours, f.name), at, getattr(theirs, f.name))
-                      for f in dataclasses.fields(RunTable)))  # fmt: skip
-
-
-def _places(ours: RunTable, theirs: RunTable, chapter: np.ndarray) -> np.ndarray | None:
-    """Where each of `theirs` goes among `ours` (both in the runs' order): how many of
-    `ours` come before it. Runs that start together (most: a start is often a snapshot's
-    time) are told apart by chapter and number, as one key: the start's rank among
-    `ours`', then chapter, then number. None when that key would not fit in 63 bits."""
-    start, their_start = rules.start_key(ours.started), rules.start_key(theirs.started)
-    at = np.searchsorted(start, their_start, "left")
-    tied = np.flatnonzero(np.searchsorted(start, their_start, "right") > at)
-    if not len(tied):
-        return at
-    numbers = max(int(ours.number.max(initial=0)), int(theirs.number.max(initial=0))) + 1
-    width = (int(chapter.max(initial=0)) + 1) * numbers
-    rank = np.cumsum(np.append(False, start[1:] != start[:-1]))
-    if (int(rank[-1]) + 1) * width >= 2**62:
-        return None
-    key = rank * width + chapter[ours.row] * numbers + ours.number
-    row, number = theirs.row[tied], theirs.number[tied]
-    at[tied] = np.searchsorted(key, rank[at[tied]] * width + chapter[row] * numbers + number)
-    return at
