@@ -364,8 +364,8 @@ def frame_table(table: pa.Table, name: str) -> pa.Table:
 def _numpy(column: pa.ChunkedArray, dtype: str) -> np.ndarray:
     """A column as the writable array the pipeline made (Arrow's zero-copy view of a
     file's buffer is read-only)."""
-    if np.dtype(dtype) == object:
-        return np.asarray(column.to_pylist(), dtype=object)
+    if np.dtype(dtype) == object:  # texts: Arrow makes the objects (a tenth of the time)
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
     return np.array(column.to_numpy(), dtype=dtype, copy=True)
 
 
