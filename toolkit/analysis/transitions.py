@@ -227,7 +227,7 @@ def _frame(table: pa.Table) -> pd.DataFrame:
             columns[name] = pd.Categorical.from_codes(
                 codes, categories=pd.Index(encoded.dictionary.to_pylist(), dtype=object)
             )
-        elif pa.types.is_dictionary(column.type):  # a splice's texts by code (`run_extend`)
+        elif pa.types.is_dictionary(column.type):  # a splice's texts by code (`run_splice`)
             columns[name] = _first_seen(column.combine_chunks())
         elif pa.types.is_boolean(column.type):
             columns[name] = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
