@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
 import pandas as pd
 import pyarrow as pa
 
-from toolkit.analysis.run_store import LAST, Keeper, folder_of, kept_as
+from toolkit.analysis.run_store import BASIS, LAST, Keeper, folder_of, kept_as
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -76,10 +76,15 @@ class Observed:
             if found is None:
                 started = time.perf_counter()
                 found = kind.build(self)
-                if keeper is not None:
+                if keeper is not None and not (self.extended and kept_as(kind) == LAST):
+                    # An extension's runs frame is not kept: made from the stages kept
+                    # with it, it is as quick as read (its texts are most of what a state
+                    # writes), and the next reader of this state keeps it.
                     took = time.perf_counter() - started
                     keeper.save(kind, found, self.manifest, took=took)
-                    if kept_as(kind) == LAST and not self.extended and keeper.keeps(self.manifest):
+                    # Remembered once (an extension remembers as it keeps its stages).
+                    kept = keeper.keeps(self.manifest) if kept_as(kind) == LAST else False
+                    if kept and not keeper.keeps(self.manifest, BASIS):
                         run_extend().remember(self, keeper)
             self._stages[kind] = found
         return cast(S, self._stages[kind])
@@ -90,6 +95,8 @@ class Observed:
         if self._extension_tried:
             return False
         self._extension_tried = True
+        if keeper.keeps(self.manifest):
+            return False  # this state's own stages are kept: a stage missing is built
         extend = run_extend()
         extended = extend.extend(self, keeper)
         if extended is None:

@@ -243,6 +243,9 @@ def is_rework(kind: np.ndarray) -> np.ndarray:
 def run_order(started: np.ndarray, chapter: np.ndarray, number: np.ndarray) -> np.ndarray:
     """The runs' order: by start (unknown starts last), then chapter, then run number.
     (Reference: the final SELECT's ORDER BY.)"""
-    return np.lexsort(
-        (number, chapter, np.where(started == NO_TIME, np.iinfo("int64").max, started))
-    )
+    return np.lexsort((number, chapter, start_key(started)))
+
+
+def start_key(started: np.ndarray) -> np.ndarray:
+    """A run's start as the runs' order reads it: unknown starts last."""
+    return np.where(started == NO_TIME, np.iinfo("int64").max, started)

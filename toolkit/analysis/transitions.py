@@ -227,8 +227,25 @@ def _frame(table: pa.Table) -> pd.DataFrame:
             columns[name] = pd.Categorical.from_codes(
                 codes, categories=pd.Index(encoded.dictionary.to_pylist(), dtype=object)
             )
+        elif pa.types.is_dictionary(column.type):  # a splice's texts by code (`run_splice`)
+            columns[name] = _first_seen(column.combine_chunks())
         elif pa.types.is_boolean(column.type):
             columns[name] = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
         else:
             columns[name] = column.to_pandas()
     return unconsolidated(columns, table.num_rows)
+
+
+def _first_seen(column: pa.DictionaryArray) -> pd.Categorical:
+    """Texts by code as `dictionary_encode` makes them of the texts: the categories in
+    the order first seen, those no row has left out."""
+    codes = pc.fill_null(column.indices, -1).to_numpy(zero_copy_only=False).astype("int64")
+    present = codes >= 0
+    seen, first = np.unique(codes[present], return_index=True)
+    in_order = seen[np.argsort(first)]
+    new_code = np.full(len(column.dictionary) + 1, -1, "int64")  # the last: no text
+    new_code[in_order] = np.arange(len(in_order))
+    return pd.Categorical.from_codes(
+        new_code[codes],
+        categories=pd.Index(column.dictionary.take(pa.array(in_order)).to_pylist(), dtype=object),
+    )
