@@ -147,6 +147,15 @@ def workspace(engine: StoreEngine, snapshot_id: str | None, store: str) -> Works
     )
 
 
+def _refuse_outside(window: tuple[int, int] | None, snapshots: int) -> None:
+    """A window must be positions of the store's snapshots, first before last."""
+    if window is not None and not 0 <= window[0] <= window[1] < snapshots:
+        raise ValueError(
+            f"the window {window} is not snapshots of this store (positions 0 to "
+            f"{snapshots - 1}, first before last); see store.snapshots()"
+        )
+
+
 def query_arrow(
     engine: StoreEngine,
     sql: str,
@@ -157,13 +166,7 @@ def query_arrow(
     costs DuckDB a look at every file under it, some 5 ms each on a year). `window`:
     the snapshots' positions the table views hold (`Log.window_sql`, `history_sql`)."""
     manifest = engine.manifest()
-    if window is not None:
-        first, last = window
-        if not 0 <= first <= last < manifest.num_rows:
-            raise ValueError(
-                f"the window {window} is not snapshots of this store (positions 0 to "
-                f"{manifest.num_rows - 1}, first before last); see store.snapshots()"
-            )
+    _refuse_outside(window, manifest.num_rows)
     lowered = _without_comments(sql).lower()
 
     def mentions(view: str) -> bool:
