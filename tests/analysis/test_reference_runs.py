@@ -181,6 +181,9 @@ def test_duckdb_on_the_delta_tables_alone_gives_each_figure(seen, tmp_path, with
     assert spend["rework_credits"].sum() > 0  # the rework is there to be compared
 
 
+# Every window of the awkward cases: the slow group's (9 s); the seeded histories check
+# windows of each of theirs, and the store's property test the windows' rows.
+@pytest.mark.slow
 @pytest.mark.parametrize("with_events", [False, True])
 def test_a_figure_for_a_window_equals_the_whole_history_cut_to_it(seen, tmp_path, with_events):
     # Windows that start before each snapshot of every awkward case: runs begun before

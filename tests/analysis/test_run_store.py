@@ -294,6 +294,10 @@ class ExtendedAtEachSnapshot(SnapshotStore):
         return taken
 
 
+# A full build after every snapshot, twice: the slow group's (40 s). The default group
+# keeps one extension (`test_a_snapshot_after_a_kept_state_is_extended_from_it`), and
+# every seeded history checks each of its snapshots the same way.
+@pytest.mark.slow
 @pytest.mark.parametrize("with_events", [False, True])
 def test_stages_extended_at_each_snapshot_equal_the_full_build(
     tmp_path, webhook_url, monkeypatch, with_events
