@@ -211,6 +211,7 @@ def test_with_tags_the_workbook_and_figures_json_hold_the_figures_by_each_tag(tm
     assert list(plain) == ["period", "projects", "totals"]
 
 
+@pytest.mark.slow  # a whole workbook written again for one rule: the default group's time
 def test_a_figure_with_more_rows_than_a_sheet_holds_shows_the_first_and_says_so(
     tmp_path, monkeypatch
 ):

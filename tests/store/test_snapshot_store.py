@@ -184,7 +184,8 @@ def test_history_as_of_and_latest_equal_whole_snapshots(tmp_path_factory, ops, s
         assert_same(
             reader.latest(table), stamped(last_ws, table, ids[len(pulls) - 1], last_at), table
         )
-    assert_windows_read_the_window_and_the_state_before(reader, "languages")
+    if len(pulls) >= 4:  # windows worth their cost: a state before and a window after
+        assert_windows_read_the_window_and_the_state_before(reader, "languages")
 
 
 def assert_windows_read_the_window_and_the_state_before(store: SnapshotStore, table: str) -> None:
