@@ -302,15 +302,7 @@ class ExtendedAtEachSnapshot(SnapshotStore):
 def test_stages_extended_at_each_snapshot_equal_the_full_build(
     tmp_path, webhook_url, monkeypatch, with_events
 ):
-    extensions = []
-    real = run_extend.extend
-
-    def counted(obs, keeper):
-        found = real(obs, keeper)
-        extensions.append(found is not None)
-        return found
-
-    monkeypatch.setattr(run_extend, "extend", counted)
+    extensions = extensions_counted(monkeypatch)
     with Emulator(clock="manual", start=SUITE_START) as emulator:
         workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
         store = ExtendedAtEachSnapshot(tmp_path / "store", emulator if with_events else None)

@@ -38,6 +38,7 @@ __all__ = [
     "read_first",
     "run_figure",
     "script",
+    "script_tables",
     "views_sql",
 ]
 
@@ -92,6 +93,14 @@ _NO_EXPORTS = (
 )
 
 
+def script_tables(*, events: bool, exports: bool) -> list[str]:
+    """The tables a printed script reads from the store: the manifest, the service's
+    snapshot tables (exports only once a file was prepared) and, when they count, the
+    events."""
+    tables = ["manifest", *SNAPSHOT_TABLES, *(["events"] if events else [])]
+    return tables if exports else [name for name in tables if name != "exports"]
+
+
 def script(figure: str, root: str, *, events: bool, exports: bool = True) -> str:
     """The whole DuckDB script for `figure` over the store at `root` (a folder or an
     `s3://` URI), read with DuckDB's `delta` extension (and `httpfs` for S3): for
@@ -109,9 +118,8 @@ def script(figure: str, root: str, *, events: bool, exports: bool = True) -> str
         ]
     lines.append("SET TimeZone = 'UTC';")
     base = root.rstrip("/").replace("'", "''")
-    tables = ["manifest", *SNAPSHOT_TABLES, *(["events"] if events else [])]
+    tables = script_tables(events=events, exports=exports)
     if not exports:
-        tables.remove("exports")
         lines.append(_NO_EXPORTS)
     lines += [
         f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM delta_scan('{base}/{name}');"

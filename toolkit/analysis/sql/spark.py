@@ -28,6 +28,7 @@ from toolkit.analysis.sql.engines import (
     figure_known,
     has_exports,
     read_first,
+    script_tables,
     views_sql,
 )
 from toolkit.analysis.sql.runs import figure_frame, figure_sql
@@ -91,9 +92,8 @@ def spark_script(
     base = root.rstrip("/").replace("`", "``")
     lines = [f"-- {figure}, as toolkit.analysis.sql defines it, over the store {root}"]
     lines += [f"SET {key}={value};" for key, value in SETTINGS.items()]
-    tables = ["manifest", *SNAPSHOT_TABLES, *(["events"] if events else [])]
+    tables = script_tables(events=events, exports=exports)
     if not exports:
-        tables.remove("exports")
         lines.append(_NO_EXPORTS)
     lines += [
         f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM delta.`{base}/{name}`;"
