@@ -102,3 +102,25 @@ def test_a_figure_stopped_at_the_limit_gives_a_lower_bound():
     row = next(row for row in grid.cells if row[0] == "analysis.runs")
     assert row[1][1].startswith("STOPPED: over 100 s")
     assert row[2] == ["> 2.00; ?"]
+
+
+@pytest.mark.slow
+def test_the_equality_benchmark_checks_kept_and_extended_stages(tmp_path):
+    # Issue 43's check on a long history (`python -m tests.bench equal`), here on a tiny
+    # growth store: the stages kept, then extended after three new snapshots, each
+    # compared with the pipeline; a difference exits non-zero.
+    def bench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tests.bench", *args],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+
+    written = bench("growth", "--sizes", "500x2", "--store-root", str(tmp_path),
+                    "--figures", "rows")  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    done = bench("equal", "--store", str(tmp_path / "500x2"), "--days", "2",
+                 "--chapters", "500")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
+    assert len(rows) == 4 and all("| equal | met" in row for row in rows), done.stdout
+    assert sum("extended in" in row for row in rows) == 3, done.stdout

@@ -4,8 +4,9 @@ Names: pull (with the incremental snapshot and the emulator's figures), history,
 uploads, webhooks, dashboard, watch, agency; all of them by default. `growth` (issue 31's table
 over sizes of history, hours at its full matrix) and `explain` (tk.explain of each headline
 figure over a week, `--days` of history) and `period` (issue 43's questions that read
-their period, against the code before them) run only when named. Each prints its table as it
-finishes; with `--out FILE` the tables are also written to FILE (Markdown).
+their period, against the code before them) and `equal` (the kept and extended run
+stages against the pipeline on a long history, `--store`) run only when named. Each
+prints its table as it finishes; with `--out FILE` the tables are also written to FILE (Markdown).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from tests.bench.table import Table, machine
 
 NAMES = ("pull", "history", "uploads", "webhooks", "dashboard", "watch", "agency")
-ON_REQUEST = ("growth", "explain", "period")
+ON_REQUEST = ("growth", "explain", "period", "equal")
 
 
 def _pull(args: argparse.Namespace) -> list[Table]:
@@ -126,6 +127,14 @@ def _period(args: argparse.Namespace) -> list[Table]:
     )
 
 
+def _equal(args: argparse.Namespace) -> list[Table]:
+    from tests.bench.bench_equal import EqualOptions, run
+
+    if args.store is None:
+        raise SystemExit("equal: give the store to check with --store DIR (it is copied)")
+    return run(EqualOptions(store=args.store, days=args.days or 365, chapters=args.chapters))
+
+
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "pull": _pull,
     "history": _history,
@@ -137,6 +146,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[Table]]] = {
     "growth": _growth,
     "explain": _explain,
     "period": _period,
+    "equal": _equal,
 }
 
 
@@ -155,7 +165,9 @@ def main() -> None:
     )
     parser.add_argument("--full-loop", action="store_true", help="time the naive loop whole")
     parser.add_argument(
-        "--store", default=None, help="history, agency: keep the store in this folder, or reuse it"
+        "--store",
+        default=None,
+        help="history, agency, explain: keep the store here, or reuse it; equal: the store",
     )
     parser.add_argument(
         "--chapters", type=int, default=10_000, help="history, pull: chapters (100 a project)"
