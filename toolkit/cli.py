@@ -658,14 +658,15 @@ def _store_migrate(args: argparse.Namespace) -> None:
 def _store_check(args: argparse.Namespace) -> None:
     from toolkit.analysis.run_check import check_runs_kept
     from toolkit.config import store_path
-    from toolkit.store import check_report
+    from toolkit.store import check_latest_kept, check_report
 
     root = store_path(args.store)
     report = check_report(root, repair=args.repair)
     if not report.findings:
-        # The run stages kept are worked out from the snapshots: compared only once
-        # every snapshot reads as it was taken.
+        # The run stages and the next write's base kept are worked out from the
+        # snapshots: compared only once every snapshot reads as it was taken.
         report.findings.extend(check_runs_kept(root, repair=args.repair))
+        report.findings.extend(check_latest_kept(root, repair=args.repair))
     for finding in report.findings:
         print(finding)
     for note in report.notes:

@@ -35,7 +35,10 @@ for step in range(first, first + 200):
 
 
 def data_files(root: Path) -> set[Path]:
-    return {p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts}
+    """The tables' data files (not the folders the toolkit keeps beside them, `_latest`
+    and `_runs`, whose temporary folders a running write renames and deletes)."""
+    tables = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith("_")]
+    return {p for t in tables for p in t.rglob("*.parquet") if "_delta_log" not in p.parts}
 
 
 def first_snapshot_files(folder: Path) -> int:

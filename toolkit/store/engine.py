@@ -23,7 +23,7 @@ import pyarrow as pa
 from toolkit.errors import OldStoreLayout, StoreError, ToolkitError
 from toolkit.frames import schema
 from toolkit.native_stderr import panics_kept_off_stderr
-from toolkit.store import versions
+from toolkit.store import latest, versions
 from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow, connect
 from toolkit.store.ledger import Ledger
@@ -123,6 +123,15 @@ class StoreEngine:
         with self.lock:
             if self.last is not None and self.last[0] == snapshot_id:
                 return self.last[1]
+        if self.tables.local:  # kept by the write that made it, in another process
+            kept = latest.load(self.tables.root, snapshot_id, self.kept_versions())
+            if kept is not None:
+                verify_reads(self, manifest, list(schema.SNAPSHOT_TABLES))
+                return kept
+        return self.logged_state(snapshot_id, manifest)
+
+    def logged_state(self, snapshot_id: str, manifest: pa.Table) -> dict[str, pa.Table]:
+        """Every table's rows at one snapshot, worked out from the change logs."""
         k = manifest.column("snapshot_id").to_pylist().index(snapshot_id)
 
         def read(logs: dict[str, Log]) -> dict[str, pa.Table]:
@@ -132,6 +141,20 @@ class StoreEngine:
             }
 
         return self.with_logs(list(schema.SNAPSHOT_TABLES), manifest, read)
+
+    def kept_versions(self) -> tuple[int | None, ...]:
+        """The Delta versions that name a kept state (`latest.KEPT_TABLES`), as of this
+        operation's look at each table."""
+        tables = [self.tables.get(name) for name in latest.KEPT_TABLES]
+        return tuple(table.version() if table is not None else None for table in tables)
+
+    def keep_state(self, snapshot_id: str, tables: dict[str, pa.Table]) -> None:
+        """Keep the rows a write just committed for the next write's base (`latest`),
+        named by the tables' versions now."""
+        if not self.tables.local:
+            return
+        self.tables.begin()  # the versions after this write's commits
+        latest.save(self.tables.root, snapshot_id, self.kept_versions(), tables)
 
     def read(self, table: str, manifest: pa.Table, read: Callable[[Log], T]) -> T:
         return self.with_logs([table], manifest, lambda logs: read(logs[table]))

@@ -232,6 +232,7 @@ def write(
     engine.wrote = True
     if compact and base_at is not None and base_at.date() < when.date():
         engine.maintain(when)
+    engine.keep_state(snapshot_id, tables)
     return info
 
 

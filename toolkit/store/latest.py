@@ -1,0 +1,151 @@
+"""The state a snapshot's write leaves, kept on disk for the next write (issue 43).
+
+A write diffs the workspace against its base snapshot's rows. A store object that wrote
+the base keeps them in memory; any other (the next `toolkit pull` of a cron job, a new
+notebook) worked them out from the whole change log: 1.5-6 s at 100,000 chapters x a
+quarter, growing with the history, where the rest of the write takes a fraction of a
+second. So each write keeps the rows it wrote in `<root>/_latest/<key>/`, one Arrow file
+per snapshot table, and a write whose base is that snapshot reads them instead.
+
+The key is the snapshot and every snapshot table's Delta version at the write's end (the
+manifest's included): any later commit to them (another snapshot, a merge, an undo, a
+repair, another engine's) names another key, and the rows are worked out from the log
+as before. Each file's SHA-256 is kept beside it and checked on reading; a folder that
+is missing, partial, garbled or for another state is never an error, only not used.
+`toolkit store check` compares the rows kept for the present state with the log's
+(`latest_check`). Object stores keep nothing (a write there reads the log, as before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+from toolkit.frames import schema
+
+__all__ = ["FOLDER", "KEPT_TABLES", "RECORD", "load", "read_folder", "same_rows", "save"]
+
+FOLDER = "_latest"
+# The tables whose versions name the state: what a snapshot holds, and its commit.
+KEPT_TABLES: tuple[str, ...] = (*schema.SNAPSHOT_TABLES, "manifest")
+# What a folder holds: its snapshot, the versions naming its state, each file's SHA-256.
+RECORD = "kept.json"
+# A temporary folder another write may still be filling: deleted once this old.
+_STALE_SECONDS = 600.0
+
+
+def _key(snapshot_id: str, versions: tuple[int | None, ...]) -> str:
+    text = json.dumps([snapshot_id, list(versions)])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def save(
+    root: str, snapshot_id: str, versions: tuple[int | None, ...], tables: dict[str, pa.Table]
+) -> bool:
+    """Keep the rows of `snapshot_id` (`tables`, by snapshot table) for the state
+    `versions` names; whether they were (not when the folder cannot be written: a
+    read-only store, a full disk). Older states are deleted once stale."""
+    folder = Path(root) / FOLDER
+    final = folder / _key(snapshot_id, versions)
+    temporary = folder / f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        temporary.mkdir(parents=True)
+        digests = {}
+        for name, table in tables.items():
+            path = temporary / f"{name}.arrow"
+            with (
+                pa.OSFile(str(path), "wb") as sink,
+                pa.ipc.new_file(sink, table.schema, options=_options()) as writer,
+            ):
+                writer.write_table(table)
+            digests[name] = _sha256(path)
+        record = {"snapshot_id": snapshot_id, "versions": list(versions), "digests": digests}
+        (temporary / RECORD).write_text(json.dumps(record), encoding="utf-8")
+        if final.exists():
+            shutil.rmtree(temporary)
+        else:
+            os.rename(temporary, final)  # whole or not at all
+    except OSError:
+        shutil.rmtree(temporary, ignore_errors=True)
+        return False
+    _delete_others(folder, keep=final.name)
+    return True
+
+
+def load(
+    root: str, snapshot_id: str, versions: tuple[int | None, ...]
+) -> dict[str, pa.Table] | None:
+    """The rows kept for `snapshot_id` in the state `versions` names, each snapshot
+    table conformed to its schema; None when none are kept, or they do not read whole."""
+    return read_folder(Path(root) / FOLDER / _key(snapshot_id, versions), snapshot_id, versions)
+
+
+def read_folder(
+    folder: Path, snapshot_id: str, versions: tuple[int | None, ...]
+) -> dict[str, pa.Table] | None:
+    """A kept folder's rows, when its record names this snapshot and state and every
+    file matches its digest; None otherwise."""
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+        digests = record["digests"]
+        if (
+            record["snapshot_id"] != snapshot_id
+            or tuple(record["versions"]) != versions
+            or set(digests) != set(schema.SNAPSHOT_TABLES)
+        ):
+            return None
+        tables = {}
+        for name, table_schema in schema.SNAPSHOT_TABLES.items():
+            path = folder / f"{name}.arrow"
+            if _sha256(path) != digests[name]:
+                return None
+            with pa.OSFile(str(path)) as source:
+                table = pa.ipc.open_file(source).read_all()
+            tables[name] = schema.conform(table, table_schema)
+        return tables
+    except Exception:  # any folder that does not read is worked out again, never an error
+        return None
+
+
+def same_rows(kept: dict[str, pa.Table], logged: dict[str, pa.Table]) -> bool:
+    """Whether each table holds the same rows, in any order."""
+    for name, table in kept.items():
+        order = [(key, "ascending") for key in schema.KEYS[name]]
+        if not table.sort_by(order).equals(logged[name].sort_by(order)):
+            return False
+    return True
+
+
+def _options() -> pa.ipc.IpcWriteOptions:
+    return pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _delete_others(folder: Path, *, keep: str) -> None:
+    """Every other state's folder, and a temporary one a crash left: a state is read
+    only by the write after it, never again once the store moved on (a reader that
+    finds its folder gone works the rows out from the log)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if entry.name == keep:
+                continue
+            with contextlib.suppress(OSError):
+                filling = entry.name.endswith(".tmp")
+                if not filling or now - entry.stat().st_mtime > _STALE_SECONDS:
+                    shutil.rmtree(entry, ignore_errors=True)
