@@ -24,6 +24,12 @@ from toolkit.store import SnapshotStore, latest
 from toolkit.store.engine import StoreEngine
 
 
+@pytest.fixture(autouse=True)
+def kept_from_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every write keeps its rows (a store keeps them from its 24th snapshot on)."""
+    monkeypatch.setattr(latest, "KEEP_FROM_SNAPSHOTS", 1)
+
+
 @pytest.fixture
 def service() -> FakeService:
     fake = FakeService()
@@ -181,3 +187,16 @@ def test_store_check_names_kept_rows_that_differ_and_repair_deletes_them(
             theirs[name].drop(columns="snapshot_id"),
             obj=name,
         )
+
+
+def test_a_short_history_keeps_nothing_until_its_first_day_is_written(
+    tmp_path: Path, service: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(latest, "KEEP_FROM_SNAPSHOTS", 24)
+    root, store = tmp_path / "store", SnapshotStore(str(tmp_path / "store"))
+    for k in range(23):
+        service.update("c1", covered=k % 5)
+        store.write(tk.pull(service, details="all"), at=hours(k))
+    assert not (root / latest.FOLDER).exists()
+    store.write(tk.pull(service, details="all"), at=hours(23))
+    assert len(list((root / latest.FOLDER).iterdir())) == 1

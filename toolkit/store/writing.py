@@ -22,7 +22,7 @@ from deltalake.exceptions import CommitFailedError
 
 from toolkit.frames import Workspace, schema
 from toolkit.native_stderr import panics_kept_off_stderr
-from toolkit.store import versions
+from toolkit.store import latest, versions
 from toolkit.store.columns import (
     CHANGED,
     DELETED,
@@ -232,7 +232,8 @@ def write(
     engine.wrote = True
     if compact and base_at is not None and base_at.date() < when.date():
         engine.maintain(when)
-    engine.keep_state(snapshot_id, tables)
+    if manifest.num_rows + 1 >= latest.KEEP_FROM_SNAPSHOTS:
+        engine.keep_state(snapshot_id, tables)
     return info
 
 
