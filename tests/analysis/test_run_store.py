@@ -27,7 +27,7 @@ from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
-from toolkit.analysis.run_store import BASIS, FOLDER, KEPT, Keeper, decode, encode
+from toolkit.analysis.run_store import BASIS, FOLDER, KEPT, LANGUAGES, Keeper, decode, encode
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import RunFrame
 from toolkit.analysis.transitions import Transitions
@@ -121,7 +121,9 @@ def test_every_run_figure_read_from_the_kept_stages_equals_the_pipeline(
     assert not (root / FOLDER).exists()  # the reference path keeps nothing
     first = figures(Observed(SnapshotStore(root)))  # builds and keeps
     # Each stage, and what the next snapshot's stages are extended from.
-    assert kept_files(root) == sorted(f"{name}.arrow" for name in [*KEPT.values(), BASIS])
+    assert kept_files(root) == sorted(
+        f"{name}.arrow" for name in [*KEPT.values(), BASIS, LANGUAGES]
+    )
     not_built(monkeypatch)
     again = Observed(SnapshotStore(root))
     read = figures(again)
