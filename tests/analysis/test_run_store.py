@@ -393,15 +393,22 @@ def test_a_store_repaired_since_its_kept_state_is_built_whole(seen, tmp_path, mo
     assert made == [False]
 
 
-def test_store_check_names_a_wrong_stage_carried_into_an_extension(seen, tmp_path, capsys):
-    """A wrong stage kept for one state is carried, for the chapters untouched, into the
-    next state's extension: `store check` compares that state's stages with a build."""
-    emulator, client, root = seen
-    root = copy(root, tmp_path)
+def kept_copy(seen, tmp_path: Path) -> tuple[Path, SnapshotStore, Observed]:
+    """A copy of the scenario store with every stage kept for its state, and the
+    `Observed` that kept them."""
+    root = copy(seen[2], tmp_path)
     store = SnapshotStore(root)
     obs = Observed(store, keep_after=0)
     for kind in STAGES:
         obs.stage(kind)
+    return root, store, obs
+
+
+def test_store_check_names_a_wrong_stage_carried_into_an_extension(seen, tmp_path, capsys):
+    """A wrong stage kept for one state is carried, for the chapters untouched, into the
+    next state's extension: `store check` compares that state's stages with a build."""
+    emulator, client, _ = seen
+    root, store, obs = kept_copy(seen, tmp_path)
     table = obs.stage(RunTable)
     wrong = RunTable(**{**table.__dict__, "credits": table.credits * 2})
     Keeper(store, store.version()).save(RunTable, wrong, obs.manifest, took=1.0)
@@ -422,12 +429,8 @@ def test_a_project_renamed_since_works_its_chapters_out_whole_beside_the_rows_si
     their rows since added to their kept ones: both in one extension, equal to the full
     build. (The emulator renames no project: the kept basis is made to remember another
     name, which is what a rename since looks like to the extension.)"""
-    emulator, client, root = seen
-    root = copy(root, tmp_path)
-    store = SnapshotStore(root)
-    obs = Observed(store, keep_after=0)
-    for kind in STAGES:
-        obs.stage(kind)
+    emulator, client, _ = seen
+    root, store, obs = kept_copy(seen, tmp_path)
     keeper = Keeper(store, store.version())
     basis = keeper.load_table(BASIS, keeper.state(obs.manifest))
     assert basis is not None
