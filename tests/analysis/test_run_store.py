@@ -7,6 +7,7 @@ does not read and one with wrong values are each handled as a user expects, and
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,12 +23,12 @@ from scenarios import RUN, pages
 from test_reference_runs import awkward_cases
 
 from toolkit import analysis
-from toolkit.analysis import run_extend, run_store
+from toolkit.analysis import run_extend, run_store, run_touched
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
-from toolkit.analysis.run_store import BASIS, FOLDER, KEPT, Keeper, decode, encode
+from toolkit.analysis.run_store import BASIS, FOLDER, KEPT, LANGUAGES, Keeper, decode, encode
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import RunFrame
 from toolkit.analysis.transitions import Transitions
@@ -121,7 +122,9 @@ def test_every_run_figure_read_from_the_kept_stages_equals_the_pipeline(
     assert not (root / FOLDER).exists()  # the reference path keeps nothing
     first = figures(Observed(SnapshotStore(root)))  # builds and keeps
     # Each stage, and what the next snapshot's stages are extended from.
-    assert kept_files(root) == sorted(f"{name}.arrow" for name in [*KEPT.values(), BASIS])
+    assert kept_files(root) == sorted(
+        f"{name}.arrow" for name in [*KEPT.values(), BASIS, LANGUAGES]
+    )
     not_built(monkeypatch)
     again = Observed(SnapshotStore(root))
     read = figures(again)
@@ -390,15 +393,22 @@ def test_a_store_repaired_since_its_kept_state_is_built_whole(seen, tmp_path, mo
     assert made == [False]
 
 
-def test_store_check_names_a_wrong_stage_carried_into_an_extension(seen, tmp_path, capsys):
-    """A wrong stage kept for one state is carried, for the chapters untouched, into the
-    next state's extension: `store check` compares that state's stages with a build."""
-    emulator, client, root = seen
-    root = copy(root, tmp_path)
+def kept_copy(seen, tmp_path: Path) -> tuple[Path, SnapshotStore, Observed]:
+    """A copy of the scenario store with every stage kept for its state, and the
+    `Observed` that kept them."""
+    root = copy(seen[2], tmp_path)
     store = SnapshotStore(root)
     obs = Observed(store, keep_after=0)
     for kind in STAGES:
         obs.stage(kind)
+    return root, store, obs
+
+
+def test_store_check_names_a_wrong_stage_carried_into_an_extension(seen, tmp_path, capsys):
+    """A wrong stage kept for one state is carried, for the chapters untouched, into the
+    next state's extension: `store check` compares that state's stages with a build."""
+    emulator, client, _ = seen
+    root, store, obs = kept_copy(seen, tmp_path)
     table = obs.stage(RunTable)
     wrong = RunTable(**{**table.__dict__, "credits": table.credits * 2})
     Keeper(store, store.version()).save(RunTable, wrong, obs.manifest, took=1.0)
@@ -409,3 +419,45 @@ def test_store_check_names_a_wrong_stage_carried_into_an_extension(seen, tmp_pat
     assert "run table kept for the present snapshots differs" in capsys.readouterr().out
     assert main(["store", "check", "--store", str(root), "--repair"]) == 0
     assert_stages_are_the_pipelines(root)
+
+
+def test_a_project_renamed_since_works_its_chapters_out_whole_beside_the_rows_since(
+    seen, tmp_path, monkeypatch
+):
+    """The chapters of a project whose names changed since the kept state are worked out
+    over their whole history (every row carries them); the other touched chapters have
+    their rows since added to their kept ones: both in one extension, equal to the full
+    build. (The emulator renames no project: the kept basis is made to remember another
+    name, which is what a rename since looks like to the extension.)"""
+    emulator, client, _ = seen
+    root, store, obs = kept_copy(seen, tmp_path)
+    keeper = Keeper(store, store.version())
+    basis = keeper.load_table(BASIS, keeper.state(obs.manifest))
+    assert basis is not None
+    meta = json.loads(basis.schema.metadata[b"toolkit"])
+    chapters = store.latest("chapters")["project_id"].astype(str).value_counts()
+    projects = store.latest("projects")
+    used = str(projects[projects["kind"] == "comic"]["project_id"].iloc[0])  # another_snapshot's
+    others = [
+        p for p in meta["projects"] if p["project_id"] != used and chapters.get(p["project_id"])
+    ]
+    renamed = min(others, key=lambda p: chapters[p["project_id"]])
+    renamed["project"] = "a name it had before"
+    keeper.save_table(
+        BASIS, basis.replace_schema_metadata({"toolkit": json.dumps(meta)}), obs.manifest
+    )
+    split: list[tuple[int, int]] = []
+    real = run_touched.touched
+
+    def counted(*args):
+        found, whole = real(*args)
+        split.append((len(found - whole), len(whole)))
+        return found, whole
+
+    monkeypatch.setattr(run_touched, "touched", counted)
+    made = extensions_counted(monkeypatch)
+    another_snapshot(emulator, client, store, first_page=1010)
+    assert_stages_are_the_pipelines(root)
+    assert made == [True]
+    # Its chapters (one trashed before, in the kept rows too) whole, the others since.
+    assert split[0][0] > 0 and split[0][1] >= chapters[renamed["project_id"]]

@@ -9,8 +9,9 @@ position's last run failed). So when a state is asked whose snapshots extend a k
 state's (the same snapshots first, each new one based on the one before it, and every
 table commit since a snapshot's write, events or a merge of files: nothing undone,
 repaired, upgraded or restored), the stages are the kept ones with the *touched*
-chapters worked out again over their whole history, by the same query restricted to
-them, and spliced in by chapter:
+chapters worked out again and spliced in by chapter: their rows since the kept snapshots
+added to their kept rows (only the snapshots since are read; those a rule reaches back
+for, over their whole history: `run_touched`):
 
 - every chapter with a change row or a language row since (a change of status alone
   too: working a chapter out again is never wrong, only slower);
@@ -36,7 +37,6 @@ each snapshot of every seeded history check it).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -44,19 +44,15 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from toolkit.analysis import run_touched as touching
 from toolkit.analysis._arrays import to_micros
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_splice import spliced_charges, spliced_runs, spliced_transitions
-from toolkit.analysis.run_store import BASIS, Keeper, code_version, frame_table
+from toolkit.analysis.run_store import BASIS, LANGUAGES, Keeper, code_version
 from toolkit.analysis.run_table import RunTable, terminal_events
-from toolkit.analysis.transitions import (
-    Transitions,
-    transitions_ctes,
-    transitions_sql,
-)
+from toolkit.analysis.transitions import Transitions
 from toolkit.frames.schema import VERSIONED_TABLES
 from toolkit.store.ledger import OPERATION_KEY
 from toolkit.store.tables import SNAPSHOT_ID_KEY
@@ -71,39 +67,8 @@ _MANIFEST: Final = ("snapshot_id", "snapshot_at", "commits", "base_id")
 # Commits that add rows and change none: a snapshot's write, events, a merge of files.
 _APPENDS: Final = {"events", "merge"}
 _MAINTENANCE: Final = {"VACUUM START", "VACUUM END"}
-_EVENT_COLUMNS: Final = ("chapter_id", "type", "at", "reason")
 # More touched than this share of the chapters: the full build costs as much.
 _MOST_TOUCHED: Final = 0.5
-# The projects as the transitions join them (what an extension compares, then
-# remembers), in the order of their ids.
-_PROJECT_COLUMNS: Final = "project_id, project, project_kind, model, n_languages"
-_PROJECTS_SQL: Final = f"""WITH {transitions_ctes()}
-SELECT {_PROJECT_COLUMNS} FROM by_project
-ORDER BY project_id"""
-# The same, and in the same query (each query opens the logs: 0.03-0.08 s at 30,000
-# chapters x a month), the chapters with a change row or a language row since the kept
-# snapshots (`since` of them; a change of status alone too: working a chapter out again
-# is never wrong) and every chapter of a novel project with such a row (a re-upload's
-# rework). With those `_touched` finds, they are the chapters worked out again.
-_SINCE_SQL: Final = f"""WITH {transitions_ctes()},
-since AS (
-    SELECT chapter_id, project_id FROM chapters_changes
-    WHERE idx >= {{since}} AND _changed IS NOT false
-    UNION SELECT chapter_id, project_id FROM languages_changes
-    WHERE idx >= {{since}} AND _changed IS NOT false
-),
-novels AS (SELECT project_id FROM by_project WHERE project_kind = 'novel'),
-chapters AS (
-    SELECT chapter_id FROM since
-    UNION SELECT chapter_id FROM chapters_changes
-    WHERE project_id IN (SELECT project_id FROM since WHERE project_id IN
-                         (SELECT project_id FROM novels))
-)
-SELECT * FROM (
-    SELECT {_PROJECT_COLUMNS}, NULL::VARCHAR AS chapter_id FROM by_project
-    UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, chapter_id FROM chapters
-) ORDER BY chapter_id IS NOT NULL, project_id, chapter_id"""
-_TOUCHED_IDS: Final = "touched_ids"
 
 
 def remember(obs: Observed, keeper: Keeper) -> None:
@@ -111,20 +76,24 @@ def remember(obs: Observed, keeper: Keeper) -> None:
     table versions they were worked out from, the projects' names and the end events."""
     try:
         events = terminal_events(obs)
-        projects = _projects(obs)
+        projects = touching.projects(obs)
         found = obs.stage(Transitions)
+        languages = touching.languages(obs)  # a full build's read once, then extended
     except Exception:  # nothing remembered: the next state is built whole
+        return
+    # Before the basis: a state with a basis has its languages (`earlier` lists those).
+    if not keeper.save_table(LANGUAGES, languages, obs.manifest):
         return
     meta = {
         "code": code_version(),
         "version": list(keeper.version),
-        "manifest": {c: _texts(obs.manifest[c]) for c in _MANIFEST if c in obs.manifest},
+        "manifest": {c: touching.texts(obs.manifest[c]) for c in _MANIFEST if c in obs.manifest},
         "projects": projects,
         "default_model": found.default_model,
         "learned": [["" if k is None else k, v] for k, v in obs.stage(Prices).learned.items()],
     }
-    table = pa.table({c: pa.array(_texts(events[c]) if c != "at" else events[c].tolist(),
-                                  _EVENT_TYPES[c]) for c in _EVENT_COLUMNS})  # fmt: skip
+    table = pa.table({c: pa.array(touching.texts(events[c]) if c != "at" else events[c].tolist(),
+                                  _EVENT_TYPES[c]) for c in touching.EVENT_COLUMNS})  # fmt: skip
     keeper.save_table(BASIS, table.replace_schema_metadata({"toolkit": json.dumps(meta)}),
                       obs.manifest)  # fmt: skip
 
@@ -149,25 +118,14 @@ def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
     kept_snapshots = _prefix(meta, manifest)
     if kept_snapshots is None or not _only_appends(obs, meta["version"], keeper.version):
         return None
-    rows = _kept_rows(keeper.load_table("transitions", states[0]))
+    rows = touching.kept_rows(keeper.load_table("transitions", states[0]))
+    languages = keeper.load_table(LANGUAGES, states[0])
     kept: dict[type, Any] = {kind: keeper.load(kind, manifest, state=states[0])
                              for kind in (Charges, RunTable)}  # fmt: skip
-    if rows is None or any(value is None for value in kept.values()):
+    if rows is None or languages is None or any(value is None for value in kept.values()):
         return None
-    return _extended(obs, rows, kept, meta, basis, kept_snapshots)
-
-
-def _projects(obs: Observed) -> list[dict[str, Any]]:
-    """Each project's name, kind, model and languages, as the transitions join them:
-    read once per `Observed` (an extension compares them, then remembers them)."""
-    found = obs.memo.get(_PROJECTS_SQL)
-    if found is None:
-        found = obs.memo[_PROJECTS_SQL] = obs.store.query_arrow(_PROJECTS_SQL).to_pylist()
-    return cast(list[dict[str, Any]], found)
-
-
-def _texts(column: pd.Series) -> list[str | None]:
-    return [None if pd.isna(v) else str(v) for v in column.tolist()]
+    state = touching.KeptState(kept_snapshots, languages)
+    return _extended(obs, rows, kept, meta, basis, state)
 
 
 def _prefix(meta: dict[str, Any], manifest: pd.DataFrame) -> int | None:
@@ -180,10 +138,10 @@ def _prefix(meta: dict[str, Any], manifest: pd.DataFrame) -> int | None:
     if not n or n > len(manifest) or set(kept) != {c for c in _MANIFEST if c in manifest}:
         return None
     for column, values in kept.items():
-        if _texts(manifest[column].iloc[:n]) != values:
+        if touching.texts(manifest[column].iloc[:n]) != values:
             return None
     if "base_id" in manifest:
-        ids, bases = _texts(manifest["snapshot_id"]), _texts(manifest["base_id"])
+        ids, bases = touching.texts(manifest["snapshot_id"]), touching.texts(manifest["base_id"])
         if any(bases[i] != ids[i - 1] for i in range(n, len(manifest))):
             return None  # taken beside another, or backfilled: a snapshot between moved
     return n
@@ -236,74 +194,38 @@ class _Staged:
         return self._stages[kind]
 
 
-@dataclasses.dataclass(frozen=True)
-class _KeptRows:
-    """The kept transitions as their file holds them (Arrow, not made into a frame: an
-    extension needs the rows of the chapters untouched as the query answers them), and
-    per chapter (by `chapter_code`) its id, project and whether its rows are odd (a
-    chapter created more than once, or whose first row is not its creation)."""
-
-    table: pa.Table
-    code: np.ndarray
-    chapters: np.ndarray
-    projects: np.ndarray
-    odd: np.ndarray
-    default_model: str | None
-
-
-def _kept_rows(file: pa.Table | None) -> _KeptRows | None:
-    if file is None:
-        return None
-    try:
-        meta = json.loads(file.schema.metadata[b"toolkit"])
-        table = frame_table(file, "rows")
-        code = table.column("chapter_code").to_numpy().astype("int64")
-        step = table.column("step").to_numpy()
-        new = table.column("is_new").to_numpy(zero_copy_only=False).astype(bool)
-        first = np.flatnonzero(step == 0)
-        chapters = pc.cast(table.column("chapter_id").take(first), pa.string())
-        projects = pc.cast(table.column("project_id").take(first), pa.string())
-        odd = np.zeros(len(first), bool)
-        np.logical_or.at(odd, code, (new & (step > 0)) | (~new & (step == 0)))
-        return _KeptRows(
-            table, code, np.asarray(chapters.to_pylist(), object),
-            np.asarray(projects.to_pylist(), object), odd,
-            meta["values"]["default_model"]["value"],
-        )  # fmt: skip
-    except (KeyError, ValueError, pa.ArrowException):  # not as written: no basis
-        return None
-
-
 def _extended(
     obs: Observed,
-    old: _KeptRows,
+    old: touching.KeptRows,
     kept: dict[type, Any],
     meta: dict[str, Any],
     basis: pa.Table,
-    kept_snapshots: int,
+    state: touching.KeptState,
 ) -> dict[type, object] | None:
     times = to_micros(obs.manifest["snapshot_at"])
     # The touched chapters first, then their rows: a CTE the transitions query names
     # three times is worked out three times, each a scan of the logs (0.4 s against 0.1
     # s at 30,000 chapters x a month); a small table joined is quicker than a list of ids.
-    rows = obs.store.query_arrow(_SINCE_SQL.format(since=kept_snapshots)).to_pylist()
-    obs.memo[_PROJECTS_SQL] = [{k: v for k, v in r.items() if k != "chapter_id"}
-                               for r in rows if r["chapter_id"] is None]  # fmt: skip
-    since = {r["chapter_id"] for r in rows if r["chapter_id"] is not None}
-    touched = since | _touched(obs, old, meta, basis)
+    changes = touching.since(obs, state)
+    touched, whole = touching.touched(obs, old, meta, basis, changes)
     if len(touched) > _MOST_TOUCHED * max(len(old.chapters), 1):
         return None
-    answer = obs.store.query_arrow(
-        transitions_sql(touched=f"SELECT chapter_id FROM {_TOUCHED_IDS}"),
-        frames={_TOUCHED_IDS: pa.table({"chapter_id": pa.array(sorted(touched), pa.string())})},
-    )
-    sub = Transitions.of(answer, times) if answer.num_rows else None
+    pairs = touching.languages(obs, changes, state)
+    answer = touching.touched_rows(obs, old, touched - whole, whole, pairs, state)
+    if answer is None:
+        return None
+    chapters = pd.Index(old.chapters)
+    # The kept rows of the chapters untouched; and of the touched ones whose rows since
+    # are added to them (the rest of their history as the query answers it).
+    kept_rows = np.flatnonzero(~chapters.isin(list(touched))[old.code])
+    added_to = np.flatnonzero(chapters.isin(list(touched - whole))[old.code])
+    sub_table, _ = spliced_transitions(old.table, added_to, answer)
+    sub = Transitions.of(sub_table, times) if sub_table.num_rows else None
     if sub is not None and sub.default_model != old.default_model:
         return None  # the service's default model as another project names it: all rows
-    kept_rows = np.flatnonzero(~pd.Index(old.chapters).isin(list(touched))[old.code])
-    table, order_np = spliced_transitions(old.table, kept_rows, answer)
-    found = Transitions.of(table, times)
-    staged = _Staged({Transitions: found}, obs.events)
+    table, order_np = spliced_transitions(old.table, kept_rows, sub_table)
+    transitions = Transitions.of(table, times)
+    staged = _Staged({Transitions: transitions}, obs.events)
     prices: Prices = staged.stage(Prices)
     learned = {None if k == "" else k: float(v) for k, v in meta["learned"]}
     if sub is None or not _same_prices(learned, prices.learned):
@@ -312,41 +234,15 @@ def _extended(
         return {kind: staged.stage(kind) for kind in (Transitions, Prices, Charges, RunTable)}
     part = _Staged({Transitions: sub, Prices: Prices.priced(sub, prices.learned)}, obs.events)
     new_of = np.empty(len(order_np), "int64")
-    new_of[order_np] = np.arange(len(order_np))  # kept rows, then the answer's -> `found`'s
+    new_of[order_np] = np.arange(len(order_np))  # kept rows, then the touched -> new rows
     charges = spliced_charges(kept[Charges], part.stage(Charges), kept_rows, new_of)
     old_to_new = np.full(len(old.code), -1, "int64")
     old_to_new[kept_rows] = new_of[: len(kept_rows)]
     runs = spliced_runs(kept[RunTable], part.stage(RunTable), old_to_new=old_to_new,
-                 sub_to_new=new_of[len(kept_rows) :], found=found)  # fmt: skip
+                 sub_to_new=new_of[len(kept_rows) :], found=transitions)  # fmt: skip
     # The runs frame is made from them when asked: its texts are taken by code, quicker
     # than reading them (0.39 s against 0.52 s at 30,000 chapters x a month).
-    return {Transitions: found, Prices: prices, Charges: charges, RunTable: runs}
-
-
-def _touched(obs: Observed, old: _KeptRows, meta: dict[str, Any], basis: pa.Table) -> set[str]:
-    """The kept chapters to work out again, by id, besides those with a change since,
-    which `_SINCE_SQL` finds (the module's docstring says which)."""
-    touched: set[str] = set()
-    # Projects whose name, kind, model or languages changed: all their chapters.
-    now = _projects(obs)
-    then = {p["project_id"]: p for p in meta["projects"]}
-    changed = {p["project_id"] for p in now if then.get(p["project_id"]) != p}
-    changed |= set(then) - {p["project_id"] for p in now}
-    chapter, project = old.chapters, old.projects
-    touched |= set(chapter[pd.Index(project).isin(list(changed))])
-    # End events recorded since (for any time), or gone.
-    events = terminal_events(obs)
-    now_events = set(zip(*(_texts(events[c]) for c in _EVENT_COLUMNS), strict=True))
-    kept_events = set(zip(*(_texts(basis.column(c).to_pandas()) for c in _EVENT_COLUMNS),
-                          strict=True))  # fmt: skip
-    touched |= {e[0] for e in now_events ^ kept_events}
-    # Chapters whose kept rows cannot be told back to the query's answer (`_KeptRows`).
-    touched |= set(chapter[old.odd])
-    # A novel project with a touched chapter: all its chapters (a re-upload's rework).
-    novel = {p["project_id"] for p in now if p["project_kind"] == "novel"}
-    novels = set(project[pd.Index(chapter).isin(list(touched))]) & novel
-    touched |= set(chapter[pd.Index(project).isin(list(novels))])
-    return {str(c) for c in touched if c is not None}
+    return {Transitions: transitions, Prices: prices, Charges: charges, RunTable: runs}
 
 
 def _same_prices(a: dict[str | None, float], b: dict[str | None, float]) -> bool:

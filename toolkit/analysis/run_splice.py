@@ -34,6 +34,8 @@ def spliced_transitions(
     `Transitions.of`); and that order, over the kept rows then the answer's."""
     table = pa.concat_tables([_as_answer(kept, at, answer.schema), _coded(answer)])
     table = table.unify_dictionaries().combine_chunks()
+    if not table.num_rows:  # no chunk to read (the touched chapters' rows since: none)
+        return table, np.zeros(0, "int64")
     order = _chapter_order(table.column("chapter_id").chunk(0))
     return table.take(pa.array(order)), order
 

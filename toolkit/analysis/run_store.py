@@ -52,6 +52,7 @@ __all__ = [
     "FOLDER",
     "KEEP_AFTER_SECONDS",
     "KEPT",
+    "LANGUAGES",
     "LAST",
     "Keeper",
     "code_version",
@@ -87,6 +88,9 @@ _STALE_SECONDS: Final = 600
 _MOST_STATES: Final = 2
 # The file beside a state's stages that an extension starts from (`run_extend`).
 BASIS: Final = "basis"
+# And every chapter's languages, each pair once, which an extension counts with the
+# pairs since alone (`run_extend`; written before the basis).
+LANGUAGES: Final = "languages"
 _FRAME: Final = "frame:"  # the columns of a DataFrame field, as `frame:<field>:<column>`
 # LZ4: 30,000 chapters x a month's stages are 186 MiB as they are, 39 MiB so, written
 # in 0.35-0.4 s and read in 0.7-0.8 s; zstd made 18 MiB but read in 2.4-2.7 s (load 8).

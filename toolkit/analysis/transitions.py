@@ -36,7 +36,7 @@ from toolkit.analysis._arrays import (
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["MOVING", "PER_CHAPTER", "Transitions", "transitions_ctes", "transitions_sql"]
+__all__ = ["MOVING", "PER_CHAPTER", "Since", "Transitions", "transitions_ctes", "transitions_sql"]
 
 _FLAGGED = """
     SELECT idx, chapter_id, project_id, title, position, page_count, started, processing,
@@ -61,51 +61,86 @@ _FROM_PREVIOUS = f"""
     FROM flagged"""
 
 
-def transitions_sql(*, touched: str = "") -> str:
+@dataclass(frozen=True)
+class Since:
+    """A restriction of the query to the rows of snapshot `first` on (`at`, its time,
+    reaches the Parquet scan, which then skips the files before it), with what the rows
+    read from the whole history taken from tables given instead (`run_extend` keeps
+    them): `languages`, a table of `chapter_id, n_chapter_languages`, and
+    `default_model`, a table of one `name`. Each row's answer is then the whole query's
+    for that row, and a question reads the snapshots since, not the history."""
+
+    first: int
+    at: str
+    languages: str
+    default_model: str
+
+
+def transitions_sql(*, touched: str = "", since: Since | None = None) -> str:
     """The query; `touched`: only the chapters this query (a CTE's body, `chapter_id`)
-    names, their whole history, as the query gives them (`run_extend`)."""
-    ctes = transitions_ctes(touched=bool(touched))
+    names, their whole history, as the query gives them (`run_extend`); `since`: only
+    their rows from a snapshot on (`Since`)."""
+    ctes = transitions_ctes(touched=bool(touched), since=since)
     return (
         f"WITH touched AS ({touched}),\n{ctes}\n{_SELECT}" if touched else f"WITH {ctes}\n{_SELECT}"
     )
 
 
-def transitions_ctes(*, touched: bool = False) -> str:
+def transitions_ctes(*, touched: bool = False, since: Since | None = None) -> str:
     """The CTEs the query stands on, for queries that go on from the transitions:
     `by_project`, `chapter_languages`, `default_model`, `exported`, `flagged` and `log` (every
     flagged row with its previous values; `MOVING` keeps those that start or end runs);
     `touched`: only the chapters of the table or CTE `touched` (`flagged`,
-    `chapter_languages`, `exported`)."""
-    only = " AND chapter_id IN (SELECT chapter_id FROM touched)" if touched else ""
+    `chapter_languages`, `exported`); `since`: only the rows from a snapshot on (`Since`)."""
     return _CTES.format(
-        flagged=f"flagged AS ({_FLAGGED}{only})",
+        by_project=_BY_PROJECT,
+        chapter_languages=_CHAPTER_LANGUAGES.format(only=_only("", touched=touched))
+        if since is None
+        else f"SELECT chapter_id, n_chapter_languages FROM {since.languages}",
+        default_model=_DEFAULT_MODEL
+        if since is None
+        else f"SELECT name FROM {since.default_model}",
+        flagged=f"flagged AS ({_FLAGGED}{_only('', touched=touched, since=since)})",
         log=f"log AS ({_FROM_PREVIOUS}\n)",
-        languages_only=only,
-        exported_only=only.replace("chapter_id", "e.chapter_id", 1),
+        exported_only=_only("e.", touched=touched, since=since),
     )
 
 
-_CTES = """by_project AS (
+def _only(table: str, *, touched: bool, since: Since | None = None) -> str:
+    """The conditions on a log's rows (`table`: the prefix of its columns) that keep the
+    touched chapters and the snapshots since."""
+    only = f" AND {table}chapter_id IN (SELECT chapter_id FROM touched)" if touched else ""
+    if since is not None:
+        only += (
+            f" AND {table}idx >= {since.first} AND {table}snapshot_at >= '{since.at}'::TIMESTAMPTZ"
+        )
+    return only
+
+
+_BY_PROJECT = """
     SELECT project_id,
            arg_max(name, idx) AS project,
            arg_max(kind, idx) AS project_kind,
            arg_max(translation_model, idx) AS model,
            arg_max(len(target_languages), idx) AS n_languages
     FROM projects_changes WHERE NOT _deleted GROUP BY project_id
-),
-chapter_languages AS (
-    -- A chapter runs in the languages it was created with, which its own rows show; the
-    -- project's list may have changed since.
+"""
+# A chapter runs in the languages it was created with, which its own rows show; the
+# project's list may have changed since.
+_CHAPTER_LANGUAGES = """
     SELECT chapter_id, count(DISTINCT language_code) AS n_chapter_languages
-    FROM languages_changes WHERE _changed IS NOT false{languages_only} GROUP BY chapter_id
-),
-default_model AS (
-    -- The service's default model, as the languages of a project without one name it.
+    FROM languages_changes WHERE _changed IS NOT false{only} GROUP BY chapter_id
+"""
+# The service's default model, as the languages of a project without one name it.
+_DEFAULT_MODEL = """
     SELECT models[1] AS name FROM languages_changes
     WHERE len(models) > 0
       AND project_id IN (SELECT project_id FROM by_project WHERE model IS NULL)
     LIMIT 1
-),
+"""
+_CTES = """by_project AS ({by_project}),
+chapter_languages AS ({chapter_languages}),
+default_model AS ({default_model}),
 exported AS (
     -- Per chapter and snapshot, the most pages a file prepared since the snapshot before
     -- counts: a run packages the pages that are not held (`pageCount`), which tells held
