@@ -39,6 +39,7 @@ import pandas as pd
 
 from toolkit.analysis.calendar import period_starts
 from toolkit.analysis.observed import Observed, flag, with_previous
+from toolkit.frames.joins import outer_merged
 from toolkit.timestamps import in_hours
 
 __all__ = ["BANDS", "Model", "OpenChapter", "Spread", "Tail", "learn", "pace_samples"]
@@ -129,7 +130,7 @@ def _timeline(obs: Observed, last: int) -> pd.DataFrame:
     columns = ["chapter_id", "idx", "project_id", "processing", "failed", "page_count",
                "last_activity_at", "created_at", "deleted"]  # fmt: skip
     chapters = obs.chapters.loc[obs.chapters["idx"] <= last, columns]
-    rows = chapters.merge(sums.drop(columns="unknown"), on=["chapter_id", "idx"], how="outer")
+    rows = outer_merged(chapters, sums.drop(columns="unknown"), on=["chapter_id", "idx"])
     rows = rows.sort_values(["chapter_id", "idx"], ignore_index=True)
     filled = rows.groupby("chapter_id").ffill()
     filled["chapter_id"] = rows["chapter_id"]

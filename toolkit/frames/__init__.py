@@ -1,7 +1,8 @@
 """The service's resources as pandas DataFrames, shaped by one Arrow schema per table.
 
 The parts: `schema` (the column contract), `fetcher` (concurrent GETs over one client),
-`pull` (the frames and `pull`) and `states` (a chapter's derived `state`).
+`pull` (the frames and `pull`), `states` (a chapter's derived `state`) and `joins` (an
+outer join of frames that may be empty).
 """
 
 from __future__ import annotations

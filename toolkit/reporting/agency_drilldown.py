@@ -38,6 +38,7 @@ import pandas as pd
 
 from toolkit import metrics
 from toolkit.formatting import missing, show
+from toolkit.frames.joins import outer_merged
 from toolkit.reporting.drilldown import command
 from toolkit.reporting.explanations import EXPLAINED, HOW, TAKEN, explain
 from toolkit.reporting.figures import FIGURES, Period, header_of, label
@@ -400,9 +401,8 @@ def _outlook_by_chapter(outlook: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         if merged is None:
             merged = part
         else:
-            merged = merged.merge(part, how="outer",
-                                  on=["project_id", "project", "chapter_id", "chapter"],
-                                  suffixes=("", "_"))  # fmt: skip
+            merged = outer_merged(merged, part, on=["project_id", "project", "chapter_id",
+                                                    "chapter"], suffixes=("", "_"))  # fmt: skip
             merged["detail"] = merged["detail"].fillna(merged.pop("detail_"))
     return merged if merged is not None else pd.DataFrame(columns=["project_id"])
 
