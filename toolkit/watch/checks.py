@@ -1,4 +1,6 @@
-"""The checks: a pure evaluation of the stores against the config.
+"""The checks: a pure evaluation of the stores against the config (the one thing
+written is each local store's record of the files its store check read whole,
+`<store>/_checked.json`).
 
 ```python
 tk.watch.checks("data/snapshots/studio", "watch.toml")   # open findings, as a frame
@@ -10,6 +12,7 @@ time unless given. The checks and what each finds are in docs/watch.md.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -30,6 +33,9 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = ["checks", "evaluate", "open_alerts"]
+
+# Each data file of a store is read whole again within a day's cycles (see `_snapshots`).
+_REREAD_WITHIN = pd.Timedelta(days=1)
 
 
 def checks(
@@ -320,10 +326,15 @@ def _snapshots(
         )  # fmt: skip
     if "://" not in store.root:
         from toolkit.store import check_report
+        from toolkit.store.rotation import CheckRotation
 
+        # Bounded: each data file is read whole when new or changed and again within a
+        # day's cycles (`toolkit.store.rotation`); `toolkit store check` reads them all.
+        cycles = math.ceil(_REREAD_WITHIN / pd.Timedelta(config.interval))
         problems: list[object]
         try:
-            problems = list(check_report(store.root).findings)
+            rotation = CheckRotation(store.root, cycles=cycles)
+            problems = list(check_report(store.root, rotation=rotation).findings)
         except ToolkitError as exc:
             problems = [exc]
         if problems:
