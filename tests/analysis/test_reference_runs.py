@@ -33,6 +33,7 @@ from scenarios import (
 from windows import (
     ALL_BY,
     assert_explained_lines_equal_the_whole,
+    assert_finished_windows_equal_the_whole,
     assert_seen_reads_the_workspace,
     assert_windows_equal_the_whole,
 )
@@ -199,6 +200,7 @@ def test_a_figure_for_a_window_equals_the_whole_history_cut_to_it(seen, tmp_path
         SnapshotStore(root).record_events(events(emulator))
     assert_windows_equal_the_whole(SnapshotStore(root), "the awkward cases", ALL_BY)
     assert_explained_lines_equal_the_whole(SnapshotStore(root), "the awkward cases")
+    assert_finished_windows_equal_the_whole(SnapshotStore(root), "the awkward cases")
     assert_seen_reads_the_workspace(SnapshotStore(root), "the awkward cases")
 
 

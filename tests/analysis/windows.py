@@ -90,3 +90,31 @@ def assert_explained_lines_equal_the_whole(store: SnapshotStore, where: str) -> 
                 check_exact=True,
                 obj=f"{where}: the lines rows from {since} to {until}",
             )
+
+
+def assert_finished_windows_equal_the_whole(store: SnapshotStore, where: str) -> None:
+    """`finished` by hour (by project and by model) and `cycle_times` for windows
+    starting before each chosen snapshot equal the whole history's rows in the window:
+    the period's runs are picked before they are sorted and joined."""
+    runs = analysis.cycle_times(store)
+    for by in ("project_id", "model"):
+        whole = analysis.finished(store, freq=FREQ, by=by)
+        for since in window_starts(store):
+            for until in (since + pd.Timedelta(days=1), None):
+                inside = whole["period"] >= since
+                done = runs["finished_at"] >= since
+                if until is not None:
+                    inside &= whole["period"] < until
+                    done &= runs["finished_at"] < until
+                pd.testing.assert_frame_equal(
+                    analysis.finished(store, freq=FREQ, by=by, since=since, until=until),
+                    whole[inside].reset_index(drop=True),
+                    check_exact=True,
+                    obj=f"{where}: finished by {by} from {since} to {until}",
+                )
+                pd.testing.assert_frame_equal(
+                    analysis.cycle_times(store, since=since, until=until),
+                    runs[done].reset_index(drop=True),
+                    check_exact=True,
+                    obj=f"{where}: cycle_times from {since} to {until}",
+                )
