@@ -59,7 +59,7 @@ def open_alerts(
     a surface shows the age at the moment it shows the alert)."""
     settings, stores = _stores(store, config)
     ours = {*stores, budget.AGENCY}
-    alerts = [a for a in AlertLog(settings.store).open_alerts().values()
+    alerts = [a for a in _alert_log(settings.store).open_alerts().values()
               if a.finding.workspace in ours]  # fmt: skip
     shown_at = datetime.now(UTC)
     rows = [{"check": a.finding.check, "scope": a.finding.scope, "subject": a.finding.subject,
@@ -72,6 +72,20 @@ def open_alerts(
                "title", "action", "age"]  # fmt: skip
     frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values(["first_seen", "check", "subject"], ignore_index=True)
+
+
+# One alerts log per store root in a process: a surface asking every refresh (the
+# Dashboard's alerts line) reads only the files written since it last asked, and works
+# the open alerts out again only then (`AlertLog`), not the watch's whole history.
+_ALERT_LOGS: dict[str, AlertLog] = {}
+
+
+def _alert_log(root: str) -> AlertLog:
+    if root not in _ALERT_LOGS:
+        _ALERT_LOGS[root] = AlertLog(root)
+    log = _ALERT_LOGS[root]
+    log.reopen()  # a notebook's Dashboard may refresh for days
+    return log
 
 
 def _stores(
