@@ -137,15 +137,15 @@ def _child(question: str, root: str, path: str) -> dict[str, Any]:
 
 
 def _prepare(question: str, root: str) -> Any:
-    """What is read before the clock starts: for the week's throughput, the re-scans it
-    takes from the run stages (kept in the store; loading them is not the lines' read,
-    which is what changed)."""
+    """What is read before the clock starts: for the week's throughput (by project or
+    model) and its lines rows, the re-scans they take from the run stages (kept in the
+    store; loading them is not the lines' read, which is what changed)."""
     from toolkit import SnapshotStore
     from toolkit.analysis.observed import observe
     from toolkit.analysis.runs import rescans_seen
 
     store = SnapshotStore(root)
-    if question == "throughput_week":
+    if question in ("throughput_week", "model_week", "explain_lines_week"):
         rescans_seen(observe(store))
     return store
 
