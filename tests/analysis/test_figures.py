@@ -76,6 +76,33 @@ def test_throughput_counts_rises_restarts_after_rescans_and_ignores_the_baseline
     assert by_model["lines"].sum() == 29
 
 
+def models_now(service: FakeService, chapter_id: str, models: list[str]) -> None:
+    """A chapter's languages list `models` (its coverage and failure as they were)."""
+    for language in service.chapters[chapter_id]["languages"]:
+        language["models"] = models
+
+
+def test_a_window_counts_a_rescan_under_the_model_the_whole_history_does(service, store):
+    # A re-scan that leaves no language row counts under the model of the last row
+    # whose lines changed. A row that changed its models alone is not it, and may be
+    # the state a window starts from: the window must still count the re-scan as the
+    # whole history does.
+    service.add_chapter("c1", "p1", pages=4, credits=8, covered=5)
+    service.add_chapter("c2", "p1", position=2, pages=3, credits=6, covered=2)
+    store.take(service, at=hours(0))
+    service.update("c2", covered=3)
+    models_now(service, "c1", ["default-model", "other-model"])  # its models alone
+    store.take(service, at=hours(1))
+    service.update("c1", credits=16)  # re-scanned and finished: coverage back at 5
+    models_now(service, "c1", ["default-model", "other-model"])
+    store.take(service, at=hours(2))
+
+    whole = analysis.throughput(store, freq="1h", by="model")
+    assert figures(whole, "model", "lines") == {(1, "default-model"): 2, (2, "default-model"): 10}
+    window = analysis.throughput(store, freq="1h", by="model", since=hours(2))
+    pd.testing.assert_frame_equal(window, whole[whole["period"] >= hours(2)].reset_index(drop=True))
+
+
 def test_a_rescan_that_ends_where_it_started_still_counts_its_lines(service, store):
     # The change log keeps a row only when it changed: a re-scan that finished between
     # two snapshots with the same coverage leaves no language row, only the chapter's

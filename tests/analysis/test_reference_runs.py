@@ -30,7 +30,13 @@ from scenarios import (
     rescan_with_more_pages_held_than_ran,
     rescans_and_added_pages_in_one_interval,
 )
-from windows import assert_seen_reads_the_workspace, assert_windows_equal_the_whole
+from windows import (
+    ALL_BY,
+    assert_explained_lines_equal_the_whole,
+    assert_finished_windows_equal_the_whole,
+    assert_seen_reads_the_workspace,
+    assert_windows_equal_the_whole,
+)
 
 from toolkit import analysis
 from toolkit.analysis.sql import (
@@ -192,7 +198,9 @@ def test_a_figure_for_a_window_equals_the_whole_history_cut_to_it(seen, tmp_path
     if with_events:
         root = Path(shutil.copytree(root, tmp_path / "store"))
         SnapshotStore(root).record_events(events(emulator))
-    assert_windows_equal_the_whole(SnapshotStore(root), "the awkward cases")
+    assert_windows_equal_the_whole(SnapshotStore(root), "the awkward cases", ALL_BY)
+    assert_explained_lines_equal_the_whole(SnapshotStore(root), "the awkward cases")
+    assert_finished_windows_equal_the_whole(SnapshotStore(root), "the awkward cases")
     assert_seen_reads_the_workspace(SnapshotStore(root), "the awkward cases")
 
 

@@ -109,12 +109,16 @@ def _explain(args: argparse.Namespace) -> list[Table]:
 
 def _period(args: argparse.Namespace) -> list[Table]:
     from tests.bench.bench_growth import Size
-    from tests.bench.bench_period import BEFORE, QUESTIONS, PeriodOptions, run
+    from tests.bench.bench_period import BEFORE, MORE, QUESTIONS, PeriodOptions, run
 
+    known = (*QUESTIONS, *MORE)
     questions = tuple(args.figures.split(",")) if args.figures else QUESTIONS
-    unknown = [q for q in questions if q not in QUESTIONS]
+    questions = known if questions == ("all",) else questions
+    unknown = [q for q in questions if q not in known]
     if unknown:
-        raise SystemExit(f"--figures: no {', '.join(unknown)}; choose from {', '.join(QUESTIONS)}")
+        raise SystemExit(
+            f"--figures: no {', '.join(unknown)}; choose from {', '.join(known)}, or all"
+        )
     sizes = args.sizes.split(",") if args.sizes else ["10000x30"]
     return run(
         PeriodOptions(

@@ -198,11 +198,13 @@ def throughput(
     if positions.empty:
         sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})
     else:
-        found = obs.store.query(
-            LINES_SQL.format(key=LINES_KEYS[by]),
-            frames={"resets": _resets(obs), "periods": positions},
-            window=_lines_window(positions, by),
-        )
+        resets = _resets(obs)
+        window = int(positions["idx"].min()), int(positions["idx"].max())
+        frames = {"resets": resets, "periods": positions}
+        key = LINES_KEYS[by]
+        if by == "model":
+            key = _model_before(obs, window, resets, frames)
+        found = obs.store.query(LINES_SQL.format(key=key), frames=frames, window=window)
         sums = pd.DataFrame(
             {
                 "period": found["period"].to_numpy("int64"),
@@ -216,15 +218,40 @@ def throughput(
     return result
 
 
-def _lines_window(positions: pd.DataFrame, by: str) -> tuple[int, int] | None:
-    """The snapshots the lines of `positions` are read from: those alone, after each
-    chapter-language's row in force before them (`SnapshotStore.query`'s `window`),
-    which is all a rise compares with. By model, the whole log: a re-scan with no row of
-    its own counts under the model of the last row whose lines changed, which may come
-    before the state the window starts from (a row that changed its models alone)."""
-    if by == "model":
-        return None
-    return int(positions["idx"].min()), int(positions["idx"].max())
+def _model_before(
+    obs: Observed,
+    window: tuple[int, int],
+    resets: pd.DataFrame,
+    frames: dict[str, pd.DataFrame],
+) -> str:
+    """The model key of the lines read over `window`. The window starts from each
+    chapter-language's row in force before it, and a re-scan with no row of its own
+    counts under the model of the row before it: over the whole log, the last row whose
+    lines changed, which the state need not be (a row may change its models alone). So
+    for the languages of the chapters re-scanned in the window, that row's model is read
+    from the log before the window (those chapters' rows only) and taken for their state
+    rows (`models_before`, added to `frames`); every other row keeps its own."""
+    model = LINES_KEYS["model"]
+    first, last = window
+    chapters = resets.loc[resets["idx"].between(first, last), ["chapter_id"]]
+    if first == 0 or chapters.empty:
+        return model
+    frames["models_before"] = obs.store.query(
+        f"""
+        SELECT chapter_id, language_code, arg_max({model}, idx) AS key
+        FROM languages_changes
+        WHERE _changed IS NOT false AND idx < {first}
+          AND chapter_id IN (SELECT chapter_id FROM rescanned)
+        GROUP BY chapter_id, language_code
+        """,
+        frames={"rescanned": chapters.drop_duplicates()},
+    )
+    # The state rows are the window's rows at `first - 1` (stamped so, `_changed` null).
+    return f"""coalesce((
+        SELECT b.key FROM models_before b
+        WHERE b.chapter_id = languages_changes.chapter_id
+          AND b.language_code = languages_changes.language_code
+          AND languages_changes.idx = {first - 1}), {model})"""
 
 
 def _run_project_names(obs: Observed) -> pd.Series:

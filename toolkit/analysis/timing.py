@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import period_starts, sorted_by, within
+from toolkit.analysis.calendar import period_starts, sorted_by, utc_bound, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_codes import Kind
 from toolkit.analysis.run_table import RunTable
@@ -57,13 +57,28 @@ def cycle_times(
         The finished runs, in the order they finished.
     """
     runs = all_runs(observe(store))
-    done = (runs["outcome"] == "finished").fillna(False) & runs["finished_at"].notna()
     # The columns first, then the rows: filtering a year's 200,000 runs costs by column.
     frame = runs[["chapter_id", "chapter", "project_id", "project", "kind", "started_at",
-                  "finished_at", "run_id", "started_source", "finished_source"]][done]  # fmt: skip
+                  "finished_at", "run_id", "started_source", "finished_source"]]  # fmt: skip
+    frame = frame[_finished_within(runs, since=since, until=until, tz=tz)]
     frame.insert(7, "hours", in_hours(frame["finished_at"] - frame["started_at"]).astype("Float64"))
-    frame = sorted_by(frame, ["finished_at", "run_id"])
-    return within(frame, "finished_at", since=since, until=until, tz=tz)
+    return sorted_by(frame, ["finished_at", "run_id"])
+
+
+def _finished_within(
+    runs: pd.DataFrame, *, since: When | None, until: When | None, tz: str | None
+) -> np.ndarray:
+    """Which runs finished in [since, until): the period's runs are picked before they
+    are sorted or joined (a stable sort of them is the whole history's order cut to
+    the period)."""
+    times = runs["finished_at"]
+    done = (runs["outcome"] == "finished").fillna(False) & times.notna()
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
+    if low is not None:
+        done &= (times >= low).fillna(False)
+    if high is not None:
+        done &= (times < high).fillna(False)
+    return done.to_numpy(bool)
 
 
 @across
@@ -164,7 +179,9 @@ def finished(
     column = check_by(by)
     done = cycle_times(store, since=since, until=until, tz=tz)
     runs = all_runs(observe(store))
-    done = done.merge(runs[["run_id", "models"]], on="run_id", how="left")
+    # The models of the period's runs alone: a join with every run's would cost by them.
+    models = runs[["run_id", "models"]][_finished_within(runs, since=since, until=until, tz=tz)]
+    done = done.merge(models, on="run_id", how="left")
     done["period"] = period_starts(done["finished_at"], freq, tz)
     counts = done.groupby(["period", column], dropna=False).size().rename("runs")
     frame = counts.reset_index().rename(columns={column: by})

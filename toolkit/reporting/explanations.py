@@ -463,6 +463,9 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
             "chapter_names": pd.DataFrame({"chapter_id": chapters.index.astype(str),
                                            "chapter": chapters.to_numpy(object)}),
         },
+        # The period's snapshots after each chapter-language's row in force before
+        # them, all a rise compares with: the period's read, not the whole log's.
+        window=(int(idx[0]), int(idx[-1])),
     )  # fmt: skip
     text = {pa.string(): TEXT, pa.large_string(): TEXT}
     rows: pd.DataFrame = found.to_pandas(types_mapper=text.get)

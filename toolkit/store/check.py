@@ -77,6 +77,7 @@ from toolkit.store.ledger import (
     recorded_in,
 )
 from toolkit.store.maintenance import layout
+from toolkit.store.rotation import CheckRotation
 from toolkit.store.tables import SNAPSHOT_AT_KEY, Tables
 from toolkit.store.undo import restore_advice, undo
 from toolkit.timestamps import utc
@@ -148,7 +149,11 @@ def check(
 
 
 def check_report(
-    root: str, *, repair: bool = False, grace: timedelta = timedelta(hours=1)
+    root: str,
+    *,
+    repair: bool = False,
+    grace: timedelta = timedelta(hours=1),
+    rotation: CheckRotation | None = None,
 ) -> _Report:
     """`check`, with the notes: what is not damage but worth knowing (unlisted files,
     quarantine folders emptied).
@@ -159,6 +164,9 @@ def check_report(
             `<root>/_quarantine/`.
         grace: Files no version lists that are younger than this are taken as a write
             still going on, and not counted in the notes.
+        rotation: Bounds the check (the watch's): only the data files it chooses are
+            read whole, every other is checked by its size; the rest of the check is
+            whole (`toolkit.store.rotation`).
 
     Returns:
         The findings and the notes.
@@ -181,7 +189,7 @@ def check_report(
     for name in layout():
         folder = os.path.join(root, name)
         if os.path.isdir(os.path.join(folder, "_delta_log")):
-            findings.extend(_check_table(folder, name, repair, quarantine, grace, notes))
+            findings.extend(_check_table(folder, name, repair, quarantine, grace, notes, rotation))
         elif _without_log(root, name):
             findings.append(
                 StoreFinding("log", name, os.path.join(folder, "_delta_log"),
@@ -196,11 +204,19 @@ def check_report(
     _name_lost(root, findings, uncommitted, repair)
     if repair:
         notes.extend(_empty_old_quarantine(root))
+    if rotation is not None:
+        rotation.save()
     return _Report(findings, notes)
 
 
 def _check_table(
-    folder: str, name: str, repair: bool, quarantine: str, grace: timedelta, notes: list[str]
+    folder: str,
+    name: str,
+    repair: bool,
+    quarantine: str,
+    grace: timedelta,
+    notes: list[str],
+    rotation: CheckRotation | None,
 ) -> list[StoreFinding]:
     findings = _check_checkpoints(folder, name) + _check_log(folder, name)
     for finding in findings:
@@ -226,7 +242,7 @@ def _check_table(
                         "cannot rebuild it: restore the folder from a backup")
             )  # fmt: skip
         return findings
-    data = _check_data(table, folder, name)
+    data = _check_data(table, folder, name, rotation)
     findings.extend(data)
     settled = [finding for finding in data if finding.repairable]
     if repair and settled:
@@ -348,11 +364,15 @@ def _append_without_its_rows(path: str) -> str | None:
     return None
 
 
-def _check_data(table: DeltaTable, folder: str, name: str) -> list[StoreFinding]:
+def _check_data(
+    table: DeltaTable, folder: str, name: str, rotation: CheckRotation | None
+) -> list[StoreFinding]:
     findings = []
     column = layout()[name].time
-    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
-        path = os.path.join(folder, action["path"])
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    paths = [os.path.join(folder, action["path"]) for action in actions]
+    whole = set(paths) if rotation is None else rotation.to_read(paths)
+    for action, path in zip(actions, paths, strict=True):
         if os.path.exists(path) and not os.access(path, os.R_OK):
             findings.append(
                 StoreFinding("unreadable", name, path, "a data file the table lists may not be "
@@ -361,7 +381,12 @@ def _check_data(table: DeltaTable, folder: str, name: str) -> list[StoreFinding]
                         "(chmod or chown), then check again")
             )  # fmt: skip
             continue
-        damage = _damage_of(path, action, column)
+        damage = _damage_of(path, action, column, whole=path in whole)
+        if rotation is not None and path in whole:
+            if damage is None:
+                rotation.read_sound(path)
+            else:
+                rotation.read_damaged(path)
         if damage is None:
             continue
         low, high = action.get(f"min.{column}"), action.get(f"max.{column}")
@@ -377,14 +402,17 @@ def _check_data(table: DeltaTable, folder: str, name: str) -> list[StoreFinding]
     return findings
 
 
-def _damage_of(path: str, action: dict[str, Any], column: str) -> str | None:
+def _damage_of(path: str, action: dict[str, Any], column: str, *, whole: bool) -> str | None:
     """What is wrong with a data file the table lists, None when nothing: it must be
-    there, the size the log records, decode, and hold the rows and values the log's
-    statistics say (a flipped byte that still decodes shows as a value out of range)."""
+    there, the size the log records, and (read `whole`) decode, and hold the rows and
+    values the log's statistics say (a flipped byte that still decodes shows as a value
+    out of range)."""
     if not os.path.exists(path):
         return "missing"
     if os.path.getsize(path) != action["size_bytes"]:
         return "another file than its log lists (of another size)"
+    if not whole:
+        return None
     try:
         rows = pq.read_table(path)
     except Exception:

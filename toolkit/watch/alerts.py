@@ -21,6 +21,7 @@ what the first did.
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import json
 import os
@@ -113,6 +114,15 @@ class AlertLog:
         self.root = root
         self.tables = Tables(root)
         self._files: dict[str, pa.Table] = {}
+        # The open alerts of the files last read: asked again with no file added (a
+        # surface that asks every refresh), they are not worked out again.
+        self._open: tuple[frozenset[str], dict[str, Alert]] | None = None
+
+    def reopen(self) -> None:
+        """Open the Delta table afresh on the next read, keeping the files read: an open
+        table keeps state for every commit applied to it since (docs/store.md,
+        "Maintenance"), which a log asked for days would pile up."""
+        self.tables = Tables(self.root)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -130,16 +140,25 @@ class AlertLog:
 
     def rows(self) -> pa.Table:
         """Every row, oldest first (a dataset's files come in no set order)."""
+        return _in_order(self._parts())
+
+    def _parts(self) -> list[pa.Table]:
         self.tables.begin()
         # Read file by file, as the store reads its manifest: kept between cycles.
-        parts = self.tables.read_files("alerts", self._files, _SCHEMA)
-        table = pa.concat_tables(parts) if parts else _SCHEMA.empty_table()
-        return table.sort_by([("written_at", "ascending"), ("recorded_at", "ascending")])
+        return self.tables.read_files("alerts", self._files, _SCHEMA)
 
     def open_alerts(self, table: pa.Table | None = None) -> dict[str, Alert]:
         """The open alerts by condition key (each alert's newest row), from `table` when
         the rows were read already."""
-        table = self.rows() if table is None else table
+        if table is not None:
+            return self._open_in(table)
+        parts = self._parts()
+        files = frozenset(self._files)
+        if self._open is None or self._open[0] != files:
+            self._open = files, self._open_in(_in_order(parts))
+        return {key: copy.copy(alert) for key, alert in self._open[1].items()}
+
+    def _open_in(self, table: pa.Table) -> dict[str, Alert]:
         newest: dict[str, dict[str, object]] = {}
         for row in table.to_pylist():  # recorded in order: the last row of an id wins
             newest[str(row["alert_id"])] = row
@@ -223,3 +242,9 @@ def transitions(
         if change.notifies:
             change.message_id, change.owed_to = random_id("msg"), list(targets)
     return changes
+
+
+def _in_order(parts: list[pa.Table]) -> pa.Table:
+    """The rows of the alerts' files, oldest first."""
+    table = pa.concat_tables(parts) if parts else _SCHEMA.empty_table()
+    return table.sort_by([("written_at", "ascending"), ("recorded_at", "ascending")])

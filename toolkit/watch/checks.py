@@ -1,4 +1,6 @@
-"""The checks: a pure evaluation of the stores against the config.
+"""The checks: a pure evaluation of the stores against the config (the one thing
+written is each local store's record of the files its store check read whole,
+`<store>/_checked.json`).
 
 ```python
 tk.watch.checks("data/snapshots/studio", "watch.toml")   # open findings, as a frame
@@ -10,6 +12,7 @@ time unless given. The checks and what each finds are in docs/watch.md.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -30,6 +33,9 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = ["checks", "evaluate", "open_alerts"]
+
+# Each data file of a store is read whole again within a day's cycles (see `_snapshots`).
+_REREAD_WITHIN = pd.Timedelta(days=1)
 
 
 def checks(
@@ -53,7 +59,7 @@ def open_alerts(
     a surface shows the age at the moment it shows the alert)."""
     settings, stores = _stores(store, config)
     ours = {*stores, budget.AGENCY}
-    alerts = [a for a in AlertLog(settings.store).open_alerts().values()
+    alerts = [a for a in _alert_log(settings.store).open_alerts().values()
               if a.finding.workspace in ours]  # fmt: skip
     shown_at = datetime.now(UTC)
     rows = [{"check": a.finding.check, "scope": a.finding.scope, "subject": a.finding.subject,
@@ -66,6 +72,20 @@ def open_alerts(
                "title", "action", "age"]  # fmt: skip
     frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values(["first_seen", "check", "subject"], ignore_index=True)
+
+
+# One alerts log per store root in a process: a surface asking every refresh (the
+# Dashboard's alerts line) reads only the files written since it last asked, and works
+# the open alerts out again only then (`AlertLog`), not the watch's whole history.
+_ALERT_LOGS: dict[str, AlertLog] = {}
+
+
+def _alert_log(root: str) -> AlertLog:
+    if root not in _ALERT_LOGS:
+        _ALERT_LOGS[root] = AlertLog(root)
+    log = _ALERT_LOGS[root]
+    log.reopen()  # a notebook's Dashboard may refresh for days
+    return log
 
 
 def _stores(
@@ -320,10 +340,15 @@ def _snapshots(
         )  # fmt: skip
     if "://" not in store.root:
         from toolkit.store import check_report
+        from toolkit.store.rotation import CheckRotation
 
+        # Bounded: each data file is read whole when new or changed and again within a
+        # day's cycles (`toolkit.store.rotation`); `toolkit store check` reads them all.
+        cycles = math.ceil(_REREAD_WITHIN / pd.Timedelta(config.interval))
         problems: list[object]
         try:
-            problems = list(check_report(store.root).findings)
+            rotation = CheckRotation(store.root, cycles=cycles)
+            problems = list(check_report(store.root, rotation=rotation).findings)
         except ToolkitError as exc:
             problems = [exc]
         if problems:
