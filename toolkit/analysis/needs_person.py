@@ -63,8 +63,7 @@ def needs_person(
         The chapters that need a person, one row per reason.
     """
     if chapters is None:
-        latest = bool(obs.times) and as_of == obs.times[-1]
-        chapters = obs.latest_chapters if latest else obs.store.as_of("chapters", as_of)
+        chapters = obs.at("chapters", as_of)
     ids = chapters["chapter_id"].to_numpy(object)
     pages = chapters["page_count"].fillna(0).astype("int64")
     # Only a chapter that ran and rests can hold pages; only those need what runs paid.
@@ -187,8 +186,8 @@ def pages_at_last_run(
     if as_of == obs.times[-1]:
         from_runs = paid_pages(obs).dropna()
     else:
-        seen = all_runs(obs)
-        seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
+        seen = _runs_paging(obs)
+        seen = seen[(seen["seen_at"] <= as_of).to_numpy(bool)]
         from_runs = seen.groupby("chapter_id")["pages"].sum()
     pages = pd.Series(from_runs.to_numpy("int64"), index=from_runs.index.astype(object))
     if asked.isin(pages.index).all():
@@ -200,3 +199,14 @@ def pages_at_last_run(
         last["pages"].to_numpy("int64"), index=last["chapter_id"].astype(object)
     )
     return pd.concat([logged_pages[~logged_pages.index.isin(pages.index)], pages])
+
+
+def _runs_paging(obs: Observed) -> pd.DataFrame:
+    """The runs other than re-scans, with only what `pages_at_last_run` reads of them
+    (`chapter_id, seen_at, pages`): taken once per view, as the replays of a page ask
+    at each of their snapshots and the runs frame has some twenty columns to filter."""
+    if "runs_paging" not in obs.memo:
+        runs = all_runs(obs)
+        kept = (runs["kind"] != "rescan").to_numpy(bool)
+        obs.memo["runs_paging"] = runs.loc[kept, ["chapter_id", "seen_at", "pages"]]
+    return cast(pd.DataFrame, obs.memo["runs_paging"])

@@ -16,7 +16,7 @@ store holds it, says when it was; else it lies between the two snapshots
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
@@ -77,7 +77,13 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     for the first)."""
     if obs.manifest.empty:
         return pd.DataFrame(columns=["chapter_id", "project_id", "at", "move", "idx", "since"])
-    return answer(obs, _MOVES.format(as_of=as_of.isoformat()))
+    # Once per view and moment: a page's review backlog, the forecast's review lags and
+    # the rows behind the backlog's three numbers each ask it at the period's end, and
+    # each read is the chapters' log up to then. Its callers only read it.
+    key = f"review_moves:{as_of.isoformat()}"
+    if key not in obs.memo:
+        obs.memo[key] = answer(obs, _MOVES.format(as_of=as_of.isoformat()))
+    return cast(pd.DataFrame, obs.memo[key])
 
 
 def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
@@ -132,7 +138,7 @@ def waiting_for_review(
     else their last activity) and `wait_hours` (from then to `as_of`). `moves` are
     `review_moves(obs, as_of)` when the caller has them."""
     moves = review_moves(obs, as_of) if moves is None else moves
-    current = obs.store.as_of("chapters", as_of)
+    current = obs.at("chapters", as_of)
     waiting = current[(current["status"].astype("string") == "needs_review")
                       & ~flag(current["processing"])]  # fmt: skip
     ready = moves[moves["move"] == "ready"].groupby("chapter_id")["at"].max()
@@ -231,7 +237,7 @@ def review_backlog(
         frame[column] = frame[column].astype("Float64")
     frame["as_of"] = as_of.tz_convert(tz) if tz else as_of
     frame.index.name = "project_id"
-    projects = obs.store.as_of("projects", as_of)
+    projects = obs.at("projects", as_of)
     names = dict(zip(projects["project_id"], projects["name"], strict=True))
     frame.insert(0, "project", frame.index.map(names).astype("string"))
     out = frame.reset_index()

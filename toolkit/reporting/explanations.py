@@ -463,6 +463,9 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
             "chapter_names": pd.DataFrame({"chapter_id": chapters.index.astype(str),
                                            "chapter": chapters.to_numpy(object)}),
         },
+        # The period's changes alone, after each chapter-language's row in force
+        # before it, as `throughput` reads them: all a rise compares with.
+        window=(int(idx.min()), int(idx.max())),
     )  # fmt: skip
     text = {pa.string(): TEXT, pa.large_string(): TEXT}
     rows: pd.DataFrame = found.to_pandas(types_mapper=text.get)
