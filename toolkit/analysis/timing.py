@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.calendar import period_starts, sorted_by, within
+from toolkit.analysis.calendar import period_starts, sorted_by, utc_bound, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_codes import Kind
 from toolkit.analysis.run_table import RunTable
@@ -58,6 +58,13 @@ def cycle_times(
     """
     runs = all_runs(observe(store))
     done = (runs["outcome"] == "finished").fillna(False) & runs["finished_at"].notna()
+    # The period's runs alone are taken and sorted (a page asks for a week of a year's
+    # runs four times); `within` below cuts by the same bounds.
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
+    if low is not None:
+        done &= runs["finished_at"] >= low
+    if high is not None:
+        done &= runs["finished_at"] < high
     # The columns first, then the rows: filtering a year's 200,000 runs costs by column.
     frame = runs[["chapter_id", "chapter", "project_id", "project", "kind", "started_at",
                   "finished_at", "run_id", "started_source", "finished_source"]][done]  # fmt: skip
