@@ -323,9 +323,14 @@ def needs_action(
                          runs_logged=runs_logged, first=True)  # fmt: skip
     kind = current["project_id"].astype(object).map(project_kinds(obs))
     # Each chapter's kind taken in one go, not looked up row by row (85,000 lookups in
-    # the weekly page's replays at 10,000 chapters, 1.3 s).
-    kinds = kind.reindex(found.index).tolist()
-    said = [reason_words(code, k) for code, k in zip(found["reason"], kinds, strict=True)]
+    # the weekly page's replays at 10,000 chapters, 1.3 s); the words depend only on the
+    # reason and whether the project is a novel, so each pair is said once, and the
+    # reasons are read as plain texts (iterating Arrow's costs a call per row).
+    novel = (kind.reindex(found.index) == "novel").to_numpy(bool)
+    codes = found["reason"].to_numpy(object)
+    words = {(code, is_novel): reason_words(code, "novel" if is_novel else None)
+             for code in set(codes) for is_novel in (False, True)}  # fmt: skip
+    said = [words[pair] for pair in zip(codes, novel.tolist(), strict=True)]
     ids = pd.Index(found["chapter_id"].to_numpy(object), dtype=object)
     return pd.Series(said, index=ids, dtype=_TEXT)
 
