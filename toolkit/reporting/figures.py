@@ -272,8 +272,10 @@ def figures(
         runs = runs.iloc[:0]
     else:
         failures = analysis.failures(obs, since=when.since, until=when.until)
+        # In the period's zone, as the weekly page's days ask it (one question for both):
+        # a period's sum per project does not depend on where its days start.
         lines = analysis.throughput(
-            obs, freq="1D", by="project_id", since=when.since, until=when.until
+            obs, "1D", "project_id", since=when.since, until=when.until, tz=when.tz
         )
         per = {
             "chapters_finished": runs.groupby("project_id")["chapter_id"].nunique(),
