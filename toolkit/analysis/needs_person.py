@@ -163,13 +163,18 @@ ORDER BY idx, chapter_id
 def run_pages_logged(obs: Observed, until: pd.Timestamp) -> pd.DataFrame:
     """`chapter_id, snapshot_at, pages`: each chapter's page count at every change up to
     `until` that showed it running or paying, in time order."""
-    # Asked once per view and moment: `stuck` and the forecast both ask it at the
-    # latest snapshot (a watch cycle, the weekly page), and each read is the whole log.
-    # Its callers only filter it.
-    key = f"run_pages_logged:{until.isoformat()}"
-    if key not in obs.memo:
-        obs.memo[key] = answer(obs, _RUN_PAGES.format(until=until.isoformat()))
-    return cast(pd.DataFrame, obs.memo[key])
+    # Read once per view, up to its latest snapshot, and cut at each moment asked: a
+    # row's page count and whether it paid look only at the rows before it, so the rows
+    # up to a moment are the same read to it or to the end. `stuck`, the forecast at
+    # each of the weekly page's period ends and its replays all ask it, and each read
+    # is the whole log. Its callers only filter it.
+    latest = obs.times[-1] if obs.times else until
+    if "run_pages_logged" not in obs.memo:
+        obs.memo["run_pages_logged"] = answer(obs, _RUN_PAGES.format(until=latest.isoformat()))
+    logged = cast(pd.DataFrame, obs.memo["run_pages_logged"])
+    if until >= latest:
+        return logged
+    return logged[(logged["snapshot_at"] <= until).to_numpy(bool)].reset_index(drop=True)
 
 
 def pages_at_last_run(

@@ -319,7 +319,15 @@ def _project_names(obs: Observed) -> pd.Series:
 
 
 def _chapter_names(obs: Observed) -> pd.Series:
-    """Each chapter's title by id, as its latest change names it (`Chapter <n>` without)."""
+    """Each chapter's title by id, as its latest change names it (`Chapter <n>` without):
+    made once per view (each figure a page opens names its chapters; its callers only
+    read it)."""
+    if "chapter_names" not in obs.memo:
+        obs.memo["chapter_names"] = _named_chapters(obs)
+    return cast(pd.Series, obs.memo["chapter_names"])
+
+
+def _named_chapters(obs: Observed) -> pd.Series:
     rows = obs.stage(Transitions).rows
     if rows.empty:
         return pd.Series(dtype=object)
