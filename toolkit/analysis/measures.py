@@ -52,8 +52,11 @@ def _check(name: str, value: str, allowed: Sequence[str]) -> None:
 
 def _resets(obs: Observed) -> pd.DataFrame:
     """`chapter_id, idx` (snapshot position) where a chapter's counts restarted: a
-    re-scan was seen there (it clears `failed` and pays again for the pages)."""
-    return rescans_seen(obs).drop_duplicates(ignore_index=True)
+    re-scan was seen there (it clears `failed` and pays again for the pages). Found once
+    per view (a page asks the lines of each period); its callers only read it."""
+    if "resets" not in obs.memo:
+        obs.memo["resets"] = rescans_seen(obs).drop_duplicates(ignore_index=True)
+    return cast(pd.DataFrame, obs.memo["resets"])
 
 
 # The lines of each change of a chapter-language, summed per period in DuckDB: only the

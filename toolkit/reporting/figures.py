@@ -315,7 +315,7 @@ def figures(
 
 
 def _names(obs: Observed) -> pd.Series:
-    projects = obs.store.latest("projects")
+    projects = obs.latest_projects  # the view's read, which the page's other parts share
     return pd.Series(
         projects["name"].astype("string").to_numpy(),
         index=pd.Index(projects["project_id"].astype("string"), name="project_id"),
