@@ -399,14 +399,30 @@ def _chapter_rows(
     definition = metrics.FIGURES[figure].definition
     names = ("project_id", "project", "chapter", "language", "rule", "detail", "value")
     columns = [said[name].to_numpy(object) for name in names]
+    # A busy week is some 100,000 rows of few projects, languages and values: each of
+    # those cells is made once (by the value's type too: 1 and 1.0 show differently).
+    cells: dict[tuple[type, object], str] = {}
+    values: dict[tuple[type, object], str] = {}
+
+    def cell(text: object) -> str:
+        key = (type(text), text)
+        if key not in cells:
+            cells[key] = f"<td>{escape(str(text))}</td>"
+        return cells[key]
+
     projects: dict[object, list[str]] = {}
     for project_id, project, chapter, language, rule, detail, value in zip(*columns, strict=True):
         shown = str(detail)
         if str(rule) != definition:
             shown = f"{rule}: {shown}" if shown else str(rule)
-        texts = [project, chapter, *([language] if languages else []), shown]
-        row = "".join(f"<td>{escape(str(text))}</td>" for text in texts)
-        projects.setdefault(project_id, []).append(f"<tr>{row}{_value_cell(figure, value)}</tr>")
+        named = (type(value), value)
+        if named not in values:
+            values[named] = _value_cell(figure, value)
+        where = cell(language) if languages else ""
+        projects.setdefault(project_id, []).append(
+            f"<tr>{cell(project)}<td>{escape(str(chapter))}</td>{where}"
+            f"<td>{escape(shown)}</td>{values[named]}</tr>"
+        )
     yield from projects.items()
 
 
