@@ -230,7 +230,7 @@ def _colors(source: Source, shown: Iterable[object]) -> dict[str, str]:
     """`project_colors` over the store's projects (a frame: the projects it shows)."""
     names = [str(name) for name in shown]
     if not isinstance(source, pd.DataFrame) and workspaces.labelled(source) is None:
-        names += [str(n) for n in observe(source).store.latest("projects")["name"].dropna()]
+        names += [str(n) for n in observe(source).latest_projects["name"].dropna()]
     return project_colors(names)
 
 
@@ -239,7 +239,7 @@ def _project_names(source: Source, project_ids: pd.Series) -> list[str]:
     the store does not know, keeps the id."""
     names: dict[str, str] = {}
     if not isinstance(source, pd.DataFrame):
-        projects = observe(source).store.latest("projects")
+        projects = observe(source).latest_projects
         names = dict(zip(projects["project_id"], projects["name"], strict=True))
     return [names.get(p, p) for p in project_ids]
 
@@ -269,7 +269,7 @@ def _workspace_names(stores: dict[str, Any], frame: pd.DataFrame, column: str) -
     names: dict[tuple[str, str], str] = {}
     if column == "project_id":
         for workspace, store in stores.items():
-            projects = observe(store).store.latest("projects")
+            projects = observe(store).latest_projects
             for project, name in zip(projects["project_id"], projects["name"], strict=True):
                 names[(workspace, project)] = name
     labels = [
@@ -299,7 +299,7 @@ def _measure_frame(function: Any, freq: str, by: str) -> Any:
 
 
 def _status_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
-    frames = {w: observe(store).store.latest("chapters") for w, store in stores.items()}
+    frames = {w: observe(store).latest_chapters for w, store in stores.items()}
     return _workspace_names(stores, workspaces.stack(frames), "project_id")
 
 
@@ -492,9 +492,7 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
         ValueError: Several workspaces were given with none in them, or sharing a label.
     """
     ax = _axes(ax)
-    chapters = (
-        source if isinstance(source, pd.DataFrame) else observe(source).store.latest("chapters")
-    )
+    chapters = source if isinstance(source, pd.DataFrame) else observe(source).latest_chapters
     frame = pd.DataFrame(
         {
             "project": _project_names(source, chapters["project_id"]),

@@ -13,9 +13,11 @@ toolkit source), as every question after the first of a snapshot's state does. T
 week's throughput is timed with those stages already read (its re-scans come from
 them): what is timed is its read of the lines.
 
-The answers are compared too: each child prints a digest of its frame, and the table
-says whether the two paths answered the same (the weekly page holds its own time of
-making, so it is not compared; the tests hold its figures).
+The answers are compared too: each child prints a digest of its frame (of a page, its
+bytes: a page holds no time of making), and the table says whether the two paths
+answered the same. Each child also reports its peak resident memory. The weekly page
+is asked twice: as `toolkit report --html` writes it, and by a tag (`weekly_tags`: each
+project tagged with one of three clients), whose drill-down carries every chapter's row.
 
 Command: `python -m tests.bench period --sizes 10000x30,30000x30 --store-root DIR`.
 """
@@ -37,7 +39,7 @@ from tests.bench.table import Table, spread
 
 # The seventh round's final main: before the period reads (`SnapshotStore.query(window=)`).
 BEFORE = "c494611"
-QUESTIONS = ("watch_checks", "throughput_week", "forecast", "weekly")
+QUESTIONS = ("watch_checks", "throughput_week", "forecast", "weekly", "weekly_tags")
 # The eighth round's second pass (issue 43, item 2, what the first left whole); asked by
 # by name (`--figures`), and all of them by `--figures all`.
 MORE = ("store_check", "model_week", "explain_lines_week", "spend_week", "finished_week",
@@ -53,7 +55,10 @@ LABELS = {
     "spend_week": "credit_spend of the last week, daily by project",
     "finished_week": "finished of the last week, daily by model",
     "dashboard": "the Dashboard's store figures at a new snapshot (spend, stuck, review)",
+    "weekly_tags": "the weekly page by a tag (tk.report, HTML, a client tag on every project)",
 }
+# The pages hold no time of making: both sides' pages are compared byte for byte.
+PAGES = ("weekly", "weekly_tags")
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -97,19 +102,22 @@ def _measure(root: str, size: Size, old: str, options: PeriodOptions) -> Table:
         # Asked once by each first: each keeps its run stages for this state.
         digests = {path: _child(question, root, path)["digest"] for path in (old, HERE)}
         times: dict[str, list[float]] = {old: [], HERE: []}
+        peaks: dict[str, list[float]] = {old: [], HERE: []}
         loads = []
         for _ in range(options.runs):
             for path in (old, HERE):
                 answer = _child(question, root, path)
                 times[path].append(answer["seconds"])
+                peaks[path].append(answer["peak_mib"])
                 loads.append(answer["load"])
         before, now = (statistics.median(times[p]) for p in (old, HERE))
-        same = "not compared" if question == "weekly" else (
-            "equal answers" if digests[old] == digests[HERE] else "ANSWERS DIFFER"
-        )  # fmt: skip
+        same = "equal answers" if digests[old] == digests[HERE] else "ANSWERS DIFFER"
+        if question in PAGES:
+            same = "equal pages" if digests[old] == digests[HERE] else "PAGES DIFFER"
         table.add(
             LABELS[question],
-            f"{now:.2f} s against {before:.2f} s ({now / before:.2f}x)",
+            f"{now:.2f} s against {before:.2f} s ({now / before:.2f}x); peak "
+            f"{max(peaks[HERE]):,.0f} MiB against {max(peaks[old]):,.0f} MiB",
             f"now {spread(times[HERE])}, before {spread(times[old])}; {same}; "
             f"load {min(loads):.1f}-{max(loads):.1f}",
         )
@@ -186,6 +194,10 @@ def _ask(question: str, store: Any, folder: str) -> Any:
         return analysis.forecast(store, by="project_id")
     if question == "weekly":
         return tk.report(store, os.path.join(folder, "weekly.html"))
+    if question == "weekly_tags":
+        names = store.latest("projects")["name"].dropna().astype(str)
+        tags = {name: {"client": CLIENTS[n % len(CLIENTS)]} for n, name in enumerate(names)}
+        return tk.report(store, os.path.join(folder, "weekly.html"), tags=tags)
     raise SystemExit(f"no question {question!r}; the questions are {', '.join(QUESTIONS + MORE)}")
 
 
@@ -224,11 +236,18 @@ def _dashboard(store: Any, last: Any) -> Any:
     return pd.concat([pd.DataFrame({"spent": spent}), stuck.astype(str), backlog.astype(str)])
 
 
+# The tag the tagged page groups by: each project one of three clients, in turn.
+CLIENTS = ("Acme", "Globex", "Initech")
+
+
 def _digest(answer: Any) -> str:
     import hashlib
+    from pathlib import Path
 
     import pandas as pd
 
+    if isinstance(answer, Path):  # a page: its bytes
+        return hashlib.sha256(answer.read_bytes()).hexdigest()[:16]
     if not isinstance(answer, pd.DataFrame):
         return ""
     text = answer.astype(str).to_csv(index=False)
@@ -236,6 +255,7 @@ def _digest(answer: Any) -> str:
 
 
 def main(argv: list[str]) -> None:
+    import resource
     import time
 
     question, root = argv
@@ -249,7 +269,10 @@ def main(argv: list[str]) -> None:
         began = time.perf_counter()
         answer = _ask(question, store, folder)
         seconds = time.perf_counter() - began
-    print(json.dumps({"seconds": seconds, "digest": _digest(answer),
+        digest = _digest(answer)  # a page is read before its folder goes
+    # The process's peak resident memory (Linux counts it in KiB).
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "digest": digest, "peak_mib": peak,
                       "load": os.getloadavg()[0],
                       "toolkit": os.path.realpath(toolkit.__file__)}))  # fmt: skip
 

@@ -158,3 +158,33 @@ def test_every_format_of_tk_report_writes_a_report_of_an_empty_period(tmp_path, 
 def test_a_store_with_no_snapshot_is_refused_in_one_line_saying_what_to_do(tmp_path):
     with pytest.raises(tk.ToolkitError, match=r"needs a snapshot; take one \(`toolkit snapshot`\)"):
         report(tmp_path / "empty", tmp_path / "week.html")
+
+
+# -- the tables by a tag, with nothing to group ----------------------------------------
+
+NO_PROJECT = "No project yet: the snapshots have found no project in this workspace."
+
+
+@pytest.mark.parametrize(
+    ("case", "line"),
+    [("first snapshot", ONE_SNAPSHOT), ("empty period", EMPTY_PERIOD), ("no project", NO_PROJECT)],
+    ids=["first snapshot", "empty period", "no project"],
+)
+def test_a_page_by_a_tag_with_nothing_to_group_says_why_under_each_tag_heading(tmp_path, case,
+                                                                               line):  # fmt: skip
+    if case == "first snapshot":
+        store, period = _first_snapshot_only(tmp_path / "store"), {}
+    elif case == "empty period":
+        store = _store(tmp_path / "store", projects=1, chapter={"covered": 9})
+        period = {"since": hours(-72), "until": hours(-24)}
+    else:
+        store, period = _store(tmp_path / "store", projects=0, chapter=None), {}
+    tags = {"Project 1": {"client": "Acme"}}
+    html = report(store, tmp_path / "week.html", tags=tags, **period).read_text(encoding="utf-8")
+    # Each tag's heading, then its one line: no table of dashes, or of an empty total.
+    headings = re.findall(r"<h2>By ([^<]+)</h2>\n<p class=\"nothing\">([^<]+)</p>", html)
+    assert ("client", line) in headings
+    assert html.count("<h2>By ") == len(headings)
+    assert {said for _, said in headings} == {line}
+    assert "Where each number by a tag comes from" not in html
+    assert set(re.findall(r'href="#([^"]+)"', html)) <= set(re.findall(r'id="([^"]+)"', html))

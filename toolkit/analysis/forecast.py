@@ -190,16 +190,18 @@ def seen_at(obs: Observed, as_of: pd.Timestamp, *, stall_after: pd.Timedelta) ->
     """The store at the snapshot `as_of`, read for one forecast: the three tables it
     reads, each in key order (not the whole workspace: its exports, the largest table,
     are half the read and no forecast looks at them)."""
-    names = ("chapters", "languages", "projects")
-    if as_of == obs.times[-1]:  # the latest, as the view may have read it already
-        found = [obs.latest_chapters, obs.latest_languages, obs.latest_projects]
-    else:
-        found = [obs.store.as_of(name, as_of) for name in names]
-    chapters, languages, projects = (
-        frame.drop(columns=["snapshot_id", "snapshot_at"]) for frame in found
-    )
-    reasons = needs_action(obs, as_of=as_of, stall_after=stall_after, current=chapters)
-    return Seen(as_of, chapters, languages, projects, reasons)
+    # Once per view and moment: the page's figures (the forecast at each period's end)
+    # and the rows that explain its open lines, chapters needing a person, pace and
+    # finishes all see the same snapshot. Callers read a `Seen`, never change it.
+    key = repr(("seen_at", as_of, str(stall_after)))
+    if key not in obs.memo:
+        chapters, languages, projects = (
+            obs.at(name, as_of).drop(columns=["snapshot_id", "snapshot_at"])
+            for name in ("chapters", "languages", "projects")
+        )
+        reasons = needs_action(obs, as_of=as_of, stall_after=stall_after, current=chapters)
+        obs.memo[key] = Seen(as_of, chapters, languages, projects, reasons)
+    return cast(Seen, obs.memo[key])
 
 
 def forecast_seen(
@@ -316,14 +318,19 @@ def needs_action(
     `current`: the chapters at `as_of`, when the caller has read them already;
     `runs_logged`: `run_pages_logged`, when the caller asks at several snapshots."""
     if current is None:
-        current = obs.store.as_of("chapters", as_of)
+        current = obs.at("chapters", as_of)
     found = needs_person(obs, as_of=as_of, stall_after=stall_after, chapters=current,
                          runs_logged=runs_logged, first=True)  # fmt: skip
     kind = current["project_id"].astype(object).map(project_kinds(obs))
     # Each chapter's kind taken in one go, not looked up row by row (85,000 lookups in
-    # the weekly page's replays at 10,000 chapters, 1.3 s).
-    kinds = kind.reindex(found.index).tolist()
-    said = [reason_words(code, k) for code, k in zip(found["reason"], kinds, strict=True)]
+    # the weekly page's replays at 10,000 chapters, 1.3 s); the words depend only on the
+    # reason and whether the project is a novel, so each pair is said once, and the
+    # reasons are read as plain texts (iterating Arrow's costs a call per row).
+    novel = (kind.reindex(found.index) == "novel").to_numpy(bool)
+    codes = found["reason"].to_numpy(object)
+    words = {(code, is_novel): reason_words(code, "novel" if is_novel else None)
+             for code in set(codes) for is_novel in (False, True)}  # fmt: skip
+    said = [words[pair] for pair in zip(codes, novel.tolist(), strict=True)]
     ids = pd.Index(found["chapter_id"].to_numpy(object), dtype=object)
     return pd.Series(said, index=ids, dtype=_TEXT)
 

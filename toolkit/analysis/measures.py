@@ -7,7 +7,7 @@ and share the shaping of periods and languages; apart, each would repeat it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -52,8 +52,11 @@ def _check(name: str, value: str, allowed: Sequence[str]) -> None:
 
 def _resets(obs: Observed) -> pd.DataFrame:
     """`chapter_id, idx` (snapshot position) where a chapter's counts restarted: a
-    re-scan was seen there (it clears `failed` and pays again for the pages)."""
-    return rescans_seen(obs).drop_duplicates(ignore_index=True)
+    re-scan was seen there (it clears `failed` and pays again for the pages). Found once
+    per view (a page asks the lines of each period); its callers only read it."""
+    if "resets" not in obs.memo:
+        obs.memo["resets"] = rescans_seen(obs).drop_duplicates(ignore_index=True)
+    return cast(pd.DataFrame, obs.memo["resets"])
 
 
 # The lines of each change of a chapter-language, summed per period in DuckDB: only the
@@ -194,6 +197,25 @@ def throughput(
     """
     _check("by", by, ("language_code", "project_id", "model"))
     obs = observe(store)
+    # Once per view and question: the weekly page asks the week's lines by project and
+    # day for its figures and for its day table (a copy each: callers add columns).
+    key = repr(("throughput", freq, by, str(since), str(until), tz, fill))
+    if key not in obs.memo:
+        obs.memo[key] = _throughput(obs, freq, by, since=since, until=until, tz=tz, fill=fill)
+    return cast(pd.DataFrame, obs.memo[key]).copy()
+
+
+def _throughput(
+    obs: Observed,
+    freq: str,
+    by: ThroughputBy,
+    *,
+    since: When | None,
+    until: When | None,
+    tz: str | None,
+    fill: bool,
+) -> pd.DataFrame:
+    """`throughput`'s frame, made."""
     positions, starts = _periods(obs, freq, tz=tz, since=since, until=until)
     if positions.empty:
         sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})

@@ -63,8 +63,7 @@ def needs_person(
         The chapters that need a person, one row per reason.
     """
     if chapters is None:
-        latest = bool(obs.times) and as_of == obs.times[-1]
-        chapters = obs.latest_chapters if latest else obs.store.as_of("chapters", as_of)
+        chapters = obs.at("chapters", as_of)
     ids = chapters["chapter_id"].to_numpy(object)
     pages = chapters["page_count"].fillna(0).astype("int64")
     # Only a chapter that ran and rests can hold pages; only those need what runs paid.
@@ -164,13 +163,18 @@ ORDER BY idx, chapter_id
 def run_pages_logged(obs: Observed, until: pd.Timestamp) -> pd.DataFrame:
     """`chapter_id, snapshot_at, pages`: each chapter's page count at every change up to
     `until` that showed it running or paying, in time order."""
-    # Asked once per view and moment: `stuck` and the forecast both ask it at the
-    # latest snapshot (a watch cycle, the weekly page), and each read is the whole log.
-    # Its callers only filter it.
-    key = f"run_pages_logged:{until.isoformat()}"
-    if key not in obs.memo:
-        obs.memo[key] = answer(obs, _RUN_PAGES.format(until=until.isoformat()))
-    return cast(pd.DataFrame, obs.memo[key])
+    # Read once per view, up to its latest snapshot, and cut at each moment asked: a
+    # row's page count and whether it paid look only at the rows before it, so the rows
+    # up to a moment are the same read to it or to the end. `stuck`, the forecast at
+    # each of the weekly page's period ends and its replays all ask it, and each read
+    # is the whole log. Its callers only filter it.
+    latest = obs.times[-1] if obs.times else until
+    if "run_pages_logged" not in obs.memo:
+        obs.memo["run_pages_logged"] = answer(obs, _RUN_PAGES.format(until=latest.isoformat()))
+    logged = cast(pd.DataFrame, obs.memo["run_pages_logged"])
+    if until >= latest:
+        return logged
+    return logged[(logged["snapshot_at"] <= until).to_numpy(bool)].reset_index(drop=True)
 
 
 def pages_at_last_run(
@@ -187,8 +191,8 @@ def pages_at_last_run(
     if as_of == obs.times[-1]:
         from_runs = paid_pages(obs).dropna()
     else:
-        seen = all_runs(obs)
-        seen = seen[(seen["kind"] != "rescan") & (seen["seen_at"] <= as_of)]
+        seen = _runs_paging(obs)
+        seen = seen[(seen["seen_at"] <= as_of).to_numpy(bool)]
         from_runs = seen.groupby("chapter_id")["pages"].sum()
     pages = pd.Series(from_runs.to_numpy("int64"), index=from_runs.index.astype(object))
     if asked.isin(pages.index).all():
@@ -200,3 +204,14 @@ def pages_at_last_run(
         last["pages"].to_numpy("int64"), index=last["chapter_id"].astype(object)
     )
     return pd.concat([logged_pages[~logged_pages.index.isin(pages.index)], pages])
+
+
+def _runs_paging(obs: Observed) -> pd.DataFrame:
+    """The runs other than re-scans, with only what `pages_at_last_run` reads of them
+    (`chapter_id, seen_at, pages`): taken once per view, as the replays of a page ask
+    at each of their snapshots and the runs frame has some twenty columns to filter."""
+    if "runs_paging" not in obs.memo:
+        runs = all_runs(obs)
+        kept = (runs["kind"] != "rescan").to_numpy(bool)
+        obs.memo["runs_paging"] = runs.loc[kept, ["chapter_id", "seen_at", "pages"]]
+    return cast(pd.DataFrame, obs.memo["runs_paging"])

@@ -29,6 +29,8 @@ __all__ = ["Observed", "S", "Stage", "answer", "flag", "observe", "with_previous
 
 _TIME: Final = "datetime64[us, UTC]"
 _TEXT: Final = pd.StringDtype()
+# The tables the view reads at the latest snapshot (`Observed.latest_<table>`).
+_LATEST: Final = ("chapters", "languages", "projects")
 
 
 class Stage(Protocol):
@@ -147,6 +149,19 @@ class Observed:
     @cached_property
     def latest_projects(self) -> pd.DataFrame:
         return self.store.latest("projects")
+
+    def at(self, table: str, moment: pd.Timestamp) -> pd.DataFrame:
+        """`table` at the newest snapshot at or before `moment` (`store.as_of`), read
+        once per view and moment: a page asks the same snapshot many times (its
+        figures' forecast at each period's end, the review backlog, the rows that
+        explain them). At the latest snapshot, the view's own read. Callers read it and
+        never change it in place."""
+        if self.times and moment == self.times[-1] and table in _LATEST:
+            return cast(pd.DataFrame, getattr(self, f"latest_{table}"))
+        key = f"at:{table}:{moment.isoformat()}"
+        if key not in self.memo:
+            self.memo[key] = self.store.as_of(table, moment)
+        return cast(pd.DataFrame, self.memo[key])
 
     @cached_property
     def project_names(self) -> pd.Series:

@@ -77,8 +77,9 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     for the first)."""
     if obs.manifest.empty:
         return pd.DataFrame(columns=["chapter_id", "project_id", "at", "move", "idx", "since"])
-    # Kept per view and moment: the backlog, its lags and the forecast's review lag all
-    # ask it at the same snapshot, and it reads the chapters' log up to it.
+    # Once per view and moment: a page's review backlog, the forecast's review lags and
+    # the rows behind the backlog's three numbers each ask it at the period's end, and
+    # each read is the chapters' log up to then. A copy: some callers add columns.
     key = f"review_moves:{as_of.isoformat()}"
     if key not in obs.memo:
         obs.memo[key] = answer(obs, _MOVES.format(as_of=as_of.isoformat()))
@@ -135,17 +136,29 @@ def waiting_for_review(
     """The chapters waiting for review at the snapshot `as_of` (at `needs_review`, no
     run going): `chapter_id, project_id, since` (their latest move into `needs_review`,
     else their last activity) and `wait_hours` (from then to `as_of`). `moves` are
-    `review_moves(obs, as_of)` when the caller has them."""
+    `review_moves(obs, as_of)` when the caller has them. Found once per view and
+    moment (the page's backlog and the rows behind its three numbers ask it); callers
+    only read it."""
+    key = f"waiting_for_review:{as_of.isoformat()}"
+    if key not in obs.memo:
+        obs.memo[key] = _waiting_for_review(obs, as_of, moves)
+    return cast(pd.DataFrame, obs.memo[key])
+
+
+def _waiting_for_review(
+    obs: Observed, as_of: pd.Timestamp, moves: pd.DataFrame | None
+) -> pd.DataFrame:
     moves = review_moves(obs, as_of) if moves is None else moves
-    # At the latest snapshot, the view's own read (the forecast and `stuck` share it).
-    latest = not obs.manifest.empty and as_of == obs.times[-1]
-    current = obs.latest_chapters if latest else obs.store.as_of("chapters", as_of)
+    current = obs.at("chapters", as_of)
     waiting = current[(current["status"].astype("string") == "needs_review")
                       & ~flag(current["processing"])]  # fmt: skip
     ready = moves[moves["move"] == "ready"].groupby("chapter_id")["at"].max()
     # reindex, not map: mapping text ids through an empty (no review move yet) Series of
     # times makes pandas cast them to floats.
-    ready_at = pd.to_datetime(ready.reindex(waiting["chapter_id"].to_numpy()).to_numpy(), utc=True)
+    found = ready.reindex(waiting["chapter_id"].to_numpy())
+    # The times as they are, where there are any (`to_datetime` of the array of objects
+    # `to_numpy` gives parses each: a quarter of a second at 30,000 chapters).
+    ready_at = pd.DatetimeIndex(found) if len(ready) else pd.to_datetime(found.to_numpy(), utc=True)
     since = pd.Series(ready_at, index=waiting.index).fillna(waiting["last_activity_at"])
     return pd.DataFrame(
         {
@@ -239,8 +252,7 @@ def review_backlog(
         frame[column] = frame[column].astype("Float64")
     frame["as_of"] = as_of.tz_convert(tz) if tz else as_of
     frame.index.name = "project_id"
-    latest = as_of == obs.times[-1]
-    projects = obs.latest_projects if latest else obs.store.as_of("projects", as_of)
+    projects = obs.at("projects", as_of)
     names = dict(zip(projects["project_id"], projects["name"], strict=True))
     frame.insert(0, "project", frame.index.map(names).astype("string"))
     out = frame.reset_index()

@@ -57,7 +57,7 @@ STATUS_DTYPE = pd.CategoricalDtype(list(STATUS_ORDER), ordered=True)
 def _status_dtype(values: pd.Series) -> pd.CategoricalDtype:
     """`STATUS_DTYPE`, with any status the toolkit does not know kept as its text and
     ordered before `translating`: whatever it means, the toolkit cannot count it done."""
-    unknown = sorted(set(values.dropna()) - set(STATUS_ORDER))
+    unknown = sorted(set(values.dropna().unique()) - set(STATUS_ORDER))
     return pd.CategoricalDtype([*unknown, *STATUS_ORDER], ordered=True) if unknown else STATUS_DTYPE
 
 

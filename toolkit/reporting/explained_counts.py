@@ -48,7 +48,7 @@ def _end(when: Period) -> pd.Timestamp:
 def _chapters(obs: Observed, when: Period) -> pd.DataFrame:
     """Each chapter at the period's last snapshot, its state in words."""
     end = _end(when)
-    found = obs.store.as_of("chapters", end)
+    found = obs.at("chapters", end)
     ids = found["chapter_id"].astype(object)
     return pd.DataFrame(
         {
@@ -63,7 +63,7 @@ def _chapters(obs: Observed, when: Period) -> pd.DataFrame:
 def _lines_to_date(obs: Observed, when: Period) -> pd.DataFrame:
     """Each chapter-language's covered lines at the period's last snapshot."""
     end = _end(when)
-    found = obs.store.as_of("languages", end)
+    found = obs.at("languages", end)
     found = found[(found["covered"].fillna(0) != 0).to_numpy(bool)]
     ids = found["chapter_id"].astype(str)
     return pd.DataFrame(

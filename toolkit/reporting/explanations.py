@@ -35,7 +35,7 @@ chapter for its own figures (`explained_inputs`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -319,7 +319,15 @@ def _project_names(obs: Observed) -> pd.Series:
 
 
 def _chapter_names(obs: Observed) -> pd.Series:
-    """Each chapter's title by id, as its latest change names it (`Chapter <n>` without)."""
+    """Each chapter's title by id, as its latest change names it (`Chapter <n>` without):
+    made once per view (each figure a page opens names its chapters; its callers only
+    read it)."""
+    if "chapter_names" not in obs.memo:
+        obs.memo["chapter_names"] = _named_chapters(obs)
+    return cast(pd.Series, obs.memo["chapter_names"])
+
+
+def _named_chapters(obs: Observed) -> pd.Series:
     rows = obs.stage(Transitions).rows
     if rows.empty:
         return pd.Series(dtype=object)
@@ -380,32 +388,43 @@ def _failed(kind: str) -> Reader:
 def _charges(column: str) -> Reader:
     def rows(obs: Observed, when: Period) -> pd.DataFrame:
         """A run's charge, at the snapshot that first showed it: `credits` (what it
-        paid) or `rework` (what it paid again for pages already paid for)."""
-        runs = all_runs(obs)
-        seen = runs["seen_at"]
-        keep = (seen >= when.since) & (seen < when.until) & (runs[column] != 0)
-        runs = runs[keep.fillna(False).to_numpy(bool)]
-        outcomes = runs["outcome"].astype(object).fillna("outcome unknown")
-        detail = [
-            f"{kind} run of {count(int(pages), 'page')} in {count(int(languages), 'language')}, "
-            f"{outcome}"
-            for kind, pages, languages, outcome in zip(
-                runs["kind"].astype(object), runs["pages"].fillna(0), runs["languages"].fillna(0),
-                outcomes, strict=True,
-            )
-        ]  # fmt: skip
-        return pd.DataFrame(
-            {
-                "project_id": runs["project_id"], "project": runs["project"],
-                "chapter_id": runs["chapter_id"], "chapter": runs["chapter"],
-                "source": "charge", "source_id": runs["run_id"], "at": runs["seen_at"],
-                "started_at": runs["started_at"], "finished_at": runs["finished_at"],
-                "detail": pd.Series(detail, index=runs.index, dtype=object),
-                "value": runs[column].astype("float64"),
-            }
-        )  # fmt: skip
+        paid) or `rework` (what it paid again for pages already paid for). Made once
+        per view and period: the page's credits, re-run credits, their three causes,
+        their share and the new credits are all read from these rows (a copy each, as
+        callers add to them)."""
+        key = repr(("charges", column, when.since, when.until))
+        if key not in obs.memo:
+            obs.memo[key] = _charge_rows(obs, when, column)
+        return cast(pd.DataFrame, obs.memo[key]).copy()
 
     return rows
+
+
+def _charge_rows(obs: Observed, when: Period, column: str) -> pd.DataFrame:
+    """`_charges`' rows, made: the runs first seen in the period that paid `column`."""
+    runs = all_runs(obs)
+    seen = runs["seen_at"]
+    keep = (seen >= when.since) & (seen < when.until) & (runs[column] != 0)
+    runs = runs[keep.fillna(False).to_numpy(bool)]
+    outcomes = runs["outcome"].astype(object).fillna("outcome unknown")
+    detail = [
+        f"{kind} run of {count(int(pages), 'page')} in {count(int(languages), 'language')}, "
+        f"{outcome}"
+        for kind, pages, languages, outcome in zip(
+            runs["kind"].astype(object), runs["pages"].fillna(0), runs["languages"].fillna(0),
+            outcomes, strict=True,
+        )
+    ]  # fmt: skip
+    return pd.DataFrame(
+        {
+            "project_id": runs["project_id"], "project": runs["project"],
+            "chapter_id": runs["chapter_id"], "chapter": runs["chapter"],
+            "source": "charge", "source_id": runs["run_id"], "at": runs["seen_at"],
+            "started_at": runs["started_at"], "finished_at": runs["finished_at"],
+            "detail": pd.Series(detail, index=runs.index, dtype=object),
+            "value": runs[column].astype("float64"),
+        }
+    )  # fmt: skip
 
 
 # The throughput's own query (`measures.LINES_SQL`), grouped by snapshot and
@@ -463,9 +482,9 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
             "chapter_names": pd.DataFrame({"chapter_id": chapters.index.astype(str),
                                            "chapter": chapters.to_numpy(object)}),
         },
-        # The period's snapshots after each chapter-language's row in force before
-        # them, all a rise compares with: the period's read, not the whole log's.
-        window=(int(idx[0]), int(idx[-1])),
+        # The period's changes alone, after each chapter-language's row in force
+        # before it, as `throughput` reads them: all a rise compares with.
+        window=(int(idx.min()), int(idx.max())),
     )  # fmt: skip
     text = {pa.string(): TEXT, pa.large_string(): TEXT}
     rows: pd.DataFrame = found.to_pandas(types_mapper=text.get)
@@ -524,8 +543,11 @@ def _rework_cause(cause: str) -> Reader:
         """A re-run's charge put down to `cause`: its chapter's latest failure by the end
         of the day it was seen paid (`rework_causes`, as the weekly page's table)."""
         found = _charges("rework")(obs, when)
-        ends = day_ends(found["at"], when.tz)
-        causes = causes_of(obs, found["chapter_id"], ends)
+        # The cause of every re-run charge of the period, found once for the three.
+        key = repr(("rework causes", when.since, when.until, when.tz))
+        if key not in obs.memo:
+            obs.memo[key] = causes_of(obs, found["chapter_id"], day_ends(found["at"], when.tz))
+        causes = cast(pd.Series, obs.memo[key])
         found = found[(causes == cause).to_numpy(bool)]
         found["detail"] = found["detail"].astype(str) + f"; re-run {CAUSE_WORDS[cause]}"
         return found

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit import analysis, metrics
+from toolkit.analysis.forecast import forecast_seen, seen_at
 from toolkit.analysis.observed import Observed, observe
 from toolkit.errors import ToolkitError
 
@@ -254,9 +255,14 @@ def figures(
     until: pd.Timestamp | str | None = None,
     days: int = 7,
     tz: str | None = None,
+    outlook: bool = True,
 ) -> Figures:
     """The headline figures of a period, per project and in total (docs/figures.md);
-    `tz`: the zone of the period's days and midnights (default UTC)."""
+    `tz`: the zone of the period's days and midnights (default UTC). `outlook`: keep the
+    forecast at the period's end (`Figures.forecast`); False for a page that shows none
+    (the weekly page): the figures at the end are then read from the same forecast's
+    open work without dating the work that waits for a person (the same numbers; the
+    dating is most of a forecast's time on a large workspace)."""
     obs = observe(store)
     when = period(obs, since=since, until=until, days=days, tz=tz)
     names = _names(obs)
@@ -266,8 +272,10 @@ def figures(
         runs = runs.iloc[:0]
     else:
         failures = analysis.failures(obs, since=when.since, until=when.until)
+        # In the period's zone, as the weekly page's days ask it (one question for both):
+        # a period's sum per project does not depend on where its days start.
         lines = analysis.throughput(
-            obs, freq="1D", by="project_id", since=when.since, until=when.until
+            obs, "1D", "project_id", since=when.since, until=when.until, tz=when.tz
         )
         per = {
             "chapters_finished": runs.groupby("project_id")["chapter_id"].nunique(),
@@ -281,12 +289,17 @@ def figures(
             table[name] = whole_numbers(table[name].fillna(0))
     forecast = None
     if when.end is not None:
-        forecast = analysis.forecast(obs, by="project_id", until=when.end)
-        outlook = forecast.set_index("project_id")
-        outlook = outlook[["remaining_lines", "needs_action"]].set_axis(list(AT_END), axis=1)
-        table = table.join(outlook, how="outer")
+        if outlook:
+            forecast = analysis.forecast(obs, by="project_id", until=when.end)
+            made = forecast
+        else:
+            seen = seen_at(obs, when.end, stall_after=pd.Timedelta(analysis.STALL_AFTER))
+            made = forecast_seen(obs, seen, by="project_id", reviewed=False, dated_waits=False)
+        at_end = made.set_index("project_id")
+        at_end = at_end[["remaining_lines", "needs_action"]].set_axis(list(AT_END), axis=1)
+        table = table.join(at_end, how="outer")
         # A project absent from the forecast has no open work: 0, not unknown.
-        absent = ~table.index.isin(outlook.index)
+        absent = ~table.index.isin(at_end.index)
         for name in AT_END:
             table[name] = whole_numbers(table[name].mask(absent, 0))
     for name in FIGURES:
@@ -302,7 +315,7 @@ def figures(
 
 
 def _names(obs: Observed) -> pd.Series:
-    projects = obs.store.latest("projects")
+    projects = obs.latest_projects  # the view's read, which the page's other parts share
     return pd.Series(
         projects["name"].astype("string").to_numpy(),
         index=pd.Index(projects["project_id"].astype("string"), name="project_id"),

@@ -27,7 +27,16 @@ from toolkit.reporting.tags import UNTAGGED, Tags, keys_of
 if TYPE_CHECKING:
     from toolkit.reporting.agency_drilldown import Drilldown
 
-__all__ = ["NUM", "WEEKS_STYLE", "Opens", "cells_table", "figure_cells", "linked", "tag_sections"]
+__all__ = [
+    "NUM",
+    "WEEKS_STYLE",
+    "Opens",
+    "cells_table",
+    "figure_cells",
+    "linked",
+    "tag_heading",
+    "tag_sections",
+]
 
 NUM: Final = ' class="n"'
 # The previous week's number is grey and smaller beside this week's; a number never wraps.
@@ -74,6 +83,12 @@ def cells_table(header: list[str], rows: list[list[str]], total: bool = False) -
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def tag_heading(key: str) -> str:
+    """The heading of the figures by tag `key`: `<h2>By client</h2>`, in the user's own
+    word for a tag of theirs."""
+    return f"<h2>By {escape(key.replace('_', ' '))}</h2>"
+
+
 def tag_sections(tags: Tags, by_tag: ByTag, totals: Totals, drill: Drilldown) -> list[str]:
     """A heading and a table per tag the projects carry: a row per value (in name order,
     `(untagged)` last) with its projects and figures, then `All projects`, the totals,
@@ -95,7 +110,7 @@ def tag_sections(tags: Tags, by_tag: ByTag, totals: Totals, drill: Drilldown) ->
             rows.append([shown, f"{int(row['projects']):,}",
                          *figure_cells(row, before.get(value, {}), opens)])  # fmt: skip
         rows.append(["All projects", f"{sum(int(row['projects']) for row in now):,}", *every])
-        parts += [f"<h2>By {escape(words)}</h2>", cells_table(header, rows, total=True)]
+        parts += [tag_heading(key), cells_table(header, rows, total=True)]
         if any(row[key] == UNTAGGED for row in now):
             giver = "the service" if key == GROUP_KEY else "the config"
             parts.append(f'<p class="note">{UNTAGGED}: projects {giver} gives no {escape(words)}'

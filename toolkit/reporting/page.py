@@ -27,8 +27,9 @@ from toolkit.reporting import weekly as material
 from toolkit.reporting.agency_drilldown import ROWS_STYLE, Drilldown
 from toolkit.reporting.drilldown import link, section
 from toolkit.reporting.figures import AT_END, FIGURES, WORDS, Figures, header_of
-from toolkit.reporting.linked_tables import WEEKS_STYLE, tag_sections
+from toolkit.reporting.linked_tables import WEEKS_STYLE, tag_heading, tag_sections
 from toolkit.reporting.rework_causes import CAUSES
+from toolkit.reporting.tags import keys_of
 from toolkit.reporting.weekly import Weekly, sentences, tag_drilldown, track_record
 
 if TYPE_CHECKING:
@@ -61,7 +62,10 @@ td a { color: inherit; text-decoration: underline dotted; } section:target { bac
 
 def render(weekly: Weekly, *, title: str) -> str:
     drill = tag_drilldown(weekly)
-    style = STYLE + (WEEKS_STYLE + ROWS_STYLE if drill else "")
+    # The tables by a tag are drawn, and their rows' sections, only where there is a
+    # period to show; else each tag's heading says why in one line.
+    tables = drill if drill is not None and _nothing_by_tag(weekly) is None else None
+    style = STYLE + (WEEKS_STYLE + ROWS_STYLE if tables else "")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -79,7 +83,7 @@ def render(weekly: Weekly, *, title: str) -> str:
             material.nothing_over_the_period,
             lambda w: [_change_table(w.figures, w.previous, opened=w.explained)],
         ),
-        *(_tag_tables(weekly, drill) if drill else []),
+        *(_tag_tables(weekly, tables) if tables else _no_tag_tables(weekly)),
         "<h2>Review and forecast</h2>",
         f'<p class="record">{escape(track_record(weekly))}</p>',
         _review_table(weekly),
@@ -91,7 +95,7 @@ def render(weekly: Weekly, *, title: str) -> str:
         *_section(weekly, _nothing_in_status, _status_section),
         '<h2 id="explanations">Where each figure comes from</h2>',
         *_section(weekly, _nothing_to_open, _explanations),
-        *(drill.sections("Where each number by a tag comes from") if drill else []),
+        *(tables.sections("Where each number by a tag comes from") if tables else []),
         "</body></html>",
     ]
     return "\n".join(parts)
@@ -134,6 +138,22 @@ def _tag_tables(weekly: Weekly, drill: Drilldown) -> list[str]:
         f"period's ({escape(weekly.previous.period.label())}) in grey; an underlined number "
         "opens the rows that make it, below.</p>",
     ]
+
+
+def _nothing_by_tag(weekly: Weekly) -> str | None:
+    """Why the tables by a tag have nothing to show: the period has no figure (a first
+    snapshot, or none in the period: as the change table says), or there is no project
+    to group."""
+    return material.nothing_over_the_period(weekly) or _nothing_in_projects(weekly)
+
+
+def _no_tag_tables(weekly: Weekly) -> list[str]:
+    """Each tag's heading and, in one line, why it has no table (none without tags)."""
+    why = _nothing_by_tag(weekly) if weekly.tags else None
+    if why is None:
+        return []
+    line = f'<p class="nothing">{escape(why)}</p>'
+    return [part for key in keys_of(weekly.tags) for part in (tag_heading(key), line)]
 
 
 def _nothing_in_projects(weekly: Weekly) -> str | None:

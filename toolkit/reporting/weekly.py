@@ -115,7 +115,8 @@ def gather(
             "the report needs a snapshot; take one (`toolkit snapshot`), then another "
             "an hour or so later, and try again"
         )
-    figs = figures(obs, since=since, until=until, days=days, tz=tz)
+    # The page shows no forecast: its figures at each period's end are read undated.
+    figs = figures(obs, since=since, until=until, days=days, tz=tz, outlook=False)
     when = figs.period
     span = (when.until - when.since).ceil("D")  # whole days, as long as this period
     previous = previous_figures(obs, figs)
@@ -156,10 +157,11 @@ def gather(
 
 def previous_figures(store: SnapshotStore | Observed, figs: Figures) -> Figures:
     """The figures of the period before `figs`' one: as long, in whole days, ending
-    where it starts (the page's "against the previous period")."""
+    where it starts (the page's "against the previous period"); no page shows its
+    forecast, so none is kept."""
     when = figs.period
     span = (when.until - when.since).ceil("D")
-    return figures(store, since=when.since - span, until=when.since, tz=when.tz)
+    return figures(store, since=when.since - span, until=when.since, tz=when.tz, outlook=False)
 
 
 ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one."
