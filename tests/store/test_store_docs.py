@@ -39,6 +39,7 @@ def _kinds_in_check() -> set[str]:
     for path in (
         ROOT / "toolkit" / "store" / "check.py",
         ROOT / "toolkit" / "analysis" / "run_check.py",
+        ROOT / "toolkit" / "store" / "latest_check.py",
     ):
         written |= {
             node.args[0].value
