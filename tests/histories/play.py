@@ -161,17 +161,21 @@ def _settled(player: _Player, chapter_id: str) -> Iterator[None]:
 
 def held_after_rescan(player: _Player) -> Iterator[None]:
     """Run a chapter, see it; re-scan it and hold new pages in one interval; start them
-    intervals later."""
+    intervals later. The random work leaves the chapter alone until the pages are held:
+    pages it added and ran before the re-scan make (c) of docs/analysis.md, which a
+    failed re-scan leaves the store no way to tell from (d) (seed 1076)."""
     if not player.comics():
         return
     chapter = player.create(player.comics()[0]["id"], pages=player.pages(3))
     player.scripted.add(chapter)
+    player.quiet.add(chapter)
     yield
     yield from _settled(player, chapter)
     player.client.rescan_chapter(chapter)
     yield from _settled(player, chapter)
     held = player.client.add_pages(chapter, player.pages(2), hold=True)
     yield
+    player.quiet.discard(chapter)
     yield
     # Started on a failed chapter, they read as the held pages alone when a re-scan came
     # first in the same interval (seed 22; docs/testing.md): wait until it is not failed.
