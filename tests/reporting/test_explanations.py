@@ -436,6 +436,7 @@ def across_months(root) -> SnapshotStore:
     return store
 
 
+@pytest.mark.slow  # 12 s: every figure of the registry over the demo (the default group's budget)
 def test_every_figure_of_the_registry_is_explained_or_refused_in_words(tmp_path, demo: Demo):
     stores = {
         "demo": SnapshotStore(str(demo.out / "snapshots")),
