@@ -411,8 +411,12 @@ def _damage_of(path: str, action: dict[str, Any], column: str, *, whole: bool) -
         return "missing"
     if os.path.getsize(path) != action["size_bytes"]:
         return "another file than its log lists (of another size)"
-    if not whole:
-        return None
+    return _content_damage(path, action, column) if whole else None
+
+
+def _content_damage(path: str, action: dict[str, Any], column: str) -> str | None:
+    """What reading a data file whole shows wrong against its log: it does not decode,
+    or its rows or values are not those the log's statistics record."""
     try:
         rows = pq.read_table(path)
     except Exception:
