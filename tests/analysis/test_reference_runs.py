@@ -147,12 +147,20 @@ def awkward_cases(emulator, workspace, client, store, webhook: str) -> None:
     store.take(client)
 
 
+def _seen_store(seen, tmp_path, *, with_events: bool) -> Path:
+    """The awkward cases' store; with its events recorded, a copy of it that has them
+    (the module's store stays as the other tests read it)."""
+    emulator, root = seen
+    if not with_events:
+        return Path(root)
+    copy = Path(shutil.copytree(root, tmp_path / "store"))
+    SnapshotStore(copy).record_events(events(emulator))
+    return copy
+
+
 @pytest.mark.parametrize("with_events", [False, True])
 def test_each_reference_query_gives_the_figure_of_its_function(seen, tmp_path, with_events):
-    emulator, root = seen
-    if with_events:
-        root = Path(shutil.copytree(root, tmp_path / "store"))
-        SnapshotStore(root).record_events(events(emulator))
+    root = _seen_store(seen, tmp_path, with_events=with_events)
     store = SnapshotStore(root)
     found = analysis.runs(store)
     assert set(found["kind"].dropna()) == {"first", "rescan", "added_pages", "held_start"}
@@ -171,10 +179,7 @@ def test_each_reference_query_gives_the_figure_of_its_function(seen, tmp_path, w
 def test_duckdb_on_the_delta_tables_alone_gives_each_figure(seen, tmp_path, with_events):
     # What a user runs where the store is (`toolkit sql`, DuckDB over the tables, no
     # toolkit reader between): the same frames as the toolkit's functions.
-    emulator, root = seen
-    if with_events:
-        root = Path(shutil.copytree(root, tmp_path / "store"))
-        SnapshotStore(root).record_events(events(emulator))
+    root = _seen_store(seen, tmp_path, with_events=with_events)
     assert set(FIGURES) >= {"runs", "cycle_times", "credit_spend", "throughput"}
     for name in FIGURES:
         figure = getattr(analysis, name)(SnapshotStore(root), **ASKED_WITH.get(name, {}))
@@ -194,10 +199,7 @@ def test_duckdb_on_the_delta_tables_alone_gives_each_figure(seen, tmp_path, with
 def test_a_figure_for_a_window_equals_the_whole_history_cut_to_it(seen, tmp_path, with_events):
     # Windows that start before each snapshot of every awkward case: runs begun before
     # the window and ended in it, re-scans at its first snapshot, the six-hour outage.
-    emulator, root = seen
-    if with_events:
-        root = Path(shutil.copytree(root, tmp_path / "store"))
-        SnapshotStore(root).record_events(events(emulator))
+    root = _seen_store(seen, tmp_path, with_events=with_events)
     assert_windows_equal_the_whole(SnapshotStore(root), "the awkward cases", ALL_BY)
     assert_explained_lines_equal_the_whole(SnapshotStore(root), "the awkward cases")
     assert_finished_windows_equal_the_whole(SnapshotStore(root), "the awkward cases")
@@ -234,10 +236,7 @@ def spark(tmp_path_factory) -> Iterator[object]:
 def test_spark_on_the_delta_tables_alone_gives_each_figure(seen, spark, tmp_path, with_events):
     # The same SQL on Spark, step by step, over the Parquet files the tables' logs list
     # (no Delta Lake package needed): the same frames as the toolkit's functions.
-    emulator, root = seen
-    if with_events:
-        root = Path(shutil.copytree(root, tmp_path / "store"))
-        SnapshotStore(root).record_events(events(emulator))
+    root = _seen_store(seen, tmp_path, with_events=with_events)
     found = run_figures_spark(spark, str(root), read="files")
     assert set(found) == set(FIGURES)
     for name in FIGURES:

@@ -31,16 +31,6 @@ def fake_workspace(service: FakeService) -> tk.Workspace:
     return tk.pull(service, details="all")
 
 
-@pytest.fixture
-def service() -> FakeService:
-    fake = FakeService()
-    fake.add_project("p1", languages=("en", "fr"))
-    fake.add_project("p2", languages=("en",))
-    fake.add_chapter("c1", "p1", position=1, covered=4, untranslated=6, credits=8)
-    fake.add_chapter("c2", "p2", position=1, covered=0, untranslated=3, languages=("en",))
-    return fake
-
-
 def sort(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     keys = list(schema.KEYS[table])
     if "snapshot_at" in frame.columns:

@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 from datafakes import FakeService, hours
@@ -30,16 +31,6 @@ def kept_from_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(latest, "KEEP_FROM_SNAPSHOTS", 1)
 
 
-@pytest.fixture
-def service() -> FakeService:
-    fake = FakeService()
-    fake.add_project("p1", languages=("en", "fr"))
-    fake.add_project("p2", languages=("en",))
-    fake.add_chapter("c1", "p1", position=1, covered=4, untranslated=6, credits=8)
-    fake.add_chapter("c2", "p2", position=1, covered=0, untranslated=3, languages=("en",))
-    return fake
-
-
 def _steps(service: FakeService) -> list[tk.Workspace]:
     """Four pulls with a change between each: rows changed, added and removed."""
     pulls = [tk.pull(service, details="all")]
@@ -53,9 +44,21 @@ def _steps(service: FakeService) -> list[tk.Workspace]:
     return pulls
 
 
-def _history(root: Path) -> dict[str, object]:
+def _history(root: Path) -> dict[str, pd.DataFrame]:
     store = SnapshotStore(str(root))
     return {name: store.history(name) for name in schema.SNAPSHOT_TABLES}
+
+
+def _assert_same_rows(root: Path, reference: Path) -> None:
+    """Every snapshot table holds the same rows in both stores (their snapshot ids
+    apart: each write names its own)."""
+    ours, theirs = _history(root), _history(reference)
+    for name in schema.SNAPSHOT_TABLES:
+        assert_frame_equal(
+            ours[name].drop(columns="snapshot_id"),
+            theirs[name].drop(columns="snapshot_id"),
+            obj=name,
+        )
 
 
 def _no_log_reads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,12 +80,7 @@ def test_a_fresh_store_object_writes_from_the_kept_state_the_same_rows(
         _no_log_reads(patched)
         for k, ws in enumerate(pulls[1:], start=1):  # each a new process's store object
             SnapshotStore(str(tmp_path / "fresh")).write(ws, at=hours(k))
-    ours, theirs = _history(tmp_path / "fresh"), _history(tmp_path / "one")
-    for name in schema.SNAPSHOT_TABLES:
-        frame, expected = ours[name], theirs[name]
-        assert_frame_equal(
-            frame.drop(columns="snapshot_id"), expected.drop(columns="snapshot_id"), obj=name
-        )
+    _assert_same_rows(tmp_path / "fresh", tmp_path / "one")
     # Only the newest state is kept.
     assert len(list((tmp_path / "fresh" / latest.FOLDER).iterdir())) == 1
 
@@ -123,13 +121,7 @@ def test_kept_rows_that_do_not_read_whole_are_worked_out_again(
     shutil.rmtree(reference / latest.FOLDER)  # the reference reads its log
     for where in (root, reference):
         SnapshotStore(str(where)).write(pulls[1], at=hours(1))
-    ours, theirs = _history(root), _history(reference)
-    for name in schema.SNAPSHOT_TABLES:
-        assert_frame_equal(
-            ours[name].drop(columns="snapshot_id"),
-            theirs[name].drop(columns="snapshot_id"),
-            obj=name,
-        )
+    _assert_same_rows(root, reference)
 
 
 def test_a_store_that_cannot_keep_its_state_still_writes(
@@ -180,13 +172,7 @@ def test_store_check_names_kept_rows_that_differ_and_repair_deletes_them(
     one = SnapshotStore(str(tmp_path / "one"))
     for k, ws in enumerate(pulls[:3]):
         one.write(ws, at=hours(k))
-    ours, theirs = _history(root), _history(tmp_path / "one")
-    for name in schema.SNAPSHOT_TABLES:
-        assert_frame_equal(
-            ours[name].drop(columns="snapshot_id"),
-            theirs[name].drop(columns="snapshot_id"),
-            obj=name,
-        )
+    _assert_same_rows(root, tmp_path / "one")
 
 
 def test_a_short_history_keeps_nothing_until_its_first_day_is_written(
