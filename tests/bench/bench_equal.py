@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from tests.bench.bench_extend import _replayed
+from tests.bench.bench_extend import replayed
 from tests.bench.bench_history import HistoryOptions
 from tests.bench.table import Table
 
@@ -86,7 +86,7 @@ def run(options: EqualOptions) -> list[Table]:
             )
 
         compare("the stages kept for the store as written", extension=False)
-        generator = _replayed(history)
+        generator = replayed(history)
         for number in range(1, options.snapshots + 1):
             step = generator.advance()
             SnapshotStore(copy, retention=timedelta(0)).write(step.workspace, at=step.at)

@@ -24,7 +24,7 @@ from datetime import timedelta
 from tests.bench.bench_history import START, HistoryOptions
 from tests.bench.synthetic import SyntheticWorkspace
 
-__all__ = ["measure"]
+__all__ = ["measure", "replayed"]
 
 
 def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
@@ -40,7 +40,7 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
         copy = shutil.copytree(
             root, os.path.join(work, "store"), ignore=shutil.ignore_patterns(FOLDER)
         )
-        generator = _replayed(options)
+        generator = replayed(options)
         last = SnapshotStore(copy).snapshots()["snapshot_at"].iloc[-1]
         if pd.Timestamp(generator.now) != last:
             raise SystemExit(f"the replay ends at {generator.now}, the store at {last}")
@@ -79,7 +79,7 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _replayed(options: HistoryOptions) -> SyntheticWorkspace:
+def replayed(options: HistoryOptions) -> SyntheticWorkspace:
     """The generator as it was after the store's last hour: the same draws, without
     making the tables (which take most of an hour's time)."""
     generator = SyntheticWorkspace(

@@ -64,7 +64,7 @@ def save(
 ) -> bool:
     """Keep the rows of `snapshot_id` (`tables`, by snapshot table) for the state
     `versions` names; whether they were (not when the folder cannot be written: a
-    read-only store, a full disk). Older states are deleted once stale."""
+    read-only store, a full disk). Every other state's folder is deleted then."""
     folder = Path(root) / FOLDER
     final = folder / _key(snapshot_id, versions)
     temporary = folder / f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
@@ -141,11 +141,8 @@ def _options() -> pa.ipc.IpcWriteOptions:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def _delete_others(folder: Path, *, keep: str) -> None:
