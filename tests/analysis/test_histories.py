@@ -241,6 +241,8 @@ class Formats:
             self.emulator.advance(60)
 
 
+# In the slow group: 13 s of the default group's five minutes (2026-11-29: 300.5 s).
+@pytest.mark.slow
 @pytest.mark.epochs("morning", "before-midnight")  # the upgrade, then the daily merge
 def test_stores_written_by_earlier_toolkits_read_the_same_figures(
     emulator, workspace, client, tmp_path, monkeypatch, capsys, webhook_url
