@@ -39,6 +39,7 @@ PUBLIC = frozenset(
         "toolkit.batch",
         "toolkit.pricing",
         "toolkit.formatting",
+        "toolkit.files",  # files written whole or not at all: the journals beside a store
         "toolkit.metrics",  # the registry of figures: every surface's labels
         "toolkit.watch",
         "toolkit.agency",  # settings of several workspaces: part of the configuration

@@ -189,8 +189,8 @@ def test_a_save_killed_before_its_rename_leaves_no_stage_and_reads_as_before(
     def killed(source, target):
         raise OSError("killed")
 
-    monkeypatch.setattr("toolkit.analysis.run_store.os.replace", killed)
-    monkeypatch.setattr("toolkit.analysis.run_store.os.remove", lambda path: None)
+    monkeypatch.setattr("toolkit.files.os.replace", killed)
+    monkeypatch.setattr("toolkit.files.os.remove", lambda path: None)
     pd.testing.assert_frame_equal(analysis.runs(Observed(SnapshotStore(root))), built)
     monkeypatch.undo()
     assert kept_files(root) == [] and list((root / FOLDER).glob("*/.*.tmp"))

@@ -32,8 +32,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import secrets
 import shutil
 import time
 from functools import cache
@@ -43,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from toolkit.files import write_arrow, write_whole
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -92,9 +92,6 @@ BASIS: Final = "basis"
 # pairs since alone (`run_extend`; written before the basis).
 LANGUAGES: Final = "languages"
 _FRAME: Final = "frame:"  # the columns of a DataFrame field, as `frame:<field>:<column>`
-# LZ4: 30,000 chapters x a month's stages are 186 MiB as they are, 39 MiB so, written
-# in 0.35-0.4 s and read in 0.7-0.8 s; zstd made 18 MiB but read in 2.4-2.7 s (load 8).
-_COMPRESSED: Final = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
 @cache
@@ -197,18 +194,7 @@ class Keeper:
                 return False
             folder = self._folder / self.state(manifest)
             folder.mkdir(parents=True, exist_ok=True)
-            # Created as any file the store writes (the umask's mode, unlike mkstemp's).
-            temporary = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-            try:
-                with (
-                    pa.OSFile(str(temporary), "wb") as sink,
-                    pa.ipc.new_file(sink, table.schema, options=_COMPRESSED) as writer,
-                ):
-                    writer.write_table(table)
-                os.replace(temporary, folder / f"{name}.arrow")
-            finally:
-                if os.path.exists(temporary):
-                    os.remove(temporary)
+            write_whole(folder / f"{name}.arrow", lambda path: write_arrow(path, table))
             _drop_stale(self._folder, keep=folder.name)
         except (OSError, pa.ArrowException, TypeError, ValueError):
             # A read-only store, a full disk, a value Arrow cannot hold: nothing is kept,

@@ -10,11 +10,12 @@ file and a rename, so a crash leaves the previous complete record, never half of
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from toolkit.files import write_text_whole
 
 __all__ = ["RECORD_NAME", "UploadRecord"]
 
@@ -57,6 +58,4 @@ class UploadRecord:
             "sha256": digest,
             "uploaded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps(self._data, indent=1, sort_keys=True), "utf-8")
-        os.replace(temporary, self.path)
+        write_text_whole(self.path, json.dumps(self._data, indent=1, sort_keys=True))

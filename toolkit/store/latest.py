@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from toolkit.files import write_arrow
 from toolkit.frames import schema
 
 __all__ = [
@@ -73,11 +74,7 @@ def save(
         digests = {}
         for name, table in tables.items():
             path = temporary / f"{name}.arrow"
-            with (
-                pa.OSFile(str(path), "wb") as sink,
-                pa.ipc.new_file(sink, table.schema, options=_options()) as writer,
-            ):
-                writer.write_table(table)
+            write_arrow(path, table)
             digests[name] = _sha256(path)
         record = {"snapshot_id": snapshot_id, "versions": list(versions), "digests": digests}
         (temporary / RECORD).write_text(json.dumps(record), encoding="utf-8")
@@ -134,10 +131,6 @@ def same_rows(kept: dict[str, pa.Table], logged: dict[str, pa.Table]) -> bool:
         if not table.sort_by(order).equals(logged[name].sort_by(order)):
             return False
     return True
-
-
-def _options() -> pa.ipc.IpcWriteOptions:
-    return pa.ipc.IpcWriteOptions(compression="lz4")
 
 
 def _sha256(path: Path) -> str:

@@ -21,12 +21,14 @@ recorded: it is read, and named, every cycle until it is repaired.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-import secrets
 import time
 from typing import Final
+
+from toolkit.files import write_text_whole
 
 __all__ = ["FILE", "CheckRotation"]
 
@@ -89,17 +91,9 @@ class CheckRotation:
     def save(self) -> None:
         """Write the record of the files still listed; a store that cannot be written
         keeps none (every file is then read whole each time, as `store check` does)."""
-        target = os.path.join(self.root, FILE)
-        temporary = f"{target}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-        try:
-            with open(temporary, "w", encoding="utf-8") as handle:
-                json.dump({k: list(v) for k, v in sorted(self._seen.items())}, handle)
-            os.replace(temporary, target)
-        except OSError:
-            pass
-        finally:
-            if os.path.exists(temporary):
-                os.remove(temporary)
+        record = json.dumps({k: list(v) for k, v in sorted(self._seen.items())})
+        with contextlib.suppress(OSError):
+            write_text_whole(os.path.join(self.root, FILE), record)
 
 
 def _load(path: str) -> dict[str, tuple[int, int, float]]:

@@ -17,12 +17,13 @@ ids live as long as the panel, as before.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from toolkit.files import write_text_whole
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -65,9 +66,7 @@ class HeldPages:
         if self.path is None:
             self._memory = entries
             return
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(partial, self.path)  # whole or not at all
+        write_text_whole(self.path, json.dumps(entries, indent=1, sort_keys=True) + "\n")
 
     def held(self, chapter_id: str, page_ids: list[str], at: datetime | None) -> None:
         """Record pages `add_pages(..., hold=True)` answered with."""
