@@ -124,6 +124,23 @@ def test_helpers_take_the_frames_the_analysis_returns(small_store):
     assert len(ax.get_lines()) == 3
 
 
+def test_the_states_at_a_past_moment_are_those_its_snapshot_found(small_store):
+    # Chapter c0-2 failed at the fifth snapshot (hour 4): at hour 2 it had not.
+    at = T0 + timedelta(hours=2, minutes=30)
+    ax = plots.status_breakdown(small_store, at=at)
+    assert ax.get_title().endswith(f"at {T0 + timedelta(hours=2):%Y-%m-%d %H:%M} UTC")
+    assert sum(bar.get_width() for bar in ax.patches) == len(small_store.as_of("chapters", at))
+    assert "failed" not in ax.get_legend_handles_labels()[1]
+    assert "failed" in plots.status_breakdown(small_store).get_legend_handles_labels()[1]
+    both = plots.status_breakdown({"a": small_store, "b": small_store}, at=at)
+    assert sum(bar.get_width() for bar in both.patches) == 2 * len(
+        small_store.as_of("chapters", at)
+    )
+    assert not plots.status_breakdown(small_store, at=T0 - timedelta(hours=1)).patches
+    with pytest.raises(ValueError, match="`at` picks a snapshot of a store"):
+        plots.status_breakdown(small_store.latest("chapters"), at=at)
+
+
 def test_throughput_bars_add_up_to_the_analysis(small_store):
     ax = plots.throughput(small_store)
     drawn = sum(bar.get_height() for bar in ax.patches)

@@ -32,6 +32,7 @@ from matplotlib.ticker import MaxNLocator
 from toolkit import analysis, formatting, metrics
 from toolkit.analysis import workspaces
 from toolkit.analysis.observed import observe, with_previous
+from toolkit.timestamps import When, utc
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -298,9 +299,22 @@ def _measure_frame(function: Any, freq: str, by: str) -> Any:
     return frame_of
 
 
-def _status_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
-    frames = {w: observe(store).latest_chapters for w, store in stores.items()}
+def _status_frame(stores: dict[str, Any], *, at: When | None = None, **_: Any) -> pd.DataFrame:
+    frames = {w: _chapters_at(store, at) for w, store in stores.items()}
     return _workspace_names(stores, workspaces.stack(frames), "project_id")
+
+
+def _chapters_at(source: Source, at: When | None) -> pd.DataFrame:
+    """The chapters at the newest snapshot at or before `at`, the latest when None."""
+    if isinstance(source, pd.DataFrame):
+        if at is not None:
+            raise ValueError(
+                "`at` picks a snapshot of a store, and a chapters frame is one moment "
+                "already: pass the store with `at`, or the frame without it"
+            )
+        return source
+    obs = observe(source)
+    return obs.latest_chapters if at is None else obs.at("chapters", pd.Timestamp(utc(at)))
 
 
 def _cycle_frame(stores: dict[str, Any], **_: Any) -> pd.DataFrame:
@@ -317,7 +331,9 @@ def _several(frame_of: Callable[..., pd.DataFrame]) -> Callable[[_Plot], _Plot]:
             stores = workspaces.labelled(source)
             if stores is None:
                 return plot(source, **options)
-            return plot(frame_of(stores, **options), **options)
+            # The frame is read at `at` already: the plot draws it as given.
+            drawing = {k: v for k, v in options.items() if k != "at"}
+            return plot(frame_of(stores, **options), **drawing)
 
         return cast(_Plot, wrapper)
 
@@ -473,9 +489,12 @@ def credit_spend(
 
 
 @_several(_status_frame)
-def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -> Axes:
+def status_breakdown(
+    source: Source, *, ax: Axes | None = None, top: int = 15, at: When | None = None
+) -> Axes:
     """Chapters per state (`state`: staged, reading, translating, ..., failed, stalled,
-    needs review, reviewed) and project at the latest snapshot.
+    needs review, reviewed) and project at the latest snapshot, or at the newest one
+    taken at or before `at`.
 
     Args:
         source (Source | list | Mapping): A store; several workspaces (a list of stores, or
@@ -484,15 +503,19 @@ def status_breakdown(source: Source, *, ax: Axes | None = None, top: int = 15) -
         ax (Axes | None): The Axes to draw on; a new figure when None.
         top (int): The projects drawn, those with most chapters first; the rest are summed
             as "other".
+        at (When | None): A time (datetime, Timestamp or ISO text; naive is UTC): the
+            chapters as the newest snapshot taken at or before it found them, which the
+            title names. None: the latest snapshot. Only with a store or workspaces.
 
     Returns:
-        The Axes drawn on.
+        The Axes drawn on (empty when no snapshot is as old as `at`).
 
     Raises:
-        ValueError: Several workspaces were given with none in them, or sharing a label.
+        ValueError: Several workspaces were given with none in them, or sharing a label;
+            `at` with a chapters frame.
     """
     ax = _axes(ax)
-    chapters = source if isinstance(source, pd.DataFrame) else observe(source).latest_chapters
+    chapters = _chapters_at(source, at)
     frame = pd.DataFrame(
         {
             "project": _project_names(source, chapters["project_id"]),

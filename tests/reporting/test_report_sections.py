@@ -119,11 +119,29 @@ def test_the_page_of_a_first_snapshot_says_once_per_period_section_it_needs_a_se
     assert set(re.findall(r'href="#([^"]+)"', html)) <= set(re.findall(r'id="([^"]+)"', html))
 
 
+NOT_KNOWN = (
+    "No snapshot had been taken by the end of this period, so the chapters&#x27; states "
+    "then are not known."
+)
+
+
 def test_the_page_of_a_period_no_snapshot_falls_in_says_so_per_section(tmp_path):
     store = _store(tmp_path / "store", projects=1, chapter={"covered": 9})
     page = report(store, tmp_path / "week.html", since=hours(-72), until=hours(-24))
-    assert _nothing_lines(page) == [EMPTY_PERIOD] * 4
+    # Where chapters stood at its end is not today's: no snapshot had been taken yet.
+    assert _nothing_lines(page) == [EMPTY_PERIOD] * 3 + [NOT_KNOWN, EMPTY_PERIOD]
     assert "no snapshot in this period</p>" in page.read_text(encoding="utf-8")
+
+
+def test_a_past_periods_page_draws_the_states_its_last_snapshot_found(tmp_path, monkeypatch):
+    store = _store(tmp_path / "store", projects=1, chapter={"covered": 9})
+    drawn = []
+    draw = tk.plots.status_breakdown
+    monkeypatch.setattr(tk.plots, "status_breakdown",
+                        lambda *a, **k: drawn.append(k["at"]) or draw(*a, **k))  # fmt: skip
+    report(store, tmp_path / "past.html", since=hours(-24), until=hours(1))
+    report(store, tmp_path / "week.html")
+    assert drawn == [hours(0), hours(1)]  # the period's last snapshot; then the latest
 
 
 @pytest.mark.parametrize(

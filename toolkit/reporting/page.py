@@ -196,13 +196,26 @@ def _daily_section(weekly: Weekly) -> list[str]:
 
 
 def _nothing_in_status(weekly: Weekly) -> str | None:
-    if weekly.observed.latest_chapters.empty:
+    moment = _status_moment(weekly)
+    if moment is None:
+        return (
+            "No snapshot had been taken by the end of this period, so the chapters' "
+            "states then are not known."
+        )
+    if weekly.observed.at("chapters", moment).empty:
         return "No chapter yet: the last snapshot found none."
     return None
 
 
 def _status_section(weekly: Weekly) -> list[str]:
     return [_image(_status_plot(weekly), "Chapters by state and project")]
+
+
+def _status_moment(weekly: Weekly) -> pd.Timestamp | None:
+    """The newest snapshot at or before the period's end: the states a page of a past
+    period draws are those it ended with, not today's."""
+    taken = [t for t in weekly.observed.times if t < weekly.period.until]
+    return taken[-1] if taken else None
 
 
 # -- tables -------------------------------------------------------------------------
@@ -458,7 +471,7 @@ def _largest_rework(projects: pd.DataFrame) -> pd.DataFrame:
 
 def _status_plot(weekly: Weekly) -> Figure:
     figure, ax = _figure()
-    plots.status_breakdown(weekly.observed, ax=ax)
+    plots.status_breakdown(weekly.observed, ax=ax, at=_status_moment(weekly))
     return figure
 
 
