@@ -6,10 +6,12 @@ import base64
 import shutil
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from datafakes import T0, FakeService
 from html_page import Page
 from report_stores import three_days, two_days
 
@@ -17,7 +19,7 @@ import toolkit as tk
 from toolkit.cli import main
 from toolkit.errors import ToolkitError
 from toolkit.formatting import show
-from toolkit.reporting.weekly import gather, sentences, track_record
+from toolkit.reporting.weekly import STORY_PROJECTS, gather, sentences, track_record
 from toolkit.store import SnapshotStore
 
 
@@ -58,6 +60,29 @@ def test_the_sentences(store):
         "Star Courier: 1 chapter finished; 50% of its credits spent went to re-runs, "
         "mostly after stalls; 1 run stalled.",
     ]
+
+
+def test_the_story_names_the_busiest_projects_and_counts_the_rest(tmp_path):
+    # An agency's many projects would bury the page's first screen: the ten that spent
+    # most are named, busiest first, and one line counts the others.
+    service = FakeService()
+    for n in range(1, 13):
+        service.add_project(f"p{n}", name=f"Series {n:02}", languages=("en",))
+    store = SnapshotStore(tmp_path / "store")
+    store.write(tk.pull(service), at=T0)
+    for n in range(1, 13):
+        service.add_chapter(f"c{n}", f"p{n}", pages=n, credits=n, covered=3, created=T0)
+    store.write(tk.pull(service), at=T0 + timedelta(hours=1))
+    said = sentences(gather(store))
+    assert [line.split(":")[0] for line in said[:STORY_PROJECTS]] == [
+        f"Series {n:02}" for n in range(12, 2, -1)
+    ]
+    assert said[STORY_PROJECTS:] == [
+        "And 2 more projects with work in this period: each has its row in the table below."
+    ]
+    page = Page(tk.report(store, tmp_path / "week.html").read_text(encoding="utf-8"))
+    assert page.items == said
+    assert {"Series 01", "Series 02"} <= {row[0] for row in page.rows}
 
 
 def test_partial_days_and_the_window(store):

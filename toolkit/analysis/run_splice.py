@@ -107,21 +107,42 @@ def spliced_runs(
     order, their rows numbered as `found`'s. The kept runs are in that order already
     (renumbered, the untouched chapters keep their order): the touched chapters' runs
     are put in order and merged in, not every run sorted again."""
-    ours = kept.take(old_to_new[kept.row] >= 0)
-    ours = dataclasses.replace(ours, row=old_to_new[ours.row])
+    keep = np.flatnonzero(old_to_new[kept.row] >= 0)
+    # What the merge compares, of the kept runs; each field is taken once, into place.
+    ours = _Keys(kept.started[keep], old_to_new[kept.row[keep]], kept.number[keep])
     theirs = dataclasses.replace(sub, row=sub_to_new[sub.row])
     chapter = found.rows["chapter_code"].to_numpy("int64")
     theirs = theirs.take(rules.run_order(theirs.started, chapter[theirs.row], theirs.number))
     at = _places(ours, theirs, chapter)
     if at is None:  # keys too wide to merge by: sorted whole
-        joined = RunTable(*(np.concatenate([getattr(ours, f.name), getattr(theirs, f.name)])
+        mine = dataclasses.replace(kept.take(keep), row=ours.row)
+        joined = RunTable(*(np.concatenate([getattr(mine, f.name), getattr(theirs, f.name)])
                             for f in dataclasses.fields(RunTable)))  # fmt: skip
         return joined.take(rules.run_order(joined.started, chapter[joined.row], joined.number))
-    return RunTable(*(np.insert(getattr(ours, f.name), at, getattr(theirs, f.name))
-                      for f in dataclasses.fields(RunTable)))  # fmt: skip
+    theirs_at = at + np.arange(len(at))  # each lands after the kept runs before it
+    ours_at = np.ones(len(keep) + len(at), bool)
+    ours_at[theirs_at] = False
+    ours_at = np.flatnonzero(ours_at)
+
+    def merged(name: str) -> np.ndarray:
+        mine = ours.row if name == "row" else getattr(kept, name)[keep]
+        out = np.empty(len(ours_at) + len(theirs_at), mine.dtype)
+        out[ours_at], out[theirs_at] = mine, getattr(theirs, name)
+        return out
+
+    return RunTable(*(merged(f.name) for f in dataclasses.fields(RunTable)))
 
 
-def _places(ours: RunTable, theirs: RunTable, chapter: np.ndarray) -> np.ndarray | None:
+@dataclasses.dataclass(frozen=True)
+class _Keys:
+    """The kept runs' fields the merge orders by."""
+
+    started: np.ndarray
+    row: np.ndarray
+    number: np.ndarray
+
+
+def _places(ours: _Keys, theirs: RunTable, chapter: np.ndarray) -> np.ndarray | None:
     """Where each of `theirs` goes among `ours` (both in the runs' order): how many of
     `ours` come before it. Runs that start together (most: a start is often a snapshot's
     time) are told apart by chapter and number, as one key: the start's rank among

@@ -165,6 +165,9 @@ def previous_figures(store: SnapshotStore | Observed, figs: Figures) -> Figures:
 
 
 ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one."
+# The story names this many projects at most, the busiest; an agency's 300 would bury
+# the page's first screen, and each project has its row in the table below anyway.
+STORY_PROJECTS = 10
 EMPTY_PERIOD = "No snapshot was taken in this period after the first, so it has no figures."
 
 
@@ -191,7 +194,8 @@ def period_line(weekly: Weekly) -> str:
 
 
 def sentences(weekly: Weekly) -> list[str]:
-    """A few plain sentences on the week, one per project with work, busiest first."""
+    """A few plain sentences on the week, one per project with work, busiest first (at
+    most `STORY_PROJECTS`, then one line counting the others)."""
     nothing = nothing_over_the_period(weekly)
     if nothing == ONE_SNAPSHOT:
         return [f"{nothing[:-1]}: take another (toolkit snapshot) an hour or so after it."]
@@ -219,6 +223,12 @@ def sentences(weekly: Weekly) -> list[str]:
         said.append(text + ".")
     if not said:
         said.append("Nothing ran in this window: no lines translated and no credits spent.")
+    if len(said) > STORY_PROJECTS:
+        more = len(said) - STORY_PROJECTS
+        said[STORY_PROJECTS:] = [
+            f"And {more} more project{'s' if more != 1 else ''} with work in this period: "
+            "each has its row in the table below."
+        ]
     return said
 
 
