@@ -9,6 +9,7 @@ frame), each built once on first use and kept by its type: `obs.stage(Charges)`.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import threading
 import time
@@ -17,6 +18,7 @@ from functools import cached_property
 from types import ModuleType
 from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -88,7 +90,7 @@ class Observed:
                     kept = keeper.keeps(self.manifest) if kept_as(kind) == LAST else False
                     if kept and not keeper.keeps(self.manifest, BASIS):
                         run_extend().remember(self, keeper)
-            self._stages[kind] = found
+            self._stages[kind] = _frozen(found)
         return cast(S, self._stages[kind])
 
     def _extend(self, keeper: Keeper) -> bool:
@@ -104,7 +106,7 @@ class Observed:
         if extended is None:
             return False
         for kind, value in extended.items():
-            self._stages.setdefault(kind, value)
+            self._stages.setdefault(kind, _frozen(value))
             # Kept however quick: the next snapshot's extension starts from it.
             keeper.save(kind, self._stages[kind], self.manifest, took=float("inf"))
         extend.remember(self, keeper)
@@ -170,6 +172,18 @@ class Observed:
         return pd.Series(
             projects["name"].astype(object).to_numpy(), index=projects["project_id"].astype(object)
         )
+
+
+def _frozen(stage: S) -> S:
+    """`stage` with its arrays read-only: every figure of the view shares it, so a figure
+    that wrote into one would change the others' answers (a kept stage's arrays are
+    views of the file's buffers, read-only already)."""
+    if dataclasses.is_dataclass(stage):
+        for f in dataclasses.fields(stage):
+            value = getattr(stage, f.name)
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+    return stage
 
 
 # What was read from each store object, with the store's version it was read at: a

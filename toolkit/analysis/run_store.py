@@ -312,9 +312,9 @@ def decode(kind: type, table: pa.Table) -> Any:
         if len(shape) == 1:
             values[name] = _numpy(table.column(name), dtype)
         else:
-            parts = [_numpy(table.column(f"{name}[{j}]"), dtype) for j in range(shape[1])]
-            stacked = np.stack(parts, axis=1) if parts else np.zeros(shape, dtype)
-            values[name] = np.ascontiguousarray(stacked).reshape(shape)
+            values[name] = np.zeros(shape, dtype)
+            for j in range(shape[1]):
+                values[name][:, j] = _numpy(table.column(f"{name}[{j}]"), dtype)
     for name, frame_meta in meta["frames"].items():
         part = frame_table(table, name)
         # One chunk a column, as the pipeline's Arrow-backed texts have: a file's batches
@@ -352,11 +352,13 @@ def frame_table(table: pa.Table, name: str) -> pa.Table:
 
 
 def _numpy(column: pa.ChunkedArray, dtype: str) -> np.ndarray:
-    """A column as the writable array the pipeline made (Arrow's zero-copy view of a
-    file's buffer is read-only)."""
+    """A column as the array the pipeline made: a view of the file's buffer where it can
+    be (read-only, as every stage's arrays are once built: `Observed.stage`). A copy
+    cost more than the read at 100,000 chapters: each new array's memory is fresh pages
+    the system has to hand over."""
     if np.dtype(dtype) == object:  # texts: Arrow makes the objects (a tenth of the time)
         return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
-    return np.array(column.to_numpy(), dtype=dtype, copy=True)
+    return np.asarray(column.to_numpy(), dtype=dtype)
 
 
 def forget(store: SnapshotStore) -> None:
