@@ -66,6 +66,7 @@ def waiting_work(
     a chapter absent from it runs (and pays for) all its pages."""
     ids = projects["project_id"].astype(str)
     targets = {p: list(codes) for p, codes in zip(ids, projects["target_languages"], strict=True)}
+    orders = {p: {code: place for place, code in enumerate(codes)} for p, codes in targets.items()}
     kinds = dict(zip(ids, projects["kind"].fillna("").astype(str), strict=True))
     steps_of = dict(zip(ids, projects["process_steps"].fillna("").astype(str), strict=True))
     sizes = _sizes(model, projects)
@@ -79,14 +80,17 @@ def waiting_work(
     unpaid = {str(c): float(n) for c, n in unpaid_pages.items()}
     rows = []
     columns = ["chapter_id", "project_id", "page_count", "last_activity_at", "created_at"]
-    for record in held[columns].to_dict("records"):
-        chapter_id, project_id = str(record["chapter_id"]), str(record["project_id"])
+    # A quarter of 100,000 chapters may wait: their columns are read as Python values
+    # at once, not a record (a dict) each.
+    for chapter, project, count, active, created in zip(
+        *(held[column].tolist() for column in columns), strict=True
+    ):
+        chapter_id, project_id = str(chapter), str(project)
         kind = kinds.get(project_id, "")
-        count = record["page_count"]
         paged = pd.notna(count) and count > 0
         band = (float(count),) * 3 if paged else sizes.get(project_id, (1.0, 1.0, 1.0))
         units = max(band[1], 1.0)
-        order = {code: place for place, code in enumerate(targets.get(project_id, []))}
+        order = orders.get(project_id, {})
         found = by_chapter.get(chapter_id)
         codes = (
             sorted(map(str, found), key=lambda c: (order.get(c, len(order)), c))
@@ -113,8 +117,7 @@ def waiting_work(
             costs = [unpaid[chapter_id] * price] * 3
         else:
             costs = [max(size, 1.0) * price for size in band]
-        active = record["last_activity_at"]
-        waited = active if pd.notna(active) else record["created_at"]
+        waited = active if pd.notna(active) else created
         for code in codes:
             rows.append([chapter_id, project_id, code, waited, *finishes.get(code, [None] * 3),
                          *costs])  # fmt: skip

@@ -16,7 +16,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
@@ -210,26 +210,28 @@ def _trouble(
     `toolkit.analysis.stuck`'s rows, past each project's threshold."""
     shortest = min(s.stalled_after for s in everyone)
     stuck = analysis.stuck(store, threshold=pd.Timedelta(shortest))
-    projects = observe(store).latest_projects if len(stuck) else pd.DataFrame()
+    if stuck.empty:
+        return []
+    projects = observe(store).latest_projects
     # Recorded with the alert: its title and action are said for the chapter's kind.
-    kinds = dict(zip(projects.get("project_id", []), projects.get("kind", []), strict=True))
+    kinds = dict(zip(projects["project_id"], projects["kind"], strict=True))
+    owns: dict[tuple[str, str], CheckSettings] = {}  # each project's, looked up once
     found = []
-    row: Any  # a frame's row, its fields as the frame's docstring says
-    for row in stuck.itertuples(index=False):
-        own = settings(row.project_id, row.project)
-        waited = now - row.since
+    for row in _stuck_rows(stuck, now):
+        if (row.project_id, row.project) not in owns:
+            owns[row.project_id, row.project] = settings(row.project_id, row.project)
+        own = owns[row.project_id, row.project]
         subject = f"{row.project}: {row.chapter}"
-        hours = round(waited.total_seconds() / 3600, 1)
         since = f"{row.since:%d %b %H:%M} UTC"
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
-                   "since": row.since.isoformat(), "hours": hours,
+                   "since": row.since.isoformat(), "hours": row.hours,
                    "kind": kinds.get(row.project_id)}  # fmt: skip
-        if row.reason == "stalled" and waited >= own.stalled_after:
+        if row.reason == "stalled" and row.waited >= own.stalled_after:
             # Times, not ages: the text is read hours later (an age is worked out then).
             message = f"{subject} is running with no progress since {since}; {row.advice}"
             check = "stalled"
-        elif row.reason == "failed" and waited >= own.failed_waiting_after:
-            message = f"{subject} failed at {since} and waits: {row.detail} {_do(row)}"
+        elif row.reason == "failed" and row.waited >= own.failed_waiting_after:
+            message = f"{subject} failed at {since} and waits: {row.detail} {_do(row.advice)}"
             check = "failed_waiting"
         elif row.reason == "held_pages":
             message = f"{subject}: {row.detail}; {row.advice}"
@@ -243,9 +245,38 @@ def _trouble(
     return found
 
 
-def _do(row: Any) -> str:
+class _Stuck(NamedTuple):
+    """A row of `analysis.stuck` as Python values, with how long it has waited by `now`."""
+
+    chapter_id: str
+    project_id: str
+    project: str
+    chapter: str
+    reason: str
+    detail: str
+    advice: str
+    since: datetime
+    waited: pd.Timedelta
+    hours: float  # `waited` in hours, to a tenth
+
+
+def _stuck_rows(stuck: pd.DataFrame, now: pd.Timestamp) -> list[_Stuck]:
+    """`stuck`'s rows, each column made Python values at once: a quarter of 100,000
+    chapters may be stuck, and pandas' rows and time texts cost a call a value
+    (Python's datetime writes the same texts)."""
+    waited = now - stuck["since"]
+    columns = [stuck[name].tolist() for name in _Stuck._fields[:7]]
+    columns += [
+        list(stuck["since"].dt.to_pydatetime()),
+        waited.tolist(),
+        [round(seconds / 3600, 1) for seconds in waited.dt.total_seconds().tolist()],
+    ]
+    return [_Stuck(*values) for values in zip(*columns, strict=True)]
+
+
+def _do(advice: object) -> str:
     """The reasons table's advice for the chapter's kind, as a sentence."""
-    return f"{str(row.advice)[0].upper()}{str(row.advice)[1:]}."
+    return f"{str(advice)[0].upper()}{str(advice)[1:]}."
 
 
 def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]:
