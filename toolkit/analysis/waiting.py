@@ -21,6 +21,7 @@ pages yet the 10th and 90th percentile of its project's page counts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -74,9 +75,16 @@ def waiting_work(
     mine = languages[languages["chapter_id"].astype(object).isin(set(held["chapter_id"]))]
     by_chapter: dict[object, list[object]] = {}  # a grouping to lists costs a frame a chapter
     for chapter_id, code in zip(
-        mine["chapter_id"].astype(object), mine["language_code"], strict=True
+        mine["chapter_id"].astype(object).tolist(), mine["language_code"].tolist(), strict=True
     ):
         by_chapter.setdefault(chapter_id, []).append(code)
+
+    @cache  # chapters of a project mostly have the same languages
+    def in_order(project_id: str, codes: tuple[str, ...]) -> tuple[str, ...]:
+        """The codes in the order the project lists its targets (any other after, by code)."""
+        order = orders.get(project_id, {})
+        return tuple(sorted(codes, key=lambda c: (order.get(c, len(order)), c)))
+
     unpaid = {str(c): float(n) for c, n in unpaid_pages.items()}
     rows = []
     columns = ["chapter_id", "project_id", "page_count", "last_activity_at", "created_at"]
@@ -90,12 +98,11 @@ def waiting_work(
         paged = pd.notna(count) and count > 0
         band = (float(count),) * 3 if paged else sizes.get(project_id, (1.0, 1.0, 1.0))
         units = max(band[1], 1.0)
-        order = orders.get(project_id, {})
         found = by_chapter.get(chapter_id)
         codes = (
-            sorted(map(str, found), key=lambda c: (order.get(c, len(order)), c))
+            in_order(project_id, tuple(map(str, found)))
             if found is not None
-            else list(targets.get(project_id, []))
+            else tuple(targets.get(project_id, []))
         )
         finishes: dict[str, list[pd.Timestamp | None]] = {}
         if codes and model.paces:  # nothing learned (no open work to time): no date
