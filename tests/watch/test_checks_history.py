@@ -26,10 +26,11 @@ from page_images import make_page
 
 import toolkit as tk
 from toolkit.analysis.observed import observe
+from toolkit.analysis.runs import runs_ended
 from toolkit.client import Client
 from toolkit.emulator import Emulator
 from toolkit.watch import evaluate, read_config
-from toolkit.watch.anomaly import _ended_runs, failures_by_bin
+from toolkit.watch.anomaly import failures_by_bin
 
 CONFIG = """\
 store = "{root}"
@@ -207,11 +208,11 @@ def test_the_anomaly_bins_read_alone_count_what_the_whole_history_counts_in_them
         bins = every[first : first + 5]
         inside = whole_runs.index.get_level_values("bin").isin(bins)
         pd.testing.assert_frame_equal(failures_by_bin(ended, bins, hour), whole_runs[inside])
-        # The check's own read: the runs that ended in the bins, and each project's first.
-        read = _ended_runs(observe(store), bins[0], bins[-1] + hour)
+        # The check's own read: the runs that ended in the bins, named as the whole's.
+        read = runs_ended(observe(store), since=bins[0], until=bins[-1] + hour)
         pd.testing.assert_frame_equal(failures_by_bin(read, bins, hour), whole_runs[inside])
         read_names = read.drop_duplicates("project_id").set_index("project_id")["project"]
-        pd.testing.assert_series_equal(read_names, names)
+        pd.testing.assert_series_equal(read_names, names[read_names.index])
         for name, figure in figures.items():
             cut = whole[name][whole[name]["period"].isin(bins)].reset_index(drop=True)
             read = figure(store, "3600s", "project_id", since=bins[0], until=bins[-1] + hour)

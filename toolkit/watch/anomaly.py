@@ -19,12 +19,8 @@ import numpy as np
 import pandas as pd
 
 from toolkit import analysis
-from toolkit.analysis._arrays import NO_TIME, category_codes, to_micros
-from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.run_codes import Outcome
-from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import runs_kept
-from toolkit.analysis.transitions import Transitions
+from toolkit.analysis.observed import observe
+from toolkit.analysis.runs import runs_ended
 from toolkit.watch.config import CheckSettings
 from toolkit.watch.findings import Finding
 
@@ -36,7 +32,6 @@ __all__ = ["evaluate", "failures_by_bin"]
 _SCALE = 1.4826  # makes the MAD estimate a standard deviation for normal data
 _MIN_BASELINE = 3  # bins with data needed before anything is called unusual
 _MIN_RUNS = 3  # runs ended in a bin before its failure rate counts
-_ENDED = [Outcome.FINISHED, Outcome.FAILED, Outcome.STALLED]
 
 
 @dataclass(frozen=True)
@@ -116,7 +111,7 @@ def _failure_rates(
     bins: pd.DatetimeIndex,
     period: pd.Timedelta,
 ) -> list[Finding]:
-    ended = _ended_runs(observe(store), bins[0], bins[-1] + period)
+    ended = runs_ended(observe(store), since=bins[0], until=bins[-1] + period)
     names = ended.drop_duplicates("project_id").set_index("project_id")["project"]
     counts = failures_by_bin(ended, bins, period)
     counts = counts[counts["count"] >= _MIN_RUNS]
@@ -163,24 +158,6 @@ def _failure_rates(
             )
         )
     return found
-
-
-def _ended_runs(obs: Observed, since: pd.Timestamp, until: pd.Timestamp) -> pd.DataFrame:
-    """The runs frame's rows (`analysis.runs`) of the runs that ended (finished, failed,
-    stalled) in [since, until), and of each project's first run that ended (a project
-    is named as that run names it), in the frame's order: texts are made for these
-    only, not for the history's runs (`runs_kept`)."""
-    table = obs.stage(RunTable)
-    ended = np.isin(table.outcome, _ENDED) & (table.finished != NO_TIME)
-    if not ended.any():
-        return runs_kept(obs, ended)
-    low, high = to_micros(pd.Series([since, until]))
-    window = (table.finished >= low) & (table.finished < high)
-    projects = category_codes(obs.stage(Transitions).rows["project_id"])[table.row]
-    _, firsts = np.unique(projects[ended], return_index=True)
-    keep = ended & window
-    keep[np.flatnonzero(ended)[firsts]] = True
-    return runs_kept(obs, keep)
 
 
 def failures_by_bin(

@@ -16,6 +16,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
@@ -174,6 +175,7 @@ def _workspace_findings(
         if any(f.detail == "store_check" for f in found):
             return found  # a damaged store is refused by every read: repair it first
 
+    @cache  # asked for each of a cycle's findings: thousands may be a project's
     def settings(project_id: object, project: object) -> CheckSettings:
         return config.checks_for(label, str(project), str(project_id))
 
@@ -215,12 +217,9 @@ def _trouble(
     projects = observe(store).latest_projects
     # Recorded with the alert: its title and action are said for the chapter's kind.
     kinds = dict(zip(projects["project_id"], projects["kind"], strict=True))
-    owns: dict[tuple[str, str], CheckSettings] = {}  # each project's, looked up once
     found = []
     for row in _stuck_rows(stuck, now):
-        if (row.project_id, row.project) not in owns:
-            owns[row.project_id, row.project] = settings(row.project_id, row.project)
-        own = owns[row.project_id, row.project]
+        own = settings(row.project_id, row.project)
         subject = f"{row.project}: {row.chapter}"
         since = f"{row.since:%d %b %H:%M} UTC"
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
