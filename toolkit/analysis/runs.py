@@ -137,14 +137,17 @@ def runs_kept(obs: Observed, keep: np.ndarray) -> pd.DataFrame:
     return _frame_of(obs.stage(RunTable).take(keep), obs.stage(Transitions))
 
 
-def runs_ended(obs: Observed, *, since: pd.Timestamp, until: pd.Timestamp) -> pd.DataFrame:
+def runs_ended(
+    obs: Observed, *, since: pd.Timestamp, until: pd.Timestamp | None = None
+) -> pd.DataFrame:
     """The rows of `all_runs` of the runs that ended (finished, failed or stalled) in
-    [since, until), in its order, with texts made only for them (`runs_kept`): the
-    watch's failure rates read a few days' runs, not a quarter's."""
+    [since, until) (no end: None), in its order, with texts made only for them
+    (`runs_kept`): the watch's failure rates read a few days' runs, not a quarter's."""
     table = obs.stage(RunTable)
     ended = np.isin(table.outcome, [Outcome.FINISHED, Outcome.FAILED, Outcome.STALLED])
     low, high = to_micros(pd.Series([since, until]))
-    return runs_kept(obs, ended & (table.finished >= low) & (table.finished < high))
+    ended &= table.finished >= low
+    return runs_kept(obs, ended if until is None else ended & (table.finished < high))
 
 
 def run_chapters(obs: Observed) -> np.ndarray:
