@@ -499,7 +499,14 @@ SHARED_NAMES: dict[str, tuple[frozenset[str], str]] = {
     "cycle_times": (frozenset({"toolkit.analysis.timing", "toolkit.plots"}), _PLOT_OF_FIGURE),
     "throughput": (frozenset({"toolkit.analysis.measures", "toolkit.plots"}), _PLOT_OF_FIGURE),
     "evaluate": (
-        frozenset({"toolkit.watch.anomaly", "toolkit.watch.budget", "toolkit.watch.checks"}),
+        frozenset(
+            {
+                "toolkit.watch.anomaly",
+                "toolkit.watch.budget",
+                "toolkit.watch.checks",
+                "toolkit.watch.stuck",
+            }
+        ),
         "protocol: each family of watch checks is evaluated by its module's `evaluate`; "
         "checks.evaluate (tk.watch.evaluate) runs them all",
     ),

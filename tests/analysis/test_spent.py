@@ -71,3 +71,22 @@ def test_an_empty_store_has_no_charges(tmp_path):
     store = SnapshotStore(tmp_path / "empty")
     assert analysis.charges(store).empty
     assert analysis.spend_in(store, since=pd.Timestamp("2027-01-01", tz="UTC")).empty
+
+
+def test_spend_in_any_period_is_the_charges_in_it_summed_per_project(demo_day):
+    # spend_in reads only its period's charges (from the run table's numbers), in the
+    # order `charges` lists them: the same sums as the whole history's charges, cut.
+    every = analysis.charges(demo_day)
+    assert every["project_id"].nunique() > 1
+    times = demo_day.snapshots()["snapshot_at"]
+    bounds = [None, times.iloc[1], every["charged_at"].iloc[len(every) // 2], times.iloc[-1]]
+    for since in bounds:
+        for until in [b for b in bounds if b is not None and (since is None or b > since)]:
+            cut = every[every["charged_at"] >= since] if since is not None else every
+            cut = cut[cut["charged_at"] < until]
+            sums = cut.groupby(cut["project_id"].astype(object))[["credits", "rework_credits"]]
+            expected = sums.sum().reset_index()
+            found = analysis.spend_in(demo_day, since=since, until=until)
+            assert found["project_id"].tolist() == expected["project_id"].tolist()
+            for column in ("credits", "rework_credits"):
+                assert found[column].tolist() == expected[column].tolist(), (since, until)

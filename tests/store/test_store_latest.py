@@ -1,7 +1,7 @@
 """The state a write leaves, kept for the next process's write (`toolkit.store.latest`):
 a fresh store object writes the same rows as the object that wrote the snapshot before,
-without working the base out from the change log, and never uses rows kept for another
-state, or rows that do not read whole."""
+and reads the latest snapshot's rows, without working them out from the change log, and
+never uses rows kept for another state, or rows that do not read whole."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pandas.testing import assert_frame_equal
 
 import toolkit as tk
 from toolkit.cli import main
+from toolkit.errors import DamagedStore
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore, latest
 from toolkit.store.engine import StoreEngine
@@ -98,6 +99,30 @@ def test_rows_kept_for_another_state_are_not_used(
         _no_log_reads(patched)
         with pytest.raises(AssertionError, match="worked out from the change log"):
             SnapshotStore(str(root)).write(pulls[1], at=hours(1))
+
+
+def test_a_fresh_store_object_reads_the_latest_rows_from_the_kept_state(
+    tmp_path: Path, service: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The watch's checks, the Dashboard and a report read the latest snapshot's rows in
+    # a process that did not write it: the kept rows, the same as the log's.
+    pulls = _steps(service)
+    root, logged = tmp_path / "store", tmp_path / "logged"
+    for k, ws in enumerate(pulls):
+        SnapshotStore(str(root)).write(ws, at=hours(k))
+    shutil.copytree(root, logged)
+    shutil.rmtree(logged / latest.FOLDER)  # it reads its log
+    with monkeypatch.context() as patched:
+        _no_log_reads(patched)
+        kept = {name: SnapshotStore(str(root)).latest(name) for name in schema.SNAPSHOT_TABLES}
+    for name, frame in kept.items():
+        assert_frame_equal(frame, SnapshotStore(str(logged)).latest(name), obj=name)
+    # A data file gone, the tables' versions as they were: the read is refused as a
+    # read of the log is, not answered from the kept rows.
+    for path in (root / "chapters").glob("*.parquet"):
+        path.unlink()
+    with pytest.raises(DamagedStore):
+        SnapshotStore(str(root)).latest("chapters")
 
 
 @pytest.mark.parametrize("damage", ["garbled", "record gone", "a table gone"])

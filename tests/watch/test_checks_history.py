@@ -25,6 +25,8 @@ from epochs import SUITE_START
 from page_images import make_page
 
 import toolkit as tk
+from toolkit.analysis.observed import observe
+from toolkit.analysis.runs import runs_ended
 from toolkit.client import Client
 from toolkit.emulator import Emulator
 from toolkit.watch import evaluate, read_config
@@ -79,6 +81,7 @@ class History:
     lost_event: dict  # the one event the receiver did not store (until 15:00)
     ids: dict[str, str]
     at_14: pd.DataFrame  # the open findings at 14:00
+    stuck_14: pd.DataFrame  # what needed a person then (`tk.analysis.stuck`, 30 min)
     at_15: pd.DataFrame  # and at 15:00
     own: pd.DataFrame  # at 14:00 with each project's own settings (OWN)
     damaged: list[tk.watch.Finding]  # a copy of studio's store at 14:00, damaged
@@ -134,6 +137,7 @@ def history(tmp_path_factory, webhook_url) -> History:
             lost = next(e for e in sent if e["data"]["chapterId"] == kept[1].id)
             studio.record_events([e for e in sent if e is not lost])
             at_14 = tk.watch.checks(root, config)
+            stuck_14 = tk.analysis.stuck(studio, threshold="30min")
             own = path.with_name("own.toml")
             own.write_text(path.read_text() + OWN.format(moonlit=project["Moonlit Harbor"]))
             own_14 = tk.watch.checks(root, own)
@@ -152,7 +156,7 @@ def history(tmp_path_factory, webhook_url) -> History:
             studio.record_events(events(emulator))
             at_15 = tk.watch.checks(root, config)
     ids = {"lost": kept[1].id, "failed": failed.id, "held": side.id, "stalled": lights.id}
-    return History(config, studio, lost, ids, at_14, at_15, own_14, broken)
+    return History(config, studio, lost, ids, at_14, stuck_14, at_15, own_14, broken)
 
 
 def found(frame: pd.DataFrame, check: str, subject: str | None = None) -> pd.DataFrame:
@@ -196,6 +200,7 @@ def test_the_anomaly_bins_read_alone_count_what_the_whole_history_counts_in_them
     times = store.snapshots()["snapshot_at"]
     every = pd.date_range(times.iloc[0].floor(hour), times.iloc[-1].floor(hour), freq=hour)
     whole_runs = failures_by_bin(ended, every, hour)
+    names = ended.drop_duplicates("project_id").set_index("project_id")["project"]
     figures = {name: getattr(tk.analysis, name) for name in ("credit_spend", "throughput")}
     whole = {name: figure(store, "3600s", "project_id") for name, figure in figures.items()}
     assert len(whole_runs) and all(len(frame) for frame in whole.values())
@@ -203,6 +208,11 @@ def test_the_anomaly_bins_read_alone_count_what_the_whole_history_counts_in_them
         bins = every[first : first + 5]
         inside = whole_runs.index.get_level_values("bin").isin(bins)
         pd.testing.assert_frame_equal(failures_by_bin(ended, bins, hour), whole_runs[inside])
+        # The check's own read: the runs that ended in the bins, named as the whole's.
+        read = runs_ended(observe(store), since=bins[0], until=bins[-1] + hour)
+        pd.testing.assert_frame_equal(failures_by_bin(read, bins, hour), whole_runs[inside])
+        read_names = read.drop_duplicates("project_id").set_index("project_id")["project"]
+        pd.testing.assert_series_equal(read_names, names[read_names.index])
         for name, figure in figures.items():
             cut = whole[name][whole[name]["period"].isin(bins)].reset_index(drop=True)
             read = figure(store, "3600s", "project_id", since=bins[0], until=bins[-1] + hour)
@@ -219,6 +229,24 @@ def test_a_chapter_running_without_progress_is_stalled_until_it_is_dealt_with(hi
     assert row["figures"]["hours"] == 1.0
     assert row["figures"]["chapter_id"] == history.ids["stalled"]
     assert found(history.at_15, "stalled").empty
+
+
+def test_each_chapter_finding_dates_its_stuck_row_as_pandas_does(history):
+    # The findings are made from the rows as Python values (a quarter of 100,000
+    # chapters may be stuck): their times read as pandas reads each row's.
+    now = pd.Timestamp("2026-11-18 14:00", tz="UTC")
+    rows = history.stuck_14.set_index("chapter_id")
+    chapters = history.at_14[history.at_14["scope"] == "chapter"]
+    told = chapters[chapters["check"] != "missing_events"]
+    assert set(told["check"]) == {"stalled", "failed_waiting", "held_pages"}
+    for finding in told.itertuples():
+        row = rows.loc[finding.figures["chapter_id"]]
+        since = row["since"]
+        assert finding.figures["since"] == since.isoformat()
+        assert finding.figures["hours"] == round((now - since).total_seconds() / 3600, 1)
+        if finding.check != "held_pages":
+            assert f"{since:%d %b %H:%M} UTC" in finding.message
+        assert finding.subject == f"{row['project']}: {row['chapter']}"
 
 
 def test_a_failed_chapter_waits_for_a_rescan_past_its_threshold(history):

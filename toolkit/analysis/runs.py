@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.analysis._arrays import NO_TIME, category_codes
+from toolkit.analysis._arrays import NO_TIME, category_codes, to_micros
 from toolkit.analysis.calendar import within
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed, observe
@@ -51,6 +51,7 @@ __all__ = [
     "rescans_seen",
     "run_chapters",
     "runs",
+    "runs_ended",
     "runs_kept",
 ]
 
@@ -134,6 +135,19 @@ def runs_kept(obs: Observed, keep: np.ndarray) -> pd.DataFrame:
     if not keep.any():
         return _empty()
     return _frame_of(obs.stage(RunTable).take(keep), obs.stage(Transitions))
+
+
+def runs_ended(
+    obs: Observed, *, since: pd.Timestamp, until: pd.Timestamp | None = None
+) -> pd.DataFrame:
+    """The rows of `all_runs` of the runs that ended (finished, failed or stalled) in
+    [since, until) (no end: None), in its order, with texts made only for them
+    (`runs_kept`): the watch's failure rates read a few days' runs, not a quarter's."""
+    table = obs.stage(RunTable)
+    ended = np.isin(table.outcome, [Outcome.FINISHED, Outcome.FAILED, Outcome.STALLED])
+    low, high = to_micros(pd.Series([since, until]))
+    ended &= table.finished >= low
+    return runs_kept(obs, ended if until is None else ended & (table.finished < high))
 
 
 def run_chapters(obs: Observed) -> np.ndarray:

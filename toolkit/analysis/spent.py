@@ -18,12 +18,13 @@ holds a charge the store could not have seen by its end.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis._arrays import NO_TIME, taken, to_micros
+from toolkit.analysis._arrays import NO_TIME, category_codes, taken, to_micros
 from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
@@ -49,16 +50,47 @@ def charges(store: SnapshotStore | Observed) -> pd.DataFrame:
 
 
 def _charges(obs: Observed) -> pd.DataFrame:
-    """`charges`, made once per view (a watch cycle's budgets ask it six times, each
-    for a period of its own): callers filter it, and `charges` answers a copy."""
+    """`charges`, made once per view: `charges` answers a copy."""
     if "charges" not in obs.memo:
         obs.memo["charges"] = _charged(obs)
     return cast(pd.DataFrame, obs.memo["charges"])
 
 
+@dataclass(frozen=True)
+class _Paid:
+    """The runs that paid, in the run table's order: the transition row that first showed
+    each (`row`), its credits and rework credits, and when it was charged and seen (int64
+    microseconds; `exact`: charged at its chapter's creation, a first run)."""
+
+    row: np.ndarray
+    credits: np.ndarray
+    rework: np.ndarray
+    charged: np.ndarray
+    seen: np.ndarray
+    exact: np.ndarray
+
+
+def _paid(obs: Observed) -> _Paid:
+    """`_Paid`, made once per view (a watch cycle's budgets ask six periods of it)."""
+    if "paid" not in obs.memo:
+        runs = obs.stage(RunTable)
+        seen = to_micros(obs.manifest["snapshot_at"])[runs.seen_idx]
+        exact = runs.from_creation.astype(bool) & (runs.started != NO_TIME)
+        kept = (runs.seen_idx > 0) & (runs.credits > 0)
+        obs.memo["paid"] = _Paid(
+            runs.row[kept],
+            runs.credits[kept].astype("float64"),
+            runs.rework[kept].astype("float64"),
+            np.where(exact, runs.started, seen)[kept],
+            seen[kept],
+            exact[kept],
+        )
+    return cast(_Paid, obs.memo["paid"])
+
+
 def _charged(obs: Observed) -> pd.DataFrame:
-    runs = obs.stage(RunTable)
-    if not len(runs.row):
+    paid = _paid(obs)
+    if not len(paid.row):
         return pd.DataFrame(
             {
                 "chapter_id": pd.Series(dtype=TEXT),
@@ -70,25 +102,38 @@ def _charged(obs: Observed) -> pd.DataFrame:
                 "seen_at": pd.Series(dtype=_TIME),
             }
         )
-    seen = to_micros(obs.manifest["snapshot_at"])[runs.seen_idx]
-    exact = runs.from_creation.astype(bool) & (runs.started != NO_TIME)
-    at = np.where(exact, runs.started, seen)
     rows = obs.stage(Transitions).rows
     frame = pd.DataFrame(
         {
-            "chapter_id": taken(rows["chapter_id"], runs.row).astype(object).to_numpy(),
-            "project_id": taken(rows["project_id"], runs.row).astype(object).to_numpy(),
-            "credits": runs.credits.astype("float64"),
-            "rework_credits": runs.rework.astype("float64"),
-            "charged_at": pd.to_datetime(at, unit="us", utc=True).astype(_TIME),
-            "source": np.where(exact, "created", "snapshot"),
-            "seen_at": pd.to_datetime(seen, unit="us", utc=True).astype(_TIME),
+            "chapter_id": taken(rows["chapter_id"], paid.row).astype(object).to_numpy(),
+            "project_id": taken(rows["project_id"], paid.row).astype(object).to_numpy(),
+            "credits": paid.credits,
+            "rework_credits": paid.rework,
+            "charged_at": pd.to_datetime(paid.charged, unit="us", utc=True).astype(_TIME),
+            "source": np.where(paid.exact, "created", "snapshot"),
+            "seen_at": pd.to_datetime(paid.seen, unit="us", utc=True).astype(_TIME),
         }
     )
-    frame = frame[(runs.seen_idx > 0) & (frame["credits"] > 0)]
     for column in ("chapter_id", "project_id", "source"):
         frame[column] = frame[column].astype(TEXT)
     return frame.sort_values(["charged_at", "chapter_id"], ignore_index=True)
+
+
+def _in_charges_order(obs: Observed, paid: _Paid, at: np.ndarray) -> np.ndarray:
+    """The positions `at` of `paid` in the order `charges` lists them (by the moment
+    charged, then the chapter's id as text; equal ones as the runs come), with no id
+    made a text: a sum adds in that order."""
+    ids = obs.stage(Transitions).rows["chapter_id"]
+    texts = ids.cat.categories.to_numpy(object)
+    place = np.empty(len(texts) + 1, "int64")
+    place[np.argsort(texts, kind="stable")] = np.arange(len(texts))
+    place[-1] = len(texts)  # a null id (code -1) sorts last
+    chapter = place[category_codes(ids)[paid.row[at]]]
+    return at[np.lexsort((chapter, paid.charged[at]))]
+
+
+def _micros(moment: pd.Timestamp) -> int:
+    return int(to_micros(pd.Series([moment]))[0])
 
 
 @across
@@ -104,13 +149,29 @@ def spend_in(
     only; a naive bound is read in `tz`). A budget's period and a calendar month ask
     this."""
     obs = observe(store)
-    found = _charges(obs)
+    paid = _paid(obs)
     low, high = utc_bound(since, tz), utc_bound(until, tz)
+    inside = np.ones(len(paid.row), bool)
     if low is not None:
-        found = found[found["charged_at"] >= low]
+        inside &= paid.charged >= _micros(low)
     if high is not None:
-        found = found[found["charged_at"] < high]
-    sums = found.groupby(found["project_id"].astype(object))[["credits", "rework_credits"]].sum()
+        inside &= paid.charged < _micros(high)
+    # Only the period's charges are read (in `charges`' order, which the sums add in),
+    # and only their project ids made texts.
+    at = np.flatnonzero(inside)
+    project_ids = np.zeros(0, object)
+    if len(at):
+        at = _in_charges_order(obs, paid, at)
+        rows = obs.stage(Transitions).rows
+        project_ids = taken(rows["project_id"], paid.row[at]).astype(object).to_numpy()
+    found = pd.DataFrame(
+        {
+            "project_id": project_ids,
+            "credits": paid.credits[at],
+            "rework_credits": paid.rework[at],
+        }
+    )
+    sums = found.groupby("project_id")[["credits", "rework_credits"]].sum()
     projects = obs.latest_projects
     names = dict(zip(projects["project_id"].astype(object), projects["name"], strict=True))
     out = sums.reset_index()

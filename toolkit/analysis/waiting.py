@@ -21,6 +21,7 @@ pages yet the 10th and 90th percentile of its project's page counts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -66,6 +67,7 @@ def waiting_work(
     a chapter absent from it runs (and pays for) all its pages."""
     ids = projects["project_id"].astype(str)
     targets = {p: list(codes) for p, codes in zip(ids, projects["target_languages"], strict=True)}
+    orders = {p: {code: place for place, code in enumerate(codes)} for p, codes in targets.items()}
     kinds = dict(zip(ids, projects["kind"].fillna("").astype(str), strict=True))
     steps_of = dict(zip(ids, projects["process_steps"].fillna("").astype(str), strict=True))
     sizes = _sizes(model, projects)
@@ -73,25 +75,34 @@ def waiting_work(
     mine = languages[languages["chapter_id"].astype(object).isin(set(held["chapter_id"]))]
     by_chapter: dict[object, list[object]] = {}  # a grouping to lists costs a frame a chapter
     for chapter_id, code in zip(
-        mine["chapter_id"].astype(object), mine["language_code"], strict=True
+        mine["chapter_id"].astype(object).tolist(), mine["language_code"].tolist(), strict=True
     ):
         by_chapter.setdefault(chapter_id, []).append(code)
+
+    @cache  # chapters of a project mostly have the same languages
+    def in_order(project_id: str, codes: tuple[str, ...]) -> tuple[str, ...]:
+        """The codes in the order the project lists its targets (any other after, by code)."""
+        order = orders.get(project_id, {})
+        return tuple(sorted(codes, key=lambda c: (order.get(c, len(order)), c)))
+
     unpaid = {str(c): float(n) for c, n in unpaid_pages.items()}
     rows = []
     columns = ["chapter_id", "project_id", "page_count", "last_activity_at", "created_at"]
-    for record in held[columns].to_dict("records"):
-        chapter_id, project_id = str(record["chapter_id"]), str(record["project_id"])
+    # A quarter of 100,000 chapters may wait: their columns are read as Python values
+    # at once, not a record (a dict) each.
+    for chapter, project, count, active, created in zip(
+        *(held[column].tolist() for column in columns), strict=True
+    ):
+        chapter_id, project_id = str(chapter), str(project)
         kind = kinds.get(project_id, "")
-        count = record["page_count"]
         paged = pd.notna(count) and count > 0
         band = (float(count),) * 3 if paged else sizes.get(project_id, (1.0, 1.0, 1.0))
         units = max(band[1], 1.0)
-        order = {code: place for place, code in enumerate(targets.get(project_id, []))}
         found = by_chapter.get(chapter_id)
         codes = (
-            sorted(map(str, found), key=lambda c: (order.get(c, len(order)), c))
+            in_order(project_id, tuple(map(str, found)))
             if found is not None
-            else list(targets.get(project_id, []))
+            else tuple(targets.get(project_id, []))
         )
         finishes: dict[str, list[pd.Timestamp | None]] = {}
         if codes and model.paces:  # nothing learned (no open work to time): no date
@@ -113,8 +124,7 @@ def waiting_work(
             costs = [unpaid[chapter_id] * price] * 3
         else:
             costs = [max(size, 1.0) * price for size in band]
-        active = record["last_activity_at"]
-        waited = active if pd.notna(active) else record["created_at"]
+        waited = active if pd.notna(active) else created
         for code in codes:
             rows.append([chapter_id, project_id, code, waited, *finishes.get(code, [None] * 3),
                          *costs])  # fmt: skip

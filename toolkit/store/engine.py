@@ -130,6 +130,17 @@ class StoreEngine:
                 return kept
         return self.logged_state(snapshot_id, manifest)
 
+    def kept_rows(self, table: str, snapshot_id: str, manifest: pa.Table) -> pa.Table | None:
+        """One table's rows at `snapshot_id` as the write that made it kept them
+        (`latest`), while the store is in that state; None otherwise (then they are
+        worked out from the log)."""
+        if not self.tables.local:
+            return None
+        kept = latest.load_table(self.tables.root, snapshot_id, self.kept_versions(), table)
+        if kept is not None:
+            verify_reads(self, manifest, [table])  # a damaged store is refused all the same
+        return kept
+
     def logged_state(self, snapshot_id: str, manifest: pa.Table) -> dict[str, pa.Table]:
         """Every table's rows at one snapshot, worked out from the change logs."""
         k = manifest.column("snapshot_id").to_pylist().index(snapshot_id)

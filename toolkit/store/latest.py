@@ -5,7 +5,10 @@ the base keeps them in memory; any other (the next `toolkit pull` of a cron job,
 notebook) worked them out from the whole change log: 1.5-6 s at 100,000 chapters x a
 quarter, growing with the history, where the rest of the write takes a fraction of a
 second. So each write keeps the rows it wrote in `<root>/_latest/<key>/`, one Arrow file
-per snapshot table, and a write whose base is that snapshot reads them instead.
+per snapshot table, and a write whose base is that snapshot reads them instead. So does
+a reader of that snapshot's rows (`store.latest`, `store.as_of` at it: the watch's
+checks, the Dashboard, a report), table by table (`load_table`): 0.1 s where the log's
+state took 0.8 s at 100,000 chapters x a quarter.
 
 The key is the snapshot and every snapshot table's Delta version at the write's end (the
 manifest's included): any later commit to them (another snapshot, a merge, an undo, a
@@ -38,6 +41,7 @@ __all__ = [
     "KEPT_TABLES",
     "RECORD",
     "load",
+    "load_table",
     "read_folder",
     "same_rows",
     "save",
@@ -97,31 +101,53 @@ def load(
     return read_folder(Path(root) / FOLDER / _key(snapshot_id, versions), snapshot_id, versions)
 
 
+def load_table(
+    root: str, snapshot_id: str, versions: tuple[int | None, ...], name: str
+) -> pa.Table | None:
+    """One snapshot table's rows as `load` gives them, its file alone read (a reader of
+    the latest snapshot asks for a table, not the workspace); None as for `load`."""
+    folder = Path(root) / FOLDER / _key(snapshot_id, versions)
+    try:
+        return _read_table(folder, _record(folder, snapshot_id, versions), name)
+    except Exception:  # any folder that does not read is worked out again, never an error
+        return None
+
+
 def read_folder(
     folder: Path, snapshot_id: str, versions: tuple[int | None, ...]
 ) -> dict[str, pa.Table] | None:
     """A kept folder's rows, when its record names this snapshot and state and every
     file matches its digest; None otherwise."""
     try:
-        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
-        digests = record["digests"]
-        if (
-            record["snapshot_id"] != snapshot_id
-            or tuple(record["versions"]) != versions
-            or set(digests) != set(schema.SNAPSHOT_TABLES)
-        ):
-            return None
-        tables = {}
-        for name, table_schema in schema.SNAPSHOT_TABLES.items():
-            path = folder / f"{name}.arrow"
-            if _sha256(path) != digests[name]:
-                return None
-            with pa.OSFile(str(path)) as source:
-                table = pa.ipc.open_file(source).read_all()
-            tables[name] = schema.conform(table, table_schema)
-        return tables
+        record = _record(folder, snapshot_id, versions)
+        return {name: _read_table(folder, record, name) for name in schema.SNAPSHOT_TABLES}
     except Exception:  # any folder that does not read is worked out again, never an error
         return None
+
+
+def _record(folder: Path, snapshot_id: str, versions: tuple[int | None, ...]) -> dict[str, str]:
+    """The folder's digests by table, when its record names this snapshot and state and
+    every snapshot table; raises otherwise."""
+    record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    digests: dict[str, str] = record["digests"]
+    if (
+        record["snapshot_id"] != snapshot_id
+        or tuple(record["versions"]) != versions
+        or set(digests) != set(schema.SNAPSHOT_TABLES)
+    ):
+        raise ValueError(f"{folder} keeps another state")
+    return digests
+
+
+def _read_table(folder: Path, digests: dict[str, str], name: str) -> pa.Table:
+    """A kept table, conformed to its schema; raises when its file is not the one its
+    digest names."""
+    path = folder / f"{name}.arrow"
+    if _sha256(path) != digests[name]:
+        raise ValueError(f"{path} is not the file kept")
+    with pa.OSFile(str(path)) as source:
+        table = pa.ipc.open_file(source).read_all()
+    return schema.conform(table, schema.SNAPSHOT_TABLES[name])
 
 
 def same_rows(kept: dict[str, pa.Table], logged: dict[str, pa.Table]) -> bool:
@@ -140,7 +166,7 @@ def _sha256(path: Path) -> str:
 
 def _delete_others(folder: Path, *, keep: str) -> None:
     """Every other state's folder, and a temporary one a crash left: a state is read
-    only by the write after it, never again once the store moved on (a reader that
+    only while it is the store's, never again once the store moved on (a reader that
     finds its folder gone works the rows out from the log)."""
     now = time.time()
     with contextlib.suppress(OSError):

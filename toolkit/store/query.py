@@ -117,6 +117,8 @@ def at(engine: StoreEngine, table: str, when: datetime | None) -> pd.DataFrame:
         last = engine.last
         cached = last[1][table] if last and last[0] == snapshot_id else None
     if cached is None:
+        cached = engine.kept_rows(table, snapshot_id, manifest)
+    if cached is None:
         cached = engine.read(table, manifest, lambda log: arrow(log.con, log.state_sql(k)))
     rows = stamp(
         schema.conform(cached, schema.SNAPSHOT_TABLES[table]), snapshot_id, times[k], result_schema

@@ -11,14 +11,16 @@ day is not slowness). The message states the baseline.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from toolkit import analysis
 from toolkit.analysis.observed import observe
+from toolkit.analysis.runs import runs_ended
 from toolkit.watch.config import CheckSettings
 from toolkit.watch.findings import Finding
 
@@ -71,7 +73,7 @@ def evaluate(
     found: list[Finding] = []
     names: dict[str, str] = {}
 
-    def series(frame: pd.DataFrame, column: str) -> dict[str, pd.Series]:
+    def series(frame: pd.DataFrame, column: str) -> Iterator[tuple[str, np.ndarray]]:
         """Per project, its sums in every bin (0 where none), in one grouping."""
         firsts = frame.drop_duplicates("project_id")
         firsts = firsts[firsts["project_id"].notna()]
@@ -80,16 +82,19 @@ def evaluate(
         )
         sums = frame.groupby(["period", "project_id"])[column].sum()
         grid = sums.unstack("project_id").reindex(bins).fillna(0.0)
-        return {str(pid): grid[pid] for pid in grid.columns}
+        # A row of numbers a project (not a frame's column each: a workspace has hundreds).
+        return zip(map(str, grid.columns), grid.to_numpy("float64").T, strict=True)
 
     spend = analysis.credit_spend(store, freq=freq, by="project_id", since=start, until=end)
-    for pid, values in series(spend, "credits").items():
-        found += _flag("spend", pid, names[pid], workspace, values, settings, high=True)
+    for pid, values in series(spend, "credits"):
+        found += _flag("spend", pid, names[pid], workspace, values, bins, settings, high=True)
     lines = analysis.throughput(store, freq=freq, by="project_id", since=start, until=end)
     running = _running_projects(store)
-    for pid, values in series(lines, "lines").items():
+    for pid, values in series(lines, "lines"):
         if pid in running:
-            found += _flag("throughput", pid, names[pid], workspace, values, settings, high=False)
+            found += _flag(
+                "throughput", pid, names[pid], workspace, values, bins, settings, high=False
+            )
     found += _failure_rates(store, workspace, settings, bins, period)
     return found
 
@@ -106,19 +111,23 @@ def _failure_rates(
     bins: pd.DatetimeIndex,
     period: pd.Timedelta,
 ) -> list[Finding]:
-    runs = analysis.runs(store)
-    ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
-    ended = ended[ended["finished_at"].notna()]
+    ended = runs_ended(observe(store), since=bins[0], until=bins[-1] + period)
     names = ended.drop_duplicates("project_id").set_index("project_id")["project"]
     counts = failures_by_bin(ended, bins, period)
     counts = counts[counts["count"] >= _MIN_RUNS]
-    last = counts.index.get_level_values("bin") == bins[-1]
+    if counts.empty:
+        return []
+    # By project, a row of bins (NaN where too few runs ended): not a frame each.
+    failed, ran = (counts[c].unstack("bin").reindex(columns=bins) for c in ("sum", "count"))
     found = []
-    for project_id in counts.index.get_level_values("project_id")[last]:
-        own = counts.loc[project_id]
-        history = [float(v) for v in (own["sum"] / own["count"]).drop(bins[-1])]
-        latest: Any = own.loc[bins[-1]]
-        value = float(latest["sum"] / latest["count"])
+    for project_id, fails, runs in zip(
+        failed.index, failed.to_numpy(), ran.to_numpy(), strict=True
+    ):
+        if np.isnan(runs[-1]):
+            continue  # too few runs ended in the latest bin
+        rates = fails / runs
+        history = [float(v) for v in rates[:-1] if not np.isnan(v)]
+        value = float(rates[-1])
         base = _outlier(value, history, settings.anomaly_mads, floor=0.05)
         if base is None or value <= base.median:
             continue
@@ -130,15 +139,15 @@ def _failure_rates(
                 subject=project,
                 workspace=workspace,
                 message=(
-                    f"{project}: failure rate {value:.0%} ({int(latest['sum'])} of "
-                    f"{int(latest['count'])} runs) {_bin_words(bins[-1], period)}, against a "
+                    f"{project}: failure rate {value:.0%} ({int(fails[-1])} of "
+                    f"{int(runs[-1])} runs) {_bin_words(bins[-1], period)}, against a "
                     f"baseline of {base.median:.0%} (median of {base.bins} "
                     f"{_unit(period)}, MAD {base.mad * 100:.0f} points)"
                 ),
                 figures={
                     "measure": "failure_rate",
                     "value": round(value, 3),
-                    "runs": int(latest["count"]),
+                    "runs": int(runs[-1]),
                     "median": round(base.median, 3),
                     "mad": round(base.mad, 3),
                     "baseline_bins": base.bins,
@@ -174,19 +183,21 @@ def _flag(
     project_id: str,
     project: str,
     workspace: str,
-    values: pd.Series,
+    values: np.ndarray,
+    bins: pd.DatetimeIndex,
     settings: CheckSettings,
     *,
     high: bool,
 ) -> list[Finding]:
-    history = [float(v) for v in values.iloc[:-1]]
-    value = float(values.iloc[-1])
+    """The finding when the last of `values` (one a bin) is unusual against the rest."""
+    history = values[:-1].tolist()
+    value = float(values[-1])
     median = float(np.median(history)) if history else 0.0
     base = _outlier(value, history, settings.anomaly_mads, floor=max(1.0, 0.1 * median))
     if base is None or (value > base.median) != high or (high and base.median == 0 and value < 10):
         return []
     unit = "credits" if measure == "spend" else "lines"
-    period = values.index[1] - values.index[0]
+    period = bins[1] - bins[0]
     words = "spent" if measure == "spend" else "translated"
     return [
         Finding(
@@ -195,7 +206,7 @@ def _flag(
             subject=project,
             workspace=workspace,
             message=(
-                f"{project}: {value:,.0f} {unit} {words} {_bin_words(values.index[-1], period)}, "
+                f"{project}: {value:,.0f} {unit} {words} {_bin_words(bins[-1], period)}, "
                 f"against a baseline of {base.median:,.0f} (median of {base.bins} "
                 f"{_unit(period)}, MAD {base.mad:,.0f})"
             ),
@@ -205,7 +216,7 @@ def _flag(
                 "median": base.median,
                 "mad": round(base.mad, 3),
                 "baseline_bins": base.bins,
-                "bin_start": values.index[-1].isoformat(),
+                "bin_start": bins[-1].isoformat(),
                 "project_id": project_id,
             },
             detail=measure,

@@ -16,15 +16,19 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from toolkit import analysis
+from toolkit.analysis.due import with_due
+from toolkit.analysis.forecast import forecast_seen, seen_at
 from toolkit.analysis.observed import observe
+from toolkit.analysis.runs import runs_ended
 from toolkit.errors import ConfigError, ToolkitError
 from toolkit.formatting import count
-from toolkit.watch import anomaly, budget, wording
+from toolkit.watch import anomaly, budget, stuck, wording
 from toolkit.watch.alerts import AlertLog
 from toolkit.watch.config import CheckSettings, WatchConfig, read_config
 from toolkit.watch.findings import Finding, Findings, as_frame
@@ -174,6 +178,7 @@ def _workspace_findings(
         if any(f.detail == "store_check" for f in found):
             return found  # a damaged store is refused by every read: repair it first
 
+    @cache  # asked for each of a cycle's findings: thousands may be a project's
     def settings(project_id: object, project: object) -> CheckSettings:
         return config.checks_for(label, str(project), str(project_id))
 
@@ -182,7 +187,7 @@ def _workspace_findings(
         *(config.checks_for(label, p) for p in config.project_checks),
     ]
     if any(not {"stalled", "failed_waiting", "held_pages"} <= s.off for s in everyone):
-        found += _trouble(store, label, now, settings, everyone)
+        found += stuck.evaluate(store, label, now, settings, everyone)
     if config.due and any("due" not in s.off for s in everyone):
         found += [f for f in _due(store, label, config)
                   if "due" not in settings(f.figures["project_id"], f.subject).off]  # fmt: skip
@@ -199,57 +204,13 @@ def _workspace_findings(
 _Settings = Callable[[object, object], CheckSettings]  # a project's, by its id and name
 
 
-def _trouble(
-    store: SnapshotStore,
-    label: str,
-    now: pd.Timestamp,
-    settings: _Settings,
-    everyone: list[CheckSettings],
-) -> list[Finding]:
-    """Stalled runs, failed chapters waiting for a re-scan, held pages never started:
-    `toolkit.analysis.stuck`'s rows, past each project's threshold."""
-    shortest = min(s.stalled_after for s in everyone)
-    stuck = analysis.stuck(store, threshold=pd.Timedelta(shortest))
-    projects = observe(store).latest_projects if len(stuck) else pd.DataFrame()
-    # Recorded with the alert: its title and action are said for the chapter's kind.
-    kinds = dict(zip(projects.get("project_id", []), projects.get("kind", []), strict=True))
-    found = []
-    row: Any  # a frame's row, its fields as the frame's docstring says
-    for row in stuck.itertuples(index=False):
-        own = settings(row.project_id, row.project)
-        waited = now - row.since
-        subject = f"{row.project}: {row.chapter}"
-        hours = round(waited.total_seconds() / 3600, 1)
-        since = f"{row.since:%d %b %H:%M} UTC"
-        figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
-                   "since": row.since.isoformat(), "hours": hours,
-                   "kind": kinds.get(row.project_id)}  # fmt: skip
-        if row.reason == "stalled" and waited >= own.stalled_after:
-            # Times, not ages: the text is read hours later (an age is worked out then).
-            message = f"{subject} is running with no progress since {since}; {row.advice}"
-            check = "stalled"
-        elif row.reason == "failed" and waited >= own.failed_waiting_after:
-            message = f"{subject} failed at {since} and waits: {row.detail} {_do(row)}"
-            check = "failed_waiting"
-        elif row.reason == "held_pages":
-            message = f"{subject}: {row.detail}; {row.advice}"
-            check = "held_pages"
-        else:
-            continue
-        if check not in own.off:
-            found.append(
-                Finding(check, "chapter", subject, label, message, figures, row.chapter_id)
-            )
-    return found
-
-
-def _do(row: Any) -> str:
-    """The reasons table's advice for the chapter's kind, as a sentence."""
-    return f"{str(row.advice)[0].upper()}{str(row.advice)[1:]}."
-
-
 def _due(store: SnapshotStore, label: str, config: WatchConfig) -> list[Finding]:
-    frame = analysis.forecast(store, by="project_id", due=config.due)
+    # `forecast` by project, its finishes alone: when the work waiting for a person
+    # would be done if unblocked, and the review lag, are not what a due date reads.
+    obs = observe(store)
+    seen = seen_at(obs, obs.times[-1], stall_after=pd.Timedelta(analysis.STALL_AFTER))
+    finishes = forecast_seen(obs, seen, by="project_id", reviewed=False, dated_waits=False)
+    frame = with_due(finishes, config.due)
     late = frame[frame["will_miss"].fillna(False).astype(bool)]
     found = []
     row: Any
@@ -286,12 +247,10 @@ def _missing_events(
     events = store.history("events")
     if events.empty:
         return []
-    runs = analysis.runs(store)
-    ended = runs[runs["outcome"].isin(["finished", "failed", "stalled"]).fillna(False)]
+    ended = runs_ended(observe(store), since=events["timestamp"].min())  # theirs alone
     shortest = min(s.missing_events_after for s in everyone)
     ended = ended[
         (ended["finished_source"] != "event")
-        & (ended["finished_at"] >= events["timestamp"].min())
         & (ended["finished_at"] <= now - pd.Timedelta(shortest))
     ]
     found = []

@@ -58,8 +58,8 @@ class Findings(pd.DataFrame):
 
 def as_frame(findings: list[Finding]) -> Findings:
     """Findings as a `Findings` frame, one row each."""
-    rows = [{name: getattr(f, name) for name in _COLUMNS} for f in findings]
-    frame = pd.DataFrame(rows, columns=_COLUMNS)
-    for column in _COLUMNS[:-1]:
-        frame[column] = frame[column].astype("string")
+    # Column by column (a cycle may find a finding for each of 25,000 stuck chapters).
+    columns = {name: [getattr(f, name) for f in findings] for name in _COLUMNS}
+    frame = pd.DataFrame({name: pd.array(columns[name], dtype="string") for name in _COLUMNS[:-1]})
+    frame["figures"] = pd.Series(columns["figures"], dtype=object)
     return Findings(frame)
