@@ -39,7 +39,6 @@ from toolkit.analysis.forecast import (
     is_open,
     needs_action,
 )
-from toolkit.analysis.needs_person import run_pages_logged
 from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.analysis.workspaces import across
@@ -238,7 +237,6 @@ def replays(
     snapshots = sorted(set(at))
     if not snapshots:
         return
-    logged = run_pages_logged(obs, snapshots[-1])
     # Read at the snapshot before the first replayed: the end of the period before a
     # page's, which the page's figures of that period read already (`obs.at`).
     earlier = times[times < snapshots[0]]
@@ -255,8 +253,7 @@ def replays(
     for when in at:
         if seen is None or seen.as_of != when:
             as_of, (chapters, languages, projects) = next(states)
-            reasons = needs_action(obs, as_of=as_of, stall_after=stall_after,
-                                   current=chapters, runs_logged=logged)  # fmt: skip
+            reasons = needs_action(obs, as_of=as_of, stall_after=stall_after, current=chapters)
             seen = Seen(as_of, chapters, languages, projects, reasons)
         yield seen
 

@@ -310,17 +310,14 @@ def needs_action(
     as_of: pd.Timestamp,
     stall_after: pd.Timedelta,
     current: pd.DataFrame | None = None,
-    runs_logged: pd.DataFrame | None = None,
 ) -> pd.Series:
     """Why each chapter at the snapshot `as_of` waits for a person, by chapter id, in the
     words of the reason vocabulary for its kind: its first reason by the one rule
     (`needs_person`, which `stuck` reads too); chapters that need nothing are absent.
-    `current`: the chapters at `as_of`, when the caller has read them already;
-    `runs_logged`: `run_pages_logged`, when the caller asks at several snapshots."""
+    `current`: the chapters at `as_of`, when the caller has read them already."""
     if current is None:
         current = obs.at("chapters", as_of)
-    found = needs_person(obs, as_of=as_of, stall_after=stall_after, chapters=current,
-                         runs_logged=runs_logged, first=True)  # fmt: skip
+    found = needs_person(obs, as_of=as_of, stall_after=stall_after, chapters=current, first=True)
     kind = current["project_id"].astype(object).map(project_kinds(obs))
     # Each chapter's kind taken in one go, not looked up row by row (85,000 lookups in
     # the weekly page's replays at 10,000 chapters, 1.3 s); the words depend only on the

@@ -52,6 +52,7 @@ __all__ = [
     "run_chapters",
     "runs",
     "runs_kept",
+    "seen_times",
 ]
 
 _TEXT = pd.StringDtype()
@@ -134,6 +135,15 @@ def runs_kept(obs: Observed, keep: np.ndarray) -> pd.DataFrame:
     if not keep.any():
         return _empty()
     return _frame_of(obs.stage(RunTable).take(keep), obs.stage(Transitions))
+
+
+def seen_times(obs: Observed) -> np.ndarray:
+    """When the snapshot that first showed each run (of `RunTable`) was taken, as UTC
+    `datetime64[us]`: the runs frame's `seen_at`, without its texts."""
+    table = obs.stage(RunTable)
+    if not len(table.row):
+        return np.zeros(0, "datetime64[us]")
+    return np.asarray(obs.stage(Transitions).times, "int64")[table.seen_idx].view("datetime64[us]")
 
 
 def run_chapters(obs: Observed) -> np.ndarray:

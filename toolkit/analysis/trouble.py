@@ -124,8 +124,7 @@ def failures(
     Returns:
         The failed and stalled runs.
     """
-    obs = observe(store)
-    bad = runs_kept(obs, np.isin(obs.stage(RunTable).outcome, [Outcome.FAILED, Outcome.STALLED]))
+    bad = failed_runs(observe(store))
     frame = pd.DataFrame(
         {
             "chapter_id": bad["chapter_id"],
@@ -141,6 +140,11 @@ def failures(
     )
     frame = sorted_by(frame, ["seen_at", "run_id"])
     return within(frame, "seen_at", since=since, until=until, tz=tz)
+
+
+def failed_runs(obs: Observed) -> pd.DataFrame:
+    """The runs that failed or stalled, with every column of the runs frame."""
+    return runs_kept(obs, np.isin(obs.stage(RunTable).outcome, [Outcome.FAILED, Outcome.STALLED]))
 
 
 @across
