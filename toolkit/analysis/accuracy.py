@@ -116,7 +116,7 @@ def summed_scores(obs: Observed, frame: pd.DataFrame, by: ForecastBy) -> pd.Data
         }
     )
     out["inside_share"] = out["inside"] / out["replays"]
-    projects, chapters = names(obs.store)
+    projects, chapters = names(obs.store, chapters=by == "chapter_id")
     return with_names(_shaped(out.reset_index(), by), projects, chapters)
 
 
@@ -289,7 +289,8 @@ def _rolled(
     # each snapshot's rows are chosen by position and taken once (concatenated,
     # de-duplicated and sorted by their texts at each step, 2 s of a week's replays at
     # 100,000 chapters).
-    rows = pd.concat([state.assign(_deleted=False), log], ignore_index=True)[[*columns, "_deleted"]]
+    stamps = state[["snapshot_id", "snapshot_at"]].dtypes
+    rows = pd.concat([state.assign(_deleted=False), log], ignore_index=True)[[*values, "_deleted"]]
     key = _key_order(rows[keys])
     deleted = rows["_deleted"].to_numpy(bool)
     ends_at = len(state) + log["snapshot_at"].searchsorted(snapshots, side="right")
@@ -299,12 +300,10 @@ def _rolled(
         step = np.arange(done, upto)
         held = np.concatenate([held[~np.isin(key[held], key[step])], step[~deleted[step]]])
         held, done = held[np.argsort(key[held], kind="stable")], upto
-        state = rows[columns].take(held).reset_index(drop=True)
-        state["snapshot_id"] = pd.Series(
-            ids[when], index=state.index, dtype=state["snapshot_id"].dtype
-        )
-        state["snapshot_at"] = pd.Series(when, index=state.index).astype(state["snapshot_at"].dtype)
-        yield state
+        state = rows[values].take(held).reset_index(drop=True)
+        state["snapshot_id"] = pd.Series(ids[when], index=state.index, dtype=stamps["snapshot_id"])
+        state["snapshot_at"] = pd.Series(when, index=state.index).astype(stamps["snapshot_at"])
+        yield state[columns]
 
 
 def _key_order(keys: pd.DataFrame) -> np.ndarray:
