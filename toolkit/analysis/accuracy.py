@@ -279,7 +279,7 @@ def _rolled(
             high=snapshots[-1].isoformat(),
         ),
         frames={"replayed": ends},
-    )
+    ).combine_chunks()  # DuckDB's many batches would make each take of a state slow
     # As `as_of` converts its rows (a chapter's `state` is derived, not stored).
     log = schema.to_pandas(found.select(values), schema.SNAPSHOT_TABLES[table])
     log["snapshot_at"] = found.column("snapshot_at").to_pandas().astype(state["snapshot_at"].dtype)
