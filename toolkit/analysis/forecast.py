@@ -43,6 +43,7 @@ from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.due import with_due
 from toolkit.analysis.measures import price_per_chapter
 from toolkit.analysis.needs_person import (
+    is_novel,
     needs_person,
     pages_at_last_run,
     project_kinds,
@@ -320,12 +321,11 @@ def needs_action(
     if current is None:
         current = obs.at("chapters", as_of)
     found = needs_person(obs, as_of=as_of, stall_after=stall_after, chapters=current, first=True)
-    kind = current["project_id"].astype(object).map(project_kinds(obs))
     # Each chapter's kind taken in one go, not looked up row by row (85,000 lookups in
     # the weekly page's replays at 10,000 chapters, 1.3 s); the words depend only on the
     # reason and whether the project is a novel, so each pair is said once, and the
     # reasons are read as plain texts (iterating Arrow's costs a call per row).
-    novel = (kind.reindex(found.index) == "novel").to_numpy(bool)
+    novel = is_novel(current["project_id"].reindex(found.index), project_kinds(obs))
     codes = found["reason"].to_numpy(object)
     words = {(code, is_novel): reason_words(code, "novel" if is_novel else None)
              for code in set(codes) for is_novel in (False, True)}  # fmt: skip
