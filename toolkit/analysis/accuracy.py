@@ -301,7 +301,9 @@ def _rolled(
         held = np.concatenate([held[~np.isin(key[held], key[step])], step[~deleted[step]]])
         held, done = held[np.argsort(key[held], kind="stable")], upto
         state = rows[values].take(held).reset_index(drop=True)
-        state["snapshot_id"] = pd.Series(ids[when], index=state.index, dtype=stamps["snapshot_id"])
+        # Taken from one element: a text made per row is 0.05 s at 300,000 languages.
+        one = pd.array([ids[when]], dtype=stamps["snapshot_id"])
+        state["snapshot_id"] = one.take(np.zeros(len(state), "int64"))
         state["snapshot_at"] = pd.Series(when, index=state.index).astype(stamps["snapshot_at"])
         yield state[columns]
 

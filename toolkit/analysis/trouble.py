@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import numpy as np
 import pandas as pd
@@ -143,8 +143,14 @@ def failures(
 
 
 def failed_runs(obs: Observed) -> pd.DataFrame:
-    """The runs that failed or stalled, with every column of the runs frame."""
-    return runs_kept(obs, np.isin(obs.stage(RunTable).outcome, [Outcome.FAILED, Outcome.STALLED]))
+    """The runs that failed or stalled, with every column of the runs frame: made once
+    per view (a page asks its failures some eight times); callers only read it."""
+    if "failed_runs" not in obs.memo:
+        table = obs.stage(RunTable)
+        obs.memo["failed_runs"] = runs_kept(
+            obs, np.isin(table.outcome, [Outcome.FAILED, Outcome.STALLED])
+        )
+    return cast(pd.DataFrame, obs.memo["failed_runs"])
 
 
 @across
