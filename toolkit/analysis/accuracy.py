@@ -293,7 +293,7 @@ def _rolled(
     rows = pd.concat([state.assign(_deleted=False), log], ignore_index=True)[[*values, "_deleted"]]
     key = _key_order(rows[keys])
     deleted = rows["_deleted"].to_numpy(bool)
-    ends_at = len(state) + log["snapshot_at"].searchsorted(snapshots, side="right")
+    ends_at = (len(state) + log["snapshot_at"].searchsorted(snapshots, side="right")).tolist()
     held, done = np.arange(len(state)), len(state)  # the rows in force, in key order
     for when, upto in zip(snapshots, ends_at, strict=True):
         # A key's last row up to `when`, one per key (`_LOG`), replaces its row.

@@ -143,7 +143,9 @@ def seen_times(obs: Observed) -> np.ndarray:
     table = obs.stage(RunTable)
     if not len(table.row):
         return np.zeros(0, "datetime64[us]")
-    return np.asarray(obs.stage(Transitions).times, "int64")[table.seen_idx].view("datetime64[us]")
+    times = np.asarray(obs.stage(Transitions).times, "int64")
+    seen: np.ndarray = times[table.seen_idx].view("datetime64[us]")
+    return seen
 
 
 def run_chapters(obs: Observed) -> np.ndarray:

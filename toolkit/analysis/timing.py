@@ -74,7 +74,7 @@ def _finished_within(
     sort of them is the whole history's order cut to the period)."""
     table = obs.stage(RunTable)
     times = table.finished.view("datetime64[us]")  # NO_TIME is NaT: never within
-    done = (table.outcome == Outcome.FINISHED) & ~np.isnat(times)
+    done: np.ndarray = (table.outcome == Outcome.FINISHED) & ~np.isnat(times)
     low, high = utc_bound(since, tz), utc_bound(until, tz)
     if low is not None:
         done &= times >= low.to_datetime64()

@@ -26,6 +26,7 @@ __all__ = [
     "REASONS",
     "STALL_AFTER",
     "advice",
+    "failed_runs",
     "failure_rates",
     "failures",
     "reason_words",
