@@ -294,6 +294,7 @@ def _rolled(
     key = _key_order(rows[keys])
     deleted = rows["_deleted"].to_numpy(bool)
     ends_at = (len(state) + log["snapshot_at"].searchsorted(snapshots, side="right")).tolist()
+    del found, log  # in `rows` now: not held beside it while the replays go on
     held, done = np.arange(len(state)), len(state)  # the rows in force, in key order
     for when, upto in zip(snapshots, ends_at, strict=True):
         # A key's last row up to `when`, one per key (`_LOG`), replaces its row.
