@@ -269,16 +269,13 @@ def _rolled(
     state = obs.at(table, start)  # the view's, never changed
     columns = list(state.columns)
     values = [c for c in columns if c not in ("snapshot_id", "snapshot_at")]
-    ends = pd.DataFrame({"at": pd.Series(snapshots, dtype="datetime64[us, UTC]")})
     found = obs.store.query_arrow(
         _LOG.format(
             columns=", ".join(f'"{c}"' for c in values),
-            keys=", ".join(f'"{c}"' for c in keys),
             table=table,
             low=start.isoformat(),
             high=snapshots[-1].isoformat(),
-        ),
-        frames={"replayed": ends},
+        )
     ).combine_chunks()  # DuckDB's many batches would make each take of a state slow
     # As `as_of` converts its rows (a chapter's `state` is derived, not stored).
     log = schema.to_pandas(found.select(values), schema.SNAPSHOT_TABLES[table])
@@ -297,8 +294,11 @@ def _rolled(
     del found, log  # in `rows` now: not held beside it while the replays go on
     held, done = np.arange(len(state)), len(state)  # the rows in force, in key order
     for when, upto in zip(snapshots, ends_at, strict=True):
-        # A key's last row up to `when`, one per key (`_LOG`), replaces its row.
-        step = np.arange(done, upto)
+        # A key's last row up to `when` replaces its row: the log is in the order seen,
+        # so its first in the step read backwards (a de-duplication in DuckDB by key
+        # and replayed snapshot made the read 2.5x as long).
+        backwards = np.arange(upto - 1, done - 1, -1)
+        step = backwards[np.unique(key[backwards], return_index=True)[1]]
         held = np.concatenate([held[~np.isin(key[held], key[step])], step[~deleted[step]]])
         held, done = held[np.argsort(key[held], kind="stable")], upto
         state = rows[values].take(held).reset_index(drop=True)
@@ -319,14 +319,12 @@ def _key_order(keys: pd.DataFrame) -> np.ndarray:
     return code
 
 
-# A table's changes after one snapshot up to another, in the order they were seen; of
-# a key's changes before the same replayed snapshot, only the last.
+# A table's changes after one snapshot up to another, in the order they were seen.
 _LOG = """
-SELECT c.snapshot_at, coalesce(c._deleted, false) AS _deleted, {columns}
-FROM {table}_changes c ASOF JOIN replayed r ON c.snapshot_at <= r.at
-WHERE c.snapshot_at > '{low}'::TIMESTAMPTZ AND c.snapshot_at <= '{high}'::TIMESTAMPTZ
-QUALIFY row_number() OVER (PARTITION BY {keys}, r.at ORDER BY c.idx DESC) = 1
-ORDER BY c.idx
+SELECT snapshot_at, coalesce(_deleted, false) AS _deleted, {columns}
+FROM {table}_changes
+WHERE snapshot_at > '{low}'::TIMESTAMPTZ AND snapshot_at <= '{high}'::TIMESTAMPTZ
+ORDER BY idx
 """
 
 
