@@ -105,6 +105,33 @@ def test_the_replays_see_each_snapshot_as_a_forecast_made_there_does(store):
         )
 
 
+def test_the_replays_roll_chapters_that_come_and_go(tmp_path):
+    # Rolled forward by key numbers from the snapshot before the first replayed: keys
+    # whose texts sort otherwise than they came ("c-10" before "c-9"), two languages
+    # each, a chapter deleted and one added between replays, a replay at the first
+    # snapshot (none before it): each replay's tables are still the store's there.
+    service, store = FakeService(), SnapshotStore(tmp_path / "store")
+    service.add_project("p1", name="Steady", languages=("en", "de"))
+    for n in (9, 10, 2):
+        service.add_chapter(f"c-{n}", "p1", languages=("en", "de"), covered=0, untranslated=100)
+    for hour in range(6):
+        if hour == 2:
+            del service.chapters["c-10"]
+        if hour == 3:
+            service.add_chapter("c-1", "p1", languages=("de", "en"), covered=0, untranslated=100)
+        service.update("c-9", covered={"en": 10 * hour, "de": 5 * hour}, processing=True,
+                       status="translating", activity=hours(hour))  # fmt: skip
+        store.write(tk.pull(service, details="all"), at=hours(hour))
+    ticks = [hours(h) for h in (0, 2, 3, 3, 5)]
+    seen = list(replays(observe(store), ticks, stall_after=pd.Timedelta("90min")))
+    assert [s.as_of for s in seen] == [pd.Timestamp(t) for t in ticks]
+    for replayed in seen:
+        for table in ("chapters", "languages", "projects"):
+            assert_frame_equal(getattr(replayed, table), store.as_of(table, replayed.as_of))
+    assert "c-10" not in set(seen[1].chapters["chapter_id"])
+    assert "c-1" in set(seen[2].chapters["chapter_id"])
+
+
 def test_the_band_is_set_by_its_own_record(store, tmp_path):
     # Hourly replays: each scored one is a conformity score; the width is the
     # ceil((n + 1) x 0.8)-th smallest of them (split conformal).

@@ -8,8 +8,9 @@ import pytest
 from report_stores import needing_people
 
 from toolkit import analysis
-from toolkit.analysis.needs_person import ORDER, needs_person
+from toolkit.analysis.needs_person import ORDER, needs_person, pages_at_last_run
 from toolkit.analysis.observed import observe
+from toolkit.analysis.runs import all_runs
 
 
 @pytest.fixture
@@ -105,3 +106,16 @@ def test_the_rule_on_chapters_as_they_stand_one_case_per_reason_and_kind():
     # the store); without paid pages nothing is held.
     live = analysis.needing_person(chapters, kinds=kinds)
     assert "stalled" not in set(live["reason"]) and "held_pages" not in set(live["reason"])
+
+
+def test_the_pages_paid_by_an_earlier_snapshot_are_the_runs_but_re_scans(demo_day):
+    # Counted from the run stages by chapter code: the pages of each chapter's runs other
+    # than re-scans seen by then, as the runs frame sums them.
+    obs = observe(demo_day)
+    runs = all_runs(obs)
+    for as_of in obs.times[len(obs.times) // 2 : -1]:
+        seen = runs[(runs["kind"] != "rescan") & (runs["seen_at"] <= as_of)]
+        expected = seen.groupby(seen["chapter_id"].astype(object))["pages"].sum()
+        asked = pd.Index(expected.index, dtype=object)
+        found = pages_at_last_run(obs, as_of, asked)
+        assert found.sort_index().to_dict() == expected.astype("int64").sort_index().to_dict()

@@ -113,21 +113,24 @@ def _calendar_start(day: pd.Timestamp, offset: pd.offsets.BaseOffset) -> pd.Time
     return day if offset.is_on_offset(day) else offset.rollback(day)
 
 
-def names(store: SnapshotStore) -> tuple[dict[str, str], dict[str, str]]:
+def names(
+    store: SnapshotStore, *, chapters: bool = True
+) -> tuple[dict[str, str], dict[str, str] | None]:
     """Project names and chapter labels by id, as the store last saw them (trashed ones
-    included, so old rows keep their names)."""
+    included, so old rows keep their names); `chapters=False`: no chapter labels (None),
+    which are a read of the chapters' whole log."""
     projects = store.query(
         "SELECT project_id, arg_max(name, idx) AS name FROM projects_changes "
         "WHERE name IS NOT NULL GROUP BY project_id"
     )
-    chapters = store.query(
+    project_names = dict(zip(projects["project_id"], projects["name"], strict=True))
+    if not chapters:
+        return project_names, None
+    labels = store.query(
         "SELECT chapter_id, arg_max(coalesce(title, 'Chapter ' || position::VARCHAR), idx) "
         "AS label FROM chapters_changes WHERE NOT _deleted GROUP BY chapter_id"
     )
-    return (
-        dict(zip(projects["project_id"], projects["name"], strict=True)),
-        dict(zip(chapters["chapter_id"], chapters["label"], strict=True)),
-    )
+    return project_names, dict(zip(labels["chapter_id"], labels["label"], strict=True))
 
 
 def with_names(

@@ -35,12 +35,15 @@ from typing import TYPE_CHECKING, Final, Literal, cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.due import with_due
 from toolkit.analysis.measures import price_per_chapter
 from toolkit.analysis.needs_person import (
+    is_novel,
     needs_person,
     pages_at_last_run,
     project_kinds,
@@ -310,23 +313,19 @@ def needs_action(
     as_of: pd.Timestamp,
     stall_after: pd.Timedelta,
     current: pd.DataFrame | None = None,
-    runs_logged: pd.DataFrame | None = None,
 ) -> pd.Series:
     """Why each chapter at the snapshot `as_of` waits for a person, by chapter id, in the
     words of the reason vocabulary for its kind: its first reason by the one rule
     (`needs_person`, which `stuck` reads too); chapters that need nothing are absent.
-    `current`: the chapters at `as_of`, when the caller has read them already;
-    `runs_logged`: `run_pages_logged`, when the caller asks at several snapshots."""
+    `current`: the chapters at `as_of`, when the caller has read them already."""
     if current is None:
         current = obs.at("chapters", as_of)
-    found = needs_person(obs, as_of=as_of, stall_after=stall_after, chapters=current,
-                         runs_logged=runs_logged, first=True)  # fmt: skip
-    kind = current["project_id"].astype(object).map(project_kinds(obs))
+    found = needs_person(obs, as_of=as_of, stall_after=stall_after, chapters=current, first=True)
     # Each chapter's kind taken in one go, not looked up row by row (85,000 lookups in
     # the weekly page's replays at 10,000 chapters, 1.3 s); the words depend only on the
     # reason and whether the project is a novel, so each pair is said once, and the
     # reasons are read as plain texts (iterating Arrow's costs a call per row).
-    novel = (kind.reindex(found.index) == "novel").to_numpy(bool)
+    novel = is_novel(current["project_id"].reindex(found.index), project_kinds(obs))
     codes = found["reason"].to_numpy(object)
     words = {(code, is_novel): reason_words(code, "novel" if is_novel else None)
              for code in set(codes) for is_novel in (False, True)}  # fmt: skip
@@ -350,9 +349,13 @@ def is_open(current: pd.DataFrame, reasons: pd.Series) -> pd.Series:
 
 
 def _among(ids: pd.Series, found: pd.Index | pd.Series) -> pd.Series:
-    """`ids.isin(found)` for text ids: pandas' `isin` on Arrow text converts the ids
-    looked for one by one (seconds for thousands of them, at every replay)."""
-    return ids.astype(object).isin(set(found))
+    """`ids.isin(found)` for text ids, matched in Arrow: pandas' `isin` on Arrow text
+    converts the ids looked for one by one, and a set of Python texts makes each id
+    one (a second of a week's replays at 100,000 chapters)."""
+    looked = pa.array(ids, from_pandas=True)
+    wanted = pa.array(found, from_pandas=True).cast(looked.type)
+    hit = pc.is_in(looked, value_set=wanted).to_numpy(zero_copy_only=False)
+    return pd.Series(hit, index=ids.index)
 
 
 def _open_work(

@@ -53,6 +53,7 @@ __all__ = [
     "runs",
     "runs_ended",
     "runs_kept",
+    "seen_times",
 ]
 
 _TEXT = pd.StringDtype()
@@ -148,6 +149,17 @@ def runs_ended(
     low, high = to_micros(pd.Series([since, until]))
     ended &= table.finished >= low
     return runs_kept(obs, ended if until is None else ended & (table.finished < high))
+
+
+def seen_times(obs: Observed) -> np.ndarray:
+    """When the snapshot that first showed each run (of `RunTable`) was taken, as UTC
+    `datetime64[us]`: the runs frame's `seen_at`, without its texts."""
+    table = obs.stage(RunTable)
+    if not len(table.row):
+        return np.zeros(0, "datetime64[us]")
+    times = np.asarray(obs.stage(Transitions).times, "int64")
+    seen: np.ndarray = times[table.seen_idx].view("datetime64[us]")
+    return seen
 
 
 def run_chapters(obs: Observed) -> np.ndarray:

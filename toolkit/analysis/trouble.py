@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ __all__ = [
     "REASONS",
     "STALL_AFTER",
     "advice",
+    "failed_runs",
     "failure_rates",
     "failures",
     "reason_words",
@@ -124,8 +125,7 @@ def failures(
     Returns:
         The failed and stalled runs.
     """
-    obs = observe(store)
-    bad = runs_kept(obs, np.isin(obs.stage(RunTable).outcome, [Outcome.FAILED, Outcome.STALLED]))
+    bad = failed_runs(observe(store))
     frame = pd.DataFrame(
         {
             "chapter_id": bad["chapter_id"],
@@ -141,6 +141,17 @@ def failures(
     )
     frame = sorted_by(frame, ["seen_at", "run_id"])
     return within(frame, "seen_at", since=since, until=until, tz=tz)
+
+
+def failed_runs(obs: Observed) -> pd.DataFrame:
+    """The runs that failed or stalled, with every column of the runs frame: made once
+    per view (a page asks its failures some eight times); callers only read it."""
+    if "failed_runs" not in obs.memo:
+        table = obs.stage(RunTable)
+        obs.memo["failed_runs"] = runs_kept(
+            obs, np.isin(table.outcome, [Outcome.FAILED, Outcome.STALLED])
+        )
+    return cast(pd.DataFrame, obs.memo["failed_runs"])
 
 
 @across

@@ -22,7 +22,7 @@ over the calendar month of that snapshot (`this_month` and the others of
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import pandas as pd
 
@@ -85,20 +85,29 @@ def _window(when: Period) -> pd.Timedelta:
 def _waiting(column: str) -> Reader:
     def read(obs: Observed, when: Period) -> pd.DataFrame:
         """Each chapter waiting for review at the last snapshot: 1, or its wait."""
-        end = _end(when)
+        rows = _waiting_rows(obs, _end(when))
+        return rows.assign(value=1) if column == "needs_review" else rows.copy()
+
+    return read
+
+
+def _waiting_rows(obs: Observed, end: pd.Timestamp) -> pd.DataFrame:
+    """`_waiting`'s rows with each wait as the value: made once per view and moment for
+    both figures (their details say each chapter's time, 0.2 s at 100,000 chapters);
+    callers copy them."""
+    key = f"waiting_rows:{end.isoformat()}"
+    if key not in obs.memo:
         found = waiting_for_review(obs, end)
         ids = found["chapter_id"].astype(object)
-        hours = found["wait_hours"].astype("float64")
-        return pd.DataFrame(
+        obs.memo[key] = pd.DataFrame(
             {
                 "project_id": found["project_id"], "chapter_id": ids, "source": "chapter",
                 "source_id": ids, "at": end, "started_at": found["since"],
                 "detail": "waiting for review since " + found["since"].astype(str),
-                "value": 1 if column == "needs_review" else hours,
+                "value": found["wait_hours"].astype("float64"),
             }
         )  # fmt: skip
-
-    return read
+    return cast(pd.DataFrame, obs.memo[key])
 
 
 def _reviews(obs: Observed, when: Period) -> pd.DataFrame:

@@ -119,9 +119,11 @@ def _changed_in(table: pa.Table, change: pa.Table, name: str) -> tuple[pa.Array,
 
 def stamp(rows: pa.Table, snapshot_id: str, when: datetime, target: pa.Schema) -> pa.Table:
     """Rows with their snapshot's id and time added, in the table's schema."""
+    # Repeated by Arrow: a list of a Python object per row was 0.1 s for each read of
+    # 300,000 languages.
     n = rows.num_rows
-    stamped = rows.append_column("snapshot_id", pa.array([snapshot_id] * n, schema.TEXT))
-    stamped = stamped.append_column("snapshot_at", pa.array([when] * n, schema.TIME))
+    stamped = rows.append_column("snapshot_id", pa.repeat(pa.scalar(snapshot_id, schema.TEXT), n))
+    stamped = stamped.append_column("snapshot_at", pa.repeat(pa.scalar(when, schema.TIME), n))
     return schema.conform(stamped, target)
 
 
