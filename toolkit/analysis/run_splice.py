@@ -115,7 +115,7 @@ def _gathered(values: np.ndarray, source: np.ndarray) -> np.ndarray:
     """`values` at `source` (`_sources`): a new array, the kept one left as it is."""
     if not len(values):  # nothing kept: every place takes a new one
         return np.empty((len(source), *values.shape[1:]), values.dtype)
-    return values[source]
+    return np.asarray(values[source])
 
 
 def spliced_runs(
