@@ -25,6 +25,10 @@ file or none, and a file that does not read is built again (never an error). Onl
 stores keep stages; on an object store every question builds them, as before.
 `toolkit store check` compares what is kept with a build (`run_check`), and `--repair`
 deletes what disagrees.
+
+Past 400 lines on purpose: how a state's files are named, encoded, written (in place or
+behind, `Keeper.write_behind`) and read back is one contract every reader of `_runs/`
+depends on; the encoding is the part to move out if it grows.
 """
 
 from __future__ import annotations
