@@ -229,6 +229,25 @@ def test_a_store_that_cannot_be_written_is_read_as_before(seen, tmp_path):
     pd.testing.assert_frame_equal(analysis.runs(Observed(SnapshotStore(root))), built)
 
 
+def test_tables_written_behind_stop_at_the_first_that_cannot_be_written(tmp_path):
+    # An extension writes its stages, then the languages and the basis, from a thread
+    # (`Keeper.write_behind`): a basis must never stand beside a stage not written.
+    table = pa.table({"x": [1]})
+    state = tmp_path / "state"
+    state.mkdir()
+    behind = run_store._Behind(moved=False)
+    behind.submit(state, "transitions", table)
+    behind.submit(tmp_path / "gone", "charges", table)  # a folder that is not there
+    behind.submit(state, BASIS, table)
+    behind.join()
+    assert [p.name for p in state.iterdir()] == ["transitions.arrow"]
+    # Nor is anything written when the store moved on since the stages were read.
+    moved = run_store._Behind(moved=True)
+    moved.submit(state, BASIS, table)
+    moved.join()
+    assert not (state / f"{BASIS}.arrow").exists()
+
+
 def test_each_stage_reads_back_as_it_was_built(seen):
     _, _, root = seen
     obs = Observed(SnapshotStore(root), keep=False)

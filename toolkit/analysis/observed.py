@@ -73,25 +73,33 @@ class Observed:
     def stage(self, kind: type[S]) -> S:
         """The stage of this type, built on first use from the stages before it."""
         if kind not in self._stages:
-            keeper = self._keeper
-            found = keeper.load(kind, self.manifest) if keeper is not None else None
-            if found is None and keeper is not None and self._extend(keeper):
-                found = self._stages.get(kind)  # the runs frame is made from them
-            if found is None:
-                started = time.perf_counter()
-                found = kind.build(self)
-                if keeper is not None and not (self.extended and kept_as(kind) == LAST):
-                    # An extension's runs frame is not kept: made from the stages kept
-                    # with it, it is as quick as read (its texts are most of what a state
-                    # writes), and the next reader of this state keeps it.
-                    took = time.perf_counter() - started
-                    keeper.save(kind, found, self.manifest, took=took)
-                    # Remembered once (an extension remembers as it keeps its stages).
-                    kept = keeper.keeps(self.manifest) if kept_as(kind) == LAST else False
-                    if kept and not keeper.keeps(self.manifest, BASIS):
-                        run_extend().remember(self, keeper)
-            self._stages[kind] = _frozen(found)
+            try:
+                self._stages[kind] = _frozen(self._found(kind))
+            finally:
+                if self._keeper is not None:
+                    self._keeper.flush()  # an extension's files: in place when it returns
         return cast(S, self._stages[kind])
+
+    def _found(self, kind: type[S]) -> S:
+        """The stage of this type as kept, extended or built (and then kept)."""
+        keeper = self._keeper
+        found = keeper.load(kind, self.manifest) if keeper is not None else None
+        if found is None and keeper is not None and self._extend(keeper):
+            found = self._stages.get(kind)  # the runs frame is made from them
+        if found is None:
+            started = time.perf_counter()
+            found = kind.build(self)
+            if keeper is not None and not (self.extended and kept_as(kind) == LAST):
+                # An extension's runs frame is not kept: made from the stages kept
+                # with it, it is as quick as read (its texts are most of what a state
+                # writes), and the next reader of this state keeps it.
+                took = time.perf_counter() - started
+                keeper.save(kind, found, self.manifest, took=took)
+                # Remembered once (an extension remembers as it keeps its stages).
+                kept = keeper.keeps(self.manifest) if kept_as(kind) == LAST else False
+                if kept and not keeper.keeps(self.manifest, BASIS):
+                    run_extend().remember(self, keeper)
+        return cast(S, found)
 
     def _extend(self, keeper: Keeper) -> bool:
         """Whether every stage was extended from those kept for an earlier state (once
@@ -105,6 +113,9 @@ class Observed:
         extended = extend.extend(self, keeper)
         if extended is None:
             return False
+        # Written while the figure goes on (the runs frame is made from the stages),
+        # and in place before `stage` returns.
+        keeper.write_behind()
         for kind, value in extended.items():
             self._stages.setdefault(kind, _frozen(value))
             # Kept however quick: the next snapshot's extension starts from it.

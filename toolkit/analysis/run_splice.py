@@ -32,25 +32,31 @@ def spliced_transitions(
     """The kept transition rows `at` (as their file holds them) and the query's
     `answer` for the touched chapters, as one answer in the query's order (for
     `Transitions.of`); and that order, over the kept rows then the answer's."""
-    table = pa.concat_tables([_as_answer(kept, at, answer.schema), _coded(answer)])
-    table = table.unify_dictionaries().combine_chunks()
-    if not table.num_rows:  # no chunk to read (the touched chapters' rows since: none)
-        return table, np.zeros(0, "int64")
-    order = _chapter_order(table.column("chapter_id").chunk(0))
-    return table.take(pa.array(order)), order
+    # Taken once, into the query's order: each whole-table pass is a copy of every
+    # column, fresh memory the system has to hand over (taking the kept rows, joining
+    # the chunks, then ordering made three). A take from two chunks joins them first,
+    # so kept rows that are few are taken alone before.
+    few = len(at) <= kept.num_rows // 2
+    rows = _as_answer(kept.take(pa.array(at, pa.int64())) if few else kept, answer.schema)
+    table = pa.concat_tables([rows, _coded(answer)]).unify_dictionaries()
+    at = np.arange(len(at)) if few else at
+    places = np.concatenate([at, rows.num_rows + np.arange(answer.num_rows, dtype="int64")])
+    if not len(places):  # no chunk to read (the touched chapters' rows since: none)
+        return table.slice(0, 0).combine_chunks(), np.zeros(0, "int64")
+    order = _chapter_order(table.column("chapter_id"), places)
+    return table.take(pa.array(places[order])), order
 
 
-def _as_answer(kept: pa.Table, at: np.ndarray, schema: pa.Schema) -> pa.Table:
-    """Kept transition rows `at` as the query answered them (`Transitions.of` reads it),
+def _as_answer(kept: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Kept transition rows as the query answered them (`Transitions.of` reads it),
     each column of the query's type but texts by code (`_coded`). The per-chapter names
     the query gives on a chapter's creation alone stay on all its rows: a kept chapter's
     first row is its creation (`run_extend` touches a chapter whose is not), so the
     categories, made in the order first seen, are the same, and `Transitions.of` takes
     them from that row."""
-    table = kept.take(pa.array(at, pa.int64()))
     columns = []
     for field in schema:
-        column = table.column(field.name)
+        column = kept.column(field.name)
         wanted = _TEXT if pa.types.is_string(field.type) else field.type
         columns.append(column if column.type == wanted else pc.cast(column, wanted))
     return pa.Table.from_arrays(columns, names=schema.names)
@@ -70,14 +76,15 @@ def _coded(answer: pa.Table) -> pa.Table:
     )
 
 
-def _chapter_order(chapter: pa.DictionaryArray) -> np.ndarray:
-    """The rows in the query's order (by chapter, then snapshot). The kept rows and the
-    new ones are each in it, and no chapter is in both: a stable sort by chapter keeps
-    each chapter's rows in their order."""
-    rank = np.empty(len(chapter.dictionary), "int64")
-    rank[pc.sort_indices(chapter.dictionary).to_numpy()] = np.arange(len(rank))
-    codes = pc.fill_null(chapter.indices, -1).to_numpy(zero_copy_only=False)
-    return np.argsort(rank[codes], kind="stable")
+def _chapter_order(chapter: pa.ChunkedArray, places: np.ndarray) -> np.ndarray:
+    """The rows at `places` in the query's order (by chapter, then snapshot). The kept
+    rows and the new ones are each in it, and no chapter is in both: a stable sort by
+    chapter keeps each chapter's rows in their order."""
+    dictionary = chapter.chunk(0).dictionary  # one for every chunk, unified
+    rank = np.empty(len(dictionary), "int64")
+    rank[pc.sort_indices(dictionary).to_numpy()] = np.arange(len(rank))
+    codes = [pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in chapter.chunks]
+    return np.argsort(rank[np.concatenate(codes)[places]], kind="stable")
 
 
 def spliced_charges(
@@ -85,14 +92,30 @@ def spliced_charges(
 ) -> Charges:
     """The charges of the kept rows and of the touched chapters', in the rows' order
     (`new_of`: each row's place, the kept rows first)."""
+    source = _sources(len(new_of), new_of[: len(kept_rows)], kept_rows)
     values = []
     for f in dataclasses.fields(Charges):
-        part, more = getattr(kept, f.name), getattr(sub, f.name)
-        joined = np.empty((len(new_of), *part.shape[1:]), part.dtype)
-        joined[new_of[: len(kept_rows)]] = part[kept_rows]
-        joined[new_of[len(kept_rows) :]] = more
+        joined = _gathered(getattr(kept, f.name), source)
+        joined[new_of[len(kept_rows) :]] = getattr(sub, f.name)
         values.append(joined)
     return Charges(*values)
+
+
+def _sources(size: int, places: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """For each of `size` places, the kept element it takes (`kept[i]` goes to
+    `places[i]`; 0 where a new one goes): each field is then one gather from the kept
+    array, the new ones put in after, not a gather into a copy put in place (a second
+    whole array per field)."""
+    source = np.zeros(size, "int64")
+    source[places] = kept
+    return source
+
+
+def _gathered(values: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """`values` at `source` (`_sources`): a new array, the kept one left as it is."""
+    if not len(values):  # nothing kept: every place takes a new one
+        return np.empty((len(source), *values.shape[1:]), values.dtype)
+    return np.asarray(values[source])
 
 
 def spliced_runs(
@@ -108,7 +131,7 @@ def spliced_runs(
     (renumbered, the untouched chapters keep their order): the touched chapters' runs
     are put in order and merged in, not every run sorted again."""
     keep = np.flatnonzero(old_to_new[kept.row] >= 0)
-    # What the merge compares, of the kept runs; each field is taken once, into place.
+    # What the merge compares, of the kept runs; each field is then gathered once.
     ours = _Keys(kept.started[keep], old_to_new[kept.row[keep]], kept.number[keep])
     theirs = dataclasses.replace(sub, row=sub_to_new[sub.row])
     chapter = found.rows["chapter_code"].to_numpy("int64")
@@ -123,11 +146,15 @@ def spliced_runs(
     ours_at = np.ones(len(keep) + len(at), bool)
     ours_at[theirs_at] = False
     ours_at = np.flatnonzero(ours_at)
+    source = _sources(len(ours_at) + len(theirs_at), ours_at, keep)
 
     def merged(name: str) -> np.ndarray:
-        mine = ours.row if name == "row" else getattr(kept, name)[keep]
-        out = np.empty(len(ours_at) + len(theirs_at), mine.dtype)
-        out[ours_at], out[theirs_at] = mine, getattr(theirs, name)
+        if name == "row":
+            out = np.empty(len(source), ours.row.dtype)
+            out[ours_at] = ours.row
+        else:
+            out = _gathered(getattr(kept, name), source)
+        out[theirs_at] = getattr(theirs, name)
         return out
 
     return RunTable(*(merged(f.name) for f in dataclasses.fields(RunTable)))

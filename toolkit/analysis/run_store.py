@@ -25,6 +25,10 @@ file or none, and a file that does not read is built again (never an error). Onl
 stores keep stages; on an object store every question builds them, as before.
 `toolkit store check` compares what is kept with a build (`run_check`), and `--repair`
 deletes what disagrees.
+
+Past 400 lines on purpose: how a state's files are named, encoded, written (in place or
+behind, `Keeper.write_behind`) and read back is one contract every reader of `_runs/`
+depends on; the encoding is the part to move out if it grows.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import hashlib
 import json
 import shutil
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -137,6 +142,7 @@ class Keeper:
         self.after = KEEP_AFTER_SECONDS if after is None else after
         self._folder = folder_of(store)
         self._state: str | None = None
+        self._behind: _Behind | None = None
 
     def state(self, manifest: pd.DataFrame) -> str:
         """The name of the state: table versions, snapshots and their commits, code."""
@@ -186,21 +192,36 @@ class Keeper:
 
     def save_table(self, name: str, table: pa.Table, manifest: pd.DataFrame) -> bool:
         """Keep `table` as `<name>.arrow` for this state, written whole or not at all;
-        whether it was (not when the store moved on, or cannot be written)."""
+        whether it was (not when the store moved on, or cannot be written), or is being
+        written behind (`write_behind`)."""
         if self._folder is None:
             return False
         try:
-            if self.store.version() != self.version:
+            if self._behind is None and self.store.version() != self.version:
                 return False
             folder = self._folder / self.state(manifest)
             folder.mkdir(parents=True, exist_ok=True)
-            write_whole(folder / f"{name}.arrow", lambda path: write_arrow(path, table))
-            _drop_stale(self._folder, keep=folder.name)
-        except (OSError, pa.ArrowException, TypeError, ValueError):
-            # A read-only store, a full disk, a value Arrow cannot hold: nothing is kept,
-            # and the figure is the one just built.
+        except OSError:
             return False
-        return True
+        if self._behind is not None:
+            self._behind.submit(folder, name, table)
+            return True
+        return _written(folder, name, table)
+
+    def write_behind(self) -> None:
+        """Write the tables saved from now on from a thread of their own, in the order
+        saved, while the caller goes on (an extension's runs frame is made meanwhile:
+        Arrow's writer lets go of the interpreter); `flush` waits for them. Whether the
+        store moved on is asked once, now: what is saved then was built already."""
+        if self._behind is None:
+            self._behind = _Behind(moved=self.store.version() != self.version)
+
+    def flush(self) -> None:
+        """Wait for the tables written behind: when it returns they are in place, or
+        were not kept."""
+        behind, self._behind = self._behind, None
+        if behind is not None:
+            behind.join()
 
     def load_table(self, name: str, state: str) -> pa.Table | None:
         """The table `save_table` kept as `name` for `state`; None when none reads."""
@@ -223,6 +244,42 @@ class Keeper:
         except OSError:
             return []
         return [name for _, name in sorted(entries, reverse=True)]
+
+
+def _written(folder: Path, name: str, table: pa.Table) -> bool:
+    """Whether `table` was written whole as `<name>.arrow` in a state's `folder`."""
+    try:
+        write_whole(folder / f"{name}.arrow", lambda path: write_arrow(path, table))
+        _drop_stale(folder.parent, keep=folder.name)
+    except (OSError, pa.ArrowException, TypeError, ValueError):
+        # A read-only store, a full disk, a value Arrow cannot hold: nothing is kept,
+        # and the figure is the one just built.
+        return False
+    return True
+
+
+class _Behind:
+    """Tables written one after another on a thread of their own (`Keeper.write_behind`).
+    Once one could not be written none after it is: a state's basis is saved last, and
+    is kept only beside what it extends from."""
+
+    def __init__(self, *, moved: bool) -> None:
+        """`moved`: the store moved on since what is saved was read; nothing is kept."""
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolkit-keep")
+        self._writes: list[Future[None]] = []
+        self._failed = moved
+
+    def submit(self, folder: Path, name: str, table: pa.Table) -> None:
+        self._writes.append(self._pool.submit(self._write, folder, name, table))
+
+    def _write(self, folder: Path, name: str, table: pa.Table) -> None:
+        if not self._failed:
+            self._failed = not _written(folder, name, table)
+
+    def join(self) -> None:
+        self._pool.shutdown(wait=True)
+        for write in self._writes:
+            write.result()  # what `_written` does not expect is raised here, as unwritten
 
 
 def kept_as(kind: type) -> str | None:

@@ -215,6 +215,17 @@ def pairs(languages: pa.Table) -> pa.Table:
 _PAIRS: Final = pa.schema([("chapter_id", pa.string()), ("language_code", pa.string())])
 
 
+def _added(kept: pa.Table, since: pa.Table) -> pa.Table:
+    """The kept pairs (`pairs`) with the pairs `since` added, each once. Only the
+    chapters with pairs since are grouped again (grouping every chapter's took 0.06-0.1 s
+    at 100,000 chapters)."""
+    kept = kept.cast(_PAIRS)
+    theirs = pc.is_in(kept.column("chapter_id"), since.column("chapter_id").combine_chunks())
+    grouped = pairs(pa.concat_tables([kept.filter(theirs), since]))
+    # One chunk: the next state reads it back as written, a batch for each.
+    return pa.concat_tables([kept.filter(pc.invert(theirs)), grouped]).combine_chunks()
+
+
 def touched(
     obs: Observed, old: KeptRows, meta: dict[str, Any], basis: pa.Table, changes: pa.Table
 ) -> tuple[set[str], set[str]]:
@@ -276,8 +287,7 @@ def languages(
     (a full build's). Kept in `obs.memo` for `run_extend.remember`."""
     if changes is not None and state is not None:
         since_rows = changes.filter(pc.fill_null(changes.column("language"), False))
-        found = pairs(pa.concat_tables([pairs(state.languages), pairs(since_rows)]))
-        obs.memo[_PAIRS_MEMO] = found
+        obs.memo[_PAIRS_MEMO] = _added(state.languages, pairs(since_rows))
     found = obs.memo.get(_PAIRS_MEMO)
     if not isinstance(found, pa.Table):
         found = obs.memo[_PAIRS_MEMO] = pairs(obs.store.query_arrow(_LANGUAGES_SQL))

@@ -274,11 +274,15 @@ def _frame(table: pa.Table) -> pd.DataFrame:
 def _first_seen(column: pa.DictionaryArray) -> pd.Categorical:
     """Texts by code as `dictionary_encode` makes them of the texts: the categories in
     the order first seen, those no row has left out."""
-    codes = pc.fill_null(column.indices, -1).to_numpy(zero_copy_only=False).astype("int64")
-    present = codes >= 0
-    seen, first = np.unique(codes[present], return_index=True)
-    in_order = seen[np.argsort(first)]
-    new_code = np.full(len(column.dictionary) + 1, -1, "int64")  # the last: no text
+    codes = pc.fill_null(column.indices, -1).to_numpy(zero_copy_only=False)
+    size, none = len(column.dictionary), len(codes)
+    # Each code's first row, in one pass (sorting the codes to find them took 0.1 s a
+    # column at 100,000 chapters x a quarter); the last place: no text.
+    first = np.full(size + 1, none, "int64")
+    np.minimum.at(first, codes, np.arange(none))
+    seen = np.flatnonzero(first[:size] < none)
+    in_order = seen[np.argsort(first[seen])]
+    new_code = np.full(size + 1, -1, "int64")
     new_code[in_order] = np.arange(len(in_order))
     return pd.Categorical.from_codes(
         new_code[codes],
