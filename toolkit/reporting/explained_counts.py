@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Final, cast
 import pandas as pd
 
 from toolkit.analysis import charges, lead_times
-from toolkit.analysis.observed import stacked
 from toolkit.analysis.monthly import month_starts
+from toolkit.analysis.observed import stacked
 from toolkit.analysis.review import review_moves, reviews_within, span_days, waiting_for_review
 from toolkit.formatting import count
 

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, cast
 import pandas as pd
 
 from toolkit.analysis import STALL_AFTER, cycle_times, forecast
-from toolkit.analysis.observed import stacked
 from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores
 from toolkit.analysis.forecast import FREQ, WINDOW, seen_at, window_positions
+from toolkit.analysis.observed import stacked
 from toolkit.analysis.review import review_lags
 from toolkit.analysis.work import Model, learn, pace_samples
 from toolkit.formatting import count
