@@ -279,15 +279,15 @@ def stacked(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
                 known[name] = frame[name].dtype
     typed = []
     for frame in frames:
-        casts = {
-            name: known[name]
-            for name in frame.columns
+        nulls = {
+            name: pd.Series(None, index=frame.index, dtype=known[name])  # not astype: pandas
+            for name in frame.columns  # 2.2 cannot cast pd.NA in an object column to float64
             if name in known
             and frame[name].dtype != known[name]
             and _holds_null(known[name])
             and frame[name].isna().all()
         }
-        typed.append(frame.astype(casts) if casts else frame)
+        typed.append(frame.assign(**nulls) if nulls else frame)
     return pd.concat(typed, ignore_index=True)
 
 

@@ -345,15 +345,15 @@ m3 AS (
     -- What was paid restarts at a new chapter (from nothing), after the baseline (what
     -- it had spent) and after a deletion (nothing): a segment of the chapter's rows.
     SELECT *, units - first - added AS rest,
-           coalesce(lag(ends_segment) OVER seg, false) AS after_reset,
-           coalesce(lag(reset) OVER seg, 0) AS reset_before,
-           row_number() OVER seg = 1 AS chapter_first,
-           sum(is_new::INT) OVER (seg ROWS UNBOUNDED PRECEDING)
+           coalesce(lag(ends_segment) OVER paid, false) AS after_reset,
+           coalesce(lag(reset) OVER paid, 0) AS reset_before,
+           row_number() OVER paid = 1 AS chapter_first,
+           sum(is_new::INT) OVER (paid ROWS UNBOUNDED PRECEDING)
              + coalesce(sum(ends_segment::INT) OVER (
-                   seg ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS segment,
+                   paid ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS segment,
            coalesce(sum(first + added) OVER (
-               seg ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS grown_before
-    FROM m2 WINDOW seg AS (PARTITION BY chapter_id ORDER BY idx)
+               paid ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS grown_before
+    FROM m2 WINDOW paid AS (PARTITION BY chapter_id ORDER BY idx)
 ),
 m AS (
     -- `known`: pages paid before the row by its segment's start and by the first runs
@@ -499,7 +499,7 @@ row_marks AS (
                  NOT processing OR deleted OR n_runs > 0 AS stops,
                  coalesce(title, 'Chapter ' || position::VARCHAR) AS label
           FROM row_runs)
-    -- A name of its own: DuckDB 1.1 refuses two windows of one name in a query.
+    -- Each window of the query has a name of its own: DuckDB 1.1 refuses a name twice.
     WINDOW marks AS (PARTITION BY chapter_id ORDER BY idx)
 ),
 row_ends AS (
