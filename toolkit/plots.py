@@ -116,7 +116,10 @@ def _date_axis(ax: Axes) -> None:
 def _top(frame: pd.DataFrame, column: str, measure: str, top: int) -> pd.DataFrame:
     """`frame` with every `column` value outside the `top` largest by `measure` summed
     as "other"."""
-    totals = frame.groupby(column, observed=True)[measure].sum().sort_values(ascending=False)
+    # stable: equal totals keep the groups' order (by name); numpy's quicksort orders
+    # ties differently from one numpy to the next (1.26 and 2.x pick other projects)
+    totals = frame.groupby(column, observed=True)[measure].sum()
+    totals = totals.sort_values(ascending=False, kind="stable")
     keep = set(totals.index[:top]) if len(totals) > top + 1 else set(totals.index)
     labels = frame[column].astype(object).where(frame[column].isin(keep), OTHER)
     return frame.assign(**{column: labels})
@@ -142,7 +145,7 @@ def largest_wide(
     frame = _top(frame, column, measure, top)
     wide = frame.pivot_table(index=index, columns=column, values=measure, aggfunc="sum")
     wide = wide.fillna(0).astype(float)
-    order = [c for c in wide.sum().sort_values(ascending=False).index if c != OTHER]
+    order = [c for c in wide.sum().sort_values(ascending=False, kind="stable").index if c != OTHER]
     return wide[order + ([OTHER] if OTHER in wide.columns else [])]
 
 
@@ -378,7 +381,8 @@ def progress(source: Source, *, ax: Axes | None = None, top: int = TOP) -> Axes:
     wide = totals.pivot_table(index="snapshot_at", columns="project", values="covered",
                               aggfunc="sum").fillna(0.0)  # fmt: skip
     # Rank by where each project stands now; the rest are summed as "other".
-    ranked = wide.iloc[-1].sort_values(ascending=False).index.tolist() if len(wide) else []
+    last = wide.iloc[-1] if len(wide) else pd.Series(dtype=float)
+    ranked = last.sort_values(ascending=False, kind="stable").index.tolist()
     if len(ranked) > top + 1:
         wide[OTHER] = wide[ranked[top:]].sum(axis=1)
         ranked = [*ranked[:top], OTHER]

@@ -14,9 +14,10 @@ import importlib
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from functools import cached_property
 from types import ModuleType
-from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,7 @@ from toolkit.analysis.run_store import BASIS, LAST, Keeper, folder_of, kept_as
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["Observed", "S", "Stage", "answer", "flag", "observe", "with_previous"]
+__all__ = ["Observed", "S", "Stage", "answer", "flag", "observe", "stacked", "with_previous"]
 
 _TIME: Final = "datetime64[us, UTC]"
 _TEXT: Final = pd.StringDtype()
@@ -261,7 +262,7 @@ def with_previous(log: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.
     log = log.sort_values([*keys, "idx"], ignore_index=True)
     grouped = log.groupby(keys, sort=False, dropna=False)
     previous_deleted = grouped["deleted"].shift(1)
-    log["is_new"] = previous_deleted.isna() | previous_deleted.fillna(False).astype(bool)
+    log["is_new"] = previous_deleted.isna() | flag(previous_deleted)
     for column in columns:
         log[f"prev_{column}"] = grouped[column].shift(1).where(~log["is_new"])
     return log
@@ -269,4 +270,38 @@ def with_previous(log: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.
 
 def flag(series: pd.Series) -> pd.Series:
     """A nullable boolean column as plain bools, null as False."""
-    return series.fillna(False).astype(bool)
+    # Compared, not `fillna(False)`: on an object column (a shifted bool column, bools
+    # mixed with nulls) that fill downcasts, which pandas 2.2 warns of; this is the same
+    # answer on every pandas.
+    return series.eq(True).fillna(False).astype(bool)
+
+
+def stacked(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """`frames`' rows one after another (`pd.concat`, a new index), a column that is empty
+    or all null in one frame taking the dtype the other frames give it.
+
+    pandas 2.2 leaves such a column out when it picks the result's dtype and warns that
+    pandas 3 takes it in (an all-null object column then makes the column object): given
+    the others' dtype first, the column comes out the same on both, with no warning."""
+    known: dict[str, Any] = {}
+    for frame in frames:
+        for name in frame.columns:
+            if name not in known and frame[name].notna().any():
+                known[name] = frame[name].dtype
+    typed = []
+    for frame in frames:
+        nulls = {
+            name: pd.Series(None, index=frame.index, dtype=known[name])  # not astype: pandas
+            for name in frame.columns  # 2.2 cannot cast pd.NA in an object column to float64
+            if name in known
+            and frame[name].dtype != known[name]
+            and _holds_null(known[name])
+            and frame[name].isna().all()
+        }
+        typed.append(frame.assign(**nulls) if nulls else frame)
+    return pd.concat(typed, ignore_index=True)
+
+
+def _holds_null(dtype: Any) -> bool:
+    """Whether a column of `dtype` can hold a null (numpy's bools and integers cannot)."""
+    return isinstance(dtype, pd.api.extensions.ExtensionDtype) or dtype.kind not in "biu"

@@ -360,7 +360,12 @@ def _novel_retries(table: RunTable, found: Transitions) -> np.ndarray:
     if not novel.any():
         return retried
     rows = found.rows
-    place = rows[novel].groupby("chapter_id", sort=False)[["project_id", "position"]].last()
+    # observed=True: the chapters seen (pandas 3's default; 2.2 warns without it)
+    place = (
+        rows[novel]
+        .groupby("chapter_id", sort=False, observed=True)[["project_id", "position"]]
+        .last()
+    )
     # The runs of novel chapters, in the runs' order, as a small frame.
     chapter_ids = rows["chapter_id"].astype(object).to_numpy()[table.row]
     mine = np.flatnonzero(pd.Index(place.index).get_indexer(chapter_ids) >= 0)

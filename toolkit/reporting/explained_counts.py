@@ -28,6 +28,7 @@ import pandas as pd
 
 from toolkit.analysis import charges, lead_times
 from toolkit.analysis.monthly import month_starts
+from toolkit.analysis.observed import stacked
 from toolkit.analysis.review import review_moves, reviews_within, span_days, waiting_for_review
 from toolkit.formatting import count
 
@@ -210,7 +211,7 @@ def _month(column: str) -> Reader:
                  "detail": [f"no snapshot in {last_start:%Y-%m} after the store's first: "
                             "last month's spend is unknown"], "value": [pd.NA]}
             )  # fmt: skip
-            rows = pd.concat([rows, unknown], ignore_index=True)
+            rows = stacked([rows, unknown])
         return rows
 
     return read

@@ -27,6 +27,7 @@ import pandas as pd
 from toolkit.analysis import STALL_AFTER, cycle_times, forecast
 from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores
 from toolkit.analysis.forecast import FREQ, WINDOW, seen_at, window_positions
+from toolkit.analysis.observed import stacked
 from toolkit.analysis.review import review_lags
 from toolkit.analysis.work import Model, learn, pace_samples
 from toolkit.formatting import count
@@ -126,10 +127,10 @@ def _outlook(column: str) -> Reader:
             }
         )  # fmt: skip
         if column in ("lines_per_hour", "bins"):
-            found = pd.concat([found, _samples(obs, when, column)], ignore_index=True)
+            found = stacked([found, _samples(obs, when, column)])
         if column in ("finish_p10", "finish_p50", "finish_p90", "hours_p50") and len(found):
             projects = set(found["project_id"].astype(object))
-            found = pd.concat([found, _tails(obs, when, projects)], ignore_index=True)
+            found = stacked([found, _tails(obs, when, projects)])
         return found
 
     return rows

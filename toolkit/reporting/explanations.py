@@ -301,7 +301,9 @@ def _shaped(rows: pd.DataFrame, obs: Observed, *, presorted: bool = False) -> pd
             rows[column] = pd.Series(pd.NA, index=rows.index, dtype=TEXT)
         else:
             rows[column] = rows[column].astype(TEXT)
-    rows["counts"] = rows["counts"].astype(object).fillna(True).astype(bool)
+    # a null `counts` counts; compared, not `fillna(True)`: that fill's downcast of the
+    # object column is a warning on pandas 2.2
+    rows["counts"] = (rows["counts"].isna() | rows["counts"].eq(True)).astype(bool)
     for column in ("value", "denominator"):
         numbers = pd.to_numeric(rows[column]).astype("Float64")
         whole = not len(rows) or (numbers == numbers.round()).fillna(False).all()

@@ -92,7 +92,9 @@ def _stuck_rows(stuck: pd.DataFrame, now: pd.Timestamp) -> list[_Stuck]:
     waited = now - stuck["since"]
     columns = [stuck[name].tolist() for name in _Stuck._fields[:7]]
     columns += [
-        list(stuck["since"].dt.to_pydatetime()),
+        # The index's, not `.dt.to_pydatetime()`: that one warns on pandas 2.2 (its
+        # answer changes from an array to a Series); this one is an array on both.
+        list(pd.DatetimeIndex(stuck["since"]).to_pydatetime()),
         waited.tolist(),
         [round(seconds / 3600, 1) for seconds in waited.dt.total_seconds().tolist()],
     ]

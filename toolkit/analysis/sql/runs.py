@@ -345,15 +345,15 @@ m3 AS (
     -- What was paid restarts at a new chapter (from nothing), after the baseline (what
     -- it had spent) and after a deletion (nothing): a segment of the chapter's rows.
     SELECT *, units - first - added AS rest,
-           coalesce(lag(ends_segment) OVER w, false) AS after_reset,
-           coalesce(lag(reset) OVER w, 0) AS reset_before,
-           row_number() OVER w = 1 AS chapter_first,
-           sum(is_new::INT) OVER (w ROWS UNBOUNDED PRECEDING)
+           coalesce(lag(ends_segment) OVER paid, false) AS after_reset,
+           coalesce(lag(reset) OVER paid, 0) AS reset_before,
+           row_number() OVER paid = 1 AS chapter_first,
+           sum(is_new::INT) OVER (paid ROWS UNBOUNDED PRECEDING)
              + coalesce(sum(ends_segment::INT) OVER (
-                   w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS segment,
+                   paid ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS segment,
            coalesce(sum(first + added) OVER (
-               w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS grown_before
-    FROM m2 WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
+               paid ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS grown_before
+    FROM m2 WINDOW paid AS (PARTITION BY chapter_id ORDER BY idx)
 ),
 m AS (
     -- `known`: pages paid before the row by its segment's start and by the first runs
@@ -490,16 +490,17 @@ row_marks AS (
     SELECT chapter_id, idx,
            CASE WHEN NOT processing OR deleted THEN idx
                 ELSE min(CASE WHEN stops THEN idx END) OVER (
-                     w ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) END AS end_idx,
+                     marks ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) END AS end_idx,
            coalesce(sum(n_runs) OVER (
-               w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS runs_before,
+               marks ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS runs_before,
            last_value(label) OVER (
-               w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS chapter
+               marks ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS chapter
     FROM (SELECT chapter_id, idx, processing, deleted, n_runs,
                  NOT processing OR deleted OR n_runs > 0 AS stops,
                  coalesce(title, 'Chapter ' || position::VARCHAR) AS label
           FROM row_runs)
-    WINDOW w AS (PARTITION BY chapter_id ORDER BY idx)
+    -- Each window of the query has a name of its own: DuckDB 1.1 refuses a name twice.
+    WINDOW marks AS (PARTITION BY chapter_id ORDER BY idx)
 ),
 row_ends AS (
     -- What a run needs of the row where it ended rides along.
