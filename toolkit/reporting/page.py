@@ -13,6 +13,7 @@ partial days marked `*`).
 from __future__ import annotations
 
 import base64
+import bisect
 import io
 from collections.abc import Callable, Collection, Mapping
 from html import escape
@@ -214,8 +215,9 @@ def _status_section(weekly: Weekly) -> list[str]:
 def _status_moment(weekly: Weekly) -> pd.Timestamp | None:
     """The newest snapshot at or before the period's end: the states a page of a past
     period draws are those it ended with, not today's."""
-    taken = [t for t in weekly.observed.times if t < weekly.period.until]
-    return taken[-1] if taken else None
+    times = weekly.observed.times  # in time order
+    taken = bisect.bisect_left(times, weekly.period.until)  # how many before its end
+    return times[taken - 1] if taken else None
 
 
 # -- tables -------------------------------------------------------------------------
