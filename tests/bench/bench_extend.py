@@ -5,11 +5,15 @@ full build of today's pipeline in the same run; and the snapshot's write.
 On a copy of a growth store (the store itself stays as written, for later runs): the
 history's generator is replayed to the store's last hour (its draws only, no tables),
 the stages are kept for the store as written, then each of `snapshots` new hours is
-written and `analysis.runs` asked three ways on the same state, each on a fresh store
-object: extended (the first question, as a user now asks it), the pipeline alone
-(`Observed(keep=False)`), and the full build with its stages kept (the first question
-before the extension: `_runs` set aside for it, then put back). The extended runs must
-equal the pipeline's, frame for frame."""
+written and the state asked four ways, each on a fresh store object: the run table's
+update alone (the stages up to the run table extended and their files in place, the
+issue's "write, including the run table's update" once the write's time is added; the
+kept states are copied aside first and put back after, so the next way extends too);
+`analysis.runs` extended (the first question, as a user now asks it: the update and
+the whole history's runs frame); the pipeline alone (`Observed(keep=False)`); and the
+full build with its stages kept (the first question before the extension: `_runs` set
+aside for it, then put back). The extended runs must equal the pipeline's, frame for
+frame."""
 
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
     from toolkit import SnapshotStore, analysis
     from toolkit.analysis.observed import Observed
     from toolkit.analysis.run_store import FOLDER
+    from toolkit.analysis.run_table import RunTable
 
     work = tempfile.mkdtemp(prefix="bench-extend-")
     try:
@@ -45,12 +50,19 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
         if pd.Timestamp(generator.now) != last:
             raise SystemExit(f"the replay ends at {generator.now}, the store at {last}")
         analysis.runs(Observed(SnapshotStore(copy), keep_after=0))  # kept, as written
-        writes, extended, full, kept = [], [], [], []
+        writes, updates, extended, full, kept = [], [], [], [], []
         for _ in range(snapshots):
             step = generator.advance()
             began = time.perf_counter()
             SnapshotStore(copy, retention=timedelta(0)).write(step.workspace, at=step.at)
             writes.append(time.perf_counter() - began)
+            before = shutil.copytree(os.path.join(copy, FOLDER), os.path.join(work, "before"))
+            updated = Observed(SnapshotStore(copy))
+            updates.append(_timed(lambda obs=updated: obs.stage(RunTable))[0])
+            if not updated.extended:
+                raise SystemExit("the run table was built whole, not extended")
+            shutil.rmtree(os.path.join(copy, FOLDER))
+            os.rename(before, os.path.join(copy, FOLDER))
             asked = Observed(SnapshotStore(copy))
             seconds, runs = _timed(lambda obs=asked: analysis.runs(obs))
             if not asked.extended:
@@ -68,7 +80,11 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
             shutil.rmtree(os.path.join(copy, FOLDER), ignore_errors=True)
             os.rename(aside, os.path.join(copy, FOLDER))
         e, f, k = (statistics.median(x) for x in (extended, full, kept))
+        with_update = [w + u for w, u in zip(writes, updates, strict=True)]
         return (
+            f"write + the run table's update {statistics.median(with_update):.2f} s "
+            f"(update {statistics.median(updates):.2f} s: "
+            f"{', '.join(f'{x:.2f}' for x in updates)}); "
             f"first runs after a snapshot: extended {e:.2f} s, full build {f:.2f} s "
             f"({e / f:.2f}x), full build + keep {k:.2f} s ({e / k:.2f}x); write "
             f"{statistics.median(writes) * 1000:.0f} ms; medians of {snapshots} "
