@@ -17,7 +17,7 @@ from toolkit.analysis.calendar import period_starts, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import all_runs, rescans_seen
+from toolkit.analysis.runs import TEXT, all_runs, rescans_seen
 from toolkit.analysis.timing import fill_grid
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.workspaces import across
@@ -42,7 +42,6 @@ __all__ = [
 ThroughputBy = Literal["language_code", "project_id", "model"]
 SpendBy = Literal["project_id", "language_code", "chapter_id"]
 UNKNOWN_MODEL = "(unknown)"
-_TEXT = pd.StringDtype()
 
 
 def _check(name: str, value: str, allowed: Sequence[str]) -> None:
@@ -150,9 +149,9 @@ def _shape(
     if fill:
         sums = fill_grid(sums, by, measures, freq=freq, tz=tz)
     result = sums[columns].copy()
-    result[by] = result[by].astype(_TEXT)
+    result[by] = result[by].astype(TEXT)
     if names is not None:
-        result.insert(2, "project", result[by].astype(object).map(names).astype(_TEXT))
+        result.insert(2, "project", result[by].astype(object).map(names).astype(TEXT))
     return result.sort_values(["period", by], ignore_index=True)
 
 

@@ -345,7 +345,15 @@ def _encode_frame(name: str, frame: pd.DataFrame, columns: dict[str, Any]) -> di
              if isinstance(frame[c].dtype, pd.CategoricalDtype)}  # fmt: skip
     for column in table.column_names:
         columns[f"{_FRAME}{name}:{column}"] = table.column(column)
-    return {"pandas": table.schema.pandas_metadata, "categories": texts}
+    pandas = table.schema.pandas_metadata
+    for dtype, described in zip(frame.dtypes, pandas["columns"], strict=True):
+        # Arrow writes a string column's dtype as "string", which pandas reads back with
+        # its default storage: Python objects on pandas 2.2 (where the pipeline's texts
+        # are Arrow-backed, `string[pyarrow]`), Arrow on pandas 3. So the storage is
+        # written too.
+        if isinstance(dtype, pd.StringDtype) and dtype.name == "string":
+            described["numpy_type"] = f"string[{dtype.storage}]"
+    return {"pandas": pandas, "categories": texts}
 
 
 def _array_columns(name: str, values: np.ndarray) -> dict[str, pa.Array]:

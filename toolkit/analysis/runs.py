@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = [
+    "TEXT",
     "RunFrame",
     "all_runs",
     "paid_pages",
@@ -56,7 +57,11 @@ __all__ = [
     "seen_times",
 ]
 
-_TEXT = pd.StringDtype()
+# The runs' texts, and those of every figure cut from them: Arrow-backed on every pandas,
+# as `_text` makes them. pandas 3's default `string` is this dtype; pandas 2.2's keeps
+# Python objects, and a figure mixing the two (or a runs frame of no runs) was another
+# dtype than the same figure with runs, or than its SQL definition.
+TEXT: Final = pd.StringDtype("pyarrow")
 _TIME: Final = "datetime64[us, UTC]"
 _COLUMNS = [
     "run_id", "chapter_id", "chapter", "project_id", "project", "kind", "pages", "languages",
@@ -288,7 +293,7 @@ def _times(values: np.ndarray) -> pd.Series:
 
 def _empty() -> pd.DataFrame:
     frame = pd.DataFrame(
-        {c: pd.Series(dtype=_TEXT) for c in [*_COLUMNS, "seen_idx", "seen_at", "created_at"]}
+        {c: pd.Series(dtype=TEXT) for c in [*_COLUMNS, "seen_idx", "seen_at", "created_at"]}
     )
     for column in ("pages", "languages", "seen_idx"):
         frame[column] = frame[column].astype("Int64")

@@ -213,6 +213,8 @@ def runs_sql(*, events: bool) -> str:
         walk_next=_read(_WALK_NEXT),
         rest_read=_read(_REST),
         ended=_EVENTS if events else _NO_EVENTS,
+        # With events the runs are read twice after it (`event_of`, `with_event`).
+        ends_materialized="MATERIALIZED " if events else "",
     )
 
 
@@ -236,9 +238,14 @@ _REST = """
                 ELSE 0 END AS held_before
     FROM rest_rows x LEFT JOIN walk w USING (chapter_id, idx)"""
 
+# The CTEs read more than once (and, for `row_runs` and `windows`, the first CTE below
+# them that joins) are MATERIALIZED: newer DuckDB (2.0) chooses these by itself, with the
+# same plans as without the word, but DuckDB 1.1 inlines a CTE at every read, so each
+# read of `t`, `s` or `m` planned everything beneath it again (16,500 operators: 36 s
+# for the awkward cases' runs, 1.2 s with them). Spark's steps drop the word.
 _RUNS = """
 WITH RECURSIVE {transitions},
-t AS (
+t AS MATERIALIZED (
     -- One row per transition with nulls read as the analysis reads them.
     SELECT idx, log.chapter_id, project_id, p.project, p.model, title, position,
            coalesce(page_count, 0)::DOUBLE AS pages,
@@ -281,7 +288,7 @@ samples AS (
     WHERE idx = 0 AND started AND credits > 0 AND pages > 0
       AND NOT EXISTS (SELECT 1 FROM first_charges)
 ),
-price_counts AS (
+price_counts AS MATERIALIZED (
     SELECT project_id, price, count(*) AS n FROM samples GROUP BY ALL
 ),
 workspace_price AS (
@@ -294,7 +301,7 @@ project_price AS (
     SELECT project_id, first(price ORDER BY n DESC, price) AS price
     FROM price_counts WHERE project_id IS NOT NULL GROUP BY project_id HAVING sum(n) >= 2
 ),
-s AS (
+s AS MATERIALIZED (
     SELECT t.*,
            t.idx = 0 AS baseline,
            CASE WHEN t.idx = 0 THEN 0
@@ -355,7 +362,7 @@ m3 AS (
                paid ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS grown_before
     FROM m2 WINDOW paid AS (PARTITION BY chapter_id ORDER BY idx)
 ),
-m AS (
+m AS MATERIALIZED (
     -- `known`: pages paid before the row by its segment's start and by the first runs
     -- and added pages since.
     SELECT *,
@@ -375,7 +382,7 @@ m_read AS (
                      THEN greatest(pages - pages_before, 0) ELSE 0 END - {eps}) AS more
           FROM m)
 ),
-rest_rows AS (
+rest_rows AS MATERIALIZED (
     SELECT chapter_id, idx, segment, known, first, added, rest, cleared, may_retry,
            pages_before, started_before, exported, files_only,
            CASE WHEN started_before THEN greatest(pages_before - known - first, 0) ELSE 0
@@ -396,7 +403,7 @@ rest_rows AS (
            END AS held_alone
     FROM m_read WHERE files_only
 ),
-walk_rows AS (
+walk_rows AS MATERIALIZED (
     -- Held pages started by one rise change what later rises read as paid, and so do
     -- new pages found kept held: only chapters that held pages at a rise, or got new
     -- ones at a rise with more in it, need the walk, each chapter's k-th rise at once
@@ -433,7 +440,7 @@ rest_runs AS (
                 WHEN best = 6 THEN 1 ELSE 0 END::BIGINT AS c4
     FROM rest_split
 ),
-slots AS (
+slots AS MATERIALIZED (
     -- Per row, the runs of each slot (first, re-scans, added pages, held pages,
     -- re-scans), in the order they ran between the two snapshots. A rise no price
     -- reads (or a novel's), and a sign of a run without a rise, are one run whose kind
@@ -502,7 +509,7 @@ row_marks AS (
     -- Each window of the query has a name of its own: DuckDB 1.1 refuses a name twice.
     WINDOW marks AS (PARTITION BY chapter_id ORDER BY idx)
 ),
-row_ends AS (
+row_ends AS {ends_materialized}(
     -- What a run needs of the row where it ended rides along.
     SELECT r.*, k.end_idx, k.runs_before, k.chapter, e.end_of_row AS ended,
            list_sum([coalesce(round_even(y.pages * per_page, 0), 0) * y.n
@@ -589,7 +596,7 @@ windows AS (
 labelled AS MATERIALIZED (
     SELECT *, runs_before + ordinal + 1 AS number FROM matched
 ),
-novel_place AS (
+novel_place AS MATERIALIZED (
     SELECT chapter_id, arg_max_null(project_id, idx) AS project_id,
            arg_max_null(position, idx) AS position
     FROM t WHERE novel GROUP BY chapter_id
@@ -644,7 +651,7 @@ _NO_EVENTS = """matched AS (
     FROM windows
 )"""
 
-_EVENTS = """numbered_events AS (
+_EVENTS = """numbered_events AS MATERIALIZED (
     SELECT chapter_id, type, at_us, reason,
            row_number() OVER (PARTITION BY chapter_id ORDER BY at_us, ord) AS n
     FROM terminal_events
