@@ -25,8 +25,9 @@ TIMES = "datetime64[us, UTC]"
 def test_a_lookup_through_an_empty_table_of_times_is_all_null_times():
     keys = pd.Series(["c1", "c2"], index=[5, 6])
     empty = pd.Series([], dtype=TIMES, index=pd.Index([], dtype=object))
-    with pytest.raises(TypeError, match="Cannot cast"):  # why the helper exists
-        keys.map(empty)
+    if int(pd.__version__.split(".")[0]) >= 3:  # why the helper exists (2.2 maps these)
+        with pytest.raises(TypeError, match="Cannot cast"):
+            keys.map(empty)
     found = looked_up(keys, empty)
     assert found.dtype == TIMES and found.isna().all()
     assert found.index.tolist() == [5, 6]

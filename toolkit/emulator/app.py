@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolkit.emulator.chaos_middleware import ChaosInjection
@@ -106,7 +107,24 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         message = f"{request.method} is not allowed on {request.url.path}"
     else:
         message = str(exc.detail)
-    return error(exc.status_code, message)
+    response = error(exc.status_code, message)
+    response.headers.update(exc.headers or {})
+    if exc.status_code == 405:
+        # RFC 9110 requires a 405 to name the methods the path takes. Starlette's names
+        # those of the first route of that path alone (GET and HEAD where a POST route
+        # of the same path comes after it).
+        allowed = _methods(request.app.routes, request.scope)
+        response.headers["Allow"] = ", ".join(sorted(allowed))
+    return response
+
+
+def _methods(routes: list[BaseRoute], scope: Scope) -> set[str]:
+    """Every method some route of `routes` takes at the request's path."""
+    found: set[str] = set()
+    for route in routes:
+        if route.matches(scope)[0] is not Match.NONE:
+            found |= getattr(route, "methods", None) or set()
+    return found
 
 
 async def _disconnected(request: Request, exc: Exception) -> Response:

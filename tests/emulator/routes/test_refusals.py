@@ -62,3 +62,14 @@ def test_oversized_page_added_is_413(api, comic_project, make_page):
     status, _ = error_of(add_pages(api, chapter["id"], [big], hold=1))
     assert status == 413
     assert api.get(f"/chapters/{chapter['id']}").json()["pageCount"] == 0
+
+
+def test_a_method_a_path_does_not_take_is_405_naming_those_it_does(api, comic_project):
+    # RFC 9110 requires a 405 to carry `Allow`; a client (or schemathesis' check of
+    # unsupported methods) reads it to learn what to send instead.
+    response = api.request("DELETE", f"/projects/{comic_project['id']}/chapters")
+    assert error_of(response) == (
+        405,
+        f"DELETE is not allowed on /api/v1/projects/{comic_project['id']}/chapters",
+    )
+    assert set(response.headers["allow"].split(", ")) >= {"GET", "POST"}

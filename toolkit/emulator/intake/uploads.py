@@ -51,6 +51,12 @@ async def read_form(request: Request) -> FormData:
         too_big = "maximum size" in detail or "Too many files" in detail
         status = 413 if too_big else 400
         raise EmulatorError(status, f"the upload could not be read: {detail}") from exc
+    except ValueError as exc:
+        # python-multipart's parse errors (a body whose parts are not the boundary the
+        # Content-Type names) are ValueErrors, which Starlette 0.44 (the floor) lets through.
+        raise EmulatorError(
+            400, f"the upload could not be read as the multipart form its Content-Type says: {exc}"
+        ) from exc
 
 
 def files_of(form: FormData, field: str) -> list[UploadFile]:
