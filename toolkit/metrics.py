@@ -347,8 +347,10 @@ def glossary() -> pd.DataFrame:
     and labels are unique (`tk.glossary()`)."""
     import pandas as pd
 
+    from toolkit.frames.schema import TEXT_DTYPE
+
     rows = [(f.name, f.words, f.unit, f.definition) for f in FIGURES.values()]
-    return pd.DataFrame(rows, columns=["name", "label", "unit", "definition"]).astype("string")
+    return pd.DataFrame(rows, columns=["name", "label", "unit", "definition"]).astype(TEXT_DTYPE)
 
 
 def markdown() -> str:

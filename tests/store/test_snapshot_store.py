@@ -41,7 +41,7 @@ def sort(frame: pd.DataFrame, table: str) -> pd.DataFrame:
 def stamped(ws: tk.Workspace, table: str, snapshot_id: str, at: datetime) -> pd.DataFrame:
     frame = ws.table(table).copy()
     frame.insert(0, "snapshot_at", pd.Series([at] * len(frame), dtype="datetime64[us, UTC]"))
-    frame.insert(0, "snapshot_id", pd.Series([snapshot_id] * len(frame), dtype="string"))
+    frame.insert(0, "snapshot_id", pd.Series([snapshot_id] * len(frame), dtype=schema.TEXT_DTYPE))
     return frame
 
 

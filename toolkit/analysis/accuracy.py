@@ -43,6 +43,7 @@ from toolkit.analysis.observed import Observed, answer, observe
 from toolkit.analysis.trouble import STALL_AFTER
 from toolkit.analysis.workspaces import across
 from toolkit.frames import schema
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -351,7 +352,7 @@ def _true_finishes(seen: Seen, done: pd.DataFrame, by: ForecastBy) -> dict[str, 
 
 def _shaped(frame: pd.DataFrame, by: ForecastBy) -> pd.DataFrame:
     frame = frame.reindex(columns=[by, *_COLUMNS])
-    frame[by] = frame[by].astype("string")
+    frame[by] = frame[by].astype(TEXT_DTYPE)
     for column in ("replays", "inside"):
         frame[column] = frame[column].astype("Int64")
     for column in ("inside_share", "p50_error_hours", "p50_error_share"):

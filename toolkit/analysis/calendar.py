@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -144,5 +145,5 @@ def with_names(
     ):
         if key in frame.columns and label not in frame.columns and lookup is not None:
             values = frame[key].astype(object).map(lookup)
-            frame.insert(list(frame.columns).index(key) + 1, label, values.astype(pd.StringDtype()))
+            frame.insert(list(frame.columns).index(key) + 1, label, values.astype(TEXT_DTYPE))
     return frame

@@ -30,6 +30,7 @@ import pandas as pd
 from toolkit.analysis.accuracy import replay_scores
 from toolkit.analysis.observed import observe
 from toolkit.analysis.trouble import STALL_AFTER
+from toolkit.frames.schema import TEXT_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.analysis.forecast import ForecastBy
@@ -125,4 +126,4 @@ def calibrated(scores: pd.DataFrame, *, by: ForecastBy, level: float = 0.8) -> C
 
 
 def _joined(said: pd.Series, more: str) -> pd.Series:
-    return said.where(said.isna(), said.astype("string") + "; " + more).astype("string")
+    return said.where(said.isna(), said.astype(TEXT_DTYPE) + "; " + more).astype(TEXT_DTYPE)

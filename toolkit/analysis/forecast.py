@@ -55,6 +55,7 @@ from toolkit.analysis.trouble import STALL_AFTER, reason_words
 from toolkit.analysis.waiting import UnitPrices, waiting_work
 from toolkit.analysis.work import BANDS, Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -79,7 +80,6 @@ __all__ = [
 ]
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
-_TEXT = pd.StringDtype()
 _TIME: Final = "datetime64[us, UTC]"
 DONE = ("needs_review", "reviewed")
 # How far back and in what bins a forecast reads the pace, by default.
@@ -302,7 +302,7 @@ def burn_down(
     frame["snapshot_at"] = pd.to_datetime(frame["snapshot_at"], utc=True).astype(_TIME)
     if tz:
         frame["snapshot_at"] = frame["snapshot_at"].dt.tz_convert(tz)
-    frame[by] = frame[by].astype(_TEXT)
+    frame[by] = frame[by].astype(TEXT_DTYPE)
     frame["open_work_lines"] = frame["open_work_lines"].round().astype("Int64")
     return frame.sort_values(["snapshot_at", by], ignore_index=True)
 
@@ -331,7 +331,7 @@ def needs_action(
              for code in set(codes) for is_novel in (False, True)}  # fmt: skip
     said = [words[pair] for pair in zip(codes, novel.tolist(), strict=True)]
     ids = pd.Index(found["chapter_id"].to_numpy(object), dtype=object)
-    return pd.Series(said, index=ids, dtype=_TEXT)
+    return pd.Series(said, index=ids, dtype=TEXT_DTYPE)
 
 
 def _true(value: bool | NAType) -> bool:
@@ -339,7 +339,7 @@ def _true(value: bool | NAType) -> bool:
 
 
 def _group_keys(frame: pd.DataFrame, by: ForecastBy) -> pd.Series:
-    return frame[by].astype(_TEXT)
+    return frame[by].astype(TEXT_DTYPE)
 
 
 def is_open(current: pd.DataFrame, reasons: pd.Series) -> pd.Series:
@@ -382,7 +382,7 @@ def _open_work(
         going = going.assign(untranslated=left.where(known, 0.0).astype("Float64"))
     going = going.assign(group=_group_keys(going, by))
     held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
-    groups = pd.Index(sorted(set(going["group"]) | set(held["group"])), dtype=_TEXT)
+    groups = pd.Index(sorted(set(going["group"]) | set(held["group"])), dtype=TEXT_DTYPE)
     open_chapters, remaining = _counted(going, groups)
     waiting, waiting_lines = _counted(held, groups)
     reasons_seen = held.drop_duplicates(["group", "chapter_id"])
@@ -399,7 +399,7 @@ def _open_work(
             "needs_action": waiting.to_numpy(),
             "needs_action_lines": waiting_lines.to_numpy(),
             "needs_action_reason": pd.array(
-                [("; ".join(said[g]) if g in said else pd.NA) for g in groups], dtype=_TEXT
+                [("; ".join(said[g]) if g in said else pd.NA) for g in groups], dtype=TEXT_DTYPE
             ),
         }
     )
@@ -604,7 +604,7 @@ def _named(
         return frame.assign(project=frame["project_id"].map(names))
     project_names = projects.set_index("project_id")["name"]
     found = chapters.set_index("chapter_id").reindex(frame["chapter_id"])
-    title = found["title"].fillna("chapter " + found["position"].astype("string"))
+    title = found["title"].fillna("chapter " + found["position"].astype(TEXT_DTYPE))
     return frame.assign(
         chapter=title.to_numpy(),
         project_id=found["project_id"].to_numpy(),
@@ -618,7 +618,7 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
     leading = [by, *names.get(by, [])]
     frame = frame.reindex(columns=[*leading, *_COLUMNS])
     for column in [*leading, "needs_action_reason", "status", "band"]:
-        frame[column] = frame[column].astype(_TEXT)
+        frame[column] = frame[column].astype(TEXT_DTYPE)
     for column in ("open_chapters", "remaining_lines", "bins", "needs_action",
                    "needs_action_lines"):  # fmt: skip
         frame[column] = frame[column].astype("Int64")

@@ -24,6 +24,7 @@ import pandas as pd
 from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.workspaces import across
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -66,9 +67,9 @@ def project_groups(
     ids = projects["project_id"].tolist()
     return pd.DataFrame(
         {
-            "project_id": pd.array(ids, dtype="string"),
-            "project": pd.array(projects["name"].tolist(), dtype="string"),
-            GROUP_KEY: pd.array([found.get(i, UNKNOWN_GROUP) for i in ids], dtype="string"),
+            "project_id": pd.array(ids, dtype=TEXT_DTYPE),
+            "project": pd.array(projects["name"].tolist(), dtype=TEXT_DTYPE),
+            GROUP_KEY: pd.array([found.get(i, UNKNOWN_GROUP) for i in ids], dtype=TEXT_DTYPE),
         }
     )
 

@@ -17,10 +17,11 @@ from toolkit.analysis.calendar import period_starts, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import TEXT, all_runs, rescans_seen
+from toolkit.analysis.runs import all_runs, rescans_seen
 from toolkit.analysis.timing import fill_grid
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.workspaces import across
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -149,9 +150,9 @@ def _shape(
     if fill:
         sums = fill_grid(sums, by, measures, freq=freq, tz=tz)
     result = sums[columns].copy()
-    result[by] = result[by].astype(TEXT)
+    result[by] = result[by].astype(TEXT_DTYPE)
     if names is not None:
-        result.insert(2, "project", result[by].astype(object).map(names).astype(TEXT))
+        result.insert(2, "project", result[by].astype(object).map(names).astype(TEXT_DTYPE))
     return result.sort_values(["period", by], ignore_index=True)
 
 

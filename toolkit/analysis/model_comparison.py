@@ -30,6 +30,7 @@ from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.runs import runs
 from toolkit.analysis.workspaces import across
 from toolkit.formatting import show
+from toolkit.frames.schema import TEXT_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["compare_models", "price_by_language"]
 
-_TEXT = pd.StringDtype()
 _STRATUM = ["kind", "process_steps", "languages"]
 _MATERIAL = 0.05  # a difference smaller than 5% is not one a buyer acts on
 _RESAMPLES = 1000
@@ -122,7 +122,7 @@ def price_by_language(
     paid = seen[(seen["kind"] == "comic") & (seen["credits"] > 0) & (seen["pages"] > 0)]
     paid = paid.assign(share=paid["credits"] / paid["languages"].clip(lower=1))
     live = obs.languages[~obs.languages["deleted"].fillna(False).astype(bool)]
-    targets = live[["chapter_id", "language_code"]].drop_duplicates().astype("string")
+    targets = live[["chapter_id", "language_code"]].drop_duplicates().astype(TEXT_DTYPE)
     per = paid.merge(targets, on="chapter_id")
     grouped = per.groupby(["project_id", "language_code", "model"], sort=True)
     frame = grouped.agg(project=("project", "first"), runs=("run_id", "nunique"),
@@ -131,7 +131,7 @@ def price_by_language(
     frame = frame[["project_id", "project", "language_code", "model", "runs", "pages",
                    "credits", "credits_per_page"]]  # fmt: skip
     for column in ("project_id", "project", "language_code", "model"):
-        frame[column] = frame[column].astype(_TEXT)
+        frame[column] = frame[column].astype(TEXT_DTYPE)
     frame[["runs", "pages"]] = frame[["runs", "pages"]].astype("Int64")
     frame["credits"] = frame["credits"].astype("Float64")
     return frame.reset_index(drop=True)
@@ -141,9 +141,9 @@ def _with_strata(obs: Observed, seen: pd.DataFrame) -> pd.DataFrame:
     """The runs with their project's kind and process steps, and their model by name."""
     projects = obs.store.latest("projects").set_index("project_id")
     seen = seen.assign(
-        kind=looked_up(seen["project_id"], projects["kind"]).astype(_TEXT),
-        process_steps=looked_up(seen["project_id"], projects["process_steps"]).astype(_TEXT),
-        model=seen["models"].astype(_TEXT).fillna("(unknown)"),
+        kind=looked_up(seen["project_id"], projects["kind"]).astype(TEXT_DTYPE),
+        process_steps=looked_up(seen["project_id"], projects["process_steps"]).astype(TEXT_DTYPE),
+        model=seen["models"].astype(TEXT_DTYPE).fillna("(unknown)"),
     )
     return seen.astype({"languages": "Int64", "pages": "Int64"})
 
@@ -270,7 +270,7 @@ def _shape(frame: pd.DataFrame) -> pd.DataFrame:
                "failure_rate", "stall_rate", "rework_share", "verdict"]  # fmt: skip
     frame = frame.reindex(columns=columns)
     for column in ("kind", "process_steps", "model", "verdict"):
-        frame[column] = frame[column].astype(_TEXT)
+        frame[column] = frame[column].astype(TEXT_DTYPE)
     for column in ("languages", "runs", "ended_runs", "pages"):
         frame[column] = frame[column].astype("Int64")
     for column in columns[columns.index("credits") : -1]:

@@ -14,7 +14,8 @@ import pandas as pd
 
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.spent import charges
-from toolkit.analysis.workspaces import TEXT, labelled, stack, store_label
+from toolkit.analysis.workspaces import labelled, stack, store_label
+from toolkit.frames.schema import TEXT_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -90,11 +91,11 @@ def monthly_spend(
     out = pd.concat([out, pd.DataFrame([{"workspace": "(all workspaces)", **sums}])],
                     ignore_index=True)  # fmt: skip
     out["change"] = out["this_month"].astype("Float64") - out["last_month"].astype("Float64")
-    out["workspace"] = out["workspace"].astype(TEXT)
+    out["workspace"] = out["workspace"].astype(TEXT_DTYPE)
     columns = ["this_month", "last_month", "change", "this_month_rework", "last_month_rework"]
     out[columns] = out[columns].astype("Float64")
-    out["month"] = pd.array([f"{this_start:%Y-%m}"] * len(out), dtype=TEXT)
-    out["previous_month"] = pd.array([f"{last_start:%Y-%m}"] * len(out), dtype=TEXT)
+    out["month"] = pd.array([f"{this_start:%Y-%m}"] * len(out), dtype=TEXT_DTYPE)
+    out["previous_month"] = pd.array([f"{last_start:%Y-%m}"] * len(out), dtype=TEXT_DTYPE)
     return out[["workspace", "month", "previous_month", *columns]]
 
 

@@ -18,6 +18,7 @@ from toolkit.analysis.run_codes import Kind
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import paid_pages, seen_times
 from toolkit.analysis.transitions import Transitions
+from toolkit.frames.schema import TEXT_DTYPE
 
 __all__ = [
     "ORDER",
@@ -29,7 +30,6 @@ __all__ = [
     "run_pages_logged",
 ]
 
-_TEXT = pd.StringDtype()
 
 # The reasons in the order a chapter's first one is chosen when only one is said (the
 # forecast's `needs_action_reason`): what a person must do first comes first.
@@ -128,8 +128,8 @@ def needing_person(
     parts = [
         pd.DataFrame(
             {
-                "chapter_id": pd.array(ids[mask], dtype=_TEXT),
-                "reason": pd.array([reason] * int(mask.sum()), dtype=_TEXT),
+                "chapter_id": pd.array(ids[mask], dtype=TEXT_DTYPE),
+                "reason": pd.array([reason] * int(mask.sum()), dtype=TEXT_DTYPE),
                 "held": np.where(reason == "held_pages", held[mask], 0).astype("int64"),
             },
             index=chapters.index[mask],

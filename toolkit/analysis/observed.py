@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.analysis.run_store import BASIS, LAST, Keeper, folder_of, kept_as
+from toolkit.frames.schema import TEXT_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["Observed", "S", "Stage", "answer", "flag", "observe", "stacked", "with_previous"]
 
 _TIME: Final = "datetime64[us, UTC]"
-_TEXT: Final = pd.StringDtype()
 # The tables the view reads at the latest snapshot (`Observed.latest_<table>`).
 _LATEST: Final = ("chapters", "languages", "projects")
 
@@ -244,14 +244,14 @@ def answer(obs: Observed, sql: str) -> pd.DataFrame:
     """A DuckDB query over the store, with text as `string` and times in UTC, as the
     change logs read."""
     table = obs.store.query_arrow(sql)
-    frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): _TEXT}.get)
+    frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): TEXT_DTYPE}.get)
     for field in table.schema:
         if pa.types.is_timestamp(field.type):
             frame[field.name] = frame[field.name].astype(_TIME)
         elif pa.types.is_string(field.type) and table.num_rows == 0:
             # Arrow hands over an empty text column with no chunk at all, which pandas
             # fails to join on; pandas' own empty column has one.
-            frame[field.name] = pd.Series([], dtype=_TEXT)
+            frame[field.name] = pd.Series([], dtype=TEXT_DTYPE)
     return frame
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, answer, flag, observe
 from toolkit.analysis.workspaces import across
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
             "project_id": reviews["project_id"],
             "reviewed_at": reviews["at"],
             "ready_at": ready,
-            "source": source.astype("string"),
+            "source": source.astype(TEXT_DTYPE),
             "hours": hours.clip(lower=0).astype(float),
         }
     ).reset_index(drop=True)
@@ -152,7 +153,7 @@ def _waiting_for_review(
 ) -> pd.DataFrame:
     moves = review_moves(obs, as_of) if moves is None else moves
     current = obs.at("chapters", as_of)
-    waiting = current[(current["status"].astype("string") == "needs_review")
+    waiting = current[(current["status"].astype(TEXT_DTYPE) == "needs_review")
                       & ~flag(current["processing"])]  # fmt: skip
     ready = moves[moves["move"] == "ready"].groupby("chapter_id")["at"].max()
     # reindex, not map: mapping text ids through an empty (no review move yet) Series of
@@ -256,7 +257,7 @@ def review_backlog(
     frame.index.name = "project_id"
     projects = obs.at("projects", as_of)
     names = dict(zip(projects["project_id"], projects["name"], strict=True))
-    frame.insert(0, "project", frame.index.map(names).astype("string"))
+    frame.insert(0, "project", frame.index.map(names).astype(TEXT_DTYPE))
     out = frame.reset_index()
-    out["project_id"] = out["project_id"].astype("string")
+    out["project_id"] = out["project_id"].astype(TEXT_DTYPE)
     return out.sort_values("project_id", ignore_index=True)

@@ -39,13 +39,13 @@ from toolkit.analysis.run_codes import NULL, EndSource, Kind, Outcome, Slot, Sta
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.workspaces import across
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = [
-    "TEXT",
     "RunFrame",
     "all_runs",
     "paid_pages",
@@ -57,11 +57,6 @@ __all__ = [
     "seen_times",
 ]
 
-# The runs' texts, and those of every figure cut from them: Arrow-backed on every pandas,
-# as `_text` makes them. pandas 3's default `string` is this dtype; pandas 2.2's keeps
-# Python objects, and a figure mixing the two (or a runs frame of no runs) was another
-# dtype than the same figure with runs, or than its SQL definition.
-TEXT: Final = pd.StringDtype("pyarrow")
 _TIME: Final = "datetime64[us, UTC]"
 _COLUMNS = [
     "run_id", "chapter_id", "chapter", "project_id", "project", "kind", "pages", "languages",
@@ -293,7 +288,7 @@ def _times(values: np.ndarray) -> pd.Series:
 
 def _empty() -> pd.DataFrame:
     frame = pd.DataFrame(
-        {c: pd.Series(dtype=TEXT) for c in [*_COLUMNS, "seen_idx", "seen_at", "created_at"]}
+        {c: pd.Series(dtype=TEXT_DTYPE) for c in [*_COLUMNS, "seen_idx", "seen_at", "created_at"]}
     )
     for column in ("pages", "languages", "seen_idx"):
         frame[column] = frame[column].astype("Int64")

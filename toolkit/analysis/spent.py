@@ -29,7 +29,8 @@ from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.transitions import Transitions
-from toolkit.analysis.workspaces import TEXT, across
+from toolkit.analysis.workspaces import across
+from toolkit.frames.schema import TEXT_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -93,12 +94,12 @@ def _charged(obs: Observed) -> pd.DataFrame:
     if not len(paid.row):
         return pd.DataFrame(
             {
-                "chapter_id": pd.Series(dtype=TEXT),
-                "project_id": pd.Series(dtype=TEXT),
+                "chapter_id": pd.Series(dtype=TEXT_DTYPE),
+                "project_id": pd.Series(dtype=TEXT_DTYPE),
                 "credits": pd.Series(dtype="float64"),
                 "rework_credits": pd.Series(dtype="float64"),
                 "charged_at": pd.Series(dtype=_TIME),
-                "source": pd.Series(dtype=TEXT),
+                "source": pd.Series(dtype=TEXT_DTYPE),
                 "seen_at": pd.Series(dtype=_TIME),
             }
         )
@@ -115,7 +116,7 @@ def _charged(obs: Observed) -> pd.DataFrame:
         }
     )
     for column in ("chapter_id", "project_id", "source"):
-        frame[column] = frame[column].astype(TEXT)
+        frame[column] = frame[column].astype(TEXT_DTYPE)
     return frame.sort_values(["charged_at", "chapter_id"], ignore_index=True)
 
 
@@ -177,5 +178,5 @@ def spend_in(
     out = sums.reset_index()
     out.insert(1, "project", out["project_id"].map(names))
     for column in ("project_id", "project"):
-        out[column] = out[column].astype(TEXT)
+        out[column] = out[column].astype(TEXT_DTYPE)
     return out.sort_values("project_id", ignore_index=True)

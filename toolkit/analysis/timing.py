@@ -11,8 +11,9 @@ from toolkit.analysis.calendar import period_starts, sorted_by, utc_bound, withi
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_codes import Kind, Outcome
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import TEXT, all_runs, run_chapters, runs_kept
+from toolkit.analysis.runs import all_runs, run_chapters, runs_kept
 from toolkit.analysis.workspaces import across
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When, in_hours
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def lead_times(
     )
     frame["runs"] = frame["runs"].astype("Int64")
     frame["failed_runs"] = frame["failed_runs"].astype("Int64")
-    frame["chapter_id"] = frame["chapter_id"].astype(TEXT)
+    frame["chapter_id"] = frame["chapter_id"].astype(TEXT_DTYPE)
     frame = sorted_by(frame, ["reviewable_at", "chapter_id"])
     return within(frame, "reviewable_at", since=since, until=until, tz=tz)
 
@@ -191,10 +192,10 @@ def finished(
     if fill:
         frame = fill_grid(frame, by, ["runs"], freq=freq, tz=tz)
     frame["runs"] = frame["runs"].astype("Int64")
-    frame[by] = frame[by].astype(TEXT)
+    frame[by] = frame[by].astype(TEXT_DTYPE)
     if by == "project_id":
         names = runs.drop_duplicates("project_id").set_index("project_id")["project"]
-        frame.insert(2, "project", frame["project_id"].map(names).astype(TEXT))
+        frame.insert(2, "project", frame["project_id"].map(names).astype(TEXT_DTYPE))
     return frame.sort_values(["period", by], ignore_index=True)
 
 

@@ -17,6 +17,7 @@ from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import all_runs, runs_kept
 from toolkit.analysis.timing import RunsBy, check_by
 from toolkit.analysis.workspaces import across
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ __all__ = [
     "stuck",
 ]
 
-_TEXT = pd.StringDtype()
 # How long a running chapter may show no progress before it counts as stalled: the one
 # default of `stalled`, `stuck`, the forecast, the watch and the Dashboard.
 STALL_AFTER: Final = pd.Timedelta(minutes=90)
@@ -204,10 +204,10 @@ def failure_rates(
     for count in ("runs", "finished", "failed", "stalled"):
         frame[count] = frame[count].astype("Int64")
     key = by or "scope"
-    frame[key] = frame[key].astype(_TEXT)
+    frame[key] = frame[key].astype(TEXT_DTYPE)
     if by == "project_id":
         names = runs.drop_duplicates("project_id").set_index("project_id")["project"]
-        frame.insert(1, "project", frame["project_id"].map(names).astype(_TEXT))
+        frame.insert(1, "project", frame["project_id"].map(names).astype(TEXT_DTYPE))
     return frame
 
 
@@ -249,10 +249,10 @@ def stalled(
     progress = running["last_activity_at"].astype("datetime64[us, UTC]")
     frame = pd.DataFrame(
         {
-            "chapter_id": running["chapter_id"].astype(_TEXT),
+            "chapter_id": running["chapter_id"].astype(TEXT_DTYPE),
             "chapter": _labels(running),
-            "project_id": running["project_id"].astype(_TEXT),
-            "project": running["project_id"].map(obs.project_names).astype(_TEXT),
+            "project_id": running["project_id"].astype(TEXT_DTYPE),
+            "project": running["project_id"].map(obs.project_names).astype(TEXT_DTYPE),
             "position": running["position"].astype("Int64"),
             "last_progress_at": progress,
             "stalled_hours": ((now - progress).dt.total_seconds() / 3600).astype("Float64"),
@@ -311,14 +311,14 @@ def stuck(
         rows.append(
             pd.DataFrame(
                 {
-                    "chapter_id": part["chapter_id"].astype(_TEXT),
+                    "chapter_id": part["chapter_id"].astype(TEXT_DTYPE),
                     "chapter": _labels(part),
-                    "project_id": part["project_id"].astype(_TEXT),
-                    "project": part["project_id"].map(names).astype(_TEXT),
+                    "project_id": part["project_id"].astype(TEXT_DTYPE),
+                    "project": part["project_id"].map(names).astype(TEXT_DTYPE),
                     "reason": reason,
-                    "detail": detail.astype(_TEXT),
+                    "detail": detail.astype(TEXT_DTYPE),
                     "since": when.astype("datetime64[us, UTC]"),
-                    "advice": pd.array([advice(reason, k) for k in kind], dtype=_TEXT),
+                    "advice": pd.array([advice(reason, k) for k in kind], dtype=TEXT_DTYPE),
                 }
             )
         )
@@ -357,7 +357,7 @@ def stuck(
 def _labels(chapters: pd.DataFrame) -> pd.Series:
     titles = chapters["title"].astype(object)
     fallback = "Chapter " + chapters["position"].astype(str)
-    return titles.where(titles.notna(), fallback).astype(_TEXT)
+    return titles.where(titles.notna(), fallback).astype(TEXT_DTYPE)
 
 
 def _pages(counts: pd.Series) -> pd.Series:

@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import pandas as pd
 
 from toolkit.analysis.observed import Observed
+from toolkit.frames.schema import TEXT_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["TEXT", "P", "R", "across", "labelled", "stack", "store_label"]
+__all__ = ["P", "R", "across", "labelled", "stack", "store_label"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-TEXT = pd.StringDtype()
 
 
 def store_label(store: SnapshotStore | Observed, *, default: str | None = None) -> str:
@@ -78,7 +78,7 @@ def stack(results: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Frames per workspace as one, with `workspace` first."""
     frames = [frame.assign(workspace=name) for name, frame in results.items()]
     combined = pd.concat(frames, ignore_index=True)
-    combined["workspace"] = combined["workspace"].astype(TEXT)
+    combined["workspace"] = combined["workspace"].astype(TEXT_DTYPE)
     return combined[["workspace", *[c for c in combined.columns if c != "workspace"]]]
 
 

@@ -8,7 +8,7 @@ service or from the store. The dtype table is in docs/frames.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import pandas as pd
 import pyarrow as pa
@@ -32,6 +32,7 @@ __all__ = [
     "STATE",
     "STATUS_DTYPE",
     "TEXT",
+    "TEXT_DTYPE",
     "TEXT_LIST",
     "TIME",
     "VERSIONED_TABLES",
@@ -52,6 +53,11 @@ TIME = pa.timestamp("us", tz="UTC")
 TEXT_LIST = pa.list_(pa.string())
 
 STATUS_DTYPE = pd.CategoricalDtype(list(STATUS_ORDER), ordered=True)
+# Texts in every frame the toolkit makes: Arrow-backed on every pandas. pandas 3's
+# default `string` is this dtype; pandas 2.2's keeps Python objects, so a frame mixing
+# the two (or a frame of no rows beside one with rows) had another dtype there than the
+# same figure elsewhere, or than its SQL definition (docs/testing.md, the lowest versions).
+TEXT_DTYPE: Final = pd.StringDtype("pyarrow")
 
 
 def _status_dtype(values: pd.Series) -> pd.CategoricalDtype:
@@ -215,7 +221,7 @@ def with_snapshot(schema: pa.Schema) -> pa.Schema:
 
 def _pandas_dtype(arrow_type: pa.DataType) -> Any:
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return pd.StringDtype()
+        return TEXT_DTYPE
     if pa.types.is_integer(arrow_type):
         return pd.Int64Dtype()
     if pa.types.is_floating(arrow_type):

@@ -52,6 +52,7 @@ from toolkit.analysis.runs import rescans_seen, runs_kept, seen_times
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.trouble import failed_runs
 from toolkit.formatting import count
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.reporting.explained_counts import COUNTS
 from toolkit.reporting.explained_inputs import INPUTS
 from toolkit.reporting.explained_rates import RATES
@@ -138,7 +139,6 @@ REFUSED: Final[dict[str, str]] = {
 COLUMNS: Final = ["figure", "project_id", "project", "chapter_id", "chapter", "language_code",
                   "source", "source_id", "at", "started_at", "finished_at", "rule", "detail",
                   "value", "denominator", "counts"]  # fmt: skip
-TEXT = pd.StringDtype()
 TIME: Final = "datetime64[us, UTC]"
 Reader = Callable[[Observed, Period], pd.DataFrame]
 
@@ -213,7 +213,7 @@ def explain(
         rows = rows[rows["language_code"] == language]
     rows = rows.reindex(columns=COLUMNS).assign(figure=figure)
     if rows["rule"].isna().all():  # one rule for every row: the figure's definition
-        rows["rule"] = pd.Series(metrics.FIGURES[figure].definition, rows.index, dtype=TEXT)
+        rows["rule"] = pd.Series(metrics.FIGURES[figure].definition, rows.index, dtype=TEXT_DTYPE)
     else:
         rows["rule"] = rows["rule"].astype(object).fillna(metrics.FIGURES[figure].definition)
     return _shaped(rows, obs, presorted=figure in _PRESORTED)
@@ -295,12 +295,12 @@ def _shaped(rows: pd.DataFrame, obs: Observed, *, presorted: bool = False) -> pd
             rows[column] = pd.to_datetime(rows[column], utc=True).astype(TIME)
     texts = [c for c in COLUMNS if c not in ("at", "started_at", "finished_at", "value", "counts")]
     for column in texts:
-        if rows[column].dtype == TEXT:
+        if rows[column].dtype == TEXT_DTYPE:
             continue
         if rows[column].isna().all():
-            rows[column] = pd.Series(pd.NA, index=rows.index, dtype=TEXT)
+            rows[column] = pd.Series(pd.NA, index=rows.index, dtype=TEXT_DTYPE)
         else:
-            rows[column] = rows[column].astype(TEXT)
+            rows[column] = rows[column].astype(TEXT_DTYPE)
     # a null `counts` counts; compared, not `fillna(True)`: that fill's downcast of the
     # object column is a warning on pandas 2.2
     rows["counts"] = (rows["counts"].isna() | rows["counts"].eq(True)).astype(bool)
@@ -492,7 +492,7 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
         # before it, as `throughput` reads them: all a rise compares with.
         window=(int(idx.min()), int(idx.max())),
     )  # fmt: skip
-    text = {pa.string(): TEXT, pa.large_string(): TEXT}
+    text = {pa.string(): TEXT_DTYPE, pa.large_string(): TEXT_DTYPE}
     rows: pd.DataFrame = found.to_pandas(types_mapper=text.get)
     return rows
 

@@ -37,6 +37,7 @@ from toolkit import analysis, metrics
 from toolkit.analysis.forecast import forecast_seen, seen_at
 from toolkit.analysis.observed import Observed, observe
 from toolkit.errors import ToolkitError
+from toolkit.frames.schema import TEXT_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -266,7 +267,7 @@ def figures(
     obs = observe(store)
     when = period(obs, since=since, until=until, days=days, tz=tz)
     names = _names(obs)
-    table = pd.DataFrame(index=pd.Index(names.index, name="project_id", dtype="string"))
+    table = pd.DataFrame(index=pd.Index(names.index, name="project_id", dtype=TEXT_DTYPE))
     runs = analysis.cycle_times(obs, since=when.since, until=when.until)
     if not when.has_data:
         runs = runs.iloc[:0]
@@ -317,9 +318,9 @@ def figures(
 def _names(obs: Observed) -> pd.Series:
     projects = obs.latest_projects  # the view's read, which the page's other parts share
     return pd.Series(
-        projects["name"].astype("string").to_numpy(),
-        index=pd.Index(projects["project_id"].astype("string"), name="project_id"),
-        dtype="string",
+        projects["name"].astype(TEXT_DTYPE).to_numpy(),
+        index=pd.Index(projects["project_id"].astype(TEXT_DTYPE), name="project_id"),
+        dtype=TEXT_DTYPE,
     )
 
 

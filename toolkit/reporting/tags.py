@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 import pandas as pd
 
 from toolkit.analysis.groups import GROUP_KEY, group_tags, reserved
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.reporting.explanations import recount
 from toolkit.reporting.figures import FIGURES, Figures
 from toolkit.timestamps import When
@@ -77,7 +78,7 @@ def tag_values(projects: pd.DataFrame, tags: Tags, key: str) -> pd.Series:
         return UNTAGGED
 
     said = [value(i, n) for i, n in zip(ids, names, strict=True)]
-    return pd.Series(said, index=projects.index, dtype="string", name=key)
+    return pd.Series(said, index=projects.index, dtype=TEXT_DTYPE, name=key)
 
 
 def tagged(rows: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
@@ -162,7 +163,7 @@ def sum_by_tag(projects: pd.DataFrame, tags: Tags, key: str) -> pd.DataFrame:
             row[name] = pd.NA if column.isna().any() else int(column.sum())
         rows.append(row)
     frame = pd.DataFrame(rows, columns=[key, "projects", *FIGURES])
-    frame[key] = frame[key].astype("string")
+    frame[key] = frame[key].astype(TEXT_DTYPE)
     for name in ("projects", *FIGURES):
         frame[name] = frame[name].astype("Int64")
     last = frame[key] == UNTAGGED

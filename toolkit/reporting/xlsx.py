@@ -27,6 +27,7 @@ import pandas as pd
 
 from toolkit import analysis, metrics
 from toolkit.analysis.observed import Observed
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.reporting.explanations import EXPLAINED, HOW, TAKEN, explain, recount
 from toolkit.reporting.figures import FIGURES, Figures, figures, label
 from toolkit.reporting.tags import Tags, by_tag, keys_of
@@ -185,7 +186,7 @@ def _link_sheets(sheet: Any, index: pd.DataFrame) -> None:
 def _forecast_sheet(store: Observed, figs: Figures) -> pd.DataFrame:
     end = figs.period.end
     if end is None:
-        return pd.DataFrame({heading("status"): pd.Series(dtype="string")})
+        return pd.DataFrame({heading("status"): pd.Series(dtype=TEXT_DTYPE)})
     outlook = analysis.forecast(store, by="project_id", until=end)
     outlook = _naive(outlook.drop(columns=["project_id", "as_of"], errors="ignore"))
     return outlook.rename(columns=heading)

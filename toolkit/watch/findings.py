@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.frames.schema import TEXT_DTYPE
+
 __all__ = ["Finding", "Findings", "as_frame"]
 
 _COLUMNS = ["check", "scope", "subject", "workspace", "message", "figures"]
@@ -60,6 +62,8 @@ def as_frame(findings: list[Finding]) -> Findings:
     """Findings as a `Findings` frame, one row each."""
     # Column by column (a cycle may find a finding for each of 25,000 stuck chapters).
     columns = {name: [getattr(f, name) for f in findings] for name in _COLUMNS}
-    frame = pd.DataFrame({name: pd.array(columns[name], dtype="string") for name in _COLUMNS[:-1]})
+    frame = pd.DataFrame(
+        {name: pd.array(columns[name], dtype=TEXT_DTYPE) for name in _COLUMNS[:-1]}
+    )
     frame["figures"] = pd.Series(columns["figures"], dtype=object)
     return Findings(frame)
