@@ -54,6 +54,11 @@ def to_micros(values: pd.Series) -> np.ndarray:
     return np.where(stamped.isna().to_numpy(), NO_TIME, out)
 
 
+def moment_micros(moment: pd.Timestamp) -> int:
+    """One moment as `to_micros` gives a time column's: int64 microseconds, UTC."""
+    return int(to_micros(pd.Series([moment]))[0])
+
+
 def category_codes(values: pd.Series) -> np.ndarray:
     """A categorical column's codes (-1 for null)."""
     return np.asarray(values.cat.codes.to_numpy(), "int64")

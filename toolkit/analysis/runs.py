@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.analysis._arrays import NO_TIME, category_codes, to_micros
+from toolkit.analysis._arrays import NO_TIME, category_codes, moment_micros
 from toolkit.analysis.calendar import within
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed, observe
@@ -146,9 +146,10 @@ def runs_ended(
     (`runs_kept`): the watch's failure rates read a few days' runs, not a quarter's."""
     table = obs.stage(RunTable)
     ended = np.isin(table.outcome, [Outcome.FINISHED, Outcome.FAILED, Outcome.STALLED])
-    low, high = to_micros(pd.Series([since, until]))
-    ended &= table.finished >= low
-    return runs_kept(obs, ended if until is None else ended & (table.finished < high))
+    ended &= table.finished >= moment_micros(since)
+    if until is not None:
+        ended &= table.finished < moment_micros(until)
+    return runs_kept(obs, ended)
 
 
 def seen_times(obs: Observed) -> np.ndarray:

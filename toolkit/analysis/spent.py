@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis._arrays import NO_TIME, category_codes, taken, to_micros
+from toolkit.analysis._arrays import NO_TIME, category_codes, moment_micros, taken, to_micros
 from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
@@ -133,10 +133,6 @@ def _in_charges_order(obs: Observed, paid: _Paid, at: np.ndarray) -> np.ndarray:
     return at[np.lexsort((chapter, paid.charged[at]))]
 
 
-def _micros(moment: pd.Timestamp) -> int:
-    return int(to_micros(pd.Series([moment]))[0])
-
-
 @across
 def spend_in(
     store: SnapshotStore | Observed,
@@ -154,9 +150,9 @@ def spend_in(
     low, high = utc_bound(since, tz), utc_bound(until, tz)
     inside = np.ones(len(paid.row), bool)
     if low is not None:
-        inside &= paid.charged >= _micros(low)
+        inside &= paid.charged >= moment_micros(low)
     if high is not None:
-        inside &= paid.charged < _micros(high)
+        inside &= paid.charged < moment_micros(high)
     # Only the period's charges are read (in `charges`' order, which the sums add in),
     # and only their project ids made texts.
     at = np.flatnonzero(inside)
