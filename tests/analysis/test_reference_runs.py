@@ -158,7 +158,9 @@ def _seen_store(seen, tmp_path, *, with_events: bool) -> Path:
     return copy
 
 
-@pytest.mark.parametrize("with_events", [False, True])
+# With events each case costs 7-10 s: those run in the slow group (in CI as well), the
+# default group keeps the cases without (its 300 s budget).
+@pytest.mark.parametrize("with_events", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_each_reference_query_gives_the_figure_of_its_function(seen, tmp_path, with_events):
     root = _seen_store(seen, tmp_path, with_events=with_events)
     store = SnapshotStore(root)
@@ -175,7 +177,7 @@ def test_each_reference_query_gives_the_figure_of_its_function(seen, tmp_path, w
         )
 
 
-@pytest.mark.parametrize("with_events", [False, True])
+@pytest.mark.parametrize("with_events", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_duckdb_on_the_delta_tables_alone_gives_each_figure(seen, tmp_path, with_events):
     # What a user runs where the store is (`toolkit sql`, DuckDB over the tables, no
     # toolkit reader between): the same frames as the toolkit's functions.
