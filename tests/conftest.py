@@ -25,7 +25,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("epochs")
     if marker and "epoch" in metafunc.fixturenames:
         names = list(marker.args) or list(EPOCHS)  # `epochs("before-midnight")`: some
-        metafunc.parametrize("epoch", [EPOCHS[n] for n in names], ids=names, indirect=True)
+        # `epochs(..., slow=("new-year",))`: those instants in the slow group alone (the
+        # default group's budget), which CI runs as well.
+        slow = set(marker.kwargs.get("slow", ()))
+        metafunc.parametrize(
+            "epoch",
+            [pytest.param(EPOCHS[n], marks=pytest.mark.slow) if n in slow else EPOCHS[n]
+             for n in names],
+            ids=names,
+            indirect=True,
+        )  # fmt: skip
 
 
 # The longest files, longest first (measured: docs/testing.md, "How long it takes"). Under

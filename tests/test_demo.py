@@ -29,8 +29,9 @@ def test_short_demo_writes_report_snapshots_and_events(demo: Demo):
 # The demo at the instants where time is awkward: an hour is enough to cross the clock
 # change and the new year, whose midnight is also a day's (the daily merge: so
 # "before-midnight" adds nothing here). The morning is the module's three-hour demo. An
-# hour of demo costs nearly what three do (the report is most of it): hence one each.
-@pytest.mark.epochs("summer-time-ends", "new-year", "leap-day")
+# hour of demo costs nearly what three do (the report is most of it): hence one each,
+# and two of them (6-9 s each) in the slow group.
+@pytest.mark.epochs("summer-time-ends", "new-year", "leap-day", slow=("new-year", "leap-day"))
 def test_an_hour_of_demo_at_an_awkward_instant_writes_everything(tmp_path: Path, capsys, epoch):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--hours", "1", "--start", epoch.isoformat()]) == 0
