@@ -27,6 +27,8 @@ from toolkit.analysis.observed import Observed
 from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
 from toolkit.analysis.run_store import FOLDER
 from toolkit.analysis.transitions import Transitions
+from toolkit.reporting.figures import period
+from toolkit.reporting.rework_causes import rework_causes
 from toolkit.store import SnapshotStore
 from toolkit.widgets import Dashboard
 
@@ -149,23 +151,29 @@ def _at(text: str) -> datetime:
 
 def figures_equal_the_ledger(history: History, folder: Path) -> dict:
     """`figures.json` over the whole history: each project's credits, rework credits
-    and lines are the ledger's. Returns its content."""
+    and lines are the ledger's; and so are the weekly page's re-run credits by cause,
+    summed over the causes (each chapter's project, trashed chapters' too). Returns
+    figures.json's content."""
     store = history.store
     times = store.snapshots()["snapshot_at"]
     if len(times) < 2:  # the baseline alone counts nothing: its figures are null
         return {}
+    until = times.iloc[-1] + pd.Timedelta(seconds=1)
     path = tk.report(store, folder / "all.json", format="json", since=times.iloc[0],
-                     until=times.iloc[-1] + pd.Timedelta(seconds=1))  # fmt: skip
+                     until=until)  # fmt: skip
     figures = json.loads(path.read_text())
     truth = ledger_truth(history)
     shown = {p["project_id"]: p for p in figures["projects"]}
-    for project in set(truth) | set(shown):
+    causes = rework_causes(Observed(store), period(store, since=times.iloc[0], until=until))
+    by_cause = causes.sum(axis=1).to_dict()
+    for project in set(truth) | set(shown) | set(by_cause):
         expected = truth.get(project, Counter())
-        got = shown.get(project, {})
-        for figure in ("credits", "rework_credits", "lines"):
-            assert (got.get(figure) or 0) == expected[figure], (
-                f"seed {history.plan.seed}: {figure} of project {project}: figures.json "
-                f"says {got.get(figure)}, the ledger {expected[figure]}"
+        got = shown.get(project, {}) | {"rework_by_cause": by_cause.get(project)}
+        for figure in ("credits", "rework_credits", "lines", "rework_by_cause"):
+            wanted = expected["rework_credits" if figure == "rework_by_cause" else figure]
+            assert (got.get(figure) or 0) == wanted, (
+                f"seed {history.plan.seed}: {figure} of project {project}: the store "
+                f"says {got.get(figure)}, the ledger {wanted}"
             )
     return figures
 
