@@ -130,7 +130,7 @@ def _moves(obs: Observed, as_of: pd.Timestamp) -> _Moves:
         else:
             frame = answer(obs, _MOVES.format(as_of=as_of.isoformat()))
         codes, chapters = pd.factorize(frame["chapter_id"], sort=True)
-        last = np.where(codes < 0, len(chapters), codes).astype("int64")  # null: last
+        last = np.where(codes < 0, len(chapters), codes)  # null: last
         idx = frame["idx"].to_numpy("int64") if len(frame) else np.zeros(0, "int64")
         # One row per chapter and snapshot: the keys are unique but for null chapters.
         order = np.argsort(last * (int(idx.max(initial=0)) + 1) + idx, kind="stable")
