@@ -76,6 +76,16 @@ def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
     pd.testing.assert_frame_equal(analysis.review_backlog(shuffled), analysis.review_backlog(obs))
     monkeypatch.undo()
 
+    # A page lets go of the moves once it has its backlog (`forget_moves`): the reviews
+    # and waits behind it are kept, and the moves asked again are read again, the same.
+    backlog_first = analysis.review_backlog(obs)
+    lags_first = review_lags(obs, as_of)
+    review.forget_moves(obs)
+    assert not [k for k in obs.memo if k.startswith(("review_moves", "review_moves_read"))]
+    assert [k for k in obs.memo if k.startswith(("reviews_seen:", "waiting_for_review:"))]
+    pd.testing.assert_frame_equal(review_lags(obs, as_of), lags_first)
+    pd.testing.assert_frame_equal(analysis.review_backlog(obs), backlog_first)
+
     # Before any review: one row, all three waiting, no lag yet.
     early = analysis.review_backlog(store, until=store.snapshots()["snapshot_at"].iloc[1])
     assert early["waiting"].tolist() == [3] and early["review_lag_hours"].isna().all()

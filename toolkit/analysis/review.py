@@ -32,11 +32,12 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = [
+    "forget_moves",
     "review_backlog",
     "review_lag_hours",
     "review_lags",
     "review_moves",
-    "review_moves_unordered",
+    "reviews_seen",
     "reviews_within",
     "span_days",
     "waiting_for_review",
@@ -93,13 +94,6 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
 
 
 MOVE_COLUMNS = ["chapter_id", "project_id", "at", "move", "idx", "since"]
-
-
-def review_moves_unordered(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
-    """`review_moves` in no order, as read: for what groups or filters them (the
-    reviews of a span, `reviews_within`), without taking the whole history into order.
-    Callers only read it."""
-    return _moves(obs, as_of).frame
 
 
 @dataclass(frozen=True)
@@ -280,6 +274,28 @@ def reviews_within(
     return reviewed.sort_values(["chapter_id", "idx"], kind="stable"), span
 
 
+def reviews_seen(
+    obs: Observed, as_of: pd.Timestamp, window: str | pd.Timedelta
+) -> tuple[pd.DataFrame, pd.Timedelta]:
+    """`reviews_within` the store's moves up to `as_of`, found once per view, moment and
+    window (the backlog's reviews a day and the rows behind them): kept when the moves
+    are let go (`forget_moves`). Callers only read it."""
+    key = f"reviews_seen:{as_of.isoformat()}:{pd.Timedelta(window)}"
+    if key not in obs.memo:
+        first = obs.manifest["snapshot_at"].iloc[0]
+        obs.memo[key] = reviews_within(_moves(obs, as_of).frame, as_of, window, first=first)
+    return cast("tuple[pd.DataFrame, pd.Timedelta]", obs.memo[key])
+
+
+def forget_moves(obs: Observed) -> None:
+    """Let go of the moves `obs` read (the whole history's: 5.7 million at 100,000
+    chapters x a year, a third of a GiB): a page that has its backlog, and the reviews
+    and waits behind it (kept apart), reads no more of them. Asked again, they are read
+    again."""
+    for key in [k for k in obs.memo if k.startswith(("review_moves:", "review_moves_read:"))]:
+        del obs.memo[key]
+
+
 def span_days(span: pd.Timedelta) -> float:
     """A span in days, as `reviews_per_day` divides by (never 0)."""
     return max(span / pd.Timedelta(days=1), 1e-9)
@@ -339,7 +355,7 @@ def review_backlog(
         return pd.DataFrame(columns=["project_id", "project", *COLUMNS])
     as_of = times.iloc[-1]
     waiting = waiting_for_review(obs, as_of)
-    reviewed, span = reviews_within(_moves(obs, as_of).frame, as_of, window, first=times.iloc[0])
+    reviewed, span = reviews_seen(obs, as_of, window)
     frame = pd.DataFrame(
         {
             "waiting": waiting.groupby("project_id")["chapter_id"].nunique(),

@@ -30,8 +30,7 @@ from toolkit.analysis import charges, lead_times
 from toolkit.analysis.monthly import month_starts
 from toolkit.analysis.observed import stacked
 from toolkit.analysis.review import (
-    review_moves_unordered,
-    reviews_within,
+    reviews_seen,
     span_days,
     waiting_for_review,
 )
@@ -120,10 +119,7 @@ def _reviews(obs: Observed, when: Period) -> pd.DataFrame:
     """Each review of the span before the last snapshot (1 over 0), and per project of
     the backlog the span itself (0 over its days)."""
     end = _end(when)
-    first = obs.manifest["snapshot_at"].iloc[0]
-    reviewed, span = reviews_within(
-        review_moves_unordered(obs, end), end, _window(when), first=first
-    )
+    reviewed, span = reviews_seen(obs, end, _window(when))
     waiting = waiting_for_review(obs, end)
     projects = sorted({*map(str, reviewed["project_id"]), *map(str, waiting["project_id"])})
     ids = reviewed["chapter_id"].astype(object)

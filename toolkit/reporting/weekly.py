@@ -35,9 +35,10 @@ from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores, summed_scor
 from toolkit.analysis.calibration import Calibration, calibrated
 from toolkit.analysis.forecast import FREQ, WINDOW
 from toolkit.analysis.observed import Observed, observe
+from toolkit.analysis.review import forget_moves
 from toolkit.reporting.agency_drilldown import Drilldown, Scope, explained_week
 from toolkit.reporting.drilldown import explained
-from toolkit.reporting.figures import FIGURES, TICK, Figures, Period, figures
+from toolkit.reporting.figures import FIGURES, TICK, Figures, Period, figures, period
 from toolkit.reporting.rework_causes import CAUSE_WORDS, CAUSES, rework_causes
 from toolkit.reporting.tags import Tags, sum_by_tag
 
@@ -115,10 +116,17 @@ def gather(
             "the report needs a snapshot; take one (`toolkit snapshot`), then another "
             "an hour or so later, and try again"
         )
+    # The review backlog first, before the run stages are read: it reads the whole
+    # history's moves (5.7 million at 100,000 chapters x a year), which are let go once
+    # it and the rows behind it have what they need (`forget_moves`). Read beside the
+    # stages, they were the page's peak memory.
+    when = period(obs, since=since, until=until, days=days, tz=tz)
+    span = (when.until - when.since).ceil("D")  # whole days, as long as this period
+    review = analysis.review_backlog(obs, window=span, until=when.until - TICK, tz=when.tz)
+    forget_moves(obs)
     # The page shows no forecast: its figures at each period's end are read undated.
     figs = figures(obs, since=since, until=until, days=days, tz=tz, outlook=False)
     when = figs.period
-    span = (when.until - when.since).ceil("D")  # whole days, as long as this period
     previous = previous_figures(obs, figs)
     names = figs.projects.set_index("project_id")["project"]
     since, until, tz = when.since, when.until, when.tz
@@ -137,7 +145,6 @@ def gather(
                            freq=FREQ, stall_after=analysis.STALL_AFTER, since=since,
                            until=until, tz=tz)  # fmt: skip
     accuracy = summed_scores(obs, scores, "project_id")
-    review = analysis.review_backlog(obs, window=span, until=until - TICK, tz=tz)
     projects = figs.projects.set_index("project_id").join(causes, how="left")
     projects[list(causes.columns)] = projects[list(causes.columns)].fillna(0)
     return Weekly(
