@@ -125,6 +125,32 @@ def test_a_fresh_store_object_reads_the_latest_rows_from_the_kept_state(
         SnapshotStore(str(root)).latest("chapters")
 
 
+def test_the_kept_rows_are_still_read_after_a_compact_that_changed_no_row(
+    tmp_path: Path, service: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `store.compact()` after the last write (a day's files merged, old ones vacuumed)
+    # moves every table's version but changes no row: the next write and the readers
+    # of the latest snapshot still read the rows kept, and they are the log's. A commit
+    # that may change rows still makes them another state's (the test above).
+    pulls = _steps(service)
+    root, logged = tmp_path / "store", tmp_path / "logged"
+    for k, ws in enumerate(pulls[:3]):
+        SnapshotStore(str(root)).write(ws, at=hours(24 * k))  # a day apart: days to merge
+    merged = SnapshotStore(str(root), retention=pd.Timedelta(0)).compact()
+    assert sum(merged.values()), "the premise: compact merged files"
+    shutil.copytree(root, logged)
+    shutil.rmtree(logged / latest.FOLDER)  # it reads its log
+    with monkeypatch.context() as patched:
+        _no_log_reads(patched)
+        kept = {name: SnapshotStore(str(root)).latest(name) for name in schema.SNAPSHOT_TABLES}
+        SnapshotStore(str(root)).write(pulls[3], at=hours(72))
+    for name, frame in kept.items():
+        assert_frame_equal(frame, SnapshotStore(str(logged)).latest(name), obj=name)
+    SnapshotStore(str(logged)).write(pulls[3], at=hours(72))
+    _assert_same_rows(root, logged)
+    assert main(["store", "check", "--store", str(root)]) == 0
+
+
 @pytest.mark.parametrize("damage", ["garbled", "record gone", "a table gone"])
 def test_kept_rows_that_do_not_read_whole_are_worked_out_again(
     tmp_path: Path, service: FakeService, damage: str

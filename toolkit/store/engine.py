@@ -124,7 +124,8 @@ class StoreEngine:
             if self.last is not None and self.last[0] == snapshot_id:
                 return self.last[1]
         if self.tables.local:  # kept by the write that made it, in another process
-            kept = latest.load(self.tables.root, snapshot_id, self.kept_versions())
+            named = self.kept_state(snapshot_id)
+            kept = latest.load(self.tables.root, snapshot_id, named) if named else None
             if kept is not None:
                 verify_reads(self, manifest, list(schema.SNAPSHOT_TABLES))
                 return kept
@@ -136,7 +137,8 @@ class StoreEngine:
         worked out from the log)."""
         if not self.tables.local:
             return None
-        kept = latest.load_table(self.tables.root, snapshot_id, self.kept_versions(), table)
+        named = self.kept_state(snapshot_id)
+        kept = latest.load_table(self.tables.root, snapshot_id, named, table) if named else None
         if kept is not None:
             verify_reads(self, manifest, [table])  # a damaged store is refused all the same
         return kept
@@ -158,6 +160,33 @@ class StoreEngine:
         operation's look at each table."""
         tables = [self.tables.get(name) for name in latest.KEPT_TABLES]
         return tuple(table.version() if table is not None else None for table in tables)
+
+    def kept_state(self, snapshot_id: str) -> tuple[int | None, ...] | None:
+        """The versions that name the rows kept for `snapshot_id` (`latest`) when they are
+        the store's rows now: kept at this operation's versions, or at earlier ones with
+        only commits since that change no row (`Commit.keeps_rows`); else None."""
+        now = self.kept_versions()
+        for named in latest.kept_versions(self.tables.root, snapshot_id):
+            if named == now or self._rows_kept(named, now):
+                return named
+        return None
+
+    def _rows_kept(self, then: tuple[int | None, ...], now: tuple[int | None, ...]) -> bool:
+        """Whether every commit between versions `then` and `now` of each kept table
+        changes no row."""
+        if len(then) != len(now):
+            return False
+        for name, old, new in zip(latest.KEPT_TABLES, then, now, strict=True):
+            if old == new:
+                continue
+            if old is None or new is None or new < old:
+                return False
+            commits = self.ledger.commits(name)
+            for version in range(old + 1, new + 1):
+                commit = commits.get(version)
+                if commit is None or not commit.keeps_rows():
+                    return False
+        return True
 
     def keep_state(self, snapshot_id: str, tables: dict[str, pa.Table]) -> None:
         """Keep the rows a write just committed for the next write's base (`latest`),

@@ -26,12 +26,14 @@ def check_latest_kept(root: str, *, repair: bool = False) -> list[StoreFinding]:
     engine = StoreEngine(root, Tables(root))
     manifest = engine.manifest()
     ids = set(manifest.column("snapshot_id").to_pylist())
-    versions = engine.kept_versions()
     findings = []
     for entry in sorted(folder.iterdir()):
         try:
             record = json.loads((entry / RECORD).read_text(encoding="utf-8"))
-            current = record["snapshot_id"] in ids and tuple(record["versions"]) == versions
+            versions = tuple(record["versions"])
+            current = record["snapshot_id"] in ids and (
+                engine.kept_state(record["snapshot_id"]) == versions
+            )
         except (OSError, ValueError, KeyError, TypeError):
             current = False  # another state's, or a write's unfinished folder: never read
         if not current:

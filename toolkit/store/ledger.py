@@ -75,6 +75,7 @@ OPERATION_KEY = "toolkit.operation"
 SETTLED_KEY = "toolkit.settled"
 # Commits delta-rs makes for the toolkit's own maintenance without its metadata.
 _MAINTENANCE = {"VACUUM START", "VACUUM END", "FSCK", "CREATE TABLE"}
+_VACUUM = {"VACUUM START", "VACUUM END"}
 # Commits kept in memory per table (a week of hourly snapshots and their maintenance).
 _KEPT = 2000
 _WITNESS = pa.struct(
@@ -131,6 +132,13 @@ class Commit:
         """What a manifest row records of this commit."""
         return {"version": self.version, "rows": self.rows, "files": self.files,
                 "bytes": self.bytes}  # fmt: skip
+
+    def keeps_rows(self) -> bool:
+        """Whether this commit changes no row of its table: the toolkit's merge of a
+        period's files (the same rows in fewer files) or delta-rs' vacuum (files no
+        version reads any more)."""
+        info = self.info
+        return info.get(OPERATION_KEY) == "merge" or info.get("operation") in _VACUUM
 
     def by_toolkit(self) -> bool:
         """Whether a toolkit made this commit (a snapshot's, or its own maintenance)."""
