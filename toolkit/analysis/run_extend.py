@@ -136,7 +136,7 @@ def _prefix(meta: dict[str, Any], manifest: pd.DataFrame) -> int | None:
     unchanged and each snapshot since is based on the one before it; else None."""
     if meta.get("code") != code_version():
         return None
-    n = meta.get("snapshots", 0)
+    n = int(meta.get("snapshots", 0))
     if not n or n > len(manifest) or meta.get("manifest") != _digests(manifest, n):
         return None
     if "base_id" in manifest:
