@@ -32,6 +32,7 @@ from matplotlib.ticker import MaxNLocator
 from toolkit import analysis, formatting, metrics
 from toolkit.analysis import workspaces
 from toolkit.analysis.observed import observe, with_previous
+from toolkit.frames.schema import TIME_DTYPE
 from toolkit.timestamps import When, utc
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def _mark_partial(
     period no longer than the snapshots' spacing is never partial: each holds one step."""
     if isinstance(source, pd.DataFrame) or width is None or wide.empty:
         return ""
-    times = pd.Series(observe(source).times, dtype="datetime64[us, UTC]")
+    times = pd.Series(observe(source).times, dtype=TIME_DTYPE)
     if len(times) < 2 or width <= times.diff().median():
         return ""
     starts = pd.to_datetime(pd.Series(wide.index), utc=True)

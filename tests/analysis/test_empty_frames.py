@@ -134,6 +134,24 @@ def test_every_public_analysis_function_answers_on_a_store_with_nothing_or_one_r
     assert isinstance(answered, answers)
 
 
+def test_the_review_moves_and_lags_answer_typed_on_a_store_with_nothing_or_one_row(small):
+    # The lags subtract times from times: on a store with no snapshot the moves were
+    # untyped columns, and `review_lags` raised a TypeError.
+    from toolkit.analysis.observed import Observed
+    from toolkit.analysis.review import review_lag_hours, review_lags, review_moves
+    from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
+
+    obs = Observed(small)
+    as_of = obs.times[-1] if obs.times else pd.Timestamp("2026-03-02", tz="UTC")
+    lags = review_lags(obs, as_of)
+    assert lags.dtypes.to_dict() == {
+        "chapter_id": TEXT_DTYPE, "project_id": TEXT_DTYPE, "reviewed_at": TIME_DTYPE,
+        "ready_at": TIME_DTYPE, "source": TEXT_DTYPE, "hours": "float64",
+    }  # fmt: skip
+    assert review_moves(obs, as_of)["at"].dtype == TIME_DTYPE
+    assert review_lag_hours(obs, as_of).dtype == "float64"
+
+
 def test_the_watch_checks_answer_on_a_store_with_nothing_or_one_row(small, tmp_path):
     from datetime import timedelta
 

@@ -55,7 +55,7 @@ from toolkit.analysis.trouble import STALL_AFTER, reason_words
 from toolkit.analysis.waiting import UnitPrices, waiting_work
 from toolkit.analysis.work import BANDS, Model, OpenChapter, learn
 from toolkit.analysis.workspaces import across
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -80,7 +80,6 @@ __all__ = [
 ]
 
 ForecastBy = Literal["project_id", "language_code", "chapter_id"]
-_TIME: Final = "datetime64[us, UTC]"
 DONE = ("needs_review", "reviewed")
 # How far back and in what bins a forecast reads the pace, by default.
 WINDOW: Final = "7D"
@@ -299,7 +298,7 @@ def burn_down(
     frame = cast(pd.Series, per.stack()).rename("open_work_lines").reset_index()
     frame.columns = ["snapshot_at", by, "open_work_lines"]
     # to_datetime: a store with no snapshot leaves the index naive.
-    frame["snapshot_at"] = pd.to_datetime(frame["snapshot_at"], utc=True).astype(_TIME)
+    frame["snapshot_at"] = pd.to_datetime(frame["snapshot_at"], utc=True).astype(TIME_DTYPE)
     if tz:
         frame["snapshot_at"] = frame["snapshot_at"].dt.tz_convert(tz)
     frame[by] = frame[by].astype(TEXT_DTYPE)
@@ -627,7 +626,7 @@ def _shape(frame: pd.DataFrame, by: ForecastBy, tz: str | None) -> pd.DataFrame:
         frame[column] = frame[column].astype("Float64")
     for column in ("finish_p10", "finish_p50", "finish_p90", "reviewed_p50", "as_of",
                    "waiting_since", "unblocked_p10", "unblocked_p50", "unblocked_p90"):  # fmt: skip
-        frame[column] = pd.to_datetime(frame[column], utc=True).astype(_TIME)
+        frame[column] = pd.to_datetime(frame[column], utc=True).astype(TIME_DTYPE)
         if tz:
             frame[column] = frame[column].dt.tz_convert(tz)
     hours = (frame["finish_p50"] - frame["as_of"]).dt.total_seconds() / 3600

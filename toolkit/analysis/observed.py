@@ -24,14 +24,13 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.analysis.run_store import BASIS, LAST, Keeper, folder_of, kept_as
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = ["Observed", "S", "Stage", "answer", "flag", "observe", "stacked", "with_previous"]
 
-_TIME: Final = "datetime64[us, UTC]"
 # The tables the view reads at the latest snapshot (`Observed.latest_<table>`).
 _LATEST: Final = ("chapters", "languages", "projects")
 
@@ -247,7 +246,7 @@ def answer(obs: Observed, sql: str) -> pd.DataFrame:
     frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): TEXT_DTYPE}.get)
     for field in table.schema:
         if pa.types.is_timestamp(field.type):
-            frame[field.name] = frame[field.name].astype(_TIME)
+            frame[field.name] = frame[field.name].astype(TIME_DTYPE)
         elif pa.types.is_string(field.type) and table.num_rows == 0:
             # Arrow hands over an empty text column with no chunk at all, which pandas
             # fails to join on; pandas' own empty column has one.

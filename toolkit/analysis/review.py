@@ -25,7 +25,7 @@ import pandas as pd
 from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, answer, flag, observe
 from toolkit.analysis.workspaces import across
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     `idx` (the snapshot's position) and `since` (the time of the snapshot before; null
     for the first)."""
     if obs.manifest.empty:
-        return pd.DataFrame(columns=MOVE_COLUMNS)
+        return _no_moves()
     # Once per view and moment. A shallow copy: some callers add columns, which
     # copy-on-write keeps their own (a deep copy is the whole history's moves again).
     key = f"review_moves:{as_of.isoformat()}"
@@ -93,7 +93,12 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     return cast(pd.DataFrame, obs.memo[key]).copy(deep=False)
 
 
-MOVE_COLUMNS = ["chapter_id", "project_id", "at", "move", "idx", "since"]
+def _no_moves() -> pd.DataFrame:
+    """The moves of a store with no snapshot, typed as the query answers them (the lags
+    of none subtract times from times: untyped columns made them refuse)."""
+    text, time = pd.Series(dtype=TEXT_DTYPE), pd.Series(dtype=TIME_DTYPE)
+    return pd.DataFrame({"chapter_id": text, "project_id": text, "at": time, "move": text,
+                         "idx": pd.Series(dtype="int64"), "since": time})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ def _moves(obs: Observed, as_of: pd.Timestamp) -> _Moves:
     key = f"review_moves_read:{as_of.isoformat()}"
     if key not in obs.memo:
         if obs.manifest.empty:
-            frame = pd.DataFrame(columns=MOVE_COLUMNS)
+            frame = _no_moves()
         else:
             frame = answer(obs, _MOVES.format(as_of=as_of.isoformat()))
         codes, chapters = pd.factorize(frame["chapter_id"], sort=True)

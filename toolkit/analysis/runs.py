@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,7 @@ from toolkit.analysis.run_codes import NULL, EndSource, Kind, Outcome, Slot, Sta
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.workspaces import across
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -57,7 +57,6 @@ __all__ = [
     "seen_times",
 ]
 
-_TIME: Final = "datetime64[us, UTC]"
 _COLUMNS = [
     "run_id", "chapter_id", "chapter", "project_id", "project", "kind", "pages", "languages",
     "models", "credits", "rework", "started_at", "started_source", "finished_at",
@@ -296,5 +295,5 @@ def _empty() -> pd.DataFrame:
     for column in ("credits", "rework"):
         frame[column] = frame[column].astype("Float64")
     for column in ("started_at", "finished_at", "seen_at", "created_at"):
-        frame[column] = frame[column].astype(_TIME)
+        frame[column] = frame[column].astype(TIME_DTYPE)
     return frame

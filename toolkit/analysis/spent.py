@@ -30,15 +30,13 @@ from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.workspaces import across
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
     from toolkit.timestamps import When
 
 __all__ = ["charges", "spend_in"]
-
-_TIME = "datetime64[us, UTC]"
 
 
 @across
@@ -98,9 +96,9 @@ def _charged(obs: Observed) -> pd.DataFrame:
                 "project_id": pd.Series(dtype=TEXT_DTYPE),
                 "credits": pd.Series(dtype="float64"),
                 "rework_credits": pd.Series(dtype="float64"),
-                "charged_at": pd.Series(dtype=_TIME),
+                "charged_at": pd.Series(dtype=TIME_DTYPE),
                 "source": pd.Series(dtype=TEXT_DTYPE),
-                "seen_at": pd.Series(dtype=_TIME),
+                "seen_at": pd.Series(dtype=TIME_DTYPE),
             }
         )
     rows = obs.stage(Transitions).rows
@@ -110,9 +108,9 @@ def _charged(obs: Observed) -> pd.DataFrame:
             "project_id": taken(rows["project_id"], paid.row).astype(object).to_numpy(),
             "credits": paid.credits,
             "rework_credits": paid.rework,
-            "charged_at": pd.to_datetime(paid.charged, unit="us", utc=True).astype(_TIME),
+            "charged_at": pd.to_datetime(paid.charged, unit="us", utc=True).astype(TIME_DTYPE),
             "source": np.where(paid.exact, "created", "snapshot"),
-            "seen_at": pd.to_datetime(paid.seen, unit="us", utc=True).astype(_TIME),
+            "seen_at": pd.to_datetime(paid.seen, unit="us", utc=True).astype(TIME_DTYPE),
         }
     )
     for column in ("chapter_id", "project_id", "source"):

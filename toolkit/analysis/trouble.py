@@ -17,7 +17,7 @@ from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import all_runs, runs_kept
 from toolkit.analysis.timing import RunsBy, check_by
 from toolkit.analysis.workspaces import across
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def stalled(
     latest = obs.latest_chapters
     running = latest[latest["processing"].fillna(False).astype(bool)]
     now = obs.times[-1] if obs.times else pd.Timestamp(0, tz="UTC")
-    progress = running["last_activity_at"].astype("datetime64[us, UTC]")
+    progress = running["last_activity_at"].astype(TIME_DTYPE)
     frame = pd.DataFrame(
         {
             "chapter_id": running["chapter_id"].astype(TEXT_DTYPE),
@@ -317,7 +317,7 @@ def stuck(
                     "project": part["project_id"].map(names).astype(TEXT_DTYPE),
                     "reason": reason,
                     "detail": detail.astype(TEXT_DTYPE),
-                    "since": when.astype("datetime64[us, UTC]"),
+                    "since": when.astype(TIME_DTYPE),
                     "advice": pd.array([advice(reason, k) for k in kind], dtype=TEXT_DTYPE),
                 }
             )
@@ -330,7 +330,7 @@ def stuck(
         return latest.loc[found.index[found["reason"] == reason]]
 
     part = of("stalled")
-    quiet = (now - part["last_activity_at"].astype("datetime64[us, UTC]")).dt.total_seconds()
+    quiet = (now - part["last_activity_at"].astype(TIME_DTYPE)).dt.total_seconds()
     add(part, "stalled", "running, no progress for " + (quiet / 3600).round(1).astype(str) + " h",
         part["last_activity_at"])  # fmt: skip
     failed = of("failed")

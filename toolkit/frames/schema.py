@@ -35,6 +35,7 @@ __all__ = [
     "TEXT_DTYPE",
     "TEXT_LIST",
     "TIME",
+    "TIME_DTYPE",
     "VERSIONED_TABLES",
     "conform",
     "empty_frame",
@@ -58,6 +59,8 @@ STATUS_DTYPE = pd.CategoricalDtype(list(STATUS_ORDER), ordered=True)
 # the two (or a frame of no rows beside one with rows) had another dtype there than the
 # same figure elsewhere, or than its SQL definition (docs/testing.md, the lowest versions).
 TEXT_DTYPE: Final = pd.StringDtype("pyarrow")
+# And its times: microseconds in UTC, as the store keeps them (`TIME`).
+TIME_DTYPE: Final = pd.DatetimeTZDtype(unit="us", tz="UTC")
 
 
 def _status_dtype(values: pd.Series) -> pd.CategoricalDtype:
@@ -229,7 +232,7 @@ def _pandas_dtype(arrow_type: pa.DataType) -> Any:
     if pa.types.is_boolean(arrow_type):
         return pd.BooleanDtype()
     if pa.types.is_timestamp(arrow_type):
-        return pd.DatetimeTZDtype(unit="us", tz="UTC")
+        return TIME_DTYPE
     if pa.types.is_list(arrow_type):
         return pd.ArrowDtype(arrow_type)
     return None

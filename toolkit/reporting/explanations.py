@@ -52,7 +52,7 @@ from toolkit.analysis.runs import rescans_seen, runs_kept, seen_times
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.trouble import failed_runs
 from toolkit.formatting import count
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 from toolkit.reporting.explained_counts import COUNTS
 from toolkit.reporting.explained_inputs import INPUTS
 from toolkit.reporting.explained_rates import RATES
@@ -139,7 +139,6 @@ REFUSED: Final[dict[str, str]] = {
 COLUMNS: Final = ["figure", "project_id", "project", "chapter_id", "chapter", "language_code",
                   "source", "source_id", "at", "started_at", "finished_at", "rule", "detail",
                   "value", "denominator", "counts"]  # fmt: skip
-TIME: Final = "datetime64[us, UTC]"
 Reader = Callable[[Observed, Period], pd.DataFrame]
 
 
@@ -287,12 +286,12 @@ def _shaped(rows: pd.DataFrame, obs: Observed, *, presorted: bool = False) -> pd
             ids = rows[f"{column}_id"].astype(object)
             rows[column] = named.astype(object).where(named.notna(), ids.map(look_up(obs)))
     for column in ("at", "started_at", "finished_at"):
-        if rows[column].dtype == TIME:  # already so when every reader gave a time
+        if rows[column].dtype == TIME_DTYPE:  # already so when every reader gave a time
             continue
         if rows[column].isna().all():
-            rows[column] = pd.Series(pd.NaT, index=rows.index, dtype=TIME)
+            rows[column] = pd.Series(pd.NaT, index=rows.index, dtype=TIME_DTYPE)
         else:
-            rows[column] = pd.to_datetime(rows[column], utc=True).astype(TIME)
+            rows[column] = pd.to_datetime(rows[column], utc=True).astype(TIME_DTYPE)
     texts = [c for c in COLUMNS if c not in ("at", "started_at", "finished_at", "value", "counts")]
     for column in texts:
         if rows[column].dtype == TEXT_DTYPE:
@@ -472,7 +471,7 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
     if not len(idx):
         return _empty()
     stamps = pd.DataFrame(
-        {"idx": idx, "period": idx, "at": times[inside].astype(TIME).to_numpy(),
+        {"idx": idx, "period": idx, "at": times[inside].astype(TIME_DTYPE).to_numpy(),
          "shown": times[inside].dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)}
     )  # fmt: skip
     names = _project_names(obs)

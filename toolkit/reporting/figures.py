@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ from toolkit import analysis, metrics
 from toolkit.analysis.forecast import forecast_seen, seen_at
 from toolkit.analysis.observed import Observed, observe
 from toolkit.errors import ToolkitError
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
@@ -47,7 +47,6 @@ __all__ = [
     "DAY",
     "FIGURES",
     "TICK",
-    "TIME",
     "WORDS",
     "Figures",
     "Period",
@@ -69,7 +68,6 @@ WORDS = {name: metrics.FIGURES[name].words for name in (*FIGURES, "median_cycle_
 AT_END = tuple(name for name in FIGURES if metrics.FIGURES[name].at_end)
 DAY = pd.Timedelta(days=1)
 TICK = pd.Timedelta(microseconds=1)
-TIME: Final = "datetime64[us, UTC]"
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,7 @@ def period(
     check_zone(tz)
     zone = tz or "UTC"
     obs = observe(store)
-    times = pd.Series(obs.times, dtype=TIME)
+    times = pd.Series(obs.times, dtype=TIME_DTYPE)
     if times.empty:
         raise ValueError(
             "it has no snapshots yet; take some first (`toolkit snapshot`, or "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 import pandas as pd
 
 from toolkit import analysis
-from toolkit.frames.schema import TEXT_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
@@ -30,7 +30,6 @@ CAUSE_WORDS: Final = {
     "rescan": "as plain re-scans",
 }
 _DAY = pd.Timedelta(days=1)
-_TIME: Final = "datetime64[us, UTC]"
 
 # Each chapter's project, as its last change shows it, for chapters the latest snapshot
 # no longer holds (deleted since): those alone, from the chapters' log.
@@ -94,13 +93,16 @@ def causes_of(obs: Observed, chapters: pd.Series, ends: pd.Series) -> pd.Series:
     # Series, not arrays: an array of texts would be read back as pandas' text type,
     # which merge_asof will not match with the failures' object ids.
     rows = pd.DataFrame(
-        {"chapter_id": chapters.astype(object), "end": pd.to_datetime(ends, utc=True).astype(_TIME)}
+        {
+            "chapter_id": chapters.astype(object),
+            "end": pd.to_datetime(ends, utc=True).astype(TIME_DTYPE),
+        }
     )
     rows["row"] = rows.index
     seen = pd.DataFrame(
         {
             "chapter_id": failures["chapter_id"].astype(object),
-            "seen_at": failures["seen_at"].astype(_TIME),
+            "seen_at": failures["seen_at"].astype(TIME_DTYPE),
             "kind": failures["kind"].astype(object),
         }
     )

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from toolkit.analysis.measures import LINES_KEYS, LINES_SQL
 from toolkit.analysis.transitions import MOVING, transitions_ctes
+from toolkit.frames.schema import TIME_DTYPE
 from toolkit.store import SnapshotStore
 
 __all__ = [
@@ -716,7 +717,7 @@ def reference_runs(store: SnapshotStore, *, last: str = "") -> pd.DataFrame:
     query through the toolkit's reader (`store.query_arrow`); `last`: SQL over the view
     `runs` for a figure on them instead (see `REFERENCES`)."""
     manifest = store.snapshots()
-    times = pd.to_datetime(manifest["snapshot_at"], utc=True).astype("datetime64[us, UTC]")
+    times = pd.to_datetime(manifest["snapshot_at"], utc=True).astype(TIME_DTYPE)
     frames: dict[str, pa.Table] = {
         "snapshot_times": pa.table(
             {
@@ -745,7 +746,7 @@ def _terminal_events(store: SnapshotStore) -> pa.Table | None:
         value = parsed.get("failureReason") if isinstance(parsed, dict) else None
         return None if value is None else str(value)
 
-    stamps = pd.to_datetime(kept["timestamp"], utc=True).astype("datetime64[us, UTC]")
+    stamps = pd.to_datetime(kept["timestamp"], utc=True).astype(TIME_DTYPE)
     return pa.table(
         {
             "chapter_id": pa.array(kept["chapter_id"].astype(object).tolist(), pa.string()),
