@@ -56,7 +56,7 @@ from toolkit.analysis.run_store import BASIS, LANGUAGES, Keeper, code_version
 from toolkit.analysis.run_table import RunTable, terminal_events
 from toolkit.analysis.transitions import Transitions
 from toolkit.frames.schema import VERSIONED_TABLES
-from toolkit.store.ledger import OPERATION_KEY
+from toolkit.store.ledger import OPERATION_KEY, keeps_rows
 from toolkit.store.tables import SNAPSHOT_ID_KEY
 
 if TYPE_CHECKING:
@@ -66,9 +66,6 @@ __all__ = ["extend", "remember"]
 
 # The manifest's columns a kept state's snapshots must have unchanged.
 _MANIFEST: Final = ("snapshot_id", "snapshot_at", "commits", "base_id")
-# Commits that add rows and change none: a snapshot's write, events, a merge of files.
-_APPENDS: Final = {"events", "merge"}
-_MAINTENANCE: Final = {"VACUUM START", "VACUUM END"}
 # More touched than this share of the chapters: the full build costs as much.
 _MOST_TOUCHED: Final = 0.5
 
@@ -174,8 +171,7 @@ def _only_appends(obs: Observed, before: list[int | None], now: tuple[int | None
             if info is None:
                 return False
             written = SNAPSHOT_ID_KEY in info and OPERATION_KEY not in info
-            if not (written or info.get(OPERATION_KEY) in _APPENDS
-                    or info.get("operation") in _MAINTENANCE):  # fmt: skip
+            if not (written or info.get(OPERATION_KEY) == "events" or keeps_rows(info)):
                 return False
     return True
 

@@ -42,6 +42,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -63,6 +64,7 @@ __all__ = [
     "Disagreement",
     "Kind",
     "Ledger",
+    "keeps_rows",
     "newest_witness",
     "recorded_commits",
     "recorded_in",
@@ -134,11 +136,8 @@ class Commit:
                 "bytes": self.bytes}  # fmt: skip
 
     def keeps_rows(self) -> bool:
-        """Whether this commit changes no row of its table: the toolkit's merge of a
-        period's files (the same rows in fewer files) or delta-rs' vacuum (files no
-        version reads any more)."""
-        info = self.info
-        return info.get(OPERATION_KEY) == "merge" or info.get("operation") in _VACUUM
+        """Whether this commit changes no row of its table (`keeps_rows`)."""
+        return keeps_rows(self.info)
 
     def by_toolkit(self) -> bool:
         """Whether a toolkit made this commit (a snapshot's, or its own maintenance)."""
@@ -149,6 +148,13 @@ class Commit:
             or info.get("operation") in _MAINTENANCE
             or self.version == 0
         )
+
+
+def keeps_rows(info: Mapping[str, Any]) -> bool:
+    """Whether a commit (its `commitInfo`) changes no row of its table: the toolkit's
+    merge of a period's files (the same rows in fewer files) or delta-rs' vacuum (files
+    no version reads any more)."""
+    return info.get(OPERATION_KEY) == "merge" or info.get("operation") in _VACUUM
 
 
 @dataclass(frozen=True)
