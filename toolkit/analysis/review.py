@@ -79,8 +79,6 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     `as_of`, in order: `chapter_id, project_id, move` (`ready` or `reviewed`), `at`,
     `idx` (the snapshot's position) and `since` (the time of the snapshot before; null
     for the first)."""
-    if obs.manifest.empty:
-        return _no_moves()
     # Once per view and moment. A shallow copy: some callers add columns, which
     # copy-on-write keeps their own (a deep copy is the whole history's moves again).
     key = f"review_moves:{as_of.isoformat()}"
