@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pandas as pd
+import pytest
 
 import toolkit as tk
 from toolkit.formatting import (
+    as_texts,
     count,
     escape,
     hours,
@@ -130,3 +132,23 @@ def test_a_page_s_count_is_whole_with_separators_and_a_dash_where_there_is_no_da
         assert whole_or_dash(nothing) == "–"
         assert missing(nothing)
     assert not any(missing(value) for value in (0, "", "text", ["fr"], pd.Timestamp(0)))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        # Times whose text depends on the whole column (seconds, fractions), with a gap.
+        ["2026-01-01T10:00", "2026-01-02T00:00", None, "2026-01-01T10:00"],
+        ["2026-01-01", "2026-01-02", "2026-01-01"],
+        ["2026-01-01T00:00:00.5", "2026-01-02", None],
+        [],
+    ],
+)
+def test_texts_made_once_per_value_read_as_astype_makes_them(values):
+    times = pd.Series(
+        pd.to_datetime(values, utc=True, format="ISO8601"), dtype="datetime64[us, UTC]"
+    )
+    for column in (times, times.dt.tz_localize(None), times.set_axis(range(7, 7 + len(times)))):
+        pd.testing.assert_series_equal(as_texts(column), column.astype(str))
+    numbers = pd.Series([1.5, None, 2.0, 1.5])
+    pd.testing.assert_series_equal(as_texts(numbers), numbers.astype(str))

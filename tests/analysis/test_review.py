@@ -10,7 +10,7 @@ from ledger import events
 from page_images import make_page
 
 from toolkit import analysis
-from toolkit.analysis import review
+from toolkit.analysis import review_moves as moves_module
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.review import review_lag_hours, review_lags, review_moves
 from toolkit.store import SnapshotStore
@@ -62,14 +62,14 @@ def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
 
     # The moves are read in no order (DuckDB's, which a parallel scan may change): the
     # answers are the same whatever order the rows come in.
-    read = review.answer
+    read = moves_module.answer
 
     def backwards(obs, sql):
         found = read(obs, sql)
-        return found.iloc[::-1].reset_index(drop=True) if sql == review._MOVES.format(
+        return found.iloc[::-1].reset_index(drop=True) if sql == moves_module._MOVES.format(
             as_of=as_of.isoformat()) else found  # fmt: skip
 
-    monkeypatch.setattr(review, "answer", backwards)
+    monkeypatch.setattr(moves_module, "answer", backwards)
     shuffled = Observed(store, version=store.version())
     pd.testing.assert_frame_equal(review_moves(shuffled, as_of), review_moves(obs, as_of))
     pd.testing.assert_frame_equal(review_lags(shuffled, as_of), review_lags(obs, as_of))
@@ -80,7 +80,7 @@ def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
     # and waits behind it are kept, and the moves asked again are read again, the same.
     backlog_first = analysis.review_backlog(obs)
     lags_first = review_lags(obs, as_of)
-    review.forget_moves(obs)
+    moves_module.forget_moves(obs)
     assert not [k for k in obs.memo if k.startswith(("review_moves", "review_moves_read"))]
     assert [k for k in obs.memo if k.startswith(("reviews_seen:", "waiting_for_review:"))]
     pd.testing.assert_frame_equal(review_lags(obs, as_of), lags_first)

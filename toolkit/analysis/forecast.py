@@ -381,7 +381,7 @@ def _open_work(
         going = going.assign(untranslated=left.where(known, 0.0).astype("Float64"))
     going = going.assign(group=_group_keys(going, by))
     held = held.assign(group=_group_keys(held, by), reason=held["chapter_id"].map(reasons))
-    groups = pd.Index(sorted(set(going["group"]) | set(held["group"])), dtype=TEXT_DTYPE)
+    groups = pd.Index(sorted({*going["group"].unique(), *held["group"].unique()}), dtype=TEXT_DTYPE)
     open_chapters, remaining = _counted(going, groups)
     waiting, waiting_lines = _counted(held, groups)
     reasons_seen = held.drop_duplicates(["group", "chapter_id"])

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from toolkit.analysis.run_store import BASIS, LAST, Keeper, folder_of, kept_as
+from toolkit.analysis.run_store import BASIS, LAST, Keeper, extended, folder_of, kept_as
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class Observed:
         """The stage of this type as kept, extended or built (and then kept)."""
         keeper = self._keeper
         found = keeper.load(kind, self.manifest) if keeper is not None else None
-        if found is None and keeper is not None and self._extend(keeper):
+        if found is None and keeper is not None and extended(kind) and self._extend(keeper):
             found = self._stages.get(kind)  # the runs frame is made from them
         if found is None:
             started = time.perf_counter()
@@ -127,6 +127,11 @@ class Observed:
     def has(self, kind: type[Stage]) -> bool:
         """Whether the stage of this type is built already."""
         return kind in self._stages
+
+    def forget(self, kind: type[Stage]) -> None:
+        """Let go of the stage of this type (its memory): asked again, it is read or
+        built again."""
+        self._stages.pop(kind, None)
 
     @cached_property
     def manifest(self) -> pd.DataFrame:

@@ -16,7 +16,6 @@ store holds it, says when it was; else it lies between the two snapshots
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -24,15 +23,15 @@ import pandas as pd
 
 from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, answer, flag, observe
+from toolkit.analysis.review_moves import ReviewMoves, moves_at
 from toolkit.analysis.workspaces import across
-from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
+from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
 
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = [
-    "forget_moves",
     "review_backlog",
     "review_lag_hours",
     "review_lags",
@@ -45,24 +44,6 @@ __all__ = [
 
 COLUMNS = ["waiting", "oldest_wait_hours", "reviews_per_day", "review_lag_hours", "as_of"]
 
-
-# A move is a change of status, a followed column: only rows flagged `_changed` can
-# hold one, and each carries the status it changed from (`_previous`), so the query
-# reads a few rows of the chapters' log instead of the whole of it. `since` is the time
-# of the snapshot before the move's (the chapter was not there yet then).
-_MOVES = """
-SELECT c.chapter_id, c.project_id, c.last_activity_at AS at,
-       CASE WHEN c.status::VARCHAR = 'needs_review' THEN 'ready' ELSE 'reviewed' END AS move,
-       c.idx, s.snapshot_at AS since
-FROM chapters_changes c
-LEFT JOIN (SELECT snapshot_at, row_number() OVER (ORDER BY snapshot_at) AS idx
-           FROM snapshots) s ON s.idx = c.idx
-WHERE c._changed IS NOT false AND c.snapshot_at <= '{as_of}'::TIMESTAMPTZ
-  AND NOT coalesce(c._deleted, false) AND NOT coalesce(c.processing, false)
-  AND c.status::VARCHAR IN ('needs_review', 'reviewed')
-  AND c.status::VARCHAR IS DISTINCT FROM
-      CASE WHEN c._previous.existed THEN c._previous.status::VARCHAR END
-"""
 
 # The runs' ends the store holds as events: where a chapter was finished and reviewed
 # between two snapshots, the only trace of its being ready.
@@ -83,56 +64,12 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     # copy-on-write keeps their own (a deep copy is the whole history's moves again).
     key = f"review_moves:{as_of.isoformat()}"
     if key not in obs.memo:
-        moves = _moves(obs, as_of)
+        moves = moves_at(obs, as_of)
         obs.memo[key] = pd.DataFrame(
             {name: moves.frame[name].take(moves.order).reset_index(drop=True)
              for name in moves.frame.columns}
         )  # fmt: skip
     return cast(pd.DataFrame, obs.memo[key]).copy(deep=False)
-
-
-def _no_moves() -> pd.DataFrame:
-    """The moves of a store with no snapshot, typed as the query answers them (the lags
-    of none subtract times from times: untyped columns made them refuse)."""
-    text, time = pd.Series(dtype=TEXT_DTYPE), pd.Series(dtype=TIME_DTYPE)
-    return pd.DataFrame({"chapter_id": text, "project_id": text, "at": time, "move": text,
-                         "idx": pd.Series(dtype="int64"), "since": time})  # fmt: skip
-
-
-@dataclass(frozen=True)
-class _Moves:
-    """The review moves as the query gives them, in no order (`frame`), with each
-    row's chapter as a code (`chapter`: a position in `chapters`, the ids sorted; -1
-    for none) and the rows' order by chapter (a null one last), then snapshot (`order`).
-
-    The backlog, the lags and the rows behind them read the moves through these, and
-    only `review_moves` takes them into order: at 100,000 chapters x a year the moves
-    are 5.7 million, and sorting them with their texts (DuckDB's ORDER BY, or taking
-    each column into order) held 300-570 MiB more at the weekly page's peak."""
-
-    frame: pd.DataFrame
-    chapter: np.ndarray
-    chapters: pd.Index
-    order: np.ndarray
-
-
-def _moves(obs: Observed, as_of: pd.Timestamp) -> _Moves:
-    """The moves up to `as_of`, read once per view and moment: a page's review backlog,
-    the forecast's review lags and the rows behind the backlog's three numbers each ask
-    them at the period's end, and each read is the chapters' log up to then."""
-    key = f"review_moves_read:{as_of.isoformat()}"
-    if key not in obs.memo:
-        if obs.manifest.empty:
-            frame = _no_moves()
-        else:
-            frame = answer(obs, _MOVES.format(as_of=as_of.isoformat()))
-        codes, chapters = pd.factorize(frame["chapter_id"], sort=True)
-        last = np.where(codes < 0, len(chapters), codes)  # null: last
-        idx = frame["idx"].to_numpy("int64") if len(frame) else np.zeros(0, "int64")
-        # One row per chapter and snapshot: the keys are unique but for null chapters.
-        order = np.argsort(last * (int(idx.max(initial=0)) + 1) + idx, kind="stable")
-        obs.memo[key] = _Moves(frame, np.asarray(codes, "int64"), pd.Index(chapters), order)
-    return cast(_Moves, obs.memo[key])
 
 
 def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
@@ -142,7 +79,7 @@ def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     `chapter.finished` event in the store since the snapshot before (`event`), else at
     the middle of that snapshot and the review (`bounds`: the lag is then known to half
     the span). A review the first snapshot already showed has no lag."""
-    moves = _moves(obs, as_of)
+    moves = moves_at(obs, as_of)
     rows, lags = _lags(obs, as_of, moves)
     return pd.DataFrame(
         {
@@ -156,7 +93,9 @@ def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-def _lags(obs: Observed, as_of: pd.Timestamp, moves: _Moves) -> tuple[np.ndarray, pd.DataFrame]:
+def _lags(
+    obs: Observed, as_of: pd.Timestamp, moves: ReviewMoves
+) -> tuple[np.ndarray, pd.DataFrame]:
     """`review_lags` without its two text columns: the reviews' rows of `moves.frame`
     (positions) and, on their positions in order, `reviewed_at, ready_at, source,
     hours`.
@@ -164,10 +103,9 @@ def _lags(obs: Observed, as_of: pd.Timestamp, moves: _Moves) -> tuple[np.ndarray
     The move before each review is the one before it in order, of the same chapter:
     found by position, not by grouping the text keys (a second and the page's peak
     memory at 100,000 chapters x a year)."""
-    frame, order = moves.frame, moves.order
-    move = frame["move"]
-    ready_move = (move == "ready").to_numpy(dtype=bool, na_value=False)[order]
-    reviewed = (move == "reviewed").to_numpy(dtype=bool, na_value=False)[order]
+    frame, order = moves.rows, moves.order  # the numbers: no text is made for the lags
+    ready_move = (moves.move == 0)[order]
+    reviewed = (moves.move == 1)[order]
     chapter = moves.chapter[order]
     # The one before is the same chapter's; a null chapter is its own, as a group by
     # leaves it out.
@@ -185,7 +123,7 @@ def _lags(obs: Observed, as_of: pd.Timestamp, moves: _Moves) -> tuple[np.ndarray
         fast_rows, fast_ks = rows[unpaired], ks[unpaired]
         fast = pd.DataFrame(
             {
-                name: pd.Series(frame[name].take(fast_rows).array, index=fast_ks)
+                name: pd.Series(moves.frame[name].take(fast_rows).array, index=fast_ks)
                 for name in ("chapter_id", "at", "since")
             }
         )
@@ -231,7 +169,7 @@ def _waiting_for_review(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     current = obs.at("chapters", as_of)
     waiting = current[(current["status"].astype(TEXT_DTYPE) == "needs_review")
                       & ~flag(current["processing"])]  # fmt: skip
-    ready = _latest_ready(_moves(obs, as_of))
+    ready = _latest_ready(moves_at(obs, as_of))
     # reindex, not map: mapping text ids through an empty (no review move yet) Series of
     # times makes pandas cast them to floats.
     found = ready.reindex(waiting["chapter_id"].to_numpy())
@@ -249,19 +187,18 @@ def _waiting_for_review(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     )
 
 
-def _latest_ready(moves: _Moves) -> pd.Series:
+def _latest_ready(moves: ReviewMoves) -> pd.Series:
     """Each chapter's latest move into `needs_review`, its `at` by chapter id.
 
     Grouped by the chapters' codes, not their texts: a year's ready moves are 2.8
     million at 100,000 chapters (each text taken and hashed: half a second and 300 MiB
     at the page's peak)."""
-    frame = moves.frame
-    ready = (frame["move"] == "ready").to_numpy(dtype=bool, na_value=False)
-    rows = np.flatnonzero(ready & (moves.chapter >= 0))  # a group by leaves null keys out
+    # A group by leaves null keys out.
+    rows = np.flatnonzero((moves.move == 0) & (moves.chapter >= 0))
     if not len(rows):
-        return frame.iloc[:0].groupby("chapter_id")["at"].max()
-    latest = frame["at"].take(rows).groupby(moves.chapter[rows]).max()
-    ids = moves.chapters.take(latest.index.to_numpy())
+        return moves.frame.iloc[:0].groupby("chapter_id")["at"].max()
+    latest = moves.rows["at"].take(rows).groupby(moves.chapter[rows]).max()
+    ids = moves.chapter_ids().take(latest.index.to_numpy())
     return pd.Series(latest.array, index=pd.Index(ids, name="chapter_id"), name="at")
 
 
@@ -286,17 +223,8 @@ def reviews_seen(
     key = f"reviews_seen:{as_of.isoformat()}:{pd.Timedelta(window)}"
     if key not in obs.memo:
         first = obs.manifest["snapshot_at"].iloc[0]
-        obs.memo[key] = reviews_within(_moves(obs, as_of).frame, as_of, window, first=first)
+        obs.memo[key] = reviews_within(moves_at(obs, as_of).frame, as_of, window, first=first)
     return cast("tuple[pd.DataFrame, pd.Timedelta]", obs.memo[key])
-
-
-def forget_moves(obs: Observed) -> None:
-    """Let go of the moves `obs` read (the whole history's: 5.7 million at 100,000
-    chapters x a year, a third of a GiB): a page that has its backlog, and the reviews
-    and waits behind it (kept apart), reads no more of them. Asked again, they are read
-    again."""
-    for key in [k for k in obs.memo if k.startswith(("review_moves:", "review_moves_read:"))]:
-        del obs.memo[key]
 
 
 def span_days(span: pd.Timedelta) -> float:
@@ -309,16 +237,15 @@ def review_lag_hours(obs: Observed, as_of: pd.Timestamp) -> pd.Series:
     `as_of` (`review_lags`)."""
     if obs.manifest.empty:
         return pd.Series(dtype="float64")
-    moves = _moves(obs, as_of)
+    moves = moves_at(obs, as_of)
     rows, lags = _lags(obs, as_of, moves)
     # By the projects' codes, not their texts: 2.8 million reviews at 100,000 chapters
     # x a year, each text taken and made an object (a second) only to be grouped.
-    codes, projects = pd.factorize(moves.frame["project_id"])
-    of = codes[rows]
+    of = moves.project[rows]
     hours = lags["hours"].to_numpy()[of >= 0]
     medians = pd.Series(hours).groupby(of[of >= 0]).median()
     # Inferred from Python strings, as grouping by the ids as objects gives them.
-    ids = pd.Index(np.asarray(projects, dtype=object)[medians.index.to_numpy()], name="project_id")
+    ids = pd.Index(moves.projects[medians.index.to_numpy()], name="project_id")
     return pd.Series(medians.to_numpy("float64"), index=ids, name="hours").sort_index()
 
 

@@ -1,7 +1,8 @@
-"""`toolkit store check`'s look at the run stages a store keeps (`run_store`): each one
-kept for the store's present state is compared, value for value, with the stage worked
-out again from the change log; one that differs is a finding, and `--repair` deletes
-what the store keeps, so the next figure works it out again."""
+"""`toolkit store check`'s look at the stages a store keeps (`run_store`: the run
+pipeline's and the review moves): each one kept for the store's present state is
+compared, value for value, with the stage worked out again from the change log; one
+that differs is a finding, and `--repair` deletes what the store keeps, so the next
+figure works it out again."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pandas as pd
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.prices import Prices
+from toolkit.analysis.review_moves import ReviewMoves
 from toolkit.analysis.run_store import Keeper, folder_of, forget, kept_as
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import RunFrame
@@ -23,8 +25,8 @@ from toolkit.store.check import StoreFinding
 
 __all__ = ["STAGES", "check_runs_kept", "stages_equal"]
 
-# Every stage the store keeps, in the pipeline's order.
-STAGES: tuple[type, ...] = (Transitions, Prices, Charges, RunTable, RunFrame)
+# Every stage the store keeps: the run pipeline's, in its order, then the review moves.
+STAGES: tuple[type, ...] = (Transitions, Prices, Charges, RunTable, RunFrame, ReviewMoves)
 
 
 def check_runs_kept(root: str, *, repair: bool = False) -> list[StoreFinding]:
@@ -56,13 +58,14 @@ def check_runs_kept(root: str, *, repair: bool = False) -> list[StoreFinding]:
         if kept is not None and stages_equal(kept, built.stage(kind)):
             continue
         what = "does not read" if kept is None else "differs from the snapshots"
+        figures, stage = ("review", "moves") if kind is ReviewMoves else ("run", name)
         findings.append(
             StoreFinding(
                 "runs", "_runs", str(path),
-                f"the run figures' {name.replace('_', ' ')} kept for the present snapshots "
-                f"{what}: every run figure would read it",
-                "deletes the kept run stages; the next figure works them out from the "
-                "snapshots again",
+                f"the {figures} figures' {stage.replace('_', ' ')} kept for the present "
+                f"snapshots {what}: every {figures} figure would read it",
+                "deletes the kept run stages and review moves; the next figure works "
+                "them out from the snapshots again",
                 repairable=True,
             )
         )  # fmt: skip

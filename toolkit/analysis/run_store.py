@@ -63,6 +63,7 @@ __all__ = [
     "code_version",
     "decode",
     "encode",
+    "extended",
     "folder_of",
     "forget",
     "frame_table",
@@ -78,7 +79,11 @@ KEPT: Final[dict[str, str]] = {
     "toolkit.analysis.charges.Charges": "charges",
     "toolkit.analysis.run_table.RunTable": "run_table",
     "toolkit.analysis.runs.RunFrame": "run_frame",
+    # Kept as they are, not extended: the review figures' moves (`review_moves`).
+    "toolkit.analysis.review_moves.ReviewMoves": "review_moves",
 }
+# The stages an extension makes for a new state from an earlier one's (`run_extend`).
+_EXTENDED: Final = frozenset(("transitions", "prices", "charges", "run_table", "run_frame"))
 _FIRST: Final = "toolkit.analysis.transitions.Transitions"
 # The last stage: once it is kept, so is what the next state's extension starts from.
 LAST: Final = "run_frame"
@@ -280,6 +285,12 @@ class _Behind:
         self._pool.shutdown(wait=True)
         for write in self._writes:
             write.result()  # what `_written` does not expect is raised here, as unwritten
+
+
+def extended(kind: type) -> bool:
+    """Whether a stage is one an extension makes (`run_extend`): asked for one not
+    kept, the extension is tried first; any other is built alone."""
+    return kept_as(kind) in _EXTENDED
 
 
 def kept_as(kind: type) -> str | None:

@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.analysis._arrays import NO_TIME, category_codes, moment_micros
+from toolkit.analysis._arrays import NO_TIME, category_codes, moment_micros, texts_at
 from toolkit.analysis.calendar import within
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed, observe
@@ -193,9 +193,9 @@ def rescans_seen(obs: Observed) -> pd.DataFrame:
     rows = found.rows
     return pd.DataFrame(
         {
-            # The rows that saw one first: every row's id as a Python text is seconds
-            # on a long history.
-            "chapter_id": rows["chapter_id"][seen].astype(object).to_numpy(),
+            # Taken by code at the rows that saw one: every row's id as a Python text
+            # is seconds on a long history, masking the categorical column 0.15 s.
+            "chapter_id": texts_at(rows["chapter_id"], np.flatnonzero(seen)),
             "idx": rows["idx"].to_numpy("int64")[seen],
         }
     )

@@ -34,7 +34,7 @@ from toolkit.analysis.review import (
     span_days,
     waiting_for_review,
 )
-from toolkit.formatting import count
+from toolkit.formatting import as_texts, count
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
@@ -108,7 +108,7 @@ def _waiting_rows(obs: Observed, end: pd.Timestamp) -> pd.DataFrame:
             {
                 "project_id": found["project_id"], "chapter_id": ids, "source": "chapter",
                 "source_id": ids, "at": end, "started_at": found["since"],
-                "detail": "waiting for review since " + found["since"].astype(str),
+                "detail": "waiting for review since " + as_texts(found["since"]),
                 "value": found["wait_hours"].astype("float64"),
             }
         )  # fmt: skip
@@ -121,7 +121,8 @@ def _reviews(obs: Observed, when: Period) -> pd.DataFrame:
     end = _end(when)
     reviewed, span = reviews_seen(obs, end, _window(when))
     waiting = waiting_for_review(obs, end)
-    projects = sorted({*map(str, reviewed["project_id"]), *map(str, waiting["project_id"])})
+    projects = sorted({*map(str, reviewed["project_id"].unique()),
+                       *map(str, waiting["project_id"].unique())})  # fmt: skip
     ids = reviewed["chapter_id"].astype(object)
     reviews = pd.DataFrame(
         {

@@ -51,7 +51,7 @@ from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import rescans_seen, runs_kept, seen_times
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.trouble import failed_runs
-from toolkit.formatting import count
+from toolkit.formatting import as_texts, count
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 from toolkit.reporting.explained_counts import COUNTS
 from toolkit.reporting.explained_inputs import INPUTS
@@ -516,7 +516,7 @@ def _needs_action(obs: Observed, when: Period) -> pd.DataFrame:
             "source_id": ids, "at": when.end,
             "finished_at": waiting["last_activity_at"],
             "rule": ids.map(reasons).astype(object),
-            "detail": "last activity " + waiting["last_activity_at"].astype(str),
+            "detail": "last activity " + as_texts(waiting["last_activity_at"]),
             "value": 1,
         }
     )  # fmt: skip

@@ -35,7 +35,7 @@ from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores, summed_scor
 from toolkit.analysis.calibration import Calibration, calibrated
 from toolkit.analysis.forecast import FREQ, WINDOW
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.review import forget_moves
+from toolkit.analysis.review_moves import forget_moves
 from toolkit.reporting.agency_drilldown import Drilldown, Scope, explained_week
 from toolkit.reporting.drilldown import explained
 from toolkit.reporting.figures import FIGURES, TICK, Figures, Period, figures, period
