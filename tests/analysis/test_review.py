@@ -66,7 +66,7 @@ def test_backlog_lag_and_reviews_per_day_follow_the_review_route(
 
     def backwards(obs, sql):
         found = read(obs, sql)
-        return found.iloc[::-1].reset_index(drop=True) if sql == moves_module._MOVES.format(
+        return found.iloc[::-1].reset_index(drop=True) if sql == moves_module._MOVES.format(first=0,
             as_of=as_of.isoformat()) else found  # fmt: skip
 
     monkeypatch.setattr(moves_module, "answer", backwards)

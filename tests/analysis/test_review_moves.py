@@ -150,3 +150,62 @@ def test_store_check_names_kept_moves_that_differ_and_repair_deletes_them(
     assert main(["store", "check", "--store", str(root), "--repair"]) == 0
     assert not (root / FOLDER).exists()
     pd.testing.assert_frame_equal(analysis.review_backlog(Observed(SnapshotStore(root))), built)
+
+
+def test_moves_built_from_rows_in_any_order_are_the_same_stage(reviewed):
+    obs = Observed(SnapshotStore(reviewed), keep=False)
+    frame = moves_module.answer(obs, moves_module._MOVES.format(as_of=obs.times[-1], first=0))
+    built = ReviewMoves.of(frame)
+    for shuffled in (frame.iloc[::-1], frame.sample(frac=1, random_state=3)):
+        assert stages_equal(ReviewMoves.of(shuffled.reset_index(drop=True)), built)
+
+
+def test_a_new_snapshot_extends_the_kept_moves_with_its_own_alone(
+    tmp_path, monkeypatch, every_stage_kept
+):
+    root = tmp_path / "store"
+    with Emulator(clock="manual", start=SUITE_START) as emulator:
+        workspace = emulator.create_workspace(name="Test workspace", credits=10_000)
+        project = emulator.create_project(workspace["id"], name="Reviewed", **COMIC)
+        with Client(base_url=emulator.url, api_key=workspace["apiKey"]) as client:
+            store = SnapshotStore(root)
+
+            def chapters(first: int, n: int) -> list[str]:
+                return [client.create_chapter(project["id"], pages=[make_page(first + k)]).id
+                        for k in range(n)]  # fmt: skip
+
+            older = chapters(0, 3)
+            emulator.advance(900)
+            store.take(client)
+            emulator.review_chapter(older[0])
+            store.take(client)
+            kept = Observed(SnapshotStore(root))
+            analysis.runs(kept)  # the run stages and what an extension starts from
+            kept.stage(ReviewMoves)
+            # Since: a review of a chapter seen ready before, new chapters made ready
+            # (their ids sort among the kept ones), and one reviewed between snapshots.
+            emulator.review_chapter(older[1])
+            newer = chapters(10, 4)
+            emulator.advance(900)
+            store.take(client)
+            emulator.review_chapter(newer[0])
+            emulator.advance(600)
+            store.take(client)
+
+    asked = []
+    read = moves_module.answer
+    monkeypatch.setattr(moves_module, "answer", lambda o, sql, window=None: asked.append(window)
+                        or read(o, sql, window))  # fmt: skip
+    monkeypatch.setattr(ReviewMoves, "build", classmethod(lambda cls, obs: pytest.fail("built")))
+    extended = Observed(SnapshotStore(root))
+    moves = extended.stage(ReviewMoves)
+    assert asked == [(2, 3)]  # the two snapshots since, read alone
+    monkeypatch.undo()
+    reference = Observed(SnapshotStore(root), keep=False)
+    assert stages_equal(moves, reference.stage(ReviewMoves))
+    pd.testing.assert_frame_equal(moves.frame, reference.stage(ReviewMoves).frame)
+    assert set(moves.frame["chapter_id"]) == {*older, *newer}
+    pd.testing.assert_frame_equal(
+        analysis.review_backlog(extended), analysis.review_backlog(reference), check_exact=True
+    )
+    assert check_runs_kept(str(root)) == []

@@ -13,7 +13,9 @@ kept states are copied aside first and put back after, so the next way extends t
 the whole history's runs frame); the pipeline alone (`Observed(keep=False)`); and the
 full build with its stages kept (the first question before the extension: `_runs` set
 aside for it, then put back). The extended runs must equal the pipeline's, frame for
-frame."""
+frame. Then the review moves (`review_moves`), extended from the kept ones with the
+file written, against a build (in the same process: a new one's build reads DuckDB's
+metadata again, about twice as long), equal stage for stage."""
 
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
 
     from toolkit import SnapshotStore, analysis
     from toolkit.analysis.observed import Observed
+    from toolkit.analysis.review_moves import ReviewMoves
+    from toolkit.analysis.run_check import stages_equal
     from toolkit.analysis.run_store import FOLDER
     from toolkit.analysis.run_table import RunTable
 
@@ -49,8 +53,11 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
         last = SnapshotStore(copy).snapshots()["snapshot_at"].iloc[-1]
         if pd.Timestamp(generator.now) != last:
             raise SystemExit(f"the replay ends at {generator.now}, the store at {last}")
-        analysis.runs(Observed(SnapshotStore(copy), keep_after=0))  # kept, as written
+        written = Observed(SnapshotStore(copy), keep_after=0)  # kept, as written
+        analysis.runs(written)
+        written.stage(ReviewMoves)
         writes, updates, extended, full, kept = [], [], [], [], []
+        moves_extended, moves_built = [], []
         for _ in range(snapshots):
             step = generator.advance()
             began = time.perf_counter()
@@ -68,6 +75,14 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
             if not asked.extended:
                 raise SystemExit("the stages were built whole, not extended")
             extended.append(seconds)
+            seconds, moves = _timed(lambda obs=asked: obs.stage(ReviewMoves))
+            moves_extended.append(seconds)
+            seconds, built = _timed(
+                lambda: Observed(SnapshotStore(copy), keep=False).stage(ReviewMoves)
+            )
+            moves_built.append(seconds)
+            if not stages_equal(moves, built):
+                raise SystemExit("the review moves extended differ from those built")
             seconds, reference = _timed(
                 lambda: analysis.runs(Observed(SnapshotStore(copy), keep=False))
             )
@@ -89,7 +104,9 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
             f"({e / f:.2f}x), full build + keep {k:.2f} s ({e / k:.2f}x); write "
             f"{statistics.median(writes) * 1000:.0f} ms; medians of {snapshots} "
             f"(extended {', '.join(f'{x:.2f}' for x in extended)}; "
-            f"full {', '.join(f'{x:.2f}' for x in full)})"
+            f"full {', '.join(f'{x:.2f}' for x in full)}); the review moves after it: "
+            f"extended and kept {', '.join(f'{x:.2f}' for x in moves_extended)} s, built "
+            f"{', '.join(f'{x:.2f}' for x in moves_built)} s"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)

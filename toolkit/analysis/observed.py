@@ -86,6 +86,13 @@ class Observed:
         found = keeper.load(kind, self.manifest) if keeper is not None else None
         if found is None and keeper is not None and extended(kind) and self._extend(keeper):
             found = self._stages.get(kind)  # the runs frame is made from them
+        grown = getattr(kind, "extended_from", None)
+        if found is None and keeper is not None and grown is not None:
+            # A stage kept for an earlier state, grown by the snapshots since (the
+            # review moves); kept however quick, as an extension's stages are.
+            found = grown(self, keeper)
+            if found is not None:
+                keeper.save(kind, found, self.manifest, took=float("inf"))
         if found is None:
             started = time.perf_counter()
             found = kind.build(self)
@@ -244,10 +251,10 @@ def _keeper(
     return Keeper(store, store.version() if version is None else version, after=after)
 
 
-def answer(obs: Observed, sql: str) -> pd.DataFrame:
+def answer(obs: Observed, sql: str, window: tuple[int, int] | None = None) -> pd.DataFrame:
     """A DuckDB query over the store, with text as `string` and times in UTC, as the
-    change logs read."""
-    table = obs.store.query_arrow(sql)
+    change logs read; `window`: the snapshots' positions the logs hold (`query_arrow`)."""
+    table = obs.store.query_arrow(sql, window=window)
     frame: pd.DataFrame = table.to_pandas(types_mapper={pa.string(): TEXT_DTYPE}.get)
     for field in table.schema:
         if pa.types.is_timestamp(field.type):

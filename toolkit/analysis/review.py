@@ -60,16 +60,9 @@ def review_moves(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     `as_of`, in order: `chapter_id, project_id, move` (`ready` or `reviewed`), `at`,
     `idx` (the snapshot's position) and `since` (the time of the snapshot before; null
     for the first)."""
-    # Once per view and moment. A shallow copy: some callers add columns, which
-    # copy-on-write keeps their own (a deep copy is the whole history's moves again).
-    key = f"review_moves:{as_of.isoformat()}"
-    if key not in obs.memo:
-        moves = moves_at(obs, as_of)
-        obs.memo[key] = pd.DataFrame(
-            {name: moves.frame[name].take(moves.order).reset_index(drop=True)
-             for name in moves.frame.columns}
-        )  # fmt: skip
-    return cast(pd.DataFrame, obs.memo[key]).copy(deep=False)
+    # Once per view and moment (`moves_at`). A shallow copy: some callers add columns,
+    # which copy-on-write keeps their own (a deep copy is the whole history's moves again).
+    return moves_at(obs, as_of).frame.copy(deep=False)
 
 
 def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
@@ -103,19 +96,17 @@ def _lags(
     The move before each review is the one before it in order, of the same chapter:
     found by position, not by grouping the text keys (a second and the page's peak
     memory at 100,000 chapters x a year)."""
-    frame, order = moves.rows, moves.order  # the numbers: no text is made for the lags
-    ready_move = (moves.move == 0)[order]
-    reviewed = (moves.move == 1)[order]
-    chapter = moves.chapter[order]
+    frame = moves.rows  # the numbers, in order: no text is made for the lags
+    ready_move, reviewed, chapter = moves.move == 0, moves.move == 1, moves.chapter
     # The one before is the same chapter's; a null chapter is its own, as a group by
     # leaves it out.
-    same = np.zeros(len(order), dtype=bool)
+    same = np.zeros(len(chapter), dtype=bool)
     same[1:] = (chapter[1:] == chapter[:-1]) & (chapter[1:] >= 0)
-    ks = np.flatnonzero(reviewed & frame["since"].notna().to_numpy()[order])
-    rows = order[ks]
+    ks = np.flatnonzero(reviewed & frame["since"].notna().to_numpy())
+    rows = ks
     paired = pd.Series(ready_move[ks - 1] & same[ks], index=ks, dtype=bool)
     at = pd.Series(frame["at"].take(rows).array, index=ks)
-    before_at = pd.Series(frame["at"].take(order[np.maximum(ks - 1, 0)]).array, index=ks)
+    before_at = pd.Series(frame["at"].take(np.maximum(ks - 1, 0)).array, index=ks)
     ready = before_at.where(paired)
     source = pd.Series("snapshot", index=ks, dtype=object).where(paired, "bounds")
     unpaired = ~paired.to_numpy()

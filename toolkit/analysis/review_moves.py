@@ -23,6 +23,8 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.analysis.observed import Observed, answer
+from toolkit.analysis.run_extend import kept_start
+from toolkit.analysis.run_store import Keeper
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
 __all__ = ["ReviewMoves", "forget_moves", "moves_at"]
@@ -40,7 +42,7 @@ LEFT JOIN (SELECT snapshot_at, row_number() OVER (ORDER BY snapshot_at) AS idx
            FROM snapshots) s ON s.idx = c.idx
 WHERE c._changed IS NOT false AND c.snapshot_at <= '{as_of}'::TIMESTAMPTZ
   AND NOT coalesce(c._deleted, false) AND NOT coalesce(c.processing, false)
-  AND c.status::VARCHAR IN ('needs_review', 'reviewed')
+  AND c.idx >= {first} AND c.status::VARCHAR IN ('needs_review', 'reviewed')
   AND c.status::VARCHAR IS DISTINCT FROM
       CASE WHEN c._previous.existed THEN c._previous.status::VARCHAR END
 """
@@ -48,22 +50,24 @@ WHERE c._changed IS NOT false AND c.snapshot_at <= '{as_of}'::TIMESTAMPTZ
 
 @dataclass(frozen=True)
 class ReviewMoves:
-    """The review moves as the query gives them, in no order, kept as numbers: `rows`
-    (`at, idx, since`), each row's chapter, project and move as a code (`chapter`: a
-    position in `chapters`, the ids sorted; `project`: in `projects`; -1 for none;
-    `move`: 1 for `reviewed`, 0 for `ready`) and the rows' order by chapter (a null one
-    last), then snapshot (`order`). `frame` is the query's answer, texts and all.
+    """The review moves, in order by chapter, then snapshot, kept as numbers: `rows`
+    (`at, idx, since`), and each move's chapter, project and move as a code (`chapter`:
+    a position in `chapters`, the ids sorted; `project`: in `projects`, sorted; -1 for
+    none; `move`: 1 for `reviewed`, 0 for `ready`). `frame` is the moves as the query
+    answers them, texts and all, in that order.
 
-    Kept as codes, not texts: the whole history's ids as texts were 480 MiB to write
-    and read back at 100,000 chapters x a year. Only `review_moves` takes the moves into
-    order: sorting them with their texts (DuckDB's ORDER BY, or taking each column into
-    order) held 300-570 MiB more at the weekly page's peak."""
+    In order, with codes of sorted ids: the stage is the same however DuckDB hands the
+    rows over (a parallel scan may change their order), so a kept one compares equal
+    with a build (`store check`), and one extended with the next snapshots' moves
+    (`joined`) equals one built whole. Kept as codes, not texts: the whole history's ids
+    as texts were 480 MiB to write and read back at 100,000 chapters x a year; and only
+    codes are ordered (the moves' texts sorted, in DuckDB or in pandas, held 300-570 MiB
+    more at the weekly page's peak)."""
 
     rows: pd.DataFrame
     chapter: np.ndarray
     project: np.ndarray
     move: np.ndarray
-    order: np.ndarray
     chapters: np.ndarray  # the ids, sorted, as Python texts (`chapter_ids` types them)
     projects: np.ndarray
 
@@ -76,31 +80,72 @@ class ReviewMoves:
     def up_to(cls, obs: Observed, as_of: pd.Timestamp | None) -> Self:
         """The moves up to `as_of`, read from the log (None: a store with no snapshot)."""
         if as_of is None or obs.manifest.empty:
-            frame = _no_moves()
-        else:
-            frame = answer(obs, _MOVES.format(as_of=as_of.isoformat()))
+            return cls.of(_no_moves())
+        return cls.of(answer(obs, _MOVES.format(as_of=as_of.isoformat(), first=0)))
+
+    @classmethod
+    def extended_from(cls, obs: Observed, keeper: Keeper) -> ReviewMoves | None:
+        """The moves up to the last snapshot: those kept for an earlier state whose
+        snapshots start this one's, and the moves of the snapshots since, read from
+        their files alone; None when no state is kept to start from, or a commit since
+        may have changed what was read (`run_extend.kept_start`: then `build`). A move
+        is a change row with the status it changed from: the rows since are all a
+        later move depends on."""
+        start = kept_start(obs, keeper)
+        kept: ReviewMoves | None = (
+            keeper.load(cls, obs.manifest, state=start.state) if start else None
+        )
+        if start is None or kept is None:
+            return None
+        first, last = start.snapshots, len(obs.manifest) - 1
+        if first > last:
+            return kept
+        sql = _MOVES.format(as_of=obs.times[-1].isoformat(), first=first)
+        return kept.joined(cls.of(answer(obs, sql, window=(first, last))))
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> Self:
+        """The moves the query answered (`frame`, in any order), in order and coded."""
         codes, chapters = pd.factorize(frame["chapter_id"], sort=True)
-        last = np.where(codes < 0, len(chapters), codes)  # null: last
+        project, projects = pd.factorize(frame["project_id"], sort=True)
         idx = frame["idx"].to_numpy("int64") if len(frame) else np.zeros(0, "int64")
-        # One row per chapter and snapshot: the keys are unique but for null chapters.
-        order = np.argsort(last * (int(idx.max(initial=0)) + 1) + idx, kind="stable")
-        project, projects = pd.factorize(frame["project_id"])
-        moves = cls(
-            frame[["at", "idx", "since"]],
-            np.asarray(codes, "int64"),
-            np.asarray(project, "int64"),
-            (frame["move"] == "reviewed").to_numpy(dtype="int8", na_value=0),
-            np.asarray(order, "int64"),
+        order = np.argsort(_keys(np.asarray(codes), len(chapters), idx), kind="stable")
+        return cls(
+            frame[["at", "idx", "since"]].take(order).reset_index(drop=True),
+            np.asarray(codes, "int64")[order],
+            np.asarray(project, "int64")[order],
+            (frame["move"] == "reviewed").to_numpy(dtype="int8", na_value=0)[order],
             np.asarray(chapters, dtype=object),
             np.asarray(projects, dtype=object),
         )
-        moves.__dict__["frame"] = frame  # as read: `frame` need not make it again
-        return moves
+
+    def joined(self, later: ReviewMoves) -> ReviewMoves:
+        """These moves and `later` ones, all of snapshots after these', in order: each
+        later move is put after its chapter's moves here (inserted, not sorted: the
+        moves here are millions, a snapshot's a few hundred)."""
+        chapters = _union(self.chapters, later.chapters)
+        projects = _union(self.projects, later.projects)
+        mine = _recoded(self.chapter, self.chapters, chapters)
+        theirs = _recoded(later.chapter, later.chapters, chapters)
+        at = np.searchsorted(_null_last(mine, len(chapters)), _null_last(theirs, len(chapters)),
+                             "right")  # fmt: skip
+        # Where each row comes from, for the rows' columns (times as pandas has them).
+        source = np.insert(np.arange(len(mine)), at, len(mine) + np.arange(len(at)))
+        rows = pd.concat([self.rows, later.rows], ignore_index=True)
+        return ReviewMoves(
+            rows.take(source).reset_index(drop=True),
+            np.insert(mine, at, theirs),
+            np.insert(_recoded(self.project, self.projects, projects), at,
+                      _recoded(later.project, later.projects, projects)),
+            np.insert(self.move, at, later.move),
+            chapters,
+            projects,
+        )  # fmt: skip
 
     @cached_property
     def frame(self) -> pd.DataFrame:
         """The moves as the query answers them: `chapter_id, project_id, at, move, idx,
-        since`, in the rows' order."""
+        since`, in order."""
         return pd.DataFrame(
             {
                 "chapter_id": _texts(self.chapter, self.chapters),
@@ -116,6 +161,32 @@ class ReviewMoves:
         """`chapters` typed as the frame's ids (as factorizing them gives them)."""
         ids: pd.Index = pd.Index(self.chapters, dtype=TEXT_DTYPE)
         return ids
+
+
+def _keys(chapter: np.ndarray, chapters: int, idx: np.ndarray) -> np.ndarray:
+    """The moves' order as one number: chapter (a null one last), then snapshot. One
+    move per chapter and snapshot: unique but for null chapters, which the log's key
+    never is."""
+    keys: np.ndarray = _null_last(chapter, chapters) * (int(idx.max(initial=0)) + 1) + idx
+    return keys
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Two sorted arrays of ids as one, sorted, each id once (as `factorize` sorts)."""
+    return np.asarray(np.union1d(a, b) if len(b) else a, dtype=object)
+
+
+def _null_last(chapter: np.ndarray, chapters: int) -> np.ndarray:
+    """Chapter codes as the moves' order has them: a null one after every chapter."""
+    return np.where(chapter < 0, chapters, chapter)
+
+
+def _recoded(codes: np.ndarray, ids: np.ndarray, into: np.ndarray) -> np.ndarray:
+    """Codes into `ids` as codes into `into` (which holds every id of `ids`); -1 stays."""
+    if len(ids) == len(into):  # the same ids: the same codes
+        return codes
+    position = np.searchsorted(into, ids) if len(ids) else np.zeros(0, "int64")
+    return np.where(codes < 0, -1, position[np.maximum(codes, 0)] if len(ids) else -1)
 
 
 def _texts(codes: np.ndarray, words: np.ndarray) -> pd.Series:
@@ -152,6 +223,6 @@ def forget_moves(obs: Observed) -> None:
     chapters x a year, a third of a GiB): a page that has its backlog, and the reviews
     and waits behind it (kept apart), reads no more of them. Asked again, they are read
     again."""
-    for key in [k for k in obs.memo if k.startswith(("review_moves:", "review_moves_read:"))]:
+    for key in [k for k in obs.memo if k.startswith("review_moves_read:")]:
         del obs.memo[key]
     obs.forget(ReviewMoves)

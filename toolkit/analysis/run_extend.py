@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
@@ -62,7 +63,7 @@ from toolkit.store.tables import SNAPSHOT_ID_KEY
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["extend", "remember"]
+__all__ = ["Start", "extend", "kept_start", "remember"]
 
 # The manifest's columns a kept state's snapshots must have unchanged.
 _MANIFEST: Final = ("snapshot_id", "snapshot_at", "commits", "base_id")
@@ -106,8 +107,34 @@ def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
     """The stages of `obs`'s state up to the run table (the runs frame is made from it),
     extended from the newest kept state whose snapshots start this one's; None when
     there is none, or a rule says build whole."""
-    manifest = obs.manifest
-    states = keeper.earlier(manifest)
+    start = kept_start(obs, keeper)
+    if start is None:
+        return None
+    rows = touching.kept_rows(keeper.load_table("transitions", start.state))
+    languages = keeper.load_table(LANGUAGES, start.state)
+    kept: dict[type, Any] = {kind: keeper.load(kind, obs.manifest, state=start.state)
+                             for kind in (Charges, RunTable)}  # fmt: skip
+    if rows is None or languages is None or any(value is None for value in kept.values()):
+        return None
+    state = touching.KeptState(start.snapshots, languages)
+    return _extended(obs, rows, kept, start.meta, start.basis, state)
+
+
+@dataclass(frozen=True)
+class Start:
+    """A kept state a new one extends: its name, how many snapshots it saw (this state's
+    first ones), and the basis `remember` kept beside it (`meta`: its metadata)."""
+
+    state: str
+    snapshots: int
+    meta: dict[str, Any]
+    basis: pa.Table
+
+
+def kept_start(obs: Observed, keeper: Keeper) -> Start | None:
+    """The newest kept state whose snapshots start `obs`'s, with only rows added by every
+    table commit since (`_only_appends`); None when there is none."""
+    states = keeper.earlier(obs.manifest)
     basis = keeper.load_table(BASIS, states[0]) if states else None
     if basis is None:
         return None
@@ -115,17 +142,10 @@ def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
         meta = json.loads(basis.schema.metadata[b"toolkit"])
     except (KeyError, TypeError, ValueError):  # not as `remember` wrote it: no basis
         return None
-    kept_snapshots = _prefix(meta, manifest)
-    if kept_snapshots is None or not _only_appends(obs, meta["version"], keeper.version):
+    snapshots = _prefix(meta, obs.manifest)
+    if snapshots is None or not _only_appends(obs, meta["version"], keeper.version):
         return None
-    rows = touching.kept_rows(keeper.load_table("transitions", states[0]))
-    languages = keeper.load_table(LANGUAGES, states[0])
-    kept: dict[type, Any] = {kind: keeper.load(kind, manifest, state=states[0])
-                             for kind in (Charges, RunTable)}  # fmt: skip
-    if rows is None or languages is None or any(value is None for value in kept.values()):
-        return None
-    state = touching.KeptState(kept_snapshots, languages)
-    return _extended(obs, rows, kept, meta, basis, state)
+    return Start(states[0], snapshots, meta, basis)
 
 
 def _prefix(meta: dict[str, Any], manifest: pd.DataFrame) -> int | None:
