@@ -63,6 +63,7 @@ from toolkit.errors import (
     in_plain_words,
 )
 from toolkit.formatting import first_line
+from toolkit.huge_pages import without_huge_page_advice
 from toolkit.native_stderr import panics_kept_off_stderr
 
 if TYPE_CHECKING:
@@ -1136,6 +1137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns the exit status; a toolkit error is one line on stderr, not a traceback."""
     args = build_parser().parse_args(argv)
+    without_huge_page_advice()  # a command is a new process: toolkit.huge_pages
     try:
         with panics_kept_off_stderr(), _warnings_shown(args.command):
             args.handler(args)
