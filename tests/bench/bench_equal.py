@@ -1,5 +1,6 @@
 """Issue 43's "the run table equals today's pipeline ... on the year store": every run
-stage, as a store keeps it and as the first question after a new snapshot extends it,
+stage and the review moves (`run_check.STAGES`), as a store keeps them and as the first
+question after a new snapshot extends them,
 against the stage worked out from the whole change log (`Observed(keep=False)`), value
 for value, on a history too long for the suite (the year store of benchmark 10, or a
 growth store).
@@ -37,8 +38,10 @@ class EqualOptions:
 def run(options: EqualOptions) -> list[Table]:
     from toolkit import SnapshotStore
     from toolkit.analysis.observed import Observed
+    from toolkit.analysis.review_moves import ReviewMoves
     from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
     from toolkit.analysis.run_store import FOLDER
+    from toolkit.analysis.runs import RunFrame
 
     history = HistoryOptions(
         hours=24 * options.days,
@@ -60,7 +63,8 @@ def run(options: EqualOptions) -> list[Table]:
         def compare(label: str, *, extension: bool) -> None:
             began = time.perf_counter()
             asked = Observed(SnapshotStore(copy), keep_after=0)
-            asked.stage(STAGES[-1])  # built (or extended) and kept
+            asked.stage(RunFrame)  # the run stages built (or extended) and kept
+            asked.stage(ReviewMoves)  # and the review moves
             seconds = time.perf_counter() - began
             if extension and not asked.extended:
                 raise SystemExit(f"{label}: the stages were built whole, not extended")
@@ -74,7 +78,7 @@ def run(options: EqualOptions) -> list[Table]:
             findings = check_runs_kept(copy)
             if differ or findings:
                 differing.append(label)
-            rows = len(reference.stage(STAGES[-1]).frame)
+            rows = len(reference.stage(RunFrame).frame)
             table.verdict(
                 label,
                 "equal" if not differ and not findings else "DIFFER",
