@@ -409,6 +409,25 @@ def test_a_snapshot_after_a_kept_state_is_extended_from_it(seen, tmp_path, monke
     assert check_runs_kept(str(root)) == []
 
 
+def test_a_store_whose_stages_only_the_weekly_page_asked_extends_them_after_a_snapshot(
+    seen, tmp_path, monkeypatch
+):
+    # The page reads the run table, never the runs frame: the basis of the next state's
+    # extension is kept with the run table, or a store only paged was built whole at
+    # every snapshot.
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    store = SnapshotStore(root)
+    Observed(store, keep_after=0).stage(RunTable)
+    assert {"run_table.arrow", f"{BASIS}.arrow"} <= set(kept_files(root))
+    assert "run_frame.arrow" not in kept_files(root)
+    made = extensions_counted(monkeypatch)
+    another_snapshot(emulator, client, store, first_page=1110)
+    Observed(SnapshotStore(root), keep_after=0).stage(RunTable)
+    assert made == [True]
+    assert_stages_are_the_pipelines(root)
+
+
 def test_a_store_repaired_since_its_kept_state_is_built_whole(seen, tmp_path, monkeypatch):
     """A foreign commit undone by `store check --repair` (a restore): the commits since
     the kept state are not only a snapshot's, so nothing is extended from it."""
@@ -494,3 +513,29 @@ def test_a_project_renamed_since_works_its_chapters_out_whole_beside_the_rows_si
     assert made == [True]
     # Its chapters (one trashed before, in the kept rows too) whole, the others since.
     assert split[0][0] > 0 and split[0][1] >= chapters[renamed["project_id"]]
+
+
+# `stalled` reads the latest snapshot alone, the review backlog the review moves.
+ALONE = [name for name in FIGURES if name not in ("stalled", "review_backlog")]
+
+
+def test_each_run_figure_asked_alone_extends_its_stages_after_a_snapshot(
+    seen, tmp_path, monkeypatch
+):
+    # Last in the module: it moves the shared emulator on after every other test.
+    # Whatever figure a store was asked (a watch's checks, a page, one notebook cell),
+    # the state it kept is one the next snapshot's stages extend from. Each figure on a
+    # copy of its own; the same new snapshot taken into every copy.
+    emulator, client, root = seen
+    copies = {name: copy(root, tmp_path / name) for name in ALONE}
+    for name, folder in copies.items():
+        getattr(analysis, name)(Observed(SnapshotStore(folder), keep_after=0), **FIGURES[name])
+    projects = SnapshotStore(root).latest("projects")
+    comic = projects[projects["kind"] == "comic"]["project_id"].iloc[0]
+    client.create_chapter(str(comic), pages=pages(1130, 2))
+    emulator.advance(RUN)
+    made = extensions_counted(monkeypatch)
+    for name, folder in copies.items():
+        SnapshotStore(folder).take(client)
+        getattr(analysis, name)(Observed(SnapshotStore(folder), keep_after=0), **FIGURES[name])
+    assert made == [True] * len(ALONE), dict(zip(ALONE, made, strict=False))

@@ -23,7 +23,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from toolkit.analysis.run_store import BASIS, LAST, Keeper, extended, folder_of, kept_as
+from toolkit.analysis.run_store import (
+    BASIS,
+    KEPT,
+    LAST,
+    READ_LAST,
+    Keeper,
+    extended,
+    folder_of,
+    kept_as,
+)
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
 if TYPE_CHECKING:
@@ -64,6 +73,7 @@ class Observed:
         self._stages: dict[type, object] = {}
         self._keeper = _keeper(store, version, keep_after) if keep else None
         self._extension_tried = False
+        self._asking = 0  # stages being asked, one inside another
         # Whether the stages were extended from those kept for an earlier state.
         self.extended = False
         # Answers of questions asked with arguments (the forecast's by moment), by a key
@@ -73,11 +83,15 @@ class Observed:
     def stage(self, kind: type[S]) -> S:
         """The stage of this type, built on first use from the stages before it."""
         if kind not in self._stages:
+            self._asking += 1
             try:
                 self._stages[kind] = _frozen(self._found(kind))
             finally:
+                self._asking -= 1
                 if self._keeper is not None:
                     self._keeper.flush()  # an extension's files: in place when it returns
+            if not self._asking:
+                self._completed()
         return cast(S, self._stages[kind])
 
     def _found(self, kind: type[S]) -> S:
@@ -103,10 +117,22 @@ class Observed:
                 took = time.perf_counter() - started
                 keeper.save(kind, found, self.manifest, took=took)
                 # Remembered once (an extension remembers as it keeps its stages).
-                kept = keeper.keeps(self.manifest) if kept_as(kind) == LAST else False
+                kept = keeper.keeps(self.manifest) if kept_as(kind) == READ_LAST else False
                 if kept and not keeper.keeps(self.manifest, BASIS):
                     run_extend().remember(self, keeper)
         return cast(S, found)
+
+    def _completed(self) -> None:
+        """After a question's stages: what the next state's extension starts from kept
+        too, whichever figure asked. A figure that reads the charges alone
+        (`throughput`, `spend_in`, the prices) kept no run table, and a store asked only
+        such figures was built whole at every snapshot: once this state keeps its
+        transitions, its run table is built and kept, and the basis with it."""
+        keeper, last = self._keeper, _stage_type(READ_LAST)
+        if keeper is None or last in self._stages or not any(map(extended, self._stages)):
+            return
+        if keeper.keeps(self.manifest) and not keeper.keeps(self.manifest, BASIS):
+            self.stage(last)
 
     def _extend(self, keeper: Keeper) -> bool:
         """Whether every stage was extended from those kept for an earlier state (once
@@ -233,6 +259,13 @@ def observe(source: SnapshotStore | Observed) -> Observed:
         observed = Observed(source, version=version)
         _seen[source] = (version, observed)
         return observed
+
+
+def _stage_type(name: str) -> type[Stage]:
+    """The stage class kept as `name` (imported by name: the stages read this module)."""
+    path = next(path for path, kept in KEPT.items() if kept == name)
+    module, _, cls = path.rpartition(".")
+    return cast("type[Stage]", getattr(importlib.import_module(module), cls))
 
 
 def run_extend() -> ModuleType:
