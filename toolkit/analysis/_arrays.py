@@ -8,11 +8,12 @@ and 200,000 runs; these helpers are how a stage reads a column of that size once
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 NO_TIME: Final = np.iinfo("int64").min
 """A time that is not known, in int64 microseconds (numpy's NaT)."""
@@ -117,3 +118,18 @@ def as_column(values: Any) -> Any:
     if isinstance(values, np.ndarray) and values.dtype == object:
         return pd.Series(values, dtype=object, copy=False)
     return values
+
+
+def words_by_code(coded: np.ndarray, words: Sequence[str] | pd.Index | np.ndarray) -> pa.Array:
+    """Each code's word as Arrow large strings (-1: null): the words are few, the codes
+    many, and a take copies each text once."""
+    vocabulary = pa.array(list(words), pa.large_string())
+    return vocabulary.take(pa.array(coded, pa.int64(), mask=np.asarray(coded) < 0))
+
+
+def texts_by_code(
+    coded: np.ndarray, words: Sequence[str] | pd.Index | np.ndarray
+) -> pd.arrays.ArrowStringArray:
+    """`words_by_code` as the toolkit's string dtype, straight from Arrow (pandas keeps
+    large strings as they are: no second copy)."""
+    return pd.arrays.ArrowStringArray(words_by_code(coded, words))

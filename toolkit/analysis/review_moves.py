@@ -20,8 +20,8 @@ from typing import Self, cast
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
+from toolkit.analysis._arrays import texts_by_code
 from toolkit.analysis.observed import Observed, answer
 from toolkit.analysis.run_extend import kept_start
 from toolkit.analysis.run_store import Keeper
@@ -148,10 +148,10 @@ class ReviewMoves:
         since`, in order."""
         return pd.DataFrame(
             {
-                "chapter_id": _texts(self.chapter, self.chapters),
-                "project_id": _texts(self.project, self.projects),
+                "chapter_id": texts_by_code(self.chapter, self.chapters),
+                "project_id": texts_by_code(self.project, self.projects),
                 "at": self.rows["at"],
-                "move": _texts(self.move, np.array(["ready", "reviewed"], object)),
+                "move": texts_by_code(self.move, ("ready", "reviewed")),
                 "idx": self.rows["idx"],
                 "since": self.rows["since"],
             }
@@ -187,14 +187,6 @@ def _recoded(codes: np.ndarray, ids: np.ndarray, into: np.ndarray) -> np.ndarray
         return codes
     position = np.searchsorted(into, ids) if len(ids) else np.zeros(0, "int64")
     return np.where(codes < 0, -1, position[np.maximum(codes, 0)] if len(ids) else -1)
-
-
-def _texts(codes: np.ndarray, words: np.ndarray) -> pd.Series:
-    """Texts by code (-1: null), typed as the query's, made in Arrow (a Python text per
-    row would be seconds on a year's moves)."""
-    taken = pa.array(words, pa.string()).take(pa.array(codes, mask=codes < 0))
-    texts: pd.Series = taken.to_pandas(types_mapper={pa.string(): TEXT_DTYPE}.get)
-    return texts
 
 
 def _no_moves() -> pd.DataFrame:

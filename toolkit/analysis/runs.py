@@ -22,7 +22,6 @@ and outcome by the rules in `run_rules.py`; this module makes the frame users se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,7 +30,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.analysis._arrays import NO_TIME, category_codes, moment_micros, texts_at
+from toolkit.analysis._arrays import (
+    NO_TIME,
+    category_codes,
+    moment_micros,
+    texts_at,
+    texts_by_code,
+    words_by_code,
+)
 from toolkit.analysis.calendar import within
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed, observe
@@ -215,7 +221,7 @@ def _frame_of(table: RunTable, found: Transitions) -> pd.DataFrame:
     models = _text_of(rows["model"], row, null=found.default_model)
     chapter_ids = _text_of(rows["chapter_id"], row)
     # `<chapter_id>/<n>`: the "/<n>" taken by number (few), not made per run.
-    endings = _by_code(number, [f"/{n}" for n in range(1, int(number.max(initial=0)) + 2)])
+    endings = words_by_code(number, [f"/{n}" for n in range(1, int(number.max(initial=0)) + 2)])
     run_ids = pc.binary_join_element_wise(chapter_ids, endings, pa.scalar("", pa.large_string()))
     started = table.started
     return pd.DataFrame(
@@ -225,14 +231,14 @@ def _frame_of(table: RunTable, found: Transitions) -> pd.DataFrame:
             "chapter": _text(labels.take(pa.array(chapter[row]))),
             "project_id": _text(_text_of(rows["project_id"], row)),
             "project": _text(_text_of(rows["project"], row)),
-            "kind": _coded(table.kind, Kind.words()),
+            "kind": texts_by_code(table.kind, Kind.words()),
             "pages": pd.array(np.round(table.pages).astype("int64"), dtype="Int64"),
             "languages": pd.array(table.languages.astype("int64"), dtype="Int64"),
             "models": _text(models),
             "credits": pd.array(table.credits, dtype="Float64"),
             "rework": pd.array(table.rework, dtype="Float64"),
             "started_at": _times(started),
-            "started_source": _coded(
+            "started_source": texts_by_code(
                 np.where(
                     table.from_creation,
                     StartSource.CREATED,
@@ -241,8 +247,8 @@ def _frame_of(table: RunTable, found: Transitions) -> pd.DataFrame:
                 StartSource.words(),
             ),
             "finished_at": _times(table.finished),
-            "finished_source": _coded(table.finished_source, EndSource.words()),
-            "outcome": _coded(table.outcome, Outcome.words()),
+            "finished_source": texts_by_code(table.finished_source, EndSource.words()),
+            "outcome": texts_by_code(table.outcome, Outcome.words()),
             "failure_reason": _text(table.failure_reason),
             "seen_idx": pd.array(table.seen_idx, dtype="Int64"),
             "seen_at": _times(found.times[table.seen_idx]),
@@ -257,19 +263,7 @@ def _text_of(column: pd.Series, at: np.ndarray, *, null: str | None = None) -> p
     if null is not None:
         coded = np.where(coded < 0, len(words), coded)
         words.append(null)
-    return _by_code(coded, words)
-
-
-def _coded(coded: np.ndarray, words: tuple[str, ...]) -> pd.arrays.ArrowStringArray:
-    """Texts from codes into `words` (-1: null)."""
-    return _text(_by_code(coded, words))
-
-
-def _by_code(coded: np.ndarray, words: Sequence[str] | pd.Index) -> pa.Array:
-    """Each code's word as Arrow large strings (-1: null): the words are few, the codes
-    many, and a take copies each text once."""
-    vocabulary = pa.array(list(words), pa.large_string())
-    return vocabulary.take(pa.array(coded, pa.int64(), mask=np.asarray(coded) < 0))
+    return words_by_code(coded, words)
 
 
 def _text(values: pa.Array | np.ndarray) -> pd.arrays.ArrowStringArray:
