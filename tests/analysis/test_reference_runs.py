@@ -177,7 +177,10 @@ def test_each_reference_query_gives_the_figure_of_its_function(seen, tmp_path, w
         )
 
 
-@pytest.mark.parametrize("with_events", [False, pytest.param(True, marks=pytest.mark.slow)])
+# Both cases in the slow group (7 s and more each): the default group keeps the same
+# rules' SQL against the figures in `test_each_reference_query_gives_the_figure_of_its_function`.
+@pytest.mark.slow
+@pytest.mark.parametrize("with_events", [False, True])
 def test_duckdb_on_the_delta_tables_alone_gives_each_figure(seen, tmp_path, with_events):
     # What a user runs where the store is (`toolkit sql`, DuckDB over the tables, no
     # toolkit reader between): the same frames as the toolkit's functions.
