@@ -69,6 +69,7 @@ from toolkit.native_stderr import panics_kept_off_stderr
 if TYPE_CHECKING:
     from toolkit.batch import UploadSummary
     from toolkit.client import Client
+    from toolkit.store import SnapshotStore
 
 __all__ = ["main"]
 
@@ -174,6 +175,16 @@ def _snapshot(args: argparse.Namespace) -> None:
     with _client(args) as client:
         info = store.take(client, details=args.details)
     print(info)
+    _update_runs(store)
+
+
+def _update_runs(store: SnapshotStore) -> None:
+    """After a snapshot: the run stages a store keeps brought up to it (a part over the
+    last kept whole), so the next figure, page or watch joins them rather than working
+    them out from the log since (`toolkit.analysis.update_runs`; never an error)."""
+    from toolkit.analysis import update_runs
+
+    update_runs(store)
 
 
 def _snapshot_workspaces(args: argparse.Namespace) -> None:
@@ -194,6 +205,7 @@ def _snapshot_workspaces(args: argparse.Namespace) -> None:
             failed.append(workspace.name)
             continue
         print(f"{workspace.name}: {info}")
+        _update_runs(store)
     if failed:
         raise ToolkitError(f"no snapshot of {', '.join(failed)} (see above); the others were taken")
 

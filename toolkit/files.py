@@ -45,11 +45,14 @@ def write_text_whole(path: str | os.PathLike[str], text: str) -> None:
     write_whole(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
 
 
-def write_arrow(path: str | os.PathLike[str], table: pa.Table) -> None:
-    """`table` as an Arrow IPC file (LZ4), which `pyarrow.ipc.open_file` reads back with
-    its schema, metadata and dictionaries. Raises `OSError` or `pyarrow.ArrowException`."""
+def write_arrow(path: str | os.PathLike[str], table: pa.Table, *, compressed: bool = True) -> None:
+    """`table` as an Arrow IPC file (LZ4 unless not `compressed`: then a reader can map
+    it and read a few rows without reading it whole), which `pyarrow.ipc.open_file`
+    reads back with its schema, metadata and dictionaries. Raises `OSError` or
+    `pyarrow.ArrowException`."""
+    options = _COMPRESSED if compressed else pa.ipc.IpcWriteOptions()
     with (
         pa.OSFile(os.fspath(path), "wb") as sink,
-        pa.ipc.new_file(sink, table.schema, options=_COMPRESSED) as writer,
+        pa.ipc.new_file(sink, table.schema, options=options) as writer,
     ):
         writer.write_table(table)

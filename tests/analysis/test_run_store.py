@@ -23,12 +23,21 @@ from scenarios import RUN, pages
 from test_reference_runs import awkward_cases
 
 from toolkit import analysis
-from toolkit.analysis import run_extend, run_store, run_touched
+from toolkit.analysis import run_extend, run_part, run_store, run_touched
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
-from toolkit.analysis.run_store import BASIS, FOLDER, KEPT, LANGUAGES, Keeper, decode, encode
+from toolkit.analysis.run_store import (
+    BASIS,
+    FOLDER,
+    KEPT,
+    LANGUAGES,
+    SAMPLES,
+    Keeper,
+    decode,
+    encode,
+)
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import RunFrame
 from toolkit.analysis.transitions import Transitions
@@ -123,7 +132,7 @@ def test_every_run_figure_read_from_the_kept_stages_equals_the_pipeline(
     first = figures(Observed(SnapshotStore(root)))  # builds and keeps
     # Each stage, and what the next snapshot's stages are extended from.
     assert kept_files(root) == sorted(
-        f"{name}.arrow" for name in [*KEPT.values(), BASIS, LANGUAGES]
+        f"{name}.arrow" for name in [*KEPT.values(), BASIS, LANGUAGES, SAMPLES]
     )
     not_built(monkeypatch)
     again = Observed(SnapshotStore(root))
@@ -360,7 +369,7 @@ def test_a_learned_price_that_moved_builds_the_charges_and_runs_whole(seen, tmp_
     store = SnapshotStore(root)
     for kind in STAGES:
         Observed(store, keep_after=0).stage(kind)
-    monkeypatch.setattr(run_extend, "_same_prices", lambda before, now: False)
+    monkeypatch.setattr(run_part, "_same_prices", lambda before, now: False)
     made = extensions_counted(monkeypatch)
     another_snapshot(emulator, client, store, first_page=1010)
     assert_stages_are_the_pipelines(root)

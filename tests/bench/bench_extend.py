@@ -1,21 +1,22 @@
-"""Issue 43, item 1: the first run question after a new snapshot, its stages extended
-from those kept for the snapshot before (`toolkit.analysis.run_extend`), against the
-full build of today's pipeline in the same run; and the snapshot's write.
+"""Issue 43, item 1: a snapshot's write with the run table's update (a part kept over
+the last state kept whole: `toolkit.analysis.run_part`), and the first run question
+after it, which joins the part, against the full build of today's pipeline in the same
+run.
 
 On a copy of a growth store (the store itself stays as written, for later runs): the
 history's generator is replayed to the store's last hour (its draws only, no tables),
 the stages are kept for the store as written, then each of `snapshots` new hours is
-written and the state asked four ways, each on a fresh store object: the run table's
-update alone (the stages up to the run table extended and their files in place, the
-issue's "write, including the run table's update" once the write's time is added; the
-kept states are copied aside first and put back after, so the next way extends too);
-`analysis.runs` extended (the first question, as a user now asks it: the update and
-the whole history's runs frame); the pipeline alone (`Observed(keep=False)`); and the
-full build with its stages kept (the first question before the extension: `_runs` set
-aside for it, then put back). The extended runs must equal the pipeline's, frame for
-frame. Then the review moves (`review_moves`), extended from the kept ones with the
-file written, against a build (in the same process: a new one's build reads DuckDB's
-metadata again, about twice as long), equal stage for stage."""
+written, updated (`analysis.update_runs`, the issue's "write, including the run table's
+update" once the write's time is added) and asked three ways, each on a fresh store
+object: `analysis.runs` (the first question, as a user now asks it: the part joined
+with its base and the whole history's runs frame); the pipeline alone
+(`Observed(keep=False)`); and the full build with its stages kept (the first question
+before issue 43: `_runs` set aside for it, then put back). The runs read must equal the
+pipeline's, frame for frame. Then the review moves (`review_moves`), extended from the
+kept ones with the file written, against a build (in the same process: a new one's
+build reads DuckDB's metadata again, about twice as long), equal stage for stage. Last,
+`snapshots` more hours each written and updated with no question between (each part
+over the part before), then one `analysis.runs`, equal to the pipeline's."""
 
 from __future__ import annotations
 
@@ -42,7 +43,6 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
     from toolkit.analysis.review_moves import ReviewMoves
     from toolkit.analysis.run_check import stages_equal
     from toolkit.analysis.run_store import FOLDER
-    from toolkit.analysis.run_table import RunTable
 
     work = tempfile.mkdtemp(prefix="bench-extend-")
     try:
@@ -60,20 +60,16 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
         moves_extended, moves_built = [], []
         for _ in range(snapshots):
             step = generator.advance()
-            began = time.perf_counter()
-            SnapshotStore(copy, retention=timedelta(0)).write(step.workspace, at=step.at)
-            writes.append(time.perf_counter() - began)
-            before = shutil.copytree(os.path.join(copy, FOLDER), os.path.join(work, "before"))
-            updated = Observed(SnapshotStore(copy))
-            updates.append(_timed(lambda obs=updated: obs.stage(RunTable))[0])
-            if not updated.extended:
-                raise SystemExit("the run table was built whole, not extended")
-            shutil.rmtree(os.path.join(copy, FOLDER))
-            os.rename(before, os.path.join(copy, FOLDER))
+            writes.append(_timed(lambda step=step: SnapshotStore(
+                copy, retention=timedelta(0)).write(step.workspace, at=step.at))[0])  # fmt: skip
+            seconds, kept_part = _timed(lambda: analysis.update_runs(SnapshotStore(copy)))
+            if not kept_part:
+                raise SystemExit("the update kept nothing")
+            updates.append(seconds)
             asked = Observed(SnapshotStore(copy))
             seconds, runs = _timed(lambda obs=asked: analysis.runs(obs))
             if not asked.extended:
-                raise SystemExit("the stages were built whole, not extended")
+                raise SystemExit("the stages were built whole, not joined")
             extended.append(seconds)
             seconds, moves = _timed(lambda obs=asked: obs.stage(ReviewMoves))
             moves_extended.append(seconds)
@@ -94,16 +90,28 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
             # A build quicker than `KEEP_AFTER_SECONDS` keeps nothing (a quiet machine).
             shutil.rmtree(os.path.join(copy, FOLDER), ignore_errors=True)
             os.rename(aside, os.path.join(copy, FOLDER))
+        chained = []
+        for _ in range(snapshots):  # parts over parts: no question between the snapshots
+            step = generator.advance()
+            began = time.perf_counter()
+            SnapshotStore(copy, retention=timedelta(0)).write(step.workspace, at=step.at)
+            if not analysis.update_runs(SnapshotStore(copy)):
+                raise SystemExit("the update kept nothing")
+            chained.append(time.perf_counter() - began)
+        seconds, runs = _timed(lambda: analysis.runs(Observed(SnapshotStore(copy))))
+        reference = analysis.runs(Observed(SnapshotStore(copy), keep=False))
+        pd.testing.assert_frame_equal(runs, reference, check_exact=True)
         e, f, k = (statistics.median(x) for x in (extended, full, kept))
         with_update = [w + u for w, u in zip(writes, updates, strict=True)]
         return (
             f"write + the run table's update {statistics.median(with_update):.2f} s "
             f"(update {statistics.median(updates):.2f} s: "
-            f"{', '.join(f'{x:.2f}' for x in updates)}); "
-            f"first runs after a snapshot: extended {e:.2f} s, full build {f:.2f} s "
+            f"{', '.join(f'{x:.2f}' for x in updates)}; with no question between "
+            f"{', '.join(f'{x:.2f}' for x in chained)} s, then the first runs {seconds:.2f} s); "
+            f"first runs after a snapshot: joined {e:.2f} s, full build {f:.2f} s "
             f"({e / f:.2f}x), full build + keep {k:.2f} s ({e / k:.2f}x); write "
             f"{statistics.median(writes) * 1000:.0f} ms; medians of {snapshots} "
-            f"(extended {', '.join(f'{x:.2f}' for x in extended)}; "
+            f"(joined {', '.join(f'{x:.2f}' for x in extended)}; "
             f"full {', '.join(f'{x:.2f}' for x in full)}); the review moves after it: "
             f"extended and kept {', '.join(f'{x:.2f}' for x in moves_extended)} s, built "
             f"{', '.join(f'{x:.2f}' for x in moves_built)} s"

@@ -28,14 +28,15 @@ def main(argv: list[str] | None = None) -> int:
         plan = draw(seed)
         started = time.monotonic()
         try:
-            extended = play_and_check(plan)
+            extended, updated = play_and_check(plan)
         except Exception:
             failed.append(seed)
             print(f"seed {seed} FAILED: {plan}\n{traceback.format_exc()}", flush=True)
         else:
             print(f"seed {seed} ok in {time.monotonic() - started:.1f} s "
                   f"({plan.snapshots} snapshots every {plan.interval} s, "
-                  f"{sum(extended)} extended)", flush=True)  # fmt: skip
+                  f"{sum(extended)} of {len(extended)} read extended, "
+                  f"{sum(updated)} updated)", flush=True)  # fmt: skip
     took = time.monotonic() - began
     if failed:
         print(f"failed: {' '.join(map(str, failed))}")

@@ -14,8 +14,10 @@ import tempfile
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
+from typing import Final
 
 import pandas as pd
+import pytest
 from ledger import events
 from windows import assert_seen_reads_the_workspace, assert_windows_equal_the_whole
 
@@ -23,6 +25,7 @@ import toolkit as tk
 from histories.plan import Plan
 from histories.play import History, played
 from toolkit import analysis
+from toolkit.analysis import run_part
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
 from toolkit.analysis.run_store import FOLDER
@@ -213,14 +216,29 @@ def kept_runs_equal_the_pipeline(history: History) -> None:
         pd.testing.assert_frame_equal(read, built, check_exact=True, obj=f"seed {seed}: {name}")
 
 
+# Every third snapshot's stages are read; the update keeps a part after each
+# (`run_part`), so a part over a base, a part over a part, and a part read are each
+# checked every three snapshots.
+_READ_EVERY: Final = 3
+
+
 def extended_stages_equal_a_build(history: History) -> None:
-    """After a snapshot: the run stages, extended from those kept for the snapshot
-    before where `run_extend` may, equal the stages built from the whole change log,
-    value for value. With the plan's events, those delivered so far are recorded first
-    (as a watch records them each cycle): events that close runs between snapshots."""
+    """After a snapshot: the update (`Observed.update`) keeps a part over the last base
+    state; at every third snapshot the run stages, the part joined with its base (or
+    extended from the state before where `run_extend` may), equal the stages built from
+    the whole change log, value for value. With the plan's events, those delivered so
+    far are recorded first (as a watch records them each cycle): events that close runs
+    between snapshots."""
     root, seed = history.store.root, history.plan.seed
     if history.plan.events:
         history.store.record_events(events(history.emulator))
+    # Parts of any size, over any share of the chapters (a history's few chapters are
+    # more than a tenth, or half, at once), so that every seed checks parts.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run_part, "MOST_TOUCHED", 1.0)
+        history.updated.append(Observed(SnapshotStore(root)).update(join_past=1.0))
+    if len(history.updated) % _READ_EVERY:
+        return
     extended = Observed(SnapshotStore(root), keep_after=0)  # kept, however quick
     reference = Observed(SnapshotStore(root), keep=False)
     for kind in STAGES:
@@ -244,12 +262,13 @@ def check(history: History, folder: Path) -> None:
     sums_are_conserved(history)
 
 
-def play_and_check(plan: Plan) -> list[bool]:
-    """Play `plan` in a temporary folder and check it (`check`); after each snapshot,
-    whether its run stages were extended (`extended_stages_equal_a_build`)."""
+def play_and_check(plan: Plan) -> tuple[list[bool], list[bool]]:
+    """Play `plan` in a temporary folder and check it (`check`); after each snapshot
+    read, whether its run stages were extended, and after each snapshot, whether the
+    update kept a part (`extended_stages_equal_a_build`)."""
     with (
         tempfile.TemporaryDirectory(prefix=f"histories-{plan.seed}-") as folder,
         played(plan, Path(folder), after_take=extended_stages_equal_a_build) as history,
     ):
         check(history, Path(folder))
-        return history.extended
+        return history.extended, history.updated

@@ -42,6 +42,8 @@ class History:
     # After each snapshot (`checks.extended_stages_equal_a_build`): whether its run
     # stages were extended from the state before (False: built whole).
     extended: list[bool] = field(default_factory=list)
+    # After each snapshot: whether the update kept a part (or the stages whole).
+    updated: list[bool] = field(default_factory=list)
 
     @property
     def charges(self) -> tuple[int, int]:

@@ -15,6 +15,7 @@ tk.analysis.band_calibration(store)              # the band's width from that re
 tk.analysis.compare_models(store)                # like-for-like cost, speed, failures
 tk.analysis.review_backlog(store)                # chapters waiting for review, reviews a day
 tk.analysis.project_groups(store)                # each project's translation group
+tk.analysis.update_runs(store)                   # after a snapshot: the run stages kept up
 ```
 
 Every function takes keyword-only `since`, `until` and `tz` (and `freq` where it has
@@ -49,6 +50,7 @@ from toolkit.analysis.measures import (
 from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.monthly import monthly_spend
 from toolkit.analysis.needs_person import needing_person
+from toolkit.analysis.observed import update_runs
 from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
 from toolkit.analysis.spent import charges, spend_in
@@ -100,4 +102,5 @@ __all__ = [
     "stalled",
     "stuck",
     "throughput",
+    "update_runs",
 ]

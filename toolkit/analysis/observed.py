@@ -38,7 +38,17 @@ from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["Observed", "S", "Stage", "answer", "flag", "observe", "stacked", "with_previous"]
+__all__ = [
+    "Observed",
+    "S",
+    "Stage",
+    "answer",
+    "flag",
+    "observe",
+    "stacked",
+    "update_runs",
+    "with_previous",
+]
 
 # The tables the view reads at the latest snapshot (`Observed.latest_<table>`).
 _LATEST: Final = ("chapters", "languages", "projects")
@@ -157,6 +167,15 @@ class Observed:
         self.extended = True
         return True
 
+    def update(self, *, join_past: float | None = None) -> bool:
+        """After a snapshot: keep this state's run stages as a part over the newest base
+        state kept (`run_part`), for its first reader to join; a part of more than
+        `join_past` of the chapters is joined and kept whole (None: a tenth). Whether
+        anything is kept for the state (its stages whole, or a part)."""
+        if self._keeper is None:
+            return False
+        return bool(run_extend().update(self, self._keeper, join_past=join_past))
+
     def has(self, kind: type[Stage]) -> bool:
         """Whether the stage of this type is built already."""
         return kind in self._stages
@@ -259,6 +278,23 @@ def observe(source: SnapshotStore | Observed) -> Observed:
         observed = Observed(source, version=version)
         _seen[source] = (version, observed)
         return observed
+
+
+def update_runs(store: SnapshotStore) -> bool:
+    """Keep a store's run stages up to date after a snapshot, as a part over the last
+    state kept whole (`run_part`: the touched chapters' rows, charges and runs), so that
+    the next question joins them instead of working them out again: the new state's
+    first figure then costs a join, not the log since. Whether anything was kept; a
+    store that keeps no stages (a short history, an object store) keeps none. Never an
+    error: what could not be kept is worked out by the next question, as before.
+
+    Args:
+        store: The store, just after its snapshot (`SnapshotStore.take` or `write`).
+    """
+    try:
+        return Observed(store).update()
+    except Exception:  # a cache: the next question works the stages out itself
+        return False
 
 
 def _stage_type(name: str) -> type[Stage]:

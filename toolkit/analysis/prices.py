@@ -20,7 +20,7 @@ from toolkit.analysis.transitions import Transitions
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["Prices"]
+__all__ = ["Prices", "first_charges", "learned_from"]
 
 
 @dataclass(frozen=True)
@@ -57,32 +57,43 @@ class Prices:
 
 
 def _learn_prices(rows: pd.DataFrame, *, n_languages: np.ndarray) -> dict[str | None, float]:
-    """The price per page and target language, per project id; `None`: the workspace.
+    """The price per page and target language, per project id; `None`: the workspace."""
+    return learned_from(first_charges(rows, n_languages=n_languages))
 
-    Learned from first charges seen after the baseline (a chapter that had not run
-    before, paying for its pages): the most common credits / (pages x languages). A
-    project's own price needs two first charges: one alone may hide a second run started
-    between the same two snapshots, so a project with one uses the workspace's price.
-    """
+
+def first_charges(rows: pd.DataFrame, *, n_languages: np.ndarray) -> pd.DataFrame:
+    """What prices are learned from (`learned_from`), one row each: the first charges
+    seen after the baseline (a chapter that had not run before, paying for its pages),
+    and what chapters that ran had spent by the baseline (`baseline`: true); with their
+    `chapter_id`, `project_id` and `price`, credits / (pages x languages). An extension
+    keeps them (`run_part`), so that the prices of a history of which only some
+    chapters changed are learned without reading every row."""
     credits, before = to_float(rows["credits_spent"]), to_float(rows["prev_credits"])
     pages = to_float(rows["page_count"])
-    first = (
-        (rows["idx"].to_numpy() > 0)
-        & ~is_true(rows["deleted"])
-        & ~is_true(rows["prev_started"])
-        & (before == 0)
-        & (credits > 0)
-        & (pages > 0)
-    )
-    if not first.any():
-        # No first run seen since the baseline: what chapters that ran had spent by then.
-        first = (
-            (rows["idx"].to_numpy() == 0) & is_true(rows["started"]) & (credits > 0) & (pages > 0)
-        )
-    if not first.any():
+    idx = rows["idx"].to_numpy()
+    paid = (credits > 0) & (pages > 0)
+    first = (idx > 0) & ~is_true(rows["deleted"]) & ~is_true(rows["prev_started"]) & (before == 0)
+    baseline = (idx == 0) & is_true(rows["started"])
+    chosen = paid & (first | baseline)
+    price = np.round(credits[chosen] / (pages[chosen] * n_languages[chosen]), 9)
+    return pd.DataFrame({
+        "chapter_id": rows["chapter_id"].to_numpy(object)[chosen],
+        "project_id": rows["project_id"].to_numpy(object)[chosen],
+        "price": price,
+        "baseline": baseline[chosen],
+    })  # fmt: skip
+
+
+def learned_from(seen: pd.DataFrame) -> dict[str | None, float]:
+    """The prices learned from first charges (`first_charges`): the most common price
+    of each project, and of the workspace (`None`). With no first charge seen since the
+    baseline, what chapters that ran had spent by then. A project's own price needs two:
+    one alone may hide a second run started between the same two snapshots, so a
+    project with one uses the workspace's price."""
+    after = seen[~seen["baseline"].to_numpy(bool)]
+    seen = after if len(after) else seen
+    if seen.empty:
         return {}
-    price = np.round(credits[first] / (pages[first] * n_languages[first]), 9)
-    seen = pd.DataFrame({"project_id": rows["project_id"].to_numpy(object)[first], "price": price})
     workspace = _typical(seen.assign(project_id=""))[""]
     prices: dict[str | None, float] = {None: workspace}
     samples = seen["project_id"].value_counts().to_dict()

@@ -24,7 +24,7 @@ import pandas as pd
 from toolkit.analysis._arrays import texts_by_code
 from toolkit.analysis.observed import Observed, answer
 from toolkit.analysis.run_extend import kept_start
-from toolkit.analysis.run_store import Keeper
+from toolkit.analysis.run_store import Keeper, kept_as
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
 __all__ = ["ReviewMoves", "forget_moves", "moves_at"]
@@ -91,7 +91,7 @@ class ReviewMoves:
         may have changed what was read (`run_extend.kept_start`: then `build`). A move
         is a change row with the status it changed from: the rows since are all a
         later move depends on."""
-        start = kept_start(obs, keeper)
+        start = kept_start(obs, keeper, having=kept_as(cls))
         kept: ReviewMoves | None = (
             keeper.load(cls, obs.manifest, state=start.state) if start else None
         )

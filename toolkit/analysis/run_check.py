@@ -16,7 +16,7 @@ from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.review_moves import ReviewMoves
-from toolkit.analysis.run_store import Keeper, folder_of, forget, kept_as
+from toolkit.analysis.run_store import PART, Keeper, folder_of, forget, kept_as
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import RunFrame
 from toolkit.analysis.transitions import Transitions
@@ -48,6 +48,10 @@ def check_runs_kept(root: str, *, repair: bool = False) -> list[StoreFinding]:
     built = Observed(store, keep=False)
     keeper = Keeper(store, store.version())
     state = folder / keeper.state(built.manifest)
+    if (state / f"{PART}.arrow").exists() and not keeper.keeps(built.manifest):
+        # A part the update kept (`run_part`): joined with its base and kept whole, as
+        # its first reader would; then compared as every kept stage is.
+        Observed(store).stage(RunTable)
     findings = []
     for kind in STAGES:
         name = kept_as(kind) or kind.__name__

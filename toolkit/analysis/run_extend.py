@@ -40,20 +40,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit.analysis import run_part
 from toolkit.analysis import run_touched as touching
-from toolkit.analysis._arrays import to_micros
-from toolkit.analysis.charges import Charges
-from toolkit.analysis.prices import Prices
-from toolkit.analysis.run_splice import spliced_charges, spliced_runs, spliced_transitions
-from toolkit.analysis.run_store import BASIS, LANGUAGES, Keeper, code_version
+from toolkit.analysis.prices import Prices, first_charges
+from toolkit.analysis.run_part import Start
+from toolkit.analysis.run_store import BASIS, LANGUAGES, PART, SAMPLES, Keeper, code_version
 from toolkit.analysis.run_table import RunTable, terminal_events
 from toolkit.analysis.transitions import Transitions
 from toolkit.frames.schema import VERSIONED_TABLES
@@ -63,78 +60,126 @@ from toolkit.store.tables import SNAPSHOT_ID_KEY
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["Start", "extend", "kept_start", "remember"]
+__all__ = ["Start", "extend", "kept_start", "remember", "update"]
 
 # The manifest's columns a kept state's snapshots must have unchanged.
 _MANIFEST: Final = ("snapshot_id", "snapshot_at", "commits", "base_id")
-# More touched than this share of the chapters: the full build costs as much.
-_MOST_TOUCHED: Final = 0.5
+# A part of more than this share of the chapters is joined by the update and kept whole:
+# each update works out its part's chapters again, and a reader joins them.
+_MOST_IN_PART: Final = 0.1
 
 
 def remember(obs: Observed, keeper: Keeper) -> None:
     """Keep beside this state's stages what an extension starts from: the snapshots and
-    table versions they were worked out from, the projects' names and the end events."""
+    table versions they were worked out from, the projects' names, the end events, and
+    the first charges a part's prices are learned from (`run_part`)."""
+    try:
+        found = obs.stage(Transitions)
+        learned = obs.stage(Prices).learned
+        samples = first_charges(found.rows, n_languages=found.languages())
+    except Exception:  # nothing remembered: the next state is built whole
+        return
+    samples = pa.Table.from_pandas(samples, schema=_SAMPLES, preserve_index=False)
+    if keeper.save_table(SAMPLES, samples, obs.manifest):
+        _remember(obs, keeper, found.default_model, learned, base=None)
+
+
+def _remember(
+    obs: Observed,
+    keeper: Keeper,
+    default_model: str | None,
+    learned: dict[str | None, float],
+    *,
+    base: str | None,
+) -> bool:
+    """Keep this state's basis (a part's names its `base`); whether it was."""
     try:
         events = terminal_events(obs)
         projects = touching.projects(obs)
-        found = obs.stage(Transitions)
         languages = touching.languages(obs)  # a full build's read once, then extended
     except Exception:  # nothing remembered: the next state is built whole
-        return
+        return False
     # Before the basis: a state with a basis has its languages (`earlier` lists those).
     if not keeper.save_table(LANGUAGES, languages, obs.manifest):
-        return
+        return False
     meta = {
         "code": code_version(),
         "version": list(keeper.version),
         "snapshots": len(obs.manifest),
         "manifest": _digests(obs.manifest, len(obs.manifest)),
         "projects": projects,
-        "default_model": found.default_model,
-        "learned": [["" if k is None else k, v] for k, v in obs.stage(Prices).learned.items()],
+        "default_model": default_model,
+        "learned": [["" if k is None else k, v] for k, v in learned.items()],
+        "base": base,
     }
     table = pa.table({c: pa.array(touching.texts(events[c]) if c != "at" else events[c].tolist(),
                                   _EVENT_TYPES[c]) for c in touching.EVENT_COLUMNS})  # fmt: skip
-    keeper.save_table(BASIS, table.replace_schema_metadata({"toolkit": json.dumps(meta)}),
-                      obs.manifest)  # fmt: skip
+    return keeper.save_table(BASIS, table.replace_schema_metadata({"toolkit": json.dumps(meta)}),
+                             obs.manifest)  # fmt: skip
 
 
+_SAMPLES: Final = pa.schema([("chapter_id", pa.string()), ("project_id", pa.string()),
+                             ("price", pa.float64()), ("baseline", pa.bool_())])  # fmt: skip
 _EVENT_TYPES: Final = {"chapter_id": pa.string(), "type": pa.string(), "at": pa.int64(),
                        "reason": pa.string()}  # fmt: skip
 
 
 def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
-    """The stages of `obs`'s state up to the run table (the runs frame is made from it),
-    extended from the newest kept state whose snapshots start this one's; None when
-    there is none, or a rule says build whole."""
+    """The stages of `obs`'s state up to the run table (the runs frame is made from it):
+    its part joined with its base, when the update kept one; else extended from the
+    newest kept state whose snapshots start this one's. None when there is none, or a
+    rule says build whole."""
+    mine = keeper.state(obs.manifest)
+    own = run_part.load(keeper, mine)
+    if own is not None:
+        stages = run_part.joined(obs, keeper, own)
+        if stages is None:  # its base is gone: built whole, and a base from then on
+            keeper.discard(BASIS, obs.manifest)
+        return stages
+    part = cast("run_part.Part | None", obs.memo.pop(_WORKED_OUT, None))
+    if part is None:
+        start = kept_start(obs, keeper)
+        part = run_part.part_of(obs, keeper, start) if start is not None else None
+    return run_part.joined(obs, keeper, part) if part is not None else None
+
+
+def update(obs: Observed, keeper: Keeper, *, join_past: float | None = None) -> bool:
+    """After a snapshot: keep the part of `obs`'s state over the base of the newest kept
+    state before it (`run_part`), so that its first reader joins it instead of working
+    out the stages again. Past `join_past` of the chapters (None: `_MOST_IN_PART`) the
+    stages are joined and kept whole (the state becomes a base). Whether anything was
+    kept for the state."""
+    if keeper.keeps(obs.manifest) or keeper.keeps(obs.manifest, PART):
+        return True
     start = kept_start(obs, keeper)
-    if start is None:
-        return None
-    rows = touching.kept_rows(keeper.load_table("transitions", start.state))
-    languages = keeper.load_table(LANGUAGES, start.state)
-    kept: dict[type, Any] = {kind: keeper.load(kind, obs.manifest, state=start.state)
-                             for kind in (Charges, RunTable)}  # fmt: skip
-    if rows is None or languages is None or any(value is None for value in kept.values()):
-        return None
-    state = touching.KeptState(start.snapshots, languages)
-    return _extended(obs, rows, kept, start.meta, start.basis, state)
+    part = run_part.part_of(obs, keeper, start) if start is not None else None
+    if part is None:
+        return False  # the first reader builds whole
+    most = _MOST_IN_PART if join_past is None else join_past
+    if len(part.chapters) > most * max(part.known, 1):
+        obs.memo[_WORKED_OUT] = part  # `extend` joins it, and the stages are kept whole
+        obs.stage(RunTable)
+        return keeper.keeps(obs.manifest)
+    keeper.write_behind()  # whether the store moved on is asked once, not per file
+    try:
+        if run_part.save(keeper, part, obs.manifest):
+            _remember(obs, keeper, part.default_model, part.learned, base=part.base)
+    finally:
+        keeper.flush()
+    return keeper.keeps(obs.manifest, BASIS)
 
 
-@dataclass(frozen=True)
-class Start:
-    """A kept state a new one extends: its name, how many snapshots it saw (this state's
-    first ones), and the basis `remember` kept beside it (`meta`: its metadata)."""
-
-    state: str
-    snapshots: int
-    meta: dict[str, Any]
-    basis: pa.Table
+# The part the update worked out, for the join when it keeps the stages whole.
+_WORKED_OUT: Final = "run_extend.part"
 
 
-def kept_start(obs: Observed, keeper: Keeper) -> Start | None:
-    """The newest kept state whose snapshots start `obs`'s, with only rows added by every
-    table commit since (`_only_appends`); None when there is none."""
+def kept_start(obs: Observed, keeper: Keeper, *, having: str | None = None) -> Start | None:
+    """The newest kept state whose snapshots start `obs`'s (`having`: of those that
+    keep that table), with only rows added by every table commit since
+    (`_only_appends`); None when there is none."""
     states = keeper.earlier(obs.manifest)
+    if having is not None:
+        states = [state for state in states if keeper.holds(state, having)][:1]
     basis = keeper.load_table(BASIS, states[0]) if states else None
     if basis is None:
         return None
@@ -206,74 +251,3 @@ def _commit_info(table: str, version: int) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return None
-
-
-class _Staged:
-    """What the pipeline's `build`s read of an `Observed`: stages given, the others
-    built from them, and the store's events."""
-
-    def __init__(self, stages: dict[type, object], events: pd.DataFrame) -> None:
-        self._stages = dict(stages)
-        self.events = events
-
-    def stage(self, kind: type) -> Any:
-        if kind not in self._stages:
-            self._stages[kind] = cast(Any, kind).build(cast("Observed", self))
-        return self._stages[kind]
-
-
-def _extended(
-    obs: Observed,
-    old: touching.KeptRows,
-    kept: dict[type, Any],
-    meta: dict[str, Any],
-    basis: pa.Table,
-    state: touching.KeptState,
-) -> dict[type, object] | None:
-    times = to_micros(obs.manifest["snapshot_at"])
-    # The touched chapters first, then their rows: a CTE the transitions query names
-    # three times is worked out three times, each a scan of the logs (0.4 s against 0.1
-    # s at 30,000 chapters x a month); a small table joined is quicker than a list of ids.
-    changes = touching.since(obs, state)
-    touched, whole = touching.touched(obs, old, meta, basis, changes)
-    if len(touched) > _MOST_TOUCHED * max(len(old.chapters), 1):
-        return None
-    pairs = touching.languages(obs, changes, state)
-    answer = touching.touched_rows(obs, old, touched - whole, whole, pairs, state)
-    if answer is None:
-        return None
-    chapters = pd.Index(old.chapters)
-    # The kept rows of the chapters untouched; and of the touched ones whose rows since
-    # are added to them (the rest of their history as the query answers it).
-    kept_rows = np.flatnonzero(~chapters.isin(list(touched))[old.code])
-    added_to = np.flatnonzero(chapters.isin(list(touched - whole))[old.code])
-    sub_table, _ = spliced_transitions(old.table, added_to, answer)
-    sub = Transitions.of(sub_table, times) if sub_table.num_rows else None
-    if sub is not None and sub.default_model != old.default_model:
-        return None  # the service's default model as another project names it: all rows
-    table, order_np = spliced_transitions(old.table, kept_rows, sub_table)
-    transitions = Transitions.of(table, times)
-    staged = _Staged({Transitions: transitions}, obs.events)
-    prices: Prices = staged.stage(Prices)
-    learned = {None if k == "" else k: float(v) for k, v in meta["learned"]}
-    if sub is None or not _same_prices(learned, prices.learned):
-        # The learned price moved: every run's split may too, so the later stages are
-        # built whole, from the spliced transitions.
-        return {kind: staged.stage(kind) for kind in (Transitions, Prices, Charges, RunTable)}
-    part = _Staged({Transitions: sub, Prices: Prices.priced(sub, prices.learned)}, obs.events)
-    new_of = np.empty(len(order_np), "int64")
-    new_of[order_np] = np.arange(len(order_np))  # kept rows, then the touched -> new rows
-    charges = spliced_charges(kept[Charges], part.stage(Charges), kept_rows, new_of)
-    old_to_new = np.full(len(old.code), -1, "int64")
-    old_to_new[kept_rows] = new_of[: len(kept_rows)]
-    runs = spliced_runs(kept[RunTable], part.stage(RunTable), old_to_new=old_to_new,
-                 sub_to_new=new_of[len(kept_rows) :], found=transitions)  # fmt: skip
-    # The runs frame is made from them when asked: its texts are taken by code, quicker
-    # than reading them (0.39 s against 0.52 s at 30,000 chapters x a month).
-    return {Transitions: transitions, Prices: prices, Charges: charges, RunTable: runs}
-
-
-def _same_prices(a: dict[str | None, float], b: dict[str | None, float]) -> bool:
-    return a.keys() == b.keys() and all(
-        a[k] == b[k] or (np.isnan(a[k]) and np.isnan(b[k])) for k in a
-    )

@@ -12,6 +12,7 @@ build on every seeded history.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -27,24 +28,30 @@ __all__ = ["spliced_charges", "spliced_runs", "spliced_transitions"]
 
 
 def spliced_transitions(
-    kept: pa.Table, at: np.ndarray, answer: pa.Table
+    kept: Sequence[tuple[pa.Table, np.ndarray]], answer: pa.Table
 ) -> tuple[pa.Table, np.ndarray]:
-    """The kept transition rows `at` (as their file holds them) and the query's
-    `answer` for the touched chapters, as one answer in the query's order (for
-    `Transitions.of`); and that order, over the kept rows then the answer's."""
+    """Kept transition rows (each of `kept` a table as a state keeps it, or a part's
+    rows, and the rows of it to take) and the query's `answer` for the touched chapters,
+    as one answer in the query's order (for `Transitions.of`); and that order, over the
+    kept rows (in the order given) then the answer's. No chapter is in two of them."""
     # Taken once, into the query's order: each whole-table pass is a copy of every
     # column, fresh memory the system has to hand over (taking the kept rows, joining
     # the chunks, then ordering made three). A take from two chunks joins them first,
     # so kept rows that are few are taken alone before.
-    few = len(at) <= kept.num_rows // 2
-    rows = _as_answer(kept.take(pa.array(at, pa.int64())) if few else kept, answer.schema)
-    table = pa.concat_tables([rows, _coded(answer)]).unify_dictionaries()
-    at = np.arange(len(at)) if few else at
-    places = np.concatenate([at, rows.num_rows + np.arange(answer.num_rows, dtype="int64")])
-    if not len(places):  # no chunk to read (the touched chapters' rows since: none)
+    tables, places, start = [], [], 0
+    for table, at in kept:
+        few = len(at) <= table.num_rows // 2
+        rows = _as_answer(table.take(pa.array(at, pa.int64())) if few else table, answer.schema)
+        tables.append(rows)
+        places.append(start + (np.arange(len(at)) if few else at))
+        start += rows.num_rows
+    table = pa.concat_tables([*tables, _coded(answer)]).unify_dictionaries()
+    places.append(start + np.arange(answer.num_rows, dtype="int64"))
+    at = np.concatenate(places).astype("int64")
+    if not len(at):  # no chunk to read (the touched chapters' rows since: none)
         return table.slice(0, 0).combine_chunks(), np.zeros(0, "int64")
-    order = _chapter_order(table.column("chapter_id"), places)
-    return table.take(pa.array(places[order])), order
+    order = _chapter_order(table.column("chapter_id"), at)
+    return table.take(pa.array(at[order])), order
 
 
 def _as_answer(kept: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -59,7 +59,9 @@ __all__ = [
     "KEPT",
     "LANGUAGES",
     "LAST",
+    "PART",
     "READ_LAST",
+    "SAMPLES",
     "Keeper",
     "code_version",
     "decode",
@@ -108,6 +110,15 @@ BASIS: Final = "basis"
 # And every chapter's languages, each pair once, which an extension counts with the
 # pairs since alone (`run_extend`; written before the basis).
 LANGUAGES: Final = "languages"
+# And, beside a base state (one whose stages are kept whole), its first charges, which
+# the learned prices of a part over it are learned from (`run_part`).
+SAMPLES: Final = "first_charges"
+# A part's rows, which name the base state it is joined with (`run_part`).
+PART: Final = "part"
+# Kept uncompressed: a part reads the rows of a few chapters of its base's transitions
+# (`run_part`), from the file mapped, not the file whole (at 100,000 chapters x a year
+# the whole file decompressed was fresh memory worth some 0.5 s).
+_MAPPED: Final = frozenset({"transitions"})
 _FRAME: Final = "frame:"  # the columns of a DataFrame field, as `frame:<field>:<column>`
 
 
@@ -235,12 +246,26 @@ class Keeper:
         if behind is not None:
             behind.join()
 
-    def load_table(self, name: str, state: str) -> pa.Table | None:
-        """The table `save_table` kept as `name` for `state`; None when none reads."""
+    def holds(self, state: str, name: str) -> bool:
+        """Whether the kept `state` has a table kept as `name`."""
+        return self._folder is not None and (self._folder / state / f"{name}.arrow").exists()
+
+    def discard(self, name: str, manifest: pd.DataFrame) -> None:
+        """Delete the table kept as `name` for this state, if any."""
+        if self._folder is not None:
+            (self._folder / self.state(manifest) / f"{name}.arrow").unlink(missing_ok=True)
+
+    def load_table(self, name: str, state: str, *, mapped: bool = False) -> pa.Table | None:
+        """The table `save_table` kept as `name` for `state`; None when none reads.
+        `mapped`: the file mapped, its columns read as they are used (the table's arrays
+        are views of it: a file kept uncompressed, `_MAPPED`)."""
         if self._folder is None:
             return None
+        path = str(self._folder / state / f"{name}.arrow")
         try:
-            with pa.OSFile(str(self._folder / state / f"{name}.arrow")) as source:
+            if mapped:
+                return pa.ipc.open_file(pa.memory_map(path)).read_all()
+            with pa.OSFile(path) as source:
                 return pa.ipc.open_file(source).read_all()
         except Exception:  # a file that does not read is no basis, never an error
             return None
@@ -260,8 +285,10 @@ class Keeper:
 
 def _written(folder: Path, name: str, table: pa.Table) -> bool:
     """Whether `table` was written whole as `<name>.arrow` in a state's `folder`."""
+    compressed = name not in _MAPPED
     try:
-        write_whole(folder / f"{name}.arrow", lambda path: write_arrow(path, table))
+        write_whole(folder / f"{name}.arrow",
+                    lambda path: write_arrow(path, table, compressed=compressed))  # fmt: skip
         _drop_stale(folder.parent, keep=folder.name)
     except (OSError, pa.ArrowException, TypeError, ValueError):
         # A read-only store, a full disk, a value Arrow cannot hold: nothing is kept,
@@ -318,9 +345,28 @@ def _drop_stale(folder: Path, *, keep: str) -> None:
                 others.append((entry.stat().st_mtime, entry))
         except OSError:
             continue
-    for rank, (mtime, entry) in enumerate(sorted(others, key=lambda o: o[0], reverse=True)):
-        if mtime < limit or rank >= _MOST_STATES:
+    ranked = sorted(others, key=lambda o: o[0], reverse=True)
+    dropped = [entry for rank, (mtime, entry) in enumerate(ranked)
+               if mtime < limit or rank >= _MOST_STATES]  # fmt: skip
+    # Never the base of a part kept (`run_part`): the part is joined with it.
+    kept = [folder / keep, *(entry for _, entry in ranked if entry not in dropped)]
+    bases = {_base_of_part(entry) for entry in kept}
+    for entry in dropped:
+        if entry.name not in bases:
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def _base_of_part(state: Path) -> str | None:
+    """The base state a state's part is joined with; None for a state with no part, or
+    whose stages are kept whole (a part's reader keeps them: it is a base then)."""
+    if (state / f"{KEPT[_FIRST]}.arrow").exists():
+        return None
+    try:
+        with pa.OSFile(str(state / f"{PART}.arrow")) as source:
+            meta = pa.ipc.open_file(source).schema.metadata or {}
+        return str(json.loads(meta[b"toolkit"])["base"])
+    except Exception:  # no part, or not one that reads: nothing to keep for it
+        return None
 
 
 def encode(value: Any) -> pa.Table:

@@ -25,18 +25,21 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit.analysis._arrays import is_true
 from toolkit.analysis.run_store import frame_table
 from toolkit.analysis.run_table import terminal_events
-from toolkit.analysis.transitions import Since, transitions_ctes, transitions_sql
+from toolkit.analysis.transitions import Since, Transitions, transitions_ctes, transitions_sql
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
 __all__ = [
     "EVENT_COLUMNS",
+    "KeptChapters",
     "KeptRows",
     "KeptState",
     "kept_rows",
+    "kept_rows_of",
     "languages",
     "pairs",
     "projects",
@@ -123,6 +126,26 @@ class KeptRows:
     odd: np.ndarray
     default_model: str | None
 
+    def per_chapter(self) -> KeptChapters:
+        return KeptChapters(self.chapters, self.projects, self.odd)
+
+
+@dataclasses.dataclass(frozen=True)
+class KeptChapters:
+    """Per chapter of a kept state, its id, project and whether its rows are odd
+    (`KeptRows`): what `touched` reads of it."""
+
+    chapters: np.ndarray
+    projects: np.ndarray
+    odd: np.ndarray
+
+    def replaced(self, other: KeptChapters, *, dropping: np.ndarray) -> KeptChapters:
+        """These chapters but those `dropping` names, and `other`'s (a part over a base
+        state, `run_part`: it names its chapters whose rows are gone too)."""
+        mine = ~pd.Index(self.chapters).isin(list(dropping))
+        return KeptChapters(*(np.concatenate([getattr(self, f)[mine], getattr(other, f)])
+                              for f in ("chapters", "projects", "odd")))  # fmt: skip
+
 
 def kept_rows(file: pa.Table | None) -> KeptRows | None:
     """`KeptRows` of a state's kept transitions file; None when there is none, or it is
@@ -138,15 +161,39 @@ def kept_rows(file: pa.Table | None) -> KeptRows | None:
         first = np.flatnonzero(step == 0)
         chapters = pc.cast(table.column("chapter_id").take(first), pa.string())
         projects = pc.cast(table.column("project_id").take(first), pa.string())
-        odd = np.zeros(len(first), bool)
-        np.logical_or.at(odd, code, (new & (step > 0)) | (~new & (step == 0)))
         return KeptRows(
             table, code, np.asarray(chapters.to_pylist(), object),
-            np.asarray(projects.to_pylist(), object), odd,
+            np.asarray(projects.to_pylist(), object), _odd(code, step, new, len(first)),
             meta["values"]["default_model"]["value"],
         )  # fmt: skip
     except (KeyError, ValueError, pa.ArrowException):  # not as written: no basis
         return None
+
+
+def kept_rows_of(found: Transitions, table: pa.Table) -> KeptRows:
+    """`KeptRows` of transition rows in the query's answer (`table`, a part's:
+    `run_part`), from their stage `found`."""
+    rows = found.rows
+    code = rows["chapter_code"].to_numpy("int64")
+    step = rows["step"].to_numpy()
+    first = np.flatnonzero(step == 0)
+    return KeptRows(
+        table, code, _ids(rows["chapter_id"], first), _ids(rows["project_id"], first),
+        _odd(code, step, is_true(rows["is_new"]), len(first)), found.default_model,
+    )  # fmt: skip
+
+
+def _ids(column: pd.Series, at: np.ndarray) -> np.ndarray:
+    """A text column's values `at` rows, null as None (as `kept_rows` reads them)."""
+    return np.asarray(texts(column.iloc[at]), object)
+
+
+def _odd(code: np.ndarray, step: np.ndarray, new: np.ndarray, chapters: int) -> np.ndarray:
+    """Per chapter, whether its rows cannot be told back to the query's answer (created
+    more than once, or its first row not its creation)."""
+    odd = np.zeros(chapters, bool)
+    np.logical_or.at(odd, code, (new & (step > 0)) | (~new & (step == 0)))
+    return odd
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +207,7 @@ class KeptState:
 
 def touched_rows(
     obs: Observed,
-    old: KeptRows,
+    model: str | None,
     added: set[str],
     whole: set[str],
     pairs: pa.Table,
@@ -168,12 +215,12 @@ def touched_rows(
 ) -> pa.Table | None:
     """The query's answer for the touched chapters: of those `added`, their rows since
     the kept snapshots alone (the rows before are kept); of those worked out `whole`,
-    every row. None when the service's default model cannot be told from the kept one."""
+    every row. None when the service's default model cannot be told from the kept one
+    (`model`)."""
     first, at = state.snapshots, _at(obs, state)
     chosen = f"SELECT chapter_id FROM {_TOUCHED_IDS}"
     parts = []
     if added:
-        model = old.default_model
         if (
             model is None
             and obs.store.query_arrow(_NEW_DEFAULT.format(since=first, at=at)).num_rows
@@ -227,7 +274,7 @@ def _added(kept: pa.Table, since: pa.Table) -> pa.Table:
 
 
 def touched(
-    obs: Observed, old: KeptRows, meta: dict[str, Any], basis: pa.Table, changes: pa.Table
+    obs: Observed, old: KeptChapters, meta: dict[str, Any], basis: pa.Table, changes: pa.Table
 ) -> tuple[set[str], set[str]]:
     """The chapters to work out again, by id, and of those the ones worked out over
     their whole history (the rest have their rows since added to those kept): the
