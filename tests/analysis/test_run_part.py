@@ -136,10 +136,10 @@ def test_a_part_reads_back_as_it_was_kept(seen, tmp_path):
     another_snapshot(emulator, client, store, first_page=2610)
     assert Observed(SnapshotStore(root)).update(join_past=1.0)
     keeper = Keeper(store, store.version())
-    part = run_part.load(keeper, state_of(root).name)
+    part = run_part.read_part(keeper, state_of(root).name)
     assert part is not None and part.charges is not None and part.runs is not None
     assert len(part.chapters) >= 1 and part.rows.num_rows >= 1
-    assert run_part.load(keeper, "no-such-state") is None
+    assert run_part.read_part(keeper, "no-such-state") is None
 
 
 def test_toolkit_snapshot_keeps_the_part_of_a_store_that_keeps_stages(

@@ -50,7 +50,6 @@ from toolkit.analysis.measures import (
 from toolkit.analysis.model_comparison import compare_models, price_by_language
 from toolkit.analysis.monthly import monthly_spend
 from toolkit.analysis.needs_person import needing_person
-from toolkit.analysis.observed import update_runs
 from toolkit.analysis.review import review_backlog
 from toolkit.analysis.runs import runs
 from toolkit.analysis.spent import charges, spend_in
@@ -65,6 +64,7 @@ from toolkit.analysis.trouble import (
     stalled,
     stuck,
 )
+from toolkit.analysis.update import update_runs
 
 __all__ = [
     "GROUP_KEY",

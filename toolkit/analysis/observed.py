@@ -46,7 +46,6 @@ __all__ = [
     "flag",
     "observe",
     "stacked",
-    "update_runs",
     "with_previous",
 ]
 
@@ -278,23 +277,6 @@ def observe(source: SnapshotStore | Observed) -> Observed:
         observed = Observed(source, version=version)
         _seen[source] = (version, observed)
         return observed
-
-
-def update_runs(store: SnapshotStore) -> bool:
-    """Keep a store's run stages up to date after a snapshot, as a part over the last
-    state kept whole (`run_part`: the touched chapters' rows, charges and runs), so that
-    the next question joins them instead of working them out again: the new state's
-    first figure then costs a join, not the log since. Whether anything was kept; a
-    store that keeps no stages (a short history, an object store) keeps none. Never an
-    error: what could not be kept is worked out by the next question, as before.
-
-    Args:
-        store: The store, just after its snapshot (`SnapshotStore.take` or `write`).
-    """
-    try:
-        return Observed(store).update()
-    except Exception:  # a cache: the next question works the stages out itself
-        return False
 
 
 def _stage_type(name: str) -> type[Stage]:

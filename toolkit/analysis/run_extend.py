@@ -130,7 +130,7 @@ def extend(obs: Observed, keeper: Keeper) -> dict[type, object] | None:
     newest kept state whose snapshots start this one's. None when there is none, or a
     rule says build whole."""
     mine = keeper.state(obs.manifest)
-    own = run_part.load(keeper, mine)
+    own = run_part.read_part(keeper, mine)
     if own is not None:
         stages = run_part.joined(obs, keeper, own)
         if stages is None:  # its base is gone: built whole, and a base from then on
@@ -162,7 +162,7 @@ def update(obs: Observed, keeper: Keeper, *, join_past: float | None = None) -> 
         return keeper.keeps(obs.manifest)
     keeper.write_behind()  # whether the store moved on is asked once, not per file
     try:
-        if run_part.save(keeper, part, obs.manifest):
+        if run_part.keep_part(keeper, part, obs.manifest):
             _remember(obs, keeper, part.default_model, part.learned, base=part.base)
     finally:
         keeper.flush()

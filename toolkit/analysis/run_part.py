@@ -44,7 +44,16 @@ from toolkit.analysis.transitions import Transitions
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["MOST_TOUCHED", "Part", "Start", "base_of", "joined", "load", "part_of", "save"]
+__all__ = [
+    "MOST_TOUCHED",
+    "Part",
+    "Start",
+    "base_of",
+    "joined",
+    "keep_part",
+    "part_of",
+    "read_part",
+]
 
 # A part's files in its state's folder beside its rows (`PART`, whose metadata names the
 # base, the chapters and the learned prices): its charges and runs, as stages are kept.
@@ -98,7 +107,7 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
     kept = touching.kept_rows(keeper.load_table("transitions", base, mapped=True))
     languages = keeper.load_table(LANGUAGES, start.state)
     samples = keeper.load_table(SAMPLES, base)
-    before = load(keeper, start.state) if base != start.state else None
+    before = read_part(keeper, start.state) if base != start.state else None
     if kept is None or languages is None or samples is None:
         return None
     if base != start.state and before is None:
@@ -174,8 +183,8 @@ def joined(obs: Observed, keeper: Keeper, part: Part) -> dict[type, object] | No
     return {Transitions: transitions, Prices: prices, Charges: charges, RunTable: runs}
 
 
-def save(keeper: Keeper, part: Part, manifest: pd.DataFrame) -> bool:
-    """Keep `part` for the keeper's state (its rows last: what `load` finds first);
+def keep_part(keeper: Keeper, part: Part, manifest: pd.DataFrame) -> bool:
+    """Keep `part` for the keeper's state (its rows last: what `read_part` finds first);
     whether it was."""
     stages = {_CHARGES: part.charges, _RUNS: part.runs}
     whole = any(stage is None for stage in stages.values())
@@ -189,7 +198,7 @@ def save(keeper: Keeper, part: Part, manifest: pd.DataFrame) -> bool:
     return keeper.save_table(PART, rows, manifest)
 
 
-def load(keeper: Keeper, state: str) -> Part | None:
+def read_part(keeper: Keeper, state: str) -> Part | None:
     """The part kept for `state`; None when none reads."""
     rows = keeper.load_table(PART, state)
     if rows is None:
