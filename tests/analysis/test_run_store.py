@@ -608,23 +608,27 @@ def test_parts_kept_after_each_snapshot_join_into_the_full_build(
     assert check_runs_kept(str(root)) == []
 
 
-def test_a_part_whose_base_is_gone_is_built_whole(parts_of_any_share, seen, tmp_path):
+def a_part_kept(seen, tmp_path: Path, first_page: int) -> tuple[Path, Path, SnapshotStore]:
+    """A copy of the scenario store with its stages kept whole (the base), then one more
+    snapshot and its update, which keeps a part: the store's folder, the base's, the
+    store."""
     emulator, client, root = seen
     root = copy(root, tmp_path)
     base, store = kept_whole(root)
-    another_snapshot(emulator, client, store, first_page=2110)
+    another_snapshot(emulator, client, store, first_page=first_page)
     assert Observed(SnapshotStore(root)).update(join_past=1.0)
+    return root, base, store
+
+
+def test_a_part_whose_base_is_gone_is_built_whole(parts_of_any_share, seen, tmp_path):
+    root, base, _ = a_part_kept(seen, tmp_path, first_page=2110)
     shutil.rmtree(base)
     assert_stages_are_the_pipelines(root)
     assert base_named(state_of(root)) is None  # what the next snapshot extends
 
 
 def test_store_check_joins_a_part_and_compares_it(parts_of_any_share, seen, tmp_path):
-    emulator, client, root = seen
-    root = copy(root, tmp_path)
-    _, store = kept_whole(root)
-    another_snapshot(emulator, client, store, first_page=2210)
-    assert Observed(SnapshotStore(root)).update(join_past=1.0)
+    root, _, _ = a_part_kept(seen, tmp_path, first_page=2210)
     assert check_runs_kept(str(root)) == []
     assert (state_of(root) / "run_table.arrow").exists()
 
@@ -668,11 +672,7 @@ def test_a_store_that_keeps_no_stages_keeps_nothing_after_an_update(
 
 
 def test_a_part_reads_back_as_it_was_kept(parts_of_any_share, seen, tmp_path):
-    emulator, client, root = seen
-    root = copy(root, tmp_path)
-    _, store = kept_whole(root)
-    another_snapshot(emulator, client, store, first_page=2610)
-    assert Observed(SnapshotStore(root)).update(join_past=1.0)
+    root, _, store = a_part_kept(seen, tmp_path, first_page=2610)
     keeper = Keeper(store, store.version())
     part = run_part.read_part(keeper, state_of(root).name)
     assert part is not None and part.charges is not None and part.runs is not None
