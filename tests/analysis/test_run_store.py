@@ -696,3 +696,20 @@ def test_toolkit_snapshot_keeps_the_part_of_a_store_that_keeps_stages(
     assert (state_of(root) / f"{BASIS}.arrow").exists()  # a part, or the stages whole
     assert "Traceback" not in capsys.readouterr().err
     assert_stages_are_the_pipelines(root)
+
+
+def test_a_part_over_a_part_whose_prices_moved_is_priced_whole(
+    parts_of_any_share, seen, tmp_path, monkeypatch
+):
+    # The first part's learned prices moved from the base's (as a test says: once), so
+    # it keeps rows only; the part over it must not price its chapters apart either.
+    answers = iter([False])
+    monkeypatch.setattr(run_part, "_same_prices", lambda a, b: next(answers, True))
+    root, _, store = a_part_kept(seen, tmp_path, first_page=2810)
+    emulator, client, _ = seen
+    another_snapshot(emulator, client, store, first_page=2830)
+    assert Observed(SnapshotStore(root)).update(join_past=1.0)
+    keeper = Keeper(store, store.version())
+    part = run_part.read_part(keeper, state_of(root).name)
+    assert part is not None and part.charges is None
+    assert_stages_are_the_pipelines(root)

@@ -147,7 +147,11 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
         seen = pd.concat([seen, first_charges(found.rows, n_languages=found.languages())])
     learned = learned_from(seen)
     charges = runs = None
-    if found is not None and _same_prices(learned, _learned(start.meta)):
+    # The base's charges were priced by the base's learned prices, which a part with
+    # charges of its own has too (a part without: the prices moved, or it had no rows;
+    # so is every part over it, its learned prices no longer the base's).
+    priced = before is None or before.charges is not None
+    if found is not None and priced and _same_prices(learned, _learned(start.meta)):
         staged = _Staged({Transitions: found, Prices: Prices.priced(found, learned)}, obs.events)
         charges, runs = staged.stage(Charges), staged.stage(RunTable)
     return Part(base, np.array(sorted(ids), object), table, learned, charges, runs,
