@@ -46,8 +46,8 @@ RUN_FIGURES = ("credit_spend", "throughput", "runs", "cycle_times", "failures", 
 # whole history and for its last week, beside the same figure worked out from the change
 # log (the reference path, the rows above). `keep` first: the first question after a
 # snapshot, which builds the stages and keeps them; the `:kept` rows read them. `extend`:
-# new snapshots written on a copy, the first question after each with the stages
-# extended from the kept ones against the full build (`bench_extend`; its note).
+# new snapshots written on a copy and updated (a part kept), the first question after
+# each joining the part, against the full build (`bench_extend`; its note).
 KEPT_FIGURES = (
     "keep",
     *(f"{name}:week" for name in RUN_FIGURES),
@@ -71,7 +71,7 @@ LABELS = {
         f"{name}:week:kept": f"analysis.{name}, the last week, from the kept stages"
         for name in RUN_FIGURES
     },
-    "extend": "the first runs after a new snapshot, extended (see the note)",
+    "extend": "a snapshot's write and update, the first runs after it (see the note)",
     "forecast": "analysis.forecast",
     "weekly": "tk.report, the weekly page of the last week",
     "watch_checks": "tk.watch.checks (a watch cycle's store part)",
