@@ -101,8 +101,8 @@ def base_of(meta: dict[str, Any], state: str) -> str:
 def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
     """The part of `obs`'s state over the base of `start` (`start` itself, or its
     base when it is a part); None when a rule says build whole: more than half the
-    chapters touched, the base not kept or not as written, a model the kept rows may
-    not name, no first charge to learn a price from without every row."""
+    chapters touched since `start`, the base or the part before not kept or not as
+    written, a model the kept rows may not name."""
     base = base_of(start.meta, start.state)
     kept = touching.kept_rows(keeper.load_table("transitions", base, mapped=True))
     languages = keeper.load_table(LANGUAGES, start.state)
