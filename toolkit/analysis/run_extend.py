@@ -109,7 +109,7 @@ def _remember(
         "manifest": _digests(obs.manifest, len(obs.manifest)),
         "projects": projects,
         "default_model": default_model,
-        "learned": [["" if k is None else k, v] for k, v in learned.items()],
+        "learned": run_part.learned_pairs(learned),
         "base": base,
     }
     table = pa.table({c: pa.array(touching.texts(events[c]) if c != "at" else events[c].tolist(),

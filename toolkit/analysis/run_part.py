@@ -115,7 +115,6 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
     times = to_micros(obs.manifest["snapshot_at"])
     chapters = kept.per_chapter()
     earlier: set[str] = set()
-    sources: list[tuple[pa.Table, np.ndarray]] = []
     if before is not None:
         # The part before's chapters in place of the base's, and their rows but those
         # worked out whole again (`whole`, below).
@@ -133,7 +132,7 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
         return None
     # Each touched chapter's kept rows (the part's before, else the base's), those since
     # added; the part before's other chapters as they were.
-    sources.insert(0, (kept.table, _rows_of(kept.chapters, kept.code, (touched - whole) - earlier)))
+    sources = [(kept.table, _rows_of(kept.chapters, kept.code, (touched - whole) - earlier))]
     if before is not None:
         sources.append((before.rows, _rows_of(rows.chapters, rows.code, earlier - whole)))
     table, _ = spliced_transitions(sources, answer)
@@ -193,7 +192,7 @@ def keep_part(keeper: Keeper, part: Part, manifest: pd.DataFrame) -> bool:
     stages = {_CHARGES: part.charges, _RUNS: part.runs}
     whole = any(stage is None for stage in stages.values())
     meta = {"base": part.base, "chapters": part.chapters.tolist(),
-            "learned": [["" if k is None else k, v] for k, v in part.learned.items()],
+            "learned": learned_pairs(part.learned),
             "default_model": part.default_model, "known": part.known, "whole": whole}  # fmt: skip
     rows = part.rows.replace_schema_metadata({"toolkit": json.dumps(meta)})
     if not whole and not all(keeper.save_table(name, encode(stage), manifest)
@@ -209,7 +208,6 @@ def read_part(keeper: Keeper, state: str) -> Part | None:
         return None
     try:
         meta = json.loads(rows.schema.metadata[b"toolkit"])
-        learned = {None if k == "" else k: float(v) for k, v in meta["learned"]}
         stages: tuple[Charges | None, RunTable | None] = (None, None)
         if not meta["whole"]:
             charges, runs = keeper.load_table(_CHARGES, state), keeper.load_table(_RUNS, state)
@@ -218,7 +216,7 @@ def read_part(keeper: Keeper, state: str) -> Part | None:
             stages = cast(Charges, decode(Charges, charges)), cast(RunTable, decode(RunTable, runs))
         return Part(
             str(meta["base"]), np.array(meta["chapters"], object), rows.replace_schema_metadata(),
-            learned, *stages, meta["default_model"], int(meta["known"]),
+            _learned(meta), *stages, meta["default_model"], int(meta["known"]),
         )  # fmt: skip
     except (KeyError, TypeError, ValueError, pa.ArrowException):  # not as written: none
         return None
@@ -233,7 +231,14 @@ def _rows_of(
     return np.flatnonzero(chosen[code] if keep else ~chosen[code])
 
 
+def learned_pairs(learned: dict[str | None, float]) -> list[list[Any]]:
+    """Learned prices as kept in a part's or a basis's metadata (JSON: the workspace's,
+    `None`, as "")."""
+    return [["" if k is None else k, v] for k, v in learned.items()]
+
+
 def _learned(meta: dict[str, Any]) -> dict[str | None, float]:
+    """The learned prices `learned_pairs` kept in `meta`."""
     return {None if k == "" else k: float(v) for k, v in meta["learned"]}
 
 

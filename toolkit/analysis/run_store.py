@@ -208,10 +208,7 @@ class Keeper:
         """Whether this state keeps `name` (by default its transitions: then it keeps
         every stage, however quick, so that the next state can be extended from them,
         `run_extend`)."""
-        return (
-            self._folder is not None
-            and (self._folder / self.state(manifest) / f"{name}.arrow").exists()
-        )
+        return self.holds(self.state(manifest), name)
 
     def save_table(self, name: str, table: pa.Table, manifest: pd.DataFrame) -> bool:
         """Keep `table` as `<name>.arrow` for this state, written whole or not at all;
