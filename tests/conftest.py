@@ -42,32 +42,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 # gets them: left to itself it orders them by their number of tests, which put these (few
 # tests, a long simulation or a subprocess each) last, where one of them alone kept a
 # worker busy after the other had finished. Started first, they overlap the many short
-# files instead. The last two read the short demo (`demo`, below) that test_demo.py, the
-# first, makes: listed after the long files, they come when it is made, and a worker
-# other than its maker reads it instead of making its own. A file not listed keeps its
-# place; a name that no longer exists is ignored, so the list can only be out of date,
-# never wrong.
+# files instead. The short demo (`demo`, below) is made by the first file that asks for it
+# and read by the others: test_demo.py first in the slow group, test_metrics.py first in
+# the default one; test_explanations.py, last, comes when it is made, and a worker other
+# than its maker reads it instead of waiting for it. A file not listed keeps its place; a
+# name that no longer exists is ignored, so the list can only be out of date, never wrong.
 LONGEST_FIRST = (
     "tests/test_demo.py",
+    "tests/test_metrics.py",
     "tests/test_types.py",
-    "tests/analysis/test_histories.py",
+    "tests/analysis/test_run_store.py",
     "tests/store/test_store_damage.py",
     "tests/reporting/test_report_html.py",
-    "tests/store/test_store_foreign.py",
-    "tests/emulator/test_fuzz.py",
-    "tests/store/test_store_migrate.py",
     "tests/store/test_snapshot_store.py",
+    "tests/store/test_store_foreign.py",
+    "tests/analysis/test_histories.py",
+    "tests/emulator/test_fuzz.py",
+    "tests/test_cli_errors.py",
+    "tests/test_cli_explain.py",
+    "tests/analysis/test_runs.py",
+    "tests/store/test_store_latest.py",
+    "tests/store/test_store_migrate.py",
+    "tests/watch/test_checks_history.py",
+    "tests/analysis/test_reference_runs.py",
     "tests/test_conformance.py",
     "tests/store/test_store_diff.py",
-    "tests/analysis/test_reference_runs.py",
-    "tests/analysis/test_run_store.py",
     "tests/reporting/test_report_xlsx.py",
     "tests/reporting/test_linked_tables.py",
-    "tests/test_cli_errors.py",
     "tests/analysis/test_forecast_families.py",
     "tests/test_pytest_plugin.py",
     "tests/reporting/test_explanations.py",
-    "tests/test_metrics.py",
 )
 
 

@@ -109,6 +109,7 @@ def test_the_earlier_format_is_still_read_with_a_one_line_note(two_workspaces, c
     assert "[workspaces.NAME]" in note[0] and "key_env" in note[0]
 
 
+@pytest.mark.slow
 def test_report_per_workspace_shows_the_agency_spend(two_workspaces, emulator, tmp_path):
     import pandas as pd
     from page_images import make_page

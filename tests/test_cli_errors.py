@@ -361,6 +361,7 @@ def _command(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
                                                        **env})  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_snapshot_on_a_full_disk_is_one_line_and_exit_2_and_the_store_reads_after(
     emulator, small_disk
 ):

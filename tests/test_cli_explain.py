@@ -143,6 +143,7 @@ def _table(out: str) -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_credits_by_client_over_the_workspaces_are_the_ledgers_charges(agency, capsys):
     studios, folder = agency
     config = str(folder / "watch.toml")

@@ -21,6 +21,9 @@ from toolkit.formatting import count
 from toolkit.reporting.figures import FIGURES, WORDS
 from toolkit.store import SnapshotStore
 
+# The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
+pytestmark = pytest.mark.slow
+
 
 def test_short_demo_writes_report_snapshots_and_events(demo: Demo):
     check_short_demo(demo.out, demo.printed, hours=3)

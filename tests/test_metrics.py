@@ -209,6 +209,7 @@ def test_the_notebooks_name_their_columns_by_the_registry():
 # -- the same figure reads the same number on every surface that shows it -------------
 
 
+@pytest.mark.slow
 def test_each_figure_reads_the_same_on_every_surface_of_the_demo(demo, tmp_path):
     out, printed = demo.out, demo.printed
     store = SnapshotStore(str(out / "snapshots"))
@@ -225,6 +226,7 @@ def test_each_figure_reads_the_same_on_every_surface_of_the_demo(demo, tmp_path)
     assert shown == {f.name for f in metrics.FIGURES.values() if set(f.shown_on) - {"dashboard"}}
 
 
+@pytest.mark.slow
 def test_each_figure_reads_the_same_with_held_pages_novels_and_stalls(
     emulator, workspace, comic_project, novel_project, client, tmp_path, capsys
 ):

@@ -104,6 +104,7 @@ FIGURES = {
     ids=IDS,
     indirect=["epoch"],
 )
+@pytest.mark.slow
 def test_every_figure_by_the_hour_across_a_change(
     emulator, workspace, client, tmp_path, epoch, zone
 ):

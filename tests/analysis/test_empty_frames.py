@@ -123,6 +123,7 @@ def small(request, tmp_path_factory) -> SnapshotStore:
 
 
 @pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.slow
 def test_every_public_analysis_function_answers_on_a_store_with_nothing_or_one_row(small, name):
     if name == "price_estimate" and small.latest("chapters").empty:
         # Its documented refusal: no price to learn from, said with what to do.

@@ -92,6 +92,7 @@ def _true_finishes(emulator, client, project_ids) -> dict[str, pd.Timestamp]:
 
 
 @pytest.mark.epochs
+@pytest.mark.slow
 def test_steady_work_finishes_inside_the_band_and_near_the_median(backlog, emulator, client):
     store, steady, _, _ = backlog
     # Throughput over the last 18 minutes (after the pages were read), in 3-minute bins.
@@ -116,6 +117,7 @@ def test_steady_work_finishes_inside_the_band_and_near_the_median(backlog, emula
     assert close == len(steady)
 
 
+@pytest.mark.slow
 def test_work_that_needs_action_never_gets_an_eta(backlog_seen):
     store, _, waiting, flagged = backlog_seen
     by_project = analysis.forecast(store, window="18min", freq="3min", stall_after="10min")

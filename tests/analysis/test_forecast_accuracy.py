@@ -31,6 +31,9 @@ from toolkit.analysis.forecast import forecast_seen
 from toolkit.analysis.observed import Observed, observe
 from toolkit.store import SnapshotStore
 
+# The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> SnapshotStore:

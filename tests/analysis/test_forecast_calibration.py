@@ -25,6 +25,9 @@ from toolkit.client import Client
 from toolkit.emulator import Emulator
 from toolkit.store import SnapshotStore
 
+# The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
+pytestmark = pytest.mark.slow
+
 EVERY = 120  # seconds between snapshots
 FORECAST_AT = 44  # minutes after the first upload
 COMIC = {"kind": "comic", "source_language": "ja", "reading_direction": "rtl"}

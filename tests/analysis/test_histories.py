@@ -170,6 +170,7 @@ def histories(tmp_path_factory, webhook_url) -> Iterator[Callable[..., History]]
 
 @pytest.mark.epochs
 @pytest.mark.parametrize("with_events", [False, True])
+@pytest.mark.slow
 def test_a_six_hour_day_that_starts_after_the_uploads(histories, epoch, tmp_path, with_events):
     day = histories(epoch, steps=6, hours=1, gap=range(0), failing=0.5)
     store = day.store(tmp_path, with_events=with_events)

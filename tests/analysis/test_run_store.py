@@ -122,6 +122,7 @@ def not_built(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("with_events", [False, True])
+@pytest.mark.slow
 def test_every_run_figure_read_from_the_kept_stages_equals_the_pipeline(
     seen, tmp_path, monkeypatch, with_events
 ):
@@ -468,6 +469,7 @@ def kept_copy(seen, tmp_path: Path) -> tuple[Path, SnapshotStore, Observed]:
     return root, store, obs
 
 
+@pytest.mark.slow
 def test_store_check_names_a_wrong_stage_carried_into_an_extension(seen, tmp_path, capsys):
     """A wrong stage kept for one state is carried, for the chapters untouched, into the
     next state's extension: `store check` compares that state's stages with a build."""
@@ -531,6 +533,7 @@ def test_a_project_renamed_since_works_its_chapters_out_whole_beside_the_rows_si
 ALONE = [name for name in FIGURES if name not in ("stalled", "review_backlog")]
 
 
+@pytest.mark.slow
 def test_each_run_figure_asked_alone_extends_its_stages_after_a_snapshot(
     seen, tmp_path, monkeypatch
 ):
@@ -588,6 +591,7 @@ def kept_whole(root: Path) -> tuple[Path, SnapshotStore]:
     return state_of(root), store
 
 
+@pytest.mark.slow
 def test_parts_kept_after_each_snapshot_join_into_the_full_build(
     parts_of_any_share, seen, tmp_path
 ):

@@ -88,6 +88,7 @@ def test_a_recording_holds_no_key_and_no_signing_secret(tmp_path, epoch, receive
     assert json.loads(text.splitlines()[-1])["auth"] == {"workspace": workspace["id"]}
 
 
+@pytest.mark.slow
 def test_a_replayed_demo_equals_the_original(tmp_path, monkeypatch):
     from epochs import SUITE_START
 

@@ -27,6 +27,9 @@ from toolkit.reporting.agency_page import Agency, gather_agency, write_agency_pa
 from toolkit.reporting.figures import FIGURES, figures
 from toolkit.reporting.weekly import previous_figures
 
+# The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
+pytestmark = pytest.mark.slow
+
 HEADERS = [header(name).capitalize() for name in FIGURES]
 
 

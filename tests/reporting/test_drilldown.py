@@ -23,6 +23,9 @@ from toolkit.reporting.drilldown import LINKED, anchor
 from toolkit.reporting.figures import FIGURES, figures
 from toolkit.reporting.rework_causes import CAUSES, rework_causes
 
+# The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> tuple[tk.SnapshotStore, Path]:

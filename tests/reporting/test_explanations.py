@@ -466,6 +466,7 @@ def test_every_figure_of_the_registry_is_explained_or_refused_in_words(tmp_path,
             tk.explain(reviewed, name)
 
 
+@pytest.mark.slow
 def test_a_median_is_the_median_of_the_rows_that_count(tmp_path):
     store = three_days(tmp_path / "store")
     rows = tk.explain(store, "median_cycle_hours")
@@ -482,6 +483,7 @@ def test_a_median_is_the_median_of_the_rows_that_count(tmp_path):
     assert "lines left" in row["detail"] and "pace" in row["detail"]
 
 
+@pytest.mark.slow
 def test_a_pace_lists_the_samples_it_was_learned_from(tmp_path):
     """A chapter translating 100 lines an hour, sampled every 4 hours: the pace's rows are
     the chapter (which counts) and the forecast's daily samples (which do not), each 100

@@ -21,6 +21,9 @@ from toolkit.metrics import header
 from toolkit.reporting.agency_page import gather_agency
 from toolkit.reporting.figures import FIGURES
 
+# The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
+pytestmark = pytest.mark.slow
+
 KEYS = ("client", "team")
 
 

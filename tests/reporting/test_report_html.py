@@ -22,6 +22,9 @@ from toolkit.formatting import show
 from toolkit.reporting.weekly import STORY_PROJECTS, gather, sentences, track_record
 from toolkit.store import SnapshotStore
 
+# The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> SnapshotStore:

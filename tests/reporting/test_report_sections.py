@@ -78,6 +78,7 @@ def test_a_finished_chapter_draws_every_section_but_the_rework(tmp_path):
     ],
     ids=["no chapter", "one finished chapter"],
 )
+@pytest.mark.slow
 def test_an_empty_table_of_the_report_is_one_line_in_the_terminal(tmp_path, capsys, chapter, empty):
     store = _store(tmp_path / "store", projects=1, chapter=chapter)
     write_report(store, out=tmp_path / "out")
@@ -133,6 +134,7 @@ def test_the_page_of_a_period_no_snapshot_falls_in_says_so_per_section(tmp_path)
     assert "no snapshot in this period</p>" in page.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_past_periods_page_draws_the_states_its_last_snapshot_found(tmp_path, monkeypatch):
     store = _store(tmp_path / "store", projects=1, chapter={"covered": 9})
     drawn = []
@@ -154,6 +156,7 @@ def test_a_past_periods_page_draws_the_states_its_last_snapshot_found(tmp_path, 
     ],
     ids=["html", "json", "xlsx", "png"],
 )
+@pytest.mark.slow
 def test_every_format_of_the_command_writes_a_first_snapshots_report(tmp_path, capsys, option,
                                                                      written):  # fmt: skip
     from toolkit.cli import main

@@ -17,6 +17,9 @@ from toolkit.reporting.explanations import EXPLAINED, HOW
 from toolkit.reporting.figures import FIGURES
 from toolkit.reporting.xlsx import _SHEETS, heading
 
+# The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
+pytestmark = pytest.mark.slow
+
 
 def test_the_workbook_equals_figures_json_in_pandas_and_in_openpyxl(tmp_path):
     store = trouble(tmp_path / "store")

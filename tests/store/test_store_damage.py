@@ -390,6 +390,7 @@ def taken_at(taken: dict[str, dict], snapshot_id: str) -> object:
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
+@pytest.mark.slow
 def test_damage_is_named_once_and_no_snapshot_reads_other_than_taken(
     tmp_path, stores, service, capsys, damage
 ):

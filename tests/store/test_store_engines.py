@@ -41,6 +41,7 @@ def _rows(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "polars", "pandas"])
+@pytest.mark.slow
 def test_engines_read_current_state_as_of_and_history_like_the_toolkit(
     engine, emulator, workspace, client, comic_project, novel_project, pages, tmp_path,
     monkeypatch, capsys,

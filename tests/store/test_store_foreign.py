@@ -84,6 +84,7 @@ CASES = [(table, kind) for table in TABLES for kind in KINDS]
 
 
 @pytest.mark.parametrize(("table", "kind"), CASES, ids=[f"{t}-{k}" for t, k in CASES])
+@pytest.mark.slow
 def test_a_foreign_commit_is_undone_by_repair_keeping_every_snapshot(
     written, tmp_path, table, kind
 ):

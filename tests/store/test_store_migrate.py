@@ -78,6 +78,7 @@ FIGURES = {
 }
 
 
+@pytest.mark.slow
 def test_migrating_the_demo_store_keeps_every_snapshot_event_and_figure(tmp_path, capsys, demo_day):
     original = demo_day
     old, new = tmp_path / "first-layout", tmp_path / "migrated"
@@ -115,6 +116,7 @@ def test_migrate_refuses_what_it_cannot_convert(tmp_path, capsys):
     assert "not an empty folder" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_first_layout_store_is_converted_in_place_by_migrate_or_by_the_next_write(
     tmp_path, capsys, monkeypatch, demo_day
 ):
