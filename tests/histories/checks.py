@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import tempfile
 from collections import Counter
 from datetime import datetime
@@ -233,9 +234,10 @@ def extended_stages_equal_a_build(history: History) -> None:
     if history.plan.events:
         history.store.record_events(events(history.emulator))
     # Parts of any size, over any share of the chapters (a history's few chapters are
-    # more than a tenth, or half, at once), so that every seed checks parts.
+    # more than a tenth, or half, at once; those created since count too), so that every
+    # seed checks parts.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(run_part, "MOST_TOUCHED", 1.0)
+        patch.setattr(run_part, "MOST_TOUCHED", math.inf)
         history.updated.append(Observed(SnapshotStore(root)).update(join_past=1.0))
     if len(history.updated) % _READ_EVERY:
         return

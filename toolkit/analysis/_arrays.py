@@ -8,7 +8,7 @@ and 200,000 runs; these helpers are how a stage reads a column of that size once
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -19,6 +19,13 @@ NO_TIME: Final = np.iinfo("int64").min
 """A time that is not known, in int64 microseconds (numpy's NaT)."""
 FAR: Final = np.iinfo("int64").max
 """Later than any time: an open end, a sort key after every start."""
+
+
+def among(values: np.ndarray, chosen: Collection[Any]) -> np.ndarray:
+    """Whether each of `values` (ids, as objects) is one of `chosen`. Compared as
+    objects: pandas' own texts, Arrow-backed, took 0.028 s for 100,000 ids where objects
+    take 0.006 s, and an extension asks it several times."""
+    return np.asarray(pd.Index(values, dtype=object).isin(list(chosen)), bool)
 
 
 def looked_up(keys: pd.Series, table: pd.Series) -> pd.Series:

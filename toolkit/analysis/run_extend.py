@@ -37,20 +37,26 @@ each snapshot of every seeded history check it).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from toolkit.analysis import run_part
 from toolkit.analysis import run_touched as touching
 from toolkit.analysis.prices import Prices, first_charges
 from toolkit.analysis.run_part import Start
-from toolkit.analysis.run_store import BASIS, LANGUAGES, PART, SAMPLES, Keeper, code_version
+from toolkit.analysis.run_store import (
+    BASIS,
+    LANGUAGES,
+    PART,
+    SAMPLES,
+    Keeper,
+    code_version,
+    manifest_digests,
+)
 from toolkit.analysis.run_table import RunTable, terminal_events
 from toolkit.analysis.transitions import Transitions
 from toolkit.frames.schema import VERSIONED_TABLES
@@ -62,8 +68,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Start", "extend", "kept_start", "remember", "update"]
 
-# The manifest's columns a kept state's snapshots must have unchanged.
-_MANIFEST: Final = ("snapshot_id", "snapshot_at", "commits", "base_id")
 # A part of more than this share of the chapters is joined by the update and kept whole:
 # each update works out its part's chapters again, and a reader joins them.
 _MOST_IN_PART: Final = 0.1
@@ -106,7 +110,7 @@ def _remember(
         "code": code_version(),
         "version": list(keeper.version),
         "snapshots": len(obs.manifest),
-        "manifest": _digests(obs.manifest, len(obs.manifest)),
+        "manifest": keeper.digests(obs.manifest),
         "projects": projects,
         "default_model": default_model,
         "learned": run_part.learned_pairs(learned),
@@ -199,26 +203,13 @@ def _prefix(meta: dict[str, Any], manifest: pd.DataFrame) -> int | None:
     if meta.get("code") != code_version():
         return None
     n = int(meta.get("snapshots", 0))
-    if not n or n > len(manifest) or meta.get("manifest") != _digests(manifest, n):
+    if not n or n > len(manifest) or meta.get("manifest") != manifest_digests(manifest, n):
         return None
     if "base_id" in manifest:
         ids, bases = manifest["snapshot_id"].iloc[n - 1 : -1], manifest["base_id"].iloc[n:]
         if touching.texts(bases) != touching.texts(ids):
             return None  # taken beside another, or backfilled: a snapshot between moved
     return n
-
-
-def _digests(manifest: pd.DataFrame, n: int) -> dict[str, str]:
-    """A digest of each of the manifest's columns that name a state (`_MANIFEST`) over
-    its first `n` snapshots: what a kept state compares, not every value (a year's
-    8,760 snapshots each made a Python text twice an extension, 0.1 s)."""
-    digests = {}
-    for column in _MANIFEST:
-        if column in manifest:
-            values = pa.array(manifest[column].iloc[:n], from_pandas=True).cast(pa.string())
-            joined = "\x1f".join(pc.fill_null(values, "\x00").to_pylist())
-            digests[column] = hashlib.sha256(joined.encode()).hexdigest()
-    return digests
 
 
 def _only_appends(obs: Observed, before: list[int | None], now: tuple[int | None, ...]) -> bool:

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.analysis import run_touched as touching
-from toolkit.analysis._arrays import to_micros
+from toolkit.analysis._arrays import among, to_micros
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.prices import Prices, first_charges, learned_from
 from toolkit.analysis.run_splice import spliced_charges, spliced_runs, spliced_transitions
@@ -140,8 +141,8 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
     if found is not None and found.default_model != kept.default_model:
         return None  # the service's default model as another project names it: all rows
     ids = touched | earlier
-    seen = samples.to_pandas()
-    seen = seen[~seen["chapter_id"].isin(list(ids))]
+    others = pc.invert(pc.is_in(samples.column("chapter_id"), pa.array(sorted(ids), pa.string())))
+    seen = samples.filter(others).to_pandas()
     if found is not None:
         seen = pd.concat([seen, first_charges(found.rows, n_languages=found.languages())])
     learned = learned_from(seen)
@@ -227,7 +228,7 @@ def _rows_of(
 ) -> np.ndarray:
     """The rows (by chapter `code`) of the chapters `ids` (with `keep=False`: of the
     others)."""
-    chosen = pd.Index(chapters).isin(list(ids))
+    chosen = among(chapters, ids)
     return np.flatnonzero(chosen[code] if keep else ~chosen[code])
 
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.files import write_arrow, write_whole
 
@@ -71,6 +72,7 @@ __all__ = [
     "forget",
     "frame_table",
     "kept_as",
+    "manifest_digests",
 ]
 
 FOLDER: Final = "_runs"
@@ -147,6 +149,25 @@ def folder_of(store: SnapshotStore) -> Path | None:
     return Path(root.removeprefix("file://")) / FOLDER
 
 
+# The manifest's columns that name a state (a kept state's snapshots must have them
+# unchanged).
+_NAMING: Final = ("snapshot_id", "snapshot_at", "commits", "base_id")
+
+
+def manifest_digests(manifest: pd.DataFrame, n: int) -> dict[str, str]:
+    """A digest of each of the manifest's columns that name a state (`_NAMING`) over
+    its first `n` snapshots: what a kept state compares, not every value (a year's
+    8,760 snapshots each made a Python text twice an extension, 0.1 s), and what names
+    it (`Keeper.state`)."""
+    digests = {}
+    for column in _NAMING:
+        if column in manifest:
+            values = pa.array(manifest[column].iloc[:n], from_pandas=True).cast(pa.string())
+            joined = "\x1f".join(pc.fill_null(values, "\x00").to_pylist())
+            digests[column] = hashlib.sha256(joined.encode()).hexdigest()
+    return digests
+
+
 class Keeper:
     """Reads and saves one `Observed`'s stages, for the state its store was in when it
     was made."""
@@ -165,6 +186,7 @@ class Keeper:
         self.after = KEEP_AFTER_SECONDS if after is None else after
         self._folder = folder_of(store)
         self._state: str | None = None
+        self._digests: dict[str, str] | None = None
         self._behind: _Behind | None = None
 
     def state(self, manifest: pd.DataFrame) -> str:
@@ -172,12 +194,16 @@ class Keeper:
         if self._state is None:
             digest = hashlib.sha256(code_version().encode())
             digest.update(json.dumps(list(self.version)).encode())
-            for column in ("snapshot_id", "snapshot_at", "commits", "base_id"):
-                if column in manifest.columns:
-                    digest.update(column.encode())
-                    digest.update("\x00".join(map(str, manifest[column].tolist())).encode())
+            digest.update(json.dumps(self.digests(manifest), sort_keys=True).encode())
             self._state = digest.hexdigest()[:32]
         return self._state
+
+    def digests(self, manifest: pd.DataFrame) -> dict[str, str]:
+        """`manifest_digests` of all the state's snapshots, worked out once: they name
+        it, and its basis keeps them (`run_extend`)."""
+        if self._digests is None:
+            self._digests = manifest_digests(manifest, len(manifest))
+        return self._digests
 
     def load(self, kind: type, manifest: pd.DataFrame, *, state: str | None = None) -> Any | None:
         """The stage kept for this state (or the kept `state` named); None when none is

@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.analysis._arrays import is_true
+from toolkit.analysis._arrays import among, is_true
 from toolkit.analysis.run_store import frame_table
 from toolkit.analysis.run_table import terminal_events
 from toolkit.analysis.transitions import Since, Transitions, transitions_ctes, transitions_sql
@@ -142,7 +142,7 @@ class KeptChapters:
     def replaced(self, other: KeptChapters, *, dropping: np.ndarray) -> KeptChapters:
         """These chapters but those `dropping` names, and `other`'s (a part over a base
         state, `run_part`: it names its chapters whose rows are gone too)."""
-        mine = ~pd.Index(self.chapters).isin(list(dropping))
+        mine = ~among(self.chapters, dropping)
         return KeptChapters(*(np.concatenate([getattr(self, f)[mine], getattr(other, f)])
                               for f in ("chapters", "projects", "odd")))  # fmt: skip
 
@@ -286,7 +286,7 @@ def touched(
     changed = {p["project_id"] for p in now if then.get(p["project_id"]) != p}
     changed |= set(then) - {p["project_id"] for p in now}
     chapter, project = old.chapters, old.projects
-    whole = set(chapter[pd.Index(project).isin(list(changed))])
+    whole = set(chapter[among(project, changed)])
     # Chapters whose kept rows cannot be told back to the query's answer (`KeptRows`).
     whole |= set(chapter[old.odd])
     found |= whole
@@ -299,9 +299,9 @@ def touched(
     # A novel project with a touched chapter (or a row since): all its chapters (a
     # re-upload's rework reads the other chapters at its position).
     novel = {p["project_id"] for p in now if p["project_kind"] == "novel"}
-    novels = set(project[pd.Index(chapter).isin(list(found))]) & novel
+    novels = set(project[among(chapter, found)]) & novel
     novels |= set(changes.column("project_id").to_pylist()) & novel
-    found |= set(chapter[pd.Index(project).isin(list(novels))])
+    found |= set(chapter[among(project, novels)])
     return {str(c) for c in found if c is not None}, {str(c) for c in whole if c is not None}
 
 
