@@ -568,9 +568,9 @@ def test_each_run_figure_asked_alone_extends_its_stages_after_a_snapshot(
 def parts_of_any_share(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scenario's chapters are few, and each test's snapshot also sees the chapters
     the tests before it made (one emulator): a part however much of the store it
-    touches, or whether one is kept would depend on the tests' order. Not 1.0: the
-    chapters created since count as touched too, and after the slow tests (`-m ""`)
-    they outnumbered the base's (20 touched, 18 kept)."""
+    touches, or whether one is kept would depend on the tests' order. Not 1.0 (nor
+    `join_past`, in the tests' updates): the chapters created since count too, and
+    after the slow tests (`-m ""`) they outnumbered the base's (20 touched, 18 kept)."""
     monkeypatch.setattr(run_part, "MOST_TOUCHED", math.inf)
 
 
@@ -603,7 +603,7 @@ def test_parts_kept_after_each_snapshot_join_into_the_full_build(
     base, store = kept_whole(root)
     for page in (2010, 2030, 2050):  # a part over the base, then parts over parts
         another_snapshot(emulator, client, store, first_page=page)
-        assert Observed(SnapshotStore(root)).update(join_past=1.0)
+        assert Observed(SnapshotStore(root)).update(join_past=math.inf)
         state = state_of(root)
         assert (state / f"{PART}.arrow").exists()
         assert not (state / "transitions.arrow").exists()  # the stages are not written
@@ -623,7 +623,7 @@ def a_part_kept(seen, tmp_path: Path, first_page: int) -> tuple[Path, Path, Snap
     root = copy(root, tmp_path)
     base, store = kept_whole(root)
     another_snapshot(emulator, client, store, first_page=first_page)
-    assert Observed(SnapshotStore(root)).update(join_past=1.0)
+    assert Observed(SnapshotStore(root)).update(join_past=math.inf)
     return root, base, store
 
 
@@ -662,7 +662,7 @@ def test_the_bases_of_parts_kept_outlive_the_states_dropped(parts_of_any_share, 
     base, store = kept_whole(root)
     for page in range(2410, 2490, 20):  # more parts than states kept beside the newest
         another_snapshot(emulator, client, store, first_page=page)
-        assert Observed(SnapshotStore(root)).update(join_past=1.0)
+        assert Observed(SnapshotStore(root)).update(join_past=math.inf)
     states = sorted(p.name for p in (root / FOLDER).iterdir())
     assert base.name in states and len(states) == 4  # the newest, two before it, the base
     assert_stages_are_the_pipelines(root)
@@ -715,7 +715,7 @@ def test_a_part_over_a_part_whose_prices_moved_is_priced_whole(
     root, _, store = a_part_kept(seen, tmp_path, first_page=2810)
     emulator, client, _ = seen
     another_snapshot(emulator, client, store, first_page=2830)
-    assert Observed(SnapshotStore(root)).update(join_past=1.0)
+    assert Observed(SnapshotStore(root)).update(join_past=math.inf)
     keeper = Keeper(store, store.version())
     part = run_part.read_part(keeper, state_of(root).name)
     assert part is not None and part.charges is None

@@ -238,7 +238,7 @@ def extended_stages_equal_a_build(history: History) -> None:
     # seed checks parts.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(run_part, "MOST_TOUCHED", math.inf)
-        history.updated.append(Observed(SnapshotStore(root)).update(join_past=1.0))
+        history.updated.append(Observed(SnapshotStore(root)).update(join_past=math.inf))
     if len(history.updated) % _READ_EVERY:
         return
     extended = Observed(SnapshotStore(root), keep_after=0)  # kept, however quick
