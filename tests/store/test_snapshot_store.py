@@ -659,6 +659,36 @@ def test_sql_queries_join_the_callers_own_frames(tmp_path, service):
         store.query("SELEC 1")
 
 
+def test_several_queries_over_one_opening_answer_as_each_alone(tmp_path, service, monkeypatch):
+    store = SnapshotStore(tmp_path)
+    for step in range(3):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+    first = "SELECT chapter_id, max(covered) AS top FROM languages_changes GROUP BY 1 ORDER BY 1"
+    second = "SELECT n.chapter_id, c.title FROM chapters c JOIN ids n USING (chapter_id) ORDER BY 1"
+    opened = []
+    expose = store._engine.tables.expose
+    monkeypatch.setattr(
+        store._engine.tables, "expose", lambda *a: opened.append(a[2]) or expose(*a)
+    )
+    with store.asking(["chapters", "languages"]) as ask:
+        tops = ask.arrow(first)
+        titles = ask.arrow(second, frames={"ids": tops.select(["chapter_id"])})
+        # The SQL's faults are said as `query_arrow` says them, and the opening lives on.
+        with pytest.raises(tk.QueryError, match="syntax error"):
+            ask.arrow("SELEC 1")
+        with pytest.raises(tk.QueryError, match="exports_changes"):
+            ask.arrow("SELECT * FROM exports_changes")  # not among the tables opened
+        assert ask.arrow("SELECT count(*) AS n FROM snapshots").to_pylist() == [{"n": 3}]
+    assert sorted(opened) == ["chapters", "languages"]  # once each, for five queries
+    assert tops.equals(store.query_arrow(first))
+    assert titles.equals(store.query_arrow(second, frames={"ids": tops.select(["chapter_id"])}))
+    # What the block does is its own: an error of the caller's is not a damaged store.
+    with pytest.raises(KeyError), store.asking(["chapters"]) as ask:
+        ask.arrow("SELECT 1 AS one")
+        raise KeyError("the caller's")
+
+
 def test_an_empty_store_answers_with_empty_frames(tmp_path):
     store = SnapshotStore(tmp_path / "nothing-yet")
     assert_frame_equal(store.snapshots(), schema.empty_frame(store_columns.MANIFEST_STORED))

@@ -123,12 +123,15 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
         rows = touching.kept_rows_of(Transitions.of(before.rows, times), before.rows)
         chapters = chapters.replaced(rows.per_chapter(), dropping=before.chapters)
     state = touching.KeptState(start.snapshots, languages)
-    changes = touching.since(obs, state)
-    touched, whole = touching.touched(obs, chapters, start.meta, start.basis, changes)
-    if len(touched) > MOST_TOUCHED * max(len(chapters.chapters), 1):
-        return None
-    pairs = touching.languages(obs, changes, state)
-    answer = touching.touched_rows(obs, kept.default_model, touched - whole, whole, pairs, state)
+    with obs.store.asking(touching.SINCE_TABLES) as asked:
+        changes = touching.since(obs, state, asked.arrow)
+        touched, whole = touching.touched(obs, chapters, start.meta, start.basis, changes)
+        if len(touched) > MOST_TOUCHED * max(len(chapters.chapters), 1):
+            return None
+        pairs = touching.languages(obs, changes, state)
+        answer = touching.touched_rows(
+            obs, kept.default_model, touched - whole, whole, pairs, state, asked.arrow
+        )
     if answer is None:
         return None
     # Each touched chapter's kept rows (the part's before, else the base's), those since

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_COLUMNS",
+    "SINCE_TABLES",
+    "Ask",
     "KeptChapters",
     "KeptRows",
     "KeptState",
@@ -95,6 +98,10 @@ WHERE idx >= {{since}} AND snapshot_at >= '{{at}}'::TIMESTAMPTZ AND len(models) 
   AND project_id IN (SELECT project_id FROM by_project WHERE model IS NULL)
 LIMIT 1"""
 _DEFAULT: Final = "kept_default_model"
+# What `since` and `touched_rows` read, asked over one connection (`SnapshotStore.asking`:
+# the store verified and the logs opened once, not once a query).
+SINCE_TABLES: Final = ("projects", "chapters", "languages", "exports")
+Ask = Callable[..., pa.Table]  # `SnapshotStore.asking(...).arrow`
 _TOUCHED_IDS: Final = "touched_ids"
 
 
@@ -212,19 +219,17 @@ def touched_rows(
     whole: set[str],
     pairs: pa.Table,
     state: KeptState,
+    ask: Ask,
 ) -> pa.Table | None:
     """The query's answer for the touched chapters: of those `added`, their rows since
     the kept snapshots alone (the rows before are kept); of those worked out `whole`,
     every row. None when the service's default model cannot be told from the kept one
-    (`model`)."""
+    (`model`). `ask`: a query over the logs of `SINCE_TABLES` (`SnapshotStore.asking`)."""
     first, at = state.snapshots, _at(obs, state)
     chosen = f"SELECT chapter_id FROM {_TOUCHED_IDS}"
     parts = []
     if added:
-        if (
-            model is None
-            and obs.store.query_arrow(_NEW_DEFAULT.format(since=first, at=at)).num_rows
-        ):
+        if model is None and ask(_NEW_DEFAULT.format(since=first, at=at)).num_rows:
             return None  # a model named since where none was: the kept rows may name it
         ids = pa.array(sorted(added), pa.string())
         counts = (
@@ -243,13 +248,11 @@ def touched_rows(
             _DEFAULT: pa.table({"name": pa.array([] if model is None else [model], pa.string())}),
         }
         where = Since(first, at, _COUNTS, _DEFAULT)
-        parts.append(
-            obs.store.query_arrow(transitions_sql(touched=chosen, since=where), frames=frames)
-        )
+        parts.append(ask(transitions_sql(touched=chosen, since=where), frames=frames))
     if whole or not parts:
         ids = pa.array(sorted(whole), pa.string())
         frames = {_TOUCHED_IDS: pa.table({"chapter_id": ids})}
-        parts.append(obs.store.query_arrow(transitions_sql(touched=chosen), frames=frames))
+        parts.append(ask(transitions_sql(touched=chosen), frames=frames))
     return pa.concat_tables([p.cast(parts[0].schema) for p in parts])
 
 
@@ -305,11 +308,12 @@ def touched(
     return {str(c) for c in found if c is not None}, {str(c) for c in whole if c is not None}
 
 
-def since(obs: Observed, state: KeptState) -> pa.Table:
+def since(obs: Observed, state: KeptState, ask: Ask) -> pa.Table:
     """The chapters' rows since the kept state's snapshots (their `chapter_id`,
     `project_id`, `language_code`, `language`: whether a language row's); and, in the
-    same query, the projects as the transitions join them (for `projects`)."""
-    found = obs.store.query_arrow(_SINCE_SQL.format(since=state.snapshots, at=_at(obs, state)))
+    same query, the projects as the transitions join them (for `projects`). `ask`: as
+    `touched_rows` takes it."""
+    found = ask(_SINCE_SQL.format(since=state.snapshots, at=_at(obs, state)))
     is_project = pc.is_null(found.column("chapter_id"))
     obs.memo[_PROJECTS_SQL] = (
         found.filter(is_project)

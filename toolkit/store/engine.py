@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TypeVar
 
@@ -204,19 +205,33 @@ class StoreEngine:
     ) -> T:
         """Run `work` on the tables' change logs, each at its newest version, once the
         tables are verified against the manifest (`verify`)."""
+        with self.logs_open(tables, manifest) as logs:
+            try:
+                return work(logs)
+            except ToolkitError:
+                raise
+            except Exception as error:
+                raise damaged(self.tables, self.root, error) from error
+
+    @contextmanager
+    def logs_open(self, tables: list[str], manifest: pa.Table) -> Iterator[dict[str, Log]]:
+        """The tables' change logs, each at its newest version, on one connection, once
+        the tables are verified against the manifest (`verify`); closed on leaving. What
+        the block does with them maps its own errors (`with_logs`, `query.Asking`)."""
         con = connect()
         try:
-            verify_reads(self, manifest, tables)
-            con.register("manifest", manifest)
-            logs = {}
-            for name in tables:
-                self.tables.expose(con, f"stored_{name}", name, stored_schema(name))
-                logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self.worked_out)
-            return work(logs)
-        except ToolkitError:
-            raise
-        except Exception as error:
-            raise damaged(self.tables, self.root, error) from error
+            try:
+                verify_reads(self, manifest, tables)
+                con.register("manifest", manifest)
+                logs = {}
+                for name in tables:
+                    self.tables.expose(con, f"stored_{name}", name, stored_schema(name))
+                    logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self.worked_out)
+            except ToolkitError:
+                raise
+            except Exception as error:
+                raise damaged(self.tables, self.root, error) from error
+            yield logs
         finally:
             con.close()
 

@@ -9,7 +9,8 @@ Every read goes through the engine's manifest and its verified change logs (`eng
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 
 import duckdb
@@ -29,7 +30,7 @@ from toolkit.store.verify import damaged
 from toolkit.store.writing import stamp
 from toolkit.timestamps import When, utc
 
-__all__ = ["at", "changes", "query_arrow", "read_history", "workspace"]
+__all__ = ["Asking", "asking", "at", "changes", "query_arrow", "read_history", "workspace"]
 
 _QUERY_VIEWS = (
     "snapshots",
@@ -169,57 +170,98 @@ def query_arrow(
     the snapshots' positions the table views hold (`Log.window_sql`, `history_sql`)."""
     manifest = engine.manifest()
     _refuse_outside(window, manifest.num_rows)
-    lowered = _without_comments(sql).lower()
-
-    def mentions(view: str) -> bool:
-        return re.search(rf"\b{view}\b", lowered) is not None
-
-    def run(logs: dict[str, Log]) -> pa.Table:
-        con = next(iter(logs.values())).con
-        for name, frame in (frames or {}).items():
-            con.register(name, frame)
-        first, last = window if window is not None else (0, manifest.num_rows - 1)
-        for name, log in logs.items():
-            if mentions(name):
-                body = (
-                    log.history_sql(first, last)
-                    if last >= 0
-                    else f"SELECT * FROM {log.name} WHERE false"
-                )
-                con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {body}")
-            if mentions(f"{name}_changes"):
-                # Unordered, like any SQL view: sorting millions of change rows first
-                # would cost a query that only aggregates them a second or more.
-                body = (
-                    log.window_sql(first, last)
-                    if window is not None
-                    else f"SELECT * FROM {log.name}"
-                )
-                con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_changes AS {body}")
-        con.execute(
-            "CREATE OR REPLACE TEMP VIEW snapshots AS SELECT "
-            + ", ".join(f'"{name}"' for name in MANIFEST_STORED.names)
-            + " FROM manifest ORDER BY snapshot_id"
-        )
-        if mentions("events"):
-            events = read_history(engine, "events")
-            con.register("events", schema.from_pandas(events, schema.EVENTS))
-        try:
-            return arrow(con, sql)
-        except duckdb.ProgrammingError as error:
-            # The SQL's fault (syntax, a view or column that does not exist), not the
-            # store's: say so, not "damaged".
-            views = ", ".join([*_QUERY_VIEWS, *(frames or {})])
-            raise QueryError(
-                f"the SQL could not run: {first_line(error)}. The views are {views}"
-            ) from error
-
     # Only the tables the SQL names (opening each costs a read of its log), and always
     # one, whose connection runs the query.
+    lowered = _without_comments(sql).lower()
     named = [
-        name for name in schema.SNAPSHOT_TABLES if mentions(name) or mentions(f"{name}_changes")
+        name
+        for name in schema.SNAPSHOT_TABLES
+        if _mentions(lowered, name) or _mentions(lowered, f"{name}_changes")
     ] or ["projects"]
-    return engine.with_logs(named, manifest, run)
+    return engine.with_logs(
+        named, manifest, lambda logs: _answer(engine, manifest, logs, sql, frames, window)
+    )
+
+
+class Asking:
+    """Several queries over one connection to the same change logs (`asking`): the
+    tables verified and their views made once, not once a query."""
+
+    def __init__(self, engine: StoreEngine, manifest: pa.Table, logs: dict[str, Log]) -> None:
+        self._engine, self._manifest, self._logs = engine, manifest, logs
+
+    def arrow(
+        self, sql: str, frames: Mapping[str, pd.DataFrame | pa.Table] | None = None
+    ) -> pa.Table:
+        """`SnapshotStore.query_arrow`'s answer to `sql`, over the tables this was
+        opened with."""
+        try:
+            return _answer(self._engine, self._manifest, self._logs, sql, frames, None)
+        except ToolkitError:
+            raise
+        except Exception as error:
+            raise damaged(self._engine.tables, self._engine.root, error) from error
+
+
+@contextmanager
+def asking(engine: StoreEngine, tables: Sequence[str]) -> Iterator[Asking]:
+    """`SnapshotStore.asking`: the tables' logs open for several queries, closed on
+    leaving."""
+    manifest = engine.manifest()
+    with engine.logs_open(list(tables), manifest) as logs:
+        yield Asking(engine, manifest, logs)
+
+
+def _mentions(lowered: str, view: str) -> bool:
+    return re.search(rf"\b{view}\b", lowered) is not None
+
+
+def _answer(
+    engine: StoreEngine,
+    manifest: pa.Table,
+    logs: dict[str, Log],
+    sql: str,
+    frames: Mapping[str, pd.DataFrame | pa.Table] | None,
+    window: tuple[int, int] | None,
+) -> pa.Table:
+    """`sql` on the connection of `logs`, with the views it names made over them."""
+    lowered = _without_comments(sql).lower()
+    con = next(iter(logs.values())).con
+    for name, frame in (frames or {}).items():
+        con.register(name, frame)
+    first, last = window if window is not None else (0, manifest.num_rows - 1)
+    for name, log in logs.items():
+        if _mentions(lowered, name):
+            body = (
+                log.history_sql(first, last)
+                if last >= 0
+                else f"SELECT * FROM {log.name} WHERE false"
+            )
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {body}")
+        if _mentions(lowered, f"{name}_changes"):
+            # Unordered, like any SQL view: sorting millions of change rows first
+            # would cost a query that only aggregates them a second or more.
+            body = (
+                log.window_sql(first, last) if window is not None else f"SELECT * FROM {log.name}"
+            )
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_changes AS {body}")
+    con.execute(
+        "CREATE OR REPLACE TEMP VIEW snapshots AS SELECT "
+        + ", ".join(f'"{name}"' for name in MANIFEST_STORED.names)
+        + " FROM manifest ORDER BY snapshot_id"
+    )
+    if _mentions(lowered, "events"):
+        events = read_history(engine, "events")
+        con.register("events", schema.from_pandas(events, schema.EVENTS))
+    try:
+        return arrow(con, sql)
+    except duckdb.ProgrammingError as error:
+        # The SQL's fault (syntax, a view or column that does not exist), not the
+        # store's: say so, not "damaged".
+        views = ", ".join([*_QUERY_VIEWS, *(frames or {})])
+        raise QueryError(
+            f"the SQL could not run: {first_line(error)}. The views are {views}"
+        ) from error
 
 
 def _project_filter(log: Log, project_ids: Sequence[str] | None) -> str:

@@ -33,6 +33,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -412,6 +413,33 @@ class SnapshotStore:
             ValueError: `window` is not positions of this store's snapshots.
         """
         return _query.query_arrow(self._engine, sql, frames, window)
+
+    def asking(self, tables: Sequence[str]) -> AbstractContextManager[_query.Asking]:
+        """Several queries over the same views, for a caller that asks one query after
+        another (what it asks next depends on the answer before): the tables are
+        verified and their logs opened once, not once a query. Each query's answer is
+        `query_arrow`'s, without `window`.
+
+        ```python
+        with store.asking(["chapters", "languages"]) as ask:
+            changed = ask.arrow("SELECT DISTINCT chapter_id FROM chapters_changes")
+            rows = ask.arrow("SELECT * FROM languages_changes WHERE chapter_id IN "
+                             "(SELECT chapter_id FROM ids)", frames={"ids": changed})
+        ```
+
+        Args:
+            tables: The snapshot tables the queries read (`projects`, `chapters`,
+                `languages`, `exports`, `project_groups`), as themselves or their
+                `_changes` views.
+
+        Returns:
+            A context whose `arrow(sql, frames=None)` answers one query; the logs close
+            when it is left.
+
+        Raises:
+            DamagedStore: The store does not read; the message says what to run.
+        """
+        return _query.asking(self._engine, tables)
 
     def _manifest(self, *, writing: bool = False) -> pa.Table:
         """The committed snapshots in order (`StoreEngine.manifest`)."""
