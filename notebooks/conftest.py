@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-# In the slow group (11-14 s each under nbval: the default group's budget). CI runs them
+# In the slow group (4-14 s each under nbval: the default group's budget). CI runs them
 # there, top to bottom, as every notebook.
-SLOW = ("02-throughput.ipynb", "03-credit-audit.ipynb")
+SLOW = ("02-throughput.ipynb", "03-credit-audit.ipynb", "04-operations.ipynb")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -43,10 +43,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 # tests, a long simulation or a subprocess each) last, where one of them alone kept a
 # worker busy after the other had finished. Started first, they overlap the many short
 # files instead. The short demo (`demo`, below) is made by the first file that asks for it
-# and read by the others: test_demo.py first in the slow group, test_metrics.py first in
-# the default one; test_explanations.py, last, comes when it is made, and a worker other
-# than its maker reads it instead of waiting for it. A file not listed keeps its place; a
-# name that no longer exists is ignored, so the list can only be out of date, never wrong.
+# and read by the others: test_demo.py, first, makes it (all its askers are in the slow
+# group); test_metrics.py and test_explanations.py, later, come when it is made, and a
+# worker other than its maker reads it instead of waiting for it. A file not listed keeps
+# its place; a name that no longer exists is ignored, so the list can only be out of
+# date, never wrong.
 LONGEST_FIRST = (
     "tests/test_demo.py",
     "tests/test_metrics.py",

@@ -82,6 +82,7 @@ def unknown(labels: Iterable[str]) -> list[str]:
     return sorted({text for text in labels if text and not metrics.known(text)})
 
 
+@pytest.mark.slow
 def test_the_demos_files_are_headed_by_registry_names(demo):
     out = demo.out
     headers = [c for f in out.glob("*.csv") for c in pd.read_csv(f, nrows=0).columns]
@@ -97,6 +98,7 @@ def test_the_demos_files_are_headed_by_registry_names(demo):
     assert "hours per page" not in verdicts and not re.search(r"\d\.\d{3}", verdicts)
 
 
+@pytest.mark.slow
 def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo):
     out, printed = demo.out, demo.printed
     heads = [line for line in printed.splitlines() if re.match(r"(project|kind|workspace)  ", line)]
@@ -110,6 +112,7 @@ def test_the_demos_terminal_tables_and_weekly_page_use_registry_labels(demo):
     assert "lines still to translate" not in printed
 
 
+@pytest.mark.slow
 def test_the_plots_titles_axes_and_legends_use_registry_labels(demo):
     out = demo.out
     store = SnapshotStore(str(out / "snapshots"))
@@ -172,6 +175,7 @@ def _one(word: str) -> str:
     return word.removesuffix("es") if word.endswith("shes") else word.removesuffix("s")
 
 
+@pytest.mark.slow
 def test_the_weekly_pages_headings_and_sentences_count_by_registry_labels(demo):
     out = demo.out
     page = Page((out / "weekly-report.html").read_text(encoding="utf-8"))

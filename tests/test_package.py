@@ -71,6 +71,7 @@ def dists(tmp_path_factory) -> tuple[Path, Path]:
     return sdist, wheel
 
 
+@pytest.mark.slow
 def test_the_wheel_says_who_it_is_what_licence_and_what_it_needs(dists):
     wheel_path = dists[1]
     project = _pyproject()

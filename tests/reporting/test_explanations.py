@@ -46,6 +46,7 @@ def sums_match(store: SnapshotStore, shown: dict, **period: str) -> dict[str, pd
     return explained
 
 
+@pytest.mark.slow
 def test_the_demo_s_explanations_sum_to_figures_json_and_agree_with_the_ledger(demo: Demo):
     store = SnapshotStore(str(demo.out / "snapshots"))
     shown = json.loads((demo.out / "figures.json").read_text())
@@ -102,6 +103,7 @@ def test_the_demo_s_explanations_sum_to_figures_json_and_agree_with_the_ledger(d
                 assert stalled == (name == "runs_stalled"), (row, event)
 
 
+@pytest.mark.slow
 def test_the_demo_s_other_figures_agree_with_the_ledger_and_the_events(demo: Demo):
     """The rows of the figures opened beyond the headline ones, row by row against what
     the emulator charged and sent: the month's charges, runs and their outcomes, re-runs
