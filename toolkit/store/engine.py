@@ -205,13 +205,19 @@ class StoreEngine:
     ) -> T:
         """Run `work` on the tables' change logs, each at its newest version, once the
         tables are verified against the manifest (`verify`)."""
-        with self.logs_open(tables, manifest) as logs:
-            try:
-                return work(logs)
-            except ToolkitError:
-                raise
-            except Exception as error:
-                raise damaged(self.tables, self.root, error) from error
+        with self.logs_open(tables, manifest) as logs, self.read_as_damage():
+            return work(logs)
+
+    @contextmanager
+    def read_as_damage(self) -> Iterator[None]:
+        """An error reading the store (not one of the toolkit's own) says the store is
+        damaged and what to run (`verify.damaged`)."""
+        try:
+            yield
+        except ToolkitError:
+            raise
+        except Exception as error:
+            raise damaged(self.tables, self.root, error) from error
 
     @contextmanager
     def logs_open(self, tables: list[str], manifest: pa.Table) -> Iterator[dict[str, Log]]:
@@ -220,17 +226,13 @@ class StoreEngine:
         the block does with them maps its own errors (`with_logs`, `query.Asking`)."""
         con = connect()
         try:
-            try:
+            with self.read_as_damage():
                 verify_reads(self, manifest, tables)
                 con.register("manifest", manifest)
                 logs = {}
                 for name in tables:
                     self.tables.expose(con, f"stored_{name}", name, stored_schema(name))
                     logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self.worked_out)
-            except ToolkitError:
-                raise
-            except Exception as error:
-                raise damaged(self.tables, self.root, error) from error
             yield logs
         finally:
             con.close()

@@ -17,7 +17,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from toolkit.errors import QueryError, ToolkitError
+from toolkit.errors import QueryError
 from toolkit.formatting import first_line
 from toolkit.frames import Workspace, schema
 from toolkit.frames.pull import project_id_list
@@ -26,7 +26,6 @@ from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow
 from toolkit.store.engine import StoreEngine
 from toolkit.store.log import Log
-from toolkit.store.verify import damaged
 from toolkit.store.writing import stamp
 from toolkit.timestamps import When, utc
 
@@ -72,16 +71,12 @@ def _events(
     engine: StoreEngine, since: When | None, until: When | None, project_ids: Sequence[str] | None
 ) -> pd.DataFrame:
     engine.tables.begin()
-    try:
+    with engine.read_as_damage():
         if engine.tables.unlike_listed("events"):
             raise OSError("a data file of events is not the file its log lists")
         return store_events.history(
             engine.tables, since=since, until=until, project_ids=project_ids
         )
-    except ToolkitError:
-        raise
-    except Exception as error:
-        raise damaged(engine.tables, engine.root, error) from error
 
 
 def changes(
@@ -195,12 +190,8 @@ class Asking:
     ) -> pa.Table:
         """`SnapshotStore.query_arrow`'s answer to `sql`, over the tables this was
         opened with."""
-        try:
+        with self._engine.read_as_damage():
             return _answer(self._engine, self._manifest, self._logs, sql, frames, None)
-        except ToolkitError:
-            raise
-        except Exception as error:
-            raise damaged(self._engine.tables, self._engine.root, error) from error
 
 
 @contextmanager
