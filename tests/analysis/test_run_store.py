@@ -25,6 +25,7 @@ from ledger import events
 from scenarios import RUN, pages
 from test_reference_runs import awkward_cases
 
+import toolkit as tk
 from toolkit import analysis, cli
 from toolkit.analysis import run_extend, run_part, run_store, run_touched
 from toolkit.analysis.charges import Charges
@@ -613,6 +614,28 @@ def test_parts_kept_after_each_snapshot_join_into_the_full_build(
     assert (state / "transitions.arrow").exists()  # joined by its reader: a base now
     assert base_named(state) is None
     assert check_runs_kept(str(root)) == []
+
+
+def test_snapshots_committed_out_of_order_since_a_kept_state_keep_no_part(
+    parts_of_any_share, seen, tmp_path
+):
+    # Two writers: the later pull commits first, so the new snapshots' changes are worked
+    # out from the states before (not linear), which a part over the log since (its
+    # files alone: `SnapshotStore.asking(since=)`) cannot do. The reader builds whole.
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    _, store = kept_whole(root)
+    pulls = []
+    for page in (2910, 2930):
+        project = store.latest("projects").query("kind == 'comic'")["project_id"].iloc[0]
+        client.create_chapter(str(project), pages=pages(page, 2))
+        pulls.append((emulator.advance(RUN), tk.pull(client)))
+    for at, workspace in reversed(pulls):
+        SnapshotStore(root).write(workspace, at=at)
+    snapshots = SnapshotStore(root).snapshots()
+    assert snapshots["base_id"].iloc[-1] != snapshots["snapshot_id"].iloc[-2]
+    assert not Observed(SnapshotStore(root)).update(join_past=math.inf)
+    assert_stages_are_the_pipelines(root)
 
 
 def a_part_kept(seen, tmp_path: Path, first_page: int) -> tuple[Path, Path, SnapshotStore]:

@@ -669,7 +669,7 @@ def test_several_queries_over_one_opening_answer_as_each_alone(tmp_path, service
     opened = []
     expose = store._engine.tables.expose
     monkeypatch.setattr(
-        store._engine.tables, "expose", lambda *a: opened.append(a[2]) or expose(*a)
+        store._engine.tables, "expose", lambda *a, **k: opened.append(a[2]) or expose(*a, **k)
     )
     with store.asking(["chapters", "languages"]) as ask:
         tops = ask.arrow(first)
@@ -687,6 +687,45 @@ def test_several_queries_over_one_opening_answer_as_each_alone(tmp_path, service
     with pytest.raises(KeyError), store.asking(["chapters"]) as ask:
         ask.arrow("SELECT 1 AS one")
         raise KeyError("the caller's")
+
+
+def test_queries_of_the_snapshots_since_read_their_files_alone(tmp_path, service):
+    store = SnapshotStore(tmp_path)
+    for step in range(5):
+        service.update("c1", covered=step)
+        store.take(service, at=hours(step))
+
+    def since(first):
+        at = hours(first).isoformat()
+        return (
+            "SELECT chapter_id, idx, covered FROM languages_changes "
+            f"WHERE idx >= {first} AND snapshot_at >= '{at}'::TIMESTAMPTZ ORDER BY 2"
+        )
+
+    recent = since(3)
+    named = (
+        "SELECT DISTINCT c.project_id, p.name "
+        "FROM chapters_changes c JOIN projects p USING (project_id)"
+    )
+    every = "SELECT count(*) AS n FROM languages_changes"
+
+    def count(ask):
+        return ask(every).column("n")[0].as_py()
+
+    with store.asking(["languages", "chapters", "projects"], since=3, whole=["projects"]) as ask:
+        assert ask.arrow(recent).equals(store.query_arrow(recent))
+        assert ask.arrow(named).equals(store.query_arrow(named))  # the projects whole
+        # The logs hold the files of the snapshots since alone: a query that reads
+        # further back is answered from them (what `since` says a caller must not ask).
+        assert 0 < count(ask.arrow) < count(store.query_arrow)
+    # A snapshot taken with an earlier time from the position on: its change is worked
+    # out from the states before, so the logs are whole.
+    service.update("c1", covered=9)
+    store.take(service, at=hours(2) + timedelta(minutes=30))
+    recent = since(2)
+    with store.asking(["languages"], since=2) as ask:
+        assert ask.arrow(recent).equals(store.query_arrow(recent))
+        assert count(ask.arrow) == count(store.query_arrow)
 
 
 def test_an_empty_store_answers_with_empty_frames(tmp_path):

@@ -25,6 +25,7 @@ history, which keeps a part after each snapshot and reads every other one).
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -123,15 +124,21 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
         rows = touching.kept_rows_of(Transitions.of(before.rows, times), before.rows)
         chapters = chapters.replaced(rows.per_chapter(), dropping=before.chapters)
     state = touching.KeptState(start.snapshots, languages)
-    with obs.store.asking(touching.SINCE_TABLES) as asked:
+    # The logs of the snapshots since alone (`SnapshotStore.asking`), but where rows are
+    # worked out whole.
+    since = obs.store.asking(touching.SINCE_TABLES, since=start.snapshots,
+                             whole=touching.READ_WHOLE)  # fmt: skip
+    with since as asked:
         changes = touching.since(obs, state, asked.arrow)
         touched, whole = touching.touched(obs, chapters, start.meta, start.basis, changes)
         if len(touched) > MOST_TOUCHED * max(len(chapters.chapters), 1):
             return None
         pairs = touching.languages(obs, changes, state)
-        answer = touching.touched_rows(
-            obs, kept.default_model, touched - whole, whole, pairs, state, asked.arrow
-        )
+        every = obs.store.asking(touching.SINCE_TABLES) if whole else nullcontext(asked)
+        with every as ask:
+            answer = touching.touched_rows(
+                obs, kept.default_model, touched - whole, whole, pairs, state, ask.arrow
+            )
     if answer is None:
         return None
     # Each touched chapter's kept rows (the part's before, else the base's), those since

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_COLUMNS",
+    "READ_WHOLE",
     "SINCE_TABLES",
     "Ask",
     "KeptChapters",
@@ -101,6 +102,9 @@ _DEFAULT: Final = "kept_default_model"
 # What `since` and `touched_rows` read, asked over one connection (`SnapshotStore.asking`:
 # the store verified and the logs opened once, not once a query).
 SINCE_TABLES: Final = ("projects", "chapters", "languages", "exports")
+# Of those, what the queries of the log since read whole: the projects, as the
+# transitions join them (`by_project`); of the others, the rows since alone.
+READ_WHOLE: Final = ("projects",)
 Ask = Callable[..., pa.Table]  # `SnapshotStore.asking(...).arrow`
 _TOUCHED_IDS: Final = "touched_ids"
 

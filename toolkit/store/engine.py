@@ -29,7 +29,7 @@ from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow, connect
 from toolkit.store.ledger import Ledger
 from toolkit.store.log import Log
-from toolkit.store.manifest import order_manifest
+from toolkit.store.manifest import Recent, order_manifest
 from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
 from toolkit.store.tables import Tables
 from toolkit.store.upgrade import is_current, is_current_store, upgrade, upgrade_message
@@ -220,19 +220,26 @@ class StoreEngine:
             raise damaged(self.tables, self.root, error) from error
 
     @contextmanager
-    def logs_open(self, tables: list[str], manifest: pa.Table) -> Iterator[dict[str, Log]]:
+    def logs_open(
+        self, tables: list[str], manifest: pa.Table, recent: Recent | None = None
+    ) -> Iterator[dict[str, Log]]:
         """The tables' change logs, each at its newest version, on one connection, once
         the tables are verified against the manifest (`verify`); closed on leaving. What
-        the block does with them maps its own errors (`with_logs`, `query.Asking`)."""
+        the block does with them maps its own errors (`with_logs`, `query.Asking`).
+        `recent`: the logs of its tables hold only the rows of its snapshots (`Recent`)."""
         con = connect()
         try:
             with self.read_as_damage():
                 verify_reads(self, manifest, tables)
                 con.register("manifest", manifest)
+                first, at = recent.reaches(manifest) if recent is not None else (0, None)
                 logs = {}
                 for name in tables:
-                    self.tables.expose(con, f"stored_{name}", name, stored_schema(name))
-                    logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self.worked_out)
+                    cut = at is not None and recent is not None and name in recent.tables
+                    self.tables.expose(con, f"stored_{name}", name, stored_schema(name),
+                                       since=at if cut else None)  # fmt: skip
+                    logs[name] = Log(con, name, f"stored_{name}", manifest,
+                                     cache=self.worked_out, first=first if cut else 0)  # fmt: skip
             yield logs
         finally:
             con.close()

@@ -50,8 +50,12 @@ class Log:
         manifest: pa.Table,
         *,
         cache: dict[tuple[str, str, str | None], pa.Table] | None = None,
+        first: int = 0,
     ):
         self.con = con
+        # The first snapshot whose rows the log holds (`Recent`: a source of only the
+        # files since, over which a change before could not be worked out).
+        self._first = first
         # Worked-out changes, by (table, snapshot, snapshot before): committed snapshots
         # never change, so neither does the change between two of them.
         self._cache = cache if cache is not None else {}
@@ -64,7 +68,8 @@ class Log:
         self._build()
 
     def _build(self) -> None:
-        fixups = [self._fixup(int(i)) for i in np.flatnonzero(~self._snapshots.linear)]
+        fixups = [self._fixup(int(i)) for i in np.flatnonzero(~self._snapshots.linear)
+                  if i >= self._first]  # fmt: skip
         fixed = pa.concat_tables(fixups) if fixups else self._empty_fixup()
         self.con.register(f"_fixup_{self.table}", fixed)
         self.con.execute(

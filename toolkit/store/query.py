@@ -26,6 +26,7 @@ from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow
 from toolkit.store.engine import StoreEngine
 from toolkit.store.log import Log
+from toolkit.store.manifest import Recent
 from toolkit.store.writing import stamp
 from toolkit.timestamps import When, utc
 
@@ -195,11 +196,13 @@ class Asking:
 
 
 @contextmanager
-def asking(engine: StoreEngine, tables: Sequence[str]) -> Iterator[Asking]:
+def asking(
+    engine: StoreEngine, tables: Sequence[str], recent: Recent | None = None
+) -> Iterator[Asking]:
     """`SnapshotStore.asking`: the tables' logs open for several queries, closed on
     leaving."""
     manifest = engine.manifest()
-    with engine.logs_open(list(tables), manifest) as logs:
+    with engine.logs_open(list(tables), manifest, recent) as logs:
         yield Asking(engine, manifest, logs)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import timedelta
@@ -47,6 +47,7 @@ from toolkit.store import query as _query
 from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.engine import StoreEngine, StoreUpgraded
 from toolkit.store.info import SnapshotInfo
+from toolkit.store.manifest import Recent
 from toolkit.store.tables import Tables
 from toolkit.store.writing import write
 from toolkit.timestamps import When, utc
@@ -414,7 +415,9 @@ class SnapshotStore:
         """
         return _query.query_arrow(self._engine, sql, frames, window)
 
-    def asking(self, tables: Sequence[str]) -> AbstractContextManager[_query.Asking]:
+    def asking(
+        self, tables: Sequence[str], *, since: int | None = None, whole: Collection[str] = ()
+    ) -> AbstractContextManager[_query.Asking]:
         """Several queries over the same views, for a caller that asks one query after
         another (what it asks next depends on the answer before): the tables are
         verified and their logs opened once, not once a query. Each query's answer is
@@ -431,6 +434,14 @@ class SnapshotStore:
             tables: The snapshot tables the queries read (`projects`, `chapters`,
                 `languages`, `exports`, `project_groups`), as themselves or their
                 `_changes` views.
+            since: A snapshot's position: the queries read only the rows of the
+                snapshots from it on, of each table but those in `whole`, with both
+                `idx >= since` and `snapshot_at >=` its time in their conditions. The
+                logs then hold only the files such rows may be in: over a long history
+                much quicker to open and scan, and a query that reads further back is
+                answered wrongly. Where a snapshot from it on is not linear (its change
+                worked out from the states before), the logs are whole.
+            whole: The tables read whole all the same (`since`).
 
         Returns:
             A context whose `arrow(sql, frames=None)` answers one query; the logs close
@@ -439,7 +450,8 @@ class SnapshotStore:
         Raises:
             DamagedStore: The store does not read; the message says what to run.
         """
-        return _query.asking(self._engine, tables)
+        recent = None if since is None else Recent(since, frozenset(tables) - frozenset(whole))
+        return _query.asking(self._engine, tables, recent)
 
     def _manifest(self, *, writing: bool = False) -> pa.Table:
         """The committed snapshots in order (`StoreEngine.manifest`)."""
