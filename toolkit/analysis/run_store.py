@@ -48,6 +48,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit.analysis._arrays import to_micros
 from toolkit.files import write_arrow, write_whole
 
 if TYPE_CHECKING:
@@ -161,10 +162,16 @@ def manifest_digests(manifest: pd.DataFrame, n: int) -> dict[str, str]:
     it (`Keeper.state`)."""
     digests = {}
     for column in _NAMING:
-        if column in manifest:
-            values = pa.array(manifest[column].iloc[:n], from_pandas=True).cast(pa.string())
-            joined = "\x1f".join(pc.fill_null(values, "\x00").to_pylist())
-            digests[column] = hashlib.sha256(joined.encode()).hexdigest()
+        if column not in manifest:
+            continue
+        values = manifest[column].iloc[:n]
+        if pd.api.types.is_datetime64_any_dtype(values):
+            # As microseconds: times written as texts cost 13 ms a year of snapshots.
+            data = to_micros(values).tobytes()
+        else:
+            texts = pa.array(values, from_pandas=True).cast(pa.string())
+            data = "\x1f".join(pc.fill_null(texts, "\x00").to_pylist()).encode()
+        digests[column] = hashlib.sha256(data).hexdigest()
     return digests
 
 
