@@ -142,11 +142,18 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
     if answer is None:
         return None
     # Each touched chapter's kept rows (the part's before, else the base's), those since
-    # added; the part before's other chapters as they were.
+    # added; then the part before's other chapters as they were.
     sources = [(kept.table, _rows_of(kept.chapters, kept.code, (touched - whole) - earlier))]
+    untouched = np.zeros(0, "int64")
     if before is not None:
-        sources.append((before.rows, _rows_of(rows.chapters, rows.code, earlier - whole)))
-    table, _ = spliced_transitions(sources, answer)
+        sources.append(
+            (before.rows, _rows_of(rows.chapters, rows.code, (earlier & touched) - whole))
+        )
+        untouched = _rows_of(rows.chapters, rows.code, earlier - touched)
+    fresh, _ = spliced_transitions(sources, answer)
+    table, order = fresh, None
+    if before is not None and len(untouched):
+        table, order = spliced_transitions([(before.rows, untouched)], fresh)
     found = Transitions.of(table, times) if table.num_rows else None
     if found is not None and found.default_model != kept.default_model:
         return None  # the service's default model as another project names it: all rows
@@ -162,8 +169,15 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
     # so is every part over it, its learned prices no longer the base's).
     priced = before is None or before.charges is not None
     if found is not None and priced and _same_prices(learned, _learned(start.meta)):
-        staged = _Staged({Transitions: found, Prices: Prices.priced(found, learned)}, obs.events)
-        charges, runs = staged.stage(Charges), staged.stage(RunTable)
+        if before is not None and before.charges is not None and before.runs is not None \
+                and order is not None and fresh.num_rows:  # fmt: skip
+            # The part before's stages of its chapters untouched since, and the touched
+            # ones' worked out alone: a chain of parts costs each update its own rows.
+            built = _built(Transitions.of(fresh, times), learned, obs.events)
+            charges, runs = _spliced((before.charges, before.runs), untouched,
+                                     before.rows.num_rows, order, built, found)  # fmt: skip
+        else:
+            charges, runs = _built(found, learned, obs.events)
     return Part(base, np.array(sorted(ids), object), table, learned, charges, runs,
                 kept.default_model, len(chapters.chapters))  # fmt: skip
 
@@ -187,14 +201,38 @@ def joined(obs: Observed, keeper: Keeper, part: Part) -> dict[type, object] | No
         # No rows of the part's own, or the learned price moved (every run's split may
         # too): the later stages are built whole, from the joined rows.
         return {kind: staged.stage(kind) for kind in (Transitions, Prices, Charges, RunTable)}
-    new_of = np.empty(len(order), "int64")
-    new_of[order] = np.arange(len(order))  # kept rows, then the part's -> new rows
-    charges = spliced_charges(stages[Charges], part.charges, kept_rows, new_of)
-    old_to_new = np.full(len(kept.code), -1, "int64")
-    old_to_new[kept_rows] = new_of[: len(kept_rows)]
-    runs = spliced_runs(stages[RunTable], part.runs, old_to_new=old_to_new,
-                        sub_to_new=new_of[len(kept_rows) :], found=transitions)  # fmt: skip
+    charges, runs = _spliced((stages[Charges], stages[RunTable]), kept_rows, len(kept.code),
+                             order, (part.charges, part.runs), transitions)  # fmt: skip
     return {Transitions: transitions, Prices: prices, Charges: charges, RunTable: runs}
+
+
+def _built(
+    found: Transitions, learned: dict[str | None, float], events: pd.DataFrame
+) -> tuple[Charges, RunTable]:
+    """The charges and runs of `found`'s rows, priced by `learned`."""
+    staged = _Staged({Transitions: found, Prices: Prices.priced(found, learned)}, events)
+    return staged.stage(Charges), staged.stage(RunTable)
+
+
+def _spliced(
+    kept: tuple[Charges, RunTable],
+    kept_rows: np.ndarray,
+    size: int,
+    order: np.ndarray,
+    sub: tuple[Charges, RunTable],
+    found: Transitions,
+) -> tuple[Charges, RunTable]:
+    """The charges and runs of `found`, whose rows `spliced_transitions` put in `order`:
+    `kept_rows` of a table of `size` rows whose stages are `kept`, then the rows of other
+    chapters, whose stages are `sub`."""
+    new_of = np.empty(len(order), "int64")
+    new_of[order] = np.arange(len(order))  # kept rows, then the others -> new rows
+    charges = spliced_charges(kept[0], sub[0], kept_rows, new_of)
+    old_to_new = np.full(size, -1, "int64")
+    old_to_new[kept_rows] = new_of[: len(kept_rows)]
+    runs = spliced_runs(kept[1], sub[1], old_to_new=old_to_new,
+                        sub_to_new=new_of[len(kept_rows) :], found=found)  # fmt: skip
+    return charges, runs
 
 
 def keep_part(keeper: Keeper, part: Part, manifest: pd.DataFrame) -> bool:
