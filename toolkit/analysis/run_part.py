@@ -10,9 +10,11 @@ answers them, their charges and their runs (`Part`), and the learned prices of t
 history. Each update works out the part of the new state from the state before it: a
 base (the part is the chapters touched since), or a part (its chapters and those touched
 since; a chapter's rows are taken from the part before, or the base, and the rows since
-added), so what an update reads and writes is the touched chapters', never the base's
-stages whole. A reader joins the part with the base (`joined`: the splice `run_extend`
-made) and keeps the stages whole: its state is a base from then on.
+added; the charges and runs of the part before's chapters untouched since are its own,
+and only the touched ones' are worked out, then spliced in as the join splices), so what
+an update reads and writes is the touched chapters', never the base's stages whole.
+A reader joins the part with the base (`joined`: the splice `run_extend` made) and
+keeps the stages whole: its state is a base from then on.
 
 The learned prices (the most common first charge over the whole history: `prices`) are
 the first charges kept beside a base (`SAMPLES`) but those of the part's chapters, with
