@@ -3,12 +3,13 @@ from __future__ import annotations
 import os
 from datetime import UTC, date, datetime, timedelta
 
+import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from datafakes import T0, FakeService, hours
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pandas.testing import assert_frame_equal
@@ -726,6 +727,21 @@ def test_queries_of_the_snapshots_since_read_their_files_alone(tmp_path, service
     with store.asking(["languages"], since=2) as ask:
         assert ask.arrow(recent).equals(store.query_arrow(recent))
         assert count(ask.arrow) == count(store.query_arrow)
+
+
+@pytest.mark.parametrize("statistics", [True, False])
+def test_a_view_of_the_files_since_keeps_every_file_it_cannot_rule_out(tmp_path, statistics):
+    # A table another engine wrote without file statistics: nothing tells its files
+    # apart, so the view holds them all (a file left out would be rows lost unsaid).
+    kept = pa.schema([("snapshot_at", schema.TIME), ("n", pa.int64())])
+    settings = None if statistics else {"delta.dataSkippingNumIndexedCols": "0"}
+    for hour in range(3):
+        rows = pa.table({"snapshot_at": [hours(hour)], "n": [hour]}, schema=kept)
+        write_deltalake(tmp_path / "t", rows, mode="append", configuration=settings)
+    con = duckdb.connect()
+    _store_tables.Tables(str(tmp_path)).expose(con, "v", "t", kept, since=hours(2))
+    seen = [n for (n,) in con.execute("SELECT n FROM v ORDER BY n").fetchall()]
+    assert seen == ([2] if statistics else [0, 1, 2])
 
 
 def test_an_empty_store_answers_with_empty_frames(tmp_path):
