@@ -24,6 +24,7 @@ from toolkit.store import diff as store_diff
 from toolkit.store import engine as store_engine
 from toolkit.store import ids as _store_ids
 from toolkit.store import tables as _store_tables
+from toolkit.store import views as store_views
 from toolkit.store import writing as store_writing
 from toolkit.store.snapshot_store import StoreUpgraded
 
@@ -668,9 +669,9 @@ def test_several_queries_over_one_opening_answer_as_each_alone(tmp_path, service
     first = "SELECT chapter_id, max(covered) AS top FROM languages_changes GROUP BY 1 ORDER BY 1"
     second = "SELECT n.chapter_id, c.title FROM chapters c JOIN ids n USING (chapter_id) ORDER BY 1"
     opened = []
-    expose = store._engine.tables.expose
+    expose = store_views.expose
     monkeypatch.setattr(
-        store._engine.tables, "expose", lambda *a, **k: opened.append(a[2]) or expose(*a, **k)
+        store_engine, "expose", lambda *a, **k: opened.append(a[3]) or expose(*a, **k)
     )
     with store.asking(["chapters", "languages"]) as ask:
         tops = ask.arrow(first)
@@ -739,7 +740,7 @@ def test_a_view_of_the_files_since_keeps_every_file_it_cannot_rule_out(tmp_path,
         rows = pa.table({"snapshot_at": [hours(hour)], "n": [hour]}, schema=kept)
         write_deltalake(tmp_path / "t", rows, mode="append", configuration=settings)
     con = duckdb.connect()
-    _store_tables.Tables(str(tmp_path)).expose(con, "v", "t", kept, since=hours(2))
+    store_views.expose(_store_tables.Tables(str(tmp_path)), con, "v", "t", kept, since=hours(2))
     seen = [n for (n,) in con.execute("SELECT n FROM v ORDER BY n").fetchall()]
     assert seen == ([2] if statistics else [0, 1, 2])
 

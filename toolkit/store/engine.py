@@ -29,11 +29,12 @@ from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow, connect
 from toolkit.store.ledger import Ledger
 from toolkit.store.log import Log
-from toolkit.store.manifest import Recent, order_manifest
+from toolkit.store.manifest import order_manifest
 from toolkit.store.migrate import FIRST_LAYOUT, is_old_store, migrate_in_place
 from toolkit.store.tables import Tables
 from toolkit.store.upgrade import is_current, is_current_store, upgrade, upgrade_message
 from toolkit.store.verify import damaged, refuse, verify_reads
+from toolkit.store.views import Recent, expose
 
 __all__ = ["StoreEngine", "StoreUpgraded", "T"]
 
@@ -236,8 +237,8 @@ class StoreEngine:
                 logs = {}
                 for name in tables:
                     cut = at is not None and recent is not None and name in recent.tables
-                    self.tables.expose(con, f"stored_{name}", name, stored_schema(name),
-                                       since=at if cut else None)  # fmt: skip
+                    expose(self.tables, con, f"stored_{name}", name, stored_schema(name),
+                           since=at if cut else None)  # fmt: skip
                     logs[name] = Log(con, name, f"stored_{name}", manifest,
                                      cache=self.worked_out, first=first if cut else 0)  # fmt: skip
             yield logs

@@ -22,6 +22,7 @@ from toolkit.native_stderr import panics_kept_off_stderr
 from toolkit.store.connection import arrow, connect
 from toolkit.store.ledger import OPERATION_KEY
 from toolkit.store.tables import Tables
+from toolkit.store.views import expose
 from toolkit.timestamps import parse_time, utc
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def history(
     """Every event once (the first copy received), oldest first."""
     con = connect()
     try:
-        tables.expose(con, "stored", "events", schema.EVENTS)
+        expose(tables, con, "stored", "events", schema.EVENTS)
         conditions, params = ["true"], []
         if since is not None:
             conditions.append("timestamp >= ?")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Recent", "Snapshots", "order_manifest"]
+__all__ = ["Snapshots", "order_manifest"]
 
 
 def order_manifest(manifest: pa.Table) -> pa.Table:
@@ -63,22 +62,3 @@ class Snapshots:
     def time(self, i: int) -> datetime:
         when: datetime = self._times[i].as_py()
         return when
-
-
-@dataclass(frozen=True)
-class Recent:
-    """What a reader reads of `tables`: only the rows of the snapshots from position
-    `first` on, by `idx` and by `snapshot_at` (at least that snapshot's time), so their
-    logs need hold no other (`SnapshotStore.asking`)."""
-
-    first: int
-    tables: frozenset[str]
-
-    def reaches(self, manifest: pa.Table) -> tuple[int, datetime | None]:
-        """Where the logs may start: `first` and its time when every snapshot from it on
-        is linear (stored as its change, none worked out from the states before); else
-        0 and None, the whole logs."""
-        snapshots = Snapshots.of(manifest)
-        if self.first >= len(snapshots.ids) or not snapshots.linear[self.first :].all():
-            return 0, None
-        return self.first, snapshots.time(self.first)

@@ -26,7 +26,7 @@ from toolkit.store.columns import MANIFEST_STORED, stored_schema
 from toolkit.store.connection import arrow
 from toolkit.store.engine import StoreEngine
 from toolkit.store.log import Log
-from toolkit.store.manifest import Recent
+from toolkit.store.views import Recent
 from toolkit.store.writing import stamp
 from toolkit.timestamps import When, utc
 

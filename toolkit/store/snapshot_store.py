@@ -47,8 +47,8 @@ from toolkit.store import query as _query
 from toolkit.store.columns import MANIFEST_STORED
 from toolkit.store.engine import StoreEngine, StoreUpgraded
 from toolkit.store.info import SnapshotInfo
-from toolkit.store.manifest import Recent
 from toolkit.store.tables import Tables
+from toolkit.store.views import Recent
 from toolkit.store.writing import write
 from toolkit.timestamps import When, utc
 

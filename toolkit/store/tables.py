@@ -28,9 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
-import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import (
@@ -49,7 +47,7 @@ from toolkit.frames.schema import conform
 from toolkit.native_stderr import panics_kept_off_stderr
 
 __all__ = ["BASE_ID_KEY", "SNAPSHOT_AT_KEY", "SNAPSHOT_ID_KEY", "WRITER",
-           "Tables", "app_id", "version_of"]  # fmt: skip
+           "Tables", "app_id", "columns", "version_of"]  # fmt: skip
 
 _APP_PREFIX = "toolkit.snapshot:"
 SNAPSHOT_ID_KEY = "toolkit.snapshot_id"
@@ -62,32 +60,9 @@ _APPEND_ATTEMPTS = 5
 WRITER = WriterProperties(compression="ZSTD")
 
 
-def _files_since(table: DeltaTable, since: datetime | None) -> list[str]:
-    """The table's files (`file_uris`), but those whose rows were all taken before
-    `since`, by the statistics its commits keep (`expose`)."""
-    files = table.file_uris()
-    if since is None:
-        return files
-    actions = pa.table(table.get_add_actions(flatten=True))
-    column = "max.snapshot_at"
-    if column not in actions.column_names:
-        return files
-    newest = actions.column(column).cast(pa.timestamp("us", tz="UTC"))
-    recent = pc.fill_null(pc.greater_equal(newest, pa.scalar(since, newest.type)), True)
-    # By file name: the table writes each under a name of its own (a UUID).
-    paths = pc.filter(actions.column("path"), recent).to_pylist()
-    kept = {path.rsplit("/", 1)[-1] for path in paths}
-    return [uri for uri in files if uri.rsplit("/", 1)[-1] in kept]
-
-
-def _columns(table: DeltaTable) -> set[str]:
+def columns(table: DeltaTable) -> set[str]:
     """The names of the columns the table's schema has now."""
     return {field.name for field in table.schema().fields}
-
-
-def _duckdb_type(con: duckdb.DuckDBPyConnection, field: pa.Field) -> str:
-    """The DuckDB type a column of this Arrow type reads as (DuckDB's own answer)."""
-    return str(con.from_arrow(pa.schema([field]).empty_table()).types[0])
 
 
 def app_id(snapshot_id: str) -> str:
@@ -225,7 +200,7 @@ class Tables:
             before = self._listing(name)
             target: Any = table if table is not None else self.uri(name)
             # A table written before a column was added to the store gains it.
-            grows = table is not None and bool(set(rows.schema.names) - _columns(table))
+            grows = table is not None and bool(set(rows.schema.names) - columns(table))
             try:
                 with panics_kept_off_stderr():  # delta-rs' threads panic on a full disk
                     write_deltalake(
@@ -329,50 +304,9 @@ class Tables:
             return ds.dataset(schema.empty_table())
         return table.to_pyarrow_dataset()
 
-    def expose(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        view: str,
-        name: str,
-        schema: pa.Schema,
-        *,
-        since: datetime | None = None,
-    ) -> None:
-        """Make the table's current rows readable in DuckDB as `view`.
-
-        On a local disk, a table of plain Parquet files (reader protocol 1, which is all
-        this store writes) is read by DuckDB's own Parquet reader over the files of the
-        table's current version: on a year of history some three times faster than
-        through an Arrow dataset, and it still skips files by their statistics. Other
-        tables (object stores, tables an engine wrote with newer reader features) go
-        through delta-rs's Arrow dataset. Either way a column of `schema` the table
-        never had reads as null.
-
-        `since`: the caller reads only rows of snapshots taken at or after it, and the
-        view holds only the files that may have one (by the commit's statistics of
-        `snapshot_at`; a file without them is kept). DuckDB would skip the others too,
-        but only after opening each: a year's table is some eighty files, and opening
-        them cost more than the rows of an hour (`run_part`'s queries of the log since).
-        """
-        table = self.get(name)
-        files = _files_since(table, since) if table is not None else []
-        present = _columns(table) if table is not None else set()
-        # A column the table never had (one added to the store since it was written)
-        # reads as null.
-        columns = ", ".join(
-            f'"{field.name}"' if field.name in present or table is None
-            else f'CAST(NULL AS {_duckdb_type(con, field)}) AS "{field.name}"'
-            for field in schema
-        )  # fmt: skip
-        if table is None or not files or not self._plain(table):
-            con.register(f"{view}_dataset", self.dataset(name, schema))
-            source = f"{view}_dataset"
-        else:
-            listed = ", ".join("'" + uri.replace("'", "''") + "'" for uri in files)
-            source = f"read_parquet([{listed}], union_by_name = true)"
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {columns} FROM {source}")
-
-    def _plain(self, table: DeltaTable) -> bool:
+    def plain(self, table: DeltaTable) -> bool:
+        """Whether DuckDB's own Parquet reader reads the table: a local one of plain
+        Parquet files (reader protocol 1, which is all this store writes)."""
         return self.local and table.protocol().min_reader_version <= 1
 
     def read_files(
