@@ -234,13 +234,13 @@ class StoreEngine:
                 verify_reads(self, manifest, tables)
                 con.register("manifest", manifest)
                 first, at = recent.reaches(manifest) if recent is not None else (0, None)
+                cut = recent.tables if recent is not None and at is not None else frozenset()
                 logs = {}
                 for name in tables:
-                    cut = at is not None and recent is not None and name in recent.tables
                     expose(self.tables, con, f"stored_{name}", name, stored_schema(name),
-                           since=at if cut else None)  # fmt: skip
-                    logs[name] = Log(con, name, f"stored_{name}", manifest,
-                                     cache=self.worked_out, first=first if cut else 0)  # fmt: skip
+                           since=at if name in cut else None)  # fmt: skip
+                    logs[name] = Log(con, name, f"stored_{name}", manifest, cache=self.worked_out,
+                                     first=first if name in cut else 0)  # fmt: skip
             yield logs
         finally:
             con.close()
