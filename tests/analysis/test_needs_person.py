@@ -3,14 +3,17 @@ read it, so they never disagree on which chapters wait nor why."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 import pytest
+from page_images import make_page
 from report_stores import needing_people
 
 from toolkit import analysis
 from toolkit.analysis.needs_person import ORDER, needs_person, pages_at_last_run
 from toolkit.analysis.observed import observe
-from toolkit.analysis.runs import all_runs
+from toolkit.store import SnapshotStore
 
 
 @pytest.fixture
@@ -108,14 +111,44 @@ def test_the_rule_on_chapters_as_they_stand_one_case_per_reason_and_kind():
     assert "stalled" not in set(live["reason"]) and "held_pages" not in set(live["reason"])
 
 
-def test_the_pages_paid_by_an_earlier_snapshot_are_the_runs_but_re_scans(demo_day):
-    # Counted from the run stages by chapter code: the pages of each chapter's runs other
-    # than re-scans seen by then, as the runs frame sums them.
-    obs = observe(demo_day)
-    runs = all_runs(obs)
-    for as_of in obs.times[len(obs.times) // 2 : -1]:
-        seen = runs[(runs["kind"] != "rescan") & (runs["seen_at"] <= as_of)]
-        expected = seen.groupby(seen["chapter_id"].astype(object))["pages"].sum()
-        asked = pd.Index(expected.index, dtype=object)
-        found = pages_at_last_run(obs, as_of, asked)
-        assert found.sort_index().to_dict() == expected.astype("int64").sort_index().to_dict()
+def test_the_pages_paid_by_each_snapshot_are_the_ledgers_work_before_the_store_included(
+    emulator, workspace, comic_project, client, tmp_path
+):
+    # A store begun on a busy account: a chapter ran before its first snapshot, then
+    # had a page added and run, one held, a failed run and a re-scan (which pays for no
+    # new page). At every snapshot, not only the last, the pages paid are the ledger's
+    # by then, and only the held page waits for a person.
+    comic, store = comic_project["id"], SnapshotStore(tmp_path / "store")
+    early = client.create_chapter(comic, pages=[make_page(i) for i in range(1, 4)])
+    charged = []  # the ledger's charges at each snapshot
+
+    def step(seconds: int = 600) -> None:
+        emulator.advance(seconds)
+        store.take(client)
+        charged.append(len(emulator.ledger(workspace["id"])["charges"]))
+
+    step()
+    client.add_pages(early.id, pages=[make_page(4)])
+    step()
+    emulator.set_faults(failure_rate=1.0, seed=3)
+    later = client.create_chapter(comic, pages=[make_page(5), make_page(6)])
+    emulator.set_faults()
+    step()
+    client.add_pages(early.id, pages=[make_page(7)], hold=True)
+    client.rescan_chapter(later.id)
+    step()
+    step()
+    obs = observe(store)
+    charges = emulator.ledger(workspace["id"])["charges"]
+    held = []
+    for as_of, count in zip(obs.times, charged, strict=True):
+        paid: Counter[str] = Counter()
+        for charge in charges[:count]:
+            if charge["reason"] != "rescan":
+                paid[charge["chapterId"]] += charge["pages"]
+        found = pages_at_last_run(obs, as_of, pd.Index(list(paid), dtype=object))
+        assert {chapter: int(found[chapter]) for chapter in paid} == dict(paid), as_of
+        waiting = needs_person(obs, as_of=as_of, stall_after=pd.Timedelta("1h"))
+        held.append(dict(zip(waiting["chapter_id"], waiting["held"], strict=True)))
+    assert held[:3] == [{}, {}, {later.id: 0}]  # `later` failed, then was re-scanned
+    assert held[3:] == [{early.id: 1}, {early.id: 1}]

@@ -27,6 +27,7 @@ from histories.plan import Plan
 from histories.play import History, played
 from toolkit import analysis
 from toolkit.analysis import run_part
+from toolkit.analysis.needs_person import pages_at_last_run
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
 from toolkit.analysis.run_store import FOLDER
@@ -198,6 +199,32 @@ def sums_are_conserved(history: History) -> None:
         assert len({str(v) for v in found.values()}) == 1, (history.plan.seed, name, found)
 
 
+def pages_paid_equal_the_ledger(history: History) -> None:
+    """At every snapshot, not only the last, the pages each resting comic chapter had
+    paid to run (what tells held pages, `needs_person`) are the ledger's charges by then
+    but re-scans: the work before the baseline included."""
+    obs = Observed(SnapshotStore(history.store.root))
+    charges = history.emulator.ledger(history.workspace_id)["charges"]
+    for as_of, (count, _) in zip(obs.times, history.marks, strict=True):
+        paid: Counter[str] = Counter()
+        for charge in charges[:count]:
+            if charge["reason"] != "rescan":
+                paid[charge["chapterId"]] += charge["pages"]
+        chapters = obs.at("chapters", as_of)
+        resting = (
+            chapters["started"].fillna(False).astype(bool)
+            & ~chapters["processing"].fillna(False).astype(bool)
+            & (chapters["page_count"].fillna(0) > 0)
+        )
+        asked = pd.Index(chapters["chapter_id"][resting].astype(object), dtype=object)
+        found = pages_at_last_run(obs, as_of, asked)
+        expected = {chapter: paid[chapter] for chapter in asked}
+        assert {chapter: int(found[chapter]) for chapter in asked} == expected, (
+            history.plan.seed,
+            as_of,
+        )
+
+
 def kept_runs_equal_the_pipeline(history: History) -> None:
     """The run stages kept in the store (`run_store`) equal a build from
     the change log, and the run figures read from them the figures worked out without
@@ -261,6 +288,7 @@ def check(history: History, folder: Path) -> None:
     assert_windows_equal_the_whole(history.store, f"seed {history.plan.seed}")
     assert_seen_reads_the_workspace(history.store, f"seed {history.plan.seed}")
     figures_equal_the_ledger(history, folder)
+    pages_paid_equal_the_ledger(history)
     sums_are_conserved(history)
 
 

@@ -32,6 +32,7 @@ TANGLES = (
     "staged",  # a chapter staged, given held pages, started later
     # Drawn last (below), so the seeds drawn before it was added keep their plans.
     "run_rescanned_held",  # pages run, a re-scan, pages held in one interval: (c)
+    "ran_before_the_store",  # run before the first snapshot, pages added after it
 )
 
 

@@ -257,13 +257,43 @@ def run_rescanned_held(player: _Player) -> Iterator[None]:
     player.quiet.discard(chapter)
 
 
+def ran_before_the_store(player: _Player) -> Iterator[None]:
+    """A chapter run before the store's first snapshot (settled by then when the
+    interval allows, else still running), then given a page that runs and, a snapshot
+    later, one held: what it paid before the store counts at every snapshot after, not
+    only the last (its held page alone waits for a person). Its first step is taken
+    before the first snapshot (`BEFORE_THE_STORE`)."""
+    if not player.comics():
+        return
+    plan = player.plan
+    player.emulator.set_faults()  # a failure would make its pages a re-scan's to read
+    chapter = player.create(player.comics()[0]["id"], pages=player.pages(3))
+    player.scripted.add(chapter)
+    player.quiet.add(chapter)
+    player.advance(RUN)
+    player.emulator.set_faults(failure_rate=plan.failure_rate, stall_rate=plan.stall_rate,
+                               seed=plan.seed)  # fmt: skip
+    yield
+    yield from _settled(player, chapter)
+    player.client.add_pages(chapter, player.pages(1))
+    yield
+    yield from _settled(player, chapter)
+    player.client.add_pages(chapter, player.pages(1), hold=True)
+    yield
+    yield
+    player.quiet.discard(chapter)
+
+
 TANGLES: dict[str, Callable[[_Player], Iterator[None]]] = {
     "held_after_rescan": held_after_rescan,
     "added_to_failed": added_to_failed,
     "rescan_in_interval": rescan_in_interval,
     "staged": staged,
     "run_rescanned_held": run_rescanned_held,
+    "ran_before_the_store": ran_before_the_store,
 }
+# The tangles whose first step comes before the store's first snapshot.
+BEFORE_THE_STORE = ("ran_before_the_store",)
 
 
 @contextmanager
@@ -298,12 +328,15 @@ def played(
             # Work before the baseline, some of it still running when it is taken.
             player.left = plan.interval
             player.act()
+            early = [TANGLES[name](player) for name in plan.tangles if name in BEFORE_THE_STORE]
+            early = [tangle for tangle in early if next(tangle, StopIteration) is not StopIteration]
             player.advance(player.rng.choice([1, 60, plan.interval // 2]))
             store.take(client)
             history.marks.append(_marks(emulator, ws))
             if after_take is not None:
                 after_take(history)
-            tangles = [TANGLES[name](player) for name in plan.tangles]
+            tangles = [TANGLES[name](player) for name in plan.tangles
+                       if name not in BEFORE_THE_STORE] + early  # fmt: skip
             for _ in range(1, plan.snapshots):
                 player.left = plan.interval
                 player.act()

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis._arrays import category_codes
+from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed, answer, flag
 from toolkit.analysis.run_codes import Kind
 from toolkit.analysis.run_table import RunTable
@@ -212,26 +213,36 @@ def pages_at_last_run(obs: Observed, as_of: pd.Timestamp, asked: pd.Index) -> pd
 
 
 def _paged_by(obs: Observed, as_of: pd.Timestamp) -> pd.Series:
-    """The pages of the runs other than re-scans seen by `as_of`, summed per chapter
-    (by id) that has one: counted by chapter code from the run stages, as the replays
-    of a page ask at each of their snapshots (grouped by the runs frame's ids, 0.5 s a
-    week at 100,000 chapters)."""
+    """The pages each chapter (by id) had paid for at the store's first snapshot, as the
+    charges read its credits then (work before the store, a run going then included),
+    and those of its runs other than re-scans seen after it and by `as_of`: counted by
+    chapter code from the run stages, as the replays of a page ask at each of their
+    snapshots (grouped by the runs frame's ids, 0.5 s a week at 100,000 chapters)."""
     table = obs.stage(RunTable)
     if not len(table.row):
         return pd.Series(dtype="int64")
     if "runs_paging" not in obs.memo:
-        ids = obs.stage(Transitions).rows["chapter_id"]
-        kept = table.kind != Kind.RESCAN
+        found = obs.stage(Transitions)
+        ids = found.rows["chapter_id"]
+        codes, words = category_codes(ids), pd.Index(ids.cat.categories.astype(object))
+        first = np.flatnonzero(found.rows["idx"].to_numpy("int64") == 0)
+        before = np.zeros(len(words))
+        before[codes[first]] = obs.stage(Charges).paid[first]
+        # A run seen at the first snapshot was paid before it: in `before` already.
+        kept = (table.kind != Kind.RESCAN) & (table.seen_idx > 0)
         obs.memo["runs_paging"] = (
-            category_codes(ids)[table.row[kept]],
-            pd.Index(ids.cat.categories.astype(object), dtype=object),
+            codes[table.row[kept]],
+            words,
             seen_times(obs)[kept],
             np.round(table.pages[kept]).astype("int64"),
+            np.round(before).astype("int64"),
+            np.bincount(codes[first], minlength=len(words)) > 0,
         )
-    chapter, words, seen_at, pages = cast(
-        tuple[np.ndarray, pd.Index, np.ndarray, np.ndarray], obs.memo["runs_paging"]
+    chapter, words, seen_at, pages, before, at_first = cast(
+        tuple[np.ndarray, pd.Index, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        obs.memo["runs_paging"],
     )
     seen = seen_at <= as_of.to_datetime64()
-    runs = np.bincount(chapter[seen], minlength=len(words))
-    paid = np.bincount(chapter[seen], weights=pages[seen], minlength=len(words))
-    return pd.Series(paid[runs > 0].astype("int64"), index=words[runs > 0])
+    known = at_first | (np.bincount(chapter[seen], minlength=len(words)) > 0)
+    paid = before + np.bincount(chapter[seen], weights=pages[seen], minlength=len(words))
+    return pd.Series(paid[known].astype("int64"), index=words[known])
