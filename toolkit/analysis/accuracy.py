@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from toolkit.analysis._arrays import looked_up
 from toolkit.analysis.calendar import names, utc_bound, with_names
@@ -259,15 +260,30 @@ def replays(
         yield seen
 
 
+# The columns of each table a replay reads (`is_open`, `needs_action`, `forecast_seen`
+# undated and unreviewed, `_true_finishes`), with the keys and snapshot columns: the
+# texts no replay reads (a chapter's summary and failure, a language's models) were
+# half of what each replayed state took and converted.
+REPLAYED: Final = {
+    "chapters": {"snapshot_id", "snapshot_at", "chapter_id", "project_id", "position", "title",
+                 "page_count", "started", "processing", "failed", "status",
+                 "last_activity_at"},
+    "languages": {"snapshot_id", "snapshot_at", "chapter_id", "project_id", "language_code",
+                  "status", "covered", "untranslated"},
+    "projects": set(schema.PROJECTS.names) | {"snapshot_id", "snapshot_at"},
+}  # fmt: skip
+
+
 def _rolled(
     obs: Observed, table: str, start: pd.Timestamp, snapshots: list[pd.Timestamp]
 ) -> Iterator[pd.DataFrame]:
     """`table` at each of the snapshots `snapshots` (in time order, none before the
     snapshot `start`), as `store.as_of` reads it: read at `start`, then brought forward
     by the change log's rows up to each (a key's newest row holds; a deleted key's row
-    goes)."""
+    goes). Only the columns a replay reads (`REPLAYED`)."""
     keys = list(schema.KEYS[table])
     state = obs.at(table, start)  # the view's, never changed
+    state = state[[c for c in state.columns if c in REPLAYED[table]]]
     columns = list(state.columns)
     values = [c for c in columns if c not in ("snapshot_id", "snapshot_at")]
     found = obs.store.query_arrow(
@@ -279,7 +295,8 @@ def _rolled(
         )
     ).combine_chunks()  # DuckDB's many batches would make each take of a state slow
     # As `as_of` converts its rows (a chapter's `state` is derived, not stored).
-    log = schema.to_pandas(found.select(values), schema.SNAPSHOT_TABLES[table])
+    whole = schema.SNAPSHOT_TABLES[table]
+    log = schema.to_pandas(found.select(values), pa.schema([whole.field(c) for c in values]))
     log["snapshot_at"] = found.column("snapshot_at").to_pandas().astype(state["snapshot_at"].dtype)
     log["_deleted"] = found.column("_deleted").to_numpy(zero_copy_only=False)
     ids = dict(zip(obs.manifest["snapshot_at"], obs.manifest["snapshot_id"], strict=True))
