@@ -14,6 +14,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 NO_TIME: Final = np.iinfo("int64").min
 """A time that is not known, in int64 microseconds (numpy's NaT)."""
@@ -39,6 +40,17 @@ def looked_up(keys: pd.Series, table: pd.Series) -> pd.Series:
     """
     found = table.reindex(pd.Index(keys.to_numpy(), dtype=object))
     return pd.Series(found.array, index=keys.index, name=keys.name, copy=False)
+
+
+def positions_in(keys: pd.Series, index: pd.Index) -> np.ndarray:
+    """Where each of `keys` (texts) stands in `index` (unique texts), -1 where it is
+    absent: hashed in Arrow. pandas' `map` through an index of 100,000 Python texts
+    hashes every key as an object, 0.08 s a call, and the replays of a weekly page ask
+    at each of their snapshots (0.01 s here)."""
+    looked = pa.array(keys, from_pandas=True)
+    wanted = pa.array(np.asarray(index, object), type=looked.type, from_pandas=True)
+    found = pc.index_in(looked, value_set=wanted)
+    return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), "int64")
 
 
 def is_true(values: pd.Series) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Final, cast
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis._arrays import category_codes
+from toolkit.analysis._arrays import category_codes, positions_in
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed, answer, flag
 from toolkit.analysis.run_codes import Kind
@@ -68,12 +68,15 @@ def needs_person(
     """
     if chapters is None:
         chapters = obs.at("chapters", as_of)
-    ids = chapters["chapter_id"].to_numpy(object)
+    ids = chapters["chapter_id"]
     pages = chapters["page_count"].fillna(0).astype("int64")
     # Only a chapter that ran and rests can hold pages; only those need what runs paid.
-    rests = flag(chapters["started"]) & ~flag(chapters["processing"]) & (pages > 0)
-    ran = pages_at_last_run(obs, as_of, pd.Index(ids[rests.to_numpy()], dtype=object))
-    paid = pd.Series(ids, index=chapters.index).map(ran).fillna(pages).astype("int64")
+    rests = (flag(chapters["started"]) & ~flag(chapters["processing"]) & (pages > 0)).to_numpy()
+    asked = pd.Index(ids.to_numpy(object)[rests], dtype=object)
+    ran = pages_at_last_run(obs, as_of, asked) if rests.any() else pd.Series(dtype="int64")
+    at = positions_in(ids, ran.index)
+    paid = pages.copy()  # what a chapter whose runs paid nothing known shows
+    paid[at >= 0] = ran.to_numpy("int64")[at[at >= 0]]
     return needing_person(chapters, as_of=as_of, stall_after=stall_after,
                           kinds=project_kinds(obs), paid=paid, first=first)  # fmt: skip
 
