@@ -44,7 +44,7 @@ from toolkit.analysis.run_store import (
     encode,
 )
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import RunFrame
+from toolkit.analysis.runs import RunFrame, paid_pages, rescans_seen
 from toolkit.analysis.transitions import Transitions
 from toolkit.cli import main
 from toolkit.client import Client
@@ -272,6 +272,26 @@ def test_each_stage_reads_back_as_it_was_built(seen):
     rows = obs.stage(Transitions).rows
     assert isinstance(rows["chapter_id"].dtype, pd.CategoricalDtype)
     assert obs.stage(RunTable).failure_reason.dtype == np.dtype(object)
+
+
+def test_columns_read_alone_from_the_kept_stages_answer_as_the_stages(seen, tmp_path):
+    # The pages paid and the re-scans seen read two columns of each kept stage without
+    # reading the stages (a watch cycle asks for nothing else of them): the same
+    # answers as from the stages read whole, and none read meanwhile.
+    _, _, root = seen
+    root = copy(root, tmp_path)
+    analysis.runs(Observed(SnapshotStore(root)))  # builds and keeps the stages
+    alone, whole = Observed(SnapshotStore(root)), Observed(SnapshotStore(root), keep=False)
+    assert alone.kept_columns(Charges, ["paid"]) is not None
+    paid, rescans = paid_pages(alone), rescans_seen(alone)
+    assert not alone._stages  # answered from the columns alone
+    pd.testing.assert_series_equal(paid, paid_pages(whole), check_exact=True)
+    pd.testing.assert_frame_equal(rescans, rescans_seen(whole), check_exact=True)
+    assert len(rescans) and (paid > 0).any()  # the awkward cases re-scan and pay
+    # A column the file does not hold, or a stage already read: ask the stage.
+    assert alone.kept_columns(Charges, ["no such column"]) is None
+    alone.stage(Charges)
+    assert alone.kept_columns(Charges, ["paid"]) is None
 
 
 @pytest.mark.parametrize("storage", ["pyarrow", "python"])

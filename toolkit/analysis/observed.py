@@ -103,6 +103,17 @@ class Observed:
                 self._completed()
         return cast(S, self._stages[kind])
 
+    def kept_columns(self, kind: type, columns: list[str]) -> pa.Table | None:
+        """Only `columns` (as `run_store.encode` names them) of the stage of this type
+        kept for this state, while the stage is not read: a question that needs two
+        columns of a year's stage reads them alone (`paid_pages`, `rescans_seen`: 2 s of
+        a watch cycle at 100,000 chapters was the whole stages read for them). None:
+        ask `stage`."""
+        keeper, name = self._keeper, kept_as(kind)
+        if keeper is None or name is None or kind in self._stages:
+            return None
+        return keeper.load_table(name, keeper.state(self.manifest), columns=columns)
+
     def _found(self, kind: type[S]) -> S:
         """The stage of this type as kept, extended or built (and then kept)."""
         keeper = self._keeper

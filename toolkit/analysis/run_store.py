@@ -285,10 +285,14 @@ class Keeper:
         if self._folder is not None:
             (self._folder / self.state(manifest) / f"{name}.arrow").unlink(missing_ok=True)
 
-    def load_table(self, name: str, state: str, *, mapped: bool = False) -> pa.Table | None:
+    def load_table(
+        self, name: str, state: str, *, mapped: bool = False, columns: list[str] | None = None
+    ) -> pa.Table | None:
         """The table `save_table` kept as `name` for `state`; None when none reads.
         `mapped`: the file mapped, its columns read as they are used (the table's arrays
-        are views of it: a file kept uncompressed, `_MAPPED`)."""
+        are views of it: a file kept uncompressed, `_MAPPED`). `columns`: those alone
+        (named as `encode` names them), the others neither read nor decompressed; None
+        when one is missing."""
         if self._folder is None:
             return None
         path = str(self._folder / state / f"{name}.arrow")
@@ -296,7 +300,12 @@ class Keeper:
             if mapped:
                 return pa.ipc.open_file(pa.memory_map(path)).read_all()
             with pa.OSFile(path) as source:
-                return pa.ipc.open_file(source).read_all()
+                if columns is None:
+                    return pa.ipc.open_file(source).read_all()
+                names = pa.ipc.open_file(source).schema.names
+                fields = [names.index(column) for column in columns]
+                options = pa.ipc.IpcReadOptions(included_fields=fields)
+                return pa.ipc.open_file(source, options=options).read_all()
         except Exception:  # a file that does not read is no basis, never an error
             return None
 

@@ -180,6 +180,11 @@ def run_chapters(obs: Observed) -> np.ndarray:
 def paid_pages(obs: Observed) -> pd.Series:
     """Pages each chapter (by id) has paid for at the last snapshot: run at least once;
     held pages not yet."""
+    kept = _kept_rows(obs, "step", ["paid"])
+    if kept is not None:
+        (ids, step), (paid,) = kept
+        last = np.flatnonzero(np.append(step[1:] == 0, True))
+        return pd.Series(paid[last], index=_texts_of(ids, last))
     found = obs.stage(Transitions)
     if found.empty:
         return pd.Series(dtype="float64")
@@ -191,6 +196,12 @@ def paid_pages(obs: Observed) -> pd.Series:
 def rescans_seen(obs: Observed) -> pd.DataFrame:
     """`chapter_id, idx`: where a re-scan of a chapter was seen (the snapshot position
     whose rise paid for it), without building the runs."""
+    rescans = [f"count[{int(Slot.RESCAN_BEFORE)}]", f"count[{int(Slot.RESCAN_AFTER)}]"]
+    kept = _kept_rows(obs, "idx", rescans)
+    if kept is not None:
+        (ids, idx), (before, after) = kept
+        at = np.flatnonzero((before + after) > 0)
+        return pd.DataFrame({"chapter_id": _texts_of(ids, at), "idx": idx[at]})
     found = obs.stage(Transitions)
     if found.empty:
         return pd.DataFrame({"chapter_id": pd.Series(dtype=object), "idx": np.zeros(0, "int64")})
@@ -205,6 +216,28 @@ def rescans_seen(obs: Observed) -> pd.DataFrame:
             "idx": rows["idx"].to_numpy("int64")[seen],
         }
     )
+
+
+def _kept_rows(
+    obs: Observed, column: str, charges: list[str]
+) -> tuple[tuple[pa.DictionaryArray, np.ndarray], list[np.ndarray]] | None:
+    """From the stages kept for the view's state, without reading them whole: the
+    transition rows' chapter ids (as Arrow's dictionary) and `column`, and the charges'
+    columns `charges` (as `run_store.encode` names them), row for row. None when they
+    are not kept, or the stages are read already: ask the stages."""
+    rows = obs.kept_columns(Transitions, [f"frame:rows:{c}" for c in ("chapter_id", column)])
+    paid = obs.kept_columns(Charges, charges) if rows is not None else None
+    if rows is None or paid is None or rows.num_rows != paid.num_rows:
+        return None
+    ids = rows.column("frame:rows:chapter_id").combine_chunks()
+    values = rows.column(f"frame:rows:{column}").to_numpy()
+    return (ids, np.asarray(values)), [np.asarray(paid.column(c).to_numpy()) for c in charges]
+
+
+def _texts_of(ids: pa.DictionaryArray, at: np.ndarray) -> np.ndarray:
+    """The chapter ids at rows `at`, as Python texts (each text made once)."""
+    words = np.asarray(ids.dictionary.to_numpy(zero_copy_only=False), object)
+    return np.asarray(words[np.asarray(ids.indices.to_numpy(), "int64")[at]], object)
 
 
 def _frame_of(table: RunTable, found: Transitions) -> pd.DataFrame:
