@@ -288,6 +288,10 @@ def test_columns_read_alone_from_the_kept_stages_answer_as_the_stages(seen, tmp_
     pd.testing.assert_series_equal(paid, paid_pages(whole), check_exact=True)
     pd.testing.assert_frame_equal(rescans, rescans_seen(whole), check_exact=True)
     assert len(rescans) and (paid > 0).any()  # the awkward cases re-scan and pay
+    # The spend by project takes each run's chapter and project so too.
+    spend = analysis.credit_spend(alone, "1D", "project_id")
+    pd.testing.assert_frame_equal(spend, analysis.credit_spend(whole, "1D", "project_id"))
+    assert Transitions not in alone._stages and Charges not in alone._stages
     # A column the file does not hold, or a stage already read: ask the stage.
     assert alone.kept_columns(Charges, ["no such column"]) is None
     alone.stage(Charges)

@@ -17,9 +17,8 @@ from toolkit.analysis.calendar import period_starts, within
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import all_runs, rescans_seen
+from toolkit.analysis.runs import all_runs, rescans_seen, transition_rows
 from toolkit.analysis.timing import fill_grid
-from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.workspaces import across
 from toolkit.frames.schema import TEXT_DTYPE
 from toolkit.timestamps import When
@@ -279,8 +278,8 @@ def _model_before(
 def _run_project_names(obs: Observed) -> pd.Series:
     """Each project's name by id, as the runs name them (from the chapters' rows: no
     runs frame is needed)."""
-    rows = obs.stage(Transitions).rows
-    if rows.empty:
+    rows = transition_rows(obs, ["project_id", "project"])
+    if rows is None:
         return pd.Series(dtype=object)
     named = pd.DataFrame(
         {"project_id": rows["project_id"].astype(object), "project": rows["project"].astype(object)}
@@ -407,9 +406,10 @@ def credit_spend(
 
 def _at_runs(obs: Observed, column: str, rows: np.ndarray) -> pd.Series:
     """A text column of the transition rows (a categorical) at the given rows."""
-    if not len(rows):
+    found = transition_rows(obs, [column]) if len(rows) else None
+    if found is None:
         return pd.Series(dtype="category")
-    return taken(obs.stage(Transitions).rows[column], rows)
+    return taken(found[column], rows)
 
 
 def _per_language(obs: Observed, spend: pd.DataFrame) -> pd.DataFrame:

@@ -483,27 +483,8 @@ def decode(kind: type, table: pa.Table) -> Any:
             values[name] = np.zeros(shape, dtype)
             for j in range(shape[1]):
                 values[name][:, j] = _numpy(table.column(f"{name}[{j}]"), dtype)
-    for name, frame_meta in meta["frames"].items():
-        part = frame_table(table, name)
-        # One chunk a column, as the pipeline's Arrow-backed texts have: a file's batches
-        # would make several, or none when empty, and pandas cannot join on a text
-        # column without a chunk (seeds 25 and 36: `lead_times` on a frame of no rows).
-        # A column of one chunk is kept as read: joining one chunk copies it, and at
-        # 100,000 chapters x a year the runs frame's copy was 1 s of a 1.4 s read.
-        part = pa.Table.from_arrays(
-            [column if column.num_chunks == 1 else pa.chunked_array([column.combine_chunks()])
-             for column in part.columns],
-            schema=part.schema.with_metadata({"pandas": json.dumps(frame_meta["pandas"])}),
-        )  # fmt: skip
-        frame = part.to_pandas()
-        for column, dtype in frame_meta["categories"].items():
-            categories = frame[column].cat.categories
-            frame[column] = pd.Categorical.from_codes(
-                frame[column].cat.codes.to_numpy(),
-                categories=pd.Index(categories.tolist(), dtype=categories.dtype
-                                    if dtype != "object" else object),
-            )  # fmt: skip
-        values[name] = frame
+    for name in meta["frames"]:
+        values[name] = frame_columns(table, name)
     for name, item in meta["values"].items():
         if "pairs" in item:
             values[name] = {k: float(v) for k, v in item["pairs"]}
@@ -512,6 +493,37 @@ def decode(kind: type, table: pa.Table) -> Any:
         else:
             values[name] = item["value"]
     return kind(**values)
+
+
+def frame_columns(table: pa.Table, name: str) -> pd.DataFrame:
+    """A kept stage's frame field `name`, with the dtypes it had: those of its columns
+    `table` holds (a table read with some columns alone, `Keeper.load_table`, holds
+    those)."""
+    frame_meta = json.loads(table.schema.metadata[b"toolkit"])["frames"][name]
+    part = frame_table(table, name)
+    pandas = dict(frame_meta["pandas"])
+    pandas["columns"] = [c for c in pandas["columns"] if c["name"] in part.column_names]
+    # One chunk a column, as the pipeline's Arrow-backed texts have: a file's batches
+    # would make several, or none when empty, and pandas cannot join on a text
+    # column without a chunk (seeds 25 and 36: `lead_times` on a frame of no rows).
+    # A column of one chunk is kept as read: joining one chunk copies it, and at
+    # 100,000 chapters x a year the runs frame's copy was 1 s of a 1.4 s read.
+    part = pa.Table.from_arrays(
+        [column if column.num_chunks == 1 else pa.chunked_array([column.combine_chunks()])
+         for column in part.columns],
+        schema=part.schema.with_metadata({"pandas": json.dumps(pandas)}),
+    )  # fmt: skip
+    frame: pd.DataFrame = part.to_pandas()
+    for column, dtype in frame_meta["categories"].items():
+        if column not in frame:
+            continue
+        categories = frame[column].cat.categories
+        frame[column] = pd.Categorical.from_codes(
+            frame[column].cat.codes.to_numpy(),
+            categories=pd.Index(categories.tolist(), dtype=categories.dtype
+                                if dtype != "object" else object),
+        )  # fmt: skip
+    return frame
 
 
 def frame_table(table: pa.Table, name: str) -> pa.Table:

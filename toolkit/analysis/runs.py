@@ -23,7 +23,7 @@ and outcome by the rules in `run_rules.py`; this module makes the frame users se
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,7 @@ from toolkit.analysis.calendar import within
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_codes import NULL, EndSource, Kind, Outcome, Slot, StartSource
+from toolkit.analysis.run_store import frame_columns
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.transitions import Transitions
 from toolkit.analysis.workspaces import across
@@ -180,34 +181,23 @@ def run_chapters(obs: Observed) -> np.ndarray:
 def paid_pages(obs: Observed) -> pd.Series:
     """Pages each chapter (by id) has paid for at the last snapshot: run at least once;
     held pages not yet."""
-    kept = _kept_rows(obs, "step", ["paid"])
-    if kept is not None:
-        (ids, step), (paid,) = kept
-        last = np.flatnonzero(np.append(step[1:] == 0, True))
-        return pd.Series(paid[last], index=_texts_of(ids, last))
-    found = obs.stage(Transitions)
-    if found.empty:
+    rows = transition_rows(obs, ["chapter_id", "step"])
+    if rows is None:
         return pd.Series(dtype="float64")
-    last = found.last_of_chapter()
-    ids = found.rows["chapter_id"].astype(object).to_numpy()[last]
-    return pd.Series(obs.stage(Charges).paid[last], index=ids)
+    last = np.flatnonzero(np.append(rows["step"].to_numpy()[1:] == 0, True))
+    return pd.Series(charge_column(obs, "paid")[last], index=texts_at(rows["chapter_id"], last))
 
 
 def rescans_seen(obs: Observed) -> pd.DataFrame:
     """`chapter_id, idx`: where a re-scan of a chapter was seen (the snapshot position
     whose rise paid for it), without building the runs."""
-    rescans = [f"count[{int(Slot.RESCAN_BEFORE)}]", f"count[{int(Slot.RESCAN_AFTER)}]"]
-    kept = _kept_rows(obs, "idx", rescans)
-    if kept is not None:
-        (ids, idx), (before, after) = kept
-        at = np.flatnonzero((before + after) > 0)
-        return pd.DataFrame({"chapter_id": _texts_of(ids, at), "idx": idx[at]})
-    found = obs.stage(Transitions)
-    if found.empty:
+    rows = transition_rows(obs, ["chapter_id", "idx"])
+    if rows is None:
         return pd.DataFrame({"chapter_id": pd.Series(dtype=object), "idx": np.zeros(0, "int64")})
-    count = obs.stage(Charges).count
-    seen = (count[:, Slot.RESCAN_BEFORE] + count[:, Slot.RESCAN_AFTER]) > 0
-    rows = found.rows
+    rescans = charge_column(obs, "count", Slot.RESCAN_BEFORE) + charge_column(
+        obs, "count", Slot.RESCAN_AFTER
+    )
+    seen = rescans > 0
     return pd.DataFrame(
         {
             # Taken by code at the rows that saw one: every row's id as a Python text
@@ -218,26 +208,36 @@ def rescans_seen(obs: Observed) -> pd.DataFrame:
     )
 
 
-def _kept_rows(
-    obs: Observed, column: str, charges: list[str]
-) -> tuple[tuple[pa.DictionaryArray, np.ndarray], list[np.ndarray]] | None:
-    """From the stages kept for the view's state, without reading them whole: the
-    transition rows' chapter ids (as Arrow's dictionary) and `column`, and the charges'
-    columns `charges` (as `run_store.encode` names them), row for row. None when they
-    are not kept, or the stages are read already: ask the stages."""
-    rows = obs.kept_columns(Transitions, [f"frame:rows:{c}" for c in ("chapter_id", column)])
-    paid = obs.kept_columns(Charges, charges) if rows is not None else None
-    if rows is None or paid is None or rows.num_rows != paid.num_rows:
-        return None
-    ids = rows.column("frame:rows:chapter_id").combine_chunks()
-    values = rows.column(f"frame:rows:{column}").to_numpy()
-    return (ids, np.asarray(values)), [np.asarray(paid.column(c).to_numpy()) for c in charges]
+def transition_rows(obs: Observed, columns: list[str]) -> pd.DataFrame | None:
+    """The transition rows' `columns`, as the transitions stage holds them (None: the
+    store has none). From the stage once it is read; before, those columns of the stage
+    kept for the view's state alone, each read once a view: the pages paid, the re-scans
+    seen and a run's project need two of its 31 columns, and a watch cycle at 100,000
+    chapters x a year spent 2 s reading the stages whole for them."""
+    missing = [column for column in columns if f"rows:{column}" not in obs.memo]
+    if missing:
+        kept = obs.kept_columns(Transitions, [f"frame:rows:{column}" for column in missing])
+        if kept is None:
+            found = obs.stage(Transitions)
+            return None if found.empty else found.rows[columns]
+        frame = frame_columns(kept, "rows")
+        for column in missing:
+            obs.memo[f"rows:{column}"] = frame[column]
+    return pd.DataFrame({column: obs.memo[f"rows:{column}"] for column in columns})
 
 
-def _texts_of(ids: pa.DictionaryArray, at: np.ndarray) -> np.ndarray:
-    """The chapter ids at rows `at`, as Python texts (each text made once)."""
-    words = np.asarray(ids.dictionary.to_numpy(zero_copy_only=False), object)
-    return np.asarray(words[np.asarray(ids.indices.to_numpy(), "int64")[at]], object)
+def charge_column(obs: Observed, field: str, slot: int | None = None) -> np.ndarray:
+    """A field of the charges stage (`slot`: that column of a 2-D one) by transition
+    row: from the stage once it is read; before, that column of the stage kept for the
+    view's state alone (as `transition_rows`)."""
+    name = field if slot is None else f"{field}[{int(slot)}]"
+    if f"charges:{name}" not in obs.memo:
+        kept = obs.kept_columns(Charges, [name])
+        if kept is None:
+            values = getattr(obs.stage(Charges), field)
+            return np.asarray(values if slot is None else values[:, slot])
+        obs.memo[f"charges:{name}"] = np.asarray(kept.column(name).to_numpy())
+    return cast(np.ndarray, obs.memo[f"charges:{name}"])
 
 
 def _frame_of(table: RunTable, found: Transitions) -> pd.DataFrame:
