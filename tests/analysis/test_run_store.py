@@ -44,7 +44,7 @@ from toolkit.analysis.run_store import (
     encode,
 )
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import RunFrame, paid_pages, rescans_seen
+from toolkit.analysis.runs import RunFrame, paid_pages, rescans_seen, runs_ended
 from toolkit.analysis.transitions import Transitions
 from toolkit.cli import main
 from toolkit.client import Client
@@ -291,6 +291,14 @@ def test_columns_read_alone_from_the_kept_stages_answer_as_the_stages(seen, tmp_
     # The spend by project takes each run's chapter and project so too.
     spend = analysis.credit_spend(alone, "1D", "project_id")
     pd.testing.assert_frame_equal(spend, analysis.credit_spend(whole, "1D", "project_id"))
+    # And the runs a failure rate frames, their texts from those columns alone.
+    since = pd.Timestamp(SUITE_START)
+    ended = runs_ended(alone, since=since)
+    pd.testing.assert_frame_equal(ended, runs_ended(whole, since=since))
+    assert ended["outcome"].nunique() > 1  # finished and failed runs
+    # And the charges a budget sums, and their list.
+    for asked in (analysis.spend_in, analysis.charges):
+        pd.testing.assert_frame_equal(asked(alone), asked(whole), obj=asked.__name__)
     assert Transitions not in alone._stages and Charges not in alone._stages
     # A column the file does not hold, or a stage already read: ask the stage.
     assert alone.kept_columns(Charges, ["no such column"]) is None

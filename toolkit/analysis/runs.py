@@ -22,8 +22,9 @@ and outcome by the rules in `run_rules.py`; this module makes the frame users se
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,7 @@ from toolkit.analysis._arrays import (
     moment_micros,
     texts_at,
     texts_by_code,
+    to_micros,
     words_by_code,
 )
 from toolkit.analysis.calendar import within
@@ -141,7 +143,7 @@ def runs_kept(obs: Observed, keep: np.ndarray) -> pd.DataFrame:
         return all_runs(obs)[keep].reset_index(drop=True)
     if not keep.any():
         return _empty()
-    return _frame_of(obs.stage(RunTable).take(keep), obs.stage(Transitions))
+    return _frame_of(obs.stage(RunTable).take(keep), _rows_of_frames(obs))
 
 
 def runs_ended(
@@ -223,7 +225,25 @@ def transition_rows(obs: Observed, columns: list[str]) -> pd.DataFrame | None:
         frame = frame_columns(kept, "rows")
         for column in missing:
             obs.memo[f"rows:{column}"] = frame[column]
+        values = json.loads(kept.schema.metadata[b"toolkit"])["values"]
+        obs.memo["rows:default_model"] = values["default_model"]["value"]
     return pd.DataFrame({column: obs.memo[f"rows:{column}"] for column in columns})
+
+
+# The columns of the transition rows a runs frame takes its texts from (`_frame_of`).
+_FRAMED: Final = ["chapter_code", "step", "title", "position", "model", "chapter_id",
+                  "project_id", "project"]  # fmt: skip
+
+
+def _rows_of_frames(obs: Observed) -> Transitions:
+    """The transitions a runs frame reads (`_frame_of`): the stage once read, else its
+    `_FRAMED` columns alone (`transition_rows`): a watch cycle's failure rates frame a
+    few days' runs, and the whole stage was a second of its read."""
+    rows = transition_rows(obs, _FRAMED)
+    if rows is None or obs.has(Transitions):
+        return obs.stage(Transitions)
+    default = cast(str | None, obs.memo["rows:default_model"])
+    return Transitions(rows, to_micros(obs.manifest["snapshot_at"]), default)
 
 
 def charge_column(obs: Observed, field: str, slot: int | None = None) -> np.ndarray:

@@ -28,7 +28,7 @@ from toolkit.analysis._arrays import NO_TIME, category_codes, moment_micros, tak
 from toolkit.analysis.calendar import utc_bound
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.transitions import Transitions
+from toolkit.analysis.runs import transition_rows
 from toolkit.analysis.workspaces import across
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 
@@ -87,6 +87,13 @@ def _paid(obs: Observed) -> _Paid:
     return cast(_Paid, obs.memo["paid"])
 
 
+def _rows(obs: Observed) -> pd.DataFrame:
+    """The transition rows' ids a charge is named by (`transition_rows`: those two
+    columns alone, before the stage is read; a watch cycle's budgets ask nothing else of
+    it). Called only where a run paid: the store has rows."""
+    return cast(pd.DataFrame, transition_rows(obs, ["chapter_id", "project_id"]))
+
+
 def _charged(obs: Observed) -> pd.DataFrame:
     paid = _paid(obs)
     if not len(paid.row):
@@ -101,7 +108,7 @@ def _charged(obs: Observed) -> pd.DataFrame:
                 "seen_at": pd.Series(dtype=TIME_DTYPE),
             }
         )
-    rows = obs.stage(Transitions).rows
+    rows = _rows(obs)
     frame = pd.DataFrame(
         {
             "chapter_id": taken(rows["chapter_id"], paid.row).astype(object).to_numpy(),
@@ -122,7 +129,7 @@ def _in_charges_order(obs: Observed, paid: _Paid, at: np.ndarray) -> np.ndarray:
     """The positions `at` of `paid` in the order `charges` lists them (by the moment
     charged, then the chapter's id as text; equal ones as the runs come), with no id
     made a text: a sum adds in that order."""
-    ids = obs.stage(Transitions).rows["chapter_id"]
+    ids = _rows(obs)["chapter_id"]
     texts = ids.cat.categories.to_numpy(object)
     place = np.empty(len(texts) + 1, "int64")
     place[np.argsort(texts, kind="stable")] = np.arange(len(texts))
@@ -157,7 +164,7 @@ def spend_in(
     project_ids = np.zeros(0, object)
     if len(at):
         at = _in_charges_order(obs, paid, at)
-        rows = obs.stage(Transitions).rows
+        rows = _rows(obs)
         project_ids = taken(rows["project_id"], paid.row[at]).astype(object).to_numpy()
     found = pd.DataFrame(
         {
