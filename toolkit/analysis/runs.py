@@ -217,11 +217,14 @@ def transition_rows(obs: Observed, columns: list[str]) -> pd.DataFrame | None:
     seen and a run's project need two of its 31 columns, and a watch cycle at 100,000
     chapters x a year spent 2 s reading the stages whole for them."""
     missing = [column for column in columns if f"rows:{column}" not in obs.memo]
-    if missing:
+    kept = None
+    if missing and not obs.has(Transitions):
         kept = obs.kept_columns(Transitions, [f"frame:rows:{column}" for column in missing])
-        if kept is None:
-            found = obs.stage(Transitions)
-            return None if found.empty else found.rows[columns]
+    if kept is None and (missing or obs.has(Transitions)):
+        _let_go(obs, "rows:")  # read whole since: not held twice
+        found = obs.stage(Transitions)
+        return None if found.empty else found.rows[columns]
+    if kept is not None:
         frame = frame_columns(kept, "rows")
         for column in missing:
             obs.memo[f"rows:{column}"] = frame[column]
@@ -251,13 +254,22 @@ def charge_column(obs: Observed, field: str, slot: int | None = None) -> np.ndar
     row: from the stage once it is read; before, that column of the stage kept for the
     view's state alone (as `transition_rows`)."""
     name = field if slot is None else f"{field}[{int(slot)}]"
-    if f"charges:{name}" not in obs.memo:
+    kept = None
+    if f"charges:{name}" not in obs.memo and not obs.has(Charges):
         kept = obs.kept_columns(Charges, [name])
-        if kept is None:
-            values = getattr(obs.stage(Charges), field)
-            return np.asarray(values if slot is None else values[:, slot])
-        obs.memo[f"charges:{name}"] = np.asarray(kept.column(name).to_numpy())
+        if kept is not None:
+            obs.memo[f"charges:{name}"] = np.asarray(kept.column(name).to_numpy())
+    if f"charges:{name}" not in obs.memo or obs.has(Charges):
+        _let_go(obs, "charges:")  # read whole since: not held twice
+        values = getattr(obs.stage(Charges), field)
+        return np.asarray(values if slot is None else values[:, slot])
     return cast(np.ndarray, obs.memo[f"charges:{name}"])
+
+
+def _let_go(obs: Observed, prefix: str) -> None:
+    """Forget the columns read alone under `prefix`, once their stage is read whole."""
+    for key in [key for key in obs.memo if key.startswith(prefix)]:
+        del obs.memo[key]
 
 
 def _frame_of(table: RunTable, found: Transitions) -> pd.DataFrame:
