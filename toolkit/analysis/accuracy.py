@@ -260,14 +260,14 @@ def replays(
         yield seen
 
 
-# The columns of each table a replay reads (`is_open`, `needs_action`, `forecast_seen`
-# undated and unreviewed, `_true_finishes`), with the keys and snapshot columns: the
+# The columns of each table a replay reads (`is_open`, `needs_action`, `forecast_seen`,
+# its waits dated or not, `_true_finishes`), with the keys and snapshot columns: the
 # texts no replay reads (a chapter's summary and failure, a language's models) were
 # half of what each replayed state took and converted.
 REPLAYED: Final = {
     "chapters": {"snapshot_id", "snapshot_at", "chapter_id", "project_id", "position", "title",
                  "page_count", "started", "processing", "failed", "status",
-                 "last_activity_at"},
+                 "last_activity_at", "created_at"},
     "languages": {"snapshot_id", "snapshot_at", "chapter_id", "project_id", "language_code",
                   "status", "covered", "untranslated"},
     "projects": set(schema.PROJECTS.names) | {"snapshot_id", "snapshot_at"},
