@@ -46,7 +46,7 @@ from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_codes import NULL, EndSource, Kind, Outcome, Slot, StartSource
 from toolkit.analysis.run_store import frame_columns
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.transitions import Transitions
+from toolkit.analysis.transitions import Transitions, last_of_chapter
 from toolkit.analysis.workspaces import across
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
 from toolkit.timestamps import When
@@ -186,7 +186,7 @@ def paid_pages(obs: Observed) -> pd.Series:
     rows = transition_rows(obs, ["chapter_id", "step"])
     if rows is None:
         return pd.Series(dtype="float64")
-    last = np.flatnonzero(np.append(rows["step"].to_numpy()[1:] == 0, True))
+    last = np.flatnonzero(last_of_chapter(rows["step"].to_numpy()))
     return pd.Series(charge_column(obs, "paid")[last], index=texts_at(rows["chapter_id"], last))
 
 

@@ -238,11 +238,17 @@ class Transitions:
 
     def last_of_chapter(self) -> np.ndarray:
         """Whether each row is its chapter's last."""
-        return np.append(self.rows["step"].to_numpy()[1:] == 0, True)
+        return last_of_chapter(self.rows["step"].to_numpy())
 
     def languages(self) -> np.ndarray:
         """Each row's chapter's target languages (at least one)."""
         return np.asarray(np.maximum(to_float(self.rows["n_languages"]), 1.0), "float64")
+
+
+def last_of_chapter(step: np.ndarray) -> np.ndarray:
+    """Whether each transition row is its chapter's last, from the rows' `step` (a
+    chapter's rows counted from 0, in chapter order)."""
+    return np.append(step[1:] == 0, True)
 
 
 PER_CHAPTER = ("project_id", "project", "model")
