@@ -108,7 +108,7 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
     chapters touched since `start`, the base or the part before not kept or not as
     written, a model the kept rows may not name."""
     base = base_of(start.meta, start.state)
-    kept = touching.kept_rows(keeper.load_table("transitions", base, mapped=True))
+    kept = touching.kept_rows(keeper.load_table("transitions", base))
     languages = keeper.load_table(LANGUAGES, start.state)
     samples = keeper.load_table(SAMPLES, base)
     before = read_part(keeper, start.state) if base != start.state else None
@@ -188,7 +188,7 @@ def joined(obs: Observed, keeper: Keeper, part: Part) -> dict[type, object] | No
     """The stages of `obs`'s state up to the run table: the base's of the chapters
     untouched and the part's, in the order and with the values a full build gives
     them; None when the base's stages are not kept."""
-    kept = touching.kept_rows(keeper.load_table("transitions", part.base, mapped=True))
+    kept = touching.kept_rows(keeper.load_table("transitions", part.base))
     stages: dict[type, Any] = {kind: keeper.load(kind, obs.manifest, state=part.base)
                                for kind in (Charges, RunTable)}  # fmt: skip
     if kept is None or any(value is None for value in stages.values()):

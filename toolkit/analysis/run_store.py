@@ -118,10 +118,11 @@ LANGUAGES: Final = "languages"
 SAMPLES: Final = "first_charges"
 # A part's rows, which name the base state it is joined with (`run_part`).
 PART: Final = "part"
-# Kept uncompressed: a part reads the rows of a few chapters of its base's transitions
-# (`run_part`), from the file mapped, not the file whole (at 100,000 chapters x a year
-# the whole file decompressed was fresh memory worth some 0.5 s).
-_MAPPED: Final = frozenset({"transitions"})
+# Kept uncompressed, and read mapped: a part reads the rows of a few chapters of its
+# base's transitions (`run_part`), and a figure the columns of the run table it needs,
+# as pages of the file the system holds already. Decompressed, each was fresh memory
+# (at 100,000 chapters x a year 0.1-0.5 s each, however few of its columns were read).
+_MAPPED: Final = frozenset({"transitions", "run_table"})
 _FRAME: Final = "frame:"  # the columns of a DataFrame field, as `frame:<field>:<column>`
 
 
@@ -218,11 +219,9 @@ class Keeper:
         name = kept_as(kind)
         if self._folder is None or name is None:
             return None
-        path = self._folder / (state or self.state(manifest)) / f"{name}.arrow"
+        table = self.load_table(name, state or self.state(manifest))
         try:
-            with pa.OSFile(str(path)) as source:
-                table = pa.ipc.open_file(source).read_all()
-            return decode(kind, table)
+            return None if table is None else decode(kind, table)
         except Exception:  # any file that does not read is built again, never an error
             return None
 
@@ -286,19 +285,20 @@ class Keeper:
             (self._folder / self.state(manifest) / f"{name}.arrow").unlink(missing_ok=True)
 
     def load_table(
-        self, name: str, state: str, *, mapped: bool = False, columns: list[str] | None = None
+        self, name: str, state: str, *, columns: list[str] | None = None
     ) -> pa.Table | None:
-        """The table `save_table` kept as `name` for `state`; None when none reads.
-        `mapped`: the file mapped, its columns read as they are used (the table's arrays
-        are views of it: a file kept uncompressed, `_MAPPED`). `columns`: those alone
-        (named as `encode` names them), the others neither read nor decompressed; None
-        when one is missing."""
+        """The table `save_table` kept as `name` for `state`; None when none reads. A
+        table kept uncompressed (`_MAPPED`) is mapped, its columns read as they are used
+        (the table's arrays are views of it). `columns`: those alone (named as `encode`
+        names them), the others neither read nor decompressed; None when one is
+        missing."""
         if self._folder is None:
             return None
         path = str(self._folder / state / f"{name}.arrow")
         try:
-            if mapped:
-                return pa.ipc.open_file(pa.memory_map(path)).read_all()
+            if name in _MAPPED:
+                table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+                return table if columns is None else table.select(columns)
             with pa.OSFile(path) as source:
                 if columns is None:
                     return pa.ipc.open_file(source).read_all()

@@ -334,7 +334,8 @@ def stuck(
     add(part, "stalled", "running, no progress for " + (quiet / 3600).round(1).astype(str) + " h",
         part["last_activity_at"])  # fmt: skip
     failed = of("failed")
-    told = failed["failure_reason"].fillna("The run failed.").astype(str).map(_without_advice)
+    reasons = failed["failure_reason"].fillna("The run failed.").astype(str)
+    told = reasons.map({reason: _without_advice(reason) for reason in reasons.unique()})
     add(failed, "failed", told, failed["last_activity_at"])
     held = of("held_pages")
     unpaid = pd.Series(

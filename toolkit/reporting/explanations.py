@@ -480,7 +480,7 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
         _LINES_ROWS.format(lines=LINES_SQL.format(key=_LINES_KEY), rose=_ROSE,
                            restarted=_RESTARTED),
         frames={
-            "resets": rescans_seen(obs).drop_duplicates(ignore_index=True),
+            "resets": rescans_seen(obs),
             "periods": stamps[["idx", "period"]], "stamps": stamps,
             "project_names": pd.DataFrame({"project_id": names.index.astype(str),
                                            "project": names.to_numpy(object)}),

@@ -10,7 +10,6 @@ is cached), not a pandas row and a lookup each. docs/watch.md says what each fin
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
@@ -47,9 +46,9 @@ def evaluate(
     for row in _stuck_rows(stuck, now):
         own = settings(row.project_id, row.project)
         subject = f"{row.project}: {row.chapter}"
-        since = f"{row.since:%d %b %H:%M} UTC"
+        since = f"{row.since_words} UTC"
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
-                   "since": row.since.isoformat(), "hours": row.hours,
+                   "since": row.since, "hours": row.hours,
                    "kind": kinds.get(row.project_id)}  # fmt: skip
         if row.reason == "stalled" and row.waited >= own.stalled_after:
             # Times, not ages: the text is read hours later (an age is worked out then).
@@ -80,21 +79,24 @@ class _Stuck(NamedTuple):
     reason: str
     detail: str
     advice: str
-    since: datetime
+    since: str  # ISO 8601
+    since_words: str  # "%d %b %H:%M"
     waited: pd.Timedelta
     hours: float  # `waited` in hours, to a tenth
 
 
 def _stuck_rows(stuck: pd.DataFrame, now: pd.Timestamp) -> list[_Stuck]:
     """`stuck`'s rows, each column made Python values at once: a quarter of 100,000
-    chapters may be stuck, and pandas' rows and time texts cost a call a value
-    (Python's datetime writes the same texts)."""
+    chapters may be stuck, and pandas' rows and time texts cost a call a value. The
+    times are snapshots' (a few hundred): each written once."""
     waited = now - stuck["since"]
     columns = [stuck[name].tolist() for name in _Stuck._fields[:7]]
+    codes, times = pd.factorize(stuck["since"])
+    written = [(time.isoformat(), f"{time:%d %b %H:%M}") for time in times]
+    since = [written[code] for code in codes.tolist()]
     columns += [
-        # The index's, not `.dt.to_pydatetime()`: that one warns on pandas 2.2 (its
-        # answer changes from an array to a Series); this one is an array on both.
-        list(pd.DatetimeIndex(stuck["since"]).to_pydatetime()),
+        [iso for iso, _ in since],
+        [words for _, words in since],
         waited.tolist(),
         [round(seconds / 3600, 1) for seconds in waited.dt.total_seconds().tolist()],
     ]
