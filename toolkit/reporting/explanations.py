@@ -48,8 +48,7 @@ from toolkit.analysis.forecast import DONE, is_open, seen_at
 from toolkit.analysis.measures import LINES_SQL
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import rescans_seen, runs_kept, seen_times
-from toolkit.analysis.transitions import Transitions
+from toolkit.analysis.runs import chapter_labels, rescans_seen, runs_kept, seen_times
 from toolkit.analysis.trouble import failed_runs
 from toolkit.formatting import as_texts, count
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
@@ -326,18 +325,8 @@ def _chapter_names(obs: Observed) -> pd.Series:
     made once per view (each figure a page opens names its chapters; its callers only
     read it)."""
     if "chapter_names" not in obs.memo:
-        obs.memo["chapter_names"] = _named_chapters(obs)
+        obs.memo["chapter_names"] = chapter_labels(obs)
     return cast(pd.Series, obs.memo["chapter_names"])
-
-
-def _named_chapters(obs: Observed) -> pd.Series:
-    rows = obs.stage(Transitions).rows
-    if rows.empty:
-        return pd.Series(dtype=object)
-    last = rows[["chapter_id", "title", "position"]].astype(object)
-    last = last.drop_duplicates("chapter_id", keep="last").set_index("chapter_id")
-    fallback = "Chapter " + last["position"].astype(str)
-    return last["title"].where(last["title"].notna(), fallback)
 
 
 # -- one reader per figure -----------------------------------------------------------
