@@ -74,10 +74,11 @@ def review_lags(obs: Observed, as_of: pd.Timestamp) -> pd.DataFrame:
     the span). A review the first snapshot already showed has no lag."""
     moves = moves_at(obs, as_of)
     rows, lags = _lags(obs, as_of, moves)
+    named = moves.frame_at(rows)
     return pd.DataFrame(
         {
-            "chapter_id": pd.Series(moves.frame["chapter_id"].take(rows).array, index=lags.index),
-            "project_id": pd.Series(moves.frame["project_id"].take(rows).array, index=lags.index),
+            "chapter_id": named["chapter_id"].set_axis(lags.index),
+            "project_id": named["project_id"].set_axis(lags.index),
             "reviewed_at": lags["reviewed_at"],
             "ready_at": lags["ready_at"],
             "source": lags["source"].astype(TEXT_DTYPE),
@@ -112,12 +113,7 @@ def _lags(
     unpaired = ~paired.to_numpy()
     if unpaired.any():
         fast_rows, fast_ks = rows[unpaired], ks[unpaired]
-        fast = pd.DataFrame(
-            {
-                name: pd.Series(moves.frame[name].take(fast_rows).array, index=fast_ks)
-                for name in ("chapter_id", "at", "since")
-            }
-        )
+        fast = moves.frame_at(fast_rows)[["chapter_id", "at", "since"]].set_axis(fast_ks)
         finished = answer(obs, _FINISHED.format(as_of=as_of.isoformat()))
         found = fast.reset_index().merge(finished, on="chapter_id")
         found = found[
@@ -199,10 +195,24 @@ def reviews_within(
     """The reviews `reviews_per_day` counts at `as_of` (moves into `reviewed` within the
     span), and that span: the `window` before `as_of`, or less where the store (its
     first snapshot `first`) saw less of it."""
-    span = min(pd.Timedelta(window), as_of - first)
-    reviewed = moves[(moves["move"] == "reviewed") & (moves["at"] > as_of - span)]
+    span = _span(as_of, window, first)
+    reviewed = moves[
+        _counted((moves["move"] == "reviewed").to_numpy(bool), moves["at"], as_of, span)
+    ]
     # In the moves' order (by chapter, then snapshot) whatever order `moves` has.
     return reviewed.sort_values(["chapter_id", "idx"], kind="stable"), span
+
+
+def _span(as_of: pd.Timestamp, window: str | pd.Timedelta, first: pd.Timestamp) -> pd.Timedelta:
+    """The `window` before `as_of`, or less where the store (first snapshot `first`) saw less."""
+    return min(pd.Timedelta(window), as_of - first)
+
+
+def _counted(
+    reviewed: np.ndarray, at: pd.Series, as_of: pd.Timestamp, span: pd.Timedelta
+) -> np.ndarray:
+    """Which moves `reviews_within` counts: into `reviewed`, within the span."""
+    return reviewed & (at > as_of - span).to_numpy(bool)
 
 
 def reviews_seen(
@@ -214,7 +224,12 @@ def reviews_seen(
     key = f"reviews_seen:{as_of.isoformat()}:{pd.Timedelta(window)}"
     if key not in obs.memo:
         first = obs.manifest["snapshot_at"].iloc[0]
-        obs.memo[key] = reviews_within(moves_at(obs, as_of).frame, as_of, window, first=first)
+        moves = moves_at(obs, as_of)
+        # The reviews it counts picked by code, texts made for them alone.
+        span = _span(as_of, window, first)
+        counted = _counted(moves.move == 1, moves.rows["at"], as_of, span)
+        obs.memo[key] = reviews_within(moves.frame_at(np.flatnonzero(counted)), as_of, window,
+                                       first=first)  # fmt: skip
     return cast("tuple[pd.DataFrame, pd.Timedelta]", obs.memo[key])
 
 

@@ -146,15 +146,24 @@ class ReviewMoves:
     def frame(self) -> pd.DataFrame:
         """The moves as the query answers them: `chapter_id, project_id, at, move, idx,
         since`, in order."""
+        return self.frame_at(None)
+
+    def frame_at(self, rows: np.ndarray | None) -> pd.DataFrame:
+        """`frame`'s rows at positions `rows`, indexed by them (None: all, as `frame`):
+        texts made for those alone. A page asks a week's reviews of a year's moves, whose
+        texts were 0.8 s at 100,000 chapters."""
+        at: np.ndarray | slice = slice(None) if rows is None else rows
+        numbers = self.rows if rows is None else self.rows.take(rows).set_axis(rows)
         return pd.DataFrame(
             {
-                "chapter_id": texts_by_code(self.chapter, self.chapters),
-                "project_id": texts_by_code(self.project, self.projects),
-                "at": self.rows["at"],
-                "move": texts_by_code(self.move, ("ready", "reviewed")),
-                "idx": self.rows["idx"],
-                "since": self.rows["since"],
-            }
+                "chapter_id": texts_by_code(self.chapter[at], self.chapters),
+                "project_id": texts_by_code(self.project[at], self.projects),
+                "at": numbers["at"],
+                "move": texts_by_code(self.move[at], ("ready", "reviewed")),
+                "idx": numbers["idx"],
+                "since": numbers["since"],
+            },
+            index=numbers.index,
         )
 
     def chapter_ids(self) -> pd.Index:

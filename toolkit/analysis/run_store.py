@@ -122,7 +122,7 @@ PART: Final = "part"
 # base's transitions (`run_part`), and a figure the columns of the run table it needs,
 # as pages of the file the system holds already. Decompressed, each was fresh memory
 # (at 100,000 chapters x a year 0.1-0.5 s each, however few of its columns were read).
-_MAPPED: Final = frozenset({"transitions", "run_table"})
+_MAPPED: Final = frozenset({"transitions", "run_table", "review_moves"})
 _FRAME: Final = "frame:"  # the columns of a DataFrame field, as `frame:<field>:<column>`
 
 
