@@ -58,6 +58,14 @@ def _resets(obs: Observed) -> pd.DataFrame:
     return cast(pd.DataFrame, obs.memo["resets"])
 
 
+def resets_in(obs: Observed, window: tuple[int, int]) -> pd.DataFrame:
+    """`_resets` at the snapshots of `window` (positions, both included): the re-scans
+    `LINES_SQL` reads when it sums lines at those snapshots alone. The others would be
+    handed to DuckDB for nothing (a year's 875,000 texts at 100,000 chapters)."""
+    resets = _resets(obs)
+    return resets[resets["idx"].between(*window)]
+
+
 # The lines of each change of a chapter-language, summed per period in DuckDB: only the
 # columns it needs are read, and only the sums come back (a year is 3.6 million rows).
 # A row counts the rise of `covered`; after a restart (coverage fell, `failed` was
@@ -219,11 +227,9 @@ def _throughput(
     if positions.empty:
         sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})
     else:
-        resets = _resets(obs)
         window = int(positions["idx"].min()), int(positions["idx"].max())
-        # Only the window's re-scans count (a line is summed at a snapshot of the window):
-        # the rest would be handed to DuckDB for nothing, a year's 875,000 texts.
-        frames = {"resets": resets[resets["idx"].between(*window)], "periods": positions}
+        resets = resets_in(obs, window)
+        frames = {"resets": resets, "periods": positions}
         key = LINES_KEYS[by]
         if by == "model":
             key = _model_before(obs, window, resets, frames)
