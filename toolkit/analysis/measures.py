@@ -36,6 +36,7 @@ __all__ = [
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
+    "resets_in",
     "throughput",
 ]
 

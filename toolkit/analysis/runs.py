@@ -193,18 +193,18 @@ def paid_pages(obs: Observed) -> pd.Series:
 
 def chapter_labels(obs: Observed) -> pd.Series:
     """Each chapter's name by id, as the runs frame names it: its last row's title, or
-    `Chapter <position>` (`labelled`). From those columns alone: a page's drill-down
+    `Chapter <position>` (`titled`). From those columns alone: a page's drill-down
     named its chapters from the whole stage, read for them."""
     rows = transition_rows(obs, ["chapter_id", "step", "title", "position"])
     if rows is None:
         return pd.Series(dtype=object)
     last = np.flatnonzero(last_of_chapter(rows["step"].to_numpy()))
-    labels = labelled(rows["title"].iloc[last], rows["position"].iloc[last])
+    labels = titled(rows["title"].iloc[last], rows["position"].iloc[last])
     ids = pd.Index(texts_at(rows["chapter_id"], last), name="chapter_id")
     return pd.Series(labels.to_numpy(), index=ids)
 
 
-def labelled(titles: pd.Series, positions: pd.Series) -> pd.Series:
+def titled(titles: pd.Series, positions: pd.Series) -> pd.Series:
     """Chapters' titles, `Chapter <position>` where one has none."""
     return titles.astype(object).where(titles.notna(), "Chapter " + positions.astype(str))
 
@@ -304,7 +304,7 @@ def _frame_of(table: RunTable, found: Transitions) -> pd.DataFrame:
     chapter = rows["chapter_code"].to_numpy("int64")
     last = found.last_of_chapter()
     titles, positions = rows["title"][last], rows["position"][last]
-    labels = pa.array(labelled(titles, positions), pa.large_string())  # by chapter code
+    labels = pa.array(titled(titles, positions), pa.large_string())  # by chapter code
     models = _text_of(rows["model"], row, null=found.default_model)
     chapter_ids = _text_of(rows["chapter_id"], row)
     # `<chapter_id>/<n>`: the "/<n>" taken by number (few), not made per run.
