@@ -21,7 +21,8 @@ tk.analysis.forecast_accuracy(store, by="project_id", horizon="24h", every="1D")
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
@@ -243,21 +244,38 @@ def replays(
     # page's, which the page's figures of that period read already (`obs.at`).
     earlier = times[times < snapshots[0]]
     start = earlier.iloc[-1] if len(earlier) else snapshots[0]
-    tables = zip(
-        *(_rolled(obs, name, start, snapshots) for name in ("chapters", "languages", "projects")),
-        strict=True,
-    )
-    states = zip(snapshots, tables, strict=True)
+    chapters = _rolled(obs, "chapters", start, snapshots)
+    # Rolled only once a replay asks them: one with nothing open makes no forecast.
+    languages, projects = (_Rolling(_rolled(obs, name, start, snapshots))
+                           for name in ("languages", "projects"))  # fmt: skip
     seen: Seen | None = None
+    step = -1
     # `at` is in time order: each snapshot is made when its first tick comes, and only
     # the one replayed is held (a week's eight states of every table were 0.5 GiB at
     # 100,000 chapters). A tick in a gap replays the snapshot before it again.
     for when in at:
         if seen is None or seen.as_of != when:
-            as_of, (chapters, languages, projects) = next(states)
-            reasons = needs_action(obs, as_of=as_of, stall_after=stall_after, current=chapters)
-            seen = Seen(as_of, chapters, languages, projects, reasons)
+            step += 1
+            current = next(chapters)()
+            reasons = needs_action(obs, as_of=when, stall_after=stall_after, current=current)
+            seen = Seen(when, current, partial(languages.at, step), partial(projects.at, step),
+                        reasons)  # fmt: skip
         yield seen
+
+
+class _Rolling:
+    """A table's replayed states (`_rolled`), rolled forward when one is first asked:
+    none is read, nor the log, until then."""
+
+    def __init__(self, states: Iterator[Callable[[], pd.DataFrame]]) -> None:
+        self._states = states
+        self._made: list[Callable[[], pd.DataFrame]] = []
+
+    def at(self, step: int) -> pd.DataFrame:
+        """The table at the `step`-th snapshot replayed."""
+        while len(self._made) <= step:
+            self._made.append(next(self._states))
+        return self._made[step]()
 
 
 # The columns of each table a replay reads (`is_open`, `needs_action`, `forecast_seen`,
@@ -276,11 +294,12 @@ REPLAYED: Final = {
 
 def _rolled(
     obs: Observed, table: str, start: pd.Timestamp, snapshots: list[pd.Timestamp]
-) -> Iterator[pd.DataFrame]:
+) -> Iterator[Callable[[], pd.DataFrame]]:
     """`table` at each of the snapshots `snapshots` (in time order, none before the
     snapshot `start`), as `store.as_of` reads it: read at `start`, then brought forward
     by the change log's rows up to each (a key's newest row holds; a deleted key's row
-    goes). Only the columns a replay reads (`REPLAYED`)."""
+    goes). Only the columns a replay reads (`REPLAYED`). Each state is made when asked
+    (what is rolled forward at each snapshot is which rows hold, not the rows)."""
     keys = list(schema.KEYS[table])
     state = obs.at(table, start)  # the view's, never changed
     state = state[[c for c in state.columns if c in REPLAYED[table]]]
@@ -310,6 +329,7 @@ def _rolled(
     deleted = rows["_deleted"].to_numpy(bool)
     ends_at = (len(state) + log["snapshot_at"].searchsorted(snapshots, side="right")).tolist()
     del found, log  # in `rows` now: not held beside it while the replays go on
+    rows = rows[values]  # the columns each state takes, chosen once
     held, done = np.arange(len(state)), len(state)  # the rows in force, in key order
     for when, upto in zip(snapshots, ends_at, strict=True):
         # A key's last row up to `when` replaces its row: the log is in the order seen,
@@ -319,12 +339,23 @@ def _rolled(
         step = backwards[np.unique(key[backwards], return_index=True)[1]]
         held = np.concatenate([held[~np.isin(key[held], key[step])], step[~deleted[step]]])
         held, done = held[np.argsort(key[held], kind="stable")], upto
-        state = rows[values].take(held).reset_index(drop=True)
-        # Taken from one element: a text made per row is 0.05 s at 300,000 languages.
-        one = pd.array([ids[when]], dtype=stamps["snapshot_id"])
-        state["snapshot_id"] = one.take(np.zeros(len(state), "int64"))
-        state["snapshot_at"] = pd.Series(when, index=state.index).astype(stamps["snapshot_at"])
-        yield state[columns]
+        yield partial(_state, rows, held, (ids[when], when), stamps, columns)
+
+
+def _state(
+    rows: pd.DataFrame,
+    held: np.ndarray,
+    snapshot: tuple[str, pd.Timestamp],
+    stamps: pd.Series,
+    columns: list[str],
+) -> pd.DataFrame:
+    """A replayed table: the `held` rows, stamped with the `snapshot` (id, time)."""
+    state = rows.take(held).reset_index(drop=True)
+    # Taken from one element: a text made per row is 0.05 s at 300,000 languages.
+    one = pd.array([snapshot[0]], dtype=stamps["snapshot_id"])
+    state["snapshot_id"] = one.take(np.zeros(len(state), "int64"))
+    state["snapshot_at"] = pd.Series(snapshot[1], index=state.index).astype(stamps["snapshot_at"])
+    return state[columns]
 
 
 def _key_order(keys: pd.DataFrame) -> np.ndarray:
