@@ -9,6 +9,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from epochs import SUITE_START
@@ -103,6 +104,18 @@ def test_the_moves_read_back_as_they_were_built(reviewed):
     # The texts made again from the codes are the query's, dtypes and all.
     pd.testing.assert_frame_equal(read.frame, built.frame, check_exact=True)
     pd.testing.assert_index_equal(read.chapter_ids(), built.chapter_ids(), exact=True)
+
+
+def test_some_moves_taken_by_position_are_the_frames_rows(reviewed):
+    # What the backlog's reviews and the lags' fast reviews take: the frame's rows at
+    # those positions, indexed by them, texts made for them alone.
+    moves = Observed(SnapshotStore(reviewed), keep=False).stage(ReviewMoves)
+    rows = np.array([6, 0, 3], dtype="int64")
+    taken = moves.frame_at(rows)
+    assert "frame" not in vars(moves)  # the whole frame was not made for them
+    pd.testing.assert_frame_equal(taken, moves.frame.take(rows).set_axis(rows), check_exact=True)
+    pd.testing.assert_frame_equal(moves.frame_at(None), moves.frame, check_exact=True)
+    assert moves.frame_at(np.zeros(0, "int64")).empty
 
 
 def test_moves_up_to_an_earlier_moment_are_read_from_the_log(
