@@ -183,10 +183,18 @@ def _latest_ready(moves: ReviewMoves) -> pd.Series:
     # A group by leaves null keys out.
     rows = np.flatnonzero((moves.move == 0) & (moves.chapter >= 0))
     if not len(rows):
-        return moves.frame.iloc[:0].groupby("chapter_id")["at"].max()
-    latest = moves.rows["at"].take(rows).groupby(moves.chapter[rows]).max()
-    ids = moves.chapter_ids().take(latest.index.to_numpy())
-    return pd.Series(latest.array, index=pd.Index(ids, name="chapter_id"), name="at")
+        return moves.frame_at(rows).groupby("chapter_id")["at"].max()
+    # In the moves' order a chapter's rows are together: its latest is the largest of
+    # its run of them (`reduceat`; a group by was 0.2-0.4 s of the page). NaT is the
+    # smallest time, so a chapter with a time has it, as a group by's max has.
+    chapter = moves.chapter[rows]
+    starts = np.flatnonzero(np.append(True, chapter[1:] != chapter[:-1]))
+    at = moves.rows["at"]
+    stamps = at.to_numpy("datetime64[us]").view("int64")  # the store's times: microseconds
+    latest = np.maximum.reduceat(stamps[rows], starts).view("datetime64[us]")
+    times = pd.DatetimeIndex(latest).tz_localize("UTC").astype(at.dtype)
+    ids = moves.chapter_ids().take(chapter[starts])
+    return pd.Series(times, index=pd.Index(ids, name="chapter_id"), name="at")
 
 
 def reviews_within(
