@@ -36,7 +36,6 @@ __all__ = [
     "price_estimate",
     "price_per_chapter",
     "price_per_page",
-    "resets_in",
     "throughput",
 ]
 
@@ -48,23 +47,6 @@ UNKNOWN_MODEL = "(unknown)"
 def _check(name: str, value: str, allowed: Sequence[str]) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
-
-
-def _resets(obs: Observed) -> pd.DataFrame:
-    """`chapter_id, idx` (snapshot position) where a chapter's counts restarted: a
-    re-scan was seen there (it clears `failed` and pays again for the pages). Found once
-    per view (a page asks the lines of each period); its callers only read it."""
-    if "resets" not in obs.memo:
-        obs.memo["resets"] = rescans_seen(obs)
-    return cast(pd.DataFrame, obs.memo["resets"])
-
-
-def resets_in(obs: Observed, window: tuple[int, int]) -> pd.DataFrame:
-    """`_resets` at the snapshots of `window` (positions, both included): the re-scans
-    `LINES_SQL` reads when it sums lines at those snapshots alone. The others would be
-    handed to DuckDB for nothing (a year's 875,000 texts at 100,000 chapters)."""
-    resets = _resets(obs)
-    return resets[resets["idx"].between(*window)]
 
 
 # The lines of each change of a chapter-language, summed per period in DuckDB: only the
@@ -229,7 +211,7 @@ def _throughput(
         sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})
     else:
         window = int(positions["idx"].min()), int(positions["idx"].max())
-        resets = resets_in(obs, window)
+        resets = rescans_seen(obs, window)  # the window's alone: LINES_SQL reads no other
         frames = {"resets": resets, "periods": positions}
         key = LINES_KEYS[by]
         if by == "model":

@@ -209,17 +209,23 @@ def titled(titles: pd.Series, positions: pd.Series) -> pd.Series:
     return titles.astype(object).where(titles.notna(), "Chapter " + positions.astype(str))
 
 
-def rescans_seen(obs: Observed) -> pd.DataFrame:
+def rescans_seen(obs: Observed, window: tuple[int, int] | None = None) -> pd.DataFrame:
     """`chapter_id, idx`: where a re-scan of a chapter was seen (the snapshot position
-    whose rise paid for it), each once, without building the runs."""
+    whose rise paid for it), each once, without building the runs; `window`: at those
+    positions alone (both included), texts made for them alone (a year's re-scans are
+    875,000 at 100,000 chapters, a watch cycle's lines read a fortnight's)."""
     rows = transition_rows(obs, ["chapter_id", "idx"])
     if rows is None:
         return pd.DataFrame({"chapter_id": pd.Series(dtype=object), "idx": np.zeros(0, "int64")})
     rescans = charge_column(obs, "count", Slot.RESCAN_BEFORE) + charge_column(
         obs, "count", Slot.RESCAN_AFTER
     )
-    seen = np.flatnonzero(rescans > 0)
-    idx = rows["idx"].to_numpy("int64")[seen]
+    positions = rows["idx"].to_numpy("int64")
+    seen = rescans > 0
+    if window is not None:
+        seen &= (positions >= window[0]) & (positions <= window[1])
+    seen = np.flatnonzero(seen)
+    idx = positions[seen]
     # Each chapter and snapshot once, told by code: a chapter's log has a row a snapshot,
     # and duplicates among texts cost 0.15 s on a year.
     key = category_codes(rows["chapter_id"])[seen] * (len(obs.manifest) + 1) + idx

@@ -45,10 +45,10 @@ from toolkit import metrics
 from toolkit.analysis import STALL_AFTER, cycle_times, failures
 from toolkit.analysis.calendar import sorted_by
 from toolkit.analysis.forecast import DONE, is_open, seen_at
-from toolkit.analysis.measures import LINES_SQL, resets_in
+from toolkit.analysis.measures import LINES_SQL
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
-from toolkit.analysis.runs import chapter_labels, runs_kept, seen_times
+from toolkit.analysis.runs import chapter_labels, rescans_seen, runs_kept, seen_times
 from toolkit.analysis.trouble import failed_runs
 from toolkit.formatting import as_texts, count
 from toolkit.frames.schema import TEXT_DTYPE, TIME_DTYPE
@@ -469,7 +469,7 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
         _LINES_ROWS.format(lines=LINES_SQL.format(key=_LINES_KEY), rose=_ROSE,
                            restarted=_RESTARTED),
         frames={
-            "resets": resets_in(obs, (int(idx.min()), int(idx.max()))),
+            "resets": rescans_seen(obs, (int(idx.min()), int(idx.max()))),
             "periods": stamps[["idx", "period"]], "stamps": stamps,
             "project_names": pd.DataFrame({"project_id": names.index.astype(str),
                                            "project": names.to_numpy(object)}),
