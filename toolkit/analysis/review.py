@@ -109,7 +109,10 @@ def _lags(
     at = pd.Series(frame["at"].take(rows).array, index=ks)
     before_at = pd.Series(frame["at"].take(np.maximum(ks - 1, 0)).array, index=ks)
     ready = before_at.where(paired)
-    source = pd.Series("snapshot", index=ks, dtype=object).where(paired, "bounds")
+    # Taken from two words by position: a Series of 2.8 million objects filled and
+    # replaced was a tenth of a second.
+    said = np.array(["bounds", "snapshot"], dtype=object)
+    source = pd.Series(said[paired.to_numpy().astype("int64")], index=ks, dtype=object)
     unpaired = ~paired.to_numpy()
     if unpaired.any():
         fast_rows, fast_ks = rows[unpaired], ks[unpaired]
