@@ -25,10 +25,11 @@ from pandas.testing import assert_frame_equal
 
 import toolkit as tk
 from toolkit import analysis
-from toolkit.analysis.accuracy import REPLAYED, replay_scores, replays
+from toolkit.analysis.accuracy import replay_scores
 from toolkit.analysis.calibration import Calibration
 from toolkit.analysis.forecast import forecast_seen
 from toolkit.analysis.observed import Observed, observe
+from toolkit.analysis.replayed import REPLAYED, replays
 from toolkit.store import SnapshotStore
 
 # The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.

@@ -6,12 +6,14 @@ from __future__ import annotations
 import shlex
 from datetime import UTC, datetime
 
+import pandas as pd
 from report_stores import trouble
 
 from toolkit.cli import main
 from toolkit.watch.findings import Finding
 from toolkit.watch.notify import headline
 from toolkit.watch.outbox import Message
+from toolkit.watch.stuck import _stuck_rows
 from toolkit.watch.wording import explain_command
 
 
@@ -52,3 +54,28 @@ def test_the_alert_s_line_carries_the_command():
     when = datetime(2026, 3, 2, tzinfo=UTC)
     line = headline(Message("msg_1", "alert_1", "opened", finding, when, ("slack",)))
     assert "The rows behind it: `toolkit explain finish_p50 --project p1` (the studio " in line
+
+
+def test_a_stuck_chapter_s_time_is_said_once_per_snapshot_and_an_unknown_one_in_words():
+    # Times are written once per distinct moment (a quarter of 100,000 chapters may be
+    # stuck, at a few hundred snapshots); a time never seen is said, not written as NaT.
+    at = pd.Timestamp("2026-03-02 09:00", tz="UTC")
+    stuck = pd.DataFrame(
+        {
+            "chapter_id": ["c1", "c2", "c3"],
+            "project_id": ["p1"] * 3,
+            "project": ["Moonlit"] * 3,
+            "chapter": ["Chapter 1", "Chapter 2", "Chapter 3"],
+            "reason": ["failed"] * 3,
+            "detail": ["The run failed."] * 3,
+            "advice": ["re-scan it"] * 3,
+            "since": pd.Series([at, pd.NaT, at], dtype="datetime64[us, UTC]"),
+        }
+    )
+    rows = _stuck_rows(stuck, at + pd.Timedelta(hours=3))
+    assert [(r.since, r.since_words) for r in rows] == [
+        ("2026-03-02T09:00:00+00:00", "02 Mar 09:00 UTC"),
+        (None, "an unknown time"),
+        ("2026-03-02T09:00:00+00:00", "02 Mar 09:00 UTC"),
+    ]
+    assert [r.hours for r in rows][::2] == [3.0, 3.0]

@@ -46,7 +46,7 @@ def evaluate(
     for row in _stuck_rows(stuck, now):
         own = settings(row.project_id, row.project)
         subject = f"{row.project}: {row.chapter}"
-        since = f"{row.since_words} UTC"
+        since = row.since_words
         figures = {"chapter_id": row.chapter_id, "project_id": row.project_id,
                    "since": row.since, "hours": row.hours,
                    "kind": kinds.get(row.project_id)}  # fmt: skip
@@ -79,8 +79,8 @@ class _Stuck(NamedTuple):
     reason: str
     detail: str
     advice: str
-    since: str  # ISO 8601
-    since_words: str  # "%d %b %H:%M"
+    since: str | None  # ISO 8601; None where unknown
+    since_words: str  # "%d %b %H:%M UTC"
     waited: pd.Timedelta
     hours: float  # `waited` in hours, to a tenth
 
@@ -91,8 +91,8 @@ def _stuck_rows(stuck: pd.DataFrame, now: pd.Timestamp) -> list[_Stuck]:
     times are snapshots' (a few hundred): each written once."""
     waited = now - stuck["since"]
     columns = [stuck[name].tolist() for name in _Stuck._fields[:7]]
-    codes, times = pd.factorize(stuck["since"])
-    written = [(time.isoformat(), f"{time:%d %b %H:%M}") for time in times]
+    codes, times = pd.factorize(stuck["since"], use_na_sentinel=False)
+    written = [_written(time) for time in times]
     since = [written[code] for code in codes.tolist()]
     columns += [
         [iso for iso, _ in since],
@@ -101,6 +101,13 @@ def _stuck_rows(stuck: pd.DataFrame, now: pd.Timestamp) -> list[_Stuck]:
         [round(seconds / 3600, 1) for seconds in waited.dt.total_seconds().tolist()],
     ]
     return [_Stuck(*values) for values in zip(*columns, strict=True)]
+
+
+def _written(time: pd.Timestamp) -> tuple[str | None, str]:
+    """A time as the finding's figures and its message say it."""
+    if pd.isna(time):  # never seen so far; said, not a text of NaT
+        return None, "an unknown time"
+    return time.isoformat(), f"{time:%d %b %H:%M} UTC"
 
 
 def _do(advice: object) -> str:
