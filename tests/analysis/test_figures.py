@@ -8,12 +8,16 @@ import shutil
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from datafakes import T0, FakeService, hours, iso
 from epochs import SUITE_START
 
 from toolkit import analysis
+from toolkit.analysis.lines import LINES_KEYS, LINES_SQL, lines_by_snapshot
+from toolkit.analysis.observed import Observed
+from toolkit.analysis.runs import rescans_seen
 from toolkit.client import Client
 from toolkit.emulator import Emulator
 from toolkit.store import SnapshotStore
@@ -381,6 +385,31 @@ def test_throughput_equals_the_lines_the_emulator_translated(simulated_day):
         assert {k: v for k, v in got.items() if v} == {k: v for k, v in expected.items() if v}
     total = sum(entry["lines"] for entry in ledger["lines"])
     assert analysis.throughput(store, freq="1D", by="project_id")["lines"].sum() == total
+
+
+def test_the_lines_at_each_snapshot_sum_to_the_rules_own_sums(simulated_day):
+    # The throughput sums `lines_by_snapshot` per period in pandas; the rule's own query
+    # sums them in DuckDB (`LINES_SQL`, as `toolkit sql` runs it). Each window (the whole
+    # day, one from its second snapshot with the re-scans before it, a middle one, the
+    # last snapshot alone), period and group: the same lines, a group of zeros included.
+    store = simulated_day[0]
+    obs = Observed(store)
+    last = len(obs.manifest) - 1
+    for first, end in [(0, last), (1, last), (2, 5), (last, last)]:
+        idx = np.arange(first, end + 1, dtype="int64")
+        periods = pd.DataFrame({"idx": idx, "period": idx // 3})
+        rows = lines_by_snapshot(obs, (first, end)).to_pandas()
+        rows["period"] = rows["idx"] // 3
+        for by in ("language_code", "project_id"):
+            frames = {"resets": rescans_seen(obs, (first, end)), "periods": periods}
+            sql = LINES_SQL.format(key=LINES_KEYS[by])
+            want = store.query(sql, frames=frames, window=(first, end))
+            got = rows.groupby(["period", by])["lines"].sum()
+            assert {(int(p), str(k)): int(n) for (p, k), n in got.items()} == {
+                (int(p), str(k)): int(n)
+                for p, k, n in zip(want["period"], want["key"], want["lines"], strict=True)
+            }
+        assert rows["lines"].sum() > 0 or (first, end) == (last, last)
 
 
 def test_credit_spend_and_rework_equal_the_emulator_charges(simulated_day):

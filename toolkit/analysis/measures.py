@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from toolkit.analysis._arrays import category_codes, taken
 from toolkit.analysis.calendar import period_starts, within
+from toolkit.analysis.lines import LINES_KEYS, LINES_SQL, lines_by_snapshot
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_table import RunTable
@@ -27,9 +29,6 @@ if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
 __all__ = [
-    "LINES_KEYS",
-    "LINES_SQL",
-    "UNKNOWN_MODEL",
     "SpendBy",
     "ThroughputBy",
     "credit_spend",
@@ -41,61 +40,11 @@ __all__ = [
 
 ThroughputBy = Literal["language_code", "project_id", "model"]
 SpendBy = Literal["project_id", "language_code", "chapter_id"]
-UNKNOWN_MODEL = "(unknown)"
 
 
 def _check(name: str, value: str, allowed: Sequence[str]) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
-
-
-# The lines of each change of a chapter-language, summed per period in DuckDB: only the
-# columns it needs are read, and only the sums come back (a year is 3.6 million rows).
-# A row counts the rise of `covered`; after a restart (coverage fell, `failed` was
-# cleared, or a re-scan of the chapter was seen at that snapshot: `resets`) it counts
-# in full. A re-scan that ended with the coverage a language had before leaves no row
-# of that language at all: its row in force before the reset counts in full there
-# (`standing`). Only rows flagged `_changed` are read (coverage or failure changed, new
-# or gone): a row that changed elsewhere adds no lines, and at a reset it counts the
-# coverage in force, which `standing` counts from the flagged row before it.
-LINES_SQL = """
-WITH log AS (
-    SELECT idx, chapter_id, language_code, {key} AS key,
-           coalesce(covered, 0) AS covered, coalesce(failed, false) AS failed,
-           _deleted AS deleted,
-           lag(idx) OVER w IS NULL OR coalesce(lag(_deleted) OVER w, false) AS is_new,
-           coalesce(lag(covered) OVER w, 0) AS prev_covered,
-           coalesce(lag(failed) OVER w, false) AS prev_failed,
-           lead(idx) OVER w AS next_idx
-    FROM languages_changes WHERE _changed IS NOT false
-    WINDOW w AS (PARTITION BY chapter_id, language_code ORDER BY idx)
-),
-rises AS (
-    SELECT l.idx, l.key,
-           CASE WHEN l.is_new OR l.covered < l.prev_covered
-                     OR (l.prev_failed AND NOT l.failed) OR r.idx IS NOT NULL
-                THEN l.covered ELSE l.covered - l.prev_covered END AS lines
-    FROM log l LEFT JOIN resets r ON r.chapter_id = l.chapter_id AND r.idx = l.idx
-    WHERE l.idx > 0 AND NOT l.deleted
-),
-standing AS (
-    -- The row in force at a re-scan's snapshot that has none there: the one before it
-    -- whose next row (if any) comes after it.
-    SELECT r.idx, l.key, l.covered AS lines
-    FROM resets r JOIN log l
-      ON l.chapter_id = r.chapter_id AND l.idx < r.idx
-     AND coalesce(l.next_idx, 9223372036854775807) > r.idx
-    WHERE NOT l.deleted
-)
-SELECT p.period, c.key, sum(c.lines)::BIGINT AS lines
-FROM (SELECT * FROM rises UNION ALL SELECT * FROM standing) c JOIN periods p USING (idx)
-GROUP BY ALL
-"""
-LINES_KEYS = {
-    "language_code": "language_code",
-    "project_id": "project_id",
-    "model": f"CASE WHEN len(models) > 0 THEN models[-1] ELSE '{UNKNOWN_MODEL}' END",
-}
 
 
 def _periods(
@@ -211,23 +160,44 @@ def _throughput(
         sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})
     else:
         window = int(positions["idx"].min()), int(positions["idx"].max())
-        resets = rescans_seen(obs, window)  # the window's alone: LINES_SQL reads no other
-        frames = {"resets": resets, "periods": positions}
-        key = LINES_KEYS[by]
         if by == "model":
+            resets = rescans_seen(obs, window)  # the window's alone: LINES_SQL reads no other
+            frames = {"resets": resets, "periods": positions}
             key = _model_before(obs, window, resets, frames)
-        found = obs.store.query(LINES_SQL.format(key=key), frames=frames, window=window)
-        sums = pd.DataFrame(
-            {
-                "period": found["period"].to_numpy("int64"),
-                by: found["key"].astype(object).to_numpy(),
-                "lines": found["lines"].astype("int64").to_numpy(),
-            }
-        )
+            found = obs.store.query(LINES_SQL.format(key=key), frames=frames, window=window)
+            sums = pd.DataFrame(
+                {
+                    "period": found["period"].to_numpy("int64"),
+                    by: found["key"].astype(object).to_numpy(),
+                    "lines": found["lines"].astype("int64").to_numpy(),
+                }
+            )
+        else:
+            sums = _summed(lines_by_snapshot(obs, window), positions, window, by)
     names = _run_project_names(obs) if by == "project_id" else None
     result = _shape(sums, starts, by, ["lines"], freq=freq, tz=tz, fill=fill, names=names)
     result["lines"] = result["lines"].astype("Int64")
     return result
+
+
+def _summed(
+    rows: pa.Table, positions: pd.DataFrame, window: tuple[int, int], by: str
+) -> pd.DataFrame:
+    """The lines of each snapshot's rows summed per period (`positions`' codes) and `by`:
+    `period, <by>, lines`, as `LINES_SQL` sums them (a snapshot of the window outside
+    the periods counts in none)."""
+    code = np.full(window[1] - window[0] + 1, -1, "int64")
+    code[positions["idx"].to_numpy("int64") - window[0]] = positions["period"].to_numpy("int64")
+    period = code[rows.column("idx").to_numpy() - window[0]]
+    inside = period >= 0
+    frame = pd.DataFrame(
+        {
+            "period": period[inside],
+            by: rows.column(by).to_numpy(zero_copy_only=False)[inside],
+            "lines": rows.column("lines").to_numpy()[inside].astype("int64"),
+        }
+    )
+    return frame.groupby(["period", by], sort=False)["lines"].sum().reset_index()
 
 
 def _model_before(

@@ -45,7 +45,7 @@ from toolkit import metrics
 from toolkit.analysis import STALL_AFTER, cycle_times, failures
 from toolkit.analysis.calendar import sorted_by
 from toolkit.analysis.forecast import DONE, is_open, seen_at
-from toolkit.analysis.measures import LINES_SQL
+from toolkit.analysis.lines import lines_by_snapshot
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.run_table import RunTable
 from toolkit.analysis.runs import chapter_labels, rescans_seen, runs_kept, seen_times
@@ -421,25 +421,16 @@ def _charge_rows(obs: Observed, when: Period, column: str) -> pd.DataFrame:
     )  # fmt: skip
 
 
-# The throughput's own query (`measures.LINES_SQL`), grouped by snapshot and
-# chapter-language instead of summed per period: one period per snapshot position.
-# A chapter-language as one text (the ids hold no tab), split again by DuckDB: a struct
-# key would come back as a Python dict per row. A busy week is 100,000 rows: DuckDB also
-# names them, builds their ids and sorts them, and they come back as Arrow columns
-# (pandas would take seconds to map, format and sort them one text at a time).
-_LINES_KEY = "project_id || chr(9) || chapter_id || chr(9) || language_code"
+# The rows the throughput sums (`lines.lines_by_snapshot`), those with lines, named,
+# given ids and sorted by DuckDB: a busy week is 100,000 rows, and they come back as
+# Arrow columns (pandas would take seconds to map, format and sort them one at a time).
 _LINES_ROWS = """
 SELECT project_id, n.project, chapter_id, c.chapter, language_code,
        'snapshot' AS source,
        chapter_id || '/' || language_code || '@' || s.shown AS source_id, s.at,
        CASE WHEN r.chapter_id IS NULL THEN '{rose}' ELSE '{restarted}' END AS detail,
        lines AS value
-FROM (
-    SELECT period AS idx, split_part(key, chr(9), 1) AS project_id,
-           split_part(key, chr(9), 2) AS chapter_id,
-           split_part(key, chr(9), 3) AS language_code, lines
-    FROM ({lines}) WHERE lines <> 0
-) l
+FROM (SELECT * FROM snapshot_lines WHERE lines <> 0) l
 JOIN stamps s USING (idx)
 LEFT JOIN (SELECT DISTINCT chapter_id, idx FROM resets) r USING (chapter_id, idx)
 LEFT JOIN project_names n USING (project_id)
@@ -460,25 +451,22 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
     if not len(idx):
         return _empty()
     stamps = pd.DataFrame(
-        {"idx": idx, "period": idx, "at": times[inside].astype(TIME_DTYPE).to_numpy(),
+        {"idx": idx, "at": times[inside].astype(TIME_DTYPE).to_numpy(),
          "shown": times[inside].dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)}
     )  # fmt: skip
     names = _project_names(obs)
     chapters = _chapter_names(obs)
+    window = (int(idx.min()), int(idx.max()))
     found = obs.store.query_arrow(
-        _LINES_ROWS.format(lines=LINES_SQL.format(key=_LINES_KEY), rose=_ROSE,
-                           restarted=_RESTARTED),
+        _LINES_ROWS.format(rose=_ROSE, restarted=_RESTARTED),
         frames={
-            "resets": rescans_seen(obs, (int(idx.min()), int(idx.max()))),
-            "periods": stamps[["idx", "period"]], "stamps": stamps,
+            "snapshot_lines": lines_by_snapshot(obs, window),
+            "resets": rescans_seen(obs, window), "stamps": stamps,
             "project_names": pd.DataFrame({"project_id": names.index.astype(str),
                                            "project": names.to_numpy(object)}),
             "chapter_names": pd.DataFrame({"chapter_id": chapters.index.astype(str),
                                            "chapter": chapters.to_numpy(object)}),
         },
-        # The period's changes alone, after each chapter-language's row in force
-        # before it, as `throughput` reads them: all a rise compares with.
-        window=(int(idx.min()), int(idx.max())),
     )  # fmt: skip
     text = {pa.string(): TEXT_DTYPE, pa.large_string(): TEXT_DTYPE}
     rows: pd.DataFrame = found.to_pandas(types_mapper=text.get)

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -52,12 +53,13 @@ def read_history(
         return _events(engine, since, until, project_ids)
     result_schema = schema.with_snapshot(schema.table_schema(table))
     manifest = engine.manifest()
-    times = manifest.column("snapshot_at").to_pylist()
-    low = utc(since) if since is not None else None
-    high = utc(until) if until is not None else None
-    positions = [
-        i for i, t in enumerate(times) if (low is None or t >= low) and (high is None or t <= high)
-    ]
+    times = _times(manifest)
+    inside = np.ones(len(times), bool)
+    if since is not None:
+        inside &= times >= _micros(since)
+    if until is not None:
+        inside &= times <= _micros(until)
+    positions = np.flatnonzero(inside).tolist()
     if not positions:
         return schema.empty_frame(result_schema)
 
@@ -104,11 +106,11 @@ def at(engine: StoreEngine, table: str, when: datetime | None) -> pd.DataFrame:
         return read_history(engine, "events", until=when)
     manifest = engine.manifest()
     result_schema = schema.with_snapshot(schema.table_schema(table))
-    times = manifest.column("snapshot_at").to_pylist()
-    chosen = [i for i, t in enumerate(times) if when is None or t <= when]
-    if not chosen:
+    times = _times(manifest)
+    chosen = np.flatnonzero(times <= _micros(when)) if when is not None else np.arange(len(times))
+    if not len(chosen):
         return schema.empty_frame(result_schema)
-    k = chosen[-1]
+    k = int(chosen[-1])
     snapshot_id = manifest.column("snapshot_id")[k].as_py()
     with engine.lock:
         last = engine.last
@@ -117,12 +119,24 @@ def at(engine: StoreEngine, table: str, when: datetime | None) -> pd.DataFrame:
         cached = engine.kept_rows(table, snapshot_id, manifest)
     if cached is None:
         cached = engine.read(table, manifest, lambda log: arrow(log.con, log.state_sql(k)))
+    taken = manifest.column("snapshot_at")[k].as_py()
     rows = stamp(
-        schema.conform(cached, schema.SNAPSHOT_TABLES[table]), snapshot_id, times[k], result_schema
+        schema.conform(cached, schema.SNAPSHOT_TABLES[table]), snapshot_id, taken, result_schema
     )
     # By key: the files' order depends on which snapshot last changed each row.
     rows = rows.sort_by([(key, "ascending") for key in schema.KEYS[table]])
     return schema.to_pandas(rows, result_schema)
+
+
+def _times(manifest: pa.Table) -> np.ndarray:
+    """The snapshots' times as int64 microseconds (UTC), in manifest order: compared as
+    numbers, not as a year of Python datetimes (8,760 of them made at each read)."""
+    return np.asarray(manifest.column("snapshot_at").to_numpy(), "datetime64[us]").view("int64")
+
+
+def _micros(when: When) -> int:
+    """A moment as `_times` gives the snapshots' (a naive one is UTC, as `utc` reads it)."""
+    return int(np.datetime64(utc(when).replace(tzinfo=None), "us").view("int64"))
 
 
 def workspace(engine: StoreEngine, snapshot_id: str | None, store: str) -> Workspace | None:

@@ -33,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.analysis.measures import LINES_KEYS, LINES_SQL
+from toolkit.analysis.lines import LINES_KEYS, LINES_SQL
 from toolkit.analysis.transitions import MOVING, transitions_ctes
 from toolkit.frames.schema import TIME_DTYPE
 from toolkit.store import SnapshotStore
