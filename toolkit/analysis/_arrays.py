@@ -42,7 +42,7 @@ def looked_up(keys: pd.Series, table: pd.Series) -> pd.Series:
     return pd.Series(found.array, index=keys.index, name=keys.name, copy=False)
 
 
-def positions_in(keys: pd.Series, index: pd.Index) -> np.ndarray:
+def positions_in(keys: pd.Series | pd.Index, index: pd.Index) -> np.ndarray:
     """Where each of `keys` (texts) stands in `index` (unique texts), -1 where it is
     absent: hashed in Arrow. pandas' `map` through an index of 100,000 Python texts
     hashes every key as an object, 0.08 s a call, and the replays of a weekly page ask

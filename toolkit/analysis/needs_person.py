@@ -204,7 +204,7 @@ def pages_at_last_run(obs: Observed, as_of: pd.Timestamp, asked: pd.Index) -> pd
         pages = pd.Series(from_runs.to_numpy("int64"), index=from_runs.index.astype(object))
     else:
         pages = _paged_by(obs, as_of)
-    if asked.isin(pages.index).all():
+    if (positions_in(asked, pages.index) >= 0).all():  # in Arrow: pandas took 0.04 s here
         return pages
     last = run_pages_logged(obs, as_of).drop_duplicates("chapter_id", keep="last")
     logged_pages = pd.Series(
