@@ -15,7 +15,7 @@ from datafakes import T0, FakeService, hours, iso
 from epochs import SUITE_START
 
 from toolkit import analysis
-from toolkit.analysis.lines import LINES_KEYS, LINES_SQL, lines_by_snapshot
+from toolkit.analysis.lines import LINES_KEYS, LINES_SQL, lines_by_snapshot, lines_read, window_of
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.runs import rescans_seen
 from toolkit.client import Client
@@ -410,6 +410,25 @@ def test_the_lines_at_each_snapshot_sum_to_the_rules_own_sums(simulated_day):
                 for p, k, n in zip(want["period"], want["key"], want["lines"], strict=True)
             }
         assert rows["lines"].sum() > 0 or (first, end) == (last, last)
+
+
+def test_throughput_sums_the_lines_a_view_read_as_it_sums_the_log(simulated_day):
+    # A view that read a window's lines at each snapshot (the weekly page, which lists
+    # them) sums them; another asks DuckDB for the sums: the same frames.
+    store = simulated_day[0]
+    times = Observed(store).manifest["snapshot_at"]
+    for since, until, freq, tz in [(times.iloc[1], times.iloc[-1], "1h", None),
+                                   (times.iloc[0], times.iloc[-1] + pd.Timedelta("1s"), "2h",
+                                    "Asia/Kolkata")]:  # fmt: skip
+        read = Observed(store)
+        window = window_of(read, since, until)
+        assert window is not None and lines_read(read, window) is None
+        lines_by_snapshot(read, window)
+        for by in ("language_code", "project_id"):
+            summed = analysis.throughput(read, freq, by, since=since, until=until, tz=tz)
+            asked = analysis.throughput(Observed(store), freq, by, since=since, until=until, tz=tz)
+            assert summed["lines"].sum() > 0
+            pd.testing.assert_frame_equal(summed, asked, check_exact=True)
 
 
 def test_credit_spend_and_rework_equal_the_emulator_charges(simulated_day):

@@ -17,7 +17,14 @@ from toolkit.analysis.runs import rescans_seen
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["LINES_KEYS", "LINES_SQL", "UNKNOWN_MODEL", "lines_by_snapshot"]
+__all__ = [
+    "LINES_KEYS",
+    "LINES_SQL",
+    "UNKNOWN_MODEL",
+    "lines_by_snapshot",
+    "lines_read",
+    "window_of",
+]
 
 UNKNOWN_MODEL = "(unknown)"
 
@@ -89,14 +96,30 @@ def lines_by_snapshot(obs: Observed, window: tuple[int, int]) -> pa.Table:
     (a sum of them is `LINES_SQL`'s, group for group). Once per view and window; callers
     read it, never change it. The window's re-scans alone are read (`LINES_SQL` reads no
     others), and its changes after each chapter-language's row in force before it."""
-    key = repr(("lines by snapshot", window))
-    if key not in obs.memo:
+    if _key(window) not in obs.memo:
         first, last = window
         positions = np.arange(first, last + 1, dtype="int64")
-        obs.memo[key] = obs.store.query_arrow(
+        obs.memo[_key(window)] = obs.store.query_arrow(
             _BY_SNAPSHOT.format(lines=LINES_SQL.format(key=_ROW_KEY)),
             frames={"resets": rescans_seen(obs, window),
                     "periods": pd.DataFrame({"idx": positions, "period": positions})},
             window=window,
         )  # fmt: skip
-    return cast(pa.Table, obs.memo[key])
+    return cast(pa.Table, obs.memo[_key(window)])
+
+
+def lines_read(obs: Observed, window: tuple[int, int]) -> pa.Table | None:
+    """`lines_by_snapshot(obs, window)` when the view has read it already; else None."""
+    return cast("pa.Table | None", obs.memo.get(_key(window)))
+
+
+def window_of(obs: Observed, since: pd.Timestamp, until: pd.Timestamp) -> tuple[int, int] | None:
+    """The first and last positions of the snapshots taken in [since, until) (aware
+    times); None when none was."""
+    times = obs.manifest["snapshot_at"]
+    inside = np.flatnonzero(((times >= since) & (times < until)).to_numpy(bool))
+    return (int(inside[0]), int(inside[-1])) if len(inside) else None
+
+
+def _key(window: tuple[int, int]) -> str:
+    return repr(("lines by snapshot", window))

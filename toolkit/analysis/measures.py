@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from toolkit.analysis._arrays import category_codes, taken
 from toolkit.analysis.calendar import period_starts, within
-from toolkit.analysis.lines import LINES_KEYS, LINES_SQL, lines_by_snapshot
+from toolkit.analysis.lines import LINES_KEYS, LINES_SQL, lines_read
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.prices import Prices
 from toolkit.analysis.run_table import RunTable
@@ -160,10 +160,18 @@ def _throughput(
         sums = pd.DataFrame({"period": np.zeros(0, "int64"), by: [], "lines": []})
     else:
         window = int(positions["idx"].min()), int(positions["idx"].max())
-        if by == "model":
+        # The window's lines at each snapshot, when the view read them already (the
+        # weekly page, which lists them too): summed here, not asked of the log again.
+        # Else the sums alone come back from DuckDB (a year's rows would be 3.6 million).
+        rows = lines_read(obs, window) if by != "model" else None
+        if rows is not None:
+            sums = _summed(rows, positions, window, by)
+        else:
             resets = rescans_seen(obs, window)  # the window's alone: LINES_SQL reads no other
             frames = {"resets": resets, "periods": positions}
-            key = _model_before(obs, window, resets, frames)
+            key = LINES_KEYS[by]
+            if by == "model":
+                key = _model_before(obs, window, resets, frames)
             found = obs.store.query(LINES_SQL.format(key=key), frames=frames, window=window)
             sums = pd.DataFrame(
                 {
@@ -172,8 +180,6 @@ def _throughput(
                     "lines": found["lines"].astype("int64").to_numpy(),
                 }
             )
-        else:
-            sums = _summed(lines_by_snapshot(obs, window), positions, window, by)
     names = _run_project_names(obs) if by == "project_id" else None
     result = _shape(sums, starts, by, ["lines"], freq=freq, tz=tz, fill=fill, names=names)
     result["lines"] = result["lines"].astype("Int64")
