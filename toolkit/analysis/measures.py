@@ -203,7 +203,8 @@ def _summed(
             "lines": rows.column("lines").to_numpy()[inside].astype("int64"),
         }
     )
-    return frame.groupby(["period", by], sort=False)["lines"].sum().reset_index()
+    # A null group is summed too, as DuckDB's GROUP BY keeps it.
+    return frame.groupby(["period", by], sort=False, dropna=False)["lines"].sum().reset_index()
 
 
 def _model_before(
