@@ -3,6 +3,7 @@ simulated day on the emulator, whose ledger and webhook deliveries are the truth
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import shutil
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from toolkit.analysis.observed import Observed
 from toolkit.analysis.runs import rescans_seen
 from toolkit.client import Client
 from toolkit.emulator import Emulator
+from toolkit.frames import pull
 from toolkit.store import SnapshotStore
 
 
@@ -84,6 +86,26 @@ def models_now(service: FakeService, chapter_id: str, models: list[str]) -> None
     """A chapter's languages list `models` (its coverage and failure as they were)."""
     for language in service.chapters[chapter_id]["languages"]:
         language["models"] = models
+
+
+def test_lines_of_a_language_without_a_project_are_summed_apart_either_way(service, store):
+    # A store written by hand may leave a language's project empty: DuckDB's sums keep
+    # that group, and so does the sum of the rows a view read (the weekly page's way).
+    service.add_chapter("c1", "p1", covered=5)
+    store.take(service, at=hours(0))
+    service.update("c1", covered={"en": 12, "fr": 9})
+    pulled = pull(service)
+    languages = pulled.languages.copy()
+    french = languages["language_code"] == "fr"
+    languages["project_id"] = languages["project_id"].astype(object).where(~french, None)
+    store.write(dataclasses.replace(pulled, languages=languages), at=hours(1))
+    since, until = pd.Timestamp(hours(0)), pd.Timestamp(hours(2))
+    read = Observed(store)
+    lines_by_snapshot(read, window_of(read, since, until) or (0, 0))
+    summed = analysis.throughput(read, "1h", "project_id", since=since, until=until)
+    asked = analysis.throughput(Observed(store), "1h", "project_id", since=since, until=until)
+    pd.testing.assert_frame_equal(summed, asked, check_exact=True)
+    assert summed["lines"][summed["project_id"].isna()].tolist() == [4]  # fr: 5 to 9
 
 
 def test_a_window_counts_a_rescan_under_the_model_the_whole_history_does(service, store):
