@@ -25,7 +25,15 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["names", "period_starts", "sorted_by", "utc_bound", "with_names", "within"]
+__all__ = [
+    "names",
+    "period_starts",
+    "snapshots_within",
+    "sorted_by",
+    "utc_bound",
+    "with_names",
+    "within",
+]
 
 
 def utc_bound(when: When | None, tz: str | None) -> pd.Timestamp | None:
@@ -53,6 +61,17 @@ def within(
     if high is not None:
         keep &= times < high
     return frame[keep.fillna(False).to_numpy(bool)].reset_index(drop=True)
+
+
+def snapshots_within(
+    times: pd.Series, *, since: When | None, until: When | None, tz: str | None
+) -> pd.DataFrame:
+    """The snapshots taken in [since, until): `snapshot_at, idx` (each one's position),
+    of `times`, the manifest's `snapshot_at` in position order. The one rule of which
+    snapshots a period's figures read: the throughput's periods, the drill-down's lines
+    and the week the weekly page reads their rows for agree on it."""
+    frame = pd.DataFrame({"snapshot_at": times, "idx": np.arange(len(times), dtype="int64")})
+    return within(frame, "snapshot_at", since=since, until=until, tz=tz)
 
 
 def sorted_by(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from toolkit.analysis.calendar import snapshots_within
 from toolkit.analysis.runs import rescans_seen
 
 if TYPE_CHECKING:
@@ -115,10 +116,10 @@ def lines_read(obs: Observed, window: tuple[int, int]) -> pa.Table | None:
 
 def window_of(obs: Observed, since: pd.Timestamp, until: pd.Timestamp) -> tuple[int, int] | None:
     """The first and last positions of the snapshots taken in [since, until) (aware
-    times); None when none was."""
-    times = obs.manifest["snapshot_at"]
-    inside = np.flatnonzero(((times >= since) & (times < until)).to_numpy(bool))
-    return (int(inside[0]), int(inside[-1])) if len(inside) else None
+    times), as `throughput` finds its window (`calendar.snapshots_within`); None when
+    none was."""
+    idx = snapshots_within(obs.manifest["snapshot_at"], since=since, until=until, tz=None)["idx"]
+    return (int(idx.min()), int(idx.max())) if len(idx) else None
 
 
 def _key(window: tuple[int, int]) -> str:

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.analysis._arrays import category_codes, taken
-from toolkit.analysis.calendar import period_starts, within
+from toolkit.analysis.calendar import period_starts, snapshots_within
 from toolkit.analysis.lines import LINES_KEYS, LINES_SQL, lines_read
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.prices import Prices
@@ -53,9 +53,7 @@ def _periods(
     """Each snapshot in [since, until) by position (`idx`) with the code of its period
     (`period`), and the periods by code: a figure summed per snapshot position is then
     summed per period without a time per row."""
-    times = pd.DataFrame({"snapshot_at": obs.manifest["snapshot_at"]})
-    times["idx"] = np.arange(len(times), dtype="int64")
-    times = within(times, "snapshot_at", since=since, until=until, tz=tz)
+    times = snapshots_within(obs.manifest["snapshot_at"], since=since, until=until, tz=tz)
     codes, starts = pd.factorize(period_starts(times["snapshot_at"], freq, tz))
     return (
         pd.DataFrame({"idx": times["idx"].to_numpy("int64"), "period": codes}),

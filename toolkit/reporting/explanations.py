@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from toolkit import metrics
 from toolkit.analysis import STALL_AFTER, cycle_times, failures
-from toolkit.analysis.calendar import sorted_by
+from toolkit.analysis.calendar import snapshots_within, sorted_by
 from toolkit.analysis.forecast import DONE, is_open, seen_at
 from toolkit.analysis.lines import lines_by_snapshot
 from toolkit.analysis.observed import Observed, observe
@@ -445,14 +445,15 @@ def _lines(obs: Observed, when: Period) -> pd.DataFrame:
     """Each chapter-language's lines at each snapshot of the period: the rise of
     `covered`, in full after a restart (the detail says which); sorted as `_shaped`
     sorts."""
-    times = obs.manifest["snapshot_at"]
-    inside = ((times >= when.since) & (times < when.until)).to_numpy(bool)
-    idx = np.flatnonzero(inside).astype("int64")
+    inside = snapshots_within(obs.manifest["snapshot_at"], since=when.since, until=when.until,
+                              tz=None)  # fmt: skip
+    idx = inside["idx"].to_numpy("int64")
     if not len(idx):
         return _empty()
+    times = inside["snapshot_at"]
     stamps = pd.DataFrame(
-        {"idx": idx, "at": times[inside].astype(TIME_DTYPE).to_numpy(),
-         "shown": times[inside].dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)}
+        {"idx": idx, "at": times.astype(TIME_DTYPE).to_numpy(),
+         "shown": times.dt.strftime("%Y-%m-%dT%H:%M:%SZ").to_numpy(object)}
     )  # fmt: skip
     names = _project_names(obs)
     chapters = _chapter_names(obs)
