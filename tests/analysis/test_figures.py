@@ -16,7 +16,14 @@ from datafakes import T0, FakeService, hours, iso
 from epochs import SUITE_START
 
 from toolkit import analysis
-from toolkit.analysis.lines import LINES_KEYS, LINES_SQL, lines_by_snapshot, lines_read, window_of
+from toolkit.analysis.lines import (
+    LINES_KEYS,
+    LINES_SQL,
+    lines_ahead,
+    lines_by_snapshot,
+    lines_read,
+    window_of,
+)
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.runs import rescans_seen
 from toolkit.client import Client
@@ -434,9 +441,11 @@ def test_the_lines_at_each_snapshot_sum_to_the_rules_own_sums(simulated_day):
         assert rows["lines"].sum() > 0 or (first, end) == (last, last)
 
 
-def test_throughput_sums_the_lines_a_view_read_as_it_sums_the_log(simulated_day):
-    # A view that read a window's lines at each snapshot (the weekly page, which lists
-    # them) sums them; another asks DuckDB for the sums: the same frames.
+@pytest.mark.parametrize("read_rows", [lines_by_snapshot, lines_ahead])
+def test_throughput_sums_the_lines_a_view_read_as_it_sums_the_log(simulated_day, read_rows):
+    # A view that read a window's lines at each snapshot, or is reading them on its
+    # thread ahead (the weekly page, which lists them), sums them; another asks DuckDB
+    # for the sums: the same frames.
     store = simulated_day[0]
     times = Observed(store).manifest["snapshot_at"]
     for since, until, freq, tz in [(times.iloc[1], times.iloc[-1], "1h", None),
@@ -445,7 +454,7 @@ def test_throughput_sums_the_lines_a_view_read_as_it_sums_the_log(simulated_day)
         read = Observed(store)
         window = window_of(read, since, until)
         assert window is not None and lines_read(read, window) is None
-        lines_by_snapshot(read, window)
+        read_rows(read, window)
         for by in ("language_code", "project_id"):
             summed = analysis.throughput(read, freq, by, since=since, until=until, tz=tz)
             asked = analysis.throughput(Observed(store), freq, by, since=since, until=until, tz=tz)

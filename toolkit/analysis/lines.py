@@ -6,6 +6,7 @@ page: its week's lines by day, and the rows behind them) runs the rule over the 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -13,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.analysis.calendar import snapshots_within
+from toolkit.analysis.read_ahead import read_ahead, remembered
 from toolkit.analysis.runs import rescans_seen
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ __all__ = [
     "LINES_KEYS",
     "LINES_SQL",
     "UNKNOWN_MODEL",
+    "lines_ahead",
     "lines_by_snapshot",
     "lines_read",
     "window_of",
@@ -98,20 +101,31 @@ def lines_by_snapshot(obs: Observed, window: tuple[int, int]) -> pa.Table:
     read it, never change it. The window's re-scans alone are read (`LINES_SQL` reads no
     others), and its changes after each chapter-language's row in force before it."""
     if _key(window) not in obs.memo:
-        first, last = window
-        positions = np.arange(first, last + 1, dtype="int64")
-        obs.memo[_key(window)] = obs.store.query_arrow(
-            _BY_SNAPSHOT.format(lines=LINES_SQL.format(key=_ROW_KEY)),
-            frames={"resets": rescans_seen(obs, window),
-                    "periods": pd.DataFrame({"idx": positions, "period": positions})},
-            window=window,
-        )  # fmt: skip
-    return cast(pa.Table, obs.memo[_key(window)])
+        obs.memo[_key(window)] = _read(obs, window, rescans_seen(obs, window))
+    return cast(pa.Table, remembered(obs, _key(window)))
+
+
+def lines_ahead(obs: Observed, window: tuple[int, int]) -> None:
+    """Start reading `lines_by_snapshot(obs, window)` while the caller goes on
+    (`read_ahead`); the window's re-scans are found first, here (a stage)."""
+    if _key(window) not in obs.memo:
+        read_ahead(obs, _key(window), partial(_read, obs, window, rescans_seen(obs, window)))
+
+
+def _read(obs: Observed, window: tuple[int, int], resets: pd.DataFrame) -> pa.Table:
+    first, last = window
+    positions = np.arange(first, last + 1, dtype="int64")
+    return obs.store.query_arrow(
+        _BY_SNAPSHOT.format(lines=LINES_SQL.format(key=_ROW_KEY)),
+        frames={"resets": resets, "periods": pd.DataFrame({"idx": positions, "period": positions})},
+        window=window,
+    )
 
 
 def lines_read(obs: Observed, window: tuple[int, int]) -> pa.Table | None:
-    """`lines_by_snapshot(obs, window)` when the view has read it already; else None."""
-    return cast("pa.Table | None", obs.memo.get(_key(window)))
+    """`lines_by_snapshot(obs, window)` when the view has read it (or is reading it
+    ahead); else None."""
+    return cast("pa.Table | None", remembered(obs, _key(window)))
 
 
 def window_of(obs: Observed, since: pd.Timestamp, until: pd.Timestamp) -> tuple[int, int] | None:

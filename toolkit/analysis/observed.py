@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from toolkit.analysis.read_ahead import at_key, remembered
 from toolkit.analysis.run_store import (
     BASIS,
     KEPT,
@@ -236,12 +237,16 @@ class Observed:
         figures' forecast at each period's end, the review backlog, the rows that
         explain them). At the latest snapshot, the view's own read. Callers read it and
         never change it in place."""
-        if self.times and moment == self.times[-1] and table in _LATEST:
+        if self.reads_latest(table, moment):
             return cast(pd.DataFrame, getattr(self, f"latest_{table}"))
-        key = f"at:{table}:{moment.isoformat()}"
+        key = at_key(table, moment)
         if key not in self.memo:
             self.memo[key] = self.store.as_of(table, moment)
-        return cast(pd.DataFrame, self.memo[key])
+        return cast(pd.DataFrame, remembered(self, key))
+
+    def reads_latest(self, table: str, moment: pd.Timestamp) -> bool:
+        """Whether `at(table, moment)` is the view's own read of the latest snapshot."""
+        return bool(self.times) and moment == self.times[-1] and table in _LATEST
 
     @cached_property
     def project_names(self) -> pd.Series:

@@ -34,8 +34,9 @@ from toolkit import analysis
 from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores, summed_scores
 from toolkit.analysis.calibration import Calibration, calibrated
 from toolkit.analysis.forecast import FREQ, WINDOW
-from toolkit.analysis.lines import lines_by_snapshot, window_of
+from toolkit.analysis.lines import lines_ahead, window_of
 from toolkit.analysis.observed import Observed, observe
+from toolkit.analysis.read_ahead import tables_ahead
 from toolkit.analysis.review_moves import forget_moves
 from toolkit.reporting.agency_drilldown import Drilldown, Scope, explained_week
 from toolkit.reporting.drilldown import explained
@@ -117,19 +118,27 @@ def gather(
             "the report needs a snapshot; take one (`toolkit snapshot`), then another "
             "an hour or so later, and try again"
         )
+    when = period(obs, since=since, until=until, days=days, tz=tz)
+    span = (when.until - when.since).ceil("D")  # whole days, as long as this period
+    # Read meanwhile, on a thread of their own (`toolkit.analysis.read_ahead`), while the backlog
+    # is worked out: the tables at the previous period's end (its figures at the end,
+    # the replays' start; a second at 100,000 chapters x a year), and each period's
+    # lines at each snapshot, read once: the figures sum them by day and the drill-down
+    # lists this period's (0.3-0.5 s a query).
+    earlier, later = _before(when)
+    before = period(obs, since=earlier, until=later, tz=when.tz)
+    if before.end is not None:
+        tables_ahead(obs, ["chapters", "languages", "projects"], before.end)
+    for each in (when, before):
+        window = window_of(obs, each.since, each.until)
+        if each.has_data and window is not None:
+            lines_ahead(obs, window)
     # The review backlog first, before the run stages are read: it reads the whole
     # history's moves (5.7 million at 100,000 chapters x a year), which are let go once
     # it and the rows behind it have what they need (`forget_moves`). Read beside the
     # stages, they were the page's peak memory.
-    when = period(obs, since=since, until=until, days=days, tz=tz)
-    span = (when.until - when.since).ceil("D")  # whole days, as long as this period
     review = analysis.review_backlog(obs, window=span, until=when.until - TICK, tz=when.tz)
     forget_moves(obs)
-    # The period's lines at each snapshot, read once: its figures sum them by day and
-    # the drill-down lists them (0.3-0.5 s a query at 100,000 chapters x a year).
-    window = window_of(obs, when.since, when.until)
-    if when.has_data and window is not None:
-        lines_by_snapshot(obs, window)
     # The page shows no forecast: its figures at each period's end are read undated.
     figs = figures(obs, since=since, until=until, days=days, tz=tz, outlook=False)
     when = figs.period
@@ -172,9 +181,15 @@ def previous_figures(store: SnapshotStore | Observed, figs: Figures) -> Figures:
     """The figures of the period before `figs`' one: as long, in whole days, ending
     where it starts (the page's "against the previous period"); no page shows its
     forecast, so none is kept."""
-    when = figs.period
+    since, until = _before(figs.period)
+    return figures(store, since=since, until=until, tz=figs.period.tz, outlook=False)
+
+
+def _before(when: Period) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The bounds [since, until) of the period before `when`: as long, in whole days,
+    ending where it starts."""
     span = (when.until - when.since).ceil("D")
-    return figures(store, since=when.since - span, until=when.since, tz=when.tz, outlook=False)
+    return when.since - span, when.since
 
 
 ONE_SNAPSHOT = "One snapshot so far: figures over a period need a second one."
