@@ -29,7 +29,7 @@ from toolkit.analysis.accuracy import replay_scores
 from toolkit.analysis.calibration import Calibration
 from toolkit.analysis.forecast import forecast_seen
 from toolkit.analysis.observed import Observed, observe
-from toolkit.analysis.replayed import REPLAYED, replays
+from toolkit.analysis.replayed import REPLAYED, replays, replays_ahead
 from toolkit.store import SnapshotStore
 
 # The ninth pass (docs/testing.md): in the slow group, which CI runs as its own step.
@@ -115,11 +115,13 @@ def test_the_replays_see_each_snapshot_as_a_forecast_made_there_does(store):
         )
 
 
-def test_the_replays_roll_chapters_that_come_and_go(tmp_path):
+@pytest.mark.parametrize("ahead", [False, True], ids=["read-in-turn", "read-ahead"])
+def test_the_replays_roll_chapters_that_come_and_go(tmp_path, ahead):
     # Rolled forward by key numbers from the snapshot before the first replayed: keys
     # whose texts sort otherwise than they came ("c-10" before "c-9"), two languages
     # each, a chapter deleted and one added between replays, a replay at the first
-    # snapshot (none before it): each replay's tables are still the store's there.
+    # snapshot (none before it): each replay's tables are still the store's there,
+    # whether the chapters' changes were read in turn or ahead (the weekly page's way).
     service, store = FakeService(), SnapshotStore(tmp_path / "store")
     service.add_project("p1", name="Steady", languages=("en", "de"))
     for n in (9, 10, 2):
@@ -133,7 +135,12 @@ def test_the_replays_roll_chapters_that_come_and_go(tmp_path):
                        status="translating", activity=hours(hour))  # fmt: skip
         store.write(tk.pull(service, details="all"), at=hours(hour))
     ticks = [hours(h) for h in (0, 2, 3, 3, 5)]
-    seen = list(replays(observe(store), ticks, stall_after=pd.Timedelta("90min")))
+    obs = observe(store)
+    if ahead:
+        replays_ahead(obs, ticks)
+    seen = list(replays(obs, ticks, stall_after=pd.Timedelta("90min")))
+    # A read ahead is used once: the view does not hold the changes after.
+    assert not [key for key in obs.memo if "chapters_changes" in key]
     assert [s.as_of for s in seen] == [pd.Timestamp(t) for t in ticks]
     for replayed in seen:
         for table in ("chapters", "languages", "projects"):

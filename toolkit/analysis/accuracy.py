@@ -47,7 +47,8 @@ from toolkit.timestamps import When
 if TYPE_CHECKING:
     from toolkit.store import SnapshotStore
 
-__all__ = ["EVERY", "HORIZON", "forecast_accuracy", "replay_scores", "summed_scores"]
+__all__ = ["EVERY", "HORIZON", "forecast_accuracy", "replay_scores", "replay_ticks",
+           "summed_scores"]  # fmt: skip
 
 # How long after a replay its outcome is looked for, and how often it replays, by default
 # (the weekly page's track record and `tk.explain`'s replays too).
@@ -146,13 +147,8 @@ def replay_scores(
     if key in obs.memo:
         return cast(pd.DataFrame, obs.memo[key]).copy()
     times = obs.manifest["snapshot_at"]
-    ahead, step = pd.Timedelta(horizon), pd.Timedelta(every)
-    low, high = utc_bound(since, tz), utc_bound(until, tz)
-    ticks = [
-        tick
-        for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)
-        if (low is None or tick >= low) and (high is None or tick < high)
-    ]
+    ahead = pd.Timedelta(horizon)
+    ticks = replay_ticks(obs, every=every, since=since, until=until, tz=tz)
     # Only what happened after the first replay can be its outcome.
     first = times[times <= ticks[0]].iloc[-1] if ticks else times.iloc[-1]
     done = _chapter_finishes(obs, after=first)
@@ -188,6 +184,26 @@ def replay_scores(
                "finish_p90", "finish"]  # fmt: skip
     obs.memo[key] = pd.DataFrame(scores, columns=columns)
     return cast(pd.DataFrame, obs.memo[key]).copy()
+
+
+def replay_ticks(
+    obs: Observed,
+    *,
+    every: str | pd.Timedelta,
+    since: When | None,
+    until: When | None,
+    tz: str | None,
+) -> list[pd.Timestamp]:
+    """The moments `replay_scores` replays the forecast at: `every` after the first
+    snapshot up to the last, those in [since, until)."""
+    times = obs.manifest["snapshot_at"]
+    step = pd.Timedelta(every)
+    low, high = utc_bound(since, tz), utc_bound(until, tz)
+    return [
+        tick
+        for tick in pd.date_range(times.iloc[0] + step, times.iloc[-1], freq=step)
+        if (low is None or tick >= low) and (high is None or tick < high)
+    ]
 
 
 def _score(

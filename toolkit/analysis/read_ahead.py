@@ -24,7 +24,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["at_key", "read_ahead", "remembered", "tables_ahead"]
+__all__ = ["at_key", "read_ahead", "remembered", "tables_ahead", "used_once"]
 
 
 def read_ahead(obs: Observed, key: str, read: Callable[[], object]) -> None:
@@ -39,6 +39,13 @@ def remembered(obs: Observed, key: str) -> object | None:
     found = obs.memo.get(key)
     if isinstance(found, Future):
         found = obs.memo[key] = found.result()
+    return found
+
+
+def used_once(obs: Observed, key: str) -> object | None:
+    """`remembered(obs, key)`, let go by the view: a read used once is not held."""
+    found = remembered(obs, key)
+    obs.memo.pop(key, None)
     return found
 
 

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from toolkit.analysis.forecast import Seen, needs_action
+from toolkit.analysis.read_ahead import read_ahead, used_once
 from toolkit.frames import schema
 
 if TYPE_CHECKING:
     from toolkit.analysis.observed import Observed
 
-__all__ = ["REPLAYED", "replays"]
+__all__ = ["REPLAYED", "replays", "replays_ahead"]
 
 
 def replays(
@@ -31,15 +32,9 @@ def replays(
     """The store as the forecast replayed at each tick sees it (at the latest snapshot at
     or before the tick), read together: each table once at the first of those snapshots
     and its changes up to the last, instead of every table at every tick."""
-    times = obs.manifest["snapshot_at"]
-    at = [times.iloc[int(times.searchsorted(tick, side="right")) - 1] for tick in ticks]
-    snapshots = sorted(set(at))
-    if not snapshots:
+    at, snapshots, start = _moments(obs, ticks)
+    if start is None:
         return
-    # Read at the snapshot before the first replayed: the end of the period before a
-    # page's, which the page's figures of that period read already (`obs.at`).
-    earlier = times[times < snapshots[0]]
-    start = earlier.iloc[-1] if len(earlier) else snapshots[0]
     chapters = _rolled(obs, "chapters", start, snapshots)
     # Rolled only once a replay asks them: one with nothing open makes no forecast.
     languages, projects = (_Rolling(_rolled(obs, name, start, snapshots))
@@ -57,6 +52,31 @@ def replays(
             seen = Seen(when, current, partial(languages.at, step), partial(projects.at, step),
                         reasons)  # fmt: skip
         yield seen
+
+
+def replays_ahead(obs: Observed, ticks: list[pd.Timestamp]) -> None:
+    """Start reading the chapters' changes `replays(obs, ticks)` rolls forward, on the
+    reading thread (`read_ahead`): a page knows its replays' ticks before it replays."""
+    _, snapshots, start = _moments(obs, ticks)
+    if start is not None:  # the chapters' alone: the others only once a replay forecasts
+        sql = _log_sql("chapters", start, snapshots[-1])
+        read_ahead(obs, sql, partial(obs.store.query_arrow, sql))
+
+
+def _moments(
+    obs: Observed, ticks: list[pd.Timestamp]
+) -> tuple[list[pd.Timestamp], list[pd.Timestamp], pd.Timestamp | None]:
+    """The snapshot each tick replays (the latest at or before it), those snapshots in
+    time order, and the snapshot the tables are read at before them (None: no tick)."""
+    times = obs.manifest["snapshot_at"]
+    at = [times.iloc[int(times.searchsorted(tick, side="right")) - 1] for tick in ticks]
+    snapshots = sorted(set(at))
+    if not snapshots:
+        return at, snapshots, None
+    # Read at the snapshot before the first replayed: the end of the period before a
+    # page's, which the page's figures of that period read already (`obs.at`).
+    earlier = times[times < snapshots[0]]
+    return at, snapshots, earlier.iloc[-1] if len(earlier) else snapshots[0]
 
 
 class _Rolling:
@@ -97,18 +117,15 @@ def _rolled(
     goes). Only the columns a replay reads (`REPLAYED`). Each state is made when asked
     (what is rolled forward at each snapshot is which rows hold, not the rows)."""
     keys = list(schema.KEYS[table])
-    state = obs.at(table, start)  # the view's, never changed
-    state = state[[c for c in state.columns if c in REPLAYED[table]]]
-    columns = list(state.columns)
-    values = [c for c in columns if c not in ("snapshot_id", "snapshot_at")]
-    found = obs.store.query_arrow(
-        _LOG.format(
-            columns=", ".join(f'"{c}"' for c in values),
-            table=table,
-            low=start.isoformat(),
-            high=snapshots[-1].isoformat(),
-        )
-    ).combine_chunks()  # DuckDB's many batches would make each take of a state slow
+    values = _values(table)
+    columns = ["snapshot_id", "snapshot_at", *values]
+    state = obs.at(table, start)[columns]  # the view's, never changed
+    sql = _log_sql(table, start, snapshots[-1])
+    # Read ahead, or now; used once, so not kept by the view.
+    found = cast("pa.Table | None", used_once(obs, sql))
+    if found is None:
+        found = obs.store.query_arrow(sql)
+    found = found.combine_chunks()  # DuckDB's many batches would make each take of a state slow
     # As `as_of` converts its rows (a chapter's `state` is derived, not stored).
     whole = schema.SNAPSHOT_TABLES[table]
     log = schema.to_pandas(found.select(values), pa.schema([whole.field(c) for c in values]))
@@ -162,6 +179,18 @@ def _key_order(keys: pd.DataFrame) -> np.ndarray:
         codes, uniques = pd.factorize(keys[column], sort=True)
         code = code * len(uniques) + codes
     return code
+
+
+def _values(table: str) -> list[str]:
+    """The columns of `table` a replay reads (`REPLAYED`) but its snapshot's, in the
+    table's order (as `store.as_of` gives them)."""
+    return [name for name in schema.SNAPSHOT_TABLES[table].names if name in REPLAYED[table]]
+
+
+def _log_sql(table: str, start: pd.Timestamp, end: pd.Timestamp) -> str:
+    """The query of `table`'s changes after the snapshot `start` up to `end` (`_LOG`)."""
+    return _LOG.format(columns=", ".join(f'"{c}"' for c in _values(table)), table=table,
+                       low=start.isoformat(), high=end.isoformat())  # fmt: skip
 
 
 # A table's changes after one snapshot up to another, in the order they were seen.

@@ -31,12 +31,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from toolkit import analysis
-from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores, summed_scores
+from toolkit.analysis.accuracy import EVERY, HORIZON, replay_scores, replay_ticks, summed_scores
 from toolkit.analysis.calibration import Calibration, calibrated
 from toolkit.analysis.forecast import FREQ, WINDOW
 from toolkit.analysis.lines import lines_ahead, window_of
 from toolkit.analysis.observed import Observed, observe
 from toolkit.analysis.read_ahead import tables_ahead
+from toolkit.analysis.replayed import replays_ahead
 from toolkit.analysis.review_moves import forget_moves
 from toolkit.reporting.agency_drilldown import Drilldown, Scope, explained_week
 from toolkit.reporting.drilldown import explained
@@ -120,11 +121,11 @@ def gather(
         )
     when = period(obs, since=since, until=until, days=days, tz=tz)
     span = (when.until - when.since).ceil("D")  # whole days, as long as this period
-    # Read meanwhile, on a thread of their own (`toolkit.analysis.read_ahead`), while the backlog
-    # is worked out: the tables at the previous period's end (its figures at the end,
-    # the replays' start; a second at 100,000 chapters x a year), and each period's
-    # lines at each snapshot, read once: the figures sum them by day and the drill-down
-    # lists this period's (0.3-0.5 s a query).
+    # Read meanwhile, on a thread of their own (`toolkit.analysis.read_ahead`), while
+    # the backlog is worked out: the tables at the previous period's end (its figures
+    # at the end, the replays' start; a second at 100,000 chapters x a year), each
+    # period's lines at each snapshot, read once (the figures sum them by day and the
+    # drill-down lists this period's; 0.3-0.5 s a query), and the replays' changes.
     earlier, later = _before(when)
     before = period(obs, since=earlier, until=later, tz=when.tz)
     if before.end is not None:
@@ -133,6 +134,8 @@ def gather(
         window = window_of(obs, each.since, each.until)
         if each.has_data and window is not None:
             lines_ahead(obs, window)
+    replays_ahead(obs, replay_ticks(obs, every=EVERY, since=when.since, until=when.until,
+                                    tz=when.tz))  # fmt: skip
     # The review backlog first, before the run stages are read: it reads the whole
     # history's moves (5.7 million at 100,000 chapters x a year), which are let go once
     # it and the rows behind it have what they need (`forget_moves`). Read beside the
