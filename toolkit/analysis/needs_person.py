@@ -70,7 +70,7 @@ def needs_person(
     pages = chapters["page_count"].fillna(0).astype("int64")
     # Only a chapter that ran and rests can hold pages; only those need what runs paid.
     rests = (flag(chapters["started"]) & ~flag(chapters["processing"]) & (pages > 0)).to_numpy()
-    asked = pd.Index(ids.to_numpy(object)[rests], dtype=object)
+    asked = pd.Index(ids[rests])  # in the ids' dtype: Arrow's texts are not made again
     ran = pages_at_last_run(obs, as_of, asked) if rests.any() else pd.Series(dtype="int64")
     at = positions_in(ids, ran.index)
     paid = pages.copy()  # what a chapter whose runs paid nothing known shows
@@ -226,7 +226,8 @@ def _paged_by(obs: Observed, as_of: pd.Timestamp) -> pd.Series:
         # Three columns of the stages: read whole they were 1.5 s of a page's 2 s here.
         rows = cast(pd.DataFrame, transition_rows(obs, ["chapter_id", "idx"]))
         ids = rows["chapter_id"]
-        codes, words = category_codes(ids), pd.Index(ids.cat.categories.astype(object))
+        # The ids as Arrow texts, once: each snapshot's answer is looked up among them.
+        codes, words = category_codes(ids), pd.Index(ids.cat.categories, dtype=TEXT_DTYPE)
         first = np.flatnonzero(rows["idx"].to_numpy("int64") == 0)
         before = np.zeros(len(words))
         before[codes[first]] = charge_column(obs, "paid")[first]
