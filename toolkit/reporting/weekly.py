@@ -120,13 +120,13 @@ def gather(
             "an hour or so later, and try again"
         )
     when = period(obs, since=since, until=until, days=days, tz=tz)
-    span = (when.until - when.since).ceil("D")  # whole days, as long as this period
+    earlier, later = _before(when)
+    span = later - earlier  # whole days, as long as this period
     # Read meanwhile, on a thread of their own (`toolkit.analysis.read_ahead`), while
     # the backlog is worked out: the tables at the previous period's end (its figures
     # at the end, the replays' start; a second at 100,000 chapters x a year), each
     # period's lines at each snapshot, read once (the figures sum them by day and the
     # drill-down lists this period's; 0.3-0.5 s a query), and the replays' changes.
-    earlier, later = _before(when)
     before = period(obs, since=earlier, until=later, tz=when.tz)
     if before.end is not None:
         tables_ahead(obs, ["chapters", "languages", "projects"], before.end)
