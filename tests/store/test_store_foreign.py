@@ -21,7 +21,7 @@ from toolkit.errors import DamagedStore
 from toolkit.frames import schema
 from toolkit.store import SnapshotStore
 from toolkit.store.check import check
-from toolkit.store.ledger import SETTLED_KEY
+from toolkit.store.ledger import SETTLED_KEY, Ledger
 from toolkit.store.undo import _UNDID_KEY
 
 TABLES = (*schema.SNAPSHOT_TABLES, "manifest")
@@ -138,3 +138,44 @@ def test_a_restore_that_drops_a_snapshot_is_still_foreign(written, tmp_path):
     chapters.restore(chapters.version() - 1)  # back past the toolkit's newest commit
     findings = check(str(root))
     assert findings and all(f.kind in ("foreign", "commit", "missing") for f in findings)
+
+
+@pytest.fixture
+def writer(written, tmp_path) -> tuple[SnapshotStore, FakeService]:
+    """A copy of the store, read once by the store object that writes next, and a
+    service with a change to take."""
+    original, _ = written
+    root = tmp_path / "store"
+    shutil.copytree(original, root)
+    store = SnapshotStore(root, auto_compact=False)
+    store.history("chapters")  # read: its logs verified at these versions
+    service = FakeService()
+    service.add_project("p1", languages=("en", "fr"))
+    service.add_chapter("c1", "p1", position=1, covered=3, credits=9)
+    return store, service
+
+
+def test_a_store_object_reads_what_it_wrote_without_reading_its_logs_again(writer, monkeypatch):
+    store, service = writer
+    store.take(service, at=hours(7))
+    asked = []
+    monkeypatch.setattr(Ledger, "verify", lambda self, *a: asked.append(a) or [])
+    mine = store.history("chapters")
+    assert asked == [], "its own commits since its last read are trusted as written"
+    monkeypatch.undo()
+    fresh = SnapshotStore(store.root).history("chapters")
+    assert mine.equals(fresh) and len(mine) == len(fresh)
+
+
+@pytest.mark.parametrize("between", [False, True], ids=["after", "between-two-writes"])
+def test_another_engines_commit_after_a_write_is_refused_by_the_same_store_object(writer, between):
+    """The store object's own commits are trusted; another engine's among them is not,
+    whether it landed after its write or between two of them."""
+    store, service = writer
+    store.take(service, at=hours(7))
+    KINDS["DELETE"](DeltaTable(str(Path(store.root) / "chapters")), "snapshot_id")
+    if between:
+        service.update("c1", covered=4)
+        store.take(service, at=hours(8))  # its base is the rows it wrote: no read
+    with pytest.raises(DamagedStore, match="undoes another engine's commits"):
+        store.history("chapters")

@@ -29,7 +29,8 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, cast
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -40,6 +41,7 @@ from toolkit.analysis import run_touched as touching
 from toolkit.analysis._arrays import among, to_micros
 from toolkit.analysis.charges import Charges
 from toolkit.analysis.prices import Prices, first_charges, learned_from
+from toolkit.analysis.read_ahead import read_ahead, used_once
 from toolkit.analysis.run_splice import spliced_charges, spliced_runs, spliced_transitions
 from toolkit.analysis.run_store import LANGUAGES, PART, SAMPLES, Keeper, decode, encode
 from toolkit.analysis.run_table import RunTable
@@ -108,30 +110,21 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
     chapters touched since `start`, the base or the part before not kept or not as
     written, a model the kept rows may not name."""
     base = base_of(start.meta, start.state)
-    kept = touching.kept_rows(keeper.load_table("transitions", base))
-    languages = keeper.load_table(LANGUAGES, start.state)
-    samples = keeper.load_table(SAMPLES, base)
-    before = read_part(keeper, start.state) if base != start.state else None
-    if kept is None or languages is None or samples is None:
-        return None
-    if base != start.state and before is None:
-        return None
     times = to_micros(obs.manifest["snapshot_at"])
-    chapters = kept.per_chapter()
-    earlier: set[str] = set()
-    if before is not None:
-        # The part before's chapters in place of the base's, and their rows but those
-        # worked out whole again (`whole`, below).
-        earlier = set(before.chapters.tolist())
-        rows = touching.kept_rows_of(Transitions.of(before.rows, times), before.rows)
-        chapters = chapters.replaced(rows.per_chapter(), dropping=before.chapters)
-    state = touching.KeptState(start.snapshots, languages)
+    # The kept rows read and told per chapter on the reading thread while the logs since
+    # are opened and asked here: each about 0.1 s at 100,000 chapters x a year, and both
+    # mostly outside the interpreter (Arrow's reads, DuckDB).
+    read_ahead(obs, _KEPT, partial(_kept, keeper, start, base, times))
     # The logs of the snapshots since alone (`SnapshotStore.asking`), but where rows are
     # worked out whole.
     since = obs.store.asking(touching.SINCE_TABLES, since=start.snapshots,
                              whole=touching.READ_WHOLE)  # fmt: skip
     with since as asked:
-        changes = touching.since(obs, state, asked.arrow)
+        changes = touching.since(obs, start.snapshots, asked.arrow)
+        ahead = cast(_Kept | None, used_once(obs, _KEPT))
+        if ahead is None:
+            return None
+        kept, samples, before, rows, chapters, state = ahead
         touched, whole = touching.touched(obs, chapters, start.meta, start.basis, changes)
         if len(touched) > MOST_TOUCHED * max(len(chapters.chapters), 1):
             return None
@@ -141,13 +134,14 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
             answer = touching.touched_rows(
                 obs, kept.default_model, touched - whole, whole, pairs, state, ask.arrow
             )
+    earlier = set(before.chapters.tolist()) if before is not None else set()
     if answer is None:
         return None
     # Each touched chapter's kept rows (the part's before, else the base's), those since
     # added; then the part before's other chapters as they were.
     sources = [(kept.table, _rows_of(kept.chapters, kept.code, (touched - whole) - earlier))]
     untouched = np.zeros(0, "int64")
-    if before is not None:
+    if before is not None and rows is not None:
         sources.append(
             (before.rows, _rows_of(rows.chapters, rows.code, (earlier & touched) - whole))
         )
@@ -182,6 +176,41 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
             charges, runs = _built(found, learned, obs.events)
     return Part(base, np.array(sorted(ids), object), table, learned, charges, runs,
                 kept.default_model, len(chapters.chapters))  # fmt: skip
+
+
+_KEPT: Final = "run_part.kept"  # `_kept`'s answer, read ahead (`Observed.memo`)
+
+
+class _Kept(NamedTuple):
+    """What a part starts from besides the logs since (`_kept`)."""
+
+    kept: touching.KeptRows  # the base's transitions
+    samples: pa.Table  # the base's first charges (`SAMPLES`)
+    before: Part | None  # the part before, when `start` is one
+    rows: touching.KeptRows | None  # the part before's rows
+    chapters: touching.KeptChapters  # the state's: the base's, the part before's instead
+    state: touching.KeptState
+
+
+def _kept(keeper: Keeper, start: Start, base: str, times: np.ndarray) -> _Kept | None:
+    """The kept rows a part over `base` starts from (`times`: the state's snapshots');
+    None when the base or the part before is not kept, or not as written."""
+    kept = touching.kept_rows(keeper.load_table("transitions", base))
+    languages = keeper.load_table(LANGUAGES, start.state)
+    samples = keeper.load_table(SAMPLES, base)
+    before = read_part(keeper, start.state) if base != start.state else None
+    if kept is None or languages is None or samples is None:
+        return None
+    if base != start.state and before is None:
+        return None
+    chapters, rows = kept.per_chapter(), None
+    if before is not None:
+        # The part before's chapters in place of the base's, and their rows but those
+        # worked out whole again (`whole`, in `part_of`).
+        rows = touching.kept_rows_of(Transitions.of(before.rows, times), before.rows)
+        chapters = chapters.replaced(rows.per_chapter(), dropping=before.chapters)
+    return _Kept(kept, samples, before, rows, chapters,
+                 touching.KeptState(start.snapshots, languages))  # fmt: skip
 
 
 def joined(obs: Observed, keeper: Keeper, part: Part) -> dict[type, object] | None:

@@ -229,7 +229,7 @@ def touched_rows(
     the kept snapshots alone (the rows before are kept); of those worked out `whole`,
     every row. None when the service's default model cannot be told from the kept one
     (`model`). `ask`: a query over the logs of `SINCE_TABLES` (`SnapshotStore.asking`)."""
-    first, at = state.snapshots, _at(obs, state)
+    first, at = state.snapshots, _at(obs, state.snapshots)
     chosen = f"SELECT chapter_id FROM {_TOUCHED_IDS}"
     parts = []
     if added:
@@ -312,12 +312,12 @@ def touched(
     return {str(c) for c in found if c is not None}, {str(c) for c in whole if c is not None}
 
 
-def since(obs: Observed, state: KeptState, ask: Ask) -> pa.Table:
-    """The chapters' rows since the kept state's snapshots (their `chapter_id`,
+def since(obs: Observed, snapshots: int, ask: Ask) -> pa.Table:
+    """The chapters' rows since the kept state's first `snapshots` (their `chapter_id`,
     `project_id`, `language_code`, `language`: whether a language row's); and, in the
     same query, the projects as the transitions join them (for `projects`). `ask`: as
     `touched_rows` takes it."""
-    found = ask(_SINCE_SQL.format(since=state.snapshots, at=_at(obs, state)))
+    found = ask(_SINCE_SQL.format(since=snapshots, at=_at(obs, snapshots)))
     is_project = pc.is_null(found.column("chapter_id"))
     obs.memo[_PROJECTS_SQL] = (
         found.filter(is_project)
@@ -327,11 +327,12 @@ def since(obs: Observed, state: KeptState, ask: Ask) -> pa.Table:
     return found.filter(pc.invert(is_project))
 
 
-def _at(obs: Observed, state: KeptState) -> str:
-    """The first new snapshot's time (the last one's when there is none), as the SQL
-    takes it: a filter on it reaches the Parquet scan."""
+def _at(obs: Observed, snapshots: int) -> str:
+    """The first snapshot after the kept state's first `snapshots` (the last one's when
+    there is none), its time as the SQL takes it: a filter on it reaches the Parquet
+    scan."""
     times = obs.manifest["snapshot_at"]
-    return str(times.iloc[min(state.snapshots, len(times) - 1)].isoformat())
+    return str(times.iloc[min(snapshots, len(times) - 1)].isoformat())
 
 
 def languages(

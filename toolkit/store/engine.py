@@ -15,6 +15,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TypeVar
@@ -125,11 +126,15 @@ class StoreEngine:
         with self.lock:
             if self.last is not None and self.last[0] == snapshot_id:
                 return self.last[1]
-        if self.tables.local:  # kept by the write that made it, in another process
-            named = self.kept_state(snapshot_id)
-            kept = latest.load(self.tables.root, snapshot_id, named) if named else None
-            if kept is not None:
+        named = self.kept_state(snapshot_id) if self.tables.local else None
+        if named:  # kept by the write that made it, in another process
+            # Read on a thread while the logs are verified here (a read of the log would
+            # verify them too): Arrow's reads let go of the interpreter.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                loading = pool.submit(latest.load, self.tables.root, snapshot_id, named)
                 verify_reads(self, manifest, list(schema.SNAPSHOT_TABLES))
+                kept = loading.result()
+            if kept is not None:
                 return kept
         return self.logged_state(snapshot_id, manifest)
 

@@ -111,6 +111,9 @@ class Tables:
         self._open: dict[str, DeltaTable] = {}
         self._fresh: set[str] = set()
         self._lock = threading.Lock()
+        # The versions this object's appends committed, by table (`verify_reads` need
+        # not read them back to trust them).
+        self.appended: dict[str, set[int]] = {}
 
     def uri(self, name: str) -> str:
         return f"{self.root.rstrip('/')}/{name}"
@@ -236,8 +239,12 @@ class Tables:
             # created the table first and this append landed after.
             created = self.get(name)
             assert created is not None
-            return created.version()
-        return table.version()  # delta-rs moved the table to the version it committed
+            version = created.version()
+        else:
+            version = table.version()  # delta-rs moved the table to the version it committed
+        with self._lock:
+            self.appended.setdefault(name, set()).add(version)
+        return version
 
     def _listing(self, name: str) -> set[str] | None:
         folder = self.uri(name)

@@ -29,16 +29,46 @@ def verify_reads(engine: StoreEngine, manifest: pa.Table, tables: list[str]) -> 
     checked once per version of the tables."""
     names = [*tables, "manifest"]
     found = [engine.tables.get(name) for name in names]
-    key = (*names, *(t.version() if t is not None else None for t in found))
+    now = tuple(t.version() if t is not None else None for t in found)
+    key = (*names, *now)
     if key in engine.verified:
         return
-    problems = [p for p in engine.ledger.verify(manifest, tables) if p.kind != "uncommitted"]
-    refuse(engine.root, problems, manifest)
+    if not _appended_since_verified(engine, names, now):
+        problems = [p for p in engine.ledger.verify(manifest, tables) if p.kind != "uncommitted"]
+        refuse(engine.root, problems, manifest)
     unlike = [path for name in names for path in engine.tables.unlike_listed(name)]
     if unlike:
         error = OSError(f"{unlike[0]} is not the file its table lists")
         raise damaged(engine.tables, engine.root, error)
     engine.verified.add(key)
+
+
+def _appended_since_verified(
+    engine: StoreEngine, names: list[str], now: tuple[int | None, ...]
+) -> bool:
+    """Whether the logs of `names` (some of them, or all, once) were verified at versions
+    from which every commit to `now` is one of this object's own appends: its write just
+    after its read, so the logs hold what it committed and no other engine's commit is
+    among them. A stat of each file still follows: a file replaced meanwhile is found."""
+    own = engine.tables.appended
+    for key in engine.verified:
+        half = len(key) // 2
+        then = dict(zip(key[:half], key[half:], strict=True))
+        if all(
+            name in then
+            and (
+                then[name] == new
+                or (
+                    isinstance(old := then[name], int)
+                    and new is not None
+                    and old < new
+                    and own.get(name, set()).issuperset(range(old + 1, new + 1))
+                )
+            )
+            for name, new in zip(names, now, strict=True)
+        ):
+            return True
+    return False
 
 
 def refuse(root: str, problems: list[Disagreement], manifest: pa.Table) -> None:
