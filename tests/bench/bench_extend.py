@@ -6,17 +6,20 @@ run.
 On a copy of a growth store (the store itself stays as written, for later runs): the
 history's generator is replayed to the store's last hour (its draws only, no tables),
 the stages are kept for the store as written, then each of `snapshots` new hours is
-written, updated (`analysis.update_runs`, the issue's "write, including the run table's
-update" once the write's time is added) and asked three ways, each on a fresh store
-object: `analysis.runs` (the first question, as a user now asks it: the part joined
-with its base and the whole history's runs frame); the pipeline alone
-(`Observed(keep=False)`); and the full build with its stages kept (the first question
-before issue 43: `_runs` set aside for it, then put back). The runs read must equal the
+written and updated by one store object, as `toolkit snapshot` writes and updates
+(`analysis.update_runs`, the issue's "write, including the run table's update" once the
+write's time is added), then asked three ways, each on a fresh store object:
+`analysis.runs` (the first question, as a user now asks it: the part joined with its
+base and the whole history's runs frame); the pipeline alone (`Observed(keep=False)`);
+and the full build with its stages kept (the first question before issue 43: `_runs`
+set aside for it, then put back). The runs read must equal the
 pipeline's, frame for frame. Then the review moves (`review_moves`), extended from the
 kept ones with the file written, against a build (in the same process: a new one's
 build reads DuckDB's metadata again, about twice as long), equal stage for stage. Last,
-`snapshots` more hours each written and updated with no question between (each part
-over the part before), then one `analysis.runs`, equal to the pipeline's."""
+`chain` more hours each written and updated with no question between (each part over
+the part before, until the update joins a part past a tenth of the chapters and keeps
+the stages whole: a day of hourly snapshots without a question does so once or twice),
+then one `analysis.runs`, equal to the pipeline's."""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from tests.bench.synthetic import SyntheticWorkspace
 __all__ = ["measure", "replayed"]
 
 
-def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
+def measure(root: str, options: HistoryOptions, *, snapshots: int = 3, chain: int = 16) -> str:
     """The medians as one line (the growth table's note)."""
     import pandas as pd
 
@@ -60,9 +63,9 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
         moves_extended, moves_built = [], []
         for _ in range(snapshots):
             step = generator.advance()
-            writes.append(_timed(lambda step=step: SnapshotStore(
-                copy, retention=timedelta(0)).write(step.workspace, at=step.at))[0])  # fmt: skip
-            seconds, kept_part = _timed(lambda: analysis.update_runs(SnapshotStore(copy)))
+            store = SnapshotStore(copy, retention=timedelta(0))
+            writes.append(_timed(lambda: store.write(step.workspace, at=step.at))[0])  # noqa: B023
+            seconds, kept_part = _timed(lambda: analysis.update_runs(store))  # noqa: B023
             if not kept_part:
                 raise SystemExit("the update kept nothing")
             updates.append(seconds)
@@ -91,11 +94,12 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
             shutil.rmtree(os.path.join(copy, FOLDER), ignore_errors=True)
             os.rename(aside, os.path.join(copy, FOLDER))
         chained = []
-        for _ in range(snapshots):  # parts over parts: no question between the snapshots
+        for _ in range(chain):  # parts over parts: no question between the snapshots
             step = generator.advance()
             began = time.perf_counter()
-            SnapshotStore(copy, retention=timedelta(0)).write(step.workspace, at=step.at)
-            if not analysis.update_runs(SnapshotStore(copy)):
+            store = SnapshotStore(copy, retention=timedelta(0))
+            store.write(step.workspace, at=step.at)
+            if not analysis.update_runs(store):
                 raise SystemExit("the update kept nothing")
             chained.append(time.perf_counter() - began)
         seconds, runs = _timed(lambda: analysis.runs(Observed(SnapshotStore(copy))))
@@ -106,7 +110,8 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3) -> str:
         return (
             f"write + the run table's update {statistics.median(with_update):.2f} s "
             f"(update {statistics.median(updates):.2f} s: "
-            f"{', '.join(f'{x:.2f}' for x in updates)}; with no question between "
+            f"{', '.join(f'{x:.2f}' for x in updates)}; {chain} hours with no question "
+            f"between: median {statistics.median(chained):.2f} s, "
             f"{', '.join(f'{x:.2f}' for x in chained)} s, then the first runs {seconds:.2f} s); "
             f"first runs after a snapshot: joined {e:.2f} s, full build {f:.2f} s "
             f"({e / f:.2f}x), full build + keep {k:.2f} s ({e / k:.2f}x); write "

@@ -122,8 +122,11 @@ def _lists_differ(a: pa.Array, b: pa.Array) -> np.ndarray:
     both = pc.and_(a.is_valid(), b.is_valid()).to_numpy(zero_copy_only=False)
     same_shape = np.flatnonzero(both & ~differ)
     if len(same_shape):
-        # Equal lengths: the flattened items line up, and each names its row.
-        inner_a, inner_b = a.take(same_shape), b.take(same_shape)
+        # Equal lengths: the flattened items line up, and each names its row. Every row
+        # alike (the usual hour): flattened as they are, not copied by a take first
+        # (0.05 s for 300,000 languages' models).
+        whole = len(same_shape) == len(a)
+        inner_a, inner_b = (a, b) if whole else (a.take(same_shape), b.take(same_shape))
         items = _differs(pc.list_flatten(inner_a), pc.list_flatten(inner_b))
         rows = pc.list_parent_indices(inner_a).to_numpy(zero_copy_only=False)
         differ[same_shape[np.unique(rows[items])]] = True

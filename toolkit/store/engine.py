@@ -11,6 +11,7 @@ leaves the store readable and the half-written snapshot invisible.
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 import warnings
@@ -55,6 +56,9 @@ class StoreEngine:
         self.tables = tables
         self.lock = threading.Lock()
         self.manifest_files: dict[str, pa.Table] = {}  # by file: files never change
+        # The manifest ordered from those files (the files themselves, held: the same
+        # objects are the same files).
+        self.ordered: tuple[list[pa.Table], pa.Table] | None = None
         # The state this object last wrote, so the next take need not read it back.
         self.last: tuple[str, dict[str, pa.Table]] | None = None
         self.worked_out: dict[tuple[str, str, str | None], pa.Table] = {}
@@ -118,8 +122,19 @@ class StoreEngine:
             raise
         except Exception as error:
             raise damaged(self.tables, self.root, error) from error
+        with self.lock:
+            last = self.ordered
+        if (
+            last is not None
+            and len(last[0]) == len(parts)
+            and all(map(operator.is_, last[0], parts))
+        ):
+            return last[1]  # the same files: ordered once (0.02 s a year of snapshots)
         merged = pa.concat_tables(parts) if parts else MANIFEST_STORED.empty_table()
-        return order_manifest(merged)
+        ordered = order_manifest(merged)
+        with self.lock:
+            self.ordered = (parts, ordered)
+        return ordered
 
     def state(self, snapshot_id: str, manifest: pa.Table) -> dict[str, pa.Table]:
         """Every table's rows at one snapshot (from memory when this object wrote it)."""
@@ -195,13 +210,16 @@ class StoreEngine:
                     return False
         return True
 
-    def keep_state(self, snapshot_id: str, tables: dict[str, pa.Table]) -> None:
-        """Keep the rows a write just committed for the next write's base (`latest`),
-        named by the tables' versions now."""
-        if not self.tables.local:
-            return
+    def keeping(self, tables: dict[str, pa.Table]) -> latest.Keeping | None:
+        """Start keeping the rows a write is about to commit, for the next write's base
+        (`latest`); None on an object store, which keeps nothing."""
+        return latest.Keeping(self.tables.root, tables) if self.tables.local else None
+
+    def keep_state(self, snapshot_id: str, keeping: latest.Keeping) -> None:
+        """Keep the rows a write just committed (`keeping`), named by the tables'
+        versions now."""
         self.tables.begin()  # the versions after this write's commits
-        latest.save(self.tables.root, snapshot_id, self.kept_versions(), tables)
+        keeping.done(snapshot_id, self.kept_versions())
 
     def read(self, table: str, manifest: pa.Table, read: Callable[[Log], T]) -> T:
         return self.with_logs([table], manifest, lambda logs: read(logs[table]))

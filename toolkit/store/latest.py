@@ -32,7 +32,7 @@ import os
 import secrets
 import shutil
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -46,12 +46,12 @@ __all__ = [
     "KEEP_FROM_SNAPSHOTS",
     "KEPT_TABLES",
     "RECORD",
+    "Keeping",
     "kept_versions",
     "load",
     "load_table",
     "read_folder",
     "same_rows",
-    "save",
 ]
 
 FOLDER = "_latest"
@@ -71,40 +71,60 @@ def _key(snapshot_id: str, versions: tuple[int | None, ...]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def save(
-    root: str, snapshot_id: str, versions: tuple[int | None, ...], tables: dict[str, pa.Table]
-) -> bool:
-    """Keep the rows of `snapshot_id` (`tables`, by snapshot table) for the state
-    `versions` names; whether they were (not when the folder cannot be written: a
-    read-only store, a full disk). Every other state's folder is deleted then."""
-    folder = Path(root) / FOLDER
-    final = folder / _key(snapshot_id, versions)
-    temporary = folder / f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    try:
-        temporary.mkdir(parents=True)
+class Keeping:
+    """A state's rows being kept: their files are written on two threads from the start
+    (`keeping`), while the write commits its snapshot; `done` names them by the versions
+    the commits reached. A state's rows do not depend on them, so a write's commits and
+    its files are no longer one after the other (0.06 s of a 0.3 s write at 100,000
+    chapters)."""
+
+    def __init__(self, root: str, tables: dict[str, pa.Table]) -> None:
+        self._folder = Path(root) / FOLDER
+        self._temporary = self._folder / f".{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        self._digests: dict[str, Future[str]] = {}
+        try:
+            self._temporary.mkdir(parents=True)
+        except OSError:
+            return  # a read-only store, a full disk: nothing kept
 
         def kept(name: str) -> str:
-            path = temporary / f"{name}.arrow"
+            path = self._temporary / f"{name}.arrow"
             write_arrow(path, tables[name])
             return _sha256(path)
 
         # Side by side: Arrow's compression and the digests let go of the interpreter,
-        # and the tables are written in about half the time (0.12 to 0.06 s at 100,000
-        # chapters).
-        largest = sorted(tables, key=lambda name: -tables[name].nbytes)
-        with _pool() as pool:
-            digests = dict(zip(largest, pool.map(kept, largest), strict=True))
-        record = {"snapshot_id": snapshot_id, "versions": list(versions), "digests": digests}
-        (temporary / RECORD).write_text(json.dumps(record), encoding="utf-8")
-        if final.exists():
-            shutil.rmtree(temporary)
-        else:
-            os.rename(temporary, final)  # whole or not at all
-    except OSError:
-        shutil.rmtree(temporary, ignore_errors=True)
-        return False
-    _delete_others(folder, keep=final.name)
-    return True
+        # and the tables are written in about half the time (0.12 to 0.06 s).
+        pool = _pool()
+        for name in sorted(tables, key=lambda name: -tables[name].nbytes):
+            self._digests[name] = pool.submit(kept, name)
+        pool.shutdown(wait=False)
+
+    def done(self, snapshot_id: str, versions: tuple[int | None, ...]) -> bool:
+        """Keep the rows for `snapshot_id` in the state `versions` names, once written;
+        whether they were. Every other state's folder is deleted then."""
+        final = self._folder / _key(snapshot_id, versions)
+        try:
+            if not self._digests:
+                return False
+            digests = {name: found.result() for name, found in self._digests.items()}
+            record = {"snapshot_id": snapshot_id, "versions": list(versions), "digests": digests}
+            (self._temporary / RECORD).write_text(json.dumps(record), encoding="utf-8")
+            if final.exists():
+                shutil.rmtree(self._temporary)
+            else:
+                os.rename(self._temporary, final)  # whole or not at all
+        except OSError:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            return False
+        _delete_others(self._folder, keep=final.name)
+        return True
+
+    def abandon(self) -> None:
+        """Keep nothing (the write failed): its files are deleted once written."""
+        for found in self._digests.values():
+            with contextlib.suppress(Exception):
+                found.result()
+        shutil.rmtree(self._temporary, ignore_errors=True)
 
 
 def kept_versions(root: str, snapshot_id: str) -> list[tuple[int | None, ...]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -172,7 +173,8 @@ def write(
     """Write a pulled workspace as one snapshot: each table's change since its base
     (whole every `_FULL_EVERY`-th), committed side by side, then the manifest row that
     commits them all; the layout recorded on a store's first write. With `compact`, the
-    first write of a day merges and tidies the tables."""
+    first write of a day merges and tidies the tables. The rows are kept for the next
+    write's base meanwhile (`latest`), past the first snapshots."""
     when = utc(at if at is not None else workspace.pulled_at or datetime.now(UTC))
     # A deep copy: Arrow may share the frames' buffers, and the caller may edit the
     # frames after this returns, while the store keeps these tables as its last state.
@@ -181,6 +183,36 @@ def write(
         for name, table_schema in schema.SNAPSHOT_TABLES.items()
     }
     manifest = engine.manifest(writing=True)
+    keeps = manifest.num_rows + 1 >= latest.KEEP_FROM_SNAPSHOTS
+    keeping = engine.keeping(tables) if keeps else None
+    try:
+        info = _committed(engine, workspace, tables, manifest, when, label)
+        if compact and info.base_at is not None and info.base_at.date() < when.date():
+            engine.maintain(when)
+    except BaseException:
+        if keeping is not None:
+            keeping.abandon()
+        raise
+    if keeping is not None:
+        engine.keep_state(info.snapshot.snapshot_id, keeping)
+    return info.snapshot
+
+
+@dataclass(frozen=True)
+class _Written:
+    snapshot: SnapshotInfo
+    base_at: datetime | None
+
+
+def _committed(
+    engine: StoreEngine,
+    workspace: Workspace,
+    tables: dict[str, pa.Table],
+    manifest: pa.Table,
+    when: datetime,
+    label: str | None,
+) -> _Written:
+    """`tables` committed as one snapshot at `when` (`write`), and its base's time."""
     snapshot_id = new_id(when)
     base, base_at, since_full = _base_of(manifest, snapshot_id)
     full = base is None or since_full + 1 >= _FULL_EVERY
@@ -232,11 +264,7 @@ def write(
     with engine.lock:
         engine.last = (snapshot_id, tables)
     engine.wrote = True
-    if compact and base_at is not None and base_at.date() < when.date():
-        engine.maintain(when)
-    if manifest.num_rows + 1 >= latest.KEEP_FROM_SNAPSHOTS:
-        engine.keep_state(snapshot_id, tables)
-    return info
+    return _Written(info, base_at)
 
 
 def _metadata(snapshot_id: str, when: datetime, base: str | None) -> dict[str, str]:
