@@ -52,8 +52,9 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3, chain: in
         copy = shutil.copytree(
             root, os.path.join(work, "store"), ignore=shutil.ignore_patterns(FOLDER)
         )
-        generator = replayed(options)
-        last = SnapshotStore(copy).snapshots()["snapshot_at"].iloc[-1]
+        taken = SnapshotStore(copy).snapshots()
+        generator = replayed(options, hours=len(taken))  # hours written since too
+        last = taken["snapshot_at"].iloc[-1]
         if pd.Timestamp(generator.now) != last:
             raise SystemExit(f"the replay ends at {generator.now}, the store at {last}")
         written = Observed(SnapshotStore(copy), keep_after=0)  # kept, as written
@@ -125,9 +126,10 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3, chain: in
         shutil.rmtree(work, ignore_errors=True)
 
 
-def replayed(options: HistoryOptions) -> SyntheticWorkspace:
-    """The generator as it was after the store's last hour: the same draws, without
-    making the tables (which take most of an hour's time)."""
+def replayed(options: HistoryOptions, *, hours: int | None = None) -> SyntheticWorkspace:
+    """The generator as it was after the store's last hour (its `hours`, when more were
+    written since: `options.hours` otherwise): the same draws, without making the tables
+    (which take most of an hour's time)."""
     generator = SyntheticWorkspace(
         chapters=options.chapters,
         projects=options.projects,
@@ -136,7 +138,7 @@ def replayed(options: HistoryOptions) -> SyntheticWorkspace:
     )
     make = generator.workspace
     generator.workspace = lambda: None  # type: ignore[method-assign,assignment,return-value]
-    for _ in range(1, options.hours):
+    for _ in range(1, options.hours if hours is None else hours):
         generator.advance()
     generator.workspace = make  # type: ignore[method-assign]
     return generator
