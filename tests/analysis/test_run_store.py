@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -720,6 +721,32 @@ def test_the_bases_of_parts_kept_outlive_the_states_dropped(parts_of_any_share, 
         assert Observed(SnapshotStore(root)).update(join_past=math.inf)
     states = sorted(p.name for p in (root / FOLDER).iterdir())
     assert base.name in states and len(states) == 4  # the newest, two before it, the base
+    assert_stages_are_the_pipelines(root)
+
+
+def aged(root: Path, seconds: float) -> None:
+    """Every state kept made `seconds` older, as the time between two hourly snapshots
+    leaves them (their folders' times are what a save ranks and drops them by)."""
+    for state in (root / FOLDER).iterdir():
+        when = state.stat().st_mtime - seconds
+        os.utime(state, (when, when))
+
+
+def test_the_base_of_an_hourly_part_outlives_its_age(parts_of_any_share, seen, tmp_path):
+    # Each hour's update keeps a part over a base kept an hour or more before: older than
+    # a stale state, and the new part's own file, which names its base to every save, is
+    # written after its charges' and runs'. The first reader joins the part with it.
+    emulator, client, root = seen
+    root = copy(root, tmp_path)
+    base, store = kept_whole(root)
+    for page in (2710, 2730):  # a part over the base, then a part over that part
+        aged(root, 3600)
+        another_snapshot(emulator, client, store, first_page=page)
+        assert Observed(SnapshotStore(root)).update(join_past=math.inf)
+        assert base.is_dir() and base_named(state_of(root)) == base.name
+    reader = Observed(SnapshotStore(root))
+    reader.stage(RunTable)
+    assert reader.extended, "the part was joined with its base, not built whole"
     assert_stages_are_the_pipelines(root)
 
 

@@ -275,6 +275,7 @@ def keep_part(keeper: Keeper, part: Part, manifest: pd.DataFrame) -> bool:
             "learned": learned_pairs(part.learned),
             "default_model": part.default_model, "known": part.known, "whole": whole}  # fmt: skip
     rows = part.rows.replace_schema_metadata({"toolkit": json.dumps(meta)})
+    keeper.joins(part.base)
     if not whole and not all(keeper.save_table(name, encode(stage), manifest)
                              for name, stage in stages.items()):  # fmt: skip
         return False

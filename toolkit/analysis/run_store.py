@@ -196,6 +196,13 @@ class Keeper:
         self._state: str | None = None
         self._digests: dict[str, str] | None = None
         self._behind: _Behind | None = None
+        self._joins: frozenset[str] = frozenset()
+
+    def joins(self, base: str) -> None:
+        """This state's part joins with the state `base`: no later save drops it, however
+        old (an hourly snapshot's part is over a base kept an hour or more before, and
+        the part's own file, which says so to every other save, is written last)."""
+        self._joins = self._joins | {base}
 
     def state(self, manifest: pd.DataFrame) -> str:
         """The name of the state: table versions, snapshots and their commits, code."""
@@ -256,9 +263,9 @@ class Keeper:
         except OSError:
             return False
         if self._behind is not None:
-            self._behind.submit(folder, name, table)
+            self._behind.submit(folder, name, table, self._joins)
             return True
-        return _written(folder, name, table)
+        return _written(folder, name, table, self._joins)
 
     def write_behind(self) -> None:
         """Write the tables saved from now on from a thread of their own, in the order
@@ -322,13 +329,14 @@ class Keeper:
         return [name for _, name in sorted(entries, reverse=True)]
 
 
-def _written(folder: Path, name: str, table: pa.Table) -> bool:
-    """Whether `table` was written whole as `<name>.arrow` in a state's `folder`."""
+def _written(folder: Path, name: str, table: pa.Table, joins: frozenset[str]) -> bool:
+    """Whether `table` was written whole as `<name>.arrow` in a state's `folder` (whose
+    part `joins` those states: `Keeper.joins`)."""
     compressed = name not in _MAPPED
     try:
         write_whole(folder / f"{name}.arrow",
                     lambda path: write_arrow(path, table, compressed=compressed))  # fmt: skip
-        _drop_stale(folder.parent, keep=folder.name)
+        _drop_stale(folder.parent, keep=folder.name, joins=joins)
     except (OSError, pa.ArrowException, TypeError, ValueError):
         # A read-only store, a full disk, a value Arrow cannot hold: nothing is kept,
         # and the figure is the one just built.
@@ -347,12 +355,14 @@ class _Behind:
         self._writes: list[Future[None]] = []
         self._failed = moved
 
-    def submit(self, folder: Path, name: str, table: pa.Table) -> None:
-        self._writes.append(self._pool.submit(self._write, folder, name, table))
+    def submit(
+        self, folder: Path, name: str, table: pa.Table, joins: frozenset[str] = frozenset()
+    ) -> None:
+        self._writes.append(self._pool.submit(self._write, folder, name, table, joins))
 
-    def _write(self, folder: Path, name: str, table: pa.Table) -> None:
+    def _write(self, folder: Path, name: str, table: pa.Table, joins: frozenset[str]) -> None:
         if not self._failed:
-            self._failed = not _written(folder, name, table)
+            self._failed = not _written(folder, name, table, joins)
 
     def join(self) -> None:
         self._pool.shutdown(wait=True)
@@ -371,11 +381,12 @@ def kept_as(kind: type) -> str | None:
     return KEPT.get(f"{kind.__module__}.{kind.__qualname__}")
 
 
-def _drop_stale(folder: Path, *, keep: str) -> None:
+def _drop_stale(folder: Path, *, keep: str, joins: frozenset[str]) -> None:
     """Delete the states older than `_STALE_SECONDS`, and all but the newest
     `_MOST_STATES` others however young (snapshots taken quickly, each extended from the
-    one before: superseded). A reader that listed one and finds it gone builds its stages
-    or extends another: deleting a state is never wrong, only slower for that reader."""
+    one before: superseded), but the bases of the parts kept and those `keep`'s part
+    `joins`. A reader that listed one and finds it gone builds its stages or extends
+    another: deleting a state is never wrong, only slower for that reader."""
     limit = time.time() - _STALE_SECONDS
     others = []
     for entry in folder.iterdir():
@@ -389,7 +400,7 @@ def _drop_stale(folder: Path, *, keep: str) -> None:
                if mtime < limit or rank >= _MOST_STATES]  # fmt: skip
     # Never the base of a part kept (`run_part`): the part is joined with it.
     kept = [folder / keep, *(entry for _, entry in ranked if entry not in dropped)]
-    bases = {_base_of_part(entry) for entry in kept}
+    bases = {_base_of_part(entry) for entry in kept} | joins
     for entry in dropped:
         if entry.name not in bases:
             shutil.rmtree(entry, ignore_errors=True)
