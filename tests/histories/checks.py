@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import os
 import tempfile
 from collections import Counter
 from datetime import datetime
@@ -30,7 +31,7 @@ from toolkit.analysis import run_part
 from toolkit.analysis.needs_person import pages_at_last_run
 from toolkit.analysis.observed import Observed
 from toolkit.analysis.run_check import STAGES, check_runs_kept, stages_equal
-from toolkit.analysis.run_store import FOLDER
+from toolkit.analysis.run_store import FOLDER, Keeper
 from toolkit.analysis.transitions import Transitions
 from toolkit.reporting.figures import period
 from toolkit.reporting.rework_causes import rework_causes
@@ -260,12 +261,19 @@ def extended_stages_equal_a_build(history: History) -> None:
     root, seed = history.store.root, history.plan.seed
     if history.plan.events:
         history.store.record_events(events(history.emulator))
+    _aged(Path(root), history.plan.interval)
     # Parts of any size, over any share of the chapters (a history's few chapters are
     # more than a tenth, or half, at once; those created since count too), so that every
     # seed checks parts.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(run_part, "MOST_TOUCHED", math.inf)
         history.updated.append(Observed(SnapshotStore(root)).update(join_past=math.inf))
+    store = SnapshotStore(root)
+    keeper = Keeper(store, store.version())
+    part = run_part.read_part(keeper, keeper.state(store.snapshots()))
+    assert part is None or keeper.holds(part.base, "transitions"), (
+        f"seed {seed}, snapshot {len(store.snapshots())}: the base of the part kept is gone"
+    )
     if len(history.updated) % _READ_EVERY:
         return
     extended = Observed(SnapshotStore(root), keep_after=0)  # kept, however quick
@@ -275,7 +283,21 @@ def extended_stages_equal_a_build(history: History) -> None:
             f"seed {seed}, snapshot {len(reference.manifest)}: {kind.__name__} "
             f"{'extended' if extended.extended else 'built'} differs from a build"
         )
+    # A part kept for the state is joined with its base, not built whole beside it.
+    assert extended.extended or part is None, (
+        f"seed {seed}, snapshot {len(reference.manifest)}: the part kept was not joined"
+    )
     history.extended.append(extended.extended)
+
+
+def _aged(root: Path, seconds: float) -> None:
+    """The run stages' states kept made `seconds` older, as the plan's interval between
+    two snapshots leaves them (a save drops the states older than ten minutes, by their
+    folders' times: a history played in seconds would never reach that)."""
+    folder = root / FOLDER
+    for state in folder.iterdir() if folder.is_dir() else ():
+        when = state.stat().st_mtime - seconds
+        os.utime(state, (when, when))
 
 
 def check(history: History, folder: Path) -> None:
