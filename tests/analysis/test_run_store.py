@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from aged_states import aged
 from deltalake import DeltaTable
 from epochs import SUITE_START
 from ledger import events
@@ -724,14 +724,6 @@ def test_the_bases_of_parts_kept_outlive_the_states_dropped(parts_of_any_share, 
     assert_stages_are_the_pipelines(root)
 
 
-def aged(root: Path, seconds: float) -> None:
-    """Every state kept made `seconds` older, as the time between two hourly snapshots
-    leaves them (their folders' times are what a save ranks and drops them by)."""
-    for state in (root / FOLDER).iterdir():
-        when = state.stat().st_mtime - seconds
-        os.utime(state, (when, when))
-
-
 def test_the_base_of_an_hourly_part_outlives_its_age(parts_of_any_share, seen, tmp_path):
     # Each hour's update keeps a part over a base kept an hour or more before: older than
     # a stale state, and the new part's own file, which names its base to every save, is
@@ -740,7 +732,7 @@ def test_the_base_of_an_hourly_part_outlives_its_age(parts_of_any_share, seen, t
     root = copy(root, tmp_path)
     base, store = kept_whole(root)
     for page in (2710, 2730):  # a part over the base, then a part over that part
-        aged(root, 3600)
+        aged(root / FOLDER, 3600)
         another_snapshot(emulator, client, store, first_page=page)
         assert Observed(SnapshotStore(root)).update(join_past=math.inf)
         assert base.is_dir() and base_named(state_of(root)) == base.name

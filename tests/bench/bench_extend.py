@@ -16,10 +16,11 @@ set aside for it, then put back). The runs read must equal the
 pipeline's, frame for frame. Then the review moves (`review_moves`), extended from the
 kept ones with the file written, against a build (in the same process: a new one's
 build reads DuckDB's metadata again, about twice as long), equal stage for stage. Last,
-`chain` more hours each written and updated with no question between (each part over
-the part before, until the update joins a part past a tenth of the chapters and keeps
-the stages whole: a day of hourly snapshots without a question does so once or twice),
-then one `analysis.runs`, equal to the pipeline's."""
+`chain` more hours each written and updated with no question between, the kept states
+aged an hour before each as an hourly cron's are (each part over the part before, until
+the update joins a part past a tenth of the chapters and keeps the stages whole: a day
+of hourly snapshots without a question does so once or twice), then one
+`analysis.runs`, which must join the last part, equal to the pipeline's."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
+from tests.aged_states import aged
 from tests.bench.bench_history import START, HistoryOptions
 from tests.bench.synthetic import SyntheticWorkspace
 
@@ -96,6 +99,7 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3, chain: in
             os.rename(aside, os.path.join(copy, FOLDER))
         chained = []
         for _ in range(chain):  # parts over parts: no question between the snapshots
+            aged(Path(copy) / FOLDER, 3600)  # an hour since the last, as cron's would be
             step = generator.advance()
             began = time.perf_counter()
             store = SnapshotStore(copy, retention=timedelta(0))
@@ -103,7 +107,10 @@ def measure(root: str, options: HistoryOptions, *, snapshots: int = 3, chain: in
             if not analysis.update_runs(store):
                 raise SystemExit("the update kept nothing")
             chained.append(time.perf_counter() - began)
-        seconds, runs = _timed(lambda: analysis.runs(Observed(SnapshotStore(copy))))
+        reader = Observed(SnapshotStore(copy))
+        seconds, runs = _timed(lambda: analysis.runs(reader))
+        if not reader.extended:
+            raise SystemExit("the chain's last part was built whole, not joined")
         reference = analysis.runs(Observed(SnapshotStore(copy), keep=False))
         pd.testing.assert_frame_equal(runs, reference, check_exact=True)
         e, f, k = (statistics.median(x) for x in (extended, full, kept))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import os
 import tempfile
 from collections import Counter
 from datetime import datetime
@@ -20,6 +19,7 @@ from typing import Final
 
 import pandas as pd
 import pytest
+from aged_states import aged
 from ledger import events
 from windows import assert_seen_reads_the_workspace, assert_windows_equal_the_whole
 
@@ -261,7 +261,7 @@ def extended_stages_equal_a_build(history: History) -> None:
     root, seed = history.store.root, history.plan.seed
     if history.plan.events:
         history.store.record_events(events(history.emulator))
-    _aged(Path(root), history.plan.interval)
+    aged(Path(root) / FOLDER, history.plan.interval)
     # Parts of any size, over any share of the chapters (a history's few chapters are
     # more than a tenth, or half, at once; those created since count too), so that every
     # seed checks parts.
@@ -288,16 +288,6 @@ def extended_stages_equal_a_build(history: History) -> None:
         f"seed {seed}, snapshot {len(reference.manifest)}: the part kept was not joined"
     )
     history.extended.append(extended.extended)
-
-
-def _aged(root: Path, seconds: float) -> None:
-    """The run stages' states kept made `seconds` older, as the plan's interval between
-    two snapshots leaves them (a save drops the states older than ten minutes, by their
-    folders' times: a history played in seconds would never reach that)."""
-    folder = root / FOLDER
-    for state in folder.iterdir() if folder.is_dir() else ():
-        when = state.stat().st_mtime - seconds
-        os.utime(state, (when, when))
 
 
 def check(history: History, folder: Path) -> None:
