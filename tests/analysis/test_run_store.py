@@ -724,6 +724,7 @@ def test_the_bases_of_parts_kept_outlive_the_states_dropped(parts_of_any_share, 
     assert_stages_are_the_pipelines(root)
 
 
+@pytest.mark.slow  # 5 s: two snapshots, their updates and a join
 def test_the_base_of_an_hourly_part_outlives_its_age(parts_of_any_share, seen, tmp_path):
     # Each hour's update keeps a part over a base kept an hour or more before: older than
     # a stale state, and the new part's own file, which names its base to every save, is
