@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -186,22 +185,14 @@ def write(
     keeps = manifest.num_rows + 1 >= latest.KEEP_FROM_SNAPSHOTS
     keeping = engine.keeping(tables) if keeps else None
     try:
-        info = _committed(engine, workspace, tables, manifest, when, label)
-        if compact and info.base_at is not None and info.base_at.date() < when.date():
-            engine.maintain(when)
+        info = _committed(engine, workspace, tables, manifest, when, label, compact=compact)
     except BaseException:
         if keeping is not None:
             keeping.abandon()
         raise
     if keeping is not None:
-        engine.keep_state(info.snapshot.snapshot_id, keeping)
-    return info.snapshot
-
-
-@dataclass(frozen=True)
-class _Written:
-    snapshot: SnapshotInfo
-    base_at: datetime | None
+        engine.keep_state(info.snapshot_id, keeping)
+    return info
 
 
 def _committed(
@@ -211,8 +202,11 @@ def _committed(
     manifest: pa.Table,
     when: datetime,
     label: str | None,
-) -> _Written:
-    """`tables` committed as one snapshot at `when` (`write`), and its base's time."""
+    *,
+    compact: bool,
+) -> SnapshotInfo:
+    """`tables` committed as one snapshot at `when`, then merged and tidied with
+    `compact` on a day's first write (`write`)."""
     snapshot_id = new_id(when)
     base, base_at, since_full = _base_of(manifest, snapshot_id)
     full = base is None or since_full + 1 >= _FULL_EVERY
@@ -264,7 +258,9 @@ def _committed(
     with engine.lock:
         engine.last = (snapshot_id, tables)
     engine.wrote = True
-    return _Written(info, base_at)
+    if compact and base_at is not None and base_at.date() < when.date():
+        engine.maintain(when)
+    return info
 
 
 def _metadata(snapshot_id: str, when: datetime, base: str | None) -> dict[str, str]:
