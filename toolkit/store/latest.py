@@ -72,8 +72,8 @@ def _key(snapshot_id: str, versions: tuple[int | None, ...]) -> str:
 
 
 class Keeping:
-    """A state's rows being kept: their files are written on two threads from the start
-    (`keeping`), while the write commits its snapshot; `done` names them by the versions
+    """A state's rows being kept: their files are written on two threads from the write's
+    start (`StoreEngine.keeping`), while it commits its snapshot; `done` names them by the versions
     the commits reached. A state's rows do not depend on them, so a write's commits and
     its files are no longer one after the other (0.06 s of a 0.3 s write at 100,000
     chapters)."""
@@ -169,7 +169,7 @@ def read_folder(
     file matches its digest; None otherwise."""
     try:
         record = _record(folder, snapshot_id, versions)
-        with _pool() as pool:  # side by side, as `save` writes them
+        with _pool() as pool:  # side by side, as `Keeping` writes them
             read = pool.map(partial(_read_table, folder, record), schema.SNAPSHOT_TABLES)
             return dict(zip(schema.SNAPSHOT_TABLES, read, strict=True))
     except Exception:  # any folder that does not read is worked out again, never an error
