@@ -141,16 +141,24 @@ class StoreEngine:
         with self.lock:
             if self.last is not None and self.last[0] == snapshot_id:
                 return self.last[1]
-        named = self.kept_state(snapshot_id) if self.tables.local else None
-        if named:  # kept by the write that made it, in another process
-            # Read on a thread while the logs are verified here (a read of the log would
-            # verify them too): Arrow's reads let go of the interpreter.
+        if self.tables.local:  # kept by the write that made it, in another process?
+            root = self.tables.root
+            folders = latest.kept_versions(root, snapshot_id)
+            # The folder kept for the snapshot is read on a thread while the tables are
+            # opened and their logs verified here (Arrow's reads and delta-rs' let go of
+            # the interpreter); its rows are used once its versions prove the store's.
             with ThreadPoolExecutor(max_workers=1) as pool:
-                loading = pool.submit(latest.load, self.tables.root, snapshot_id, named)
-                verify_reads(self, manifest, list(schema.SNAPSHOT_TABLES))
-                kept = loading.result()
-            if kept is not None:
-                return kept
+                loading = (
+                    pool.submit(latest.load, root, snapshot_id, folders[0]) if folders else None
+                )
+                named = self.kept_state(snapshot_id, folders)
+                if named:
+                    if loading is None or named != folders[0]:
+                        loading = pool.submit(latest.load, root, snapshot_id, named)
+                    verify_reads(self, manifest, list(schema.SNAPSHOT_TABLES))
+                    kept = loading.result()
+                    if kept is not None:
+                        return kept
         return self.logged_state(snapshot_id, manifest)
 
     def kept_rows(self, table: str, snapshot_id: str, manifest: pa.Table) -> pa.Table | None:
@@ -180,15 +188,20 @@ class StoreEngine:
     def kept_versions(self) -> tuple[int | None, ...]:
         """The Delta versions that name a kept state (`latest.KEPT_TABLES`), as of this
         operation's look at each table."""
-        tables = [self.tables.get(name) for name in latest.KEPT_TABLES]
+        tables = self.tables.each(latest.KEPT_TABLES)
         return tuple(table.version() if table is not None else None for table in tables)
 
-    def kept_state(self, snapshot_id: str) -> tuple[int | None, ...] | None:
+    def kept_state(
+        self, snapshot_id: str, folders: list[tuple[int | None, ...]] | None = None
+    ) -> tuple[int | None, ...] | None:
         """The versions that name the rows kept for `snapshot_id` (`latest`) when they are
         the store's rows now: kept at this operation's versions, or at earlier ones with
-        only commits since that change no row (`Commit.keeps_rows`); else None."""
+        only commits since that change no row (`Commit.keeps_rows`); else None.
+        `folders`: the versions of the folders kept for it, when read already."""
         now = self.kept_versions()
-        for named in latest.kept_versions(self.tables.root, snapshot_id):
+        if folders is None:
+            folders = latest.kept_versions(self.tables.root, snapshot_id)
+        for named in folders:
             if named == now or self._rows_kept(named, now):
                 return named
         return None

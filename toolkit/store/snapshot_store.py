@@ -32,7 +32,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -232,11 +231,7 @@ class SnapshotStore:
             order; None for a table never written.
         """
         self._tables.begin()
-        names = schema.VERSIONED_TABLES
-        # Side by side: opening a table reads its log outside the interpreter lock, and a
-        # fresh store opens all seven here.
-        with ThreadPoolExecutor(max_workers=len(names)) as pool:
-            tables = list(pool.map(self._tables.get, names))
+        tables = self._tables.each(schema.VERSIONED_TABLES)
         return tuple(table.version() if table is not None else None for table in tables)
 
     def snapshots(self) -> pd.DataFrame:

@@ -24,6 +24,7 @@ import errno
 import os
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
@@ -177,6 +178,19 @@ class Tables:
         with self._lock:
             self._open[name] = table
         return table
+
+    def each(self, names: Sequence[str]) -> list[DeltaTable | None]:
+        """`get` of each of `names`, side by side: opening a table reads its log outside
+        the interpreter lock, and a fresh store object opens several at its first write
+        or version (0.1 s one after the other at a year of snapshots). Tables open
+        already are brought up to date one after the other: that costs less than
+        starting threads."""
+        with self._lock:
+            opened = all(name in self._open for name in names)
+        if opened or len(names) < 2:
+            return [self.get(name) for name in names]
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            return list(pool.map(self.get, names))
 
     def append(
         self,
