@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.analysis._arrays import among, is_true
+from toolkit.analysis._arrays import among, is_true, text_objects
 from toolkit.analysis.run_store import frame_table
 from toolkit.analysis.run_table import terminal_events
 from toolkit.analysis.transitions import Since, Transitions, transitions_ctes, transitions_sql
@@ -173,9 +173,8 @@ def kept_rows(file: pa.Table | None) -> KeptRows | None:
         chapters = pc.cast(table.column("chapter_id").take(first), pa.string())
         projects = pc.cast(table.column("project_id").take(first), pa.string())
         return KeptRows(
-            table, code, np.asarray(chapters.to_pylist(), object),
-            np.asarray(projects.to_pylist(), object), _odd(code, step, new, len(first)),
-            meta["values"]["default_model"]["value"],
+            table, code, text_objects(chapters), text_objects(projects),
+            _odd(code, step, new, len(first)), meta["values"]["default_model"]["value"],
         )  # fmt: skip
     except (KeyError, ValueError, pa.ArrowException):  # not as written: no basis
         return None

@@ -28,6 +28,7 @@ from toolkit.analysis._arrays import (
     is_true,
     rank_within,
     taken,
+    text_objects,
     to_float,
     to_micros,
     unconsolidated,
@@ -266,7 +267,7 @@ def _frame(table: pa.Table) -> pd.DataFrame:
             encoded = column.combine_chunks().dictionary_encode()
             codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
             columns[name] = pd.Categorical.from_codes(
-                codes, categories=pd.Index(encoded.dictionary.to_pylist(), dtype=object)
+                codes, categories=pd.Index(text_objects(encoded.dictionary), dtype=object)
             )
         elif pa.types.is_dictionary(column.type):  # a splice's texts by code (`run_splice`)
             columns[name] = _first_seen(column.combine_chunks())
@@ -292,5 +293,5 @@ def _first_seen(column: pa.DictionaryArray) -> pd.Categorical:
     new_code[in_order] = np.arange(len(in_order))
     return pd.Categorical.from_codes(
         new_code[codes],
-        categories=pd.Index(column.dictionary.take(pa.array(in_order)).to_pylist(), dtype=object),
+        categories=pd.Index(text_objects(column.dictionary.take(pa.array(in_order))), dtype=object),
     )
