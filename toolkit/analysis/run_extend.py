@@ -183,18 +183,20 @@ def kept_start(obs: Observed, keeper: Keeper, *, having: str | None = None) -> S
     (`_only_appends`); None when there is none."""
     states = keeper.earlier(obs.manifest)
     if having is not None:
-        states = [state for state in states if keeper.holds(state, having)][:1]
-    basis = keeper.load_table(BASIS, states[0]) if states else None
-    if basis is None:
-        return None
-    try:
-        meta = json.loads(basis.schema.metadata[b"toolkit"])
-    except (KeyError, TypeError, ValueError):  # not as `remember` wrote it: no basis
-        return None
-    snapshots = _prefix(meta, obs.manifest)
-    if snapshots is None or not _only_appends(obs, meta["version"], keeper.version):
-        return None
-    return Start(states[0], snapshots, meta, basis)
+        states = [state for state in states if keeper.holds(state, having)]
+    # The newest that starts this state: one kept for snapshots since undone is not.
+    for state in states:
+        basis = keeper.load_table(BASIS, state)
+        if basis is None:
+            continue
+        try:
+            meta = json.loads(basis.schema.metadata[b"toolkit"])
+        except (KeyError, TypeError, ValueError):  # not as `remember` wrote it: no basis
+            continue
+        snapshots = _prefix(meta, obs.manifest)
+        if snapshots is not None and _only_appends(obs, meta["version"], keeper.version):
+            return Start(state, snapshots, meta, basis)
+    return None
 
 
 def _prefix(meta: dict[str, Any], manifest: pd.DataFrame) -> int | None:

@@ -317,16 +317,22 @@ class Keeper:
             return None
 
     def earlier(self, manifest: pd.DataFrame) -> list[str]:
-        """The other states kept, newest first: those an extension may start from."""
+        """The other states kept with a basis, newest first: those an extension may start
+        from. Newest by the snapshots each saw (its basis says), then by its basis's
+        time: not by its folder's, which a stage saved late into an older state (a
+        notebook's view of it asking a new question) makes the newest."""
         if self._folder is None or not self._folder.is_dir():
             return []
         mine = self.state(manifest)
+        entries = []
         try:
-            entries = [(e.stat().st_mtime, e.name) for e in self._folder.iterdir()
-                       if e.name != mine and (e / f"{BASIS}.arrow").exists()]  # fmt: skip
+            for entry in self._folder.iterdir():
+                basis = entry / f"{BASIS}.arrow"
+                if entry.name != mine and basis.exists():
+                    entries.append((_snapshots_seen(basis), basis.stat().st_mtime, entry.name))
         except OSError:
             return []
-        return [name for _, name in sorted(entries, reverse=True)]
+        return [name for *_, name in sorted(entries, reverse=True)]
 
 
 def _written(folder: Path, name: str, table: pa.Table, joins: frozenset[str]) -> bool:
@@ -404,6 +410,17 @@ def _drop_stale(folder: Path, *, keep: str, joins: frozenset[str]) -> None:
     for entry in dropped:
         if entry.name not in bases:
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def _snapshots_seen(basis: Path) -> int:
+    """How many snapshots a kept state saw, as its basis's metadata says; 0 when it
+    does not read (`run_extend.kept_start` then finds it no basis)."""
+    try:
+        with pa.OSFile(str(basis)) as source:
+            meta = pa.ipc.open_file(source).schema.metadata or {}
+        return int(json.loads(meta[b"toolkit"])["snapshots"])
+    except Exception:  # not a basis that reads: the oldest
+        return 0
 
 
 def _base_of_part(state: Path) -> str | None:
