@@ -95,8 +95,10 @@ def _remember(
     learned: dict[str | None, float],
     *,
     base: str | None,
+    languages_kept: bool = False,
 ) -> bool:
-    """Keep this state's basis (a part's names its `base`); whether it was."""
+    """Keep this state's basis (a part's names its `base`); whether it was.
+    `languages_kept`: its languages were saved already (`run_part.part_of`)."""
     try:
         events = terminal_events(obs)
         projects = touching.projects(obs)
@@ -104,7 +106,7 @@ def _remember(
     except Exception:  # nothing remembered: the next state is built whole
         return False
     # Before the basis: a state with a basis has its languages (`earlier` lists those).
-    if not keeper.save_table(LANGUAGES, languages, obs.manifest):
+    if not languages_kept and not keeper.save_table(LANGUAGES, languages, obs.manifest):
         return False
     meta = {
         "code": code_version(),
@@ -156,18 +158,24 @@ def update(obs: Observed, keeper: Keeper, *, join_past: float | None = None) -> 
     if keeper.keeps(obs.manifest) or keeper.keeps(obs.manifest, PART):
         return True
     start = kept_start(obs, keeper)
-    part = run_part.part_of(obs, keeper, start) if start is not None else None
-    if part is None:
+    if start is None:
         return False  # the first reader builds whole
-    most = _MOST_IN_PART if join_past is None else join_past
-    if len(part.chapters) > most * max(part.known, 1):
-        obs.memo[_WORKED_OUT] = part  # `extend` joins it, and the stages are kept whole
-        obs.stage(RunTable)
-        return keeper.keeps(obs.manifest)
-    keeper.write_behind()  # whether the store moved on is asked once, not per file
+    # Written on a thread from here (whether the store moved on is asked once, not per
+    # file): the state's languages while its part is worked out, then the part.
+    keeper.write_behind()
     try:
+        part = run_part.part_of(obs, keeper, start, keeping=True)
+        if part is None:
+            return False
+        most = _MOST_IN_PART if join_past is None else join_past
+        if len(part.chapters) > most * max(part.known, 1):
+            keeper.flush()  # the stages' saves ask which are kept: in place, one by one
+            obs.memo[_WORKED_OUT] = part  # `extend` joins it, and the stages are kept whole
+            obs.stage(RunTable)
+            return keeper.keeps(obs.manifest)
         if run_part.keep_part(keeper, part, obs.manifest):
-            _remember(obs, keeper, part.default_model, part.learned, base=part.base)
+            _remember(obs, keeper, part.default_model, part.learned, base=part.base,
+                      languages_kept=True)  # fmt: skip
     finally:
         keeper.flush()
     return keeper.keeps(obs.manifest, BASIS)

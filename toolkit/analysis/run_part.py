@@ -104,11 +104,13 @@ def base_of(meta: dict[str, Any], state: str) -> str:
     return str(meta.get("base") or state)
 
 
-def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
+def part_of(obs: Observed, keeper: Keeper, start: Start, *, keeping: bool = False) -> Part | None:
     """The part of `obs`'s state over the base of `start` (`start` itself, or its
     base when it is a part); None when a rule says build whole: more than half the
     chapters touched since `start`, the base or the part before not kept or not as
-    written, a model the kept rows may not name."""
+    written, a model the kept rows may not name. `keeping`: the part is to be kept (the
+    update): the state's languages are saved as soon as they are known, and written
+    behind (`Keeper.write_behind`) while the rest is worked out."""
     base = base_of(start.meta, start.state)
     times = to_micros(obs.manifest["snapshot_at"])
     # The kept rows read and told per chapter on the reading thread while the logs since
@@ -129,6 +131,9 @@ def part_of(obs: Observed, keeper: Keeper, start: Start) -> Part | None:
         if len(touched) > MOST_TOUCHED * max(len(chapters.chapters), 1):
             return None
         pairs = touching.languages(obs, changes, state)
+        if keeping:
+            keeper.joins(base)  # before any save: none drops the base (`Keeper.joins`)
+            keeper.save_table(LANGUAGES, pairs, obs.manifest)
         every = obs.store.asking(touching.SINCE_TABLES) if whole else nullcontext(asked)
         with every as ask:
             answer = touching.touched_rows(
