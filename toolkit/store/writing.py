@@ -74,31 +74,28 @@ def _changes_of(
 ) -> dict[str, pa.Table]:
     """Each table's rows to store for a snapshot of `tables` based on `before`, sorted by
     key: the change, or with `full` every row plus the deletions."""
-
-    def change_of(name: str) -> pa.Table:
-        table = tables[name]
-        old = before[name] if before is not None else table.schema.empty_table()
-        con = connect()
-        try:
+    changes = {}
+    con = connect()
+    try:
+        for name, table in tables.items():
+            old = before[name] if before is not None else table.schema.empty_table()
             change = diff(con, name, table, old)
-        finally:
-            con.close()
-        if full:
-            target = stored_schema(name).remove(0).remove(0)
-            gone = change.filter(change.column(DELETED))
-            kept = table.append_column(DELETED, pa.array([False] * table.num_rows, pa.bool_()))
-            if name in TRACKED:
-                changed, previous = _changed_in(table, change, name)
-                kept = kept.append_column(CHANGED, changed).append_column(PREVIOUS, previous)
-            change = pa.concat_tables([schema.conform(kept, target), schema.conform(gone, target)])
-        return change.sort_by(
-            [*((k, "ascending") for k in schema.KEYS[name]), ("_deleted", "ascending")]
-        )
-
-    # Two tables at a time: Arrow's comparisons and sorts let go of the interpreter, and
-    # the chapters, languages and exports each take a third of a write's diff.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(tables, pool.map(change_of, tables), strict=True))
+            if full:
+                target = stored_schema(name).remove(0).remove(0)
+                gone = change.filter(change.column(DELETED))
+                kept = table.append_column(DELETED, pa.array([False] * table.num_rows, pa.bool_()))
+                if name in TRACKED:
+                    changed, previous = _changed_in(table, change, name)
+                    kept = kept.append_column(CHANGED, changed).append_column(PREVIOUS, previous)
+                change = pa.concat_tables(
+                    [schema.conform(kept, target), schema.conform(gone, target)]
+                )
+            changes[name] = change.sort_by(
+                [*((k, "ascending") for k in schema.KEYS[name]), ("_deleted", "ascending")]
+            )
+    finally:
+        con.close()
+    return changes
 
 
 def _changed_in(table: pa.Table, change: pa.Table, name: str) -> tuple[pa.Array, pa.Array]:
