@@ -240,7 +240,8 @@ def spark(tmp_path_factory) -> Iterator[object]:
 # Some forty steps, each a Spark job, on one shared core: minutes, not the default 300 s.
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("with_events", [False, True])
-def test_spark_on_the_delta_tables_alone_gives_each_figure(seen, spark, tmp_path, with_events):
+def test_spark_on_the_delta_tables_alone_gives_each_figure(spark, seen, tmp_path, with_events):
+    # `spark` first: where it skips, the awkward cases' store is not built for nothing.
     # The same SQL on Spark, step by step, over the Parquet files the tables' logs list
     # (no Delta Lake package needed): the same frames as the toolkit's functions.
     root = _seen_store(seen, tmp_path, with_events=with_events)
@@ -255,7 +256,7 @@ def test_spark_on_the_delta_tables_alone_gives_each_figure(seen, spark, tmp_path
 
 
 @pytest.mark.timeout(1800)
-def test_the_spark_sql_script_gives_the_figure_step_by_step(seen, spark, tmp_path):
+def test_the_spark_sql_script_gives_the_figure_step_by_step(spark, seen, tmp_path):
     # What `spark-sql -f` runs (`toolkit sql FIGURE --engine spark --print`): its
     # statements as printed, each step a table the next reads, after its `delta.` lines
     # (no Delta Lake package here: the tables are registered under the same names).

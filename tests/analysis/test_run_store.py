@@ -744,6 +744,7 @@ def test_the_base_of_an_hourly_part_outlives_its_age(parts_of_any_share, seen, t
     assert_stages_are_the_pipelines(root)
 
 
+@pytest.mark.slow  # 3 s: two snapshots, their updates and a build
 def test_a_stage_saved_late_into_an_older_state_does_not_make_it_the_start(
     parts_of_any_share, seen, tmp_path
 ):
@@ -763,6 +764,7 @@ def test_a_stage_saved_late_into_an_older_state_does_not_make_it_the_start(
     assert_stages_are_the_pipelines(root)
 
 
+@pytest.mark.slow  # 3 s: two snapshots, their updates and a build
 def test_a_newest_state_whose_basis_does_not_read_is_passed_over(
     parts_of_any_share, seen, tmp_path
 ):

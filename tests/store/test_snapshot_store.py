@@ -261,6 +261,7 @@ def test_history_filters_by_time_and_project(tmp_path, service):
     assert store.as_of("chapters", hours(-1)).empty
 
 
+@pytest.mark.slow  # 4.5-5 s: the default group stays under five minutes
 def test_full_snapshots_are_written_periodically_and_change_nothing_visible(
     tmp_path, service, monkeypatch
 ):
@@ -536,6 +537,7 @@ def file_spans(store: SnapshotStore, table: str) -> list[tuple[date, date]]:
     return sorted((low.date(), high.date()) for low, high in zip(lows, highs, strict=True))
 
 
+@pytest.mark.slow  # 4.5-5 s: the default group stays under five minutes
 def test_takes_merge_past_days_and_weeks_as_they_go(tmp_path, service):
     plain = SnapshotStore(tmp_path / "plain", auto_compact=False)
     store = SnapshotStore(tmp_path / "auto")
