@@ -744,6 +744,19 @@ def test_the_base_of_an_hourly_part_outlives_its_age(parts_of_any_share, seen, t
     assert_stages_are_the_pipelines(root)
 
 
+def start_of_the_next_snapshot(seen, root: Path, store: SnapshotStore, first_page: int) -> str:
+    """Another snapshot, and the kept state its update starts from, once the update kept
+    its part and the stages join into the pipeline's."""
+    emulator, client, _ = seen
+    another_snapshot(emulator, client, store, first_page=first_page)
+    obs = Observed(SnapshotStore(root))
+    start = run_extend.kept_start(obs, Keeper(obs.store, obs.store.version()))
+    assert start is not None
+    assert obs.update(join_past=math.inf)
+    assert_stages_are_the_pipelines(root)
+    return start.state
+
+
 @pytest.mark.slow  # 3 s: two snapshots, their updates and a build
 def test_a_stage_saved_late_into_an_older_state_does_not_make_it_the_start(
     parts_of_any_share, seen, tmp_path
@@ -751,17 +764,11 @@ def test_a_stage_saved_late_into_an_older_state_does_not_make_it_the_start(
     # A notebook's view of the base state asks a new question after the update kept a
     # part, and saves a stage into the base's folder: the folder is the newest by its
     # time, yet the next snapshot's part is over the part, the newest state kept.
-    emulator, client, root = seen
     root, base, store = a_part_kept(seen, tmp_path, first_page=2750)
     part = state_of(root)
     later = part.stat().st_mtime + 60
     os.utime(base, (later, later))
-    another_snapshot(emulator, client, store, first_page=2770)
-    obs = Observed(SnapshotStore(root))
-    start = run_extend.kept_start(obs, Keeper(obs.store, obs.store.version()))
-    assert start is not None and start.state == part.name
-    assert obs.update(join_past=math.inf)
-    assert_stages_are_the_pipelines(root)
+    assert start_of_the_next_snapshot(seen, root, store, first_page=2770) == part.name
 
 
 @pytest.mark.slow  # 3 s: two snapshots, their updates and a build
@@ -770,15 +777,9 @@ def test_a_newest_state_whose_basis_does_not_read_is_passed_over(
 ):
     # The part's basis garbled (a faulty copy): the next snapshot starts from the base,
     # the newest state that still reads, rather than building the stages whole.
-    emulator, client, root = seen
     root, base, store = a_part_kept(seen, tmp_path, first_page=2790)
     (state_of(root) / f"{BASIS}.arrow").write_bytes(b"not an Arrow file")
-    another_snapshot(emulator, client, store, first_page=2810)
-    obs = Observed(SnapshotStore(root))
-    start = run_extend.kept_start(obs, Keeper(obs.store, obs.store.version()))
-    assert start is not None and start.state == base.name
-    assert obs.update(join_past=math.inf)
-    assert_stages_are_the_pipelines(root)
+    assert start_of_the_next_snapshot(seen, root, store, first_page=2810) == base.name
 
 
 def test_a_store_that_keeps_no_stages_keeps_nothing_after_an_update(

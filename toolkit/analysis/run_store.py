@@ -41,7 +41,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 import pandas as pd
@@ -416,11 +416,17 @@ def _snapshots_seen(basis: Path) -> int:
     """How many snapshots a kept state saw, as its basis's metadata says; 0 when it
     does not read (`run_extend.kept_start` then finds it no basis)."""
     try:
-        with pa.OSFile(str(basis)) as source:
-            meta = pa.ipc.open_file(source).schema.metadata or {}
-        return int(json.loads(meta[b"toolkit"])["snapshots"])
+        return int(_kept_meta(basis)["snapshots"])
     except Exception:  # not a basis that reads: the oldest
         return 0
+
+
+def _kept_meta(path: Path) -> dict[str, Any]:
+    """What a kept file's metadata says (`run_extend`'s basis, `run_part`'s part),
+    without reading its rows; raises when it does not read."""
+    with pa.OSFile(str(path)) as source:
+        meta = pa.ipc.open_file(source).schema.metadata or {}
+    return cast(dict[str, Any], json.loads(meta[b"toolkit"]))
 
 
 def _base_of_part(state: Path) -> str | None:
@@ -429,9 +435,7 @@ def _base_of_part(state: Path) -> str | None:
     if (state / f"{KEPT[_FIRST]}.arrow").exists():
         return None
     try:
-        with pa.OSFile(str(state / f"{PART}.arrow")) as source:
-            meta = pa.ipc.open_file(source).schema.metadata or {}
-        return str(json.loads(meta[b"toolkit"])["base"])
+        return str(_kept_meta(state / f"{PART}.arrow")["base"])
     except Exception:  # no part, or not one that reads: nothing to keep for it
         return None
 
