@@ -221,28 +221,35 @@ def _split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
             "may_retry": rows.may_retry[j],
         }
 
-    def fits(i: np.ndarray, paid: np.ndarray) -> np.ndarray:
-        """Whether rows `i`'s rests read as whole runs, their new pages run or held."""
-        run = _read_rest(added=added[i], rest=rest[i], **state(i, paid))
-        held = _read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **state(i, paid))
-        return np.asarray(run.fits | held.fits, bool)
+    def fits(i: np.ndarray, *paid: np.ndarray) -> list[np.ndarray]:
+        """For each of `paid`, whether rows `i`'s rests read as whole runs, their new
+        pages run or held."""
+        none = np.zeros(len(i))
+        readings = _read_rests(state(i, none), [
+            {"added": a, "rest": r, "paid": p}
+            for p in paid for a, r in ((added[i], rest[i]), (none, rest[i] + added[i]))
+        ])  # fmt: skip
+        return [np.asarray(run.fits | held.fits, bool)
+                for run, held in zip(readings[::2], readings[1::2], strict=True)]  # fmt: skip
 
     for k in range(rank.max() + 1 if len(rank) else 0):
         i = read[rank == k]
         j = at[i]
         chapter_state = state(i, known[i] + held_so_far[segments.segment[i]] + first[i])
         paid = chapter_state["paid"]
-        as_run = _read_rest(added=added[i], rest=rest[i], **chapter_state)
-        as_held = _read_rest(added=np.zeros(len(i)), rest=rest[i] + added[i], **chapter_state)
         alone = by_files[i]  # the new pages run are the whole rise: a reading that fits
+        # Some new pages run, a re-scan, the others held ((c)), against the same number of
+        # runs read with them all run (`held_seen_later`).
+        some = _some_kept_held(paid, added=added[i], rest=rest[i], alone=alone)
+        as_run, as_held, split = _read_rests(chapter_state, [
+            {"added": added[i], "rest": rest[i]},
+            {"added": np.zeros(len(i)), "rest": rest[i] + added[i]},
+            {"added": added[i] - some, "rest": rest[i] + some},
+        ])  # fmt: skip
         kept = _new_pages_held(added[i], fits_as_run=as_run.fits | alone, fits_as_held=as_held.fits)
         reading = _RestReading(
             *(np.where(kept, h, r) for h, r in zip(as_held, as_run, strict=True))
         )
-        # Some new pages run, a re-scan, the others held ((c)), against the same number of
-        # runs read with them all run (`held_seen_later`).
-        some = _some_kept_held(paid, added=added[i], rest=rest[i], alone=alone)
-        split = _read_rest(added=added[i] - some, rest=rest[i] + some, **chapter_state)
         dropped = np.where(kept, added[i], 0.0)
         paid_after = paid + added[i] - dropped + reading.held
         paid_split = paid + added[i] - some + split.held
@@ -250,8 +257,9 @@ def _split_charges(found: Transitions, *, per_page: np.ndarray) -> Charges:
         has_next = nxt >= 0
         to = np.maximum(nxt, 0)
         next_paid = known[to] + held_so_far[segments.segment[i]] + first[to]
-        next_fits = has_next & fits(to, next_paid + paid_after - paid - added[i])
-        next_fits_split = has_next & fits(to, next_paid + paid_split - paid - added[i])
+        next_fits, next_fits_split = (has_next & f for f in fits(
+            to, next_paid + paid_after - paid - added[i], next_paid + paid_split - paid - added[i]
+        ))  # fmt: skip
         seen = _held_seen_later(
             np.where(kept, 0.0, some),
             fits_split=split.fits,
@@ -405,6 +413,24 @@ class _RestReading(NamedTuple):
     after_pages: np.ndarray
     after_count: np.ndarray
     fits: np.ndarray
+
+
+def _read_rests(
+    state: dict[str, np.ndarray], readings: list[dict[str, np.ndarray]]
+) -> list[_RestReading]:
+    """`_read_rest` of the same rows (`state`) for each of `readings` (its `added`, `rest`
+    and any of `state` in place of the rows'), read in one call: the walk reads each row
+    several ways, and on a late step's few rows numpy costs by the call, not the row."""
+    size = len(state["paid"])
+    names = {*state, "added", "rest"}
+    whole = _read_rest(**{
+        name: np.concatenate([reading.get(name, state.get(name)) for reading in readings])
+        for name in names
+    })  # fmt: skip
+    return [
+        _RestReading(*(part[k * size : (k + 1) * size] for part in whole))
+        for k in range(len(readings))
+    ]
 
 
 def _whole_multiple(value: np.ndarray, size: np.ndarray) -> np.ndarray:
